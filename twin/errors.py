@@ -1,0 +1,32 @@
+"""Errors the user can act on.
+
+Every error the tool reports about its input names the file, the key and what is wrong, in
+one line. The tree::
+
+    TwinError                  base of every error the CLI turns into one line and exit 2
+    ├── InputError             a file the user wrote (intent, scenario, lab config) is wrong
+    ├── DesignError            the intent is valid but no fabric satisfies it
+    └── LabError               a lab directory or a running twin is not in the expected state
+"""
+
+from __future__ import annotations
+
+
+class TwinError(Exception):
+    """Base of every error reported to the user as one line."""
+
+
+class InputError(TwinError):
+    """A file written by the user is wrong: names the file, the key and the problem."""
+
+    def __init__(self, file: str, key: str, problem: str) -> None:
+        self.file, self.key, self.problem = file, key, problem
+        super().__init__(f"{file}: {key}: {problem}" if key else f"{file}: {problem}")
+
+
+class DesignError(InputError):
+    """The intent is well-formed but describes an impossible fabric."""
+
+
+class LabError(TwinError):
+    """A lab directory or a running twin is missing or in the wrong state."""

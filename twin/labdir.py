@@ -1,0 +1,173 @@
+"""The lab directory: what `twin generate` writes and everything else reads.
+
+    DIR/fabric.yaml                    the resolved intent, every default written out
+    DIR/design.json                    the design graph (networkx node-link JSON) and figures
+    DIR/ifmap.json                     per node: port -> Linux name (netns) and endpoint (clab)
+    DIR/topology.clab.yml              the containerlab topology
+    DIR/configs/<switch>/config_db.json, frr.conf
+    DIR/configs/<server>/host.json
+
+Backends and validators read the configs in this directory, so an edited config is what gets
+tested. The directory is written whole into a temporary sibling and renamed into place: bad
+input never leaves half a lab.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from twin import clab, config_db, frr_conf, host_conf, intent
+from twin.config_db import ConfigDb
+from twin.design import Design, design, figures, ports_of
+from twin.errors import LabError
+
+STATE_FILE = "state.json"
+
+
+def ifmap(d: Design) -> dict[str, dict[str, dict[str, str]]]:
+    """Deterministic port -> Linux name mapping of every node.
+
+    In the netns backend one veth carries each routed interface: a bundle of parallel fabric
+    or peer-link ports is one veth named after its PortChannel; a server-facing port (one
+    member of a split MLAG bundle) and a server NIC keep their own names. All fit in 15
+    characters (`Ethernet1016`, `PortChannel100`).
+    """
+    mapping: dict[str, dict[str, dict[str, str]]] = {}
+    for node in d.graph.nodes:
+        ports = ports_of(d.graph, node)
+        mapping[node] = {
+            p.name: {
+                "netns": p.bundle if p.bundle and p.kind in ("fabric", "peerlink") else p.name,
+                "clab": clab.endpoint(p.index),
+            }
+            for p in ports
+        }
+    return mapping
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def generate(fabric: intent.Fabric, out: Path, file: str = "fabric.yaml", force: bool = False) -> Design:
+    """Design the fabric and write its lab directory to `out` (atomically)."""
+    d = design(fabric, file)
+    if (out / STATE_FILE).exists():
+        raise LabError(f"{out}: a twin of this lab is running; destroy it first")
+    if out.exists() and any(out.iterdir()) and not force:
+        raise LabError(f"{out}: directory exists and is not empty (use --force to replace it)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        _write(d, tmp)
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return d
+
+
+def _write(d: Design, root: Path) -> None:
+    (root / "fabric.yaml").write_text(intent.dump(d.fabric))
+    graph = nx.node_link_data(d.graph, edges="links")
+    _write_json(root / "design.json", {"figures": figures(d), "sizing": vars(d.sizing), "graph": graph})
+    names = ifmap(d)
+    _write_json(root / "ifmap.json", names)
+    for i, switch in enumerate(d.switches()):
+        _write_json(root / "configs" / switch / "config_db.json", config_db.render(d, switch, i))
+        (root / "configs" / switch / "frr.conf").write_text(frr_conf.render(d, switch))
+    hosts = {server: host_conf.render(d, server) for server in d.nodes("server")}
+    for server, host in hosts.items():
+        _write_json(root / "configs" / server / "host.json", host)
+    (root / "topology.clab.yml").write_text(clab.render(d, hosts, names))
+
+
+@dataclass
+class Lab:
+    """A lab directory on disk, read lazily."""
+
+    path: Path
+
+    @classmethod
+    def open(cls, path: Path) -> Lab:
+        """Open a lab directory, or say what is missing."""
+        for needed in ("fabric.yaml", "design.json", "ifmap.json"):
+            if not (path / needed).is_file():
+                raise LabError(f"{path}: not a lab directory ({needed} missing; run twin generate)")
+        return cls(path)
+
+    @cached_property
+    def fabric(self) -> intent.Fabric:
+        """The resolved intent."""
+        return intent.load(self.path / "fabric.yaml")
+
+    @property
+    def name(self) -> str:
+        """The lab's name: the tag of everything its twin creates."""
+        return self.fabric.name
+
+    @cached_property
+    def _design(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.path / "design.json").read_text())
+        return data
+
+    @cached_property
+    def graph(self) -> nx.MultiGraph:
+        """The design graph."""
+        graph: nx.MultiGraph = nx.node_link_graph(self._design["graph"], edges="links", multigraph=True)
+        return graph
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        """The design's headline figures."""
+        figs: dict[str, Any] = self._design["figures"]
+        return figs
+
+    @cached_property
+    def ifmap(self) -> dict[str, dict[str, dict[str, str]]]:
+        """Port -> Linux names per node."""
+        data: dict[str, dict[str, dict[str, str]]] = json.loads((self.path / "ifmap.json").read_text())
+        return data
+
+    def nodes(self, role: str) -> list[str]:
+        """Nodes with this role, in design order."""
+        return [n for n, d in self.graph.nodes(data=True) if d["role"] == role]
+
+    def switches(self) -> list[str]:
+        """Every switch."""
+        return self.nodes("superspine") + self.nodes("spine") + self.nodes("leaf")
+
+    def config_db(self, node: str) -> ConfigDb:
+        """A switch's `config_db.json` as it is now on disk."""
+        return self._json(node, "config_db.json")
+
+    def frr_conf(self, node: str) -> str:
+        """A switch's `frr.conf` as it is now on disk."""
+        return self._file(node, "frr.conf").read_text()
+
+    def host(self, node: str) -> dict[str, Any]:
+        """A server's host file as it is now on disk."""
+        return self._json(node, "host.json")
+
+    def _file(self, node: str, name: str) -> Path:
+        path = self.path / "configs" / node / name
+        if not path.is_file():
+            raise LabError(f"{path}: missing")
+        return path
+
+    def _json(self, node: str, name: str) -> Any:
+        path = self._file(node, name)
+        try:
+            return json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise LabError(f"{path}: line {exc.lineno}: not valid JSON: {exc.msg}") from None

@@ -1,0 +1,51 @@
+"""`twin show`: a lab's figures, nodes, links and addresses as text a person reads."""
+
+from __future__ import annotations
+
+from twin.labdir import Lab
+
+FIGURE_LABELS = {
+    "servers": "servers",
+    "gpus": "GPUs",
+    "server_ports": "server ports",
+    "tiers": "tiers",
+    "pods": "pods",
+    "superspines": "super-spines",
+    "spines": "spines",
+    "leaves": "leaves",
+    "uplinks_per_leaf": "uplinks per leaf",
+    "links_per_spine": "links per leaf-spine bundle",
+    "oversubscription_max": "oversubscription (worst leaf)",
+    "bisection_gbps": "bisection bandwidth (Gb/s)",
+    "ecmp_width": "ECMP width (leaf to leaf)",
+}
+
+
+def _table(rows: list[list[str]], header: list[str]) -> list[str]:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*header), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
+
+
+def render(lab: Lab) -> str:
+    """Figures, then nodes, then links of a lab directory."""
+    out = [f"lab {lab.name} ({lab.path})", ""]
+    figs = lab.figures
+    width = max(len(label) for label in FIGURE_LABELS.values())
+    out += [f"{label:<{width}}  {figs[key]}" for key, label in FIGURE_LABELS.items()]
+    g = lab.graph
+    node_rows = []
+    for node, attrs in g.nodes(data=True):
+        address = attrs.get("loopback") or attrs.get("address", "")
+        node_rows.append(
+            [node, attrs["role"], str(attrs.get("pod", "")), str(attrs.get("asn", "")), address,
+             attrs.get("mlag_peer") or ", ".join(attrs.get("leaves", []))]
+        )
+    out += ["", *_table(node_rows, ["node", "role", "pod", "asn", "address", "mlag peer / leaves"])]
+    link_rows = []
+    for _, _, e in g.edges(data=True):
+        a = f"{e['a']}:{e['a_port']}" + (f" ({e['a_bundle']})" if e["a_bundle"] else "")
+        b = f"{e['b']}:{e['b_port']}" + (f" ({e['b_bundle']})" if e["b_bundle"] else "")
+        link_rows.append([e["kind"], a, b, f"{e['speed'] // 1000}G", f"{e['cable_m']}m", e["prefix"] or ""])
+    out += ["", *_table(link_rows, ["kind", "a", "b", "speed", "cable", "prefix"])]
+    return "\n".join(out) + "\n"
