@@ -20,12 +20,18 @@ import networkx as nx
 import yaml
 
 from twin.addressing import Pool, subnet_for
+from twin.errors import DesignError
 from twin.intent import Fabric
 from twin.sizing import Sizing, size
+from twin.units import speed_label
 
 PLATFORM = Path(__file__).with_name("platforms") / "sonic.yml"
 PEER_LINK_BUNDLE = "PortChannel100"
 SERVER_BUNDLE_BASE = 101
+SERVER_VLAN_BASE = 1000
+SERVER_VLANS = 3000
+"""Server VLAN IDs are 1001..4000 (a VLAN is local to its leaf or pair, so they repeat)."""
+MAX_ASN = 4294967294
 
 
 @functools.cache
@@ -80,8 +86,9 @@ def ports_of(graph: nx.MultiGraph, node: str) -> list[Port]:
         mine, theirs = ("a", "b") if e["a"] == node else ("b", "a")
         ports.append(
             Port(
-                e[f"{mine}_port"], e[f"{mine}_index"], e["speed"], e["cable_m"], e["kind"], e[theirs],
-                e[f"{theirs}_port"], e[f"{mine}_bundle"], e[f"{mine}_ip"], e[f"{theirs}_ip"],
+                e[f"{mine}_port"], e[f"{mine}_index"], e["speed"], e["cable_m"], e["kind"],
+                e[theirs], e[f"{theirs}_port"], e[f"{mine}_bundle"], e[f"{mine}_ip"],
+                e[f"{theirs}_ip"],
             )
         )
     return sorted(ports, key=lambda p: p.index)
@@ -133,7 +140,9 @@ class _Builder:
         )
         self.ports[name] = _Ports(speed)
 
-    def link(self, kind: str, a: str, b: str, count: int, speed: int, cable: int, **extra: Any) -> None:
+    def link(
+        self, kind: str, a: str, b: str, count: int, speed: int, cable: int, **extra: Any
+    ) -> None:
         """`count` parallel links a-b, bundled when more than one, routed with one /31."""
         low, high, prefix = next(self.fabric_links) if kind != "peerlink" else next(self.peer_links)
         bundles = extra.pop("bundles", (None, None))
@@ -161,14 +170,17 @@ class _Builder:
     def build(self) -> nx.MultiGraph:
         f, s = self.f, self.s
         for i in range(s.superspines):
-            self.switch(f"superspine{i + 1}", "superspine", 0, f.asn.superspine, f.superspines.speed)
+            self.switch(
+                f"superspine{i + 1}", "superspine", 0, f.asn.superspine, f.superspines.speed
+            )
         for p in range(s.pods):
             for j in range(s.spines_per_pod):
                 asn = f.asn.spine + p if s.pods > 1 else f.asn.spine
                 self.switch(f"spine{p * s.spines_per_pod + j + 1}", "spine", p, asn, f.spines.speed)
         for i in range(s.leaves):
             self.switch(
-                f"leaf{i + 1}", "leaf", i // s.leaves_per_pod, f.asn.leaf_base + i + 1, f.leaves.speed
+                f"leaf{i + 1}", "leaf", i // s.leaves_per_pod, f.asn.leaf_base + i + 1,
+                f.leaves.speed,
             )
         self.attach_servers()
         self.wire_fabric()
@@ -188,7 +200,7 @@ class _Builder:
             for k, leaf in enumerate(leaves):
                 self.g.nodes[leaf].update(
                     group=group,
-                    vlan=1000 + group + 1,
+                    vlan=SERVER_VLAN_BASE + group % SERVER_VLANS + 1,
                     subnet=str(subnet),
                     svi=f"{next(hosts)}/{prefixlen}",
                     mlag_peer=leaves[1 - k] if per_group == 2 else None,
@@ -215,7 +227,9 @@ class _Builder:
                         b_index=nic,
                         speed=f.servers.nic_speed,
                         cable_m=f.cables.server,
-                        a_bundle=f"PortChannel{SERVER_BUNDLE_BASE + slot}" if per_group == 2 else None,
+                        a_bundle=(
+                            f"PortChannel{SERVER_BUNDLE_BASE + slot}" if per_group == 2 else None
+                        ),
                         b_bundle="bond0" if per_group == 2 else None,
                         a_ip=None,
                         b_ip=None,
@@ -250,12 +264,57 @@ class _Builder:
         for spine in spines:
             self.ports[spine].used = s.leaves_per_pod * s.uplinks_per_spine
             for sup in self.nodes("superspine"):
-                self.link("superfabric", spine, sup, 1, f.superspines.speed, f.cables.spine_superspine)
+                self.link(
+                    "superfabric", spine, sup, 1, f.superspines.speed, f.cables.spine_superspine
+                )
+
+
+def _check_speeds(fabric: Fabric, file: str) -> None:
+    """Every speed must be one the platform has ports (lanes, pause quanta) for."""
+    known = platform()["lanes_per_speed"]
+    speeds = {
+        "leaves.speed": fabric.leaves.speed,
+        "leaves.uplink_speed": fabric.uplink_speed,
+        "spines.speed": fabric.spines.speed,
+        "superspines.speed": fabric.superspines.speed,
+        "servers.nic_speed": fabric.servers.nic_speed,
+    }
+    for key, speed in speeds.items():
+        if speed not in known:
+            choices = ", ".join(speed_label(s) for s in sorted(known))
+            raise DesignError(file, key, f"{speed} Mb/s is not a port speed ({choices})")
+
+
+def _check_asns(fabric: Fabric, sizing: Sizing, file: str) -> None:
+    """Leaf, spine and super-spine AS numbers must fit in 32 bits and never be shared."""
+    asn = fabric.asn
+    spines = range(asn.spine, asn.spine + (sizing.pods if sizing.pods > 1 else 1))
+    leaves = range(asn.leaf_base + 1, asn.leaf_base + sizing.leaves + 1)
+    if leaves[-1] > MAX_ASN:
+        raise DesignError(
+            file, "asn.leaf_base", f"{sizing.leaves} leaves need AS numbers up to {leaves[-1]}, "
+            f"above {MAX_ASN}",
+        )
+    if spines[-1] > MAX_ASN:
+        raise DesignError(
+            file, "asn.spine", f"{sizing.pods} pods need AS numbers up to {spines[-1]}"
+        )
+    if spines.start < leaves.stop and leaves.start < spines.stop:
+        raise DesignError(
+            file, "asn.leaf_base", f"leaf AS numbers {leaves.start}..{leaves[-1]} overlap the "
+            f"spines' {spines.start}..{spines[-1]}",
+        )
+    if sizing.superspines and (asn.superspine in leaves or asn.superspine in spines):
+        raise DesignError(
+            file, "asn.superspine", f"{asn.superspine} is also a leaf or spine AS number"
+        )
 
 
 def design(fabric: Fabric, file: str = "fabric.yaml") -> Design:
     """Size the fabric, allocate ports and addresses, and build the graph."""
+    _check_speeds(fabric, file)
     sizing = size(fabric, file)
+    _check_asns(fabric, sizing, file)
     graph = _Builder(fabric, sizing, file).build()
     return Design(fabric, sizing, graph)
 
@@ -272,7 +331,9 @@ def figures(d: Design) -> dict[str, Any]:
     bisection = sum(usable) / 2
     if s.pods > 1:
         pod_up = s.spines_per_pod * s.superspines * f.superspines.speed
-        per_pod = [sum(usable[p * s.leaves_per_pod : (p + 1) * s.leaves_per_pod]) for p in range(s.pods)]
+        per_pod = [
+            sum(usable[p * s.leaves_per_pod : (p + 1) * s.leaves_per_pod]) for p in range(s.pods)
+        ]
         bisection = sum(min(u, pod_up) for u in per_pod) / 2
     return {
         "servers": f.servers.count,

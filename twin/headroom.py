@@ -31,7 +31,7 @@ def required(speed_mbps: int, cable_m: int, mtu: int, intf_delay_bits: int = 0) 
     """Headroom in bytes needed by a lossless PG on a port.
 
     >>> required(400000, 40, 9100), required(400000, 300, 9100)
-    (96360, 226360)
+    (96280, 226280)
     """
     rate = speed_mbps * 1_000_000
     quanta = platform()["pause_quanta"][speed_mbps]

@@ -1,7 +1,9 @@
 """The intent: what a network engineer writes in `fabric.yaml`.
 
 Every field has a default, and `resolve` writes them all out, so the resolved intent saved in
-a lab directory says exactly what was built. Unknown keys and wrong types are refused.
+a lab directory says exactly what was built. Unknown keys, duplicate keys and wrong types
+are refused: types are strict (`count: true` or `count: "8"` is not a number), except that
+speeds may be written `400G`.
 """
 
 from __future__ import annotations
@@ -13,16 +15,26 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from twin.errors import InputError
 from twin.units import speed_mbps
 
 Speed = Annotated[int, Field(description="link speed in Mb/s; '400G' is accepted")]
 
+SWITCH_NAME = re.compile(r"^(leaf|spine|superspine)[0-9]*$")
+"""Prefixes of switch names (`leaf12`): a server name prefix like these could name a switch."""
+
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True, strict=True)
 
 
 def _speed(value: Any) -> Any:
@@ -32,8 +44,10 @@ def _speed(value: Any) -> Any:
 class Spines(_Model):
     """The spine layer (per pod when the fabric has three tiers)."""
 
-    count: int | None = Field(None, ge=1, le=128, description="spines (per pod); derived if unset")
-    ports: int = Field(32, ge=2, le=1024, description="spine radix")
+    count: int | None = Field(
+        default=None, ge=1, le=128, description="spines (per pod); derived if unset"
+    )
+    ports: int = Field(default=32, ge=2, le=1024, description="spine radix")
     speed: Speed = 400000
 
     _s = field_validator("speed", mode="before")(_speed)
@@ -42,14 +56,21 @@ class Spines(_Model):
 class Leaves(_Model):
     """The leaf (top-of-rack) layer."""
 
-    count: int | None = Field(None, ge=1, le=8192, description="leaves; derived if unset")
-    ports: int = Field(32, ge=2, le=1024, description="leaf radix")
+    count: int | None = Field(default=None, ge=1, le=8192, description="leaves; derived if unset")
+    ports: int = Field(default=32, ge=2, le=1024, description="leaf radix")
     speed: Speed = 400000
-    uplink_speed: Speed | None = Field(None, description="leaf-spine link speed; leaf speed")
-    uplinks_per_spine: int | None = Field(
-        None, ge=1, le=64, description="parallel links to each spine, bundled; derived if unset"
+    uplink_speed: Speed | None = Field(
+        default=None, description="leaf-spine link speed; leaf speed"
     )
-    peer_link_ports: int = Field(2, ge=1, le=16, description="MLAG peer-link ports per leaf")
+    uplinks_per_spine: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="parallel links to each spine, bundled; derived if unset",
+    )
+    peer_link_ports: int = Field(
+        default=2, ge=1, le=16, description="MLAG peer-link ports per leaf"
+    )
 
     _s = field_validator("speed", "uplink_speed", mode="before")(_speed)
 
@@ -57,8 +78,8 @@ class Leaves(_Model):
 class SuperSpines(_Model):
     """The third tier, used only when one spine layer's radix cannot reach every leaf."""
 
-    count: int | None = Field(None, ge=1, le=256, description="derived if unset")
-    ports: int = Field(64, ge=2, le=1024)
+    count: int | None = Field(default=None, ge=1, le=256, description="derived if unset")
+    ports: int = Field(default=64, ge=2, le=1024)
     speed: Speed = 400000
 
     _s = field_validator("speed", mode="before")(_speed)
@@ -67,105 +88,122 @@ class SuperSpines(_Model):
 class Servers(_Model):
     """GPU servers and their NICs."""
 
-    count: int = Field(8, ge=1, le=65536)
-    gpus: int = Field(8, ge=0, le=64, description="GPUs per server")
-    nics: Literal[1, 2] = Field(2, description="fabric NICs per server")
+    count: int = Field(default=8, ge=1, le=65536)
+    gpus: int = Field(default=8, ge=0, le=64, description="GPUs per server")
+    nics: Literal[1, 2] = Field(default=2, description="fabric NICs per server")
     nic_speed: Speed = 400000
-    dual_homed: bool = Field(True, description="NICs to the two leaves of an MLAG pair")
-    name_prefix: str = Field("server", pattern=r"^[a-z][a-z0-9]{0,9}$")
+    dual_homed: bool = Field(default=True, description="NICs to the two leaves of an MLAG pair")
+    name_prefix: str = Field(default="server", pattern=r"^[a-z][a-z0-9]{0,9}$")
 
     _s = field_validator("nic_speed", mode="before")(_speed)
+
+    @field_validator("name_prefix")
+    @classmethod
+    def _not_a_switch(cls, value: str) -> str:
+        if SWITCH_NAME.match(value):
+            raise ValueError(f"{value!r} would give servers the names of switches")
+        return value
 
 
 class Oversubscription(_Model):
     """Leaf down:up bandwidth ratios."""
 
-    target: float = Field(1.0, gt=0, description="ratio the sizing aims for")
-    max: float = Field(2.0, gt=0, description="ratio above which the design is refused")
+    target: float = Field(default=1.0, gt=0, description="ratio the sizing aims for")
+    max: float = Field(default=2.0, gt=0, description="ratio above which the design is refused")
 
 
 class Cables(_Model):
     """Cable lengths per tier, metres (they size PFC headroom)."""
 
-    server: int = Field(5, ge=1, le=10000)
-    leaf_spine: int = Field(40, ge=1, le=10000)
-    spine_superspine: int = Field(300, ge=1, le=10000)
-    peer_link: int = Field(5, ge=1, le=10000)
+    server: int = Field(default=5, ge=1, le=10000)
+    leaf_spine: int = Field(default=40, ge=1, le=10000)
+    spine_superspine: int = Field(default=300, ge=1, le=10000)
+    peer_link: int = Field(default=5, ge=1, le=10000)
 
 
 class Addressing(_Model):
     """IPv4 pools."""
 
     loopbacks: str = "10.0.0.0/22"
-    fabric: str = Field("10.1.0.0/16", description="/31 leaf-spine and spine-superspine links")
-    servers: str = Field("10.2.0.0/16", description="server VLAN subnets, one per leaf or pair")
-    peer_links: str = Field("10.3.0.0/22", description="/31 MLAG peer-link addresses")
+    fabric: str = Field(
+        default="10.1.0.0/16", description="/31 leaf-spine and spine-superspine links"
+    )
+    servers: str = Field(
+        default="10.2.0.0/16", description="server VLAN subnets, one per leaf or pair"
+    )
+    peer_links: str = Field(default="10.3.0.0/22", description="/31 MLAG peer-link addresses")
 
     @field_validator("*")
     @classmethod
-    def _network(cls, value: str) -> str:
+    def _network(cls, value: str, info: ValidationInfo) -> str:
         try:
-            return str(ipaddress.IPv4Network(value))
+            network = ipaddress.IPv4Network(value)
         except ValueError as exc:
             raise ValueError(f"not an IPv4 network: {exc}") from None
+        for other, earlier in info.data.items():
+            if network.overlaps(ipaddress.IPv4Network(earlier)):
+                raise ValueError(f"{network} overlaps addressing.{other} ({earlier})")
+        return str(network)
 
 
 class Asn(_Model):
     """BGP AS numbers: spines share one (per pod), each leaf has its own."""
 
-    superspine: int = Field(64900, ge=1, le=4294967294)
-    spine: int = Field(65000, ge=1, le=4294967294, description="pod p uses spine + p")
-    leaf_base: int = Field(65100, ge=1, le=4294967294, description="leaf i uses leaf_base + i")
+    superspine: int = Field(default=64900, ge=1, le=4294967294)
+    spine: int = Field(default=65000, ge=1, le=4294967294, description="pod p uses spine + p")
+    leaf_base: int = Field(
+        default=65100, ge=1, le=4294967294, description="leaf i uses leaf_base + i"
+    )
 
 
 class Bgp(_Model):
     """eBGP timers and multipath."""
 
-    keepalive: int = Field(3, ge=1, le=3600)
-    holdtime: int = Field(9, ge=3, le=10800)
-    maximum_paths: int = Field(64, ge=1, le=1024)
+    keepalive: int = Field(default=3, ge=1, le=3600)
+    holdtime: int = Field(default=9, ge=3, le=10800)
+    maximum_paths: int = Field(default=64, ge=1, le=1024)
 
 
 class Bfd(_Model):
     """BFD on every fabric BGP session."""
 
     enabled: bool = True
-    interval_ms: int = Field(300, ge=10, le=60000)
-    multiplier: int = Field(3, ge=2, le=255)
+    interval_ms: int = Field(default=300, ge=10, le=60000)
+    multiplier: int = Field(default=3, ge=2, le=255)
 
 
 class Mtu(_Model):
     """MTU of switch ports and of server NICs."""
 
-    switch: int = Field(9100, ge=1280, le=9216)
-    host: int = Field(9000, ge=1280, le=9216)
+    switch: int = Field(default=9100, ge=1280, le=9216)
+    host: int = Field(default=9000, ge=1280, le=9216)
 
 
 class Ecn(_Model):
     """WRED/ECN marking on the lossless queue (DCQCN's Kmin/Kmax/Pmax)."""
 
-    kmin_bytes: int = Field(153600, ge=1)
-    kmax_bytes: int = Field(1536000, ge=1)
-    pmax_percent: int = Field(10, ge=0, le=100)
+    kmin_bytes: int = Field(default=153600, ge=1)
+    kmax_bytes: int = Field(default=1536000, ge=1)
+    pmax_percent: int = Field(default=10, ge=0, le=100)
 
 
 class PfcWatchdog(_Model):
     """PFC watchdog on the lossless queues."""
 
     enabled: bool = True
-    detection_ms: int = Field(200, ge=100, le=5000)
-    restoration_ms: int = Field(200, ge=100, le=60000)
-    poll_ms: int = Field(200, ge=100, le=1000)
+    detection_ms: int = Field(default=200, ge=100, le=5000)
+    restoration_ms: int = Field(default=200, ge=100, le=60000)
+    poll_ms: int = Field(default=200, ge=100, le=1000)
     action: Literal["drop", "forward", "alert"] = "drop"
 
 
 class Buffers(_Model):
     """Shared buffer pools of each switch, bytes."""
 
-    ingress_lossless_pool: int = Field(60000000, ge=1)
-    egress_lossless_pool: int = Field(60000000, ge=1)
-    egress_lossy_pool: int = Field(20000000, ge=1)
-    dynamic_th: int = Field(0, ge=-8, le=7)
+    ingress_lossless_pool: int = Field(default=60000000, ge=1)
+    egress_lossless_pool: int = Field(default=60000000, ge=1)
+    egress_lossy_pool: int = Field(default=20000000, ge=1)
+    dynamic_th: int = Field(default=0, ge=-8, le=7)
 
 
 class TrafficClass(_Model):
@@ -173,7 +211,7 @@ class TrafficClass(_Model):
 
     dscp: int = Field(ge=0, le=63)
     tc: int = Field(ge=0, le=7)
-    ports: list[int] = Field([], description="destination TCP/UDP ports hosts mark so")
+    ports: list[int] = Field(default=[], description="destination TCP/UDP ports hosts mark so")
 
 
 def _default_classes() -> dict[str, TrafficClass]:
@@ -188,12 +226,14 @@ def _default_classes() -> dict[str, TrafficClass]:
 class Qos(_Model):
     """The lossless QoS policy: PFC, ECN, buffers and classes."""
 
-    lossless_priorities: list[int] = Field([3], min_length=1, max_length=2)
+    lossless_priorities: list[int] = Field(default=[3], min_length=1, max_length=2)
     classes: dict[str, TrafficClass] = Field(default_factory=_default_classes)
     ecn: Ecn = Field(default_factory=Ecn)
     pfc_watchdog: PfcWatchdog = Field(default_factory=PfcWatchdog)
     buffers: Buffers = Field(default_factory=Buffers)
-    rdma_scheduler_weight: int = Field(80, ge=1, le=100, description="DWRR weight, RoCE queue")
+    rdma_scheduler_weight: int = Field(
+        default=80, ge=1, le=100, description="DWRR weight, RoCE queue"
+    )
 
     @field_validator("lossless_priorities")
     @classmethod
@@ -218,7 +258,9 @@ class Fabric(_Model):
     """A leaf-spine fabric for AI training: the root of `fabric.yaml`."""
 
     name: str = Field(
-        "fabric", pattern=r"^[a-z][a-z0-9-]{0,11}$", description="lab name: tags all it creates"
+        default="fabric",
+        pattern=r"^[a-z][a-z0-9-]{0,11}$",
+        description="lab name: tags all it creates",
     )
     spines: Spines = Field(default_factory=Spines)
     leaves: Leaves = Field(default_factory=Leaves)
@@ -243,6 +285,10 @@ def _key(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc if not str(part).startswith("function-"))
 
 
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
 def parse(data: Any, file: str) -> Fabric:
     """Validate intent data; the first problem is raised as one `InputError` line."""
     if not isinstance(data, dict):
@@ -254,20 +300,50 @@ def parse(data: Any, file: str) -> Fabric:
         message = re.sub(r"^Value error, ", "", first["msg"])
         if first["type"] == "extra_forbidden":
             message = "unknown key"
+        elif first["type"].endswith("_type") and _is_scalar(first["input"]):
+            message += f", not {json.dumps(first['input'])}"
         raise InputError(file, _key(first["loc"]), message) from None
+
+
+def _no_duplicate_keys(node: yaml.Node | None, file: str, path: tuple[str, ...] = ()) -> None:
+    """Refuse a mapping that repeats a key (PyYAML silently keeps the last one)."""
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            if isinstance(key_node, yaml.ScalarNode) and key != "<<":
+                if key in seen:
+                    raise InputError(
+                        file,
+                        ".".join((*path, key)),
+                        f"duplicate key (line {key_node.start_mark.line + 1}; "
+                        f"first on line {seen[key]})",
+                    )
+                seen[key] = key_node.start_mark.line + 1
+            _no_duplicate_keys(value_node, file, (*path, key))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _no_duplicate_keys(item, file, (*path, str(i)))
 
 
 def load(path: Path) -> Fabric:
     """Read and validate `fabric.yaml`."""
+    file = str(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        loader = yaml.SafeLoader(path.read_text())
+        try:
+            node = loader.get_single_node()
+            _no_duplicate_keys(node, file)
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except OSError as exc:
-        raise InputError(str(path), "", exc.strerror or str(exc)) from None
+        raise InputError(file, "", exc.strerror or str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""
-        raise InputError(str(path), where, f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    return parse(data or {}, str(path))
+        raise InputError(file, where, f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    return parse(data if data is not None else {}, file)
 
 
 def dump(fabric: Fabric) -> str:

@@ -44,9 +44,8 @@ def _uplinks_for(fabric: Fabric, down_ports: int) -> tuple[int, int]:
     spines, per_spine = fabric.spines.count, fabric.leaves.uplinks_per_spine
     if spines and per_spine:
         return spines, per_spine
-    needed = math.ceil(
-        down_ports * fabric.servers.nic_speed / (fabric.uplink_speed * fabric.oversubscription.target)
-    )
+    up_per_port = fabric.uplink_speed * fabric.oversubscription.target
+    needed = math.ceil(down_ports * fabric.servers.nic_speed / up_per_port)
     if spines:
         return spines, max(1, math.ceil(needed / spines))
     if per_spine:

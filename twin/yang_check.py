@@ -15,9 +15,12 @@ the Python binding ``libyang==2.7.1`` and the models copied into ``twin/sonic_ya
 3. the result is parsed strictly and validated by libyang (types, ranges, patterns, leafrefs,
    ``must``, mandatory nodes, uniqueness).
 
-libyang stops at the first validation error, so :func:`validate_config_db` drops the offending
-field (or entry) and re-validates, up to ``max_problems`` times. A problem found after an entry
-was dropped may be a consequence of that; leafref problems pointing at a dropped entry say so.
+Values are type-checked one by one first (all such problems are reported at once). libyang then
+stops at the first whole-tree error (leafref, must, mandatory), so :func:`validate_config_db`
+takes the offending field (or entry) out and re-validates, up to ``max_problems`` times.
+Entries that only fail because they refer to an entry taken out are not listed but counted in
+a last line; other problems found after an entry was taken out say they may be consequences.
+A ``"NULL": "NULL"`` field (Redis placeholder for an entry without fields) is ignored.
 
 libyang is imported lazily: this module imports without it, and :func:`yang_available` tells
 whether validation can run.
@@ -49,7 +52,8 @@ _NUMBER_TYPES = frozenset({"int8", "int16", "int32", "uint8", "uint16", "uint32"
 _LEAF_LIST_SEPARATORS = re.compile(r"[,;]")  # "1,2,3" (PORT adv_speeds); NTP src_intf uses ";"
 _LOCATION = re.compile(r'(?:Data|Schema) location "(?P<path>.*)"')
 _PREDICATE = re.compile(r"""\[(?P<name>[^=\]]+)=(?:'(?P<sq>[^']*)'|"(?P<dq>[^"]*)")\]""")
-_LEAFREF_VALUE = re.compile(r'[Ii]nvalid leafref value "(?P<value>[^"]*)"')
+_REFERENCE_VALUE = re.compile(r'Invalid (?:leafref|union) value "(?P<value>[^"]*)"')
+_LEAFREF_TARGET = re.compile(r'no target instance "(?P<path>[^"]*)"')
 _LOCK = threading.Lock()  # one libyang context, process-global libyang logging settings
 
 
@@ -148,13 +152,14 @@ def _module_tables(module: libyang.Module) -> Iterator[_TableModel]:
                 for c in table.children(types=(libyang.SNode.CONTAINER,))
                 if isinstance(c, libyang.SContainer)
             }
-            yield _TableModel(name, str(top.name()), str(table.name()), lists, containers)
+            if lists or containers:  # event modules have leaf-only containers: not tables
+                yield _TableModel(name, str(top.name()), str(table.name()), lists, containers)
 
 
 def _list_model(node: libyang.SList) -> _ListModel:
     import libyang
 
-    keys = tuple(k for k in node.keys() if isinstance(k, libyang.SLeaf))
+    keys = _key_leaves(node)
     key_names = {k.name() for k in keys}
     leaves: dict[str, libyang.SNode] = {}
     containers: dict[str, libyang.SContainer] = {}
@@ -170,7 +175,7 @@ def _list_model(node: libyang.SList) -> _ListModel:
     map_list = map_key = map_value = None
     if not leaves and not containers and len(inner_lists) == 1:
         inner = inner_lists[0]
-        inner_keys = [k for k in inner.keys() if isinstance(k, libyang.SLeaf)]
+        inner_keys = _key_leaves(inner)
         values = [
             c
             for c in inner.children()
@@ -179,6 +184,13 @@ def _list_model(node: libyang.SList) -> _ListModel:
         if len(inner_keys) == 1 and len(values) == 1:
             map_list, map_key, map_value = inner, inner_keys[0], values[0]
     return _ListModel(node, keys, leaves, containers, map_list, map_key, map_value)
+
+
+def _key_leaves(node: libyang.SList) -> tuple[libyang.SLeaf, ...]:
+    import libyang
+
+    keys = node.keys()  # list keys in model order (not a dict)
+    return tuple(k for k in keys if isinstance(k, libyang.SLeaf))
 
 
 def _is_key(node: libyang.SNode) -> bool:
@@ -212,11 +224,17 @@ def _check_value(ctx: libyang.Context, node: libyang.SNode, text: str) -> str | 
     return _kind(int(ctype.basetype))
 
 
+@functools.cache
+def _number_basetypes() -> frozenset[int]:
+    from _libyang import lib
+
+    return frozenset(int(getattr(lib, f"LY_TYPE_{t.upper()}")) for t in _NUMBER_TYPES)
+
+
 def _kind(basetype: int) -> str:
     from _libyang import lib
 
-    numbers = {getattr(lib, f"LY_TYPE_{t.upper()}") for t in _NUMBER_TYPES}
-    if basetype in numbers:
+    if basetype in _number_basetypes():
         return "number"
     if basetype == lib.LY_TYPE_BOOL:
         return "boolean"
@@ -248,16 +266,23 @@ def _schema_kind(type_: libyang.Type) -> str:
 
 
 def _describe_type(type_: libyang.Type) -> str:
-    """'an existing /path/name or a string matching "NULL"' for error messages."""
+    """'an existing BUFFER_PROFILE entry or a string ...' for error messages."""
     base = str(type_.basename())
     if base == "leafref":
-        return f"the name of an existing {type_.leafref_path()}"
+        return _describe_leafref(str(type_.leafref_path()))
     if base == "union":
         return " or ".join(_describe_type(member) for member in type_.union_types())
-    patterns = [p for p, _inverted in type_.all_patterns()]
-    if patterns:
-        return f"a {base} matching {' and '.join(repr(p) for p in patterns)}"
-    return f"a {base}"
+    return f"a {base} of the form the model allows"
+
+
+def _describe_leafref(path: str) -> str:
+    """'/bpf:sonic-buffer-profile/bpf:BUFFER_PROFILE/bpf:BUFFER_PROFILE_LIST/bpf:name' ->
+    'the name of an existing BUFFER_PROFILE entry'."""
+    segs = [seg.split(":")[-1] for seg in path.split("/") if seg and seg != ".."]
+    for i, seg in enumerate(segs[1:], start=1):
+        if seg.endswith("_LIST"):
+            return f"the {segs[-1]} of an existing {segs[i - 1]} entry"
+    return f"a value present at {path}"
 
 
 def _pop_errors(ctx: libyang.Context) -> str:
@@ -352,23 +377,36 @@ def _translate(schema: YangSchema, config: ConfigDb) -> _Translation:
     for table_name, table in config.items():
         model = schema.tables.get(table_name)
         if model is None:
-            out.problem(table_name, None, None, "no YANG model for this table "
-                        "(config reload refuses tables without a model)")
+            out.problem(
+                table_name,
+                None,
+                None,
+                "no YANG model for this table (config reload refuses tables without a model)",
+            )
             continue
         if not isinstance(table, dict):
-            out.problem(table_name, None, None, f"table must be an object of entries, "
-                        f"got {type(table).__name__}")
+            out.problem(
+                table_name,
+                None,
+                None,
+                f"table must be an object of entries, got {type(table).__name__}",
+            )
             continue
         top = out.data.setdefault(f"{model.module}:{model.top}", {})
         container = top.setdefault(model.name, {})
         for key, entry in table.items():
             if not isinstance(entry, dict):
-                out.problem(table_name, key, None,
-                            f"entry must be an object of fields, got {type(entry).__name__}")
+                out.problem(
+                    table_name,
+                    key,
+                    None,
+                    f"entry must be an object of fields, got {type(entry).__name__}",
+                )
                 continue
             if key in model.containers:
-                data = _translate_container(schema.ctx, out, table_name, key,
-                                            model.containers[key], entry)
+                data = _translate_container(
+                    schema.ctx, out, table_name, key, model.containers[key], entry
+                )
                 container[key] = data
                 children = {str(c.name()): c for c in model.containers[key].children()}
                 out.entries[(table_name, key)] = _Entry(
@@ -399,8 +437,13 @@ def _translate_container(
         child = children.get(name)
         if child is None:
             if name != "NULL":  # Redis placeholder of an entry without fields
-                out.problem(table, key, name, f"unknown field (not in YANG container "
-                            f"{node.name()}; allowed: {', '.join(sorted(children))})")
+                out.problem(
+                    table,
+                    key,
+                    name,
+                    f"unknown field (not in YANG container "
+                    f"{node.name()}; allowed: {', '.join(sorted(children))})",
+                )
             continue
         if isinstance(child, libyang.SContainer) and isinstance(value, dict):
             data[name] = _translate_container(ctx, out, table, key, child, value)
@@ -435,10 +478,23 @@ def _translate_list_entry(
     table = model.name
     parts = [p.strip() for p in key.split("|")]
     candidates = [lst for lst in model.lists if len(lst.keys) == len(parts)]
+    if not candidates and not model.lists:
+        out.problem(
+            table,
+            key,
+            None,
+            f"unknown key; the model has only the keys {', '.join(sorted(model.containers))}",
+        )
+        return
     if not candidates:
         shapes = [lst.shape() for lst in model.lists] + sorted(model.containers)
-        out.problem(table, key, None, f"key has {len(parts)} part(s); the model accepts "
-                    f"{' or '.join(shapes) if shapes else 'no entries'}")
+        out.problem(
+            table,
+            key,
+            None,
+            f"key has {len(parts)} part(s); the model accepts "
+            f"{' or '.join(shapes) if shapes else 'no entries'}",
+        )
         return
     chosen = next((c for c in candidates if _keys_accept(ctx, c, parts)), candidates[0])
     data: dict[str, Any] = {}
@@ -449,17 +505,26 @@ def _translate_list_entry(
             out.problem(table, key, None, f"key part {leaf.name()} = {part!r}: {exc}")
             return
     key_values = {str(k.name()): p for k, p in zip(chosen.keys, parts, strict=True)}
-    entry = _Entry(table, key, [], data, chosen.name, key_leaves=tuple(key_values),
-                   leaves=dict(chosen.leaves))
+    entry = _Entry(
+        table,
+        key,
+        [],
+        data,
+        chosen.name,
+        key_leaves=tuple(key_values),
+        leaves={**chosen.leaves, **{str(k.name()): k for k in chosen.keys}},
+    )
     if chosen.map_list is not None:
         assert chosen.map_key is not None and chosen.map_value is not None
         inner: list[dict[str, Any]] = []
         for name, value in fields.items():
             try:
-                inner.append({
-                    str(chosen.map_key.name()): _encode_scalar(ctx, chosen.map_key, name),
-                    str(chosen.map_value.name()): _encode(ctx, chosen.map_value, value),
-                })
+                inner.append(
+                    {
+                        str(chosen.map_key.name()): _encode_scalar(ctx, chosen.map_key, name),
+                        str(chosen.map_value.name()): _encode(ctx, chosen.map_value, value),
+                    }
+                )
             except _Rejected as exc:
                 out.problem(table, key, name, str(exc))
         if inner:
@@ -470,22 +535,31 @@ def _translate_list_entry(
         for name, value in fields.items():
             if name in key_values:
                 if str(value) != key_values[name]:
-                    out.problem(table, key, name, f"field repeats key {name} with a "
-                                f"different value {value!r}")
+                    out.problem(
+                        table,
+                        key,
+                        name,
+                        f"field repeats key {name} with a different value {value!r}",
+                    )
                 continue
             if name in chosen.containers and isinstance(value, dict):
-                data[name] = _translate_container(ctx, out, table, key,
-                                                  chosen.containers[name], value)
+                data[name] = _translate_container(
+                    ctx, out, table, key, chosen.containers[name], value
+                )
                 continue
-            leaf = chosen.leaves.get(name)
-            if leaf is None:
+            node = chosen.leaves.get(name)
+            if node is None:
                 if name != "NULL":  # Redis placeholder of an entry without fields
                     allowed = ", ".join(sorted([*chosen.leaves, *chosen.containers]))
-                    out.problem(table, key, name, f"unknown field (YANG list {chosen.name} "
-                                f"has: {allowed or 'no fields'})")
+                    out.problem(
+                        table,
+                        key,
+                        name,
+                        f"unknown field (YANG list {chosen.name} has: {allowed or 'no fields'})",
+                    )
                 continue
             try:
-                data[name] = _encode(ctx, leaf, value)
+                data[name] = _encode(ctx, node, value)
             except _Rejected as exc:
                 out.problem(table, key, name, str(exc))
     holder = container.setdefault(chosen.name, [])
@@ -550,8 +624,10 @@ def _split_path(path: str) -> list[tuple[str, list[str]]]:
     result = []
     for seg in segments:
         name = seg.split("[", 1)[0].split(":")[-1]
-        values = [m.group("sq") if m.group("sq") is not None else m.group("dq")
-                  for m in _PREDICATE.finditer(seg)]
+        values = [
+            m.group("sq") if m.group("sq") is not None else m.group("dq")
+            for m in _PREDICATE.finditer(seg)
+        ]
         result.append((name, values))
     return result
 
@@ -565,7 +641,7 @@ class _Location:
     map_item: str | None = None  # inner-list key (a CONFIG_DB field) of a map table
 
 
-def _locate(tr: _Translation, schema: YangSchema, path: str) -> _Location:
+def _locate(tr: _Translation, path: str) -> _Location:
     segs = _split_path(path)
     if len(segs) < 2:
         return _Location()
@@ -585,8 +661,12 @@ def _locate(tr: _Translation, schema: YangSchema, path: str) -> _Location:
         # entry is the first still-present one of that list that lacks the field.
         missing = segs[3][0]
         for entry in tr.entries.values():
-            if (entry.table == table and entry.list_name == name and missing not in entry.data
-                    and any(item is entry.data for item in entry.holder)):
+            if (
+                entry.table == table
+                and entry.list_name == name
+                and missing not in entry.data
+                and any(item is entry.data for item in entry.holder)
+            ):
                 loc.key, loc.entry, loc.fld = entry.key, entry, missing
                 return loc
         return loc
@@ -601,7 +681,7 @@ def _locate(tr: _Translation, schema: YangSchema, path: str) -> _Location:
     return loc
 
 
-def _drop(tr: _Translation, loc: _Location) -> str | None:
+def _drop(loc: _Location) -> str | None:
     """Remove what a libyang error points at; return 'field'/'entry' or None if nothing."""
     entry = loc.entry
     if entry is None:
@@ -664,54 +744,101 @@ def validate_config_db(
     An empty list means the config is valid. Each problem is one line naming the table, key
     and field where known, e.g.
     ``table PORT, key "Ethernet0", field "mtu": Value "99999" is out of type uint16 ...``.
+    At most ``max_problems`` are listed; a last line in parentheses then says so, and another
+    one counts the entries left out because they refer to entries already rejected.
+    Not thread-parallel (one libyang context; calls are serialised by a lock).
     Raises ImportError if the libyang binding is not installed.
     """
-    import libyang
-
     schema = load_schema(yang_dir)
     with _LOCK:
         tr = _translate(schema, config)
         problems = [_format(*where, msg) for where, msg in tr.problems]
         reported = {where for where, _ in tr.problems}
-        dropped_keys: set[str] = set()
-        while len(problems) < max_problems:
-            data = _prune_empty(tr.data)
-            if not data:
+        dropped: set[tuple[str, str]] = set()  # (table, key part) of entries taken out
+        hidden = 0  # references to those entries (consequences, not listed)
+        for _ in range(max_problems * 4):
+            if len(problems) >= max_problems:
                 break
-            with _captured_libyang_log() as records:
-                try:
-                    tree = schema.ctx.parse_data_mem(
-                        json.dumps(data), "json", strict=True, validate_present=True
-                    )
-                except libyang.LibyangError as exc:
-                    failure = str(exc)
-                else:
-                    if tree is not None:
-                        tree.free()
-                    break
-            message, location = records[0] if records else (failure, "")
-            match = _LOCATION.search(location) or _LOCATION.search(message)
-            message = _LOCATION.sub("", message).rstrip(" :.") + "."
-            loc = _locate(tr, schema, match.group("path")) if match else _Location()
+            error = _first_error(schema, tr)
+            if error is None:
+                break
+            message, loc = error
             where = (loc.table or "", loc.key, loc.fld)
-            if message.startswith("Invalid union value") and loc.entry and loc.fld:
-                node = loc.entry.leaves.get(loc.fld)
-                if node is not None:
-                    message += f" The field accepts {_describe_type(node.type())}."
-            leafref = _LEAFREF_VALUE.search(message)
-            if leafref and leafref.group("value") in dropped_keys:
-                message += " (its target entry was itself rejected above)"
-            elif dropped_keys:
-                message += " (may be a consequence of an entry rejected above)"
-            if where not in reported:
+            if _refers_to(message, dropped):
+                hidden += 1  # a consequence: take the referring entry out as well
+                loc.fld = loc.map_item = None
+            elif where not in reported:
+                if dropped:
+                    message += " (may be a consequence of an entry rejected above)"
                 problems.append(_format(loc.table, loc.key, loc.fld, message))
                 reported.add(where)
-            dropped = _drop(tr, loc)
-            if dropped is None:  # nothing to take out and retry: stop here (problem reported)
+            what = _drop(loc)
+            if what is None:  # nothing to take out and retry: stop (the problem is listed)
+                if not problems:
+                    problems.append(_format(loc.table, loc.key, loc.fld, message))
                 break
-            if dropped == "entry" and loc.entry is not None:
-                dropped_keys.update(p.strip() for p in loc.entry.key.split("|"))
-    return problems[:max_problems]
+            if what == "entry" and loc.entry is not None:
+                entry = loc.entry
+                dropped.update((entry.table, p.strip()) for p in entry.key.split("|"))
+        more = len(problems) > max_problems or (
+            len(problems) == max_problems and _first_error(schema, tr) is not None
+        )
+        problems = problems[:max_problems]
+        if hidden:
+            noun = "entry" if hidden == 1 else "entries"
+            problems.append(f"(and {hidden} {noun} referring to the rejected entries above)")
+        if more:
+            problems.append(f"(stopped after {max_problems} problems; there are more)")
+    return problems
+
+
+def _refers_to(message: str, dropped: set[tuple[str, str]]) -> bool:
+    """Whether a leafref/union error is about a reference to an entry already taken out."""
+    reference = _REFERENCE_VALUE.search(message)
+    if reference is None or not dropped:
+        return False
+    value = reference.group("value")
+    target = _LEAFREF_TARGET.search(message)
+    if target is not None:
+        segs = [seg.split(":")[-1] for seg in target.group("path").split("/")]
+        tables = {segs[i - 1] for i, seg in enumerate(segs) if seg.endswith("_LIST") and i}
+        return any((table, value) in dropped for table in tables)
+    return any(part == value for _table, part in dropped)
+
+
+def _first_error(schema: YangSchema, tr: _Translation) -> tuple[str, _Location] | None:
+    """Parse and validate the translated data; None if valid, else libyang's first error."""
+    import libyang
+
+    data = _prune_empty(tr.data)
+    if not data:
+        return None
+    with _captured_libyang_log() as records:
+        try:
+            tree = schema.ctx.parse_data_mem(
+                json.dumps(data), "json", strict=True, validate_present=True
+            )
+        except libyang.LibyangError as exc:
+            failure = str(exc)
+        else:
+            if tree is not None:
+                tree.free()
+            return None
+    message, location = records[0] if records else (failure, "")
+    match = _LOCATION.search(location) or _LOCATION.search(message)
+    message = _LOCATION.sub("", message).rstrip(" :.") + "."
+    loc = _locate(tr, match.group("path")) if match else _Location()
+    reference = _REFERENCE_VALUE.search(message)
+    if message.startswith("Invalid union value") and loc.entry and reference:
+        if loc.fld is not None:
+            node, what = loc.entry.leaves.get(loc.fld), "The field"
+        else:  # a key part: find it by value
+            names = [n for n in loc.entry.key_leaves if loc.entry.data.get(n) == reference[1]]
+            node = loc.entry.leaves.get(names[0]) if names else None
+            what = f"The key part {names[0]}" if names else ""
+        if node is not None:
+            message += f" {what} accepts {_describe_type(node.type())}."
+    return message, loc
 
 
 def translate_config_db(

@@ -1,0 +1,154 @@
+"""Namespaces, veths, addresses, routes and sysctls through netlink (pyroute2), in-process.
+
+One netlink socket is opened per namespace and kept for the deploy; sysctls are written by
+entering the namespace from this thread (`/proc/sys/net` shows the namespace of the thread
+that opens it) and coming back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from pyroute2 import NetlinkError, NetNS, netns
+
+from labs.plan import Node, Route, Veth
+
+NETNS_DIR = Path("/var/run/netns")
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def setns(fd: int) -> None:
+    """Move this thread into the network namespace open at `fd` (os.setns is 3.12+)."""
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def enter(name: str) -> None:
+    """Move this thread (or a child before exec) into namespace `name` for good."""
+    fd = os.open(NETNS_DIR / name, os.O_RDONLY)
+    try:
+        setns(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def inside(name: str) -> Iterator[None]:
+    """Run the block with this thread in namespace `name`."""
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    target = os.open(NETNS_DIR / name, os.O_RDONLY)
+    try:
+        setns(target)
+        yield
+    finally:
+        setns(home)
+        os.close(target)
+        os.close(home)
+
+
+def namespaces() -> list[str]:
+    """Every named network namespace on the machine."""
+    return sorted(netns.listnetns())
+
+
+def create(name: str) -> None:
+    """Create a named namespace."""
+    netns.create(name)
+
+
+def remove(name: str) -> None:
+    """Remove a named namespace (its veths go with it)."""
+    with contextlib.suppress(FileNotFoundError):
+        netns.remove(name)
+
+
+def set_sysctls(name: str, values: dict[str, str]) -> None:
+    """Write sysctls inside a namespace."""
+    with inside(name):
+        for key, value in values.items():
+            Path("/proc/sys", *key.split(".")).write_text(value)
+
+
+class Sockets:
+    """One open netlink socket per namespace."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, NetNS] = {}
+
+    def __getitem__(self, name: str) -> NetNS:
+        if name not in self._open:
+            self._open[name] = NetNS(name)
+        return self._open[name]
+
+    def close(self) -> None:
+        """Close every socket."""
+        for sock in self._open.values():
+            sock.close()
+        self._open.clear()
+
+    def index(self, name: str, ifname: str) -> int:
+        """Interface index of `ifname` in namespace `name`."""
+        found = self[name].link_lookup(ifname=ifname)
+        if not found:
+            raise LookupError(f"{name}: no interface {ifname}")
+        return int(found[0])
+
+    def veth(self, a_ns: str, veth: Veth, b_ns: str) -> None:
+        """Create a veth pair with one end in each namespace."""
+        self[a_ns].link(
+            "add", ifname=veth.a_if, kind="veth",
+            peer={"ifname": veth.b_if, "net_ns_fd": str(NETNS_DIR / b_ns)},
+        )
+
+    def configure(self, node: Node) -> None:
+        """Addresses, MTUs, link state and routes of one namespace."""
+        sock = self[node.netns]
+        sock.link("set", index=self.index(node.netns, "lo"), state="up")
+        for ifname, mtu in node.mtu.items():
+            sock.link("set", index=self.index(node.netns, ifname), mtu=mtu)
+        for ifname, cidr in node.addresses:
+            address, prefixlen = cidr.split("/")
+            with contextlib.suppress(NetlinkError):
+                sock.addr("add", index=self.index(node.netns, ifname), address=address,
+                          prefixlen=int(prefixlen))
+        for ifname in node.mtu:
+            state = "down" if ifname in node.down else "up"
+            sock.link("set", index=self.index(node.netns, ifname), state=state)
+        self.routes(node)
+
+    def routes(self, node: Node, only_dev: str | None = None) -> None:
+        """Install the node's static routes (those on `only_dev` when given); idempotent."""
+        sock = self[node.netns]
+        for route in node.routes:
+            devs = {route.dev} | {dev for _, dev in route.gateways}
+            if only_dev is not None and only_dev not in devs:
+                continue
+            try:
+                sock.route("replace", **self._route_args(node.netns, route))
+            except NetlinkError as exc:
+                if exc.code not in (errno.ENETDOWN, errno.ENETUNREACH, errno.EINVAL):
+                    raise
+
+    def _route_args(self, ns: str, route: Route) -> dict[str, object]:
+        args: dict[str, object] = {"dst": route.dst}
+        if route.metric:
+            args["priority"] = route.metric
+        if route.blackhole:
+            args["type"] = "blackhole"
+        elif route.gateways:
+            args["multipath"] = [
+                {"gateway": gw, "oif": self.index(ns, dev), "flags": 4}  # RTNH_F_ONLINK
+                for gw, dev in route.gateways
+            ]
+        else:
+            assert route.dev
+            args["oif"] = self.index(ns, route.dev)
+            args["scope"] = 253  # link
+        return args

@@ -1,0 +1,218 @@
+"""The embedded backend: a lab directory as namespaces, veths and FRR on this machine.
+
+Every switch and server is a network namespace `<lab>.<node>`, every link a veth pair, switches
+are routed by real FRR daemons (zebra, bgpd, bfdd) and servers are set up with pyroute2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from labs import events, frr, netlink, processes, state
+from labs.plan import Plan, build
+from twin.errors import LabError
+from twin.labdir import Lab
+
+Progress = Callable[[str], None]
+LOGS = "logs"
+
+
+def _quiet(_: str) -> None:
+    """Progress sink that says nothing."""
+
+
+def check_root() -> None:
+    """Refuse to run without root."""
+    if os.geteuid() != 0:
+        raise LabError("the netns backend needs root (namespaces, veths, FRR)")
+
+
+def _ns_exec(netns: str, argv: list[str], stdin: str | None = None, timeout: float = 30,
+             ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ip", "netns", "exec", netns, *argv], input=stdin, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def is_running(lab: Lab) -> bool:
+    """Whether a twin of this lab is recorded and its namespaces exist."""
+    st = state.load(lab.path)
+    return st is not None and bool(set(st.namespaces) & set(netlink.namespaces()))
+
+
+def deploy(lab: Lab, timeout: float = 60, progress: Progress = _quiet) -> dict[str, Any]:
+    """Build the twin and wait until BGP and ECMP have converged; returns figures."""
+    check_root()
+    frr.check_installed()
+    if is_running(lab):
+        raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
+    ours = [n for n in netlink.namespaces() if n.split(".", 1)[0] == lab.name]
+    if ours:
+        raise LabError(f"lab {lab.name} has leftovers ({len(ours)} namespaces); run twin cleanup")
+    plan = build(lab)
+    start = time.monotonic()
+    st = state.State(lab.name, "netns")
+    st.save(lab.path)
+    sockets = netlink.Sockets()
+    try:
+        progress(f"creating {len(plan.nodes)} namespaces")
+        for node in plan.nodes.values():
+            netlink.create(node.netns)
+            st.namespaces.append(node.netns)
+        st.save(lab.path)
+        progress(f"creating {len(plan.veths)} links")
+        for veth in plan.veths:
+            sockets.veth(plan.netns(veth.a), veth, plan.netns(veth.b))
+        progress("configuring addresses, routes and sysctls")
+        for node in plan.nodes.values():
+            netlink.set_sysctls(node.netns, node.sysctls)
+            sockets.configure(node)
+            if node.proxy_arp:
+                netlink.set_sysctls(
+                    node.netns, {f"net.ipv4.conf.{i}.proxy_arp": "1" for i in node.proxy_arp}
+                )
+        built = time.monotonic() - start
+        progress("starting FRR")
+        for name in lab.switches():
+            conf = lab.path / "configs" / name / "frr.conf"
+            st.pids[name] = frr.start(lab.name, name, plan.netns(name), conf)
+        st.save(lab.path)
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda name: frr.apply(lab.name, name), lab.switches()))
+        rdma = _servers(plan)
+        progress("waiting for BGP and ECMP")
+        converge = _converge(lab, plan, sockets, timeout)
+    except BaseException:
+        sockets.close()
+        destroy(lab)
+        raise
+    sockets.close()
+    st.status = "running"
+    st.save(lab.path)
+    figures = {"nodes": len(plan.nodes), "links": len(plan.veths), "build_s": round(built, 2),
+               "converged_s": round(time.monotonic() - start, 2), "rdma": rdma, **converge}
+    events.append(lab.path, "deployed", **{k: v for k, v in figures.items() if k != "rdma"})
+    return figures
+
+
+def _servers(plan: Plan) -> str:
+    """DSCP marking rules on servers; soft-RoCE where the kernel has it."""
+    def mark(node_name: str) -> None:
+        node = plan.nodes[node_name]
+        if node.iptables:
+            rules = "*mangle\n" + "\n".join(node.iptables) + "\nCOMMIT\n"
+            done = _ns_exec(node.netns, ["iptables-restore", "--noflush"], stdin=rules)
+            if done.returncode != 0:
+                raise LabError(f"{node.name}: iptables-restore: {done.stderr.strip()}")
+
+    servers = [n for n, node in plan.nodes.items() if node.role == "server"]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(mark, servers))
+    if not Path("/sys/module/rdma_rxe").exists() or shutil.which("rdma") is None:
+        return "soft-RoCE skipped: the kernel has no rdma_rxe module (RoCE is replayed as packets)"
+    for name in servers:
+        for rxe, netdev in plan.nodes[name].rdma:
+            _ns_exec(plan.netns(name), ["rdma", "link", "add", rxe, "type", "rxe", "netdev", netdev])
+    return "soft-RoCE devices added"
+
+
+def expected_width(lab: Lab, leaf: str) -> int:
+    """ECMP width a leaf should reach: its spines (one routed bundle each)."""
+    spines = {p for p in lab.graph.neighbors(leaf) if lab.graph.nodes[p]["role"] == "spine"}
+    return len(spines)
+
+
+def _remote_subnets(lab: Lab, leaf: str) -> list[str]:
+    mine = {lab.graph.nodes[leaf]["subnet"]}
+    return sorted({lab.graph.nodes[other]["subnet"] for other in lab.nodes("leaf")} - mine)
+
+
+def ecmp_routes(sockets: netlink.Sockets, netns: str) -> dict[str, int]:
+    """Prefix -> number of next hops of the namespace's IPv4 routes."""
+    routes = {}
+    for msg in sockets[netns].get_routes(family=2):
+        dst = msg.get_attr("RTA_DST")
+        if dst is None:
+            continue
+        multipath = msg.get_attr("RTA_MULTIPATH")
+        routes[f"{dst}/{msg['dst_len']}"] = len(multipath) if multipath else 1
+    return routes
+
+
+def _converge(lab: Lab, plan: Plan, sockets: netlink.Sockets, timeout: float) -> dict[str, Any]:
+    """Poll until every leaf has full-width ECMP to every remote server subnet and every BGP
+    session is Established; raise naming what is missing at the deadline."""
+    start = time.monotonic()
+    deadline = start + timeout
+    missing: list[str] = ["not checked"]
+    routes_s = sessions_s = 0.0
+    sessions: list[dict[str, Any]] = []
+    while missing and time.monotonic() < deadline:
+        missing = []
+        for leaf in lab.nodes("leaf"):
+            routes = ecmp_routes(sockets, plan.netns(leaf))
+            width = expected_width(lab, leaf)
+            missing += [f"{leaf}: {s} has {routes.get(s, 0)}/{width} paths"
+                        for s in _remote_subnets(lab, leaf) if routes.get(s, 0) != width]
+        routes_s = time.monotonic() - start
+        if not missing:
+            sessions = bgp_sessions(lab)
+            missing = [f"{s['node']} -> {s['name'] or s['peer']} {s['state']}" for s in sessions
+                       if s["state"] != "Established"]
+            sessions_s = time.monotonic() - start
+        if missing:
+            time.sleep(0.1)
+    if missing:
+        more = f" (+{len(missing) - 5} more)" if len(missing) > 5 else ""
+        raise LabError(f"lab {lab.name} did not converge in {timeout:.0f} s: "
+                       + "; ".join(missing[:5]) + more)
+    return {"routes_converged_s": round(routes_s, 2), "bgp_established_s": round(sessions_s, 2),
+            "bgp_sessions": len(sessions)}
+
+
+def bgp_sessions(lab: Lab) -> list[dict[str, Any]]:
+    """Every BGP session of every switch: node, peer, peer name, state, uptime."""
+    def one(node: str) -> list[dict[str, Any]]:
+        out = json.loads(frr.vtysh(lab.name, node, "show bgp summary json") or "{}")
+        peers = out.get("ipv4Unicast", {}).get("peers", {})
+        return [{"node": node, "peer": ip, "name": p.get("desc", ""), "state": p.get("state"),
+                 "prefixes": p.get("pfxRcd", 0), "uptime_ms": p.get("peerUptimeMsec", 0)}
+                for ip, p in peers.items()]
+
+    with ThreadPoolExecutor(8) as pool:
+        return [s for result in pool.map(one, lab.switches()) for s in result]
+
+
+def destroy(lab: Lab) -> dict[str, int]:
+    """Remove everything the lab's twin created: processes, namespaces, run directories."""
+    check_root()
+    st = state.load(lab.path)
+    recorded = [pid for daemons in (st.pids.values() if st else []) for pid in daemons.values()]
+    pids = sorted(set(recorded) | set(processes.tagged(lab.name)))
+    processes.end(pids, lab.name)
+    spaces = [n for n in netlink.namespaces() if n.split(".", 1)[0] == lab.name]
+    for name in spaces:
+        netlink.remove(name)
+    frr.save_logs(lab.name, lab.path / LOGS)
+    frr.remove_run_dir(lab.name)
+    state.clear(lab.path)
+    if st is not None:
+        events.append(lab.path, "destroyed", processes=len(pids), namespaces=len(spaces))
+    return {"processes": len(pids), "namespaces": len(spaces)}
+
+
+def exec_in(lab: Lab, node: str, argv: list[str], timeout: float = 60,
+            ) -> subprocess.CompletedProcess[str]:
+    """Run a command in a node's namespace (`vtysh` on a switch reaches its own daemons)."""
+    if node not in lab.graph.nodes:
+        raise LabError(f"lab {lab.name} has no node {node}")
+    if argv[:1] == ["vtysh"] and lab.graph.nodes[node]["role"] != "server":
+        argv = [frr.VTYSH, "--vty_socket", str(frr.run_dir(lab.name, node)), *argv[1:]]
+    return _ns_exec(f"{lab.name}.{node}", argv, timeout=timeout)

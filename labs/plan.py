@@ -1,0 +1,213 @@
+"""What a netns twin of a lab directory consists of, read from its configs (pure, no root).
+
+Wiring (which port meets which) comes from the design graph and `ifmap.json`; everything a
+device is configured with comes from its configs: addresses, MTUs and admin state from each
+`config_db.json`, routing from each `frr.conf`, server settings from each `host.json`. An
+edited config is therefore what runs.
+
+MLAG emulation (the kernel has no bonding): a server holds its address as a /32 on each NIC
+and routes over both with ECMP. A leaf routes each server's /32 onto the port the server hangs
+on, holds its SVI address on those ports, and holds the SVI subnet on the peer-link with proxy
+ARP, so that when a server link fails, traffic that reaches that leaf crosses the peer-link to
+the other leaf of the pair, as MLAG forwards over its peer-link. Both leaves advertise the
+subnet. Not emulated: LACP, the MCLAG control plane (iccpd), MAC sync, split-brain handling.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+from twin.errors import LabError
+from twin.labdir import Lab
+
+SWITCH_SYSCTLS = {
+    "net.ipv4.ip_forward": "1",
+    "net.ipv4.fib_multipath_hash_policy": "1",
+    "net.ipv4.conf.all.ignore_routes_with_linkdown": "1",
+    "net.ipv4.conf.default.ignore_routes_with_linkdown": "1",
+    "net.ipv4.conf.all.rp_filter": "0",
+    "net.ipv4.conf.default.rp_filter": "0",
+}
+SERVER_SYSCTLS = {
+    "net.ipv4.fib_multipath_hash_policy": "1",
+    "net.ipv4.conf.all.ignore_routes_with_linkdown": "1",
+    "net.ipv4.conf.default.ignore_routes_with_linkdown": "1",
+    "net.ipv4.conf.all.rp_filter": "0",
+    "net.ipv4.conf.default.rp_filter": "0",
+}
+
+
+@dataclass(frozen=True)
+class Route:
+    """A kernel route: onto a device, via gateways (ECMP when several), or a blackhole."""
+
+    dst: str
+    dev: str | None = None
+    gateways: tuple[tuple[str, str], ...] = ()  # (gateway, device)
+    blackhole: bool = False
+    metric: int = 0
+
+
+@dataclass
+class Node:
+    """One namespace: a switch or a server."""
+
+    name: str
+    role: str
+    netns: str
+    sysctls: dict[str, str]
+    addresses: list[tuple[str, str]] = field(default_factory=list)  # (ifname, cidr)
+    mtu: dict[str, int] = field(default_factory=dict)
+    down: set[str] = field(default_factory=set)
+    routes: list[Route] = field(default_factory=list)
+    proxy_arp: list[str] = field(default_factory=list)
+    iptables: list[str] = field(default_factory=list)  # iptables-restore lines, mangle table
+    rdma: list[tuple[str, str]] = field(default_factory=list)  # (rxe device, netdev)
+
+
+@dataclass(frozen=True)
+class Veth:
+    """One veth pair: the Linux end of a port (or bundle) on each side."""
+
+    a: str
+    a_if: str
+    b: str
+    b_if: str
+    kind: str
+
+
+@dataclass
+class Plan:
+    """Everything a netns twin creates for a lab."""
+
+    lab: str
+    nodes: dict[str, Node]
+    veths: list[Veth]
+
+    def netns(self, node: str) -> str:
+        """The namespace of a node."""
+        return self.nodes[node].netns
+
+
+def netns_name(lab: str, node: str) -> str:
+    """Namespace of a node: `<lab>.<node>` (neither may contain a dot, so the tag is exact)."""
+    return f"{lab}.{node}"
+
+
+def _veths(lab: Lab) -> list[Veth]:
+    seen: dict[tuple[str, str, str, str], Veth] = {}
+    for _, _, e in lab.graph.edges(data=True):
+        a_if = lab.ifmap[e["a"]][e["a_port"]]["netns"]
+        b_if = lab.ifmap[e["b"]][e["b_port"]]["netns"]
+        key = (e["a"], a_if, e["b"], b_if)
+        seen.setdefault(key, Veth(e["a"], a_if, e["b"], b_if, e["kind"]))
+    return list(seen.values())
+
+
+def _linux(lab: Lab, node: str, name: str) -> str:
+    """Linux name of a SONiC port or PortChannel on a switch."""
+    if name.startswith("PortChannel"):
+        members = [
+            k.split("|")[1] for k in lab.config_db(node).get("PORTCHANNEL_MEMBER", {})
+            if k.split("|")[0] == name
+        ]
+        names = {lab.ifmap[node][m]["netns"] for m in members if m in lab.ifmap[node]}
+        if len(names) != 1:
+            raise LabError(f"{lab.path}/configs/{node}/config_db.json: PORTCHANNEL_MEMBER: "
+                           f"{name} has no wired members")
+        return names.pop()
+    if name not in lab.ifmap[node]:
+        raise LabError(f"{lab.path}/configs/{node}/config_db.json: {name} is not wired")
+    return lab.ifmap[node][name]["netns"]
+
+
+def _switch(lab: Lab, name: str, veths: list[Veth], servers: dict[str, str]) -> Node:
+    db = lab.config_db(name)
+    node = Node(name, lab.graph.nodes[name]["role"], netns_name(lab.name, name), dict(SWITCH_SYSCTLS))
+    wired = {v.a_if for v in veths if v.a == name} | {v.b_if for v in veths if v.b == name}
+    for port, attrs in db.get("PORT", {}).items():
+        linux = lab.ifmap[name].get(port, {}).get("netns")
+        if linux in wired:
+            node.mtu[linux] = min(node.mtu.get(linux, 65535), int(attrs.get("mtu", 9100)))
+            if attrs.get("admin_status", "down") != "up":
+                node.down.add(linux)
+    for pc, attrs in db.get("PORTCHANNEL", {}).items():
+        if pc in wired and "mtu" in attrs:
+            node.mtu[pc] = int(attrs["mtu"])
+    for table in ("INTERFACE", "PORTCHANNEL_INTERFACE"):
+        for key in db.get(table, {}):
+            if "|" in key:
+                ifname, cidr = key.split("|")
+                node.addresses.append((_linux(lab, name, ifname), cidr))
+    for key in db.get("LOOPBACK_INTERFACE", {}):
+        if "|" in key:
+            node.addresses.append(("lo", key.split("|")[1]))
+    _vlans(lab, name, db, node, servers)
+    return node
+
+
+def _vlans(lab: Lab, name: str, db: dict[str, dict[str, dict[str, str]]], node: Node,
+           servers: dict[str, str]) -> None:
+    """Server VLANs: SVI on the peer-link (proxy ARP) and /32 routes onto server ports."""
+    members: dict[str, list[str]] = {}
+    for key in db.get("VLAN_MEMBER", {}):
+        vlan, member = key.split("|")
+        members.setdefault(vlan, []).append(_linux(lab, name, member))
+    peers = {p for v in members.values() for p in v if lab.graph.nodes[name]["role"] == "leaf"
+             and _peer_of(lab, name, p) not in servers}
+    for key in db.get("VLAN_INTERFACE", {}):
+        if "|" not in key:
+            continue
+        vlan, cidr = key.split("|")
+        svi = ipaddress.IPv4Interface(cidr)
+        on_peer_link = [m for m in members.get(vlan, []) if m in peers]
+        for member in on_peer_link:
+            node.addresses.append((member, cidr))
+            node.proxy_arp.append(member)
+        for member in members.get(vlan, []):
+            server = _peer_of(lab, name, member)
+            if server in servers and ipaddress.IPv4Address(servers[server]) in svi.network:
+                node.addresses.append((member, f"{svi.ip}/32"))
+                node.routes.append(Route(f"{servers[server]}/32", dev=member))
+        if not on_peer_link:
+            node.routes.append(Route(str(svi.network), blackhole=True, metric=4000))
+
+
+def _peer_of(lab: Lab, node: str, linux: str) -> str | None:
+    for port, names in lab.ifmap[node].items():
+        if names["netns"] == linux:
+            for _, peer, e in lab.graph.edges(node, data=True):
+                if e["a_port" if e["a"] == node else "b_port"] == port:
+                    return str(peer)
+    return None
+
+
+def _server(lab: Lab, name: str) -> Node:
+    host = lab.host(name)
+    node = Node(name, "server", netns_name(lab.name, name), dict(SERVER_SYSCTLS))
+    address = host["address"].split("/")[0]
+    for nic in host["interfaces"]:
+        node.mtu[nic["name"]] = int(host["mtu"])
+        node.addresses.append((nic["name"], f"{address}/32"))
+        node.routes.append(Route(f"{nic['gateway']}/32", dev=nic["name"]))
+    for route in host["routes"]:
+        hops = tuple((h["gateway"], h["dev"]) for h in route["nexthops"])
+        node.routes.append(Route(route["dst"], gateways=hops))
+    rules = []
+    for mark in host.get("dscp_marking", []):
+        for proto in ("tcp", "udp"):
+            for port in mark["ports"]:
+                rules.append(f"-A OUTPUT -p {proto} --dport {port} -j DSCP --set-dscp {mark['dscp']}")
+    node.iptables = rules
+    node.rdma = [(d["name"], d["netdev"]) for d in host.get("rdma", {}).get("devices", [])]
+    return node
+
+
+def build(lab: Lab) -> Plan:
+    """The plan of a lab's netns twin, from its configs."""
+    veths = _veths(lab)
+    servers = {s: lab.host(s)["address"].split("/")[0] for s in lab.nodes("server")}
+    nodes = {s: _switch(lab, s, veths, servers) for s in lab.switches()}
+    nodes.update({s: _server(lab, s) for s in servers})
+    return Plan(lab.name, nodes, veths)

@@ -1,0 +1,70 @@
+"""Processes a lab started, found by the tag in their environment and ended by pid.
+
+Never by name pattern: a process is ours only if its environment says `TWIN_LAB=<lab>`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+TAG = "TWIN_LAB"
+
+
+def tagged(lab: str) -> list[int]:
+    """Pids of live processes whose environment carries `TWIN_LAB=<lab>`."""
+    needle = f"{TAG}={lab}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def belongs(pid: int, lab: str) -> bool:
+    """Whether pid is alive and carries the lab's tag (guards against reused pids)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return f"{TAG}={lab}".encode() in environ.split(b"\0")
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _alive(pid: int) -> bool:
+    _reap(pid)
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def end(pids: list[int], lab: str, grace: float = 2.0) -> None:
+    """SIGTERM the lab's processes among `pids`, then SIGKILL what is left after `grace` s."""
+    ours = [p for p in pids if belongs(p, lab)]
+    for pid in ours:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while any(_alive(p) for p in ours) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for pid in ours:
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    for pid in ours:
+        _reap(pid)

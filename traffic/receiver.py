@@ -1,0 +1,129 @@
+"""Count RoCEv2 frames arriving in a network namespace, in a background process.
+
+The receiver reads a raw AF_PACKET socket rather than a UDP socket on port 4791: it sees
+whole frames, so it can check the ICRC and read DSCP/ECN straight from the IP header, it
+counts frames whatever their destination address, and arrival times come from the
+kernel (SO_TIMESTAMPNS, CLOCK_REALTIME) so receiver scheduling does not inflate latency.
+While it runs it also holds a UDP socket on port 4791, like an RDMA NIC would, so the
+kernel does not answer every frame with an ICMP port-unreachable.
+
+Use (as root, in namespaces you created)::
+
+    with start_receiver("lab-b", "eth0") as rx:
+        run_sender("lab-a", "eth0", flows, ConstantRate(20_000), count=1000)
+        result = rx.stop()
+"""
+
+import select
+import socket
+import struct
+import time
+from multiprocessing.connection import Connection
+from types import TracebackType
+
+from traffic.flowstats import ReceiverResult, Tally
+from traffic.layout import ETH_P_IP, ROCE_UDP_PORT
+from traffic.nsproc import NetnsChild, packet_socket
+
+SO_TIMESTAMPNS = 35  # asm-generic value; Python's socket module lacks the constant
+_TIMESPEC = struct.Struct("@qq")
+_ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size)
+_PACKET_OUTGOING = 4
+_IDLE_POLL_MS = 200
+_SINK_BUFFER = 4096
+
+
+def _arrival_ns(ancdata: list[tuple[int, int, bytes]]) -> int:
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = _TIMESPEC.unpack(data[: _TIMESPEC.size])
+            return int(sec) * 1_000_000_000 + int(nsec)
+    return time.time_ns()
+
+
+def _udp_sink() -> socket.socket:
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _SINK_BUFFER)
+    sink.bind(("0.0.0.0", ROCE_UDP_PORT))
+    return sink
+
+
+def receive_loop(sock: socket.socket, conn: Connection, quiet_s: float, drain_s: float) -> Tally:
+    """Tally frames until told to stop, then until ``quiet_s`` passes without one.
+
+    Reading stops ``drain_s`` after the stop request even if frames keep coming.
+    """
+    tally = Tally()
+    buf = bytearray(65536)
+    view = memoryview(buf)
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    poller.register(conn.fileno(), select.POLLIN)
+    stop_by: float | None = None
+    while True:
+        events = poller.poll(_IDLE_POLL_MS if stop_by is None else quiet_s * 1000)
+        if stop_by is None and conn.poll():
+            conn.recv()
+            poller.unregister(conn.fileno())
+            stop_by = time.monotonic() + drain_s
+        elif stop_by is not None and (not events or time.monotonic() > stop_by):
+            return tally
+        while True:
+            try:
+                n, ancdata, _, addr = sock.recvmsg_into([buf], _ANCILLARY)
+            except BlockingIOError:
+                break
+            if addr[2] != _PACKET_OUTGOING:
+                tally.add(view[:n], _arrival_ns(ancdata))
+
+
+def _worker(conn: Connection, iface: str | None, quiet_s: float, drain_s: float) -> None:
+    with packet_socket(iface, ETH_P_IP, receive=True) as sock, _udp_sink():
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        sock.setblocking(False)
+        conn.send(("ready", None))
+        conn.send(("result", receive_loop(sock, conn, quiet_s, drain_s).result()))
+
+
+class Receiver:
+    """A receiver running inside ``netns``; :meth:`stop` returns what it counted."""
+
+    def __init__(
+        self, netns: str, iface: str | None = None, *, quiet_s: float = 0.1, drain_s: float = 5.0
+    ) -> None:
+        self._child = NetnsChild(netns, _worker, (iface, quiet_s, drain_s))
+        try:
+            self._child.expect("ready", timeout_s=30)
+        except BaseException:
+            self._child.close()
+            raise
+
+    def stop(self) -> ReceiverResult:
+        """Stop after the frames in flight have arrived; return the counts."""
+        self._child.send("stop")
+        try:
+            result: ReceiverResult = self._child.expect("result")
+        finally:
+            self._child.close()
+        return result
+
+    def close(self) -> None:
+        """End the child if :meth:`stop` was never called (or failed)."""
+        if self._child.process.is_alive():
+            self._child.close(timeout_s=0)
+
+    def __enter__(self) -> "Receiver":
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def start_receiver(
+    netns: str, iface: str | None = None, *, quiet_s: float = 0.1, drain_s: float = 5.0
+) -> Receiver:
+    """Start counting on ``iface`` (all interfaces if None) of ``netns``; returns when ready."""
+    return Receiver(netns, iface, quiet_s=quiet_s, drain_s=drain_s)

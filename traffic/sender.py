@@ -1,0 +1,190 @@
+"""Send frames from inside a network namespace on a raw AF_PACKET socket, paced.
+
+Each flow's frames are stamped at send time (sequence number, PSN, send timestamp), so a
+flow can run for any count or duration. A job may be spread over several processes:
+process ``p`` of ``P`` sends flows ``p, p+P, ...`` at its share of the job's rate. All
+processes of all jobs given to :func:`run_senders` start at the same instant.
+"""
+
+import errno
+import json
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
+
+from traffic.frames import FrameSource
+from traffic.nsproc import NetnsChild, packet_socket
+from traffic.pacing import Pacing, Unpaced
+
+_START_DELAY_NS = 50_000_000
+_ENOBUFS_BACKOFF_S = 0.0001
+
+
+@dataclass(frozen=True)
+class SendJob:
+    """Send ``flows`` round-robin from ``iface`` in ``netns``.
+
+    ``count`` is frames per flow; ``duration_s`` caps the run time; give at least one.
+    ``pacing`` is the whole job's rate.
+    """
+
+    netns: str
+    iface: str
+    flows: tuple[FrameSource, ...]
+    pacing: Pacing = field(default_factory=Unpaced)
+    count: int | None = None
+    duration_s: float | None = None
+    processes: int = 1
+
+    def __post_init__(self) -> None:
+        if self.count is None and self.duration_s is None:
+            raise ValueError("give count or duration_s")
+        if not 1 <= self.processes <= len(self.flows):
+            raise ValueError("need 1 <= processes <= number of flows")
+
+
+@dataclass(frozen=True)
+class SenderResult:
+    """What a sender put on the wire; ``retries`` counts sends the kernel refused (ENOBUFS)."""
+
+    packets: int
+    bytes: int
+    elapsed_s: float
+    retries: int
+    flow_packets: dict[int, int]
+
+    @property
+    def pps(self) -> float:
+        """Packets per second over the run."""
+        return self.packets / self.elapsed_s if self.elapsed_s else 0.0
+
+    @property
+    def bps(self) -> float:
+        """Frame bits per second (FCS, preamble and gap not counted)."""
+        return 8 * self.bytes / self.elapsed_s if self.elapsed_s else 0.0
+
+    def to_json(self) -> str:
+        """JSON text with ``pps`` and ``bps`` added."""
+        return json.dumps(asdict(self) | {"pps": self.pps, "bps": self.bps})
+
+    @staticmethod
+    def merge(parts: Sequence["SenderResult"]) -> "SenderResult":
+        """Totals of processes that ran at the same time."""
+        flows: dict[int, int] = {}
+        for part in parts:
+            for fid, n in part.flow_packets.items():
+                flows[fid] = flows.get(fid, 0) + n
+        return SenderResult(
+            packets=sum(p.packets for p in parts),
+            bytes=sum(p.bytes for p in parts),
+            elapsed_s=max(p.elapsed_s for p in parts),
+            retries=sum(p.retries for p in parts),
+            flow_packets=flows,
+        )
+
+
+def _send(sock: socket.socket, frame: bytes) -> int:
+    """Send one frame, waiting out a full queue; returns the number of refusals."""
+    refused = 0
+    while True:
+        try:
+            sock.send(frame)
+            return refused
+        except OSError as exc:
+            if exc.errno != errno.ENOBUFS:
+                raise
+            refused += 1
+            time.sleep(_ENOBUFS_BACKOFF_S)
+
+
+def send_loop(
+    sock: socket.socket,
+    flows: Sequence[FrameSource],
+    pacing: Pacing,
+    count: int | None,
+    duration_s: float | None,
+    start_ns: int,
+) -> SenderResult:
+    """Send until each flow sent ``count`` frames or ``duration_s`` passed.
+
+    ``start_ns`` is on CLOCK_MONOTONIC; frames are stamped with CLOCK_REALTIME.
+    """
+    mono, wall, offset = time.monotonic_ns, time.time_ns, pacing.offset_s
+    n = len(flows)
+    seqs = [0] * n
+    total = None if count is None else count * n
+    end_ns = None if duration_s is None else start_ns + int(duration_s * 1e9)
+    i = nbytes = retries = 0
+    while total is None or i < total:
+        due = start_ns + int(offset(i) * 1e9)
+        now = mono()
+        if end_ns is not None and max(due, now) >= end_ns:
+            break
+        if due > now:
+            time.sleep((due - now) / 1e9)
+        k = i % n
+        frame = flows[k].frame(seqs[k], wall())
+        retries += _send(sock, frame)
+        seqs[k] += 1
+        nbytes += len(frame)
+        i += 1
+    elapsed = max(mono(), start_ns) - start_ns
+    per_flow: dict[int, int] = {}
+    for flow, sent in zip(flows, seqs, strict=True):
+        per_flow[flow.flow_id] = per_flow.get(flow.flow_id, 0) + sent
+    return SenderResult(i, nbytes, elapsed / 1e9, retries, per_flow)
+
+
+def _worker(
+    conn: Connection,
+    iface: str,
+    flows: Sequence[FrameSource],
+    pacing: Pacing,
+    count: int | None,
+    duration_s: float | None,
+) -> None:
+    with packet_socket(iface, 0, receive=False) as sock:
+        conn.send(("ready", None))
+        _, start_ns = conn.recv()
+        conn.send(("result", send_loop(sock, flows, pacing, count, duration_s, start_ns)))
+
+
+def run_senders(jobs: Sequence[SendJob]) -> list[SenderResult]:
+    """Run all ``jobs`` at once (one process per job share) and return their results."""
+    children: list[tuple[int, NetnsChild]] = []
+    try:
+        for j, job in enumerate(jobs):
+            for p in range(job.processes):
+                share = job.flows[p :: job.processes]
+                args = (job.iface, share, job.pacing.scaled(len(share) / len(job.flows)),
+                        job.count, job.duration_s)
+                children.append((j, NetnsChild(job.netns, _worker, args)))
+        for _, child in children:
+            child.expect("ready", timeout_s=30)
+        start_ns = time.monotonic_ns() + _START_DELAY_NS
+        for _, child in children:
+            child.send("go", start_ns)
+        parts: list[list[SenderResult]] = [[] for _ in jobs]
+        for j, child in children:
+            parts[j].append(child.expect("result"))
+        return [SenderResult.merge(p) for p in parts]
+    finally:
+        for _, child in children:
+            child.close()
+
+
+def run_sender(
+    netns: str,
+    iface: str,
+    flows: Sequence[FrameSource],
+    pacing: Pacing | None = None,
+    *,
+    count: int | None = None,
+    duration_s: float | None = None,
+    processes: int = 1,
+) -> SenderResult:
+    """Send ``flows`` from ``iface`` in ``netns``; see :class:`SendJob` for the arguments."""
+    job = SendJob(netns, iface, tuple(flows), pacing or Unpaced(), count, duration_s, processes)
+    return run_senders([job])[0]
