@@ -81,6 +81,7 @@ class Sockets:
 
     def __init__(self) -> None:
         self._open: dict[str, NetNS] = {}
+        self._index: dict[str, dict[str, int]] = {}
 
     def __getitem__(self, name: str) -> NetNS:
         if name not in self._open:
@@ -94,11 +95,15 @@ class Sockets:
         self._open.clear()
 
     def index(self, name: str, ifname: str) -> int:
-        """Interface index of `ifname` in namespace `name`."""
-        found = self[name].link_lookup(ifname=ifname)
-        if not found:
-            raise LookupError(f"{name}: no interface {ifname}")
-        return int(found[0])
+        """Interface index of `ifname` in namespace `name` (one link dump per namespace)."""
+        if ifname not in self._index.get(name, {}):
+            self._index[name] = {
+                link.get_attr("IFLA_IFNAME"): int(link["index"]) for link in self[name].get_links()
+            }
+        try:
+            return self._index[name][ifname]
+        except KeyError:
+            raise LookupError(f"{name}: no interface {ifname}") from None
 
     def veth(self, a_ns: str, veth: Veth, b_ns: str) -> None:
         """Create a veth pair with one end in each namespace."""

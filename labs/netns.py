@@ -84,8 +84,11 @@ def deploy(lab: Lab, timeout: float = 60, progress: Progress = _quiet) -> dict[s
             conf = lab.path / "configs" / name / "frr.conf"
             st.pids[name] = frr.start(lab.name, name, plan.netns(name), conf)
         st.save(lab.path)
+        # Leaves first, then the tiers above: each session is then opened once, by the upper
+        # switch towards a leaf that already listens, with no collision to resolve.
         with ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda name: frr.apply(lab.name, name), lab.switches()))
+            for tier in ("leaf", "spine", "superspine"):
+                list(pool.map(lambda name: frr.apply(lab.name, name), lab.nodes(tier)))
         rdma = _servers(plan)
         progress("waiting for BGP and ECMP")
         converge = _converge(lab, plan, sockets, timeout)
@@ -168,7 +171,7 @@ def _converge(lab: Lab, plan: Plan, sockets: netlink.Sockets, timeout: float) ->
                        if s["state"] != "Established"]
             sessions_s = time.monotonic() - start
         if missing:
-            time.sleep(0.1)
+            time.sleep(0.2)
     if missing:
         more = f" (+{len(missing) - 5} more)" if len(missing) > 5 else ""
         raise LabError(f"lab {lab.name} did not converge in {timeout:.0f} s: "

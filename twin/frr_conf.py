@@ -38,6 +38,7 @@ def render(d: Design, node: str) -> str:
         " no bgp ebgp-requires-policy",
         " no bgp default ipv4-unicast",
         " bgp bestpath as-path multipath-relax",
+        f" coalesce-time {f.bgp.coalesce_ms}",
         f" timers bgp {f.bgp.keepalive} {f.bgp.holdtime}",
         " neighbor FABRIC peer-group",
         " neighbor FABRIC timers connect 5",

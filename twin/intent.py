@@ -17,17 +17,37 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
 )
 
 from twin.errors import InputError
 from twin.units import speed_mbps
 
-Speed = Annotated[int, Field(description="link speed in Mb/s; '400G' is accepted")]
+
+def _speed(value: Any) -> Any:
+    return speed_mbps(value) if isinstance(value, str) else value
+
+
+SPEED_PATTERN = r"^\s*[0-9]+(\.[0-9]+)?\s*[GMTgmt]?([Bb]/?[Ss]|[Bb][Pp][Ss])?\s*$"
+Speed = Annotated[
+    int,
+    BeforeValidator(_speed),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 1},
+                {"type": "string", "pattern": SPEED_PATTERN},
+            ],
+            "description": "link speed in Mb/s, or with a unit: 400G, 100Gb/s",
+        }
+    ),
+]
 
 SWITCH_NAME = re.compile(r"^(leaf|spine|superspine)[0-9]*$")
 """Prefixes of switch names (`leaf12`): a server name prefix like these could name a switch."""
@@ -35,10 +55,6 @@ SWITCH_NAME = re.compile(r"^(leaf|spine|superspine)[0-9]*$")
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True, strict=True)
-
-
-def _speed(value: Any) -> Any:
-    return speed_mbps(value) if isinstance(value, str) else value
 
 
 class Spines(_Model):
@@ -49,8 +65,6 @@ class Spines(_Model):
     )
     ports: int = Field(default=32, ge=2, le=1024, description="spine radix")
     speed: Speed = 400000
-
-    _s = field_validator("speed", mode="before")(_speed)
 
 
 class Leaves(_Model):
@@ -72,8 +86,6 @@ class Leaves(_Model):
         default=2, ge=1, le=16, description="MLAG peer-link ports per leaf"
     )
 
-    _s = field_validator("speed", "uplink_speed", mode="before")(_speed)
-
 
 class SuperSpines(_Model):
     """The third tier, used only when one spine layer's radix cannot reach every leaf."""
@@ -81,8 +93,6 @@ class SuperSpines(_Model):
     count: int | None = Field(default=None, ge=1, le=256, description="derived if unset")
     ports: int = Field(default=64, ge=2, le=1024)
     speed: Speed = 400000
-
-    _s = field_validator("speed", mode="before")(_speed)
 
 
 class Servers(_Model):
@@ -94,8 +104,6 @@ class Servers(_Model):
     nic_speed: Speed = 400000
     dual_homed: bool = Field(default=True, description="NICs to the two leaves of an MLAG pair")
     name_prefix: str = Field(default="server", pattern=r"^[a-z][a-z0-9]{0,9}$")
-
-    _s = field_validator("nic_speed", mode="before")(_speed)
 
     @field_validator("name_prefix")
     @classmethod
@@ -162,6 +170,7 @@ class Bgp(_Model):
     keepalive: int = Field(default=3, ge=1, le=3600)
     holdtime: int = Field(default=9, ge=3, le=10800)
     maximum_paths: int = Field(default=64, ge=1, le=1024)
+    coalesce_ms: int = Field(default=100, ge=0, le=60000, description="update-group coalesce time")
 
 
 class Bfd(_Model):
