@@ -19,6 +19,7 @@ from twin.errors import LabError
 FRR_BIN = Path("/usr/lib/frr")
 RUN_ROOT = Path("/run/twin")
 VTYSH = "vtysh"
+EVENT_LOG = "frr.log"
 
 
 def run_dir(lab: str, node: str) -> Path:
@@ -43,7 +44,9 @@ def check_installed() -> None:
     """Refuse to deploy without FRR."""
     missing = [d for d in ("zebra", "bgpd", "bfdd") if not (FRR_BIN / d).exists()]
     if missing or shutil.which(VTYSH) is None:
-        raise LabError("FRR is not installed (apt-get install frr): " + ", ".join(missing or [VTYSH]))
+        raise LabError(
+            "FRR is not installed (apt-get install frr): " + ", ".join(missing or [VTYSH])
+        )
 
 
 def start(lab: str, node: str, netns: str, source: Path) -> dict[str, int]:
@@ -62,19 +65,38 @@ def start(lab: str, node: str, netns: str, source: Path) -> dict[str, int]:
     for path in (conf, empty):
         shutil.chown(path, "frr", "frr")
     logs = rundir
-    env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
-           "TWIN_LAB": lab, "TWIN_NODE": node}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+        "TWIN_LAB": lab,
+        "TWIN_NODE": node,
+    }
     pids = {}
     zserv = rundir / "zserv.api"
     for daemon in daemons(conf.read_text()):
-        args = [str(FRR_BIN / daemon), "-f", str(empty), "-i", str(rundir / f"{daemon}.pid"),
-                "--vty_socket", str(rundir), "-z", str(zserv), "--log", f"file:{logs / daemon}.log"]
+        args = [
+            str(FRR_BIN / daemon),
+            "-f",
+            str(empty),
+            "-i",
+            str(rundir / f"{daemon}.pid"),
+            "--vty_socket",
+            str(rundir),
+            "-z",
+            str(zserv),
+            "--log",
+            f"file:{logs / daemon}.log",
+        ]
         if daemon == "bfdd":
             args += ["--bfdctl", str(rundir / "bfdd.sock")]
         with open(logs / f"{daemon}.out.log", "ab") as out:
             proc = subprocess.Popen(
-                args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
-                preexec_fn=lambda: enter(netns), start_new_session=True,
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                preexec_fn=lambda: enter(netns),
+                start_new_session=True,
             )
         pids[daemon] = proc.pid
     return pids
@@ -90,6 +112,15 @@ def apply(lab: str, node: str, timeout: float = 10) -> None:
         if time.monotonic() > deadline:
             raise LabError(f"{node}: FRR daemons did not start (logs in {rundir})")
         time.sleep(0.02)
+    # One log of all daemons with millisecond timestamps, for the monitor (not in frr.conf).
+    vtysh(
+        lab,
+        node,
+        "configure terminal",
+        f"log file {rundir / EVENT_LOG}",
+        "log timestamp precision 3",
+        timeout=timeout,
+    )
     args = [VTYSH, "--vty_socket", str(rundir), "-f", str(rundir / "frr.conf")]
     done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
     if done.returncode != 0:
@@ -103,7 +134,9 @@ def vtysh(lab: str, node: str, *commands: str, timeout: float = 10) -> str:
         args += ["-c", command]
     done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
     if done.returncode != 0:
-        raise LabError(f"{node}: vtysh {' / '.join(commands)}: {done.stderr.strip() or done.stdout.strip()}")
+        raise LabError(
+            f"{node}: vtysh {' / '.join(commands)}: {done.stderr.strip() or done.stdout.strip()}"
+        )
     return done.stdout
 
 

@@ -108,7 +108,9 @@ class Sockets:
     def veth(self, a_ns: str, veth: Veth, b_ns: str) -> None:
         """Create a veth pair with one end in each namespace."""
         self[a_ns].link(
-            "add", ifname=veth.a_if, kind="veth",
+            "add",
+            ifname=veth.a_if,
+            kind="veth",
             peer={"ifname": veth.b_if, "net_ns_fd": str(NETNS_DIR / b_ns)},
         )
 
@@ -121,8 +123,12 @@ class Sockets:
         for ifname, cidr in node.addresses:
             address, prefixlen = cidr.split("/")
             with contextlib.suppress(NetlinkError):
-                sock.addr("add", index=self.index(node.netns, ifname), address=address,
-                          prefixlen=int(prefixlen))
+                sock.addr(
+                    "add",
+                    index=self.index(node.netns, ifname),
+                    address=address,
+                    prefixlen=int(prefixlen),
+                )
         for ifname in node.mtu:
             state = "down" if ifname in node.down else "up"
             sock.link("set", index=self.index(node.netns, ifname), state=state)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from labs import events, frr, netlink, processes, state
+from labs.cleanup import cleanup, namespaces_of
 from labs.plan import Plan, build
 from twin.errors import LabError
 from twin.labdir import Lab
@@ -35,10 +36,20 @@ def check_root() -> None:
         raise LabError("the netns backend needs root (namespaces, veths, FRR)")
 
 
-def _ns_exec(netns: str, argv: list[str], stdin: str | None = None, timeout: float = 30,
-             ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["ip", "netns", "exec", netns, *argv], input=stdin, capture_output=True,
-                          text=True, timeout=timeout, check=False)
+def _ns_exec(
+    netns: str,
+    argv: list[str],
+    stdin: str | None = None,
+    timeout: float = 30,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["ip", "netns", "exec", netns, *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def is_running(lab: Lab) -> bool:
@@ -53,13 +64,13 @@ def deploy(lab: Lab, timeout: float = 60, progress: Progress = _quiet) -> dict[s
     frr.check_installed()
     if is_running(lab):
         raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
-    ours = [n for n in netlink.namespaces() if n.split(".", 1)[0] == lab.name]
-    if ours:
-        raise LabError(f"lab {lab.name} has leftovers ({len(ours)} namespaces); run twin cleanup")
+    if namespaces_of(lab.name):
+        raise LabError(f"lab {lab.name} has leftovers from another run; twin cleanup {lab.name}")
     plan = build(lab)
     start = time.monotonic()
     st = state.State(lab.name, "netns")
     st.save(lab.path)
+    frr.run_dir(lab.name, "").mkdir(parents=True, exist_ok=True)  # the tag cleanup finds
     sockets = netlink.Sockets()
     try:
         progress(f"creating {len(plan.nodes)} namespaces")
@@ -99,14 +110,21 @@ def deploy(lab: Lab, timeout: float = 60, progress: Progress = _quiet) -> dict[s
     sockets.close()
     st.status = "running"
     st.save(lab.path)
-    figures = {"nodes": len(plan.nodes), "links": len(plan.veths), "build_s": round(built, 2),
-               "converged_s": round(time.monotonic() - start, 2), "rdma": rdma, **converge}
+    figures = {
+        "nodes": len(plan.nodes),
+        "links": len(plan.veths),
+        "build_s": round(built, 2),
+        "converged_s": round(time.monotonic() - start, 2),
+        "rdma": rdma,
+        **converge,
+    }
     events.append(lab.path, "deployed", **{k: v for k, v in figures.items() if k != "rdma"})
     return figures
 
 
 def _servers(plan: Plan) -> str:
     """DSCP marking rules on servers; soft-RoCE where the kernel has it."""
+
     def mark(node_name: str) -> None:
         node = plan.nodes[node_name]
         if node.iptables:
@@ -122,7 +140,9 @@ def _servers(plan: Plan) -> str:
         return "soft-RoCE skipped: the kernel has no rdma_rxe module (RoCE is replayed as packets)"
     for name in servers:
         for rxe, netdev in plan.nodes[name].rdma:
-            _ns_exec(plan.netns(name), ["rdma", "link", "add", rxe, "type", "rxe", "netdev", netdev])
+            _ns_exec(
+                plan.netns(name), ["rdma", "link", "add", rxe, "type", "rxe", "netdev", netdev]
+            )
     return "soft-RoCE devices added"
 
 
@@ -162,32 +182,51 @@ def _converge(lab: Lab, plan: Plan, sockets: netlink.Sockets, timeout: float) ->
         for leaf in lab.nodes("leaf"):
             routes = ecmp_routes(sockets, plan.netns(leaf))
             width = expected_width(lab, leaf)
-            missing += [f"{leaf}: {s} has {routes.get(s, 0)}/{width} paths"
-                        for s in _remote_subnets(lab, leaf) if routes.get(s, 0) != width]
+            missing += [
+                f"{leaf}: {s} has {routes.get(s, 0)}/{width} paths"
+                for s in _remote_subnets(lab, leaf)
+                if routes.get(s, 0) != width
+            ]
         routes_s = time.monotonic() - start
         if not missing:
             sessions = bgp_sessions(lab)
-            missing = [f"{s['node']} -> {s['name'] or s['peer']} {s['state']}" for s in sessions
-                       if s["state"] != "Established"]
+            missing = [
+                f"{s['node']} -> {s['name'] or s['peer']} {s['state']}"
+                for s in sessions
+                if s["state"] != "Established"
+            ]
             sessions_s = time.monotonic() - start
         if missing:
             time.sleep(0.2)
     if missing:
         more = f" (+{len(missing) - 5} more)" if len(missing) > 5 else ""
-        raise LabError(f"lab {lab.name} did not converge in {timeout:.0f} s: "
-                       + "; ".join(missing[:5]) + more)
-    return {"routes_converged_s": round(routes_s, 2), "bgp_established_s": round(sessions_s, 2),
-            "bgp_sessions": len(sessions)}
+        raise LabError(
+            f"lab {lab.name} did not converge in {timeout:.0f} s: " + "; ".join(missing[:5]) + more
+        )
+    return {
+        "routes_converged_s": round(routes_s, 2),
+        "bgp_established_s": round(sessions_s, 2),
+        "bgp_sessions": len(sessions),
+    }
 
 
 def bgp_sessions(lab: Lab) -> list[dict[str, Any]]:
     """Every BGP session of every switch: node, peer, peer name, state, uptime."""
+
     def one(node: str) -> list[dict[str, Any]]:
         out = json.loads(frr.vtysh(lab.name, node, "show bgp summary json") or "{}")
         peers = out.get("ipv4Unicast", {}).get("peers", {})
-        return [{"node": node, "peer": ip, "name": p.get("desc", ""), "state": p.get("state"),
-                 "prefixes": p.get("pfxRcd", 0), "uptime_ms": p.get("peerUptimeMsec", 0)}
-                for ip, p in peers.items()]
+        return [
+            {
+                "node": node,
+                "peer": ip,
+                "name": p.get("desc", ""),
+                "state": p.get("state"),
+                "prefixes": p.get("pfxRcd", 0),
+                "uptime_ms": p.get("peerUptimeMsec", 0),
+            }
+            for ip, p in peers.items()
+        ]
 
     with ThreadPoolExecutor(8) as pool:
         return [s for result in pool.map(one, lab.switches()) for s in result]
@@ -200,22 +239,67 @@ def destroy(lab: Lab) -> dict[str, int]:
     recorded = [pid for daemons in (st.pids.values() if st else []) for pid in daemons.values()]
     pids = sorted(set(recorded) | set(processes.tagged(lab.name)))
     processes.end(pids, lab.name)
-    spaces = [n for n in netlink.namespaces() if n.split(".", 1)[0] == lab.name]
-    for name in spaces:
-        netlink.remove(name)
     frr.save_logs(lab.name, lab.path / LOGS)
-    frr.remove_run_dir(lab.name)
+    removed = cleanup(lab.name) | {"processes": len(pids)}
     state.clear(lab.path)
     if st is not None:
-        events.append(lab.path, "destroyed", processes=len(pids), namespaces=len(spaces))
-    return {"processes": len(pids), "namespaces": len(spaces)}
+        events.append(lab.path, "destroyed", **removed)
+    return removed
 
 
-def exec_in(lab: Lab, node: str, argv: list[str], timeout: float = 60,
-            ) -> subprocess.CompletedProcess[str]:
+def exec_in(
+    lab: Lab,
+    node: str,
+    argv: list[str],
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
     """Run a command in a node's namespace (`vtysh` on a switch reaches its own daemons)."""
     if node not in lab.graph.nodes:
         raise LabError(f"lab {lab.name} has no node {node}")
     if argv[:1] == ["vtysh"] and lab.graph.nodes[node]["role"] != "server":
         argv = [frr.VTYSH, "--vty_socket", str(frr.run_dir(lab.name, node)), *argv[1:]]
     return _ns_exec(f"{lab.name}.{node}", argv, timeout=timeout)
+
+
+def inspect(lab: Lab) -> dict[str, Any]:
+    """Nodes with their state, BGP sessions, and links with their operational state."""
+    plan = build(lab)
+    st = state.load(lab.path)
+    present = set(netlink.namespaces())
+    sockets = netlink.Sockets()
+    try:
+        nodes = []
+        operstate: dict[tuple[str, str], str] = {}
+        for name, node in plan.nodes.items():
+            pids = st.pids.get(name, {}) if st else {}
+            dead = [d for d, p in pids.items() if not processes.belongs(p, lab.name)]
+            alive = node.netns in present
+            nodes.append(
+                {
+                    "node": name,
+                    "role": node.role,
+                    "netns": node.netns,
+                    "state": ("up" if not dead else "down: " + ",".join(dead))
+                    if alive
+                    else "missing",
+                }
+            )
+            if alive:
+                for link in sockets[node.netns].get_links():
+                    operstate[(name, link.get_attr("IFLA_IFNAME"))] = link.get_attr(
+                        "IFLA_OPERSTATE"
+                    )
+    finally:
+        sockets.close()
+    links = [
+        {
+            "a": f"{v.a}:{v.a_if}",
+            "b": f"{v.b}:{v.b_if}",
+            "kind": v.kind,
+            "state": "/".join(
+                operstate.get(end, "missing").lower() for end in ((v.a, v.a_if), (v.b, v.b_if))
+            ),
+        }
+        for v in plan.veths
+    ]
+    return {"lab": lab.name, "nodes": nodes, "bgp": bgp_sessions(lab), "links": links}

@@ -109,13 +109,16 @@ def _linux(lab: Lab, node: str, name: str) -> str:
     """Linux name of a SONiC port or PortChannel on a switch."""
     if name.startswith("PortChannel"):
         members = [
-            k.split("|")[1] for k in lab.config_db(node).get("PORTCHANNEL_MEMBER", {})
+            k.split("|")[1]
+            for k in lab.config_db(node).get("PORTCHANNEL_MEMBER", {})
             if k.split("|")[0] == name
         ]
         names = {lab.ifmap[node][m]["netns"] for m in members if m in lab.ifmap[node]}
         if len(names) != 1:
-            raise LabError(f"{lab.path}/configs/{node}/config_db.json: PORTCHANNEL_MEMBER: "
-                           f"{name} has no wired members")
+            raise LabError(
+                f"{lab.path}/configs/{node}/config_db.json: PORTCHANNEL_MEMBER: "
+                f"{name} has no wired members"
+            )
         return names.pop()
     if name not in lab.ifmap[node]:
         raise LabError(f"{lab.path}/configs/{node}/config_db.json: {name} is not wired")
@@ -124,7 +127,9 @@ def _linux(lab: Lab, node: str, name: str) -> str:
 
 def _switch(lab: Lab, name: str, veths: list[Veth], servers: dict[str, str]) -> Node:
     db = lab.config_db(name)
-    node = Node(name, lab.graph.nodes[name]["role"], netns_name(lab.name, name), dict(SWITCH_SYSCTLS))
+    node = Node(
+        name, lab.graph.nodes[name]["role"], netns_name(lab.name, name), dict(SWITCH_SYSCTLS)
+    )
     wired = {v.a_if for v in veths if v.a == name} | {v.b_if for v in veths if v.b == name}
     for port, attrs in db.get("PORT", {}).items():
         linux = lab.ifmap[name].get(port, {}).get("netns")
@@ -147,15 +152,24 @@ def _switch(lab: Lab, name: str, veths: list[Veth], servers: dict[str, str]) -> 
     return node
 
 
-def _vlans(lab: Lab, name: str, db: dict[str, dict[str, dict[str, str]]], node: Node,
-           servers: dict[str, str]) -> None:
+def _vlans(
+    lab: Lab,
+    name: str,
+    db: dict[str, dict[str, dict[str, str]]],
+    node: Node,
+    servers: dict[str, str],
+) -> None:
     """Server VLANs: SVI on the peer-link (proxy ARP) and /32 routes onto server ports."""
     members: dict[str, list[str]] = {}
     for key in db.get("VLAN_MEMBER", {}):
         vlan, member = key.split("|")
         members.setdefault(vlan, []).append(_linux(lab, name, member))
-    peers = {p for v in members.values() for p in v if lab.graph.nodes[name]["role"] == "leaf"
-             and _peer_of(lab, name, p) not in servers}
+    peers = {
+        p
+        for v in members.values()
+        for p in v
+        if lab.graph.nodes[name]["role"] == "leaf" and _peer_of(lab, name, p) not in servers
+    }
     for key in db.get("VLAN_INTERFACE", {}):
         if "|" not in key:
             continue
@@ -198,7 +212,9 @@ def _server(lab: Lab, name: str) -> Node:
     for mark in host.get("dscp_marking", []):
         for proto in ("tcp", "udp"):
             for port in mark["ports"]:
-                rules.append(f"-A OUTPUT -p {proto} --dport {port} -j DSCP --set-dscp {mark['dscp']}")
+                rules.append(
+                    f"-A OUTPUT -p {proto} --dport {port} -j DSCP --set-dscp {mark['dscp']}"
+                )
     node.iptables = rules
     node.rdma = [(d["name"], d["netdev"]) for d in host.get("rdma", {}).get("devices", [])]
     return node

@@ -104,8 +104,17 @@ class ReceiverResult:
 
 
 class _FlowTally:
-    __slots__ = ("bytes", "lat_max", "lat_min", "lat_sum", "max_seq", "min_seq", "packets",
-                 "reordered", "tos")
+    __slots__ = (
+        "bytes",
+        "lat_max",
+        "lat_min",
+        "lat_sum",
+        "max_seq",
+        "min_seq",
+        "packets",
+        "reordered",
+        "tos",
+    )
 
     def __init__(self, seq: int) -> None:
         self.packets = self.bytes = self.reordered = self.lat_sum = 0

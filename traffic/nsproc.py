@@ -6,6 +6,7 @@ calling thread, which is all a fresh fork has. Each child talks to its parent ov
 pipe with ``(kind, value)`` messages; ``"error"`` carries a traceback.
 """
 
+import contextlib
 import multiprocessing
 import socket
 import traceback
@@ -54,13 +55,14 @@ def _child_main(netns: str, target: ChildTarget, conn: Connection, args: tuple[A
         enter_netns(netns)
         target(conn, *args)
     except BaseException:
-        conn.send(("error", traceback.format_exc()))
+        with contextlib.suppress(OSError):  # the parent may have gone away
+            conn.send(("error", traceback.format_exc()))
     finally:
         conn.close()
 
 
 class NetnsChild:
-    """``target(conn, *args)`` running in a spawned process inside ``netns``."""
+    """``target(conn, *args)`` running in a forked process inside ``netns``."""
 
     def __init__(self, netns: str, target: ChildTarget, args: tuple[Any, ...]) -> None:
         self.conn, child_conn = _CTX.Pipe()
@@ -98,9 +100,9 @@ class NetnsChild:
         return value
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Wait for the child to exit; terminate it (by its pid) if it does not."""
+        """Hang up, wait ``timeout_s`` for the child to exit, else terminate it by its pid."""
+        self.conn.close()
         self.process.join(timeout_s)
         if self.process.is_alive():
             self.process.terminate()
-            self.process.join(timeout_s)
-        self.conn.close()
+            self.process.join()

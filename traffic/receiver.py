@@ -30,6 +30,7 @@ _TIMESPEC = struct.Struct("@qq")
 _ANCILLARY = socket.CMSG_SPACE(_TIMESPEC.size)
 _PACKET_OUTGOING = 4
 _IDLE_POLL_MS = 200
+_BATCH = 512  # frames read between looks at the control pipe
 _SINK_BUFFER = 4096
 
 
@@ -50,10 +51,8 @@ def _udp_sink() -> socket.socket:
 
 
 def receive_loop(sock: socket.socket, conn: Connection, quiet_s: float, drain_s: float) -> Tally:
-    """Tally frames until told to stop, then until ``quiet_s`` passes without one.
-
-    Reading stops ``drain_s`` after the stop request even if frames keep coming.
-    """
+    """Tally frames until told to stop, then until ``quiet_s``
+    passes without a frame, but no longer than ``drain_s``."""
     tally = Tally()
     buf = bytearray(65536)
     view = memoryview(buf)
@@ -69,7 +68,7 @@ def receive_loop(sock: socket.socket, conn: Connection, quiet_s: float, drain_s:
             stop_by = time.monotonic() + drain_s
         elif stop_by is not None and (not events or time.monotonic() > stop_by):
             return tally
-        while True:
+        for _ in range(_BATCH):
             try:
                 n, ancdata, _, addr = sock.recvmsg_into([buf], _ANCILLARY)
             except BlockingIOError:

@@ -107,8 +107,14 @@ class RoceFlowSpec:
         header = PAYLOAD_HEADER.pack(PAYLOAD_MAGIC, self.flow_id, seq, ts_ns)
         return (
             Ether(src=self.src_mac, dst=self.dst_mac)
-            / IP(src=self.src_ip, dst=self.dst_ip, tos=_tos(self.dscp, self.ecn),
-                 ttl=self.ttl, id=seq & 0xFFFF, flags="DF")
+            / IP(
+                src=self.src_ip,
+                dst=self.dst_ip,
+                tos=_tos(self.dscp, self.ecn),
+                ttl=self.ttl,
+                id=seq & 0xFFFF,
+                flags="DF",
+            )
             / UDP(sport=self.sport, dport=ROCE_UDP_PORT, chksum=0)
             / BTH(opcode=self.opcode, dqpn=self.dst_qpn, psn=(self.psn0 + seq) & PSN_MASK)
             / Raw(header.ljust(self.payload_len, b"\0"))

@@ -158,8 +158,13 @@ def run_senders(jobs: Sequence[SendJob]) -> list[SenderResult]:
         for j, job in enumerate(jobs):
             for p in range(job.processes):
                 share = job.flows[p :: job.processes]
-                args = (job.iface, share, job.pacing.scaled(len(share) / len(job.flows)),
-                        job.count, job.duration_s)
+                args = (
+                    job.iface,
+                    share,
+                    job.pacing.scaled(len(share) / len(job.flows)),
+                    job.count,
+                    job.duration_s,
+                )
                 children.append((j, NetnsChild(job.netns, _worker, args)))
         for _, child in children:
             child.expect("ready", timeout_s=30)

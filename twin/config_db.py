@@ -22,7 +22,11 @@ ConfigDb = dict[str, Table]
 
 MAP = "RDMA"
 KEEPALIVE_VLAN = 4094
-DEVICE_TYPE = {"leaf": "BackEndToRRouter", "spine": "BackEndLeafRouter", "superspine": "SpineRouter"}
+DEVICE_TYPE = {
+    "leaf": "BackEndToRRouter",
+    "spine": "BackEndLeafRouter",
+    "superspine": "SpineRouter",
+}
 RADIX = {"leaf": "leaves", "spine": "spines", "superspine": "superspines"}
 
 
@@ -67,8 +71,11 @@ def _routing(d: Design, node: str, ports: list[Port], db: ConfigDb) -> None:
     for name, (ip, link_ports) in l3_interfaces(ports).items():
         if name.startswith("PortChannel"):
             portchannel[name] = {
-                "admin_status": "up", "mtu": str(f.mtu.switch), "min_links": "1",
-                "fast_rate": "true", "lacp_key": "auto",
+                "admin_status": "up",
+                "mtu": str(f.mtu.switch),
+                "min_links": "1",
+                "fast_rate": "true",
+                "lacp_key": "auto",
             }
             members.update({f"{name}|{p.name}": {} for p in link_ports})
             pc_interface.update({name: {}, f"{name}|{ip}": {}})
@@ -101,7 +108,9 @@ def _mlag(d: Design, node: str, ports: list[Port], db: ConfigDb) -> None:
     vlan_members: Table = {}
     server_ports = [p for p in ports if p.kind == "server"]
     if attrs["mlag_peer"] is None:
-        vlan_members.update({f"{vlan}|{p.name}": {"tagging_mode": "untagged"} for p in server_ports})
+        vlan_members.update(
+            {f"{vlan}|{p.name}": {"tagging_mode": "untagged"} for p in server_ports}
+        )
         db["VLAN_MEMBER"] = vlan_members
         return
     keepalive = f"Vlan{KEEPALIVE_VLAN}"
@@ -111,7 +120,11 @@ def _mlag(d: Design, node: str, ports: list[Port], db: ConfigDb) -> None:
     db["VLAN"][keepalive] = {"vlanid": str(KEEPALIVE_VLAN), "mtu": mtu, "admin_status": "up"}
     db["VLAN_INTERFACE"].update({keepalive: {}, f"{keepalive}|{source}": {}})
     db["PORTCHANNEL"][PEER_LINK_BUNDLE] = {
-        "admin_status": "up", "mtu": mtu, "min_links": "1", "fast_rate": "true", "lacp_key": "auto",
+        "admin_status": "up",
+        "mtu": mtu,
+        "min_links": "1",
+        "fast_rate": "true",
+        "lacp_key": "auto",
     }
     db["PORTCHANNEL_MEMBER"].update({f"{PEER_LINK_BUNDLE}|{p.name}": {} for p in peer_ports})
     vlan_members[f"{vlan}|{PEER_LINK_BUNDLE}"] = {"tagging_mode": "tagged"}
@@ -121,7 +134,11 @@ def _mlag(d: Design, node: str, ports: list[Port], db: ConfigDb) -> None:
     for p in server_ports:
         assert p.bundle
         db["PORTCHANNEL"][p.bundle] = {
-            "admin_status": "up", "mtu": mtu, "min_links": "1", "fast_rate": "true", "lacp_key": "auto",
+            "admin_status": "up",
+            "mtu": mtu,
+            "min_links": "1",
+            "fast_rate": "true",
+            "lacp_key": "auto",
         }
         db["PORTCHANNEL_MEMBER"][f"{p.bundle}|{p.name}"] = {}
         vlan_members[f"{vlan}|{p.bundle}"] = {"tagging_mode": "untagged"}
@@ -181,14 +198,28 @@ def _qos_ports(fabric: Fabric, ports: list[Port], db: ConfigDb) -> None:
     cnp_queue = qos.classes["cnp"].tc
     bufs = qos.buffers
     db["BUFFER_POOL"] = {
-        "ingress_lossless_pool": {"type": "ingress", "mode": "dynamic", "size": str(bufs.ingress_lossless_pool)},
-        "egress_lossless_pool": {"type": "egress", "mode": "static", "size": str(bufs.egress_lossless_pool)},
-        "egress_lossy_pool": {"type": "egress", "mode": "dynamic", "size": str(bufs.egress_lossy_pool)},
+        "ingress_lossless_pool": {
+            "type": "ingress",
+            "mode": "dynamic",
+            "size": str(bufs.ingress_lossless_pool),
+        },
+        "egress_lossless_pool": {
+            "type": "egress",
+            "mode": "static",
+            "size": str(bufs.egress_lossless_pool),
+        },
+        "egress_lossy_pool": {
+            "type": "egress",
+            "mode": "dynamic",
+            "size": str(bufs.egress_lossy_pool),
+        },
     }
     profiles: Table = {
         "ingress_lossy_profile": {"pool": "ingress_lossless_pool", "size": "0", "dynamic_th": "3"},
         "egress_lossless_profile": {
-            "pool": "egress_lossless_pool", "size": "0", "static_th": str(bufs.egress_lossless_pool),
+            "pool": "egress_lossless_pool",
+            "size": "0",
+            "static_th": str(bufs.egress_lossless_pool),
         },
         "egress_lossy_profile": {"pool": "egress_lossy_pool", "size": "1518", "dynamic_th": "3"},
     }
@@ -203,8 +234,12 @@ def _qos_ports(fabric: Fabric, ports: list[Port], db: ConfigDb) -> None:
     for port in ports:
         name = port.name
         port_qos[name] = {
-            "dscp_to_tc_map": MAP, "tc_to_queue_map": MAP, "tc_to_pg_map": MAP,
-            "pfc_to_queue_map": MAP, "pfc_to_pg_map": MAP, "pfc_enable": enable,
+            "dscp_to_tc_map": MAP,
+            "tc_to_queue_map": MAP,
+            "tc_to_pg_map": MAP,
+            "pfc_to_queue_map": MAP,
+            "pfc_to_pg_map": MAP,
+            "pfc_enable": enable,
         }
         if qos.pfc_watchdog.enabled:
             port_qos[name]["pfcwd_sw_enable"] = enable
@@ -219,8 +254,11 @@ def _qos_ports(fabric: Fabric, ports: list[Port], db: ConfigDb) -> None:
             xoff = headroom.xoff(port.speed, port.cable_m, fabric.mtu.switch)
             xon = headroom.xon()
             profiles[profile] = {
-                "pool": "ingress_lossless_pool", "size": str(xoff + xon), "xon": str(xon),
-                "xoff": str(xoff), "dynamic_th": str(bufs.dynamic_th),
+                "pool": "ingress_lossless_pool",
+                "size": str(xoff + xon),
+                "xon": str(xon),
+                "xoff": str(xoff),
+                "dynamic_th": str(bufs.dynamic_th),
             }
         buffer_pg[f"{name}|0"] = {"profile": "ingress_lossy_profile"}
         for q in range(8):

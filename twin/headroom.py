@@ -34,7 +34,7 @@ def required(speed_mbps: int, cable_m: int, mtu: int, intf_delay_bits: int = 0) 
     (96280, 226280)
     """
     rate = speed_mbps * 1_000_000
-    quanta = platform()["pause_quanta"][speed_mbps]
+    quanta: int = platform()["pause_quanta"][speed_mbps]
     cable = 2 * cable_m * 5e-9 * rate / 8
     return math.ceil(
         2 * frame_bytes(mtu) + PFC_FRAME + 2 * intf_delay_bits / 8 + cable + quanta * 64

@@ -58,7 +58,9 @@ def _write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
-def generate(fabric: intent.Fabric, out: Path, file: str = "fabric.yaml", force: bool = False) -> Design:
+def generate(
+    fabric: intent.Fabric, out: Path, file: str = "fabric.yaml", force: bool = False
+) -> Design:
     """Design the fabric and write its lab directory to `out` (atomically)."""
     d = design(fabric, file)
     if (out / STATE_FILE).exists():
@@ -80,7 +82,9 @@ def generate(fabric: intent.Fabric, out: Path, file: str = "fabric.yaml", force:
 def _write(d: Design, root: Path) -> None:
     (root / "fabric.yaml").write_text(intent.dump(d.fabric))
     graph = nx.node_link_data(d.graph, edges="links")
-    _write_json(root / "design.json", {"figures": figures(d), "sizing": vars(d.sizing), "graph": graph})
+    _write_json(
+        root / "design.json", {"figures": figures(d), "sizing": vars(d.sizing), "graph": graph}
+    )
     names = ifmap(d)
     _write_json(root / "ifmap.json", names)
     for i, switch in enumerate(d.switches()):
@@ -124,7 +128,9 @@ class Lab:
     @cached_property
     def graph(self) -> nx.MultiGraph:
         """The design graph."""
-        graph: nx.MultiGraph = nx.node_link_graph(self._design["graph"], edges="links", multigraph=True)
+        graph: nx.MultiGraph = nx.node_link_graph(
+            self._design["graph"], edges="links", multigraph=True
+        )
         return graph
 
     @property
@@ -136,7 +142,9 @@ class Lab:
     @cached_property
     def ifmap(self) -> dict[str, dict[str, dict[str, str]]]:
         """Port -> Linux names per node."""
-        data: dict[str, dict[str, dict[str, str]]] = json.loads((self.path / "ifmap.json").read_text())
+        data: dict[str, dict[str, dict[str, str]]] = json.loads(
+            (self.path / "ifmap.json").read_text()
+        )
         return data
 
     def nodes(self, role: str) -> list[str]:
@@ -149,7 +157,8 @@ class Lab:
 
     def config_db(self, node: str) -> ConfigDb:
         """A switch's `config_db.json` as it is now on disk."""
-        return self._json(node, "config_db.json")
+        config: ConfigDb = self._json(node, "config_db.json")
+        return config
 
     def frr_conf(self, node: str) -> str:
         """A switch's `frr.conf` as it is now on disk."""
@@ -157,7 +166,8 @@ class Lab:
 
     def host(self, node: str) -> dict[str, Any]:
         """A server's host file as it is now on disk."""
-        return self._json(node, "host.json")
+        host: dict[str, Any] = self._json(node, "host.json")
+        return host
 
     def _file(self, node: str, name: str) -> Path:
         path = self.path / "configs" / node / name

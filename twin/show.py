@@ -21,10 +21,12 @@ FIGURE_LABELS = {
 }
 
 
-def _table(rows: list[list[str]], header: list[str]) -> list[str]:
+def table(rows: list[list[str]], header: list[str]) -> list[str]:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*header), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows]
+    return [fmt.format(*header), fmt.format(*("-" * w for w in widths))] + [
+        fmt.format(*r) for r in rows
+    ]
 
 
 def render(lab: Lab) -> str:
@@ -38,14 +40,22 @@ def render(lab: Lab) -> str:
     for node, attrs in g.nodes(data=True):
         address = attrs.get("loopback") or attrs.get("address", "")
         node_rows.append(
-            [node, attrs["role"], str(attrs.get("pod", "")), str(attrs.get("asn", "")), address,
-             attrs.get("mlag_peer") or ", ".join(attrs.get("leaves", []))]
+            [
+                node,
+                attrs["role"],
+                str(attrs.get("pod", "")),
+                str(attrs.get("asn", "")),
+                address,
+                attrs.get("mlag_peer") or ", ".join(attrs.get("leaves", [])),
+            ]
         )
-    out += ["", *_table(node_rows, ["node", "role", "pod", "asn", "address", "mlag peer / leaves"])]
+    out += ["", *table(node_rows, ["node", "role", "pod", "asn", "address", "mlag peer / leaves"])]
     link_rows = []
     for _, _, e in g.edges(data=True):
         a = f"{e['a']}:{e['a_port']}" + (f" ({e['a_bundle']})" if e["a_bundle"] else "")
         b = f"{e['b']}:{e['b_port']}" + (f" ({e['b_bundle']})" if e["b_bundle"] else "")
-        link_rows.append([e["kind"], a, b, f"{e['speed'] // 1000}G", f"{e['cable_m']}m", e["prefix"] or ""])
-    out += ["", *_table(link_rows, ["kind", "a", "b", "speed", "cable", "prefix"])]
+        link_rows.append(
+            [e["kind"], a, b, f"{e['speed'] // 1000}G", f"{e['cable_m']}m", e["prefix"] or ""]
+        )
+    out += ["", *table(link_rows, ["kind", "a", "b", "speed", "cable", "prefix"])]
     return "\n".join(out) + "\n"

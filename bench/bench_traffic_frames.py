@@ -1,0 +1,162 @@
+"""Frame building speed, and (as root) sender rates between two namespaces.
+
+Compares our sender with scapy's ``sendp`` and, when installed, ``tcpreplay --topspeed``,
+all sending the same frames from ``twbench-<pid>-a`` to a receiver in ``twbench-<pid>-b``
+over one veth pair. Prints figures only.
+
+Run: ``.venv/bin/python bench/bench_traffic_frames.py``
+"""
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from pyroute2 import IPRoute, netns
+
+from traffic.endpoints import Endpoint
+from traffic.jobs import FlowFactory, TrafficClass
+from traffic.nsproc import NetnsChild
+from traffic.receiver import start_receiver
+from traffic.roce import RoceFlowSpec, roce_flow
+from traffic.sender import run_sender
+
+BUILD_COUNT = 10_000
+SEND_COUNT = 20_000
+FLOWS = 4
+TCPREPLAY = Path("/usr/bin/tcpreplay")
+
+
+def bench_build() -> None:
+    """Time one scapy template and 10,000 stamped frames."""
+    spec = RoceFlowSpec(
+        "02:00:00:00:00:01",
+        "02:00:00:00:00:02",
+        "10.0.0.1",
+        "10.0.0.2",
+        src_qpn=0x101,
+        dst_qpn=0x202,
+        flow_id=1,
+    )
+    t0 = time.perf_counter()
+    flow = roce_flow(spec)
+    t1 = time.perf_counter()
+    flow.frames(BUILD_COUNT)
+    t2 = time.perf_counter()
+    print(f"scapy template: {(t1 - t0) * 1e3:.2f} ms")
+    print(
+        f"{BUILD_COUNT} frames of {len(flow.template)} B: {(t2 - t1) * 1e3:.1f} ms "
+        f"({BUILD_COUNT / (t2 - t1):,.0f} frames/s)"
+    )
+
+
+@contextmanager
+def veth_pair() -> Iterator[list[Endpoint]]:
+    """Namespaces a and b joined by one veth; always removed."""
+    names = [f"twbench-{os.getpid()}-{x}" for x in "ab"]
+    try:
+        for name in names:
+            netns.create(name)
+        with IPRoute(netns=names[0], flags=0) as ipr:
+            ipr.link(
+                "add",
+                ifname="veth-a",
+                kind="veth",
+                peer={"ifname": "veth-b", "net_ns_fd": names[1]},
+            )
+        for name, ifname, ip in zip(
+            names, ("veth-a", "veth-b"), ("10.97.0.1", "10.97.0.2"), strict=True
+        ):
+            with IPRoute(netns=name, flags=0) as ipr:
+                index = ipr.link_lookup(ifname=ifname)[0]
+                ipr.addr("add", index=index, address=ip, prefixlen=24)
+                ipr.link("set", index=index, state="up")
+        yield [Endpoint("sa", names[0], "10.97.0.1"), Endpoint("sb", names[1], "10.97.0.2")]
+    finally:
+        for name in names:
+            if name in netns.listnetns():
+                netns.remove(name)
+
+
+def _scapy_sendp(conn: Connection, iface: str, frames: Sequence[bytes]) -> None:
+    from scapy.config import conf
+    from scapy.packet import Raw
+    from scapy.sendrecv import sendp
+
+    conf.ifaces.reload()  # the parent's scapy cached the host's interfaces
+    packets = [Raw(f) for f in frames]
+    t0 = time.perf_counter()
+    sendp(packets, iface=iface, verbose=False)
+    conn.send(("result", time.perf_counter() - t0))
+
+
+def _scapy(ns: str, iface: str, frames: Sequence[bytes]) -> float:
+    child = NetnsChild(ns, _scapy_sendp, (iface, frames))
+    try:
+        elapsed: float = child.expect("result")
+    finally:
+        child.close()
+    return len(frames) / elapsed
+
+
+def _tcpreplay(ns: str, iface: str, frames: Sequence[bytes]) -> float:
+    from scapy.layers.l2 import Ether
+    from scapy.utils import wrpcap
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pcap = Path(tmp) / "frames.pcap"
+        wrpcap(str(pcap), [Ether(f) for f in frames])
+        out = subprocess.run(
+            ["ip", "netns", "exec", ns, str(TCPREPLAY), "--topspeed", "-i", iface, str(pcap)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    match = re.search(r"([\d.]+) pps", out)
+    return float(match.group(1)) if match else float("nan")
+
+
+def _measured(name: str, ep: list[Endpoint], send: Callable[[], float]) -> None:
+    with start_receiver(ep[1].netns, "veth-b") as rx:
+        pps = send()
+        got = rx.stop()
+    print(f"{name:<28} {pps:>10,.0f} pps   received {got.packets:,} (bad ICRC {got.bad_icrc})")
+
+
+def bench_senders() -> None:
+    """Send the same frames with each sender and count what arrives."""
+    with veth_pair() as ep:
+        factory = FlowFactory(ep, TrafficClass(qps_per_peer=FLOWS))
+        iface, flows = factory.pair("sa", "sb")
+        per_flow = SEND_COUNT // FLOWS
+        frames = [f for flow in flows for f in flow.frames(per_flow)]
+        print(f"sending {SEND_COUNT:,} frames of {len(frames[0])} B, {FLOWS} flows, a -> b veth")
+
+        def ours(processes: int) -> Callable[[], float]:
+            def send() -> float:
+                return run_sender(
+                    ep[0].netns, iface, flows, count=per_flow, processes=processes
+                ).pps
+
+            return send
+
+        _measured("ours (1 process)", ep, ours(1))
+        _measured("ours (2 processes)", ep, ours(2))
+        _measured("scapy sendp(list)", ep, lambda: _scapy(ep[0].netns, iface, frames))
+        if TCPREPLAY.exists():
+            _measured("tcpreplay --topspeed", ep, lambda: _tcpreplay(ep[0].netns, iface, frames))
+        else:
+            print("tcpreplay: not installed")
+
+
+if __name__ == "__main__":
+    bench_build()
+    if os.geteuid() == 0:
+        bench_senders()
+    else:
+        print("sender rates: skipped (needs root for namespaces)")

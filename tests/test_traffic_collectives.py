@@ -1,0 +1,127 @@
+"""Collective schedules: steps, bytes per rank, bounds and nccl-tests bandwidths."""
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from traffic.collectives import (
+    Collective,
+    Schedule,
+    algbw,
+    all_to_all,
+    bus_factor,
+    busbw,
+    halving_doubling_all_reduce,
+    ring_all_gather,
+    ring_all_reduce,
+    ring_reduce_scatter,
+)
+
+RANKS = [f"s{i}" for i in range(8)]
+Builder = Callable[[list[str], int], Schedule]
+
+
+def ranks(n: int) -> list[str]:
+    return RANKS[:n]
+
+
+@pytest.mark.parametrize("n", range(2, 9))
+def test_ring_all_reduce_steps_and_bytes(n: int) -> None:
+    size = 840 * 1024  # divisible by 2..8
+    s = ring_all_reduce(ranks(n), size)
+    assert len(s.steps) == 2 * (n - 1)
+    for r in ranks(n):
+        assert s.sent_by(r) * n == 2 * (n - 1) * size
+    for k, step in enumerate(s.steps):
+        assert len(step) == n
+        ring = {(ranks(n)[i], ranks(n)[(i + 1) % n]) for i in range(n)}
+        assert {(f.src, f.dst) for f in step} == ring
+        assert all(f.bytes == size // n for f in step), k
+
+
+def test_ring_splits_chunks_over_qps() -> None:
+    s = ring_all_reduce(ranks(4), 4000, qps_per_peer=3)
+    step = s.steps[0]
+    assert len(step) == 12
+    assert sorted({f.qp for f in step}) == [0, 1, 2]
+    assert sum(f.bytes for f in step if f.src == "s0") == 1000
+    assert s.sent_by("s0") == 6000
+
+
+@given(st.integers(2, 8), st.integers(0, 10**7), st.integers(1, 4))
+def test_ring_all_reduce_moves_every_byte(n: int, size: int, qps: int) -> None:
+    s = ring_all_reduce(ranks(n), size, qps)
+    assert sum(s.sent_by(r) for r in ranks(n)) == 2 * (n - 1) * size
+
+
+@pytest.mark.parametrize("build", [ring_all_gather, ring_reduce_scatter])
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+def test_all_gather_and_reduce_scatter(build: Builder, n: int) -> None:
+    s = build(ranks(n), 840 * 1024)
+    assert len(s.steps) == n - 1
+    assert all(s.sent_by(r) * n == (n - 1) * 840 * 1024 for r in ranks(n))
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 8])
+def test_halving_doubling_matches_ring_bytes_in_fewer_steps(n: int) -> None:
+    size = 1 << 20
+    s = halving_doubling_all_reduce(ranks(n), size)
+    assert len(s.steps) == 2 * (n.bit_length() - 1)
+    assert all(s.sent_by(r) * n == 2 * (n - 1) * size for r in ranks(n))
+    for step in s.steps:  # pairwise exchanges
+        pairs = {(f.src, f.dst) for f in step}
+        assert all((d, src) in pairs for src, d in pairs)
+
+
+def test_halving_doubling_needs_power_of_two() -> None:
+    with pytest.raises(ValueError, match="power-of-two"):
+        halving_doubling_all_reduce(ranks(6), 1000)
+
+
+@pytest.mark.parametrize("n", [2, 3, 8])
+def test_all_to_all(n: int) -> None:
+    s = all_to_all(ranks(n), 840 * 1024, qps_per_peer=2)
+    assert len(s.steps) == 1
+    assert len(s.steps[0]) == n * (n - 1) * 2
+    assert all(f.src != f.dst for f in s.steps[0])
+    assert all(s.sent_by(r) * n == (n - 1) * 840 * 1024 for r in ranks(n))
+
+
+def test_ranks_must_be_distinct() -> None:
+    with pytest.raises(ValueError):
+        ring_all_reduce(["a", "a"], 10)
+
+
+def test_bus_factors_and_bandwidths() -> None:
+    assert bus_factor(Collective.ALL_REDUCE, 16) == 2 * 15 / 16
+    assert bus_factor(Collective.ALL_GATHER, 16) == 15 / 16
+    assert bus_factor(Collective.REDUCE_SCATTER, 16) == 15 / 16
+    assert bus_factor(Collective.ALL_TO_ALL, 16) == 15 / 16
+    assert bus_factor(Collective.ALL_REDUCE, 1) == 0
+    assert algbw(8_000_000, 0.002) == 4e9
+    assert busbw(Collective.ALL_REDUCE, 8, 8_000_000, 0.002) == 4e9 * 1.75
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        ring_all_reduce,
+        halving_doubling_all_reduce,
+        ring_all_gather,
+        ring_reduce_scatter,
+        all_to_all,
+    ],
+)
+def test_busbw_at_the_bound_is_the_link_rate(build: Builder) -> None:
+    s = build(ranks(8), 64 << 20)
+    t = s.completion_bound_s(link_bps=400e9)
+    assert s.busbw(t) * 8 == pytest.approx(400e9)
+    assert s.algbw(t) == s.message_bytes / t
+
+
+def test_bound_adds_step_latency() -> None:
+    s = ring_all_reduce(ranks(4), 4_000_000)
+    assert s.completion_bound_s(100e9, step_latency_s=1e-5) == pytest.approx(480e-6 + 6e-5)
+    assert ring_all_reduce(["solo"], 1000).completion_bound_s(100e9) == 0
