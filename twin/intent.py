@@ -20,13 +20,12 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     WithJsonSchema,
     field_validator,
 )
 
-from twin.errors import InputError
+from twin.inputs import parse_model, strict_yaml
 from twin.units import speed_mbps
 
 
@@ -290,69 +289,14 @@ class Fabric(_Model):
         return self.leaves.uplink_speed or self.leaves.speed
 
 
-def _key(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(part) for part in loc if not str(part).startswith("function-"))
-
-
-def _is_scalar(value: Any) -> bool:
-    return value is None or isinstance(value, str | int | float | bool)
-
-
 def parse(data: Any, file: str) -> Fabric:
     """Validate intent data; the first problem is raised as one `InputError` line."""
-    if not isinstance(data, dict):
-        raise InputError(file, "", "the intent must be a mapping of keys to values")
-    try:
-        return Fabric.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        message = re.sub(r"^Value error, ", "", first["msg"])
-        if first["type"] == "extra_forbidden":
-            message = "unknown key"
-        elif first["type"].endswith("_type") and _is_scalar(first["input"]):
-            message += f", not {json.dumps(first['input'])}"
-        raise InputError(file, _key(first["loc"]), message) from None
-
-
-def _no_duplicate_keys(node: yaml.Node | None, file: str, path: tuple[str, ...] = ()) -> None:
-    """Refuse a mapping that repeats a key (PyYAML silently keeps the last one)."""
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            key = str(key_node.value)
-            if isinstance(key_node, yaml.ScalarNode) and key != "<<":
-                if key in seen:
-                    raise InputError(
-                        file,
-                        ".".join((*path, key)),
-                        f"duplicate key (line {key_node.start_mark.line + 1}; "
-                        f"first on line {seen[key]})",
-                    )
-                seen[key] = key_node.start_mark.line + 1
-            _no_duplicate_keys(value_node, file, (*path, key))
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _no_duplicate_keys(item, file, (*path, str(i)))
+    return parse_model(Fabric, data, file)
 
 
 def load(path: Path) -> Fabric:
     """Read and validate `fabric.yaml`."""
-    file = str(path)
-    try:
-        loader = yaml.SafeLoader(path.read_text())
-        try:
-            node = loader.get_single_node()
-            _no_duplicate_keys(node, file)
-            data = loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
-    except OSError as exc:
-        raise InputError(file, "", exc.strerror or str(exc)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else ""
-        raise InputError(file, where, f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    return parse(data if data is not None else {}, file)
+    return parse(strict_yaml(path), str(path))
 
 
 def dump(fabric: Fabric) -> str:

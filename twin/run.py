@@ -1,0 +1,326 @@
+"""Play a scenario on a running twin and save the observations (see `twin.observations`).
+
+The timeline runs on threads against one clock: every traffic phase starts its senders at its
+`at` and stops them after its `duration`; every fault fires at its `at`, followed by a FIB
+snapshot; a sampler reads every interface counter each `sample_interval`; the monitor logs BGP
+and route changes. Receivers run in every server for the whole run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from labs import counters, events, netns
+from labs.faults import Faults
+from labs.monitor import Monitor
+from labs.plan import netns_name
+from traffic import collectives
+from traffic.collectives import Flow
+from traffic.endpoints import Endpoint
+from traffic.jobs import FlowFactory, TrafficClass, flow_id
+from traffic.pacing import ConstantRate, PeriodicBursts
+from traffic.receiver import Receiver, start_receiver
+from traffic.roce import ECT0
+from traffic.sender import SenderResult, SendJob, run_senders
+from twin import scenario as scenarios
+from twin.errors import LabError
+from twin.labdir import Lab
+from twin.scenario import Fault, Scenario, Traffic
+
+Progress = Callable[[str], None]
+CAPABILITIES = ["bgp", "ecmp", "fib", "interface-counters", "flows", "link-faults", "dscp"]
+SCHEDULES = {
+    ("all_reduce", "ring"): collectives.ring_all_reduce,
+    ("all_reduce", "halving_doubling"): collectives.halving_doubling_all_reduce,
+    ("all_gather", "ring"): collectives.ring_all_gather,
+    ("reduce_scatter", "ring"): collectives.ring_reduce_scatter,
+    ("all_to_all", "ring"): collectives.all_to_all,
+}
+
+
+def _quiet(_: str) -> None:
+    """Progress sink that says nothing."""
+
+
+def phase_flows(lab: Lab, phase: Traffic) -> list[Flow]:
+    """The (src, dst, qp) flows of a phase; a collective's are those of its schedule."""
+    if phase.kind in ("backup", "micro_bursts"):
+        assert isinstance(phase.src, str) and phase.dst
+        return [Flow(phase.src, phase.dst, 0, qp) for qp in range(phase.qps)]
+    if phase.kind == "incast":
+        assert isinstance(phase.src, list) and phase.dst
+        return [Flow(s, phase.dst, 0, qp) for s in phase.src for qp in range(phase.qps)]
+    ranks = lab.nodes("server") if phase.servers == "all" else list(phase.servers)
+    build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
+    schedule = build(ranks, 1 << 20, phase.qps)
+    unique = {(f.src, f.dst, f.qp): f for step in schedule.steps for f in step}
+    return list(unique.values())
+
+
+def _traffic_class(lab: Lab, phase: Traffic) -> TrafficClass:
+    dscp = (
+        phase.dscp if phase.dscp is not None else lab.fabric.qos.classes[phase.traffic_class].dscp
+    )
+    return TrafficClass(dscp=dscp, ecn=ECT0, payload_len=phase.payload, qps_per_peer=phase.qps)
+
+
+def _jobs(lab: Lab, phase: Traffic, flows: list[Flow]) -> list[SendJob]:
+    """One sender job per source server, paced at `pps` per flow."""
+    endpoints = [
+        Endpoint(s, netns_name(lab.name, s), lab.host(s)["address"].split("/")[0])
+        for s in lab.nodes("server")
+    ]
+    factory = FlowFactory(endpoints, _traffic_class(lab, phase))
+    by_source: dict[str, list[Flow]] = {}
+    for f in flows:
+        by_source.setdefault(f.src, []).append(f)
+    jobs = []
+    for src, own in by_source.items():
+        frames = tuple(factory.flow(f.src, f.dst, f.qp) for f in own)
+        rate = phase.pps * len(own)
+        pacing = (
+            PeriodicBursts(phase.period, phase.burst, rate)
+            if phase.kind == "micro_bursts"
+            else ConstantRate(rate)
+        )
+        iface = factory.hop(own[0].src, own[0].dst).iface
+        jobs.append(
+            SendJob(netns_name(lab.name, src), iface, frames, pacing, duration_s=phase.duration)
+        )
+    return jobs
+
+
+def _fib_snapshot(lab: Lab) -> dict[str, Any]:
+    snapshot = {}
+    for switch in lab.switches():
+        done = subprocess.run(
+            ["ip", "-n", netns_name(lab.name, switch), "-j", "route", "show"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        snapshot[switch] = json.loads(done.stdout or "[]")
+    return snapshot
+
+
+class _Sampler(threading.Thread):
+    """Reads every interface counter of the lab each interval."""
+
+    def __init__(self, lab: Lab, interval: float) -> None:
+        super().__init__(name="sampler", daemon=True)
+        self.names = {netns_name(lab.name, n): n for n in lab.graph.nodes}
+        self.interval = interval
+        self.samples: list[dict[str, Any]] = []
+        self.stopped = threading.Event()
+
+    def sample(self) -> None:
+        t = time.time()
+        read = counters.read(list(self.names))
+        flat = {f"{self.names[ns]}:{i}": v for ns, ifs in read.items() for i, v in ifs.items()}
+        self.samples.append({"t": round(t, 4), "c": flat})
+
+    def run(self) -> None:
+        next_at = time.monotonic()
+        while not self.stopped.is_set():
+            self.sample()
+            next_at += self.interval
+            self.stopped.wait(max(0.0, next_at - time.monotonic()))
+        self.sample()
+
+
+class Player:
+    """One run of a scenario on a running twin."""
+
+    def __init__(self, lab: Lab, scenario: Scenario, out: Path, progress: Progress) -> None:
+        self.lab, self.scenario, self.out, self.progress = lab, scenario, out, progress
+        self.phases: list[dict[str, Any]] = []
+        self.faults: list[dict[str, Any]] = []
+        self.fibs: dict[str, float] = {}
+        self.sent: dict[int, SenderResult] = {}
+        self.errors: list[str] = []
+        self.lock = threading.Lock()
+
+    def snapshot(self, label: str) -> None:
+        """Save every switch's FIB under a label."""
+        (self.out / "fib").mkdir(parents=True, exist_ok=True)
+        t = time.time()
+        (self.out / "fib" / f"{label}.json").write_text(json.dumps(_fib_snapshot(self.lab)))
+        with self.lock:
+            self.fibs[label] = t
+
+    def play_phase(self, index: int, phase: Traffic, t0: float) -> None:
+        """Wait for the phase's start, then send its flows for its duration."""
+        flows = phase_flows(self.lab, phase)
+        jobs = _jobs(self.lab, phase, flows)
+        time.sleep(max(0.0, t0 + phase.at - time.time()))
+        self.progress(f"t={time.time() - t0:5.1f}s  {phase.label}: {len(flows)} flows")
+        start = time.time()
+        results = run_senders(jobs)
+        end = time.time()
+        ids = []
+        for f in flows:
+            ids.append(
+                {"flow_id": flow_id(f.src, f.dst, f.qp), "src": f.src, "dst": f.dst, "qp": f.qp}
+            )
+        with self.lock:
+            for result in results:
+                self.sent.update({fid: result for fid in result.flow_packets})
+            self.phases.append(
+                {
+                    "index": index,
+                    "label": phase.label,
+                    "kind": phase.kind,
+                    "start": start,
+                    "end": end,
+                    "pps_per_flow": phase.pps,
+                    "dscp": _traffic_class(self.lab, phase).dscp,
+                    "class": phase.traffic_class,
+                    "flows": ids,
+                    "sent": {str(fid): n for r in results for fid, n in r.flow_packets.items()},
+                }
+            )
+
+    def play_fault(self, index: int, fault: Fault, faults: Faults, t0: float) -> None:
+        """Fire one fault at its time, then snapshot the FIBs."""
+        time.sleep(max(0.0, t0 + fault.at - time.time()))
+        self.progress(f"t={time.time() - t0:5.1f}s  fault {fault.fault} {fault.link or fault.node}")
+        record = _fire(faults, fault)
+        with self.lock:
+            self.faults.append({"index": index, **record})
+        time.sleep(0.5)
+        self.snapshot(f"fault{index + 1}-{fault.fault}")
+
+    def play_faults(self, faults: Faults, t0: float) -> None:
+        """Fire the scenario's faults in time order."""
+        for index, fault in enumerate(sorted(self.scenario.faults, key=lambda f: f.at)):
+            self.play_fault(index, fault, faults, t0)
+
+
+def _fire(f: Faults, fault: Fault) -> dict[str, Any]:
+    match fault.fault:
+        case "link-down" | "link-up":
+            return f.link(str(fault.link), up=fault.fault == "link-up")
+        case "link-flap":
+            return f.flap(str(fault.link), fault.period, fault.count)
+        case "node-down" | "node-up":
+            return f.node(str(fault.node), up=fault.fault == "node-up")
+        case "daemon-kill" | "daemon-restart":
+            return f.daemon(str(fault.node), fault.daemon, up=fault.fault == "daemon-restart")
+        case "loss":
+            return f.loss(str(fault.link), float(fault.percent or 0))
+        case "rate":
+            return f.rate(str(fault.link), float(fault.mbit or 0))
+        case _:
+            return f.clear(str(fault.link))
+
+
+def _flow_records(player: Player, received: dict[str, Any]) -> list[dict[str, Any]]:
+    records = []
+    for phase in player.phases:
+        for f in phase["flows"]:
+            stats = received.get(f["dst"], {}).get(f["flow_id"])
+            sent = int(phase["sent"].get(str(f["flow_id"]), 0))
+            got = asdict(stats) if stats else {}
+            records.append(
+                {
+                    **f,
+                    "phase": phase["label"],
+                    "dscp_sent": phase["dscp"],
+                    "pps": phase["pps_per_flow"],
+                    "sent": sent,
+                    "received": got.get("packets", 0),
+                    "lost": got.get("lost", 0),
+                    "tail_lost": max(0, sent - 1 - got.get("max_seq", -1)),
+                    "reordered": got.get("reordered", 0),
+                    "latency_us": {
+                        k: round(got.get(f"latency_{k}_ns", 0) / 1000, 1)
+                        for k in ("min", "mean", "max")
+                    },
+                    "dscp_received": {str(k): v for k, v in got.get("dscp", {}).items()},
+                    "ecn_received": {str(k): v for k, v in got.get("ecn", {}).items()},
+                }
+            )
+    return records
+
+
+def play(lab: Lab, scenario: Scenario, progress: Progress = _quiet) -> Path:
+    """Run the scenario on the lab's running twin; returns the run directory."""
+    if not netns.is_running(lab):
+        raise LabError(f"lab {lab.name} is not running (twin deploy {lab.path})")
+    out = lab.path / "runs" / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    out.mkdir(parents=True)
+    (out / "scenario.yaml").write_text(scenarios.dump(scenario))
+    player = Player(lab, scenario, out, progress)
+    faults = Faults(lab)
+    servers = lab.nodes("server")
+    receivers: dict[str, Receiver] = {}
+    sampler = _Sampler(lab, scenario.sample_interval)
+    bgp_start = netns.bgp_sessions(lab)
+    try:
+        for s in servers:
+            receivers[s] = start_receiver(netns_name(lab.name, s), drain_s=2.0)
+        player.snapshot("start")
+        with Monitor(lab):
+            t0 = time.time()
+            events.append(lab.path, "run-start", scenario=scenario.name, run=out.name)
+            sampler.start()
+            threads = [
+                threading.Thread(target=player.play_phase, args=(i, p, t0), daemon=True)
+                for i, p in enumerate(scenario.traffic)
+            ]
+            faulting = threading.Thread(target=player.play_faults, args=(faults, t0), daemon=True)
+            for thread in [*threads, faulting]:
+                thread.start()
+            for thread in [*threads, faulting]:
+                thread.join()
+            time.sleep(max(0.0, t0 + scenario.duration - time.time()))
+            sampler.stopped.set()
+            sampler.join()
+            t1 = time.time()
+        received = {s: r.stop().flows for s, r in receivers.items()}
+        receivers.clear()
+        player.snapshot("end")
+    finally:
+        for r in receivers.values():
+            r.close()
+        sampler.stopped.set()
+        faults.close()
+    bgp_end = netns.bgp_sessions(lab)
+    run = {
+        "lab": lab.name,
+        "lab_dir": str(lab.path),
+        "backend": "netns",
+        "capabilities": CAPABILITIES,
+        "scenario": scenario.name,
+        "started": t0,
+        "ended": t1,
+        "phases": sorted(player.phases, key=lambda p: p["index"]),
+        "faults": sorted(player.faults, key=lambda f: f["index"]),
+        "fibs": player.fibs,
+    }
+    (out / "run.json").write_text(json.dumps(run, indent=1))
+    (out / "counters.json").write_text(
+        json.dumps(
+            {
+                "interval": scenario.sample_interval,
+                "fields": counters.FIELDS,
+                "samples": sampler.samples,
+            }
+        )
+    )
+    (out / "flows.json").write_text(json.dumps(_flow_records(player, received), indent=1))
+    (out / "bgp.json").write_text(json.dumps({"start": bgp_start, "end": bgp_end}))
+    (out / "events.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in events.read(lab.path, since=t0))
+    )
+    shutil.copyfile(lab.path / "fabric.yaml", out / "fabric.yaml")
+    return out
