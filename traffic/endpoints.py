@@ -69,7 +69,9 @@ def next_hop(netns: str, dst_ip: str, timeout_s: float = 3.0) -> NextHop:
         deadline = time.monotonic() + timeout_s
         mac = _neighbour_mac(ipr, ifindex, gateway)
         if mac is None:
-            _probe(netns, dst_ip)
+            # Probe the next hop itself: on a multipath route a datagram to dst_ip may hash
+            # to another next hop than the one route-get named.
+            _probe(netns, gateway)
         while mac is None:
             if time.monotonic() > deadline:
                 raise LookupError(f"{netns}: next hop {gateway} on {iface} does not answer ARP")

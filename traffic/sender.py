@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 
+from traffic.endpoints import NextHop
 from traffic.frames import FrameSource
 from traffic.nsproc import NetnsChild, packet_socket
 from traffic.pacing import Pacing, Unpaced
@@ -37,6 +38,7 @@ class SendJob:
     count: int | None = None
     duration_s: float | None = None
     processes: int = 1
+    standby: tuple[NextHop, ...] = ()
 
     def __post_init__(self) -> None:
         if self.count is None and self.duration_s is None:
@@ -85,32 +87,63 @@ class SenderResult:
         )
 
 
-def _send(sock: socket.socket, frame: bytes) -> int:
-    """Send one frame, waiting out a full queue; returns the number of refusals."""
-    refused = 0
-    while True:
-        try:
-            sock.send(frame)
-            return refused
-        except OSError as exc:
-            if exc.errno != errno.ENOBUFS:
-                raise
-            refused += 1
-            time.sleep(_ENOBUFS_BACKOFF_S)
+class Egress:
+    """Where a job's frames leave: a raw socket, and standby next hops to move to when the
+    interface goes down, the way a bond moves traffic to a surviving member.
+
+    Frames that meet a down interface with no standby left are counted as sent and lost.
+    """
+
+    def __init__(self, sock: socket.socket, standby: Sequence[NextHop] = ()) -> None:
+        self.sock, self.standby = sock, list(standby)
+        self.header = b""
+        self.lost = 0
+
+    def _fail_over(self) -> bool:
+        if not self.standby:
+            return False
+        hop = self.standby.pop(0)
+        self.sock.close()
+        self.sock = packet_socket(hop.iface, 0, receive=False)
+        self.header = bytes.fromhex(hop.dst_mac.replace(":", "") + hop.src_mac.replace(":", ""))
+        return True
+
+    def send(self, frame: bytes) -> int:
+        """Send one frame, waiting out a full queue; returns the number of refusals."""
+        refused = 0
+        if self.header:
+            frame = self.header + frame[12:]
+        while True:
+            try:
+                self.sock.send(frame)
+                return refused
+            except OSError as exc:
+                if exc.errno in (errno.ENETDOWN, errno.ENXIO):
+                    if self._fail_over():
+                        frame = self.header + frame[12:]
+                        continue
+                    self.lost += 1
+                    return refused
+                if exc.errno != errno.ENOBUFS:
+                    raise
+                refused += 1
+                time.sleep(_ENOBUFS_BACKOFF_S)
 
 
 def send_loop(
-    sock: socket.socket,
+    sock: socket.socket | Egress,
     flows: Sequence[FrameSource],
     pacing: Pacing,
     count: int | None,
     duration_s: float | None,
     start_ns: int,
 ) -> SenderResult:
-    """Send until each flow sent ``count`` frames or ``duration_s`` passed.
+    """Send until each flow sent ``count`` frames or ``duration_s`` passed (frames lost to
+    a down interface count as sent).
 
     ``start_ns`` is on CLOCK_MONOTONIC; frames are stamped with CLOCK_REALTIME.
     """
+    egress = sock if isinstance(sock, Egress) else Egress(sock)
     mono, wall, offset = time.monotonic_ns, time.time_ns, pacing.offset_s
     n = len(flows)
     seqs = [0] * n
@@ -126,7 +159,7 @@ def send_loop(
             time.sleep((due - now) / 1e9)
         k = i % n
         frame = flows[k].frame(seqs[k], wall())
-        retries += _send(sock, frame)
+        retries += egress.send(frame)
         seqs[k] += 1
         nbytes += len(frame)
         i += 1
@@ -144,11 +177,15 @@ def _worker(
     pacing: Pacing,
     count: int | None,
     duration_s: float | None,
+    standby: tuple[NextHop, ...],
 ) -> None:
-    with packet_socket(iface, 0, receive=False) as sock:
+    egress = Egress(packet_socket(iface, 0, receive=False), standby)
+    try:
         conn.send(("ready", None))
         _, start_ns = conn.recv()
-        conn.send(("result", send_loop(sock, flows, pacing, count, duration_s, start_ns)))
+        conn.send(("result", send_loop(egress, flows, pacing, count, duration_s, start_ns)))
+    finally:
+        egress.sock.close()
 
 
 def run_senders(jobs: Sequence[SendJob]) -> list[SenderResult]:
@@ -164,6 +201,7 @@ def run_senders(jobs: Sequence[SendJob]) -> list[SenderResult]:
                     job.pacing.scaled(len(share) / len(job.flows)),
                     job.count,
                     job.duration_s,
+                    job.standby,
                 )
                 children.append((j, NetnsChild(job.netns, _worker, args)))
         for _, child in children:

@@ -72,4 +72,4 @@ def render(d: Design, hosts: dict[str, dict[str, Any]], ifmap: dict[str, dict[st
             "links": links,
         },
     }
-    return yaml.safe_dump(topology, sort_keys=False)
+    return yaml.dump(topology, Dumper=yaml.CSafeDumper, sort_keys=False)

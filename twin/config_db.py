@@ -129,7 +129,7 @@ def _mlag(d: Design, node: str, ports: list[Port], db: ConfigDb) -> None:
     db["PORTCHANNEL_MEMBER"].update({f"{PEER_LINK_BUNDLE}|{p.name}": {} for p in peer_ports})
     vlan_members[f"{vlan}|{PEER_LINK_BUNDLE}"] = {"tagging_mode": "tagged"}
     vlan_members[f"{keepalive}|{PEER_LINK_BUNDLE}"] = {"tagging_mode": "tagged"}
-    domain = str(attrs["group"] + 1)
+    domain = str(attrs["group"] % 4095 + 1)
     mclag_interfaces: Table = {}
     for p in server_ports:
         assert p.bundle

@@ -26,8 +26,9 @@ from twin.sizing import Sizing, size
 from twin.units import speed_label
 
 PLATFORM = Path(__file__).with_name("platforms") / "sonic.yml"
-PEER_LINK_BUNDLE = "PortChannel100"
-SERVER_BUNDLE_BASE = 101
+PEER_LINK_NUMBER = 100
+PEER_LINK_BUNDLE = f"PortChannel{PEER_LINK_NUMBER}"
+SERVER_BUNDLE_BASE = PEER_LINK_NUMBER + 1
 SERVER_VLAN_BASE = 1000
 SERVER_VLANS = 3000
 """Server VLAN IDs are 1001..4000 (a VLAN is local to its leaf or pair, so they repeat)."""
@@ -48,6 +49,21 @@ def port_name(index: int, speed: int) -> str:
     ('Ethernet0', 'Ethernet24', 'Ethernet12')
     """
     return f"Ethernet{index * platform()['lanes_per_speed'][speed]}"
+
+
+def uplink_bundle(spine: int, server_ports: int) -> str:
+    """A leaf's PortChannel to the `spine`-th spine of its pod (0-based).
+
+    Spines 1..99 get PortChannel1..99; PortChannel100 is the MLAG peer-link and the next
+    `server_ports` numbers are server bundles, so spines beyond the 99th come after those.
+
+    >>> uplink_bundle(0, 13), uplink_bundle(98, 13), uplink_bundle(99, 13)
+    ('PortChannel1', 'PortChannel99', 'PortChannel114')
+    """
+    number = spine + 1
+    if number >= PEER_LINK_NUMBER:
+        number += 1 + server_ports
+    return f"PortChannel{number}"
 
 
 @dataclass
@@ -259,7 +275,10 @@ class _Builder:
                 spine = spines[pod * s.spines_per_pod + j]
                 self.link(
                     "fabric", leaf, spine, s.uplinks_per_spine, f.uplink_speed, f.cables.leaf_spine,
-                    bundles=(f"PortChannel{j + 1}", f"PortChannel{position + 1}"),
+                    bundles=(
+                        uplink_bundle(j, s.server_ports_per_leaf),
+                        f"PortChannel{position + 1}",
+                    ),
                 )
         for spine in spines:
             self.ports[spine].used = s.leaves_per_pod * s.uplinks_per_spine
@@ -285,6 +304,10 @@ def _check_speeds(fabric: Fabric, file: str) -> None:
             raise DesignError(file, key, f"{speed} Mb/s is not a port speed ({choices})")
 
 
+def _span(numbers: range) -> str:
+    return f"{numbers[0]}..{numbers[-1]}" if len(numbers) > 1 else str(numbers[0])
+
+
 def _check_asns(fabric: Fabric, sizing: Sizing, file: str) -> None:
     """Leaf, spine and super-spine AS numbers must fit in 32 bits and never be shared."""
     asn = fabric.asn
@@ -301,8 +324,8 @@ def _check_asns(fabric: Fabric, sizing: Sizing, file: str) -> None:
         )
     if spines.start < leaves.stop and leaves.start < spines.stop:
         raise DesignError(
-            file, "asn.leaf_base", f"leaf AS numbers {leaves.start}..{leaves[-1]} overlap the "
-            f"spines' {spines.start}..{spines[-1]}",
+            file, "asn.leaf_base", f"leaf AS numbers {_span(leaves)} overlap the spines' "
+            f"{_span(spines)}",
         )
     if sizing.superspines and (asn.superspine in leaves or asn.superspine in spines):
         raise DesignError(

@@ -25,12 +25,12 @@ from labs.monitor import Monitor
 from labs.plan import netns_name
 from traffic import collectives
 from traffic.collectives import Flow
-from traffic.endpoints import Endpoint
+from traffic.endpoints import Endpoint, next_hop
 from traffic.jobs import FlowFactory, TrafficClass, flow_id
 from traffic.pacing import ConstantRate, PeriodicBursts
 from traffic.receiver import Receiver, start_receiver
 from traffic.roce import ECT0
-from traffic.sender import SenderResult, SendJob, run_senders
+from traffic.sender import SendJob, run_senders
 from twin import scenario as scenarios
 from twin.errors import LabError
 from twin.labdir import Lab
@@ -93,9 +93,10 @@ def _jobs(lab: Lab, phase: Traffic, flows: list[Flow]) -> list[SendJob]:
             else ConstantRate(rate)
         )
         iface = factory.hop(own[0].src, own[0].dst).iface
-        jobs.append(
-            SendJob(netns_name(lab.name, src), iface, frames, pacing, duration_s=phase.duration)
-        )
+        gateways = [(i["gateway"], i["name"]) for i in lab.host(src)["interfaces"]]
+        ns = netns_name(lab.name, src)
+        standby = tuple(next_hop(ns, gw) for gw, nic in gateways if nic != iface)
+        jobs.append(SendJob(ns, iface, frames, pacing, duration_s=phase.duration, standby=standby))
     return jobs
 
 
@@ -145,49 +146,58 @@ class Player:
         self.phases: list[dict[str, Any]] = []
         self.faults: list[dict[str, Any]] = []
         self.fibs: dict[str, float] = {}
-        self.sent: dict[int, SenderResult] = {}
         self.errors: list[str] = []
+        self.snapshots: list[threading.Thread] = []
         self.lock = threading.Lock()
 
     def snapshot(self, label: str) -> None:
-        """Save every switch's FIB under a label."""
-        (self.out / "fib").mkdir(parents=True, exist_ok=True)
-        t = time.time()
-        (self.out / "fib" / f"{label}.json").write_text(json.dumps(_fib_snapshot(self.lab)))
-        with self.lock:
-            self.fibs[label] = t
+        """Save every switch's FIB under a label, in the background (timeline keeps time)."""
 
-    def play_phase(self, index: int, phase: Traffic, t0: float) -> None:
-        """Wait for the phase's start, then send its flows for its duration."""
-        flows = phase_flows(self.lab, phase)
-        jobs = _jobs(self.lab, phase, flows)
+        def take(t: float) -> None:
+            (self.out / "fib" / f"{label}.json").write_text(json.dumps(_fib_snapshot(self.lab)))
+            with self.lock:
+                self.fibs[label] = t
+
+        (self.out / "fib").mkdir(parents=True, exist_ok=True)
+        thread = threading.Thread(target=take, args=(time.time(),), daemon=True)
+        thread.start()
+        self.snapshots.append(thread)
+
+    def guarded(self, target: Callable[..., None], *args: Any) -> None:
+        """Run a timeline thread's work, keeping its error for the run to raise."""
+        try:
+            target(*args)
+        except Exception as exc:  # raised by play() once every thread has ended
+            with self.lock:
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def play_phase(
+        self, index: int, phase: Traffic, flows: list[Flow], jobs: list[SendJob], t0: float
+    ) -> None:
+        """Wait for the phase's start, then send its prepared jobs for its duration."""
         time.sleep(max(0.0, t0 + phase.at - time.time()))
         self.progress(f"t={time.time() - t0:5.1f}s  {phase.label}: {len(flows)} flows")
         start = time.time()
         results = run_senders(jobs)
         end = time.time()
-        ids = []
-        for f in flows:
-            ids.append(
-                {"flow_id": flow_id(f.src, f.dst, f.qp), "src": f.src, "dst": f.dst, "qp": f.qp}
-            )
+        ids = [
+            {"flow_id": flow_id(f.src, f.dst, f.qp), "src": f.src, "dst": f.dst, "qp": f.qp}
+            for f in flows
+        ]
+        record = {
+            "index": index,
+            "label": phase.label,
+            "kind": phase.kind,
+            "start": start,
+            "end": end,
+            "pps_per_flow": phase.pps,
+            "dscp": _traffic_class(self.lab, phase).dscp,
+            "class": phase.traffic_class,
+            "flows": ids,
+            "sent": {str(fid): n for r in results for fid, n in r.flow_packets.items()},
+        }
         with self.lock:
-            for result in results:
-                self.sent.update({fid: result for fid in result.flow_packets})
-            self.phases.append(
-                {
-                    "index": index,
-                    "label": phase.label,
-                    "kind": phase.kind,
-                    "start": start,
-                    "end": end,
-                    "pps_per_flow": phase.pps,
-                    "dscp": _traffic_class(self.lab, phase).dscp,
-                    "class": phase.traffic_class,
-                    "flows": ids,
-                    "sent": {str(fid): n for r in results for fid, n in r.flow_packets.items()},
-                }
-            )
+            self.phases.append(record)
 
     def play_fault(self, index: int, fault: Fault, faults: Faults, t0: float) -> None:
         """Fire one fault at its time, then snapshot the FIBs."""
@@ -268,16 +278,27 @@ def play(lab: Lab, scenario: Scenario, progress: Progress = _quiet) -> Path:
     try:
         for s in servers:
             receivers[s] = start_receiver(netns_name(lab.name, s), drain_s=2.0)
+        progress(f"preparing {len(scenario.traffic)} traffic phases")
+        prepared = []
+        for phase in scenario.traffic:
+            flows = phase_flows(lab, phase)
+            prepared.append((phase, flows, _jobs(lab, phase, flows)))
         player.snapshot("start")
         with Monitor(lab):
             t0 = time.time()
             events.append(lab.path, "run-start", scenario=scenario.name, run=out.name)
             sampler.start()
             threads = [
-                threading.Thread(target=player.play_phase, args=(i, p, t0), daemon=True)
-                for i, p in enumerate(scenario.traffic)
+                threading.Thread(
+                    target=player.guarded,
+                    args=(player.play_phase, i, phase, flows, jobs, t0),
+                    daemon=True,
+                )
+                for i, (phase, flows, jobs) in enumerate(prepared)
             ]
-            faulting = threading.Thread(target=player.play_faults, args=(faults, t0), daemon=True)
+            faulting = threading.Thread(
+                target=player.guarded, args=(player.play_faults, faults, t0), daemon=True
+            )
             for thread in [*threads, faulting]:
                 thread.start()
             for thread in [*threads, faulting]:
@@ -286,9 +307,13 @@ def play(lab: Lab, scenario: Scenario, progress: Progress = _quiet) -> Path:
             sampler.stopped.set()
             sampler.join()
             t1 = time.time()
+        if player.errors:
+            raise LabError(f"scenario {scenario.name} failed: " + "; ".join(player.errors))
         received = {s: r.stop().flows for s, r in receivers.items()}
         receivers.clear()
         player.snapshot("end")
+        for thread in player.snapshots:
+            thread.join()
     finally:
         for r in receivers.values():
             r.close()

@@ -124,7 +124,9 @@ def _pods(
     supers = fabric.superspines.count or radix - spine_down
     if supers > radix - spine_down:
         raise DesignError(
-            file, "superspines.count", f"spines have {radix - spine_down} ports up, not {supers}"
+            file,
+            "superspines.count",
+            f"spines have {radix - spine_down} ports up, too few for {supers} super-spines",
         )
     if pods * spines > fabric.superspines.ports:
         raise DesignError(
