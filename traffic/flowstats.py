@@ -35,6 +35,7 @@ from traffic.layout import (
 )
 
 _CNP_OPCODE = 0x81
+MAX_GAPS = 256  # sequence gaps kept per flow, each (arrival ns of the frame after it, missing)
 _IPV4_NO_OPTIONS = 0x45
 _UDP = 17
 _ETHERTYPE = ETH_P_IP.to_bytes(2, "big")
@@ -65,7 +66,9 @@ class FlowStats:
     """What one flow's receiver saw.
 
     ``lost`` counts sequence numbers missing between the lowest and highest received
-    (tail loss needs the sender's count); ``reordered`` counts packets that arrived
+    (tail loss needs the sender's count); ``gaps`` says when: for each jump in sequence
+    (up to MAX_GAPS), the arrival time of the frame after it and how many were missing;
+    ``reordered`` counts packets that arrived
     after a higher sequence number. Latency is arrival time minus the payload's send
     timestamp (same CLOCK_REALTIME on both sides).
     """
@@ -82,6 +85,7 @@ class FlowStats:
     latency_max_ns: int
     dscp: dict[int, int]
     ecn: dict[int, int]
+    gaps: list[tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,7 @@ class _FlowTally:
         "max_seq",
         "min_seq",
         "packets",
+        "gaps",
         "reordered",
         "tos",
     )
@@ -122,14 +127,17 @@ class _FlowTally:
         self.lat_min = 2**63
         self.lat_max = -(2**63)
         self.tos: dict[int, int] = {}
+        self.gaps: list[tuple[int, int]] = []
 
-    def add(self, seq: int, nbytes: int, latency_ns: int, tos: int) -> None:
+    def add(self, seq: int, nbytes: int, latency_ns: int, tos: int, rx_ns: int) -> None:
         self.packets += 1
         self.bytes += nbytes
         if seq < self.max_seq:
             self.reordered += 1
             self.min_seq = min(self.min_seq, seq)
         else:
+            if seq > self.max_seq + 1 and len(self.gaps) < MAX_GAPS:
+                self.gaps.append((rx_ns, seq - self.max_seq - 1))
             self.max_seq = seq
         self.lat_sum += latency_ns
         self.lat_min = min(self.lat_min, latency_ns)
@@ -151,6 +159,7 @@ class _FlowTally:
             latency_max_ns=self.lat_max,
             dscp=dscp,
             ecn=ecn,
+            gaps=list(self.gaps),
         )
 
 
@@ -191,7 +200,7 @@ class Tally:
         tally = self._flows.get(flow_id)
         if tally is None:
             tally = self._flows[flow_id] = _FlowTally(seq)
-        tally.add(seq, len(frame), rx_ns - ts_ns, tos)
+        tally.add(seq, len(frame), rx_ns - ts_ns, tos, rx_ns)
 
     def result(self) -> ReceiverResult:
         """Counts so far."""

@@ -10,6 +10,8 @@
     RUN/events.jsonl      faults and state changes seen during the run (BGP, routes)
     RUN/fib/LABEL.json    each switch's kernel FIB (`ip -j route`) at start, faults, end
     RUN/bgp.json          BGP sessions at the start and at the end
+    RUN/probes.json       every server pair pinged small and jumbo with DF (when reachability
+                          or mtu is validated): reachable, jumbo_ok, frag_from, mtu
 
 A report can be rebuilt from these files alone, and two runs compared.
 """
@@ -70,6 +72,13 @@ class Observations:
     def bgp(self) -> dict[str, list[dict[str, Any]]]:
         """BGP sessions at `start` and `end`."""
         data: dict[str, list[dict[str, Any]]] = self._json("bgp.json")
+        return data
+
+    @cached_property
+    def probes(self) -> list[dict[str, Any]] | None:
+        """Pairwise probe results, or None when the run did not probe."""
+        path = self.path / "probes.json"
+        data: list[dict[str, Any]] | None = json.loads(path.read_text()) if path.exists() else None
         return data
 
     def fib(self, label: str) -> dict[str, list[dict[str, Any]]]:

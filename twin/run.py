@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from labs import counters, events, netns
+from labs import counters, events, netns, probes
 from labs.faults import Faults
 from labs.monitor import Monitor
 from labs.plan import netns_name
@@ -51,6 +51,19 @@ def _quiet(_: str) -> None:
     """Progress sink that says nothing."""
 
 
+def ranks(lab: Lab, phase: Traffic) -> list[str]:
+    """A collective's ranks in order: as listed, or interleaved across leaf groups so that
+    consecutive ranks sit behind different leaves."""
+    servers = lab.nodes("server") if phase.servers == "all" else list(phase.servers)
+    if phase.order == "natural":
+        return servers
+    groups: dict[int, list[str]] = {}
+    for server in servers:
+        groups.setdefault(lab.graph.nodes[server]["group"], []).append(server)
+    columns = list(groups.values())
+    return [col[i] for i in range(max(map(len, columns))) for col in columns if i < len(col)]
+
+
 def phase_flows(lab: Lab, phase: Traffic) -> list[Flow]:
     """The (src, dst, qp) flows of a phase; a collective's are those of its schedule."""
     if phase.kind in ("backup", "micro_bursts"):
@@ -59,44 +72,57 @@ def phase_flows(lab: Lab, phase: Traffic) -> list[Flow]:
     if phase.kind == "incast":
         assert isinstance(phase.src, list) and phase.dst
         return [Flow(s, phase.dst, 0, qp) for s in phase.src for qp in range(phase.qps)]
-    ranks = lab.nodes("server") if phase.servers == "all" else list(phase.servers)
     build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
-    schedule = build(ranks, 1 << 20, phase.qps)
+    schedule = build(ranks(lab, phase), 1 << 20, phase.qps)
     unique = {(f.src, f.dst, f.qp): f for step in schedule.steps for f in step}
     return list(unique.values())
 
 
-def _traffic_class(lab: Lab, phase: Traffic) -> TrafficClass:
-    dscp = (
-        phase.dscp if phase.dscp is not None else lab.fabric.qos.classes[phase.traffic_class].dscp
-    )
-    return TrafficClass(dscp=dscp, ecn=ECT0, payload_len=phase.payload, qps_per_peer=phase.qps)
+def host_dscp(lab: Lab, server: str, phase: Traffic) -> int:
+    """The DSCP a server marks a phase's class with: RoCE as its RDMA settings say, other
+    classes as its marking rules say, else the fabric policy's; a phase override wins."""
+    if phase.dscp is not None:
+        return phase.dscp
+    host = lab.host(server)
+    if phase.traffic_class == "roce":
+        return int(host["rdma"]["dscp"])
+    for mark in host.get("dscp_marking", []):
+        if mark["class"] == phase.traffic_class:
+            return int(mark["dscp"])
+    return lab.fabric.qos.classes[phase.traffic_class].dscp
 
 
 def _jobs(lab: Lab, phase: Traffic, flows: list[Flow]) -> list[SendJob]:
-    """One sender job per source server, paced at `pps` per flow."""
+    """One sender job per source server and NIC, paced at `pps` per flow; the server's other
+    NICs stand by, as a bond's members do."""
     endpoints = [
         Endpoint(s, netns_name(lab.name, s), lab.host(s)["address"].split("/")[0])
         for s in lab.nodes("server")
     ]
-    factory = FlowFactory(endpoints, _traffic_class(lab, phase))
     by_source: dict[str, list[Flow]] = {}
     for f in flows:
         by_source.setdefault(f.src, []).append(f)
     jobs = []
     for src, own in by_source.items():
-        frames = tuple(factory.flow(f.src, f.dst, f.qp) for f in own)
-        rate = phase.pps * len(own)
-        pacing = (
-            PeriodicBursts(phase.period, phase.burst, rate)
-            if phase.kind == "micro_bursts"
-            else ConstantRate(rate)
-        )
-        iface = factory.hop(own[0].src, own[0].dst).iface
-        gateways = [(i["gateway"], i["name"]) for i in lab.host(src)["interfaces"]]
+        tc = TrafficClass(host_dscp(lab, src, phase), ECT0, phase.payload, phase.qps)
+        factory = FlowFactory(endpoints, tc)
         ns = netns_name(lab.name, src)
-        standby = tuple(next_hop(ns, gw) for gw, nic in gateways if nic != iface)
-        jobs.append(SendJob(ns, iface, frames, pacing, duration_s=phase.duration, standby=standby))
+        by_nic: dict[str, list[Flow]] = {}
+        for f in own:
+            by_nic.setdefault(factory.hop(f.src, f.dst).iface, []).append(f)
+        for iface, nic_flows in by_nic.items():
+            frames = tuple(factory.flow(f.src, f.dst, f.qp) for f in nic_flows)
+            rate = phase.pps * len(nic_flows)
+            pacing = (
+                PeriodicBursts(phase.period, phase.burst, rate)
+                if phase.kind == "micro_bursts"
+                else ConstantRate(rate)
+            )
+            gateways = [(i["gateway"], i["name"]) for i in lab.host(src)["interfaces"]]
+            standby = tuple(next_hop(ns, gw) for gw, nic in gateways if nic != iface)
+            jobs.append(
+                SendJob(ns, iface, frames, pacing, duration_s=phase.duration, standby=standby)
+            )
     return jobs
 
 
@@ -191,7 +217,7 @@ class Player:
             "start": start,
             "end": end,
             "pps_per_flow": phase.pps,
-            "dscp": _traffic_class(self.lab, phase).dscp,
+            "dscp": {f.src: host_dscp(self.lab, f.src, phase) for f in flows},
             "class": phase.traffic_class,
             "flows": ids,
             "sent": {str(fid): n for r in results for fid, n in r.flow_packets.items()},
@@ -244,7 +270,8 @@ def _flow_records(player: Player, received: dict[str, Any]) -> list[dict[str, An
                 {
                     **f,
                     "phase": phase["label"],
-                    "dscp_sent": phase["dscp"],
+                    "class": phase["class"],
+                    "dscp_sent": phase["dscp"][f["src"]],
                     "pps": phase["pps_per_flow"],
                     "sent": sent,
                     "received": got.get("packets", 0),
@@ -257,6 +284,7 @@ def _flow_records(player: Player, received: dict[str, Any]) -> list[dict[str, An
                     },
                     "dscp_received": {str(k): v for k, v in got.get("dscp", {}).items()},
                     "ecn_received": {str(k): v for k, v in got.get("ecn", {}).items()},
+                    "gaps": [[round(t / 1e9, 4), n] for t, n in got.get("gaps", [])],
                 }
             )
     return records
@@ -312,6 +340,9 @@ def play(lab: Lab, scenario: Scenario, progress: Progress = _quiet) -> Path:
         received = {s: r.stop().flows for s, r in receivers.items()}
         receivers.clear()
         player.snapshot("end")
+        if {"reachability", "mtu"} & set(scenario.validate_):
+            progress("probing every server pair (reachability, jumbo frames with DF)")
+            (out / "probes.json").write_text(json.dumps(probes.ping_all(lab), indent=1))
         for thread in player.snapshots:
             thread.join()
     finally:

@@ -57,6 +57,9 @@ class Traffic(_Model):
     name: str | None = Field(None, description="label in reports; kind@at by default")
     algorithm: Literal["ring", "halving_doubling"] = "ring"
     servers: list[str] | Literal["all"] = "all"
+    order: Literal["natural", "interleaved"] = Field(
+        "natural", description="rank order; interleaved alternates leaf groups"
+    )
     src: str | list[str] | None = Field(None, description="backup/bursts: source; incast: list")
     dst: str | None = None
     traffic_class: str = Field("roce", alias="class", description="class of the lab's QoS")

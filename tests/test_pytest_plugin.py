@@ -1,0 +1,58 @@
+"""The pytest plugin works for users: the example test passes against a real twin."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_without_options_the_fixtures_skip(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            str(ROOT / "examples" / "test_my_fabric.py"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout
+    assert "2 skipped" in done.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(os.geteuid() != 0, reason="deploying a twin needs root")
+def test_example_passes_against_a_small_fabric(tmp_path: Path) -> None:
+    fabric = yaml.safe_load((ROOT / "examples" / "small.yaml").read_text())
+    fabric["name"] = f"plug{os.getpid() % 100000}"
+    path = tmp_path / "fabric.yaml"
+    path.write_text(yaml.safe_dump(fabric))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            str(ROOT / "examples" / "test_my_fabric.py"),
+            "--twin-fabric",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "2 passed" in done.stdout

@@ -1,0 +1,95 @@
+"""A pytest plugin so network engineers write their own checks against a running twin.
+
+Installed with the project (entry point `pytest11`), it adds two options and three fixtures:
+
+- `--twin-fabric FILE` (an intent to generate) or `--twin-lab DIR` (an existing lab
+  directory, e.g. with edited configs); without either, tests using the fixtures are skipped.
+- `twin_lab` (session): the `Lab` of that directory (generated into a temporary directory
+  from `--twin-fabric`).
+- `twin` (session): a `Twin` deployed on the netns backend for the whole session and
+  destroyed at its end, even when tests fail.
+- `twin_play` (function): plays a scenario (a path or a dict) on the twin and returns its
+  `Observations`.
+
+Example (see `examples/test_my_fabric.py`)::
+
+    def test_every_leaf_has_full_ecmp(twin):
+        for leaf in twin.lab.nodes("leaf"):
+            out = twin.exec(leaf, "ip", "-j", "route")
+            ...
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from labs import netns
+from twin import intent, labdir
+from twin import run as runs
+from twin import scenario as scenarios
+from twin.labdir import Lab
+from twin.observations import Observations
+
+
+class Twin:
+    """A running twin for tests: its lab, and helpers to run commands and scenarios."""
+
+    def __init__(self, lab: Lab) -> None:
+        self.lab = lab
+
+    def exec(self, node: str, *argv: str) -> subprocess.CompletedProcess[str]:
+        """Run a command in a node (`vtysh -c ...` on a switch reaches its FRR)."""
+        return netns.exec_in(self.lab, node, list(argv))
+
+    def play(self, scenario: Path | dict[str, Any], tmp: Path | None = None) -> Observations:
+        """Play a scenario file, or a scenario given as a dict; returns the observations."""
+        if isinstance(scenario, dict):
+            path = (tmp or self.lab.path) / "scenario.yaml"
+            path.write_text(yaml.safe_dump(scenario))
+            scenario = path
+        played = runs.play(self.lab, scenarios.load(scenario, self.lab))
+        return Observations.open(played)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The plugin's command-line options."""
+    group = parser.getgroup("twin", "fabric twin")
+    group.addoption("--twin-fabric", type=Path, help="fabric.yaml to generate and deploy")
+    group.addoption("--twin-lab", type=Path, help="lab directory to deploy (configs as edited)")
+
+
+@pytest.fixture(scope="session")
+def twin_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Lab:
+    """The lab under test, from `--twin-lab` or generated from `--twin-fabric`."""
+    lab_dir: Path | None = request.config.getoption("--twin-lab")
+    fabric: Path | None = request.config.getoption("--twin-fabric")
+    if lab_dir is None and fabric is None:
+        pytest.skip("give --twin-fabric FILE or --twin-lab DIR to test a fabric")
+    if lab_dir is None:
+        assert fabric is not None
+        lab_dir = tmp_path_factory.mktemp("twin") / "lab"
+        labdir.generate(intent.load(fabric), lab_dir, str(fabric))
+    return Lab.open(lab_dir)
+
+
+@pytest.fixture(scope="session")
+def twin(twin_lab: Lab) -> Iterator[Twin]:
+    """The lab deployed on the netns backend for the session (root and FRR needed)."""
+    netns.check_root()
+    netns.deploy(twin_lab)
+    try:
+        yield Twin(twin_lab)
+    finally:
+        netns.destroy(twin_lab)
+
+
+@pytest.fixture
+def twin_play(twin: Twin, tmp_path: Path) -> Callable[[Path | dict[str, Any]], Observations]:
+    """Play a scenario (path or dict) on the session's twin and return its observations."""
+    return lambda scenario: twin.play(scenario, tmp_path)
