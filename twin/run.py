@@ -22,7 +22,7 @@ from typing import Any
 from labs import counters, events, netns, probes
 from labs.faults import Faults
 from labs.monitor import Monitor
-from labs.plan import netns_name
+from labs.plan import build, netns_name
 from traffic import collectives
 from traffic.collectives import Flow
 from traffic.endpoints import Endpoint, next_hop
@@ -76,6 +76,17 @@ def phase_flows(lab: Lab, phase: Traffic) -> list[Flow]:
     schedule = build(ranks(lab, phase), 1 << 20, phase.qps)
     unique = {(f.src, f.dst, f.qp): f for step in schedule.steps for f in step}
     return list(unique.values())
+
+
+def uplinks(lab: Lab) -> dict[str, list[str]]:
+    """Per leaf, the Linux names of its ports facing spines (one per routed bundle)."""
+    result: dict[str, list[str]] = {}
+    for veth in build(lab).veths:
+        for here, here_if, there in ((veth.a, veth.a_if, veth.b), (veth.b, veth.b_if, veth.a)):
+            roles = (lab.graph.nodes[here]["role"], lab.graph.nodes[there]["role"])
+            if roles == ("leaf", "spine"):
+                result.setdefault(here, []).append(here_if)
+    return result
 
 
 def host_dscp(lab: Lab, server: str, phase: Traffic) -> int:
@@ -362,6 +373,8 @@ def play(lab: Lab, scenario: Scenario, progress: Progress = _quiet) -> Path:
         "phases": sorted(player.phases, key=lambda p: p["index"]),
         "faults": sorted(player.faults, key=lambda f: f["index"]),
         "fibs": player.fibs,
+        "servers": lab.nodes("server"),
+        "uplinks": uplinks(lab),
     }
     (out / "run.json").write_text(json.dumps(run, indent=1))
     (out / "counters.json").write_text(

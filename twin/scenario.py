@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from twin.errors import InputError
 from twin.inputs import parse_model, strict_yaml
+from twin import verdict
 from twin.labdir import Lab
 
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
@@ -164,6 +165,7 @@ def load(path: Path, lab: Lab) -> Scenario:
     data = strict_yaml(path)
     scenario = parse_model(Scenario, data, str(path))
     _check_names(scenario, lab, str(path))
+    verdict.check_names(scenario.validate_, str(path))
     return scenario
 
 

@@ -1,0 +1,121 @@
+"""Reports of validator results: JSON for machines, JUnit XML for CI, Markdown for people.
+
+`write(results, out)` writes `report.json`, `junit.xml` and `report.md` into `out` and
+returns the exit code. One JUnit testcase per validator and scope: a failure is a
+`<failure>`, not-observable a `<skipped>`.
+
+Exit code: 0 when no selected validator failed, 1 otherwise. A not-observable verdict does
+not fail the run (the backend could not see it, the configs are not wrong), but it is never a
+pass either: it is counted apart in the summary line, listed in every report, and skipped in
+JUnit so CI shows it.
+
+>>> from validators.result import Finding, Result, Status
+>>> rs = [Result("headroom", "fabric", Status.PASS, "ok"),
+...       Result("deadlock", "priority 3", Status.FAIL, "1 cycle", {}, [Finding("spine1", "x")]),
+...       Result("ecmp_spread", "fabric", Status.NOT_OBSERVABLE, "no counters")]
+>>> exit_code(rs), counts(rs)
+(1, '1 passed, 1 failed, 1 not observable')
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from validators.result import Result, Status
+
+FINDINGS_SHOWN = 50
+"""Findings listed per result in the Markdown report (all are in the JSON)."""
+
+
+def exit_code(results: Sequence[Result]) -> int:
+    """0 unless some result failed."""
+    return 1 if any(r.status is Status.FAIL for r in results) else 0
+
+
+def counts(results: Sequence[Result]) -> str:
+    """'N passed, N failed, N not observable'."""
+    n = Counter(r.status for r in results)
+    return (
+        f"{n[Status.PASS]} passed, {n[Status.FAIL]} failed, "
+        f"{n[Status.NOT_OBSERVABLE]} not observable"
+    )
+
+
+def table(results: Sequence[Result]) -> str:
+    """The summary as a Markdown table: validator, scope, status, reason.
+
+    >>> print(table([Result("mtu_consistency", "fabric", Status.PASS, "ok")]))
+    | validator | scope | status | reason |
+    |---|---|---|---|
+    | mtu_consistency | fabric | pass | ok |
+    """
+    rows = ["| validator | scope | status | reason |", "|---|---|---|---|"]
+    rows += [
+        f"| {r.validator} | {r.scope} | {r.status.value} | {_cell(r.reason)} |" for r in results
+    ]
+    return "\n".join(rows)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(results: Sequence[Result], title: str) -> str:
+    """The Markdown report: counts, summary table, then figures and findings per result."""
+    out = [f"# {title}", "", counts(results), "", table(results)]
+    for r in results:
+        if not r.findings and not r.figures:
+            continue
+        out += ["", f"## {r.validator} — {r.scope}: {r.status.value}", "", r.reason]
+        if r.figures:
+            out += ["", ", ".join(f"{k} {v}" for k, v in r.figures.items())]
+        if r.findings:
+            out.append("")
+            out += [f"- {f}" for f in r.findings[:FINDINGS_SHOWN]]
+            if len(r.findings) > FINDINGS_SHOWN:
+                out.append(f"- … and {len(r.findings) - FINDINGS_SHOWN} more (see report.json)")
+    return "\n".join(out) + "\n"
+
+
+def junit(results: Sequence[Result], title: str) -> str:
+    """JUnit XML: one testcase per validator and scope."""
+    n = Counter(r.status for r in results)
+    suite = ET.Element(
+        "testsuite",
+        name=title,
+        tests=str(len(results)),
+        failures=str(n[Status.FAIL]),
+        skipped=str(n[Status.NOT_OBSERVABLE]),
+        errors="0",
+    )
+    for r in results:
+        case = ET.SubElement(suite, "testcase", classname=r.validator, name=r.scope)
+        if r.status is Status.FAIL:
+            failure = ET.SubElement(case, "failure", message=r.reason)
+            failure.text = "\n".join(str(f) for f in r.findings)
+        elif r.status is Status.NOT_OBSERVABLE:
+            ET.SubElement(case, "skipped", message=r.reason)
+        if r.figures:
+            ET.SubElement(case, "system-out").text = json.dumps(r.figures)
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write(results: Sequence[Result], out: Path, title: str) -> int:
+    """Write report.json, junit.xml and report.md into `out`; return the exit code."""
+    out.mkdir(parents=True, exist_ok=True)
+    data = {
+        "title": title,
+        "exit_code": exit_code(results),
+        "results": [r.to_json() for r in results],
+    }
+    (out / "report.json").write_text(json.dumps(data, indent=2) + "\n")
+    (out / "junit.xml").write_text(junit(results, title))
+    (out / "report.md").write_text(markdown(results, title))
+    return exit_code(results)

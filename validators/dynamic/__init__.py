@@ -1,0 +1,1 @@
+"""Dynamic validators: verdicts from a run's observations (and the lab's configs)."""

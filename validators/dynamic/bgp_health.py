@@ -1,0 +1,111 @@
+"""`bgp_health`: every session Established at the end, the expected routes present, and no
+session flapping that no fault on the timeline explains.
+
+A session going down is explained when a fault touched either of its ends (a link of that
+node, the node itself, or one of its daemons) within `holdtime` + 2 s before it. Expected
+routes: every leaf holds a route to every other switch's loopback and to every remote server
+subnet in its FIB at the end. `max_flaps` (default 0) unexplained downs are allowed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twin.labdir import Lab
+from twin.observations import Observations
+from validators.registry import Params, dynamic
+from validators.result import Finding, Result, Status, verdict
+
+NAME = "bgp_health"
+
+
+def _touched(fault: dict[str, Any]) -> set[str]:
+    nodes = {str(fault.get("node", ""))}
+    nodes |= {end.split(":")[0] for end in fault.get("ends", [])}
+    nodes |= {str(fault.get("link", "")).split(":")[0]}
+    return nodes - {""}
+
+
+@dynamic(NAME, max_flaps=0)
+def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
+    """Sessions, routes and flaps."""
+    max_flaps = int(params["max_flaps"])
+    window = lab.fabric.bgp.holdtime + 2.0
+    sessions = obs.bgp["end"]
+    down = [
+        Finding(
+            s["node"],
+            f"session to {s['name'] or s['peer']} is {s['state']}",
+            port=s["peer"],
+            where="BGP",
+        )
+        for s in sessions
+        if s["state"] != "Established"
+    ]
+    results = [
+        verdict(
+            NAME,
+            "sessions",
+            down,
+            f"all {len(sessions)} sessions Established",
+            {"sessions": len(sessions), "not_established": len(down)},
+        )
+    ]
+    fib = obs.fib("end")
+    missing = []
+    loopbacks = {n: lab.graph.nodes[n]["loopback"] for n in lab.switches()}
+    for leaf in lab.nodes("leaf"):
+        have = {r["dst"] for r in fib.get(leaf, [])}
+        want = {lp.removesuffix("/32") for n, lp in loopbacks.items() if n != leaf}
+        want |= {
+            lab.graph.nodes[o]["subnet"]
+            for o in lab.nodes("leaf")
+            if lab.graph.nodes[o]["subnet"] != lab.graph.nodes[leaf]["subnet"]
+        }
+        missing += [Finding(leaf, f"no route to {p}", where="FIB") for p in sorted(want - have)]
+    results.append(
+        verdict(
+            NAME,
+            "routes",
+            missing,
+            "every leaf has every expected route",
+            {"missing_routes": len(missing)},
+        )
+    )
+    faults = obs.run.get("faults", [])
+    flaps = []
+    for event in obs.events:
+        if event["event"] != "bgp" or event["state"] != "down":
+            continue
+        explained = any(
+            event["node"] in _touched(f) or f.get("fault") == "node-down"
+            for f in faults
+            if -1.0 <= event["t"] - f["t"] <= window
+        )
+        if not explained:
+            flaps.append(
+                Finding(
+                    event["node"],
+                    f"session to {event['peer']} went down "
+                    f"({event['reason'] or 'no reason'}) with no fault to explain it",
+                    port=event["peer"],
+                    where="BGP",
+                )
+            )
+    status = Status.FAIL if len(flaps) > max_flaps else Status.PASS
+    reason = (
+        f"{len(flaps)} unexplained session downs: {flaps[0]}"
+        if status is Status.FAIL
+        else f"{len(flaps)} unexplained session downs (allowed {max_flaps})"
+    )
+    results.append(
+        Result(
+            NAME,
+            "flaps",
+            status,
+            reason,
+            {"unexplained_downs": len(flaps)},
+            flaps if status is Status.FAIL else [],
+        )
+    )
+    return results

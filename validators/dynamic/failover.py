@@ -1,0 +1,98 @@
+"""`failover`: how much traffic each fault cost, how long until it flowed again, and whether
+any flow stayed black-holed.
+
+For each fault that takes something away (link down or flap, node down, daemon kill, loss),
+the loss window is the longest sequence gap of any flow that the fault caused (gaps seen
+after the fault and before the next one), in milliseconds at the flow's rate; recovery is the
+time from the fault until the last such gap closed. Fails above `max_loss_ms` (default 1000)
+or `recovery_s` (default 5). A flow black-holed after convergence (nothing received during
+its last `blackhole_s`, default 1 s, or nothing at all) fails the `convergence` scope.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twin.labdir import Lab
+from twin.observations import Observations
+from validators.registry import Params, dynamic
+from validators.result import Finding, Result, Status, verdict
+
+NAME = "failover"
+TAKES = ("link-down", "link-flap-done", "node-down", "daemon-kill", "loss", "rate")
+
+
+def windows(obs: Observations) -> list[tuple[dict[str, Any], float, float, list[Finding]]]:
+    """Per taking fault: (fault, worst loss window ms, recovery s, flows hit)."""
+    faults = sorted(obs.run.get("faults", []), key=lambda f: f["t"])
+    ends = [f["t"] for f in faults[1:]] + [obs.run["ended"] + 60]
+    out = []
+    for fault, until in zip(faults, ends, strict=True):
+        if fault["fault"] not in TAKES:
+            continue
+        worst_ms, recovered, hit = 0.0, 0.0, []
+        for flow in obs.flows:
+            for t, missing in flow.get("gaps", []):
+                if fault["t"] - 0.5 <= t < until:
+                    ms = missing / flow["pps"] * 1000
+                    worst_ms = max(worst_ms, ms)
+                    recovered = max(recovered, t - fault["t"])
+                    hit.append(
+                        Finding(
+                            f"{flow['src']}->{flow['dst']}",
+                            f"{missing} packets lost ({ms:.0f} ms)",
+                            port=f"qp{flow['qp']}",
+                            where=flow["phase"],
+                        )
+                    )
+        out.append((fault, worst_ms, max(0.0, recovered), hit))
+    return out
+
+
+@dynamic(NAME, max_loss_ms=1000.0, recovery_s=5.0, blackhole_s=1.0)
+def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
+    """One result per fault, and one for black-holed flows after convergence."""
+    max_loss_ms = float(params["max_loss_ms"])
+    max_recovery = float(params["recovery_s"])
+    blackhole_s = float(params["blackhole_s"])
+    if not obs.flows:
+        return [Result(NAME, "run", Status.NOT_OBSERVABLE, "the scenario sent no traffic")]
+    results = []
+    for i, (fault, loss_ms, recovery, hit) in enumerate(windows(obs)):
+        target = fault.get("link") or fault.get("node", "")
+        scope = f"fault{i + 1} {fault['fault']} {target}"
+        figures: dict[str, int | float | str] = {
+            "loss_window_ms": round(loss_ms, 1),
+            "recovery_s": round(recovery, 3),
+            "flows_hit": len(hit),
+        }
+        problems = []
+        if loss_ms > max_loss_ms:
+            problems.append(f"loss window {loss_ms:.0f} ms > {max_loss_ms:.0f} ms")
+        if recovery > max_recovery:
+            problems.append(f"recovery {recovery:.2f} s > {max_recovery} s")
+        status = Status.FAIL if problems else Status.PASS
+        reason = "; ".join(problems) or (
+            f"worst loss window {loss_ms:.0f} ms, traffic flowing again after {recovery:.2f} s"
+        )
+        results.append(Result(NAME, scope, status, reason, figures, hit if problems else []))
+    holes = [
+        Finding(
+            f"{f['src']}->{f['dst']}",
+            f"{f['tail_lost']} final packets never arrived" if f["received"] else "nothing arrived",
+            port=f"qp{f['qp']}",
+            where=f["phase"],
+        )
+        for f in obs.flows
+        if f["received"] == 0 or f["tail_lost"] / f["pps"] > blackhole_s
+    ]
+    results.append(
+        verdict(
+            NAME,
+            "convergence",
+            holes,
+            "no flow black-holed after convergence",
+            {"flows": len(obs.flows), "black_holed": len(holes)},
+        )
+    )
+    return results

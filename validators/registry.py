@@ -1,0 +1,137 @@
+"""Validators by name: registration, thresholds with documented defaults, and running them.
+
+A module in this package registers its check with a decorator that names it and gives the
+default of every threshold it reads::
+
+    @static("ecn_thresholds", rtt_us=10.0)
+    def ecn_thresholds(lab: Lab, params: Params) -> list[Result]: ...
+
+Static checks read only the lab directory: `f(lab, params) -> list[Result]`. Dynamic checks
+(kind "dynamic", added with the observations) are `f(lab, observations, params)`. `params`
+always holds every threshold: the defaults, overridden by what a scenario or the command line
+gives; an unknown threshold is an input error. Each validator's docstring says what its
+thresholds mean.
+
+>>> v = get("ecn_thresholds")
+>>> v.kind, v.params({"rtt_us": 8})["rtt_us"]
+('static', 8)
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import validators
+from twin.errors import InputError
+from twin.labdir import Lab
+from twin.observations import Observations
+from validators.result import Result
+
+Params = Mapping[str, Any]
+StaticCheck = Callable[[Lab, Params], list[Result]]
+DynamicCheck = Callable[[Lab, Observations, Params], list[Result]]
+
+
+@dataclass(frozen=True)
+class Validator:
+    """A registered check: its name, kind, function and threshold defaults."""
+
+    name: str
+    kind: str
+    check: Callable[..., list[Result]]
+    defaults: Mapping[str, Any]
+
+    @property
+    def summary(self) -> str:
+        """The first line of the check's docstring."""
+        return (self.check.__doc__ or "").strip().splitlines()[0]
+
+    def params(self, given: Params, source: str = "--param") -> dict[str, Any]:
+        """The defaults overridden by `given`; an unknown key is an `InputError`."""
+        for key in given:
+            if key not in self.defaults:
+                known = ", ".join(self.defaults) or "none"
+                raise InputError(
+                    source, f"{self.name}.{key}", f"unknown threshold (known: {known})"
+                )
+        return {**self.defaults, **given}
+
+
+_REGISTRY: dict[str, Validator] = {}
+
+
+def dynamic(name: str, **defaults: Any) -> Callable[[DynamicCheck], DynamicCheck]:
+    """Register a dynamic check (it reads a run's observations) under `name`."""
+
+    def register(check: DynamicCheck) -> DynamicCheck:
+        _REGISTRY[name] = Validator(name, "dynamic", check, defaults)
+        return check
+
+    return register
+
+
+def static(name: str, **defaults: Any) -> Callable[[StaticCheck], StaticCheck]:
+    """Register a static check under `name`, with the defaults of its thresholds."""
+
+    def register(check: StaticCheck) -> StaticCheck:
+        _REGISTRY[name] = Validator(name, "static", check, defaults)
+        return check
+
+    return register
+
+
+@functools.cache
+def _load() -> None:
+    """Import every module of the package, so that every check is registered."""
+    for info in pkgutil.walk_packages(validators.__path__, f"{validators.__name__}."):
+        importlib.import_module(info.name)
+
+
+def available(kind: str) -> list[Validator]:
+    """Every registered validator of a kind, by name."""
+    _load()
+    return sorted((v for v in _REGISTRY.values() if v.kind == kind), key=lambda v: v.name)
+
+
+def get(name: str) -> Validator:
+    """A validator by name."""
+    _load()
+    return _REGISTRY[name]
+
+
+def select(kind: str, names: Iterable[str] | None = None) -> list[Validator]:
+    """The validators of a kind named in `names` (all when None); unknown names are refused."""
+    every = {v.name: v for v in available(kind)}
+    if names is None:
+        return list(every.values())
+    chosen = []
+    for name in names:
+        if name not in every:
+            raise InputError(
+                "--only", "", f"no {kind} validator {name!r} (known: {', '.join(every)})"
+            )
+        chosen.append(every[name])
+    return chosen
+
+
+def run_static(lab: Lab, chosen: Iterable[Validator], given: Mapping[str, Params]) -> list[Result]:
+    """Run static validators on a lab, each with its thresholds (`given` by validator name)."""
+    results: list[Result] = []
+    for v in chosen:
+        results += v.check(lab, v.params(given.get(v.name, {})))
+    return results
+
+
+def run_dynamic(
+    lab: Lab, obs: Observations, chosen: Iterable[Validator], given: Mapping[str, Params]
+) -> list[Result]:
+    """Run dynamic validators on a run's observations, each with its thresholds."""
+    results: list[Result] = []
+    for v in chosen:
+        results += v.check(lab, obs, v.params(given.get(v.name, {}), "scenario.yaml"))
+    return results
