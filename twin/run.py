@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from labs import counters, events, netns, probes
-from labs.faults import Faults
+from labs.faults import Faults, resolve_link
 from labs.monitor import Monitor
 from labs.plan import build, netns_name
 from traffic import collectives
@@ -62,6 +62,25 @@ def ranks(lab: Lab, phase: Traffic) -> list[str]:
         groups.setdefault(lab.graph.nodes[server]["group"], []).append(server)
     columns = list(groups.values())
     return [col[i] for i in range(max(map(len, columns))) for col in columns if i < len(col)]
+
+
+def analytical(lab: Lab, phase: Traffic) -> dict[str, float] | None:
+    """A collective's completion bound at a server's NIC bandwidth (all its NICs), and
+    nccl-tests' algbw and
+    busbw at that bound (Gb/s), for `message` bytes per rank."""
+    if phase.kind not in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
+        return None
+    build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
+    schedule = build(ranks(lab, phase), phase.message, phase.qps)
+    link_bps = lab.fabric.servers.nic_speed * lab.fabric.servers.nics * 1e6
+    bound = schedule.completion_bound_s(link_bps)
+    return {
+        "message_bytes": phase.message,
+        "link_gbps": link_bps / 1e9,
+        "bound_s": round(bound, 6),
+        "algbw_gbps": round(8 * schedule.algbw(bound) / 1e9, 2),
+        "busbw_gbps": round(8 * schedule.busbw(bound) / 1e9, 2),
+    }
 
 
 def phase_flows(lab: Lab, phase: Traffic) -> list[Flow]:
@@ -150,6 +169,50 @@ def _fib_snapshot(lab: Lab) -> dict[str, Any]:
     return snapshot
 
 
+def start_captures(lab: Lab, links: list[str], out: Path) -> list[subprocess.Popen[bytes]]:
+    """tcpdump on one end of each link into RUN/capture/<link>.pcap (Wireshark opens them)."""
+    if not links:
+        return []
+    plan = build(lab)
+    (out / "capture").mkdir()
+    started = []
+    for spec in links:
+        end, _ = resolve_link(lab, plan, spec)
+        pcap = out / "capture" / f"{end.node}_{end.ifname}.pcap"
+        started.append(
+            subprocess.Popen(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    netns_name(lab.name, end.node),
+                    "tcpdump",
+                    "-q",
+                    "-U",
+                    "-i",
+                    end.ifname,
+                    "-w",
+                    str(pcap),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+    return started
+
+
+def stop_captures(started: list[subprocess.Popen[bytes]]) -> None:
+    """Stop the captures this run started (by their process, never by name)."""
+    for proc in started:
+        proc.terminate()
+    for proc in started:
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class _Sampler(threading.Thread):
     """Reads every interface counter of the lab each interval."""
 
@@ -231,6 +294,7 @@ class Player:
             "dscp": {f.src: host_dscp(self.lab, f.src, phase) for f in flows},
             "class": phase.traffic_class,
             "flows": ids,
+            "analytical": analytical(self.lab, phase),
             "sent": {str(fid): n for r in results for fid, n in r.flow_packets.items()},
         }
         with self.lock:
@@ -312,6 +376,7 @@ def play(lab: Lab, scenario: Scenario, progress: Progress = _quiet) -> Path:
     faults = Faults(lab)
     servers = lab.nodes("server")
     receivers: dict[str, Receiver] = {}
+    captures: list[subprocess.Popen[bytes]] = []
     sampler = _Sampler(lab, scenario.sample_interval)
     bgp_start = netns.bgp_sessions(lab)
     try:
@@ -322,6 +387,7 @@ def play(lab: Lab, scenario: Scenario, progress: Progress = _quiet) -> Path:
         for phase in scenario.traffic:
             flows = phase_flows(lab, phase)
             prepared.append((phase, flows, _jobs(lab, phase, flows)))
+        captures = start_captures(lab, scenario.capture, out)
         player.snapshot("start")
         with Monitor(lab):
             t0 = time.time()
@@ -350,6 +416,7 @@ def play(lab: Lab, scenario: Scenario, progress: Progress = _quiet) -> Path:
             raise LabError(f"scenario {scenario.name} failed: " + "; ".join(player.errors))
         received = {s: r.stop().flows for s, r in receivers.items()}
         receivers.clear()
+        stop_captures(captures)
         player.snapshot("end")
         if {"reachability", "mtu"} & set(scenario.validate_):
             progress("probing every server pair (reachability, jumbo frames with DF)")
@@ -359,6 +426,7 @@ def play(lab: Lab, scenario: Scenario, progress: Progress = _quiet) -> Path:
     finally:
         for r in receivers.values():
             r.close()
+        stop_captures(captures)
         sampler.stopped.set()
         faults.close()
     bgp_end = netns.bgp_sessions(lab)

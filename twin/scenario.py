@@ -66,6 +66,9 @@ class Traffic(_Model):
     traffic_class: str = Field("roce", alias="class", description="class of the lab's QoS")
     dscp: int | None = Field(None, ge=0, le=63, description="override the class's DSCP")
     qps: int = Field(2, ge=1, le=64, description="queue pairs per peer")
+    message: int = Field(
+        1 << 28, ge=1024, description="collectives: bytes per rank (nccl-tests' size S)"
+    )
     pps: float = Field(150, gt=0, le=200000, description="packets per second per flow")
     payload: int = Field(1024, ge=64, le=8900, description="RoCE payload bytes per frame")
     period: float = Field(1.0, gt=0, description="micro_bursts: seconds between bursts")
@@ -121,6 +124,9 @@ class Scenario(_Model):
     description: str = ""
     settle: float = Field(2.0, ge=0, le=600, description="seconds to watch after the last event")
     sample_interval: float = Field(0.25, ge=0.05, le=10, description="counter sampling period")
+    capture: list[str] = Field(
+        default_factory=list, description="links (NODE:PORT) to capture into pcap files"
+    )
     traffic: list[Traffic] = Field(default_factory=list)
     faults: list[Fault] = Field(default_factory=list)
     validate_: dict[str, dict[str, Any]] = Field(
@@ -153,6 +159,9 @@ def _check_names(scenario: Scenario, lab: Lab, file: str) -> None:
                 f"traffic.{i}.class",
                 f"no class {t.traffic_class!r} (lab has {', '.join(classes)})",
             )
+    for i, link in enumerate(scenario.capture):
+        if link.split(":")[0] not in lab.graph.nodes or ":" not in link:
+            raise InputError(file, f"capture.{i}", f"no link {link!r} in lab {lab.name}")
     for i, f in enumerate(scenario.faults):
         for target in (f.link, f.node):
             node = (target or "").split(":")[0]

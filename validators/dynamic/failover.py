@@ -25,7 +25,7 @@ TAKES = ("link-down", "link-flap-done", "node-down", "daemon-kill", "loss", "rat
 def windows(obs: Observations) -> list[tuple[dict[str, Any], float, float, list[Finding]]]:
     """Per taking fault: (fault, worst loss window ms, recovery s, flows hit)."""
     faults = sorted(obs.run.get("faults", []), key=lambda f: f["t"])
-    ends = [f["t"] for f in faults[1:]] + [obs.run["ended"] + 60]
+    ends = [f["t"] for f in faults[1:]] + [obs.run["ended"] + 60] * bool(faults)
     out = []
     for fault, until in zip(faults, ends, strict=True):
         if fault["fault"] not in TAKES:
