@@ -1,12 +1,14 @@
-"""Frame building speed, and (as root) sender rates between two namespaces.
+"""Frame building speed, and (as root) sender rates over one veth and across the fabric.
 
 Compares our sender with scapy's ``sendp`` and, when installed, ``tcpreplay --topspeed``,
-all sending the same frames from ``twbench-<pid>-a`` to a receiver in ``twbench-<pid>-b``
-over one veth pair. Prints figures only.
+all sending the same frames: first from ``twbench-<pid>-a`` to ``twbench-<pid>-b`` over one
+veth pair, then from server1 to server4 of a deployed small fabric (server, leaf, spine, leaf,
+server). Prints figures only.
 
 Run: ``.venv/bin/python bench/bench_traffic_frames.py``
 """
 
+import contextlib
 import os
 import re
 import subprocess
@@ -121,21 +123,44 @@ def _tcpreplay(ns: str, iface: str, frames: Sequence[bytes]) -> float:
     return float(match.group(1)) if match else float("nan")
 
 
-def _measured(name: str, ep: list[Endpoint], send: Callable[[], float]) -> None:
-    with start_receiver(ep[1].netns, "veth-b") as rx:
+@contextmanager
+def small_fabric() -> Iterator[list[Endpoint]]:
+    """The small example fabric deployed under a bench-only name; always destroyed."""
+    from labs import netns as twin_netns
+    from labs.plan import netns_name
+    from twin import intent, labdir
+
+    fabric = intent.load(Path(__file__).resolve().parent.parent / "examples" / "small.yaml")
+    fabric = fabric.model_copy(update={"name": f"trb{os.getpid() % 100000}"})
+    with tempfile.TemporaryDirectory() as tmp:
+        labdir.generate(fabric, Path(tmp) / "lab")
+        lab = labdir.Lab.open(Path(tmp) / "lab")
+        twin_netns.deploy(lab)
+        try:
+            yield [
+                Endpoint(s, netns_name(lab.name, s), lab.host(s)["address"].split("/")[0])
+                for s in ("server1", "server4")
+            ]
+        finally:
+            twin_netns.destroy(lab)
+
+
+def _measured(name: str, ep: list[Endpoint], send: Callable[[], float]) -> float:
+    with start_receiver(ep[1].netns) as rx:
         pps = send()
         got = rx.stop()
     print(f"{name:<28} {pps:>10,.0f} pps   received {got.packets:,} (bad ICRC {got.bad_icrc})")
+    return pps
 
 
-def bench_senders() -> None:
+def bench_senders(ep: list[Endpoint], where: str) -> None:
     """Send the same frames with each sender and count what arrives."""
-    with veth_pair() as ep:
+    with contextlib.nullcontext():
         factory = FlowFactory(ep, TrafficClass(qps_per_peer=FLOWS))
-        iface, flows = factory.pair("sa", "sb")
+        iface, flows = factory.pair(ep[0].name, ep[1].name)
         per_flow = SEND_COUNT // FLOWS
         frames = [f for flow in flows for f in flow.frames(per_flow)]
-        print(f"sending {SEND_COUNT:,} frames of {len(frames[0])} B, {FLOWS} flows, a -> b veth")
+        print(f"sending {SEND_COUNT:,} frames of {len(frames[0])} B, {FLOWS} flows, {where}")
 
         def ours(processes: int) -> Callable[[], float]:
             def send() -> float:
@@ -145,11 +170,14 @@ def bench_senders() -> None:
 
             return send
 
-        _measured("ours (1 process)", ep, ours(1))
-        _measured("ours (2 processes)", ep, ours(2))
+        one = _measured("ours (1 process)", ep, ours(1))
+        two = _measured("ours (2 processes)", ep, ours(2))
         _measured("scapy sendp(list)", ep, lambda: _scapy(ep[0].netns, iface, frames))
         if TCPREPLAY.exists():
-            _measured("tcpreplay --topspeed", ep, lambda: _tcpreplay(ep[0].netns, iface, frames))
+            replay = _measured(
+                "tcpreplay --topspeed", ep, lambda: _tcpreplay(ep[0].netns, iface, frames)
+            )
+            print(f"ours / tcpreplay: {one / replay:.2f}x (1 process), {two / replay:.2f}x (2)")
         else:
             print("tcpreplay: not installed")
 
@@ -157,6 +185,9 @@ def bench_senders() -> None:
 if __name__ == "__main__":
     bench_build()
     if os.geteuid() == 0:
-        bench_senders()
+        with veth_pair() as pair:
+            bench_senders(pair, "a -> b over one veth")
+        with small_fabric() as servers:
+            bench_senders(servers, "server1 -> server4 across the small fabric")
     else:
         print("sender rates: skipped (needs root for namespaces)")
