@@ -19,8 +19,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def progress(message: str) -> None:
-    """Progress lines on stderr."""
-    print(f"  .. {message}", file=sys.stderr, flush=True)
+    """Progress lines on stderr (clearing a progress bar drawn on the same terminal line)."""
+    clear = "\r\033[K" if sys.stderr.isatty() else ""
+    print(f"{clear}  .. {message}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:

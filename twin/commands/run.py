@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
+import time
 from pathlib import Path
 
 from labs import netns
@@ -44,6 +46,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=60, help="seconds to wait for convergence")
 
 
+def _bar(total: float, stop: threading.Event) -> None:
+    """A progress bar of the scenario's timeline on the terminal."""
+    start = time.monotonic()
+    while not stop.wait(0.5):
+        done = min(1.0, (time.monotonic() - start) / total)
+        sys.stderr.write(f"\r  [{'#' * int(30 * done):<30}] {done * total:3.0f}/{total:.0f} s")
+        sys.stderr.flush()
+    sys.stderr.write("\r\033[K")
+
+
 def run(args: argparse.Namespace) -> int:
     """Play, validate, report; exit 0 only when every validator passed."""
     lab_dir: Path = args.lab or Path("twin-reference")
@@ -59,10 +71,17 @@ def run(args: argparse.Namespace) -> int:
             f"{lab.name}: {figs['nodes']} nodes, {figs['bgp_sessions']} BGP sessions, "
             f"converged in {figs['converged_s']} s"
         )
+    stop = threading.Event()
+    bar = threading.Thread(target=_bar, args=(scenario.duration, stop), daemon=True)
     try:
         progress(f"playing {scenario.name} ({scenario.duration:.0f} s)")
+        if sys.stderr.isatty():
+            bar.start()
         run_dir = runs.play(lab, scenario, progress=progress)
     finally:
+        stop.set()
+        if bar.is_alive():
+            bar.join()
         if deployed and not args.keep:
             netns.destroy(lab)
             progress(f"{lab.name}: destroyed")
