@@ -8,12 +8,14 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 
 from twin.observations import Observations
 
@@ -52,50 +54,54 @@ def server_rx_rate(obs: Observations) -> list[tuple[float, float]]:
     ]
 
 
+def _uplinks(ax: Axes, uplinks: dict[str, dict[str, int]]) -> None:
+    x = 0
+    ticks, labels = [], []
+    for leaf, ports in uplinks.items():
+        for i, (_, packets) in enumerate(sorted(ports.items())):
+            ax.bar(x + i, packets, color=f"C{i % 10}")
+        ticks.append(x + (len(ports) - 1) / 2)
+        labels.append(leaf)
+        x += len(ports) + 1
+    ax.set_xticks(ticks, labels, rotation=45)
+    ax.set_ylabel("packets sent on each uplink")
+    ax.set_title("ECMP: traffic per uplink per leaf")
+
+
+def _throughput(ax: Axes, obs: Observations, rate: list[tuple[float, float]]) -> None:
+    ax.plot([t for t, _ in rate], [r for _, r in rate], lw=1.2)
+    for fault in obs.run.get("faults", []):
+        t = fault["t"] - obs.run["started"]
+        ax.axvline(t, color="red", ls="--", lw=0.8)
+        ax.text(t, ax.get_ylim()[1] * 0.95, f" {fault['fault']}", color="red", fontsize=8)
+    ax.set_xlabel("seconds since start")
+    ax.set_ylabel("packets/s received by servers")
+    ax.set_title("Throughput over time, faults marked")
+
+
+def _loss(ax: Axes, loss_ms: dict[str, float]) -> None:
+    ax.barh(list(loss_ms), list(loss_ms.values()), color="C3")
+    ax.set_xlabel("loss window (ms)")
+    ax.set_title("Loss window per fault")
+
+
 def write(obs: Observations, out: Path, loss_ms: dict[str, float] | None = None) -> list[Path]:
-    """Write the plots into `out`; returns the files written."""
+    """Write the plots that have data into `out`; returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
-    written = []
-    uplinks = uplink_packets(obs)
+    uplinks, rate = uplink_packets(obs), server_rx_rate(obs)
+    plots: list[tuple[str, tuple[int, int], Callable[[Axes], None]]] = []
     if uplinks:
-        fig, ax = plt.subplots(figsize=(10, 4))
-        x = 0
-        ticks, labels = [], []
-        for leaf, ports in uplinks.items():
-            for i, (_, packets) in enumerate(sorted(ports.items())):
-                ax.bar(x + i, packets, color=f"C{i % 10}")
-            ticks.append(x + (len(ports) - 1) / 2)
-            labels.append(leaf)
-            x += len(ports) + 1
-        ax.set_xticks(ticks, labels, rotation=45)
-        ax.set_ylabel("packets sent on each uplink")
-        ax.set_title("ECMP: traffic per uplink per leaf")
-        fig.tight_layout()
-        written.append(out / "uplinks.png")
-        fig.savefig(written[-1], dpi=90)
-        plt.close(fig)
-    rate = server_rx_rate(obs)
+        plots.append(("uplinks.png", (10, 4), lambda ax: _uplinks(ax, uplinks)))
     if rate:
-        fig, ax = plt.subplots(figsize=(10, 4))
-        ax.plot([t for t, _ in rate], [r for _, r in rate], lw=1.2)
-        for fault in obs.run.get("faults", []):
-            t = fault["t"] - obs.run["started"]
-            ax.axvline(t, color="red", ls="--", lw=0.8)
-            ax.text(t, ax.get_ylim()[1] * 0.95, f" {fault['fault']}", color="red", fontsize=8)
-        ax.set_xlabel("seconds since start")
-        ax.set_ylabel("packets/s received by servers")
-        ax.set_title("Throughput over time, faults marked")
-        fig.tight_layout()
-        written.append(out / "throughput.png")
-        fig.savefig(written[-1], dpi=90)
-        plt.close(fig)
+        plots.append(("throughput.png", (10, 4), lambda ax: _throughput(ax, obs, rate)))
     if loss_ms:
-        fig, ax = plt.subplots(figsize=(8, 3))
-        ax.barh(list(loss_ms), list(loss_ms.values()), color="C3")
-        ax.set_xlabel("loss window (ms)")
-        ax.set_title("Loss window per fault")
+        plots.append(("loss.png", (8, 3), lambda ax: _loss(ax, loss_ms)))
+    written = []
+    for name, size, draw in plots:
+        fig, ax = plt.subplots(figsize=size)
+        draw(ax)
         fig.tight_layout()
-        written.append(out / "loss.png")
-        fig.savefig(written[-1], dpi=90)
+        fig.savefig(out / name, dpi=90)
         plt.close(fig)
+        written.append(out / name)
     return written
