@@ -26,6 +26,7 @@ def cleanup(lab: str) -> dict[str, int]:
     """End the lab's processes, remove its namespaces and run directory."""
     pids = processes.tagged(lab)
     processes.end(pids, lab)
+    frr.remove_tmp(pids)
     spaces = namespaces_of(lab)
     for name in spaces:
         netlink.remove(name)

@@ -109,7 +109,9 @@ class Faults:
         if not up:
             for end in ends:
                 self._set(end, False)
-            processes.end(list(self.state.pids.get(name, {}).values()), self.lab.name)
+            ended = list(self.state.pids.get(name, {}).values())
+            processes.end(ended, self.lab.name)
+            frr.remove_tmp(ended)
         else:
             if name in self.state.pids:
                 self._start_daemons(name)
@@ -117,23 +119,31 @@ class Faults:
                 self._set(end, True)
         return self._log("node-up" if up else "node-down", node=name)
 
-    def _start_daemons(self, name: str) -> None:
+    def _start_daemons(self, name: str, only: list[str] | None = None) -> None:
         conf = self.lab.path / "configs" / name / "frr.conf"
-        self.state.pids[name] = frr.start(self.lab.name, name, self.plan.netns(name), conf)
+        started = frr.start(self.lab.name, name, self.plan.netns(name), conf, only)
+        self.state.pids[name] = {**self.state.pids.get(name, {}), **started}
         self.state.save(self.lab.path)
         frr.apply(self.lab.name, name)
 
     def daemon(self, node: str, daemon: str, up: bool) -> dict[str, Any]:
-        """Kill one FRR daemon of a switch, or restart the switch's missing daemons."""
+        """Kill one FRR daemon of a switch, or restart the switch's missing daemons (all of
+        them when zebra is missing: the others cannot follow a new zebra)."""
         pids = self.state.pids.get(node)
         if pids is None or daemon not in pids:
             raise LabError(f"{node} runs no {daemon} (daemons: {', '.join(pids or []) or 'none'})")
         if up:
             alive = {d: p for d, p in pids.items() if processes.belongs(p, self.lab.name)}
-            processes.end(list(alive.values()), self.lab.name)
-            self._start_daemons(node)
+            missing = [d for d in pids if d not in alive]
+            if "zebra" in missing:
+                processes.end(list(alive.values()), self.lab.name)
+                frr.remove_tmp(list(alive.values()))
+                self._start_daemons(node)
+            elif missing:
+                self._start_daemons(node, missing)
         else:
             processes.end([pids[daemon]], self.lab.name)
+            frr.remove_tmp([pids[daemon]])
         return self._log("daemon-restart" if up else "daemon-kill", node=node, daemon=daemon)
 
     def _both_ends(self, spec: str, argv: list[str], check: bool = True) -> tuple[End, End]:

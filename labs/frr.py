@@ -13,13 +13,25 @@ import subprocess
 import time
 from pathlib import Path
 
-from labs.netlink import enter
+from labs.netlink import inside
 from twin.errors import LabError
 
 FRR_BIN = Path("/usr/lib/frr")
 RUN_ROOT = Path("/run/twin")
+# Each daemon keeps a crash-log directory `<daemon>.<pid>` here and removes it when it exits
+# cleanly; one killed with SIGKILL leaves it behind.
+FRR_TMP = Path("/var/tmp/frr")
 VTYSH = "vtysh"
 EVENT_LOG = "frr.log"
+# Lines of frr.conf a daemon only honours in the config it reads at startup (vtysh cannot
+# change them in a running daemon): each daemon starts from these, then `apply` loads the rest.
+STARTUP_ONLY = ("frr defaults ", "hostname ")
+# zebra also starts without kernel nexthop objects. FRR 8.4 installs ECMP routes as kernel
+# nexthop groups; a link going down makes the kernel drop its nexthop from every group, and
+# when the link comes back zebra reuses the group id without re-adding the member, so the
+# route stays one path short for good (FRR pull requests 13413 and 14080, after 8.4).
+# Plain multipath routes do not have that problem.
+ZEBRA_STARTUP = ["no zebra nexthop kernel enable"]
 
 
 def run_dir(lab: str, node: str) -> Path:
@@ -49,21 +61,33 @@ def check_installed() -> None:
         )
 
 
-def start(lab: str, node: str, netns: str, source: Path) -> dict[str, int]:
-    """Start the switch's daemons in its namespace from a copy of its `frr.conf`.
+def _startup_conf(conf: str, rundir: Path, daemon: str) -> str:
+    """What a daemon reads at startup: frr.conf's startup-only lines, the event log (one log
+    of all daemons with millisecond timestamps, for the monitor) and zebra's own settings."""
+    lines = [line for line in conf.splitlines() if line.startswith(STARTUP_ONLY)]
+    lines += [f"log file {rundir / EVENT_LOG}", "log timestamp precision 3"]
+    if daemon == "zebra":
+        lines += ZEBRA_STARTUP
+    return "".join(f"{line}\n" for line in lines)
+
+
+def start(
+    lab: str, node: str, netns: str, source: Path, only: list[str] | None = None
+) -> dict[str, int]:
+    """Start the switch's daemons (or those in `only`) in its namespace from a copy of its
+    `frr.conf`.
 
     The daemons run as user frr, so the config, sockets and logs live in the run directory
-    (which frr owns); `save_logs` moves the logs into the lab directory at destroy.
+    (which frr owns); `save_logs` moves the logs into the lab directory at destroy. They are
+    spawned from this thread while it is inside the namespace, so they are born there.
     """
     rundir = run_dir(lab, node)
     rundir.mkdir(parents=True, exist_ok=True)
     shutil.chown(rundir, "frr", "frr")
     conf = rundir / "frr.conf"
     shutil.copyfile(source, conf)
-    empty = rundir / "empty.conf"
-    empty.touch()
-    for path in (conf, empty):
-        shutil.chown(path, "frr", "frr")
+    shutil.chown(conf, "frr", "frr")
+    text = conf.read_text()
     logs = rundir
     env = {
         "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
@@ -72,11 +96,19 @@ def start(lab: str, node: str, netns: str, source: Path) -> dict[str, int]:
     }
     pids = {}
     zserv = rundir / "zserv.api"
-    for daemon in daemons(conf.read_text()):
+    for daemon in daemons(text):
+        if only is not None and daemon not in only:
+            continue
+        boot = rundir / f"{daemon}.startup.conf"
+        boot.write_text(_startup_conf(text, rundir, daemon))
+        shutil.chown(boot, "frr", "frr")
+        (rundir / f"{daemon}.vty").unlink(missing_ok=True)
+        if daemon == "zebra":
+            zserv.unlink(missing_ok=True)
         args = [
             str(FRR_BIN / daemon),
             "-f",
-            str(empty),
+            str(boot),
             "-i",
             str(rundir / f"{daemon}.pid"),
             "--vty_socket",
@@ -88,18 +120,29 @@ def start(lab: str, node: str, netns: str, source: Path) -> dict[str, int]:
         ]
         if daemon == "bfdd":
             args += ["--bfdctl", str(rundir / "bfdd.sock")]
-        with open(logs / f"{daemon}.out.log", "ab") as out:
+        with open(logs / f"{daemon}.out.log", "ab") as out, inside(netns):
             proc = subprocess.Popen(
                 args,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=env,
-                preexec_fn=lambda: enter(netns),
                 start_new_session=True,
             )
         pids[daemon] = proc.pid
+        if daemon == "zebra":
+            _wait_for(zserv, proc, node)
     return pids
+
+
+def _wait_for(zserv: Path, zebra: subprocess.Popen[bytes], node: str, timeout: float = 10) -> None:
+    """Wait until zebra listens: a client daemon that finds no socket retries only ~10 s
+    later (bfdd would then miss the BFD sessions bgpd asks for)."""
+    deadline = time.monotonic() + timeout
+    while not zserv.exists():
+        if zebra.poll() is not None or time.monotonic() > deadline:
+            raise LabError(f"{node}: zebra did not start (logs in {zserv.parent})")
+        time.sleep(0.005)
 
 
 def apply(lab: str, node: str, timeout: float = 10) -> None:
@@ -112,15 +155,6 @@ def apply(lab: str, node: str, timeout: float = 10) -> None:
         if time.monotonic() > deadline:
             raise LabError(f"{node}: FRR daemons did not start (logs in {rundir})")
         time.sleep(0.02)
-    # One log of all daemons with millisecond timestamps, for the monitor (not in frr.conf).
-    vtysh(
-        lab,
-        node,
-        "configure terminal",
-        f"log file {rundir / EVENT_LOG}",
-        "log timestamp precision 3",
-        timeout=timeout,
-    )
     args = [VTYSH, "--vty_socket", str(rundir), "-f", str(rundir / "frr.conf")]
     done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
     if done.returncode != 0:
@@ -146,6 +180,15 @@ def save_logs(lab: str, dest: Path) -> None:
         for log in rundir.glob("*.log"):
             (dest / rundir.name).mkdir(parents=True, exist_ok=True)
             shutil.move(log, dest / rundir.name / log.name)
+
+
+def remove_tmp(pids: list[int]) -> None:
+    """Remove the crash-log directories of ended daemons (those a SIGKILL left behind)."""
+    for pid in pids:
+        if Path(f"/proc/{pid}").exists():
+            continue
+        for leftover in FRR_TMP.glob(f"*.{pid}"):
+            shutil.rmtree(leftover, ignore_errors=True)
 
 
 def remove_run_dir(lab: str) -> None:

@@ -11,15 +11,18 @@ import contextlib
 import ctypes
 import errno
 import os
+import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from pyroute2 import NetlinkError, NetNS, netns
+from pyroute2 import IPRoute, NetlinkError, netns
 
 from labs.plan import Node, Route, Veth
 
 NETNS_DIR = Path("/var/run/netns")
 CLONE_NEWNET = 0x40000000
+NETLINK_ROUTE = 0
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -59,8 +62,26 @@ def namespaces() -> list[str]:
 
 
 def create(name: str) -> None:
-    """Create a named namespace."""
-    netns.create(name)
+    """Create a named namespace, as `ip netns add` does, from this thread.
+
+    The thread unshares into a new namespace, bind-mounts it at /var/run/netns/<name> and goes
+    back home: well under a millisecond, where pyroute2's `netns.create` forks a helper
+    process per namespace (10 to 35 ms each).
+    """
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        if _libc.unshare(CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"unshare: {os.strerror(err)}")
+        try:
+            netns.attach(name, "thread-self")
+        except BaseException:
+            with contextlib.suppress(OSError):
+                (NETNS_DIR / name).unlink()
+            raise
+    finally:
+        setns(home)
+        os.close(home)
 
 
 def remove(name: str) -> None:
@@ -76,22 +97,41 @@ def set_sysctls(name: str, values: dict[str, str]) -> None:
             Path("/proc/sys", *key.split(".")).write_text(value)
 
 
+def route_socket(name: str) -> IPRoute:
+    """An rtnetlink socket bound to namespace `name`, opened from this thread.
+
+    A socket belongs to the namespace it was created in; creating it after a `setns` costs
+    well under a millisecond, where pyroute2's `NetNS` forks a helper process per namespace
+    (about 12 ms each). A missing namespace raises FileNotFoundError: it is never created
+    (`NetNS` creates one by default).
+    """
+    with inside(name):
+        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_ROUTE)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    return IPRoute(use_socket=sock)
+
+
 class Sockets:
-    """One open netlink socket per namespace."""
+    """One open netlink socket per namespace (and per thread that uses it: a pyroute2 socket
+    serves the thread that opened it)."""
 
     def __init__(self) -> None:
-        self._open: dict[str, NetNS] = {}
+        self._open: dict[tuple[int, str], IPRoute] = {}
         self._index: dict[str, dict[str, int]] = {}
 
-    def __getitem__(self, name: str) -> NetNS:
-        if name not in self._open:
-            self._open[name] = NetNS(name)
-        return self._open[name]
+    def __getitem__(self, name: str) -> IPRoute:
+        key = (threading.get_ident(), name)
+        if key not in self._open:
+            self._open[key] = route_socket(name)
+        return self._open[key]
 
     def close(self) -> None:
         """Close every socket."""
-        for sock in self._open.values():
-            sock.close()
+        for ipr in self._open.values():
+            ipr.close()
+            with contextlib.suppress(OSError, AttributeError):
+                ipr.asyncore.use_socket.close()
         self._open.clear()
 
     def index(self, name: str, ifname: str) -> int:

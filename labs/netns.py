@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -91,18 +91,26 @@ def deploy(lab: Lab, timeout: float = 60, progress: Progress = _quiet) -> dict[s
                 )
         built = time.monotonic() - start
         progress("starting FRR")
-        for name in lab.switches():
+
+        def start_frr(name: str) -> None:
             conf = lab.path / "configs" / name / "frr.conf"
             st.pids[name] = frr.start(lab.name, name, plan.netns(name), conf)
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda name: _hold_bfd(plan.netns(name), True), lab.switches()))
+            list(pool.map(start_frr, lab.switches()))
         st.save(lab.path)
-        # Leaves first, then the tiers above: each session is then opened once, by the upper
-        # switch towards a leaf that already listens, with no collision to resolve.
+        # Leaves first, then the tiers above, so that most sessions are opened once, by the
+        # upper switch towards a leaf that already listens. Collisions remain where both ends'
+        # start timers fire together; BGP resolves them, and with BFD held they cost nothing.
         with ThreadPoolExecutor(8) as pool:
             for tier in ("leaf", "spine", "superspine"):
                 list(pool.map(lambda name: frr.apply(lab.name, name), lab.nodes(tier)))
         rdma = _servers(plan)
         progress("waiting for BGP and ECMP")
         converge = _converge(lab, plan, sockets, timeout)
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda name: _hold_bfd(plan.netns(name), False), lab.switches()))
     except BaseException:
         sockets.close()
         destroy(lab)
@@ -120,6 +128,25 @@ def deploy(lab: Lab, timeout: float = 60, progress: Progress = _quiet) -> dict[s
     }
     events.append(lab.path, "deployed", **{k: v for k, v in figures.items() if k != "rdma"})
     return figures
+
+
+BFD_HOLD = ["INPUT", "-p", "udp", "--dport", "3784", "-m", "comment", "--comment", "twin-deploy"]
+
+
+def _hold_bfd(netns: str, hold: bool) -> None:
+    """Keep BFD down on a switch until its BGP sessions are up (drop BFD control packets).
+
+    bgpd (FRR 8.4) registers a peer's BFD session before it knows the local address and
+    re-registers it, with the address, when the BGP session comes up. If BFD was already up
+    by then, the re-registration reports it down and bgpd tears the new session down
+    ("Cease/BFD Down"); it comes back one connect-retry later. That race is lost by about one
+    session in ten at deploy, costing seconds. Holding BFD until BGP is established makes the
+    re-registration harmless; BFD then comes up and protects the sessions as configured.
+    """
+    argv = ["iptables", "-I" if hold else "-D", *BFD_HOLD, "-j", "DROP"]
+    done = _ns_exec(netns, argv)
+    if done.returncode != 0:
+        raise LabError(f"{netns}: {' '.join(argv)}: {done.stderr.strip()}")
 
 
 def _servers(plan: Plan) -> str:
@@ -157,15 +184,28 @@ def _remote_subnets(lab: Lab, leaf: str) -> list[str]:
     return sorted({lab.graph.nodes[other]["subnet"] for other in lab.nodes("leaf")} - mine)
 
 
+RTNH_F_DEAD = 1
+RTNH_F_LINKDOWN = 16
+UNUSABLE = RTNH_F_DEAD | RTNH_F_LINKDOWN
+
+
 def ecmp_routes(sockets: netlink.Sockets, netns: str) -> dict[str, int]:
-    """Prefix -> number of next hops of the namespace's IPv4 routes."""
+    """Prefix -> number of usable next hops of the namespace's IPv4 main-table routes.
+
+    Next hops the kernel marks dead or linkdown (a port just went down, before zebra
+    reinstalls the route) do not forward, so they are not counted.
+    """
     routes = {}
-    for msg in sockets[netns].get_routes(family=2):
+    for msg in sockets[netns].get_routes(family=2, table=254):
         dst = msg.get_attr("RTA_DST")
         if dst is None:
             continue
         multipath = msg.get_attr("RTA_MULTIPATH")
-        routes[f"{dst}/{msg['dst_len']}"] = len(multipath) if multipath else 1
+        if multipath:
+            width = sum(1 for hop in multipath if not hop["flags"] & UNUSABLE)
+        else:
+            width = 0 if msg["flags"] & UNUSABLE else 1
+        routes[f"{dst}/{msg['dst_len']}"] = width
     return routes
 
 
@@ -210,10 +250,13 @@ def _converge(lab: Lab, plan: Plan, sockets: netlink.Sockets, timeout: float) ->
     }
 
 
-def bgp_sessions(lab: Lab) -> list[dict[str, Any]]:
-    """Every BGP session of every switch: node, peer, peer name, state, uptime."""
+def bgp_sessions(lab: Lab, skip: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Every BGP session of every switch (but those in `skip`): node, peer, peer name, state,
+    uptime."""
 
     def one(node: str) -> list[dict[str, Any]]:
+        if node in skip:
+            return []
         out = json.loads(frr.vtysh(lab.name, node, "show bgp summary json") or "{}")
         peers = out.get("ipv4Unicast", {}).get("peers", {})
         return [
@@ -239,6 +282,7 @@ def destroy(lab: Lab) -> dict[str, int]:
     recorded = [pid for daemons in (st.pids.values() if st else []) for pid in daemons.values()]
     pids = sorted(set(recorded) | set(processes.tagged(lab.name)))
     processes.end(pids, lab.name)
+    frr.remove_tmp(pids)
     frr.save_logs(lab.name, lab.path / LOGS)
     removed = cleanup(lab.name) | {"processes": len(pids)}
     state.clear(lab.path)
@@ -269,11 +313,14 @@ def inspect(lab: Lab) -> dict[str, Any]:
     sockets = netlink.Sockets()
     try:
         nodes = []
+        silent = []  # switches whose bgpd cannot answer
         operstate: dict[tuple[str, str], str] = {}
         for name, node in plan.nodes.items():
             pids = st.pids.get(name, {}) if st else {}
             dead = [d for d, p in pids.items() if not processes.belongs(p, lab.name)]
             alive = node.netns in present
+            if node.role != "server" and (not alive or not pids or "bgpd" in dead):
+                silent.append(name)
             nodes.append(
                 {
                     "node": name,
@@ -302,4 +349,4 @@ def inspect(lab: Lab) -> dict[str, Any]:
         }
         for v in plan.veths
     ]
-    return {"lab": lab.name, "nodes": nodes, "bgp": bgp_sessions(lab), "links": links}
+    return {"lab": lab.name, "nodes": nodes, "bgp": bgp_sessions(lab, silent), "links": links}

@@ -131,15 +131,7 @@ def _switch(lab: Lab, name: str, veths: list[Veth], servers: dict[str, str]) -> 
         name, lab.graph.nodes[name]["role"], netns_name(lab.name, name), dict(SWITCH_SYSCTLS)
     )
     wired = {v.a_if for v in veths if v.a == name} | {v.b_if for v in veths if v.b == name}
-    for port, attrs in db.get("PORT", {}).items():
-        linux = lab.ifmap[name].get(port, {}).get("netns")
-        if linux in wired:
-            node.mtu[linux] = min(node.mtu.get(linux, 65535), int(attrs.get("mtu", 9100)))
-            if attrs.get("admin_status", "down") != "up":
-                node.down.add(linux)
-    for pc, attrs in db.get("PORTCHANNEL", {}).items():
-        if pc in wired and "mtu" in attrs:
-            node.mtu[pc] = int(attrs["mtu"])
+    _links(lab, name, db, node, wired)
     for table in ("INTERFACE", "PORTCHANNEL_INTERFACE"):
         for key in db.get(table, {}):
             if "|" in key:
@@ -150,6 +142,45 @@ def _switch(lab: Lab, name: str, veths: list[Veth], servers: dict[str, str]) -> 
             node.addresses.append(("lo", key.split("|")[1]))
     _vlans(lab, name, db, node, servers)
     return node
+
+
+def _links(
+    lab: Lab,
+    name: str,
+    db: dict[str, dict[str, dict[str, str]]],
+    node: Node,
+    wired: set[str],
+) -> None:
+    """MTU and admin state of each veth from the PORT and PORTCHANNEL tables.
+
+    A veth carries one port, or a bundle of ports (a PortChannel, or the local member of an
+    MLAG bundle split across a leaf pair). Its MTU is the smallest configured on the way: its
+    PORTs' and their PortChannel's (SONiC's default 9100 where unset). It is down when its
+    PortChannel is admin down, or fewer of its PORTs are admin up than the PortChannel's
+    `min_links` (at least one). SONiC defaults: a PORT without admin_status is down, a
+    PORTCHANNEL without it is up.
+    """
+    ports = db.get("PORT", {})
+    channels = db.get("PORTCHANNEL", {})
+    bundle = {
+        key.split("|")[1]: key.split("|")[0]
+        for key in db.get("PORTCHANNEL_MEMBER", {})
+        if "|" in key
+    }
+    carried: dict[str, list[str]] = {}
+    for port in ports:
+        linux = lab.ifmap[name].get(port, {}).get("netns")
+        if linux in wired:
+            carried.setdefault(linux, []).append(port)
+    for linux, members in carried.items():
+        pcs = {bundle[p] for p in members if p in bundle and bundle[p] in channels}
+        mtus = [int(ports[p].get("mtu", 9100)) for p in members]
+        mtus += [int(channels[pc]["mtu"]) for pc in pcs if "mtu" in channels[pc]]
+        node.mtu[linux] = min(mtus)
+        up = [p for p in members if ports[p].get("admin_status", "down") == "up"]
+        needed = max([1] + [int(channels[pc].get("min_links", 1)) for pc in pcs])
+        if len(up) < needed or any(channels[pc].get("admin_status", "up") != "up" for pc in pcs):
+            node.down.add(linux)
 
 
 def _vlans(
@@ -178,7 +209,8 @@ def _vlans(
         on_peer_link = [m for m in members.get(vlan, []) if m in peers]
         for member in on_peer_link:
             node.addresses.append((member, cidr))
-            node.proxy_arp.append(member)
+            if member not in node.proxy_arp:
+                node.proxy_arp.append(member)
         for member in members.get(vlan, []):
             server = _peer_of(lab, name, member)
             if server in servers and ipaddress.IPv4Address(servers[server]) in svi.network:

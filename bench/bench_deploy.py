@@ -1,0 +1,134 @@
+"""How long the netns twin of the reference lab takes to come up and go away, and its memory.
+
+    sudo .venv/bin/python bench/bench_deploy.py              # one deploy and destroy
+    sudo .venv/bin/python bench/bench_deploy.py --repeat 3   # best and worst of 3
+
+examples/reference.yaml (50 dual-homed servers, 8 leaves, 4 spines) is generated under a lab
+name of the bench's own (`bench-<hex>`, so it never meets a lab someone else runs), deployed
+on the netns backend and destroyed, in this process:
+
+- converged: from the deploy call until it returns, i.e. every BGP session Established and
+  every leaf at full ECMP width to every remote server subnet (goal < 5 s);
+- destroyed: the destroy call, until no namespace, process or run directory is left (< 3 s);
+- memory: the resident memory of the lab's processes (FRR daemons, found by their TWIN_LAB
+  tag) at convergence, plus this process's peak resident memory (< 1.5 GB).
+
+Needs root and FRR. Exit status 1 if a goal is missed, 2 if the twin cannot be deployed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import secrets
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from labs import cleanup, netns, processes
+from twin import intent, labdir
+from twin.errors import TwinError
+from twin.labdir import Lab
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCE = REPO / "examples" / "reference.yaml"
+GOALS = {"converged_s": 5.0, "destroyed_s": 3.0, "memory_mb": 1536.0}
+
+
+@dataclass
+class Run:
+    """The figures of one deploy and destroy."""
+
+    converged_s: float
+    destroyed_s: float
+    daemons_mb: float
+    bench_mb: float
+    daemons: int
+    sessions: int
+
+    @property
+    def memory_mb(self) -> float:
+        """Daemons at convergence plus this process at its peak."""
+        return self.daemons_mb + self.bench_mb
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process, in MiB (0 if it is gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def generate(out: Path, name: str) -> Lab:
+    """examples/reference.yaml under the bench's lab name, written to `out`."""
+    fabric = yaml.safe_load(SOURCE.read_text())
+    fabric["name"] = name
+    source = out.parent / f"{name}.yaml"
+    source.write_text(yaml.safe_dump(fabric))
+    labdir.generate(intent.load(source), out, str(source))
+    return Lab.open(out)
+
+
+def once(lab: Lab) -> Run:
+    """Deploy, measure, destroy."""
+    try:
+        start = time.perf_counter()
+        figures = netns.deploy(lab)
+        converged = time.perf_counter() - start
+        pids = processes.tagged(lab.name)
+        daemons_mb = sum(rss_mb(pid) for pid in pids)
+    finally:
+        start = time.perf_counter()
+        netns.destroy(lab)
+        destroyed = time.perf_counter() - start
+        if cleanup.namespaces_of(lab.name) or processes.tagged(lab.name):
+            cleanup.cleanup(lab.name)
+            raise SystemExit(f"{lab.name}: destroy left something behind (cleaned up)")
+    bench_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return Run(converged, destroyed, daemons_mb, bench_mb, len(pids), figures["bgp_sessions"])
+
+
+def main() -> int:
+    """Run the bench and print its figures against the goals."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=1, help="deploy and destroy N times")
+    parser.add_argument("--name", default=f"bench-{secrets.token_hex(2)}", help="lab name")
+    args = parser.parse_args()
+    try:
+        netns.check_root()
+        with tempfile.TemporaryDirectory(prefix="bench-deploy-") as tmp:
+            lab = generate(Path(tmp) / "lab", args.name)
+            nodes = len(lab.switches()) + len(lab.nodes("server"))
+            print(f"{lab.name}: {nodes} nodes from {SOURCE.relative_to(REPO)}")
+            runs = [once(lab) for _ in range(args.repeat)]
+    except TwinError as exc:
+        print(f"bench_deploy: {exc}", file=sys.stderr)
+        return 2
+    for i, run in enumerate(runs, 1):
+        print(
+            f"run {i}: converged {run.converged_s:.2f} s ({run.sessions} BGP sessions), "
+            f"destroyed {run.destroyed_s:.2f} s, memory {run.memory_mb:.0f} MB "
+            f"({run.daemons} daemons {run.daemons_mb:.0f} MB + bench {run.bench_mb:.0f} MB)"
+        )
+    missed = []
+    for key, goal in GOALS.items():
+        worst = max(getattr(run, key) for run in runs)
+        best = min(getattr(run, key) for run in runs)
+        ok = worst < goal
+        missed += [] if ok else [key]
+        verdict = "ok" if ok else "MISSED"
+        print(f"{key:12} best {best:8.2f}  worst {worst:8.2f}  goal < {goal:g}  {verdict}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

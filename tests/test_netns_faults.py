@@ -1,0 +1,299 @@
+"""Faults on a running twin, through `twin fault`: link, server link, loss, rate, daemons.
+
+The module has a twin of its own (`own_twin`); every test puts back what it broke (in a
+`finally`) and the twin must be converged again before the next test starts.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from conftest import Twin, wait_for
+
+pytestmark = pytest.mark.integration
+
+# Connect to a closed TCP port from `count` source ports: each connection is its own ECMP
+# flow, and a refusal (RST) proves the round trip. Prints how many were refused.
+CONNECT = """
+import socket, sys
+dst, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+refused = 0
+for port in range(first, first + count):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("", port))
+    s.settimeout(2)
+    try:
+        s.connect((dst, 9))
+    except ConnectionRefusedError:
+        refused += 1
+    except OSError:
+        pass
+    finally:
+        s.close()
+print(refused)
+"""
+
+
+@pytest.fixture(autouse=True)
+def converged_before_and_after(own_twin: Twin) -> Iterator[None]:
+    """Each test starts from, and leaves, a converged twin."""
+    wait_for(own_twin.converged, "twin converged before the test")
+    yield
+    wait_for(own_twin.converged, "twin converged again after the test", timeout=60)
+
+
+def fault(twin: Twin, *args: str, quiet: float = 1.0) -> subprocess.CompletedProcess[str]:
+    """`twin fault DIR --quiet Q VERB ...`; fails the test if the verb fails."""
+    done = twin.cli("fault", "--quiet", str(quiet), *args)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{args[0]}: ")
+    return done
+
+
+def ping_all(twin: Twin, pairs: list[tuple[str, str]], size: int = 8972) -> list[tuple[str, str]]:
+    """Jumbo DF pings for each (source server, destination server); returns those failing."""
+    servers = twin.servers()
+
+    def one(pair: tuple[str, str]) -> bool:
+        for wait in ("1", "2"):  # a second chance for a first packet that waits for ARP
+            options = ("-M", "do", "-s", str(size), "-c1", "-W", wait)
+            if twin.ping(pair[0], servers[pair[1]], *options).returncode == 0:
+                return True
+        return False
+
+    with ThreadPoolExecutor(6) as pool:
+        return [p for p, ok in zip(pairs, pool.map(one, pairs), strict=True) if not ok]
+
+
+def split(twin: Twin, server: str) -> tuple[list[str], list[str]]:
+    """The other servers of `server`'s leaf pair, and the servers of the other pairs."""
+    same = [s for s in twin.servers() if s != server and twin.pair_of(s) == twin.pair_of(server)]
+    other = [s for s in twin.servers() if not twin.pair_of(s) & twin.pair_of(server)]
+    return same, other
+
+
+def fault_events(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """The fault events of one verb."""
+    return [e for e in events if e["event"] == "fault" and e["fault"] == name]
+
+
+def stats(twin: Twin, node: str, dev: str) -> dict[str, Any]:
+    """Interface statistics from `ip -j -s link`."""
+    done = twin.ns(node, "ip", "-j", "-s", "link", "show", "dev", dev)
+    assert done.returncode == 0, done.stderr
+    link: dict[str, Any] = json.loads(done.stdout)[0]
+    return link
+
+
+def test_leaf_uplink_down_drops_ecmp_width_by_one_and_up_restores_it(own_twin: Twin) -> None:
+    leaf, spine = "leaf1", "spine1"
+    subnet = own_twin.remote_subnets(leaf)[0]
+    _, other = split(own_twin, "server1")
+    mine = [s for s in own_twin.servers() if leaf in own_twin.pair_of(s)]
+    assert own_twin.widths(leaf)[subnet] == own_twin.spines()
+    before = time.time()
+    try:
+        fault(own_twin, "link-down", f"{leaf}:{spine}")
+        wait_for(
+            lambda: own_twin.widths(leaf).get(subnet) == own_twin.spines() - 1,
+            f"{leaf}: ECMP width to {subnet} one less",
+        )
+        # Traffic between the pairs still flows, both ways, over the remaining spine.
+        pairs = [(a, b) for a in mine for b in other] + [(b, a) for a in mine for b in other]
+        assert ping_all(own_twin, pairs) == []
+        after = time.time()
+        events = own_twin.events(before)
+        down = fault_events(events, "link-down")
+        assert len(down) == 1
+        assert down[0]["link"] == f"{leaf}:{spine}" and before <= down[0]["t"] <= after
+        assert sorted(down[0]["ends"])[0].startswith(f"{leaf}:")
+        routes = [e for e in events if e["event"] == "route" and e["node"] == leaf]
+        assert {"prefix": subnet, "paths": own_twin.spines() - 1, "was": own_twin.spines()} in [
+            {k: e[k] for k in ("prefix", "paths", "was")} for e in routes
+        ]
+        sessions = [e for e in events if e["event"] == "bgp" and e["node"] == leaf]
+        assert [e["state"] for e in sessions] == ["down"]
+        assert all(before - 1 <= e["t"] <= after for e in routes + sessions)
+    finally:
+        mark = time.time()
+        fault(own_twin, "link-up", f"{leaf}:{spine}", quiet=2.0)
+    wait_for(
+        lambda: own_twin.widths(leaf).get(subnet) == own_twin.spines(),
+        f"{leaf}: ECMP width to {subnet} restored",
+    )
+    events = own_twin.events(mark)
+    assert len(fault_events(events, "link-up")) == 1
+    assert any(e["event"] == "bgp" and e["node"] == leaf and e["state"] == "up" for e in events)
+
+
+def test_server_link_down_keeps_the_server_reachable_over_its_other_nic(own_twin: Twin) -> None:
+    server = "server1"
+    nic = own_twin.lab.host(server)["interfaces"][0]
+    leaf, port = nic["peer"], nic["peer_port"]
+    address = own_twin.servers()[server]
+    same, other = split(own_twin, server)
+    peerlink = next(
+        v.a_if if v.a == leaf else v.b_if
+        for v in own_twin.plan.veths
+        if v.kind == "peerlink" and leaf in (v.a, v.b)
+    )
+    before = time.time()
+    try:
+        fault(own_twin, "link-down", f"{server}:{nic['name']}")
+        wait_for(
+            lambda: own_twin.widths(leaf).get(f"{address}/32", 0) == 0,
+            f"{leaf}: route to {address} over {port} gone",
+        )
+        link = stats(own_twin, server, nic["name"])
+        assert "UP" not in link["flags"]
+        # From its own pair, both ways.
+        assert ping_all(own_twin, [(s, server) for s in same] + [(server, s) for s in same]) == []
+        # From the other pair: flows that reach the leaf whose link is down cross the
+        # peer-link (proxy ARP of the other leaf, as MLAG forwards over its peer-link).
+        sent = stats(own_twin, leaf, peerlink)["stats64"]["tx"]["packets"]
+        for i, src in enumerate(other):
+            done = own_twin.ns(
+                src, sys.executable, "-c", CONNECT, address, str(41000 + 100 * i), "32"
+            )
+            assert done.returncode == 0, done.stderr
+            assert int(done.stdout) == 32, f"{src} -> {server}: {done.stdout.strip()}/32 flows"
+        crossed = stats(own_twin, leaf, peerlink)["stats64"]["tx"]["packets"] - sent
+        assert crossed >= 1
+        neigh = json.loads(own_twin.ns(leaf, "ip", "-j", "neigh", "show", address).stdout)
+        assert [n["dev"] for n in neigh] == [peerlink]
+        assert ping_all(own_twin, [(s, server) for s in other] + [(server, s) for s in other]) == []
+    finally:
+        mark = time.time()
+        fault(own_twin, "link-up", f"{server}:{nic['name']}")
+    wait_for(
+        lambda: own_twin.widths(leaf).get(f"{address}/32") == 1,
+        f"{leaf}: route to {address} over {port} back",
+    )
+    assert "UP" in stats(own_twin, server, nic["name"])["flags"]
+    assert len(fault_events(own_twin.events(before), "link-down")) == 1
+    assert len(fault_events(own_twin.events(mark), "link-up")) == 1
+
+
+def received(done: subprocess.CompletedProcess[str]) -> int:
+    """Replies counted in ping's summary line."""
+    line = next(x for x in done.stdout.splitlines() if "packets transmitted" in x)
+    return int(line.split(",")[1].split()[0])
+
+
+def fault_rules(twin: Twin, node: str) -> list[str]:
+    """The fault's iptables rules on a node."""
+    listing = twin.ns(node, "iptables", "-S").stdout.splitlines()
+    return [rule for rule in listing if "twin-fault" in rule]
+
+
+def test_loss_drops_about_the_percentage_and_clear_removes_it(own_twin: Twin) -> None:
+    server, target = "server1", own_twin.servers()["server2"]
+    nics = [n["name"] for n in own_twin.lab.host(server)["interfaces"]]
+    leaves = sorted(own_twin.pair_of(server))
+    before = time.time()
+    try:
+        for nic in nics:
+            fault(own_twin, "loss", f"{server}:{nic}", "50", quiet=0.2)
+        assert len(fault_rules(own_twin, server)) == 4  # FORWARD and OUTPUT on both NICs
+        assert all(len(fault_rules(own_twin, leaf)) == 2 for leaf in leaves)
+        # 50 % each way on both NICs: a ping and its reply both get through 25 % of the time.
+        lossy = own_twin.ping(server, target, "-c", "200", "-i", "0.002", "-W", "1")
+        assert 100 <= 200 - received(lossy) <= 190
+    finally:
+        for nic in nics:
+            fault(own_twin, "clear", f"{server}:{nic}", quiet=0.2)
+    assert [fault_rules(own_twin, n) for n in [server, *leaves]] == [[], [], []]
+    clean = own_twin.ping(server, target, "-c", "200", "-i", "0.002", "-W", "1")
+    assert received(clean) >= 196
+    events = own_twin.events(before)
+    assert [e["percent"] for e in fault_events(events, "loss")] == [50.0, 50.0]
+    assert len(fault_events(events, "clear")) == 2
+
+
+def test_rate_shapes_with_tbf_and_clear_removes_it(own_twin: Twin) -> None:
+    server = "server1"
+    nic = own_twin.lab.host(server)["interfaces"][0]
+    leaf, port, gateway = nic["peer"], nic["peer_port"], nic["gateway"]
+    linux = own_twin.lab.ifmap[leaf][port]["netns"]
+    burst = ("-M", "do", "-s", "8972", "-c", "20", "-i", "0.01", "-W", "1")
+
+    def qdisc(node: str, dev: str) -> dict[str, Any]:
+        done = own_twin.ns(node, "tc", "-s", "-j", "qdisc", "show", "dev", dev)
+        assert done.returncode == 0, done.stderr
+        root: dict[str, Any] = json.loads(done.stdout)[0]
+        return root
+
+    before = time.time()
+    try:
+        fault(own_twin, "rate", f"{server}:{nic['name']}", "1", quiet=0.2)
+        for node, dev in ((server, nic["name"]), (leaf, linux)):
+            shaped = qdisc(node, dev)
+            assert shaped["kind"] == "tbf"
+            assert shaped["options"]["rate"] == 125000  # bytes/s: 1 Mb/s
+        # 20 jumbo frames in 0.2 s is 7 Mb/s: most must wait for tokens (overlimits) or be
+        # dropped. (The gateway is reached over this NIC only.)
+        own_twin.ping(server, gateway, *burst)
+        held = qdisc(server, nic["name"])
+        assert held["drops"] + held["overlimits"] >= 10
+    finally:
+        fault(own_twin, "clear", f"{server}:{nic['name']}", quiet=0.2)
+    assert qdisc(server, nic["name"])["kind"] != "tbf"
+    assert qdisc(leaf, linux)["kind"] != "tbf"
+    assert received(own_twin.ping(server, gateway, *burst)) == 20
+    events = own_twin.events(before)
+    assert [e["mbit"] for e in fault_events(events, "rate")] == [1.0]
+    assert len(fault_events(events, "clear")) == 1
+
+
+def test_killing_bgpd_on_a_spine_narrows_every_leaf_and_restart_restores(
+    own_twin: Twin,
+) -> None:
+    spine = "spine1"
+    narrower = own_twin.spines() - 1
+    state = json.loads((own_twin.path / "state.json").read_text())
+    old = state["pids"][spine]["bgpd"]
+    before = time.time()
+    try:
+        fault(own_twin, "daemon-kill", spine, "bgpd")
+        wait_for(
+            lambda: set(own_twin.remote_widths().values()) == {narrower},
+            f"every leaf at ECMP width {narrower}",
+        )
+        inspect = json.loads(own_twin.cli("inspect", "--json").stdout)
+        assert {n["node"]: n["state"] for n in inspect["nodes"]}[spine] == "down: bgpd"
+        servers = sorted(own_twin.servers())
+        assert ping_all(own_twin, [(servers[0], servers[-1]), (servers[-1], servers[0])]) == []
+        events = own_twin.events(before)
+        assert len(fault_events(events, "daemon-kill")) == 1
+        lost = {e["node"] for e in events if e["event"] == "bgp" and e["state"] == "down"}
+        assert set(own_twin.lab.nodes("leaf")) <= lost
+    finally:
+        fault(own_twin, "daemon-restart", spine, "bgpd")
+    wait_for(own_twin.converged, "every leaf back at full width", timeout=60)
+    state = json.loads((own_twin.path / "state.json").read_text())
+    assert state["pids"][spine]["bgpd"] != old
+    inspect = json.loads(own_twin.cli("inspect", "--json").stdout)
+    assert {n["node"]: n["state"] for n in inspect["nodes"]}[spine] == "up"
+    assert len(fault_events(own_twin.events(before), "daemon-restart")) == 1
+
+
+def test_a_flap_and_every_event_land_in_the_log_with_timestamps(own_twin: Twin) -> None:
+    before = time.time()
+    fault(own_twin, "link-flap", "leaf2:spine2", "--period", "0.5", "--count", "1")
+    flap = [e for e in own_twin.events(before) if e["event"] == "fault"]
+    assert [e["fault"] for e in flap] == ["link-down", "link-up", "link-flap-done"]
+    assert flap[0]["t"] < flap[1]["t"] < flap[2]["t"]
+    events = own_twin.events()
+    assert events[0]["event"] == "deployed"
+    assert events[0]["bgp_sessions"] == 2 * len(own_twin.lab.nodes("leaf")) * own_twin.spines()
+    assert {e["event"] for e in events} >= {"deployed", "fault", "route", "bgp"}
+    for e in events:
+        assert isinstance(e["t"], float) and e["t"] > 1.6e9
