@@ -42,6 +42,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TwinError as exc:
         print(f"twin: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"twin: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     return code
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -16,35 +17,37 @@ HELP = "inject a fault (link, node, daemon, loss, rate) and log the state change
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of this verb."""
     p.add_argument("lab", type=Path, help="lab directory")
+    watch_for = argparse.ArgumentParser(add_help=False)
+    watch_for.add_argument(
+        "--quiet", type=float, default=1.5, help="watch until nothing changed for this many seconds"
+    )
     verbs = p.add_subparsers(dest="fault", required=True, metavar="FAULT")
+    add = functools.partial(verbs.add_parser, parents=[watch_for])
     for name, what in (
         ("link-down", "take a link down"),
         ("link-up", "bring a link up"),
         ("clear", "remove loss and rate limits from a link"),
     ):
-        verbs.add_parser(name, help=what).add_argument("link", help="NODE:PORT or NODE:PEER")
-    flap = verbs.add_parser("link-flap", help="take a link down and up repeatedly")
+        add(name, help=what).add_argument("link", help="NODE:PORT or NODE:PEER")
+    flap = add("link-flap", help="take a link down and up repeatedly")
     flap.add_argument("link")
     flap.add_argument("--period", type=float, default=1.0, help="seconds down, then up")
     flap.add_argument("--count", type=int, default=3)
     for name, what in (("node-down", "power a node off"), ("node-up", "power a node on")):
-        verbs.add_parser(name, help=what).add_argument("node")
+        add(name, help=what).add_argument("node")
     for name, what in (
         ("daemon-kill", "kill an FRR daemon"),
         ("daemon-restart", "restart a switch's FRR daemons"),
     ):
-        sub = verbs.add_parser(name, help=what)
+        sub = add(name, help=what)
         sub.add_argument("node")
         sub.add_argument("daemon", nargs="?", default="bgpd")
-    loss = verbs.add_parser("loss", help="drop a percentage of frames on a link")
+    loss = add("loss", help="drop a percentage of frames on a link")
     loss.add_argument("link")
     loss.add_argument("percent", type=float)
-    rate = verbs.add_parser("rate", help="shape a link to a rate")
+    rate = add("rate", help="shape a link to a rate")
     rate.add_argument("link")
     rate.add_argument("mbit", type=float, help="Mb/s")
-    p.add_argument(
-        "--quiet", type=float, default=1.5, help="watch until nothing changed for this many seconds"
-    )
 
 
 def _action(f: Faults, args: argparse.Namespace) -> dict[str, Any]:
