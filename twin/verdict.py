@@ -40,11 +40,23 @@ def evaluate(lab: Lab, obs: Observations, wanted: dict[str, dict[str, Any]]) -> 
     return results
 
 
+def _lab_of(run_dir: Path, obs: Observations) -> Lab:
+    """The lab a run was played on: the directory holding LAB/runs/RUN, else the lab
+    directory the run recorded (a run directory copied elsewhere)."""
+    home = run_dir.resolve().parent.parent
+    recorded = Path(str(obs.run.get("lab_dir", "")))
+    if not (home / "fabric.yaml").is_file() and (recorded / "fabric.yaml").is_file():
+        return Lab.open(recorded)
+    return Lab.open(home)
+
+
 def report_run(run_dir: Path) -> tuple[int, list[Result]]:
     """Validate a run from its saved observations and write its reports into it."""
     obs = Observations.open(run_dir)
-    lab = Lab.open(run_dir.parent.parent)
-    wanted: dict[str, dict[str, Any]] = strict_yaml(run_dir / "scenario.yaml").get("validate", {})
+    lab = _lab_of(run_dir, obs)
+    saved = run_dir / "scenario.yaml"
+    wanted: dict[str, dict[str, Any]] = strict_yaml(saved).get("validate") or {}
+    check_names(wanted, str(saved))
     results = evaluate(lab, obs, wanted)
     title = f"{obs.run['scenario']} on {obs.run['lab']} ({obs.run['backend']})"
     code = report.write(results, run_dir, title)
@@ -54,6 +66,7 @@ def report_run(run_dir: Path) -> tuple[int, list[Result]]:
         if r.validator == "failover" and "loss_window_ms" in r.figures
     }
     images = plots.write(obs, run_dir, loss)
-    with open(run_dir / "report.md", "a") as md:
-        md.write("\n## Plots\n\n" + "".join(f"![{p.stem}]({p.name})\n\n" for p in images))
+    if images:
+        with open(run_dir / "report.md", "a") as md:
+            md.write("\n## Plots\n\n" + "".join(f"![{p.stem}]({p.name})\n\n" for p in images))
     return code, results

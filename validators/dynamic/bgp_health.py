@@ -19,11 +19,31 @@ from validators.result import Finding, Result, Status, verdict
 NAME = "bgp_health"
 
 
-def _touched(fault: dict[str, Any]) -> set[str]:
+def _touched(lab: Lab, fault: dict[str, Any]) -> set[str]:
+    """The nodes a fault acted on: its node, or both ends of its link (named `NODE:PEER` or
+    `NODE:PORT`; loss, rate and clear record only the name)."""
     nodes = {str(fault.get("node", ""))}
     nodes |= {end.split(":")[0] for end in fault.get("ends", [])}
-    nodes |= {str(fault.get("link", "")).split(":")[0]}
+    node, _, port = str(fault.get("link", "")).partition(":")
+    nodes.add(node)
+    if port in lab.graph.nodes:
+        nodes.add(port)
+    elif node in lab.graph.nodes:
+        linux = {names.get("netns"): sonic for sonic, names in lab.ifmap.get(node, {}).items()}
+        for _, peer, e in lab.graph.edges(node, data=True):
+            if e["a_port" if e["a"] == node else "b_port"] in (port, linux.get(port)):
+                nodes.add(str(peer))
     return nodes - {""}
+
+
+def _addresses(lab: Lab) -> dict[str, str]:
+    """Address -> node, for the link ends of the design (BGP peers are named by address)."""
+    owners = {}
+    for _, _, e in lab.graph.edges(data=True):
+        for side in ("a", "b"):
+            if e.get(f"{side}_ip"):
+                owners[e[f"{side}_ip"].split("/")[0]] = e[side]
+    return owners
 
 
 @dynamic(NAME, max_flaps=0)
@@ -73,12 +93,14 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
         )
     )
     faults = obs.run.get("faults", [])
+    owners = _addresses(lab)
     flaps = []
     for event in obs.events:
         if event["event"] != "bgp" or event["state"] != "down":
             continue
+        ends = {event["node"], owners.get(event["peer"], event["peer"])}
         explained = any(
-            event["node"] in _touched(f) or f.get("fault") == "node-down"
+            ends & _touched(lab, f) or f.get("fault") == "node-down"
             for f in faults
             if -1.0 <= event["t"] - f["t"] <= window
         )

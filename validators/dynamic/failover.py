@@ -2,11 +2,13 @@
 any flow stayed black-holed.
 
 For each fault that takes something away (link down or flap, node down, daemon kill, loss),
-the loss window is the longest sequence gap of any flow that the fault caused (gaps seen
-after the fault and before the next one), in milliseconds at the flow's rate; recovery is the
-time from the fault until the last such gap closed. Fails above `max_loss_ms` (default 1000)
-or `recovery_s` (default 5). A flow black-holed after convergence (nothing received during
-its last `blackhole_s`, default 1 s, or nothing at all) fails the `convergence` scope.
+the loss window is the longest sequence gap of any flow that the fault caused (gaps that
+began after the fault and before the next one, whenever they closed: a loss is often cleared
+by the next fault), in milliseconds at the flow's rate; recovery is the time from the fault
+until the last such gap closed. A flap counts from its first down. Fails above
+`max_loss_ms` (default 1000) or `recovery_s` (default 5). A flow black-holed after
+convergence (nothing received during its last `blackhole_s`, default 1 s, or nothing at all)
+fails the `convergence` scope.
 """
 
 from __future__ import annotations
@@ -22,21 +24,33 @@ NAME = "failover"
 TAKES = ("link-down", "link-flap-done", "node-down", "daemon-kill", "loss", "rate")
 
 
+def _began(fault: dict[str, Any]) -> float:
+    """When a fault started acting (a flap is logged once it is done)."""
+    if fault["fault"] == "link-flap-done":
+        return float(fault["t"]) - 2 * float(fault["period"]) * int(fault["count"])
+    return float(fault["t"])
+
+
 def windows(obs: Observations) -> list[tuple[dict[str, Any], float, float, list[Finding]]]:
-    """Per taking fault: (fault, worst loss window ms, recovery s, flows hit)."""
-    faults = sorted(obs.run.get("faults", []), key=lambda f: f["t"])
-    ends = [f["t"] for f in faults[1:]] + [obs.run["ended"] + 60] * bool(faults)
+    """Per taking fault: (fault, worst loss window ms, recovery s, flows hit).
+
+    A gap is (arrival time of the packet after it, packets missing); it began `missing / pps`
+    seconds before that packet arrived, and belongs to the fault in force when it began.
+    """
+    faults = sorted(obs.run.get("faults", []), key=_began)
+    ends = [_began(f) - 0.5 for f in faults[1:]] + [obs.run["ended"] + 60] * bool(faults)
     out = []
     for fault, until in zip(faults, ends, strict=True):
         if fault["fault"] not in TAKES:
             continue
+        start = _began(fault)
         worst_ms, recovered, hit = 0.0, 0.0, []
         for flow in obs.flows:
             for t, missing in flow.get("gaps", []):
-                if fault["t"] - 0.5 <= t < until:
+                if start - 0.5 <= t - missing / flow["pps"] < until:
                     ms = missing / flow["pps"] * 1000
                     worst_ms = max(worst_ms, ms)
-                    recovered = max(recovered, t - fault["t"])
+                    recovered = max(recovered, t - start)
                     hit.append(
                         Finding(
                             f"{flow['src']}->{flow['dst']}",

@@ -37,44 +37,71 @@ def _port_with_mtu(lab: Lab, node: str, mtu: int) -> str:
     return ""
 
 
+def _named_first(item: tuple[tuple[str, str, str, int], list[str]]) -> tuple[bool, str]:
+    """Findings naming a hop and its MTU before those that could only name the sender."""
+    (node, port, where, mtu), _ = item
+    return mtu == 0, f"{node} {port} {where} {mtu}"
+
+
 @dynamic(NAME)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """Every ordered pair's jumbo probe must have passed."""
     if obs.probes is None:
         return [Result(NAME, "paths", Status.NOT_OBSERVABLE, "the run did not probe")]
     owners = _owners(lab)
-    hops: dict[tuple[str, str, int], list[str]] = {}
-    for p in obs.probes:
-        if p["jumbo_ok"] or not p["reachable"]:
+    size = obs.probes[0]["size"] if obs.probes else 0
+    reachable = [p for p in obs.probes if p["reachable"]]
+    if not reachable:
+        return [
+            Result(
+                NAME,
+                "paths",
+                Status.NOT_OBSERVABLE,
+                f"no server pair answered a small ping: none of the {len(obs.probes)} paths "
+                "could be probed with jumbo frames",
+                {"paths": len(obs.probes), "reachable": 0},
+            )
+        ]
+    hops: dict[tuple[str, str, str, int], list[str]] = {}
+    for p in reachable:
+        if p["jumbo_ok"]:
             continue
         if p["frag_from"] == "local":
-            node, port = p["src"], "NIC"
+            node, port, where = p["src"], "NIC", "host.json"
         elif p["frag_from"]:
             node = owners.get(p["frag_from"], p["frag_from"])
             port = _port_with_mtu(lab, node, int(p["mtu"] or 0)) if node in lab.graph else ""
+            where = "PORT"
         else:
-            node, port = p["src"], "path (no ICMP answer)"
-        hops.setdefault((node, port, int(p["mtu"] or 0)), []).append(f"{p['src']}->{p['dst']}")
+            node, port, where = p["src"], "", "path"
+        key = (node, port, where, int(p["mtu"] or 0))
+        hops.setdefault(key, []).append(f"{p['src']}->{p['dst']}")
     findings = [
         Finding(
             node,
-            f"MTU {mtu} drops {obs.probes[0]['size']}-byte packets on "
-            f"{len(pairs)} paths (e.g. {pairs[0]})",
+            (
+                f"MTU {mtu} drops {size}-byte packets on {len(pairs)} paths (e.g. {pairs[0]})"
+                if mtu
+                else f"{size}-byte packets with DF vanish, no ICMP answer, on {len(pairs)} "
+                f"paths (e.g. {pairs[0]})"
+            ),
             port=port,
-            where="PORT",
+            where=where,
         )
-        for (node, port, mtu), pairs in sorted(hops.items())
+        for (node, port, where, mtu), pairs in sorted(hops.items(), key=_named_first)
     ]
-    size = obs.probes[0]["size"] if obs.probes else 0
+    unjudged = len(obs.probes) - len(reachable)
     return [
         verdict(
             NAME,
             "paths",
             findings,
-            f"{size}-byte packets with DF cross all {len(obs.probes)} paths",
+            f"{size}-byte packets with DF cross all {len(reachable)} reachable paths"
+            + (f" ({unjudged} unreachable, not judged)" if unjudged else ""),
             {
                 "packet_bytes": size,
                 "paths": len(obs.probes),
+                "reachable": len(reachable),
                 "blocked": sum(len(v) for v in hops.values()),
             },
         )

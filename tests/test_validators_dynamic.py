@@ -1,0 +1,768 @@
+"""Each dynamic validator on small synthetic run directories: a pass and the ways it fails.
+
+No root needed: the lab directory is generated (examples/small.yaml: 2 spines, two MLAG pairs
+of leaves, 4 dual-homed servers) but never deployed, and every observation file is written
+here by `SyntheticRun`, in the format `twin.observations` documents and `twin.run` writes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from labs.counters import FIELDS
+from twin import intent, labdir
+from twin.labdir import Lab
+from twin.observations import Observations
+from validators import registry
+from validators.dynamic import bgp_health, failover
+from validators.result import Result, Status
+
+REPO = Path(__file__).resolve().parent.parent
+T0 = 1_800_000_000.0  # the runs' clock: seconds since the epoch
+PHASE = "allreduce"
+SIX = ("bgp_health", "dscp_preserved", "ecmp_spread", "failover", "mtu", "reachability")
+
+
+def generate_lab(out: Path, name: str) -> Lab:
+    """examples/small.yaml under another name, generated into `out` (not deployed)."""
+    fabric = yaml.safe_load((REPO / "examples" / "small.yaml").read_text())
+    fabric["name"] = name
+    source = out.parent / f"{out.name}.yaml"
+    source.write_text(yaml.safe_dump(fabric))
+    labdir.generate(intent.load(source), out, str(source))
+    return Lab.open(out)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
+    return generate_lab(tmp_path_factory.mktemp("lab") / "lab", "vdyn")
+
+
+# -- what a healthy run of that lab observes --------------------------------------------------
+
+
+def uplinks(lab: Lab) -> dict[str, list[str]]:
+    """Per leaf, its ports facing spines (Linux names, as run.json records them)."""
+    result: dict[str, list[str]] = {}
+    for _, _, e in lab.graph.edges(data=True):
+        if e["kind"] != "fabric":
+            continue
+        side = "a" if lab.graph.nodes[e["a"]]["role"] == "leaf" else "b"
+        leaf, port = e[side], e[f"{side}_port"]
+        result.setdefault(leaf, []).append(lab.ifmap[leaf][port]["netns"])
+    return {leaf: sorted(ports) for leaf, ports in sorted(result.items())}
+
+
+def edge(lab: Lab, node: str, peer: str) -> dict[str, Any]:
+    """The (first) link between two nodes: the graph is a multigraph."""
+    data: dict[str, Any] = next(iter(lab.graph.get_edge_data(node, peer).values()))
+    return data
+
+
+def address(lab: Lab, node: str, peer: str) -> str:
+    """The address of `node` on its link to `peer`."""
+    e = edge(lab, node, peer)
+    side = "a" if e["a"] == node else "b"
+    return str(e[f"{side}_ip"]).split("/")[0]
+
+
+def port(lab: Lab, node: str, peer: str) -> str:
+    """The port of `node` on its link to `peer`."""
+    e = edge(lab, node, peer)
+    return str(e["a_port" if e["a"] == node else "b_port"])
+
+
+def sessions(lab: Lab, down: tuple[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every leaf-spine session seen from both ends, Established (but `down`: (node, peer))."""
+    result = []
+    for _, _, e in lab.graph.edges(data=True):
+        if e["kind"] != "fabric":
+            continue
+        for node, peer in ((e["a"], e["b"]), (e["b"], e["a"])):
+            state = "Active" if (node, peer) == down else "Established"
+            result.append(
+                {
+                    "node": node,
+                    "peer": address(lab, peer, node),
+                    "name": peer,
+                    "state": state,
+                    "prefixes": 4,
+                    "uptime_ms": 60000,
+                }
+            )
+    return result
+
+
+def full_fib(lab: Lab, short: tuple[str, str] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Each leaf's BGP routes: every other switch's loopback and the remote server subnet, via
+    every spine (but `short`: (leaf, prefix) with one next hop only)."""
+    fib: dict[str, list[dict[str, Any]]] = {}
+    for leaf in lab.nodes("leaf"):
+        spines = [n for n in lab.graph.neighbors(leaf) if lab.graph.nodes[n]["role"] == "spine"]
+        hops = [{"gateway": address(lab, s, leaf), "dev": port(lab, leaf, s)} for s in spines]
+        prefixes = [
+            str(lab.graph.nodes[n]["loopback"]).removesuffix("/32")
+            for n in lab.switches()
+            if n != leaf
+        ]
+        mine = lab.graph.nodes[leaf]["subnet"]
+        prefixes += sorted({lab.graph.nodes[o]["subnet"] for o in lab.nodes("leaf")} - {mine})
+        fib[leaf] = [
+            {
+                "dst": p,
+                "protocol": "bgp",
+                "nexthops": hops[:1] if (leaf, p) == short else hops,
+                "flags": [],
+            }
+            for p in prefixes
+        ]
+    for spine in lab.nodes("spine"):
+        fib[spine] = []
+    return fib
+
+
+def flow(
+    src: str,
+    dst: str,
+    qp: int = 0,
+    *,
+    pps: float = 100.0,
+    sent: int = 500,
+    received: int | None = None,
+    gaps: list[tuple[float, int]] | None = None,
+    dscp_sent: int = 26,
+    dscp_received: dict[int, int] | None = None,
+    phase: str = PHASE,
+    cls: str = "roce",
+    tail_lost: int = 0,
+) -> dict[str, Any]:
+    """One flows.json record; gaps are (seconds after T0 the next packet arrived, missing)."""
+    lost = sum(n for _, n in gaps or [])
+    got = sent - lost - tail_lost if received is None else received
+    return {
+        "flow_id": hash((src, dst, qp)) & 0xFFFFFFFF,
+        "src": src,
+        "dst": dst,
+        "qp": qp,
+        "phase": phase,
+        "class": cls,
+        "dscp_sent": dscp_sent,
+        "pps": pps,
+        "sent": sent,
+        "received": got,
+        "lost": lost,
+        "tail_lost": tail_lost,
+        "reordered": 0,
+        "latency_us": {"min": 10.0, "mean": 20.0, "max": 50.0},
+        "dscp_received": {str(k): v for k, v in (dscp_received or {dscp_sent: got}).items()},
+        "ecn_received": {"2": got},
+        "gaps": [[T0 + t, n] for t, n in gaps or []],
+    }
+
+
+@dataclass
+class SyntheticRun:
+    """A run directory written by hand: every file `twin.observations` reads."""
+
+    lab: Lab
+    name: str = "synthetic"
+    kind: str = "all_reduce"
+    duration: float = 5.0
+    flows: list[dict[str, Any]] = field(default_factory=list)
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    uplink_tx: dict[str, list[int]] = field(default_factory=dict)
+    bgp_end: list[dict[str, Any]] | None = None
+    fib_start: dict[str, list[dict[str, Any]]] | None = None
+    fib_end: dict[str, list[dict[str, Any]]] | None = None
+    probes: list[dict[str, Any]] | None = None
+    validate: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def fault(self, at: float, fault: str, **fields: Any) -> None:
+        """A fault record as `labs.faults` logs it, `at` seconds after T0."""
+        self.faults.append(
+            {"index": len(self.faults), "t": T0 + at, "event": "fault", "fault": fault, **fields}
+        )
+
+    def bgp_down(self, at: float, node: str, peer: str, reason: str = "") -> None:
+        """A BGP session of `node` to its neighbour `peer` going down, as the monitor logs it."""
+        self.events.append(
+            {
+                "t": T0 + at,
+                "event": "bgp",
+                "node": node,
+                "peer": address(self.lab, peer, node),
+                "state": "down",
+                "reason": reason,
+            }
+        )
+
+    def write(self, runs: Path | None = None) -> Observations:
+        """Write the run under LAB/runs/<name> (or `runs`/<name>) and open it."""
+        out = (runs or self.lab.path / "runs") / self.name
+        if out.exists():
+            shutil.rmtree(out)
+        (out / "fib").mkdir(parents=True)
+        start, end = T0, T0 + self.duration
+        flows = self.flows
+        phase = {
+            "index": 0,
+            "label": PHASE,
+            "kind": self.kind,
+            "start": start,
+            "end": end,
+            "pps_per_flow": flows[0]["pps"] if flows else 100.0,
+            "dscp": {f["src"]: f["dscp_sent"] for f in flows},
+            "class": flows[0]["class"] if flows else "roce",
+            "flows": [{k: f[k] for k in ("flow_id", "src", "dst", "qp")} for f in flows],
+            "sent": {str(f["flow_id"]): f["sent"] for f in flows},
+        }
+        fib_start = self.fib_start or full_fib(self.lab)
+        fib_end = self.fib_end or full_fib(self.lab)
+        run = {
+            "lab": self.lab.name,
+            "lab_dir": str(self.lab.path),
+            "backend": "netns",
+            "capabilities": ["bgp", "ecmp", "fib", "interface-counters", "flows"],
+            "scenario": self.name,
+            "started": start,
+            "ended": end + 1.0,
+            "phases": [phase],
+            "faults": self.faults,
+            "fibs": {"start": start - 0.1, "end": end + 1.5},
+            "servers": self.lab.nodes("server"),
+            "uplinks": uplinks(self.lab),
+        }
+        (out / "run.json").write_text(json.dumps(run))
+        (out / "flows.json").write_text(json.dumps(flows))
+        (out / "fib" / "start.json").write_text(json.dumps(fib_start))
+        (out / "fib" / "end.json").write_text(json.dumps(fib_end))
+        (out / "bgp.json").write_text(
+            json.dumps({"start": sessions(self.lab), "end": self.bgp_end or sessions(self.lab)})
+        )
+        events: list[dict[str, Any]] = [
+            {"t": start, "event": "run-start", "scenario": self.name, "run": self.name}
+        ]
+        events += [{k: v for k, v in f.items() if k != "index"} for f in self.faults]
+        events += self.events
+        (out / "events.jsonl").write_text(
+            "".join(json.dumps(e) + "\n" for e in sorted(events, key=lambda e: e["t"]))
+        )
+        (out / "counters.json").write_text(json.dumps(self.counters(start, end)))
+        if self.probes is not None:
+            (out / "probes.json").write_text(json.dumps(self.probes))
+        (out / "scenario.yaml").write_text(
+            yaml.safe_dump({"name": self.name, "validate": self.validate}, sort_keys=False)
+        )
+        return Observations.open(out)
+
+    def counters(self, start: float, end: float) -> dict[str, Any]:
+        """Counter samples every second: uplink tx packets growing evenly to `uplink_tx`,
+        server rx packets growing with the flows' packets."""
+        tx = FIELDS.index("tx_packets")
+        rx = FIELDS.index("rx_packets")
+        steps = max(1, round(end - start))
+        received = {s: 0 for s in self.lab.nodes("server")}
+        for f in self.flows:
+            received[f["dst"]] += f["received"]
+        samples = []
+        for i in range(steps + 1):
+            share = i / steps
+            c: dict[str, list[int]] = {}
+            for leaf, ports in uplinks(self.lab).items():
+                counts = self.uplink_tx.get(leaf, [0] * len(ports))
+                for port, n in zip(ports, counts, strict=True):
+                    row = [0] * len(FIELDS)
+                    row[tx] = round(n * share)
+                    c[f"{leaf}:{port}"] = row
+            for server, n in received.items():
+                row = [0] * len(FIELDS)
+                row[rx] = round(n * share)
+                c[f"{server}:nic0"] = row
+            samples.append({"t": start + i * (end - start) / steps, "c": c})
+        return {"interval": 1.0, "fields": list(FIELDS), "samples": samples}
+
+
+def check(name: str, lab: Lab, obs: Observations, **given: Any) -> list[Result]:
+    """Run one registered dynamic validator with thresholds `given`."""
+    v = registry.get(name)
+    assert v.kind == "dynamic"
+    return registry.run_dynamic(lab, obs, [v], {name: given})
+
+
+def by_scope(results: list[Result]) -> dict[str, Result]:
+    return {r.scope: r for r in results}
+
+
+@pytest.fixture
+def run(lab: Lab) -> Iterator[SyntheticRun]:
+    yield SyntheticRun(lab)
+
+
+def test_every_dynamic_validator_is_registered_with_documented_thresholds() -> None:
+    dynamic = {v.name: dict(v.defaults) for v in registry.available("dynamic")}
+    assert {k: v for k, v in dynamic.items() if k in SIX} == {
+        "bgp_health": {"max_flaps": 0},
+        "dscp_preserved": {},
+        "ecmp_spread": {"max_over_mean": 1.5, "p_min": 0.001, "min_packets": 200},
+        "failover": {"max_loss_ms": 1000.0, "recovery_s": 5.0, "blackhole_s": 1.0},
+        "mtu": {},
+        "reachability": {},
+    }
+
+
+# -- ecmp_spread ------------------------------------------------------------------------------
+
+
+def crossing_flows(qps: int = 8) -> list[dict[str, Any]]:
+    """Ring All-Reduce over the 4 servers, natural order: two pairs cross the spines."""
+    ring = [("server1", "server2"), ("server2", "server3"), ("server3", "server4"),
+            ("server4", "server1")]
+    return [flow(s, d, qp) for s, d in ring for qp in range(qps)]
+
+
+def test_ecmp_spread_passes_an_even_split(lab: Lab, run: SyntheticRun) -> None:
+    run.flows = crossing_flows()
+    run.uplink_tx = {"leaf2": [2010, 1990], "leaf4": [1950, 2050]}
+    results = by_scope(check("ecmp_spread", lab, run.write()))
+    assert set(results) == {"fib", "leaf2", "leaf4"}  # leaves with no uplink traffic: not judged
+    assert {r.status for r in results.values()} == {Status.PASS}
+    assert results["leaf4"].figures["max_over_mean"] == 1.025
+    assert results["leaf4"].figures["packets"] == 4000
+
+
+def test_ecmp_spread_fails_uneven_uplink_counters_naming_the_leaf(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    run.flows = crossing_flows()
+    run.uplink_tx = {"leaf2": [3900, 100], "leaf4": [2000, 2000]}
+    results = by_scope(check("ecmp_spread", lab, run.write()))
+    assert results["leaf4"].status is Status.PASS
+    leaf2 = results["leaf2"]
+    assert leaf2.status is Status.FAIL
+    assert leaf2.figures["max_over_mean"] == 1.95
+    assert leaf2.figures["Ethernet24"] == 3900 and leaf2.figures["Ethernet32"] == 100
+    assert leaf2.findings[0].device == "leaf2"
+    assert "max/mean 1.95 > 1.5" in leaf2.reason
+    # A looser threshold lets the same counters pass the max/mean test.
+    loose = by_scope(check("ecmp_spread", lab, run.write(), max_over_mean=2.0, p_min=0))
+    assert loose["leaf2"].status is Status.PASS
+
+
+def test_ecmp_spread_chi_square_counts_flows_not_packets(lab: Lab, run: SyntheticRun) -> None:
+    # 60/40 over 2 uplinks: with 16 crossing flows per leaf pair that is no evidence of
+    # unevenness; with 1024 it is.
+    run.uplink_tx = {"leaf2": [2400, 1600]}
+    run.flows = crossing_flows(qps=16)
+    few = by_scope(check("ecmp_spread", lab, run.write(), max_over_mean=2.0))["leaf2"]
+    run.flows = crossing_flows(qps=1024)
+    many = by_scope(check("ecmp_spread", lab, run.write(), max_over_mean=2.0))["leaf2"]
+    assert few.status is Status.PASS
+    assert many.status is Status.FAIL
+    assert "chi-square" in many.reason
+    assert float(many.figures["p_value"]) < float(few.figures["p_value"])
+
+
+def test_ecmp_spread_fails_a_fib_narrower_than_the_spines(lab: Lab, run: SyntheticRun) -> None:
+    remote = lab.graph.nodes["leaf3"]["subnet"]
+    run.flows = crossing_flows()
+    run.uplink_tx = {"leaf2": [2000, 2000]}
+    run.fib_start = full_fib(lab, short=("leaf1", remote))
+    fib = by_scope(check("ecmp_spread", lab, run.write()))["fib"]
+    assert fib.status is Status.FAIL
+    assert fib.findings[0].device == "leaf1"
+    assert f"{remote} has 1 ECMP next hops, 2 spines" in fib.reason
+
+
+def test_ecmp_spread_is_not_observable_without_collective_or_enough_packets(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    run.flows = crossing_flows()
+    run.uplink_tx = {"leaf2": [100, 50]}  # below min_packets (200)
+    quiet = by_scope(check("ecmp_spread", lab, run.write()))
+    assert quiet["traffic"].status is Status.NOT_OBSERVABLE
+    assert "leaf2" in by_scope(check("ecmp_spread", lab, run.write(), min_packets=100))
+    run.kind = "backup"
+    run.uplink_tx = {"leaf2": [3000, 0]}
+    backup = by_scope(check("ecmp_spread", lab, run.write()))
+    assert backup["traffic"].status is Status.NOT_OBSERVABLE
+    assert "no collective" in backup["traffic"].reason
+
+
+# -- failover ---------------------------------------------------------------------------------
+
+
+def test_failover_fails_a_300_packet_gap_after_link_down_at_100_pps(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    run.fault(1.0, "link-down", link="leaf1:spine1", ends=["leaf1:Ethernet24", "spine1:Ethernet0"])
+    run.flows = [
+        flow("server1", "server3", 0, gaps=[(4.02, 300)]),  # 300 packets at 100 pps: 3000 ms
+        flow("server1", "server3", 1, gaps=[(1.3, 20)]),
+        flow("server2", "server4", 0),
+    ]
+    results = by_scope(check("failover", lab, run.write(), max_loss_ms=1000))
+    fault = results["fault1 link-down leaf1:spine1"]
+    assert fault.status is Status.FAIL
+    assert fault.figures["loss_window_ms"] == 3000.0
+    assert fault.figures["flows_hit"] == 2
+    assert "loss window 3000 ms > 1000 ms" in fault.reason
+    assert [(f.device, f.port) for f in fault.findings] == [
+        ("server1->server3", "qp0"),
+        ("server1->server3", "qp1"),
+    ]
+    assert results["convergence"].status is Status.PASS
+    # The same run passes a threshold above its loss window.
+    assert by_scope(check("failover", lab, run.write(), max_loss_ms=3500))[
+        "fault1 link-down leaf1:spine1"
+    ].status is Status.PASS
+
+
+def test_failover_passes_a_short_gap(lab: Lab, run: SyntheticRun) -> None:
+    run.fault(1.0, "link-down", link="leaf1:spine1")
+    run.fault(3.0, "link-up", link="leaf1:spine1")
+    run.flows = [flow("server1", "server3", 0, gaps=[(1.45, 40)]), flow("server3", "server1")]
+    results = check("failover", lab, run.write())
+    assert [(r.scope, r.status) for r in results] == [
+        ("fault1 link-down leaf1:spine1", Status.PASS),  # link-up takes nothing: no result
+        ("convergence", Status.PASS),
+    ]
+    assert results[0].figures == {"loss_window_ms": 400.0, "recovery_s": 0.45, "flows_hit": 1}
+
+
+def test_failover_counts_a_gap_that_closed_only_when_the_loss_was_cleared(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    # A silent failure (loss 100 %) at 1 s, cleared at 4 s: the flows' gaps close just after
+    # the clear; they still belong to the loss.
+    run.fault(1.0, "loss", link="leaf1:spine1", percent=100)
+    run.fault(4.0, "clear", link="leaf1:spine1")
+    run.flows = [flow("server1", "server3", 0, gaps=[(4.05, 305)])]
+    results = by_scope(check("failover", lab, run.write(), max_loss_ms=2000))
+    loss = results["fault1 loss leaf1:spine1"]
+    assert loss.status is Status.FAIL
+    assert loss.figures["loss_window_ms"] == 3050.0
+    assert loss.figures["recovery_s"] == 3.05
+
+
+def test_failover_ignores_gaps_before_the_first_fault(lab: Lab, run: SyntheticRun) -> None:
+    run.fault(3.0, "link-down", link="leaf1:spine1")
+    run.flows = [flow("server1", "server3", 0, gaps=[(1.5, 100)])]  # 0.5 s to 1.5 s
+    fault = by_scope(check("failover", lab, run.write()))["fault1 link-down leaf1:spine1"]
+    assert fault.status is Status.PASS
+    assert fault.figures["flows_hit"] == 0
+
+
+def test_failover_fails_a_slow_recovery(lab: Lab, run: SyntheticRun) -> None:
+    run.duration = 12.0
+    run.fault(1.0, "daemon-kill", node="spine1", daemon="bgpd")
+    run.flows = [flow("server1", "server3", 0, sent=1200, gaps=[(1.2, 10), (8.0, 10)])]
+    fault = by_scope(check("failover", lab, run.write()))["fault1 daemon-kill spine1"]
+    assert fault.status is Status.FAIL
+    assert fault.figures["loss_window_ms"] == 100.0
+    assert "recovery 7.00 s > 5.0 s" in fault.reason
+
+
+def test_failover_counts_a_flap_from_its_first_down(lab: Lab, run: SyntheticRun) -> None:
+    # link-flap is logged once done: 3 cycles of 1 s down, 1 s up from 1 s to 7 s.
+    run.duration = 9.0
+    run.fault(7.0, "link-flap-done", link="leaf1:spine1", period=1.0, count=3)
+    run.flows = [flow("server1", "server3", 0, sent=900, gaps=[(2.1, 110)])]
+    fault = by_scope(check("failover", lab, run.write()))["fault1 link-flap-done leaf1:spine1"]
+    assert fault.figures["loss_window_ms"] == 1100.0
+    assert fault.status is Status.FAIL
+
+
+def test_failover_fails_black_holed_flows(lab: Lab, run: SyntheticRun) -> None:
+    run.flows = [
+        flow("server1", "server3", 0, received=0),
+        flow("server2", "server4", 0, tail_lost=150),  # the last 1.5 s at 100 pps never came
+        flow("server3", "server1", 0, tail_lost=50),
+    ]
+    convergence = by_scope(check("failover", lab, run.write()))["convergence"]
+    assert convergence.status is Status.FAIL
+    assert [(f.device, f.message) for f in convergence.findings] == [
+        ("server1->server3", "nothing arrived"),
+        ("server2->server4", "150 final packets never arrived"),
+    ]
+
+
+def test_failover_is_not_observable_without_traffic(lab: Lab, run: SyntheticRun) -> None:
+    results = check("failover", lab, run.write())
+    assert [r.status for r in results] == [Status.NOT_OBSERVABLE]
+
+
+def test_failover_windows_attribute_each_gap_to_the_fault_in_force(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    run.duration = 10.0
+    run.fault(1.0, "link-down", link="leaf1:spine1")
+    run.fault(3.0, "link-up", link="leaf1:spine1")
+    run.fault(5.0, "link-down", link="leaf2:spine2")
+    run.flows = [flow("server1", "server3", 0, sent=1000, gaps=[(1.5, 50), (5.9, 90)])]
+    windows = [(f["link"], ms) for f, ms, _, _ in failover.windows(run.write())]
+    assert windows == [("leaf1:spine1", 500.0), ("leaf2:spine2", 900.0)]
+
+
+# -- bgp_health -------------------------------------------------------------------------------
+
+
+def test_bgp_health_passes_established_sessions_and_full_routes(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    results = by_scope(check("bgp_health", lab, run.write()))
+    assert {s: r.status for s, r in results.items()} == {
+        "sessions": Status.PASS,
+        "routes": Status.PASS,
+        "flaps": Status.PASS,
+    }
+    assert results["sessions"].figures == {"sessions": 16, "not_established": 0}
+
+
+def test_bgp_health_fails_a_session_down_at_the_end(lab: Lab, run: SyntheticRun) -> None:
+    run.bgp_end = sessions(lab, down=("leaf3", "spine2"))
+    result = by_scope(check("bgp_health", lab, run.write()))["sessions"]
+    assert result.status is Status.FAIL
+    assert result.figures["not_established"] == 1
+    finding = result.findings[0]
+    assert (finding.device, finding.port) == ("leaf3", address(lab, "spine2", "leaf3"))
+    assert "session to spine2 is Active" in finding.message
+
+
+def test_bgp_health_fails_a_missing_route(lab: Lab, run: SyntheticRun) -> None:
+    fib = full_fib(lab)
+    remote = lab.graph.nodes["leaf1"]["subnet"]
+    fib["leaf4"] = [r for r in fib["leaf4"] if r["dst"] != remote]
+    run.fib_end = fib
+    result = by_scope(check("bgp_health", lab, run.write()))["routes"]
+    assert result.status is Status.FAIL
+    assert [(f.device, f.message) for f in result.findings] == [("leaf4", f"no route to {remote}")]
+
+
+def test_bgp_health_calls_an_unexplained_down_a_flap(lab: Lab, run: SyntheticRun) -> None:
+    run.bgp_down(2.0, "leaf2", "spine1", "Peer closed the session")
+    flaps = by_scope(check("bgp_health", lab, run.write()))["flaps"]
+    assert flaps.status is Status.FAIL
+    assert flaps.figures["unexplained_downs"] == 1
+    assert flaps.findings[0].device == "leaf2"
+    assert "no fault to explain it" in flaps.reason
+    allowed = by_scope(check("bgp_health", lab, run.write(), max_flaps=1))["flaps"]
+    assert allowed.status is Status.PASS
+
+
+def test_bgp_health_explains_downs_on_both_ends_of_a_faulted_link(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    # A silent loss on leaf1:spine1: BFD takes the session down on both switches; the loss
+    # record names only the link, not its ends.
+    run.fault(1.0, "loss", link="leaf1:spine1", percent=100)
+    run.bgp_down(1.9, "leaf1", "spine1", "BFD down received")
+    run.bgp_down(1.9, "spine1", "leaf1", "BFD down received")
+    assert by_scope(check("bgp_health", lab, run.write()))["flaps"].status is Status.PASS
+
+
+def test_bgp_health_explains_the_neighbours_downs_after_a_daemon_kill(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    # spine1's bgpd is killed: the leaves log the session down (the dead daemon logs nothing).
+    run.fault(2.0, "daemon-kill", node="spine1", daemon="bgpd")
+    for leaf in lab.nodes("leaf"):
+        run.bgp_down(1.99, leaf, "spine1", "Peer closed the session")
+    assert by_scope(check("bgp_health", lab, run.write()))["flaps"].status is Status.PASS
+
+
+def test_bgp_health_does_not_explain_a_down_long_after_the_fault(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    window = lab.fabric.bgp.holdtime + 2.0
+    run.duration = window + 10
+    run.fault(1.0, "link-down", link="leaf1:spine1", ends=["leaf1:Ethernet24", "spine1:Ethernet0"])
+    run.bgp_down(1.5, "leaf1", "spine1")
+    run.bgp_down(1.0 + window + 1, "leaf1", "spine1")
+    run.bgp_down(1.5, "leaf3", "spine2")  # a session the fault did not touch
+    flaps = by_scope(check("bgp_health", lab, run.write()))["flaps"]
+    assert flaps.figures["unexplained_downs"] == 2
+    assert sorted(f.device for f in flaps.findings) == ["leaf1", "leaf3"]
+
+
+def test_bgp_health_link_faults_touch_both_ends_however_the_link_is_named(lab: Lab) -> None:
+    for link in ("leaf1:spine1", f"leaf1:{port(lab, 'leaf1', 'spine1')}"):
+        assert bgp_health._touched(lab, {"fault": "loss", "link": link}) == {"leaf1", "spine1"}
+    assert bgp_health._touched(lab, {"fault": "node-down", "node": "spine2"}) == {"spine2"}
+
+
+# -- reachability -----------------------------------------------------------------------------
+
+
+def probe_all(lab: Lab, **override: Any) -> list[dict[str, Any]]:
+    """A probe result per ordered server pair, all passing; `override["server1>server3"]`
+    replaces fields of one."""
+    ips = {s: lab.host(s)["address"].split("/")[0] for s in lab.nodes("server")}
+    probes = []
+    for src in ips:
+        for dst in ips:
+            if src != dst:
+                probe = {
+                    "src": src,
+                    "dst": dst,
+                    "dst_ip": ips[dst],
+                    "reachable": True,
+                    "jumbo_ok": True,
+                    "size": 9000,
+                    "frag_from": None,
+                    "mtu": None,
+                }
+                probes.append({**probe, **override.get(f"{src}>{dst}", {})})
+    return probes
+
+
+def test_reachability_passes_every_pair(lab: Lab, run: SyntheticRun) -> None:
+    run.probes = probe_all(lab)
+    result = check("reachability", lab, run.write())[0]
+    assert result.status is Status.PASS
+    assert result.figures == {"pairs": 12, "unreachable": 0}
+
+
+def test_reachability_fails_an_unanswered_pair_and_a_pair_never_probed(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    probes = probe_all(lab, **{"server2>server4": {"reachable": False}})
+    run.probes = [p for p in probes if (p["src"], p["dst"]) != ("server3", "server1")]
+    result = check("reachability", lab, run.write())[0]
+    assert result.status is Status.FAIL
+    assert [(f.device, f.message.split(" (")[0]) for f in result.findings] == [
+        ("server2", "cannot reach server4"),
+        ("server3", "server1 was never probed"),
+    ]
+
+
+def test_reachability_is_not_observable_without_probes(lab: Lab, run: SyntheticRun) -> None:
+    assert check("reachability", lab, run.write())[0].status is Status.NOT_OBSERVABLE
+
+
+# -- mtu --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def narrow_lab(lab: Lab, tmp_path: Path) -> Lab:
+    """A copy of the lab whose spine1 port facing leaf3 has MTU 1500 in its config_db."""
+    copy = tmp_path / "narrow"
+    shutil.copytree(lab.path, copy, ignore=shutil.ignore_patterns("runs"))
+    narrow = port(lab, "spine1", "leaf3")
+    db_path = copy / "configs" / "spine1" / "config_db.json"
+    db = json.loads(db_path.read_text())
+    db["PORT"][narrow]["mtu"] = "1500"
+    db_path.write_text(json.dumps(db))
+    return Lab.open(copy)
+
+
+def test_mtu_passes_when_jumbo_probes_cross(lab: Lab, run: SyntheticRun) -> None:
+    run.probes = probe_all(lab)
+    result = check("mtu", lab, run.write())[0]
+    assert result.status is Status.PASS
+    assert result.figures == {"packet_bytes": 9000, "paths": 12, "reachable": 12, "blocked": 0}
+
+
+def test_mtu_names_the_switch_and_port_that_answered_frag_needed(narrow_lab: Lab) -> None:
+    run = SyntheticRun(narrow_lab)
+    spine_ip = address(narrow_lab, "spine1", "leaf1")  # ICMP comes from the ingress side
+    frag = {"jumbo_ok": False, "frag_from": spine_ip, "mtu": 1500}
+    run.probes = probe_all(narrow_lab, **{"server1>server3": frag, "server2>server3": frag})
+    result = check("mtu", narrow_lab, run.write())[0]
+    assert result.status is Status.FAIL
+    assert result.figures["blocked"] == 2
+    narrow = port(narrow_lab, "spine1", "leaf3")
+    finding = result.findings[0]
+    assert (finding.device, finding.port, finding.where) == ("spine1", narrow, "PORT")
+    assert "MTU 1500 drops 9000-byte packets on 2 paths" in finding.message
+    assert result.reason.startswith(f"1 finding: spine1 {narrow} PORT: MTU 1500")
+
+
+def test_mtu_names_a_sender_whose_nic_is_too_small_and_silent_drops(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    run.probes = probe_all(
+        lab,
+        **{
+            "server4>server1": {"jumbo_ok": False, "frag_from": "local", "mtu": 1500},
+            "server3>server1": {"jumbo_ok": False},  # no ICMP answer at all
+        },
+    )
+    result = check("mtu", lab, run.write())[0]
+    assert result.status is Status.FAIL
+    assert [(f.device, f.port, f.where) for f in result.findings] == [
+        ("server4", "NIC", "host.json"),
+        ("server3", "", "path"),
+    ]
+    assert "no ICMP answer" in result.findings[1].message
+
+
+def test_mtu_does_not_judge_unreachable_pairs(lab: Lab, run: SyntheticRun) -> None:
+    down = {"reachable": False, "jumbo_ok": False}
+    run.probes = probe_all(lab, **{"server1>server2": down})
+    result = check("mtu", lab, run.write())[0]
+    assert result.status is Status.PASS
+    assert "11 reachable paths (1 unreachable, not judged)" in result.reason
+    run.probes = [{**p, **down} for p in probe_all(lab)]
+    assert check("mtu", lab, run.write())[0].status is Status.NOT_OBSERVABLE
+    run.probes = None
+    assert check("mtu", lab, run.write())[0].status is Status.NOT_OBSERVABLE
+
+
+# -- dscp_preserved ---------------------------------------------------------------------------
+
+
+def test_dscp_preserved_passes_each_class_with_its_policy_dscp(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    run.flows = [
+        flow("server1", "server3"),
+        flow("server1", "server4", cls="storage", dscp_sent=10),
+    ]
+    results = by_scope(check("dscp_preserved", lab, run.write()))
+    assert {s: r.status for s, r in results.items()} == {
+        "roce": Status.PASS,
+        "storage": Status.PASS,
+    }
+    assert results["storage"].figures["policy_dscp"] == 10
+
+
+def test_dscp_preserved_fails_a_flow_received_with_another_dscp(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    run.flows = [
+        flow("server1", "server3", 0),
+        flow("server2", "server4", 0, dscp_received={26: 100, 0: 400}),
+    ]
+    result = by_scope(check("dscp_preserved", lab, run.write()))["roce"]
+    assert result.status is Status.FAIL
+    assert [(f.device, f.where, f.message) for f in result.findings] == [
+        ("server2->server4", "path", "sent DSCP 26, received [0, 26]")
+    ]
+
+
+def test_dscp_preserved_fails_a_server_marking_another_dscp(lab: Lab, run: SyntheticRun) -> None:
+    run.flows = [
+        flow("server1", "server3", 0),
+        flow("server2", "server4", 0, dscp_sent=24),
+        flow("server2", "server4", 1, dscp_sent=24),
+    ]
+    result = by_scope(check("dscp_preserved", lab, run.write()))["roce"]
+    assert result.status is Status.FAIL
+    # One finding for the host (not one per flow); the path kept what it was given.
+    assert [(f.device, f.where) for f in result.findings] == [("server2", "host.json")]
+    assert "marks class roce with DSCP 24, policy says 26" in result.reason
+
+
+def test_dscp_preserved_is_not_observable_without_traffic(lab: Lab, run: SyntheticRun) -> None:
+    assert [r.status for r in check("dscp_preserved", lab, run.write())] == [
+        Status.NOT_OBSERVABLE
+    ]
