@@ -337,9 +337,10 @@ class Player:
         """Fire one fault at its time, then snapshot the FIBs."""
         time.sleep(max(0.0, t0 + fault.at - time.time()))
         self.progress(f"t={time.time() - t0:5.1f}s  fault {fault.fault} {fault.link or fault.node}")
+        began = time.time()
         record = _fire(faults, fault)
         with self.lock:
-            self.faults.append({"index": index, **record})
+            self.faults.append({"index": index, "began": began, **record})
         time.sleep(0.5)
         self.snapshot(f"fault{index + 1}-{fault.fault}")
 

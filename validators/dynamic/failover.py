@@ -25,7 +25,10 @@ TAKES = ("link-down", "link-flap-done", "node-down", "daemon-kill", "loss", "rat
 
 
 def _began(fault: dict[str, Any]) -> float:
-    """When a fault started acting (a flap is logged once it is done)."""
+    """When a fault started acting: when the run fired it (the event log's time comes once
+    the action is done; a flap is logged once it is over)."""
+    if "began" in fault:
+        return float(fault["began"])
     if fault["fault"] == "link-flap-done":
         return float(fault["t"]) - 2 * float(fault["period"]) * int(fault["count"])
     return float(fault["t"])
