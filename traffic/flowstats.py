@@ -110,13 +110,13 @@ class ReceiverResult:
 class _FlowTally:
     __slots__ = (
         "bytes",
+        "gaps",
         "lat_max",
         "lat_min",
         "lat_sum",
         "max_seq",
         "min_seq",
         "packets",
-        "gaps",
         "reordered",
         "tos",
     )

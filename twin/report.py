@@ -23,6 +23,7 @@ import json
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from validators.result import Result, Status
@@ -119,3 +120,52 @@ def write(results: Sequence[Result], out: Path, title: str) -> int:
     (out / "junit.xml").write_text(junit(results, title))
     (out / "report.md").write_text(markdown(results, title))
     return exit_code(results)
+
+
+@dataclass(frozen=True)
+class Change:
+    """A verdict that differs between two runs (None: no such validator and scope)."""
+
+    validator: str
+    scope: str
+    before: Status | None
+    after: Status | None
+    reason: str
+
+    @property
+    def regression(self) -> bool:
+        """The candidate fails what the base did not."""
+        return self.after is Status.FAIL and self.before is not Status.FAIL
+
+
+def changes(base: Sequence[Result], candidate: Sequence[Result]) -> list[Change]:
+    """Every (validator, scope) whose verdict differs, with the candidate's reason.
+
+    >>> base = [Result("a", "s", Status.PASS, "fine")]
+    >>> [c.regression for c in changes(base, [Result("a", "s", Status.FAIL, "no")])]
+    [True]
+    """
+    before = {(r.validator, r.scope): r for r in base}
+    after = {(r.validator, r.scope): r for r in candidate}
+    found = []
+    for key in [*after, *(k for k in before if k not in after)]:
+        old, new = before.get(key), after.get(key)
+        shown = new or old
+        assert shown is not None
+        was, now = (old.status if old else None), (new.status if new else None)
+        if was is not now:
+            found.append(Change(*key, was, now, shown.reason))
+    return found
+
+
+def change_table(found: Sequence[Change]) -> str:
+    """Changed verdicts as a Markdown table (regressions marked)."""
+    if not found:
+        return "no verdict changed"
+    rows = ["| validator | scope | base | candidate | reason |", "|---|---|---|---|---|"]
+    for c in found:
+        was = c.before.value if c.before else "—"
+        now = c.after.value if c.after else "—"
+        mark = " **(regression)**" if c.regression else ""
+        rows.append(f"| {c.validator} | {c.scope} | {was} | {now}{mark} | {_cell(c.reason)} |")
+    return "\n".join(rows)

@@ -24,9 +24,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from twin import verdict
 from twin.errors import InputError
 from twin.inputs import parse_model, strict_yaml
-from twin import verdict
 from twin.labdir import Lab
 
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]

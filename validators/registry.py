@@ -51,7 +51,7 @@ class Validator:
         """The first line of the check's docstring."""
         return (self.check.__doc__ or "").strip().splitlines()[0]
 
-    def params(self, given: Params, source: str = "--param") -> dict[str, Any]:
+    def params(self, given: Params, source: str = "--set") -> dict[str, Any]:
         """The defaults overridden by `given`; an unknown key is an `InputError`."""
         for key in given:
             if key not in self.defaults:

@@ -15,6 +15,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -91,10 +92,10 @@ def merged(findings: list[Finding]) -> list[Finding]:
 
 
 def verdict(
-    validator: str, scope: str, findings: list[Finding], ok: str, figures: dict[str, Figure]
+    validator: str, scope: str, findings: list[Finding], ok: str, figures: Mapping[str, Figure]
 ) -> Result:
     """Fail with the first finding as reason when there are findings, else pass with `ok`."""
     if not findings:
-        return Result(validator, scope, Status.PASS, ok, figures, [])
+        return Result(validator, scope, Status.PASS, ok, dict(figures), [])
     count = f"{len(findings)} finding{'s' if len(findings) > 1 else ''}"
-    return Result(validator, scope, Status.FAIL, f"{count}: {findings[0]}", figures, findings)
+    return Result(validator, scope, Status.FAIL, f"{count}: {findings[0]}", dict(figures), findings)

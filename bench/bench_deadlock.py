@@ -1,0 +1,90 @@
+"""How long the `deadlock` check takes: the reference fabric under every single-link failure
+(goal < 5 s), and a fabric of 256 leaves and 64 spines with no failure (< 10 s) and under
+every single-link failure (< 60 s).
+
+    .venv/bin/python bench/bench_deadlock.py            # the three times
+    .venv/bin/python bench/bench_deadlock.py --profile  # plus the top functions of the last
+
+A lab is generated into a temporary directory first (not timed); the time is the whole
+validator: reading the configs, routing, the buffer dependency graph and every failure.
+Exit status 1 if a goal is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from twin.labdir import Lab
+from validators.examples import generate
+from validators.registry import get
+from validators.result import Result
+
+REPO = Path(__file__).resolve().parent.parent
+WIDE = {
+    "name": "wide",
+    "spines": {"count": 64, "ports": 256},
+    "leaves": {"count": 256, "ports": 72, "uplinks_per_spine": 1, "peer_link_ports": 2},
+    "servers": {"count": 512},
+}
+"""256 leaves in MLAG pairs, one 400G uplink to each of 64 spines, 512 dual-homed servers."""
+
+
+def check(lab: Lab, failures: int) -> tuple[float, list[Result]]:
+    """Seconds the deadlock validator takes, and its results."""
+    v = get("deadlock")
+    start = time.perf_counter()
+    results = v.check(lab, v.params({"failures": failures}))
+    return time.perf_counter() - start, results
+
+
+def line(name: str, seconds: float, goal: float, results: list[Result]) -> str:
+    figures: dict[str, Any] = {}
+    for r in results:
+        figures.update(r.figures)
+    verdicts = ", ".join(f"{r.scope}: {r.status.value}" for r in results)
+    sets = int(figures.get("failure_sets", 0))
+    each = f", {1000 * seconds / sets:.2f} ms per failure" if sets else ""
+    mark = "ok" if seconds < goal else "MISSED"
+    return (
+        f"{name:<42} {seconds:6.1f} s  (goal {goal:.0f} s, {mark}){each}\n"
+        f"{'':<42} {figures.get('classes')} classes, {figures.get('queues')} queues, "
+        f"{sets} failure sets, {figures.get('rerouting', 0)} rerouting; {verdicts}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", action="store_true", help="cProfile the last case")
+    args = parser.parse_args()
+    missed = False
+    with tempfile.TemporaryDirectory() as tmp:
+        reference = generate(Path(tmp) / "reference", REPO / "examples" / "reference.yaml")
+        wide = generate(Path(tmp) / "wide", WIDE)
+        cases = [
+            ("reference, every single-link failure", reference, 1, 5.0),
+            ("256 leaves x 64 spines, no failure", wide, 0, 10.0),
+            ("256 leaves x 64 spines, every single-link failure", wide, 1, 60.0),
+        ]
+        for name, lab, failures, goal in cases:
+            seconds, results = check(lab, failures)
+            missed |= seconds >= goal
+            print(line(name, seconds, goal, results), flush=True)
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.runcall(check, wide, 1)
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).strip_dirs().sort_stats("tottime").print_stats(25)
+            print(out.getvalue())
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

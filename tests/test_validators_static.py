@@ -1,0 +1,202 @@
+"""Static validators: the reference lab passes, and each broken lab of the catalogue is caught
+by the right validator, naming device, port and table.
+
+Broken labs are the small example generated into a temporary directory and edited the way a
+person edits a config: load the JSON, change a value, save; add a line to frr.conf.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from twin.labdir import Lab
+from validators import registry
+from validators.examples import add_frr_line, edit_json, generate, neighbor_address
+from validators.result import Result, Status
+
+REPO = Path(__file__).resolve().parent.parent
+QOS = ["pfc_consistency", "headroom", "ecn_thresholds", "pfc_watchdog", "mtu_consistency"]
+
+
+def example(tmp: Path, name: str) -> Lab:
+    return generate(tmp / name, REPO / "examples" / f"{name}.yaml")
+
+
+def validate(lab: Lab, names: list[str] | None = None) -> dict[str, list[Result]]:
+    """Results by validator."""
+    results = registry.run_static(lab, registry.select("static", names), {})
+    by_name: dict[str, list[Result]] = {}
+    for r in results:
+        by_name.setdefault(r.validator, []).append(r)
+    return by_name
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Lab:
+    """The small example, generated once; tests edit copies."""
+    return example(tmp_path_factory.mktemp("static"), "small")
+
+
+@pytest.fixture
+def small(pristine: Lab, tmp_path: Path) -> Lab:
+    """A fresh copy of the small lab for one test to break."""
+    shutil.copytree(pristine.path, tmp_path / "small")
+    return Lab.open(tmp_path / "small")
+
+
+def test_reference_lab_passes_every_static_validator(tmp_path: Path) -> None:
+    lab = example(tmp_path, "reference")
+    results = [r for rs in validate(lab).values() for r in rs]
+    assert {r.validator for r in results} == {*QOS, "config_drift", "deadlock"}
+    assert [(r.validator, r.scope, r.reason) for r in results if r.status is not Status.PASS] == []
+    by_name = validate(lab, ["deadlock", "pfc_consistency"])
+    assert by_name["pfc_consistency"][0].figures["ports"] == 372
+    assert by_name["deadlock"][1].figures["failure_sets"] == len(lab.graph.edges)
+
+
+def pfc_off_on_a_spine_port(lab: Lab) -> None:
+    edit_json(lab, "spine1", lambda db: db["PORT_QOS_MAP"]["Ethernet8"].update(pfc_enable=""))
+
+
+def roce_dscp_24_instead_of_26(lab: Lab) -> None:
+    def swap(db: Any) -> None:
+        rdma = db["DSCP_TO_TC_MAP"]["RDMA"]
+        rdma["24"], rdma["26"] = rdma["26"], rdma["24"]
+
+    edit_json(lab, "leaf3", swap)
+
+
+def cable_of_300_m(lab: Lab) -> None:
+    edit_json(lab, "spine2", lambda db: db["CABLE_LENGTH"]["AZURE"].update(Ethernet16="300m"))
+
+
+def ecn_off_on_the_lossless_queue(lab: Lab) -> None:
+    edit_json(lab, "leaf2", lambda db: db["WRED_PROFILE"]["RDMA_ECN"].update(ecn="ecn_none"))
+
+
+def static_route_looping_between_two_spines(lab: Lab) -> None:
+    """Both spines send leaf1/leaf2's subnet to leaf3, which sends it back up to either."""
+    subnet = lab.graph.nodes["leaf1"]["subnet"]
+    for spine in ("spine1", "spine2"):
+        add_frr_line(lab, spine, f"ip route {subnet} {neighbor_address(lab, spine, 'leaf3')}")
+
+
+CATALOGUE = [
+    (pfc_off_on_a_spine_port, "pfc_consistency", ("spine1", "Ethernet8", "PORT_QOS_MAP")),
+    (roce_dscp_24_instead_of_26, "pfc_consistency", ("leaf3", "Ethernet0", "DSCP_TO_TC_MAP")),
+    (
+        cable_of_300_m,
+        "headroom",
+        ("spine2", "Ethernet16", "BUFFER_PROFILE|pg_lossless_400000_40m_profile"),
+    ),
+    (
+        ecn_off_on_the_lossless_queue,
+        "pfc_consistency",
+        ("leaf2", "Ethernet0", "WRED_PROFILE|RDMA_ECN"),
+    ),
+    (static_route_looping_between_two_spines, "deadlock", ("leaf3", "Ethernet24", "FIB")),
+]
+
+
+@pytest.mark.parametrize(
+    ("breaks", "catcher", "where"), CATALOGUE, ids=[c[0].__name__ for c in CATALOGUE]
+)
+def test_broken_lab_is_caught_by_the_right_validator(
+    small: Lab, breaks: Callable[[Lab], None], catcher: str, where: tuple[str, str, str]
+) -> None:
+    assert all(r.status is Status.PASS for rs in validate(small).values() for r in rs)
+    breaks(small)
+    by_name = validate(small)
+    failed = {name for name, rs in by_name.items() if any(r.status is Status.FAIL for r in rs)}
+    assert failed == {catcher, "config_drift"}
+    findings = [f for r in by_name[catcher] for f in r.findings]
+    device, port, table = where
+    assert any(
+        f.device == device and port in f.port.split(",") and f.where == table for f in findings
+    ), findings
+
+
+def test_roce_dscp_finding_names_the_dscp_and_every_port_of_the_switch(small: Lab) -> None:
+    roce_dscp_24_instead_of_26(small)
+    finding = validate(small, ["pfc_consistency"])["pfc_consistency"][0].findings[0]
+    assert finding.message == "RoCE DSCP 26 maps to TC 0, not a lossless priority (3)"
+    assert finding.port.split(",") == [
+        "Ethernet0",
+        "Ethernet8",
+        "Ethernet16",
+        "Ethernet24",
+        "Ethernet32",
+    ]
+
+
+def test_static_loop_cycle_runs_through_both_spines_and_leaf3(small: Lab) -> None:
+    static_route_looping_between_two_spines(small)
+    base, failures = validate(small, ["deadlock"])["deadlock"]
+    assert (base.scope, base.status) == ("priority 3", Status.FAIL)
+    assert [f.message for f in base.findings] == [
+        "leaf3:Ethernet24:3 -> spine1:Ethernet16:3 -> leaf3:Ethernet24:3 (flows server4->server1); "
+        "4 queues on leaf3, spine1, spine2 depend on each other"
+    ]
+    # the loop is there with every link up: no single failure adds another one
+    assert (failures.scope, failures.status) == ("priority 3, 1-link failures", Status.PASS)
+
+
+def test_cnp_on_the_lossless_class_and_a_missing_watchdog_are_found(small: Lab) -> None:
+    def break_leaf4(db: Any) -> None:
+        db["DSCP_TO_TC_MAP"]["RDMA"]["48"] = "3"
+        del db["PFC_WD"]["Ethernet24"]
+        db["PORT_QOS_MAP"]["Ethernet24"]["pfcwd_sw_enable"] = ""
+
+    edit_json(small, "leaf4", break_leaf4)
+    by_name = validate(small, ["pfc_consistency", "pfc_watchdog"])
+    messages = {(f.device, f.where, f.message) for rs in by_name.values() for f in rs[0].findings}
+    assert ("leaf4", "DSCP_TO_TC_MAP", "CNP DSCP 48 maps to lossless TC 3") in messages
+    assert (
+        "leaf4",
+        "TC_TO_QUEUE_MAP",
+        "CNP DSCP 48 goes to queue 3, not above the RoCE queue 3",
+    ) in messages
+    assert ("leaf4", "PFC_WD", "no watchdog entry") in messages
+    assert ("leaf4", "PORT_QOS_MAP", "watchdog off on priority 3") in messages
+
+
+def test_pool_overbooked_and_mtu_too_small_are_found(small: Lab) -> None:
+    edit_json(
+        small, "spine1", lambda db: db["BUFFER_POOL"]["ingress_lossless_pool"].update(size="100000")
+    )
+    edit_json(small, "leaf1", lambda db: db["PORTCHANNEL"]["PortChannel100"].update(mtu="1500"))
+    by_name = validate(small, ["headroom", "mtu_consistency"])
+    pool = by_name["headroom"][0].findings
+    assert [(f.device, f.where) for f in pool] == [("spine1", "BUFFER_POOL|ingress_lossless_pool")]
+    mtu = by_name["mtu_consistency"][0].findings
+    assert [(f.device, f.port, f.where) for f in mtu] == [
+        ("leaf1", "PortChannel100", "PORTCHANNEL")
+    ]
+
+
+def test_config_drift_shows_the_diff_by_table_key_and_line(small: Lab) -> None:
+    pfc_off_on_a_spine_port(small)
+    add_frr_line(small, "spine2", "ip route 10.9.0.0/16 blackhole")
+    drift = validate(small, ["config_drift"])["config_drift"][0]
+    shown = [str(f) for f in drift.findings]
+    assert shown == [
+        'spine1 Ethernet8 PORT_QOS_MAP: pfc_enable: "3" in the intent, "" here',
+        "spine2 frr.conf: +ip route 10.9.0.0/16 blackhole",
+    ]
+    assert drift.figures == {"devices_drifted": 2, "differences": 2}
+
+
+def test_thresholds_change_verdicts(small: Lab) -> None:
+    ecn = registry.get("ecn_thresholds")
+    # at 1 ms round trip a 400G link holds 50 MB: a 1.5 MB Kmax starves it
+    slow = ecn.check(small, ecn.params({"rtt_us": 1000}))[0]
+    assert slow.status is Status.FAIL
+    assert slow.findings[0].message.startswith("Kmax 1536000 B is below 1.0 x BDP (50000000 B)")
+    watchdog = registry.get("pfc_watchdog")
+    strict = watchdog.check(small, watchdog.params({"max_detection_ms": 150}))[0]
+    assert strict.findings[0].message == "detection_time 200 ms is outside 200..150 ms"

@@ -1,0 +1,113 @@
+"""Reading the QoS of a lab's configs: a switch port's maps, PFC, queues and buffers, and
+what the servers mark.
+
+Keys follow SONiC: per-port tables are keyed `PORT|INDEX` where INDEX may be a range (`3-4`);
+PORT_QOS_MAP names the maps a port uses (`dscp_to_tc_map` falls back to the `global` entry);
+a DSCP a map does not list goes to TC 0.
+
+>>> db = {"PORT_QOS_MAP": {"global": {"dscp_to_tc_map": "M"}, "Ethernet0": {"pfc_enable": "3,4"}},
+...       "DSCP_TO_TC_MAP": {"M": {"26": "3"}}, "QUEUE": {"Ethernet0|3-4": {"scheduler": "s"}}}
+>>> pfc_enabled(db, "Ethernet0"), [traffic_class(db, "Ethernet0", d) for d in (26, 10)]
+(frozenset({3, 4}), [3, 0])
+>>> by_port(db, "QUEUE")["Ethernet0"]
+{3: {'scheduler': 's'}, 4: {'scheduler': 's'}}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from twin.config_db import ConfigDb
+from twin.design import ports_of
+from twin.labdir import Lab
+
+MAP_TABLES = {
+    "dscp_to_tc_map": "DSCP_TO_TC_MAP",
+    "tc_to_pg_map": "TC_TO_PRIORITY_GROUP_MAP",
+    "tc_to_queue_map": "TC_TO_QUEUE_MAP",
+    "pfc_to_queue_map": "MAP_PFC_PRIORITY_TO_QUEUE",
+    "pfc_to_pg_map": "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
+}
+
+
+def switch_ports(lab: Lab) -> Iterator[tuple[str, ConfigDb, list[str]]]:
+    """Each switch, its config_db and its cabled ports: the server, fabric and MLAG peer-link
+    ports, every port servers' traffic can cross (failovers included)."""
+    for switch in lab.switches():
+        yield switch, lab.config_db(switch), [p.name for p in ports_of(lab.graph, switch)]
+
+
+def port_qos(db: ConfigDb, port: str) -> dict[str, str]:
+    """The port's PORT_QOS_MAP entry (empty when it has none)."""
+    entry: dict[str, str] = db.get("PORT_QOS_MAP", {}).get(port, {})
+    return entry
+
+
+def priorities(text: str) -> frozenset[int]:
+    """Priorities of a `pfc_enable`-style list ('3,4')."""
+    return frozenset(int(p) for p in text.split(",") if p.strip())
+
+
+def pfc_enabled(db: ConfigDb, port: str) -> frozenset[int]:
+    """Priorities the port enables PFC on."""
+    return priorities(port_qos(db, port).get("pfc_enable", ""))
+
+
+def map_name(db: ConfigDb, port: str, field: str) -> str | None:
+    """Name of the map a port uses for `field` (a PORT_QOS_MAP field)."""
+    name = port_qos(db, port).get(field)
+    if name is None and field == "dscp_to_tc_map":
+        name = port_qos(db, "global").get(field)
+    return name
+
+
+def qos_map(db: ConfigDb, port: str, field: str) -> dict[int, int] | None:
+    """The map a port uses for `field`, as ints; None when it names none or a missing one."""
+    name = map_name(db, port, field)
+    table = db.get(MAP_TABLES[field], {})
+    if name is None or name not in table:
+        return None
+    return {int(k): int(v) for k, v in table[name].items()}
+
+
+def traffic_class(db: ConfigDb, port: str, dscp: int) -> int:
+    """The TC a packet with this DSCP gets on ingress at the port."""
+    return (qos_map(db, port, "dscp_to_tc_map") or {}).get(dscp, 0)
+
+
+def _indices(text: str) -> range:
+    low, _, high = text.partition("-")
+    return range(int(low), int(high or low) + 1)
+
+
+def by_port(db: ConfigDb, table: str) -> dict[str, dict[int, dict[str, Any]]]:
+    """A per-port, per-index table (QUEUE, BUFFER_PG, BUFFER_QUEUE) as port -> index -> entry,
+    ranges expanded."""
+    entries: dict[str, dict[int, dict[str, Any]]] = {}
+    for key, value in db.get(table, {}).items():
+        port, _, index = key.partition("|")
+        if index:
+            entries.setdefault(port, {}).update({i: value for i in _indices(index)})
+    return entries
+
+
+def number(value: Any, default: int = 0) -> int:
+    """A CONFIG_DB number ('9100', '40m'), or the default when absent or not a number."""
+    text = str(value).rstrip("m") if value is not None else ""
+    return int(text) if text.isdigit() else default
+
+
+def host_dscps(lab: Lab) -> dict[str, set[int]]:
+    """What the servers mark: 'roce' and 'cnp' (RDMA settings), and each marking rule's class."""
+    marks: dict[str, set[int]] = {"roce": set(), "cnp": set()}
+    for server in lab.nodes("server"):
+        host = lab.host(server)
+        rdma = host.get("rdma") or {}
+        if "dscp" in rdma:
+            marks["roce"].add(int(rdma["dscp"]))
+        if "cnp_dscp" in rdma:
+            marks["cnp"].add(int(rdma["cnp_dscp"]))
+        for rule in host.get("dscp_marking", []):
+            marks.setdefault(rule["class"], set()).add(int(rule["dscp"]))
+    return marks
