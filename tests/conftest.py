@@ -292,23 +292,22 @@ def running_twin(path: Path) -> Iterator[Twin]:
         twin.destroy()
 
 
-@pytest.fixture(scope="session")
-def small_twin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Twin]:
-    """A running twin of the small lab (two MLAG pairs), shared by the read-only tests."""
+def _small_twin(tmp_path_factory: pytest.TempPathFactory, folder: str) -> Iterator[Twin]:
     reason = root_and_frr()
     if reason:
         pytest.skip(reason)
-    path = write_lab(tmp_path_factory.mktemp("netns") / "shared", lab_name())
+    path = write_lab(tmp_path_factory.mktemp("netns") / folder, lab_name())
     with running_twin(path) as twin:
         yield twin
+
+
+@pytest.fixture(scope="session")
+def small_twin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Twin]:
+    """A running twin of the small lab (two MLAG pairs), shared by the read-only tests."""
+    yield from _small_twin(tmp_path_factory, "shared")
 
 
 @pytest.fixture(scope="module")
 def own_twin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Twin]:
     """A running twin of the small lab for one module's destructive tests."""
-    reason = root_and_frr()
-    if reason:
-        pytest.skip(reason)
-    path = write_lab(tmp_path_factory.mktemp("netns") / "own", lab_name())
-    with running_twin(path) as twin:
-        yield twin
+    yield from _small_twin(tmp_path_factory, "own")

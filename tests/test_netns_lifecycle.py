@@ -27,6 +27,7 @@ from conftest import (
     leftovers,
     namespaces,
     root_and_frr,
+    running_twin,
     tagged,
     twin_cli,
     write_lab,
@@ -67,12 +68,8 @@ def edited(small_twin: Twin, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         "server2:nic0",
     ]
     edit(path, "leaf1", _edits)
-    twin = Twin(path)
-    try:
-        twin.deploy()
+    with running_twin(path) as twin:
         yield twin
-    finally:
-        twin.destroy()
 
 
 def _ports(path: Path, node: str, *ports: str) -> list[dict[str, str]]:
