@@ -1,4 +1,4 @@
-"""Routing from configs (`twin.fib`), the buffer dependency graph and the deadlock validator.
+"""Routing from configs (`twin.routing`), the buffer dependency graph and the deadlock validator.
 
 Labs are examples/small.yaml generated into a temporary directory (as is, or single-homed)
 and edited as a person would: a static route added to frr.conf, a value changed in
@@ -18,8 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from twin.fib import Fib, Link, NextHop, Routing, Wiring, from_snapshot, links, lookup
+from twin.fib import Fib, Link, NextHop, from_snapshot, lookup
 from twin.labdir import Lab
+from twin.routing import Routing
+from twin.wiring import Wiring, links
 from validators import registry
 from validators.buffer_graph import BufferGraph
 from validators.deadlock import dscps

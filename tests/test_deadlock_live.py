@@ -1,5 +1,5 @@
 """The FIB computed from configs is the one a live netns twin converges to (real FRR and
-kernel), with all links up and after links fail: `twin.fib.Routing` against
+kernel), with all links up and after links fail: `twin.routing.Routing` against
 `twin.fib.from_snapshot` of `ip -j route`. Needs root and FRR."""
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ import pytest
 
 from labs import netns
 from labs.faults import Faults
-from twin.fib import Fib, Link, Routing, Wiring, from_snapshot, links
+from twin.fib import Fib, Link, from_snapshot
 from twin.labdir import Lab
+from twin.routing import Routing
+from twin.wiring import Wiring, links
 from validators.examples import generate
 
 pytestmark = [

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from itertools import combinations
 
-from twin.fib import Fib, FibDelta, Link, Routing, Wiring, links
+from twin.fib import Fib, FibDelta, Link
 from twin.labdir import Lab
+from twin.routing import Routing
+from twin.wiring import Wiring, links
 from validators.buffer_graph import BufferGraph, Cycle
 from validators.qos_config import host_dscps
 from validators.registry import Params, static
@@ -94,7 +96,7 @@ def deadlock(lab: Lab, params: Params) -> list[Result]:
     """No cyclic buffer dependency in any lossless priority, with all links up and after
     every set of `failures` (1) links fails.
 
-    The FIB is the one the configs converge to (`twin.fib.Routing`); the graph is physics.md
+    The FIB is the one the configs converge to (`twin.routing.Routing`); the graph is physics.md
     section 4.2 (`validators.buffer_graph`). With all links up, each priority's result lists
     its cycles (at most `max_cycles`, 10) as (switch, port, priority) rings with flows that
     close them. Then every single link (`failures` 1; 2 for every pair, 0 for none) fails and
