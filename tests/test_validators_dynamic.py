@@ -766,3 +766,24 @@ def test_dscp_preserved_is_not_observable_without_traffic(lab: Lab, run: Synthet
     assert [r.status for r in check("dscp_preserved", lab, run.write())] == [
         Status.NOT_OBSERVABLE
     ]
+
+
+def test_deadlock_observed_passes_the_fibs_bgp_installs(lab: Lab, run: SyntheticRun) -> None:
+    results = check("deadlock_observed", lab, run.write())
+    assert [r.status for r in results] == [Status.PASS]
+    assert results[0].figures["snapshots"] == 2
+
+
+def test_deadlock_observed_finds_a_loop_the_live_fib_held(lab: Lab, run: SyntheticRun) -> None:
+    """leaf3 -> spine1 -> leaf4 -> spine2 -> leaf3 for pair 1's subnet: a cyclic dependency."""
+    subnet = lab.graph.nodes["leaf1"]["subnet"]
+    loop = [("leaf3", "spine1"), ("spine1", "leaf4"), ("leaf4", "spine2"), ("spine2", "leaf3")]
+    fib = full_fib(lab)
+    for node, nxt in loop:
+        routes = [r for r in fib[node] if r["dst"] != subnet]
+        hop = {"gateway": address(lab, nxt, node), "dev": port(lab, node, nxt)}
+        fib[node] = [*routes, {"dst": subnet, "protocol": "static", "nexthops": [hop], "flags": []}]
+    run.fib_end = fib
+    results = check("deadlock_observed", lab, run.write())
+    assert [r.status for r in results] == [Status.FAIL]
+    assert "FIB end" in {f.where for f in results[0].findings}

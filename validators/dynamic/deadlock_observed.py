@@ -1,0 +1,43 @@
+"""`deadlock_observed`: no cyclic buffer dependency in the FIBs the live twin really held.
+
+The static `deadlock` check computes the FIBs the configs converge to; this one reads the
+FIB snapshots a run took from every switch (`ip -j route` at the start, after each fault and
+at the end) and builds the same buffer dependency graph of each lossless priority from them,
+so routes the real control plane installed during failures are judged too.
+"""
+
+from __future__ import annotations
+
+from twin.fib import from_snapshot
+from twin.labdir import Lab
+from twin.observations import Observations
+from twin.wiring import Wiring
+from validators.buffer_graph import BufferGraph
+from validators.deadlock import Located, dscps, priorities, verdicts
+from validators.registry import Params, dynamic
+from validators.result import Figure, Result, Status
+
+NAME = "deadlock_observed"
+
+
+@dynamic(NAME, max_cycles=10)
+def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
+    """One result per lossless priority over every snapshot of the run."""
+    labels = obs.fib_labels()
+    if not labels:
+        return [Result(NAME, "fib", Status.NOT_OBSERVABLE, "the run took no FIB snapshot")]
+    wiring = Wiring(lab)
+    marks = dscps(lab)
+    found: list[Located] = []
+    prios: set[int] = set()
+    queues: dict[int, int] = {}
+    for label in labels:
+        graph = BufferGraph(wiring, from_snapshot(wiring, obs.fib(label)), marks)
+        for p in priorities(lab, graph):
+            prios.add(p)
+            queues[p] = max(queues.get(p, 0), sum(q[2] == p for q in graph.vertices))
+        found += [(c, f"FIB {label}") for c in graph.cycles(int(params["max_cycles"]))]
+    figures: dict[int, dict[str, Figure]] = {
+        p: {"snapshots": len(labels), "queues": queues.get(p, 0)} for p in sorted(prios)
+    }
+    return verdicts(NAME, sorted(prios), found, ", observed FIBs", figures)
