@@ -33,15 +33,6 @@ def setns(fd: int) -> None:
         raise OSError(err, os.strerror(err))
 
 
-def enter(name: str) -> None:
-    """Move this thread (or a child before exec) into namespace `name` for good."""
-    fd = os.open(NETNS_DIR / name, os.O_RDONLY)
-    try:
-        setns(fd)
-    finally:
-        os.close(fd)
-
-
 @contextlib.contextmanager
 def inside(name: str) -> Iterator[None]:
     """Run the block with this thread in namespace `name`."""

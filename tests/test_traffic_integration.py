@@ -10,7 +10,6 @@ from collections.abc import Iterator
 import pytest
 from pyroute2 import IPRoute, netns
 
-from traffic.bursts import backup_bulk
 from traffic.endpoints import Endpoint, next_hop
 from traffic.frames import FixedFrame
 from traffic.jobs import ROCE, FlowFactory, TrafficClass
@@ -18,7 +17,7 @@ from traffic.nsproc import ChildError
 from traffic.pacing import ConstantRate
 from traffic.receiver import start_receiver
 from traffic.roce import CNP_DSCP, ECT0, ROCE_DSCP, cnp_frame
-from traffic.sender import run_sender, run_senders
+from traffic.sender import run_sender
 
 pytestmark = [
     pytest.mark.integration,
@@ -117,14 +116,14 @@ def test_routed_frames_keep_a_valid_icrc(routed: list[Endpoint]) -> None:
     with IPRoute(netns=_ns("r"), flags=0) as ipr:
         router_mac = ipr.get_links(ifname="veth-ra")[0].get("IFLA_ADDRESS")
     assert hop.dst_mac == router_mac
-    job = backup_bulk(routed[0], routed[1], 300 * 1024, rate_bps=100e6, tc=ROCE)
+    iface, flows = FlowFactory(routed, ROCE).pair(routed[0].name, routed[1].name)
     with start_receiver(routed[1].netns, "veth-b") as rx:
-        [sent] = run_senders([job])
+        sent = run_sender(routed[0].netns, iface, flows, ConstantRate(10000), count=300)
         got = rx.stop()
     [stats] = got.flows.values()
     assert sent.packets == stats.packets == 300
     assert (got.bad_icrc, stats.lost) == (0, 0)
-    assert stats.dscp == {ROCE_DSCP: 300}  # a backup job wrongly marked lossless
+    assert stats.dscp == {ROCE_DSCP: 300}
 
 
 def test_unknown_namespace_is_an_error_not_a_new_namespace() -> None:

@@ -2,14 +2,12 @@
 
 import pytest
 
-from traffic.bursts import BULK, backup_bulk, incast, micro_bursts
-from traffic.collectives import Flow, all_to_all
 from traffic.endpoints import Endpoint, NextHop
 from traffic.frames import FrameSource, RoceFlow
-from traffic.jobs import QPN_BASE, ROCE, FlowFactory, TrafficClass
+from traffic.jobs import QPN_BASE, FlowFactory, TrafficClass
 from traffic.layout import BTH_OFF, IP_TOS, UDP_OFF
 from traffic.pacing import ConstantRate, PeriodicBursts, Unpaced
-from traffic.roce import BULK_DSCP, ROCE_DSCP, udp_sport
+from traffic.roce import udp_sport
 
 EPS = [Endpoint(f"s{i}", f"ns{i}", f"10.0.{i}.1") for i in range(4)]
 
@@ -64,62 +62,3 @@ def test_flow_factory_numbers_qps_like_a_nic() -> None:
         factory.flow("s1", "s3", qp=2)
 
 
-def test_jobs_for_a_collective_step() -> None:
-    calls: list[tuple[str, str]] = []
-
-    def resolve(netns: str, dst_ip: str) -> NextHop:
-        calls.append((netns, dst_ip))
-        return fake_resolve(netns, dst_ip)
-
-    names = [e.name for e in EPS]
-    factory = FlowFactory(EPS, TrafficClass(payload_len=1024, qps_per_peer=2), resolve=resolve)
-    jobs = factory.jobs(all_to_all(names, 4 * 1024 * 1024, qps_per_peer=2).steps[0])
-    assert sorted(j.netns for j in jobs) == ["ns0", "ns1", "ns2", "ns3"]
-    assert all(len(j.flows) == 6 and j.count == 512 for j in jobs)
-    assert len({f.flow_id for j in jobs for f in j.flows}) == 24
-    assert len(calls) == len(set(calls)) == 12  # each (source, destination) resolved once
-
-
-def test_jobs_split_flows_of_different_sizes() -> None:
-    factory = FlowFactory(EPS, resolve=fake_resolve)
-    jobs = factory.jobs([Flow("s0", "s1", 1024), Flow("s0", "s2", 4096)])
-    assert sorted(j.count or 0 for j in jobs) == [1, 4]
-
-
-def test_backup_bulk_defaults_to_bulk_class_and_can_be_mismarked() -> None:
-    job = backup_bulk(EPS[0], EPS[1], 10 * 1024 * 1024, rate_bps=10e9, resolve=fake_resolve)
-    assert (job.netns, job.iface, job.count) == ("ns0", "eth-ns0", 10 * 1024)
-    assert dscp_of(job.flows[0]) == BULK_DSCP == BULK.dscp
-    assert isinstance(job.pacing, ConstantRate)
-    wrong = backup_bulk(EPS[0], EPS[1], 1024, rate_bps=1e9, tc=ROCE, resolve=fake_resolve)
-    assert dscp_of(wrong.flows[0]) == ROCE_DSCP
-
-
-def test_micro_bursts_job() -> None:
-    job = micro_bursts(
-        EPS[0],
-        EPS[1],
-        period_s=0.01,
-        burst_s=0.001,
-        burst_bps=8.656e9,
-        duration_s=1.0,
-        resolve=fake_resolve,
-    )
-    assert job.duration_s == 1.0 and job.count is None
-    assert isinstance(job.pacing, PeriodicBursts)
-    assert job.pacing.per_burst == 1000
-
-
-def test_incast_one_job_per_source_all_to_one_destination() -> None:
-    jobs = incast(
-        EPS[:3],
-        EPS[3],
-        64 * 1024,
-        rate_bps=1e9,
-        tc=TrafficClass(qps_per_peer=2),
-        resolve=fake_resolve,
-    )
-    assert sorted(j.netns for j in jobs) == ["ns0", "ns1", "ns2"]
-    assert all(len(j.flows) == 2 and j.count == 32 for j in jobs)
-    dst_ips = {template(f)[30:34] for j in jobs for f in j.flows}
-    assert dst_ips == {bytes([10, 0, 3, 1])}

@@ -9,7 +9,6 @@ PortChannel per dual-homed server, MCLAG_DOMAIN/MCLAG_INTERFACE and a unique SVI
 
 from __future__ import annotations
 
-import ipaddress
 from collections import defaultdict
 from typing import Any
 
@@ -32,10 +31,6 @@ RADIX = {"leaf": "leaves", "spine": "spines", "superspine": "superspines"}
 
 def _mac(index: int) -> str:
     return "52:54:00:{:02x}:{:02x}:{:02x}".format(*(index + 1).to_bytes(3, "big"))
-
-
-def _flag(value: bool) -> str:
-    return "true" if value else "false"
 
 
 def _ports_table(fabric: Fabric, role: str, used: dict[str, Port]) -> Table:
@@ -308,12 +303,3 @@ def render(d: Design, node: str, index: int) -> ConfigDb:
     db.update(qos_maps(f))
     _qos_ports(f, ports, db)
     return {table: rows for table, rows in db.items() if rows}
-
-
-def server_subnet(config: ConfigDb) -> ipaddress.IPv4Network | None:
-    """The server VLAN subnet of a leaf's config (None on spines)."""
-    for key in config.get("VLAN_INTERFACE", {}):
-        vlan, _, prefix = key.partition("|")
-        if prefix and vlan != f"Vlan{KEEPALIVE_VLAN}":
-            return ipaddress.IPv4Interface(prefix).network
-    return None

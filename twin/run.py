@@ -324,7 +324,7 @@ class Player:
             "start": start,
             "end": end,
             "pps_per_flow": phase.pps,
-            "dscp": {f.src: host_dscp(self.lab, f.src, phase) for f in flows},
+            "dscp": {src: host_dscp(self.lab, src, phase) for src in {f.src for f in flows}},
             "class": phase.traffic_class,
             "flows": ids,
             "analytical": analytical(self.lab, phase),
