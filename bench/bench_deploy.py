@@ -29,9 +29,11 @@ from pathlib import Path
 
 import yaml
 
-from labs import cleanup, netns, processes
-from twin import intent, labdir
+from labs.netns import cleanup, processes
+from labs.netns import lifecycle as netns
+from twin import labdir
 from twin.errors import TwinError
+from twin.intent import fabric as intent
 from twin.labdir import Lab
 
 REPO = Path(__file__).resolve().parent.parent

@@ -25,8 +25,10 @@ from pathlib import Path
 
 import networkx as nx
 
-from twin import clab, config_db, frr_conf, host_conf, intent, labdir
-from twin.design import design
+from twin import labdir
+from twin.design.graph import design
+from twin.intent import fabric as intent
+from twin.render import clab, config_db, frr_conf, host_conf
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = (("reference", 1.0), ("big", 10.0))

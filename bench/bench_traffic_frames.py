@@ -126,9 +126,10 @@ def _tcpreplay(ns: str, iface: str, frames: Sequence[bytes]) -> float:
 @contextmanager
 def small_fabric() -> Iterator[list[Endpoint]]:
     """The small example fabric deployed under a bench-only name; always destroyed."""
-    from labs import netns as twin_netns
-    from labs.plan import netns_name
-    from twin import intent, labdir
+    from labs.netns import lifecycle as twin_netns
+    from labs.netns.plan import netns_name
+    from twin import labdir
+    from twin.intent import fabric as intent
 
     fabric = intent.load(Path(__file__).resolve().parent.parent / "examples" / "small.yaml")
     fabric = fabric.model_copy(update={"name": f"trb{os.getpid() % 100000}"})

@@ -32,10 +32,11 @@ from typing import Any
 import pytest
 import yaml
 
-from labs import frr
-from labs.plan import Plan, build
-from twin import intent, labdir
+from labs.netns import frr
+from labs.netns.plan import Plan, build
+from twin import labdir
 from twin.errors import LabError
+from twin.intent import fabric as intent
 from twin.labdir import Lab
 
 REPO = Path(__file__).resolve().parent.parent
@@ -63,7 +64,7 @@ def write_lab(out: Path, name: str, leaves: int = 4) -> Path:
 
 def twin_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run the `twin` command in a new process."""
-    argv = [str(TWIN)] if TWIN.exists() else [sys.executable, "-m", "twin.cli"]
+    argv = [str(TWIN)] if TWIN.exists() else [sys.executable, "-m", "twin.cli.main"]
     return subprocess.run(
         [*argv, *args], capture_output=True, text=True, timeout=timeout, check=False
     )

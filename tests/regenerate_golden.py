@@ -29,7 +29,8 @@ GOLDEN_EXAMPLES = ("small",)
 
 def regenerate_labs() -> list[Path]:
     """Write `tests/golden/<example>/` for every golden example."""
-    from twin import intent, labdir
+    from twin import labdir
+    from twin.intent import fabric as intent
 
     written = []
     for example in GOLDEN_EXAMPLES:
@@ -42,7 +43,7 @@ def regenerate_labs() -> list[Path]:
 
 def error_line(case: Path, out: Path) -> tuple[int, str]:
     """Exit code and stderr of `twin generate` on a bad intent (run from the repo root)."""
-    from twin import cli
+    from twin.cli import main as cli
 
     stderr = io.StringIO()
     with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):

@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from twin import cli, intent, labdir
+from twin import labdir
+from twin.cli import main as cli
+from twin.intent import fabric as intent
 
 REPO = Path(__file__).resolve().parent.parent
 ERRORS = REPO / "tests" / "errors"
@@ -63,7 +65,8 @@ def test_error_exit_code_and_line_from_the_console_script(tmp_path: Path) -> Non
     case = ERRORS / "duplicate_key.yaml"
     out = tmp_path / "lab"
     run = subprocess.run(
-        [sys.executable, "-m", "twin.cli", "generate", str(case.relative_to(REPO)), "-o", str(out)],
+        [sys.executable, "-m", "twin.cli.main", "generate", str(case.relative_to(REPO)),
+         "-o", str(out)],
         cwd=REPO, capture_output=True, text=True, check=False,
     )
     assert run.returncode == 2

@@ -1,4 +1,4 @@
-"""Routing from configs (`twin.routing`), the buffer dependency graph and the deadlock validator.
+"""Routing from configs (`twin.model.routing`), the buffer dependency graph, the deadlock validator.
 
 Labs are examples/small.yaml generated into a temporary directory (as is, or single-homed)
 and edited as a person would: a static route added to frr.conf, a value changed in
@@ -18,15 +18,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from twin.fib import Fib, Link, NextHop, from_snapshot, lookup
 from twin.labdir import Lab
-from twin.routing import Routing
-from twin.wiring import Wiring, links
+from twin.model.fib import Fib, Link, NextHop, from_snapshot, lookup
+from twin.model.routing import Routing
+from twin.model.wiring import Wiring, links
 from validators import registry
 from validators.buffer_graph import BufferGraph
-from validators.deadlock import dscps
 from validators.examples import add_frr_line, edit_json, generate, neighbor_address
 from validators.result import Status
+from validators.static.deadlock import dscps
 
 SMALL = Path(__file__).resolve().parent.parent / "examples" / "small.yaml"
 SINGLE_HOMED = {"servers": {"count": 8, "nics": 1, "dual_homed": False}}

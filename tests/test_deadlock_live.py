@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from labs import netns
-from labs.faults import Faults
-from twin.fib import Fib, Link, from_snapshot
+from labs.netns import lifecycle as netns
+from labs.netns.faults import Faults
 from twin.labdir import Lab
-from twin.routing import Routing
-from twin.wiring import Wiring, links
+from twin.model.fib import Fib, Link, from_snapshot
+from twin.model.routing import Routing
+from twin.model.wiring import Wiring, links
 from validators.examples import generate
 
 pytestmark = [

@@ -1,4 +1,4 @@
-"""twin.sizing, twin.design and twin.addressing: figures checked by hand, refusals, port budgets.
+"""twin.design (sizing, graph, addressing): figures checked by hand, refusals, port budgets.
 
 The expected figures below were worked out from the sizing rules (see each test), not copied
 from the output.
@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from twin import intent
-from twin.addressing import Pool, subnet_for
-from twin.design import (
+from twin.design.addressing import Pool, subnet_for
+from twin.design.graph import (
     PEER_LINK_BUNDLE,
     Design,
     design,
@@ -24,8 +23,9 @@ from twin.design import (
     ports_of,
     uplink_bundle,
 )
+from twin.design.sizing import Sizing
 from twin.errors import DesignError
-from twin.sizing import Sizing
+from twin.intent import fabric as intent
 
 REPO = Path(__file__).resolve().parent.parent
 RADIX = {"leaf": "leaves", "spine": "spines", "superspine": "superspines"}

@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-from twin import frr_conf, host_conf, intent, labdir
+from twin import labdir
 from twin.errors import LabError
+from twin.intent import fabric as intent
 from twin.labdir import Lab
+from twin.render import frr_conf, host_conf
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden"
@@ -77,7 +79,7 @@ def test_resolved_intent_rebuilds_the_same_lab(lab: Lab, tmp_path: Path) -> None
 # --------------------------------------------------------------------------- validity
 def test_every_config_db_validates_against_sonic_yang(lab: Lab) -> None:
     pytest.importorskip("libyang", reason="SONiC YANG validation needs libyang==2.7.1")
-    from twin.yang_check import validate_config_db
+    from twin.yang.check import validate_config_db
 
     switches = lab.switches()
     assert switches
@@ -88,7 +90,7 @@ def test_every_config_db_validates_against_sonic_yang(lab: Lab) -> None:
 def test_yang_check_catches_a_broken_config(lab: Lab) -> None:
     """The validator is not vacuous on our output: a bad MTU on a leaf is reported."""
     pytest.importorskip("libyang", reason="SONiC YANG validation needs libyang==2.7.1")
-    from twin.yang_check import validate_config_db
+    from twin.yang.check import validate_config_db
 
     config = lab.config_db("leaf1")
     config["PORT"]["Ethernet0"]["mtu"] = "99999"

@@ -1,4 +1,4 @@
-"""twin.intent: defaults, strict types, refused keys and the resolved intent round trip."""
+"""twin.intent.fabric: defaults, strict types, refused keys and the resolved intent round trip."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from twin import intent
 from twin.errors import InputError
+from twin.intent import fabric as intent
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))

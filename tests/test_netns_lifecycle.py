@@ -33,8 +33,9 @@ from conftest import (
     write_lab,
 )
 
-from labs import frr, netns
-from twin import cli
+from labs.netns import frr
+from labs.netns import lifecycle as netns
+from twin.cli import main as cli
 from twin.errors import LabError
 from twin.labdir import Lab
 
@@ -149,7 +150,7 @@ def test_a_deploy_killed_part_way_is_cleaned_up_by_name(tmp_path: Path) -> None:
         pytest.skip(reason)
     name = lab_name()
     path = write_lab(tmp_path / "lab", name)
-    argv = [str(TWIN)] if TWIN.exists() else [sys.executable, "-m", "twin.cli"]
+    argv = [str(TWIN)] if TWIN.exists() else [sys.executable, "-m", "twin.cli.main"]
     deploy = subprocess.Popen(
         [*argv, "deploy", str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

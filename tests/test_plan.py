@@ -13,9 +13,10 @@ import pytest
 import yaml
 from conftest import SMALL, write_lab
 
-from labs.plan import Plan, Route, build, netns_name
-from twin import intent, labdir
+from labs.netns.plan import Plan, Route, build, netns_name
+from twin import labdir
 from twin.errors import LabError
+from twin.intent import fabric as intent
 from twin.labdir import Lab
 
 Edit = Callable[[dict[str, Any]], None]

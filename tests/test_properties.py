@@ -37,9 +37,10 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from twin import intent, labdir
-from twin.design import design, figures, ports_of
+from twin import labdir
+from twin.design.graph import design, figures, ports_of
 from twin.errors import DesignError
+from twin.intent import fabric as intent
 from twin.labdir import Lab
 
 REPO = Path(__file__).resolve().parent.parent
@@ -292,7 +293,7 @@ def test_every_lab_holds_the_fabric_invariants(data: dict[str, Any]) -> None:
 @example(SMALL)
 def test_sampled_config_dbs_validate_against_sonic_yang(data: dict[str, Any]) -> None:
     pytest.importorskip("libyang", reason="SONiC YANG validation needs libyang==2.7.1")
-    from twin.yang_check import validate_config_db
+    from twin.yang.check import validate_config_db
 
     with _lab(data) as lab:
         switches = lab.switches() if data in (REFERENCE, SMALL) else _sample(lab)

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from twin import cli, report
+from twin.cli import main as cli
 from twin.errors import InputError
 from twin.labdir import Lab
+from twin.verdict import report
 from validators import registry
 from validators.examples import edit_json, generate
 from validators.result import Finding, Result, Status

@@ -29,11 +29,13 @@ import pytest
 import yaml
 from conftest import Twin, lab_name, root_and_frr, running_twin, wait_for, write_lab
 
-from labs.faults import Faults
-from twin import intent, labdir, verdict
-from twin import run as runs
-from twin import scenario as scenarios
+from labs.netns.faults import Faults
+from twin import labdir
+from twin.intent import fabric as intent
 from twin.labdir import Lab
+from twin.scenario import model as scenarios
+from twin.scenario import player as runs
+from twin.verdict import verdict
 from validators.result import Result, Status
 
 pytestmark = [

@@ -2,7 +2,8 @@
 
 No root needed: the lab directory is generated (examples/small.yaml: 2 spines, two MLAG pairs
 of leaves, 4 dual-homed servers) but never deployed, and every observation file is written
-here by `SyntheticRun`, in the format `twin.observations` documents and `twin.run` writes.
+here by `SyntheticRun`, in the format `twin.scenario.observations` documents and
+`twin.scenario.player` writes.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
-from labs.counters import FIELDS
-from twin import intent, labdir
+from labs.netns.counters import FIELDS
+from twin import labdir
+from twin.intent import fabric as intent
 from twin.labdir import Lab
-from twin.observations import Observations
+from twin.scenario.observations import Observations
 from validators import registry
 from validators.dynamic import bgp_health, failover
 from validators.result import Result, Status
@@ -170,7 +172,7 @@ def flow(
 
 @dataclass
 class SyntheticRun:
-    """A run directory written by hand: every file `twin.observations` reads."""
+    """A run directory written by hand: every file `twin.scenario.observations` reads."""
 
     lab: Lab
     name: str = "synthetic"
@@ -187,7 +189,7 @@ class SyntheticRun:
     validate: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def fault(self, at: float, fault: str, **fields: Any) -> None:
-        """A fault record as `labs.faults` logs it, `at` seconds after T0."""
+        """A fault record as `labs.netns.faults` logs it, `at` seconds after T0."""
         self.faults.append(
             {"index": len(self.faults), "t": T0 + at, "event": "fault", "fault": fault, **fields}
         )

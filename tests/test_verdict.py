@@ -18,10 +18,11 @@ import pytest
 import yaml
 from test_validators_dynamic import SyntheticRun, flow, generate_lab, probe_all
 
-from twin import cli, verdict
-from twin import scenario as scenarios
+from twin.cli import main as cli
 from twin.errors import InputError
 from twin.labdir import Lab
+from twin.scenario import model as scenarios
+from twin.verdict import verdict
 from validators.result import Status
 
 TWIN = Path(sys.executable).with_name("twin")
@@ -125,7 +126,7 @@ def test_report_exits_0_when_nothing_failed_even_if_something_was_not_observable
 
 def test_report_from_a_new_process_exits_1_on_a_failure(lab: Lab) -> None:
     run_dir = failing_run(lab, "subprocess").write().path
-    argv = [str(TWIN)] if TWIN.exists() else [sys.executable, "-m", "twin.cli"]
+    argv = [str(TWIN)] if TWIN.exists() else [sys.executable, "-m", "twin.cli.main"]
     done = subprocess.run(
         [*argv, "report", str(run_dir)], capture_output=True, text=True, timeout=120, check=False
     )

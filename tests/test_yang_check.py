@@ -1,4 +1,4 @@
-"""twin.yang_check: CONFIG_DB JSON validated against the SONiC YANG models with libyang."""
+"""twin.yang.check: CONFIG_DB JSON validated against the SONiC YANG models with libyang."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ pytest.importorskip(
     "gcc, then pip install libyang==2.7.1",
 )
 
-from twin.yang_check import (
+from twin.yang.check import (
     YANG_DIR,
     load_context,
     load_schema,

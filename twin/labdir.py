@@ -24,10 +24,11 @@ from typing import Any
 
 import networkx as nx
 
-from twin import clab, config_db, frr_conf, host_conf, intent
-from twin.config_db import ConfigDb
-from twin.design import Design, design, figures, ports_of
+from twin.design.graph import Design, design, figures, ports_of
 from twin.errors import LabError
+from twin.intent import fabric as intent
+from twin.render import clab, config_db, frr_conf, host_conf
+from twin.render.config_db import ConfigDb
 
 STATE_FILE = "state.json"
 

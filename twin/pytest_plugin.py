@@ -29,12 +29,13 @@ from typing import Any
 import pytest
 import yaml
 
-from labs import netns
-from twin import intent, labdir
-from twin import run as runs
-from twin import scenario as scenarios
+from labs.netns import lifecycle as netns
+from twin import labdir
+from twin.intent import fabric as intent
 from twin.labdir import Lab
-from twin.observations import Observations
+from twin.scenario import model as scenarios
+from twin.scenario import player as runs
+from twin.scenario.observations import Observations
 
 
 class Twin:

@@ -23,8 +23,8 @@ from ipaddress import IPv4Network
 
 import networkx as nx
 
-from twin.fib import Fib, FibDelta, Hops, Lpm, NextHop, lookup
-from twin.wiring import Wiring
+from twin.model.fib import Fib, FibDelta, Hops, Lpm, NextHop, lookup
+from twin.model.wiring import Wiring
 from validators.qos_config import map_name, pfc_enabled, qos_map
 
 Port = tuple[str, str]

@@ -21,7 +21,8 @@ from typing import Any
 
 import yaml
 
-from twin import intent, labdir
+from twin import labdir
+from twin.intent import fabric as intent
 from twin.labdir import Lab
 
 TINY = {

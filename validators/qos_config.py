@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from twin.config_db import ConfigDb
-from twin.design import ports_of
+from twin.design.graph import ports_of
 from twin.labdir import Lab
+from twin.render.config_db import ConfigDb
 
 MAP_TABLES = {
     "dscp_to_tc_map": "DSCP_TO_TC_MAP",

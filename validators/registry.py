@@ -29,7 +29,7 @@ from typing import Any
 import validators
 from twin.errors import InputError
 from twin.labdir import Lab
-from twin.observations import Observations
+from twin.scenario.observations import Observations
 from validators.result import Result
 
 Params = Mapping[str, Any]

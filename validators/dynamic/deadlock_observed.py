@@ -8,14 +8,14 @@ so routes the real control plane installed during failures are judged too.
 
 from __future__ import annotations
 
-from twin.fib import from_snapshot
 from twin.labdir import Lab
-from twin.observations import Observations
-from twin.wiring import Wiring
+from twin.model.fib import from_snapshot
+from twin.model.wiring import Wiring
+from twin.scenario.observations import Observations
 from validators.buffer_graph import BufferGraph
-from validators.deadlock import Located, dscps, priorities, verdicts
 from validators.registry import Params, dynamic
 from validators.result import Figure, Result, Status
+from validators.static.deadlock import Located, dscps, priorities, verdicts
 
 NAME = "deadlock_observed"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from twin.labdir import Lab
-from twin.observations import Observations
+from twin.scenario.observations import Observations
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 

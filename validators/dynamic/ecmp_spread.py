@@ -11,7 +11,7 @@ to a remote server subnet than it has spines. Leaves that carried fewer than `mi
 from __future__ import annotations
 
 from twin.labdir import Lab
-from twin.observations import Observations
+from twin.scenario.observations import Observations
 from validators.dynamic.stats import chi_square_uniform
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status

@@ -10,7 +10,7 @@ PORT_QOS_MAP pfc_enable); a phase landing on a PFC-enabled priority fails.
 from __future__ import annotations
 
 from twin.labdir import Lab
-from twin.observations import Observations
+from twin.scenario.observations import Observations
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 

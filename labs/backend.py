@@ -1,0 +1,259 @@
+"""The backend interface: what every way of running a lab offers (netns, sim, clab, fake).
+
+A backend is one folder `labs/<name>/` and one line in `labs.registry`. Everything outside its
+folder (the CLI verbs, the scenario player, the pytest plugin, the validators) uses only what
+this module defines, and every observation a backend returns is in the project's own neutral
+form: nodes by their design names, ports by their SONiC names (`Ethernet8`, `PortChannel101`),
+FIBs as `twin.model.fib.Fib`, never a tool's raw output.
+
+A backend runs its traffic either against the wall clock (netns, clab: `traffic` starts and
+stops a phase's flows while `fault` fires on the same clock; `labs.timeline` plays a scenario
+from these verbs) or in simulated time (sim: `play` takes the whole timeline at once). Either
+way `play` returns one `Played` record, which the scenario player saves as observations.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol
+
+from twin.labdir import Lab
+from twin.model.fib import Fib
+
+Progress = Callable[[str], None]
+
+Capability = Literal[
+    "fib",  # forwarding tables (Fib) at any time
+    "bgp",  # BGP sessions and their state
+    "counters",  # per port packet and byte counters
+    "flows",  # per flow sent, received, lost, latency, DSCP/ECN received
+    "pcap",  # packet captures of a link
+    "probes",  # reachability and MTU probes between servers
+    "queues",  # per port and queue occupancy over time
+    "pfc",  # pause frames sent/received, paused time per port and priority
+    "ecn",  # ECN marks per port and queue
+    "deadlock",  # deadlock and PFC watchdog events
+]
+
+FaultKind = Literal[
+    "link-down",
+    "link-up",
+    "link-flap",
+    "node-down",
+    "node-up",
+    "daemon-kill",
+    "daemon-restart",
+    "loss",
+    "rate",
+    "clear",
+    "pfc-storm",
+]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault: `link` is `node:node` or `node:port` (SONiC or NIC name), `node` a device."""
+
+    kind: FaultKind
+    link: str | None = None
+    node: str | None = None
+    daemon: str | None = None
+    percent: float | None = None
+    mbit: float | None = None
+    period: float = 1.0
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """A twin that came up: how big, and how long it took to converge."""
+
+    lab: str
+    backend: str
+    nodes: int
+    sessions: int
+    seconds: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Session:
+    """One BGP session as a switch sees it."""
+
+    node: str
+    peer: str  # the peer's address
+    name: str  # the peer's node name
+    state: str  # "Established", or why not
+    prefixes: int
+    uptime_ms: int
+
+
+@dataclass(frozen=True)
+class LinkState:
+    """One physical link and whether both ends are up."""
+
+    a: str
+    a_port: str
+    b: str
+    b_port: str
+    up: bool
+
+
+@dataclass(frozen=True)
+class Status:
+    """What `twin inspect` shows: nodes, links, BGP sessions."""
+
+    lab: str
+    backend: str
+    running: bool
+    nodes: dict[str, str]  # node -> "up" or why not
+    links: list[LinkState]
+    sessions: list[Session]
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """One flow of a phase: a queue pair from one server to another."""
+
+    flow_id: int
+    src: str
+    dst: str
+    qp: int
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A traffic phase as a backend plays it: flows, class, pacing, time on the timeline.
+
+    Rates: `pps` per flow for wall-clock backends, `gbps` per flow for simulated ones
+    (a collective with a `message` and no rate runs as fast as the network lets it).
+    """
+
+    index: int
+    label: str
+    kind: str  # all_reduce, all_gather, reduce_scatter, all_to_all, backup, micro_bursts, incast
+    traffic_class: str
+    dscp: dict[str, int]  # per source server
+    flows: list[FlowSpec]
+    at: float
+    duration: float
+    payload: int
+    pps: float | None = None
+    gbps: float | None = None
+    message: int | None = None
+    algorithm: str = "ring"
+    burst: int | None = None
+    period: float | None = None
+    ranks: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Everything a scenario asks a backend to do, in scenario time (seconds from start)."""
+
+    scenario: str
+    duration: float
+    sample_interval: float
+    phases: list[Phase]
+    faults: list[tuple[float, Fault]]
+    captures: list[str]  # links to capture (`node:node`), where the backend has "pcap"
+    probes: bool  # probe every server pair at the end, where the backend has "probes"
+
+
+@dataclass
+class Played:
+    """What one run recorded, backend-neutral; `twin.scenario.player` saves it.
+
+    `counters` is {"interval", "fields", "samples": [{"t", "c": {"node:port": [values]}}]};
+    `fibs` maps a snapshot label to (time, Fib); `flows` are per-flow records (see
+    docs/observations.md); `extra` holds what only some backends observe (pfc, queues, ecn,
+    iterations), each a JSON-ready object saved as `<key>.json`.
+    """
+
+    started: float
+    ended: float
+    phases: list[dict[str, Any]]
+    faults: list[dict[str, Any]]
+    flows: list[dict[str, Any]]
+    counters: dict[str, Any]
+    fibs: dict[str, tuple[float, Fib]]
+    bgp: dict[str, list[Session]]
+    events: list[dict[str, Any]]
+    probes: list[dict[str, Any]] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Observer(Protocol):
+    """Reads a running twin's state, in neutral form."""
+
+    def fib(self) -> Fib:
+        """Every node's forwarding table now."""
+        ...
+
+    def counters(self) -> dict[str, list[int]]:
+        """Per `node:port` (SONiC names), the values of `COUNTER_FIELDS` now."""
+        ...
+
+    def bgp(self) -> list[Session]:
+        """Every switch's BGP sessions now."""
+        ...
+
+
+class Traffic(Protocol):
+    """The flows of one phase on a wall-clock backend."""
+
+    def start(self) -> None:
+        """Start sending."""
+        ...
+
+    def stop(self) -> dict[int, int]:
+        """Stop sending; packets sent per flow id."""
+        ...
+
+
+COUNTER_FIELDS = ["rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_dropped", "tx_dropped"]
+
+
+class Backend(Protocol):
+    """One way of running a lab. Every verb takes the lab directory it acts on."""
+
+    name: ClassVar[str]
+    capabilities: ClassVar[frozenset[str]]
+
+    def deploy(self, lab: Lab, progress: Progress) -> Deployed:
+        """Bring the lab up and wait until it has converged; refuses a running lab."""
+        ...
+
+    def destroy(self, lab: Lab) -> dict[str, int]:
+        """Remove everything the twin created (by the lab's tag); what was removed."""
+        ...
+
+    def running(self, lab: Lab) -> bool:
+        """Whether a twin of this lab is up on this backend."""
+        ...
+
+    def status(self, lab: Lab) -> Status:
+        """Nodes, links and BGP sessions."""
+        ...
+
+    def exec(self, lab: Lab, node: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        """Run a command in a node (never through a shell)."""
+        ...
+
+    def fault(self, lab: Lab, fault: Fault) -> dict[str, Any]:
+        """Inject a fault now; the event it logged."""
+        ...
+
+    def observer(self, lab: Lab) -> Observer:
+        """A reader of the running twin's state."""
+        ...
+
+    def traffic(self, lab: Lab, phase: Phase) -> Traffic:
+        """The prepared flows of one phase (started by the caller)."""
+        ...
+
+    def play(self, lab: Lab, timeline: Timeline, progress: Progress) -> Played:
+        """Play a whole timeline: wall-clock backends through `labs.timeline`."""
+        ...

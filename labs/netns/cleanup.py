@@ -1,0 +1,34 @@
+"""Remove what crashed or killed runs left behind, found by the lab tag alone.
+
+A lab's tag is its name: its namespaces are `<lab>.<node>`, its processes carry `TWIN_LAB=<lab>`
+in their environment, and its run directory is `/run/twin/<lab>` (made first at deploy, so even
+a deploy killed before FRR started is found). Nothing is matched by a broader pattern.
+"""
+
+from __future__ import annotations
+
+from labs.netns import frr, netlink, processes
+
+
+def labs_left() -> list[str]:
+    """Labs with a run directory on this machine."""
+    if not frr.RUN_ROOT.exists():
+        return []
+    return sorted(p.name for p in frr.RUN_ROOT.iterdir() if p.is_dir())
+
+
+def namespaces_of(lab: str) -> list[str]:
+    """The lab's namespaces that exist now."""
+    return [n for n in netlink.namespaces() if n.split(".", 1)[0] == lab]
+
+
+def cleanup(lab: str) -> dict[str, int]:
+    """End the lab's processes, remove its namespaces and run directory."""
+    pids = processes.tagged(lab)
+    processes.end(pids, lab)
+    frr.remove_tmp(pids)
+    spaces = namespaces_of(lab)
+    for name in spaces:
+        netlink.remove(name)
+    frr.remove_run_dir(lab)
+    return {"processes": len(pids), "namespaces": len(spaces)}

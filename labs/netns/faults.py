@@ -1,0 +1,222 @@
+"""Fault injection on a running netns twin, each fault logged to the lab's event log.
+
+Links are named from either end: `leaf1:Ethernet40` (a SONiC port or PortChannel),
+`server3:nic0`, or `leaf1:spine2` (the link between two nodes). Faults:
+
+- link down / up: both ends lose carrier (admin down on both veth ends); up restores the
+  routes the twin owns on those ports (FRR restores its own);
+- link flap: down and up `count` times, `period` seconds apart;
+- node down / up: every link of the node down and its FRR daemons killed / the reverse;
+- daemon kill / restart: one FRR daemon of a switch (`bgpd`, `bfdd`, `zebra`);
+- loss: random drop of a percentage of the frames leaving both ends (iptables `statistic`);
+- rate: both ends' egress shaped with tbf; `clear` removes loss and rate from a link.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from labs import events, state
+from labs.netns import frr, netlink, processes
+from labs.netns.lifecycle import exec_in
+from labs.netns.plan import Plan, Veth, build
+from twin.errors import LabError
+from twin.labdir import Lab
+
+COMMENT = "twin-fault"
+
+
+@dataclass(frozen=True)
+class End:
+    """One end of a link in the twin."""
+
+    node: str
+    ifname: str
+
+
+def resolve_link(lab: Lab, plan: Plan, spec: str) -> tuple[End, End]:
+    """The two ends of the link named `NODE:PORT` or `NODE:PEER`."""
+    node, _, port = spec.partition(":")
+    if node not in lab.graph.nodes or not port:
+        raise LabError(f"link {spec!r}: write NODE:PORT or NODE:PEER (e.g. leaf1:spine1)")
+    linux = lab.ifmap[node].get(port, {}).get("netns", port)
+    for veth in plan.veths:
+        ends = [(veth.a, veth.a_if, veth.b, veth.b_if), (veth.b, veth.b_if, veth.a, veth.a_if)]
+        for here, here_if, there, there_if in ends:
+            if here == node and (here_if == linux or there == port):
+                return End(here, here_if), End(there, there_if)
+    raise LabError(f"link {spec!r}: {node} has no port or neighbour {port}")
+
+
+class Faults:
+    """Fault verbs on one running lab."""
+
+    def __init__(self, lab: Lab) -> None:
+        st = state.load(lab.path)
+        if st is None or st.status != "running":
+            raise LabError(f"lab {lab.name} is not running (twin deploy {lab.path})")
+        self.lab, self.state = lab, st
+        self.plan = build(lab)
+        self.sockets = netlink.Sockets()
+
+    def close(self) -> None:
+        """Release netlink sockets."""
+        self.sockets.close()
+
+    def _log(self, fault: str, **fields: Any) -> dict[str, Any]:
+        return events.append(self.lab.path, "fault", fault=fault, **fields)
+
+    def _set(self, end: End, up: bool) -> None:
+        ns = self.plan.netns(end.node)
+        self.sockets[ns].link(
+            "set", index=self.sockets.index(ns, end.ifname), state="up" if up else "down"
+        )
+        if up:
+            self.sockets.routes(self.plan.nodes[end.node], only_dev=end.ifname)
+
+    def link(self, spec: str, up: bool) -> dict[str, Any]:
+        """Take a link down or bring it back up (both ends)."""
+        a, b = resolve_link(self.lab, self.plan, spec)
+        for end in (a, b):
+            self._set(end, up)
+        return self._log(
+            "link-up" if up else "link-down",
+            link=spec,
+            ends=[f"{a.node}:{a.ifname}", f"{b.node}:{b.ifname}"],
+        )
+
+    def flap(self, spec: str, period: float, count: int) -> dict[str, Any]:
+        """Take a link down and up `count` times, `period` seconds per half-cycle."""
+        for _ in range(count):
+            self.link(spec, up=False)
+            time.sleep(period)
+            self.link(spec, up=True)
+            time.sleep(period)
+        return self._log("link-flap-done", link=spec, period=period, count=count)
+
+    def _veths_of(self, node: str) -> list[Veth]:
+        return [v for v in self.plan.veths if node in (v.a, v.b)]
+
+    def node(self, name: str, up: bool) -> dict[str, Any]:
+        """Power a node off (links down, daemons killed) or back on."""
+        if name not in self.plan.nodes:
+            raise LabError(f"lab {self.lab.name} has no node {name}")
+        ends = [End(v.a, v.a_if) if v.a == name else End(v.b, v.b_if) for v in self._veths_of(name)]
+        peers = [
+            End(v.b, v.b_if) if v.a == name else End(v.a, v.a_if) for v in self._veths_of(name)
+        ]
+        if not up:
+            for end in ends:
+                self._set(end, False)
+            ended = list(self.state.pids.get(name, {}).values())
+            processes.end(ended, self.lab.name)
+            frr.remove_tmp(ended)
+        else:
+            if name in self.state.pids:
+                self._start_daemons(name)
+            for end in ends + peers:
+                self._set(end, True)
+        return self._log("node-up" if up else "node-down", node=name)
+
+    def _start_daemons(self, name: str, only: list[str] | None = None) -> None:
+        conf = self.lab.path / "configs" / name / "frr.conf"
+        started = frr.start(self.lab.name, name, self.plan.netns(name), conf, only)
+        self.state.pids[name] = {**self.state.pids.get(name, {}), **started}
+        self.state.save(self.lab.path)
+        frr.apply(self.lab.name, name)
+
+    def daemon(self, node: str, daemon: str, up: bool) -> dict[str, Any]:
+        """Kill one FRR daemon of a switch, or restart the switch's missing daemons (all of
+        them when zebra is missing: the others cannot follow a new zebra)."""
+        pids = self.state.pids.get(node)
+        if pids is None or daemon not in pids:
+            raise LabError(f"{node} runs no {daemon} (daemons: {', '.join(pids or []) or 'none'})")
+        if up:
+            alive = {d: p for d, p in pids.items() if processes.belongs(p, self.lab.name)}
+            missing = [d for d in pids if d not in alive]
+            if "zebra" in missing:
+                processes.end(list(alive.values()), self.lab.name)
+                frr.remove_tmp(list(alive.values()))
+                self._start_daemons(node)
+            elif missing:
+                self._start_daemons(node, missing)
+        else:
+            processes.end([pids[daemon]], self.lab.name)
+            frr.remove_tmp([pids[daemon]])
+        return self._log("daemon-restart" if up else "daemon-kill", node=node, daemon=daemon)
+
+    def _both_ends(self, spec: str, argv: list[str], check: bool = True) -> tuple[End, End]:
+        """Run a command (with {if} for the interface) in the namespace of both link ends."""
+        a, b = resolve_link(self.lab, self.plan, spec)
+        for end in (a, b):
+            done = exec_in(self.lab, end.node, [arg.format(dev=end.ifname) for arg in argv])
+            if check and done.returncode != 0:
+                raise LabError(f"{end.node}: {' '.join(argv)}: {done.stderr.strip()}")
+        return a, b
+
+    def loss(self, spec: str, percent: float) -> dict[str, Any]:
+        """Drop `percent` % of the frames leaving each end of the link, at random."""
+        if not 0 < percent <= 100:
+            raise LabError(f"loss {percent}: a percentage in (0, 100]")
+        for chain in ("FORWARD", "OUTPUT"):
+            self._both_ends(
+                spec,
+                [
+                    "iptables",
+                    "-A",
+                    chain,
+                    "-o",
+                    "{dev}",
+                    "-m",
+                    "statistic",
+                    "--mode",
+                    "random",
+                    "--probability",
+                    f"{percent / 100:.6f}",
+                    "-m",
+                    "comment",
+                    "--comment",
+                    COMMENT,
+                    "-j",
+                    "DROP",
+                ],
+            )
+        return self._log("loss", link=spec, percent=percent)
+
+    def rate(self, spec: str, mbit: float) -> dict[str, Any]:
+        """Shape both ends of the link to `mbit` Mb/s with tbf."""
+        burst = max(16, int(mbit * 1000 / 8 / 250))  # 4 ms worth, in KB, at least 16 KB
+        self._both_ends(
+            spec,
+            [
+                "tc",
+                "qdisc",
+                "replace",
+                "dev",
+                "{dev}",
+                "root",
+                "tbf",
+                "rate",
+                f"{mbit}mbit",
+                "burst",
+                f"{burst}kb",
+                "latency",
+                "50ms",
+            ],
+        )
+        return self._log("rate", link=spec, mbit=mbit)
+
+    def clear(self, spec: str) -> dict[str, Any]:
+        """Remove loss rules and shaping from both ends of the link."""
+        self._both_ends(spec, ["tc", "qdisc", "del", "dev", "{dev}", "root"], check=False)
+        a, b = resolve_link(self.lab, self.plan, spec)
+        for end in (a, b):
+            listing = exec_in(self.lab, end.node, ["iptables", "-S"]).stdout.splitlines()
+            for rule in listing:
+                if COMMENT in rule and f"-o {end.ifname} " in rule + " ":
+                    exec_in(
+                        self.lab, end.node, ["iptables", *rule.replace("-A ", "-D ", 1).split()]
+                    )
+        return self._log("clear", link=spec)

@@ -1,0 +1,198 @@
+"""FRR daemons per switch namespace: zebra, bgpd and (when configured) bfdd.
+
+Each switch has its own run directory (sockets, pid files) under `/run/twin/<lab>/<node>` (unix
+socket paths must stay short) and its logs in the lab directory. Every daemon carries the lab's
+tag in its environment (`TWIN_LAB`, `TWIN_NODE`) so cleanup can find it by that tag.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from labs.netns.netlink import inside
+from twin.errors import LabError
+
+FRR_BIN = Path("/usr/lib/frr")
+RUN_ROOT = Path("/run/twin")
+# Each daemon keeps a crash-log directory `<daemon>.<pid>` here and removes it when it exits
+# cleanly; one killed with SIGKILL leaves it behind.
+FRR_TMP = Path("/var/tmp/frr")
+VTYSH = "vtysh"
+EVENT_LOG = "frr.log"
+# Lines of frr.conf a daemon only honours in the config it reads at startup (vtysh cannot
+# change them in a running daemon): each daemon starts from these, then `apply` loads the rest.
+STARTUP_ONLY = ("frr defaults ", "hostname ")
+# zebra also starts without kernel nexthop objects. FRR 8.4 installs ECMP routes as kernel
+# nexthop groups; a link going down makes the kernel drop its nexthop from every group, and
+# when the link comes back zebra reuses the group id without re-adding the member, so the
+# route stays one path short for good (FRR pull requests 13413 and 14080, after 8.4).
+# Plain multipath routes do not have that problem.
+ZEBRA_STARTUP = ["no zebra nexthop kernel enable"]
+
+
+def run_dir(lab: str, node: str) -> Path:
+    """Sockets and pid files of one switch's daemons."""
+    return RUN_ROOT / lab / node
+
+
+def daemons(frr_conf: str) -> list[str]:
+    """The daemons a config needs, in start order.
+
+    >>> daemons("router bgp 65000\\n"), daemons("bfd\\n profile x\\nrouter bgp 1\\n")
+    (['zebra', 'bgpd'], ['zebra', 'bfdd', 'bgpd'])
+    """
+    needed = ["zebra"]
+    if any(line.strip() == "bfd" or " bfd" in line for line in frr_conf.splitlines()):
+        needed.append("bfdd")
+    needed.append("bgpd")
+    return needed
+
+
+def check_installed() -> None:
+    """Refuse to deploy without FRR."""
+    missing = [d for d in ("zebra", "bgpd", "bfdd") if not (FRR_BIN / d).exists()]
+    if missing or shutil.which(VTYSH) is None:
+        raise LabError(
+            "FRR is not installed (apt-get install frr): " + ", ".join(missing or [VTYSH])
+        )
+
+
+def _startup_conf(conf: str, rundir: Path, daemon: str) -> str:
+    """What a daemon reads at startup: frr.conf's startup-only lines, the event log (one log
+    of all daemons with millisecond timestamps, for the monitor) and zebra's own settings."""
+    lines = [line for line in conf.splitlines() if line.startswith(STARTUP_ONLY)]
+    lines += [f"log file {rundir / EVENT_LOG}", "log timestamp precision 3"]
+    if daemon == "zebra":
+        lines += ZEBRA_STARTUP
+    return "".join(f"{line}\n" for line in lines)
+
+
+def start(
+    lab: str, node: str, netns: str, source: Path, only: list[str] | None = None
+) -> dict[str, int]:
+    """Start the switch's daemons (or those in `only`) in its namespace from a copy of its
+    `frr.conf`.
+
+    The daemons run as user frr, so the config, sockets and logs live in the run directory
+    (which frr owns); `save_logs` moves the logs into the lab directory at destroy. They are
+    spawned from this thread while it is inside the namespace, so they are born there.
+    """
+    rundir = run_dir(lab, node)
+    rundir.mkdir(parents=True, exist_ok=True)
+    shutil.chown(rundir, "frr", "frr")
+    conf = rundir / "frr.conf"
+    shutil.copyfile(source, conf)
+    shutil.chown(conf, "frr", "frr")
+    text = conf.read_text()
+    logs = rundir
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+        "TWIN_LAB": lab,
+        "TWIN_NODE": node,
+    }
+    pids = {}
+    zserv = rundir / "zserv.api"
+    for daemon in daemons(text):
+        if only is not None and daemon not in only:
+            continue
+        boot = rundir / f"{daemon}.startup.conf"
+        boot.write_text(_startup_conf(text, rundir, daemon))
+        shutil.chown(boot, "frr", "frr")
+        (rundir / f"{daemon}.vty").unlink(missing_ok=True)
+        if daemon == "zebra":
+            zserv.unlink(missing_ok=True)
+        args = [
+            str(FRR_BIN / daemon),
+            "-f",
+            str(boot),
+            "-i",
+            str(rundir / f"{daemon}.pid"),
+            "--vty_socket",
+            str(rundir),
+            "-z",
+            str(zserv),
+            "--log",
+            f"file:{logs / daemon}.log",
+        ]
+        if daemon == "bfdd":
+            args += ["--bfdctl", str(rundir / "bfdd.sock")]
+        with open(logs / f"{daemon}.out.log", "ab") as out, inside(netns):
+            proc = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        pids[daemon] = proc.pid
+        if daemon == "zebra":
+            _wait_for(zserv, proc, node)
+    return pids
+
+
+def _wait_for(zserv: Path, zebra: subprocess.Popen[bytes], node: str, timeout: float = 10) -> None:
+    """Wait until zebra listens: a client daemon that finds no socket retries only ~10 s
+    later (bfdd would then miss the BFD sessions bgpd asks for)."""
+    deadline = time.monotonic() + timeout
+    while not zserv.exists():
+        if zebra.poll() is not None or time.monotonic() > deadline:
+            raise LabError(f"{node}: zebra did not start (logs in {zserv.parent})")
+        time.sleep(0.005)
+
+
+def apply(lab: str, node: str, timeout: float = 10) -> None:
+    """Load the switch's `frr.conf` into its running daemons, as FRR's integrated config is
+    loaded at boot (`vtysh -b`): vtysh sends each section to the daemon that owns it."""
+    rundir = run_dir(lab, node)
+    conf = (rundir / "frr.conf").read_text()
+    deadline = time.monotonic() + timeout
+    while not all((rundir / f"{d}.vty").exists() for d in daemons(conf)):
+        if time.monotonic() > deadline:
+            raise LabError(f"{node}: FRR daemons did not start (logs in {rundir})")
+        time.sleep(0.02)
+    args = [VTYSH, "--vty_socket", str(rundir), "-f", str(rundir / "frr.conf")]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise LabError(f"{node}: frr.conf was refused: {(done.stdout + done.stderr).strip()[:300]}")
+
+
+def vtysh(lab: str, node: str, *commands: str, timeout: float = 10) -> str:
+    """Run vtysh commands against one switch's daemons; returns their output."""
+    args = [VTYSH, "--vty_socket", str(run_dir(lab, node))]
+    for command in commands:
+        args += ["-c", command]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise LabError(
+            f"{node}: vtysh {' / '.join(commands)}: {done.stderr.strip() or done.stdout.strip()}"
+        )
+    return done.stdout
+
+
+def save_logs(lab: str, dest: Path) -> None:
+    """Move every switch's daemon logs into `dest/<node>/`."""
+    for rundir in sorted((RUN_ROOT / lab).glob("*")):
+        for log in rundir.glob("*.log"):
+            (dest / rundir.name).mkdir(parents=True, exist_ok=True)
+            shutil.move(log, dest / rundir.name / log.name)
+
+
+def remove_tmp(pids: list[int]) -> None:
+    """Remove the crash-log directories of ended daemons (those a SIGKILL left behind)."""
+    for pid in pids:
+        if Path(f"/proc/{pid}").exists():
+            continue
+        for leftover in FRR_TMP.glob(f"*.{pid}"):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def remove_run_dir(lab: str) -> None:
+    """Remove the lab's run directories."""
+    shutil.rmtree(RUN_ROOT / lab, ignore_errors=True)
+    if RUN_ROOT.exists() and not any(RUN_ROOT.iterdir()):
+        RUN_ROOT.rmdir()

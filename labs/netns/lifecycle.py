@@ -1,0 +1,353 @@
+"""The embedded backend: a lab directory as namespaces, veths and FRR on this machine.
+
+Every switch and server is a network namespace `<lab>.<node>`, every link a veth pair, switches
+are routed by real FRR daemons (zebra, bgpd, bfdd) and servers are set up with pyroute2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from labs import events, state
+from labs.netns import frr, netlink, processes
+from labs.netns.cleanup import cleanup, namespaces_of
+from labs.netns.plan import Plan, build
+from twin.errors import LabError
+from twin.labdir import Lab
+
+Progress = Callable[[str], None]
+LOGS = "logs"
+
+
+def _quiet(_: str) -> None:
+    """Progress sink that says nothing."""
+
+
+def check_root() -> None:
+    """Refuse to run without root."""
+    if os.geteuid() != 0:
+        raise LabError("the netns backend needs root (namespaces, veths, FRR)")
+
+
+def _ns_exec(
+    netns: str,
+    argv: list[str],
+    stdin: str | None = None,
+    timeout: float = 30,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["ip", "netns", "exec", netns, *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def is_running(lab: Lab) -> bool:
+    """Whether a twin of this lab is recorded and its namespaces exist."""
+    st = state.load(lab.path)
+    return st is not None and bool(set(st.namespaces) & set(netlink.namespaces()))
+
+
+def deploy(lab: Lab, timeout: float = 60, progress: Progress = _quiet) -> dict[str, Any]:
+    """Build the twin and wait until BGP and ECMP have converged; returns figures."""
+    check_root()
+    frr.check_installed()
+    if is_running(lab):
+        raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
+    if namespaces_of(lab.name):
+        raise LabError(f"lab {lab.name} has leftovers from another run; twin cleanup {lab.name}")
+    plan = build(lab)
+    start = time.monotonic()
+    st = state.State(lab.name, "netns")
+    st.save(lab.path)
+    frr.run_dir(lab.name, "").mkdir(parents=True, exist_ok=True)  # the tag cleanup finds
+    sockets = netlink.Sockets()
+    try:
+        progress(f"creating {len(plan.nodes)} namespaces")
+        for node in plan.nodes.values():
+            netlink.create(node.netns)
+            st.namespaces.append(node.netns)
+        st.save(lab.path)
+        progress(f"creating {len(plan.veths)} links")
+        for veth in plan.veths:
+            sockets.veth(plan.netns(veth.a), veth, plan.netns(veth.b))
+        progress("configuring addresses, routes and sysctls")
+        for node in plan.nodes.values():
+            netlink.set_sysctls(node.netns, node.sysctls)
+            sockets.configure(node)
+            if node.proxy_arp:
+                netlink.set_sysctls(
+                    node.netns, {f"net.ipv4.conf.{i}.proxy_arp": "1" for i in node.proxy_arp}
+                )
+        built = time.monotonic() - start
+        progress("starting FRR")
+
+        def start_frr(name: str) -> None:
+            conf = lab.path / "configs" / name / "frr.conf"
+            st.pids[name] = frr.start(lab.name, name, plan.netns(name), conf)
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda name: _hold_bfd(plan.netns(name), True), lab.switches()))
+            list(pool.map(start_frr, lab.switches()))
+        st.save(lab.path)
+        # Leaves first, then the tiers above, so that most sessions are opened once, by the
+        # upper switch towards a leaf that already listens. Collisions remain where both ends'
+        # start timers fire together; BGP resolves them, and with BFD held they cost nothing.
+        with ThreadPoolExecutor(8) as pool:
+            for tier in ("leaf", "spine", "superspine"):
+                list(pool.map(lambda name: frr.apply(lab.name, name), lab.nodes(tier)))
+        rdma = _servers(plan)
+        progress("waiting for BGP and ECMP")
+        converge = _converge(lab, plan, sockets, timeout)
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda name: _hold_bfd(plan.netns(name), False), lab.switches()))
+    except BaseException:
+        sockets.close()
+        destroy(lab)
+        raise
+    sockets.close()
+    st.status = "running"
+    st.save(lab.path)
+    figures = {
+        "nodes": len(plan.nodes),
+        "links": len(plan.veths),
+        "build_s": round(built, 2),
+        "converged_s": round(time.monotonic() - start, 2),
+        "rdma": rdma,
+        **converge,
+    }
+    events.append(lab.path, "deployed", **{k: v for k, v in figures.items() if k != "rdma"})
+    return figures
+
+
+BFD_HOLD = ["INPUT", "-p", "udp", "--dport", "3784", "-m", "comment", "--comment", "twin-deploy"]
+
+
+def _hold_bfd(netns: str, hold: bool) -> None:
+    """Keep BFD down on a switch until its BGP sessions are up (drop BFD control packets).
+
+    bgpd (FRR 8.4) registers a peer's BFD session before it knows the local address and
+    re-registers it, with the address, when the BGP session comes up. If BFD was already up
+    by then, the re-registration reports it down and bgpd tears the new session down
+    ("Cease/BFD Down"); it comes back one connect-retry later. That race is lost by about one
+    session in ten at deploy, costing seconds. Holding BFD until BGP is established makes the
+    re-registration harmless; BFD then comes up and protects the sessions as configured.
+    """
+    argv = ["iptables", "-I" if hold else "-D", *BFD_HOLD, "-j", "DROP"]
+    done = _ns_exec(netns, argv)
+    if done.returncode != 0:
+        raise LabError(f"{netns}: {' '.join(argv)}: {done.stderr.strip()}")
+
+
+def _servers(plan: Plan) -> str:
+    """DSCP marking rules on servers; soft-RoCE where the kernel has it."""
+
+    def mark(node_name: str) -> None:
+        node = plan.nodes[node_name]
+        if node.iptables:
+            rules = "*mangle\n" + "\n".join(node.iptables) + "\nCOMMIT\n"
+            done = _ns_exec(node.netns, ["iptables-restore", "--noflush"], stdin=rules)
+            if done.returncode != 0:
+                raise LabError(f"{node.name}: iptables-restore: {done.stderr.strip()}")
+
+    servers = [n for n, node in plan.nodes.items() if node.role == "server"]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(mark, servers))
+    if not Path("/sys/module/rdma_rxe").exists() or shutil.which("rdma") is None:
+        return "soft-RoCE skipped: the kernel has no rdma_rxe module (RoCE is replayed as packets)"
+    for name in servers:
+        for rxe, netdev in plan.nodes[name].rdma:
+            _ns_exec(
+                plan.netns(name), ["rdma", "link", "add", rxe, "type", "rxe", "netdev", netdev]
+            )
+    return "soft-RoCE devices added"
+
+
+def expected_width(lab: Lab, leaf: str) -> int:
+    """ECMP width a leaf should reach: its spines (one routed bundle each)."""
+    spines = {p for p in lab.graph.neighbors(leaf) if lab.graph.nodes[p]["role"] == "spine"}
+    return len(spines)
+
+
+def _remote_subnets(lab: Lab, leaf: str) -> list[str]:
+    mine = {lab.graph.nodes[leaf]["subnet"]}
+    return sorted({lab.graph.nodes[other]["subnet"] for other in lab.nodes("leaf")} - mine)
+
+
+RTNH_F_DEAD = 1
+RTNH_F_LINKDOWN = 16
+UNUSABLE = RTNH_F_DEAD | RTNH_F_LINKDOWN
+
+
+def ecmp_routes(sockets: netlink.Sockets, netns: str) -> dict[str, int]:
+    """Prefix -> number of usable next hops of the namespace's IPv4 main-table routes.
+
+    Next hops the kernel marks dead or linkdown (a port just went down, before zebra
+    reinstalls the route) do not forward, so they are not counted.
+    """
+    routes = {}
+    for msg in sockets[netns].get_routes(family=2, table=254):
+        dst = msg.get_attr("RTA_DST")
+        if dst is None:
+            continue
+        multipath = msg.get_attr("RTA_MULTIPATH")
+        if multipath:
+            width = sum(1 for hop in multipath if not hop["flags"] & UNUSABLE)
+        else:
+            width = 0 if msg["flags"] & UNUSABLE else 1
+        routes[f"{dst}/{msg['dst_len']}"] = width
+    return routes
+
+
+def _converge(lab: Lab, plan: Plan, sockets: netlink.Sockets, timeout: float) -> dict[str, Any]:
+    """Poll until every leaf has full-width ECMP to every remote server subnet and every BGP
+    session is Established; raise naming what is missing at the deadline."""
+    start = time.monotonic()
+    deadline = start + timeout
+    missing: list[str] = ["not checked"]
+    routes_s = sessions_s = 0.0
+    sessions: list[dict[str, Any]] = []
+    while missing and time.monotonic() < deadline:
+        missing = []
+        for leaf in lab.nodes("leaf"):
+            routes = ecmp_routes(sockets, plan.netns(leaf))
+            width = expected_width(lab, leaf)
+            missing += [
+                f"{leaf}: {s} has {routes.get(s, 0)}/{width} paths"
+                for s in _remote_subnets(lab, leaf)
+                if routes.get(s, 0) != width
+            ]
+        routes_s = time.monotonic() - start
+        if not missing:
+            sessions = bgp_sessions(lab)
+            missing = [
+                f"{s['node']} -> {s['name'] or s['peer']} {s['state']}"
+                for s in sessions
+                if s["state"] != "Established"
+            ]
+            sessions_s = time.monotonic() - start
+        if missing:
+            time.sleep(0.2)
+    if missing:
+        more = f" (+{len(missing) - 5} more)" if len(missing) > 5 else ""
+        raise LabError(
+            f"lab {lab.name} did not converge in {timeout:.0f} s: " + "; ".join(missing[:5]) + more
+        )
+    return {
+        "routes_converged_s": round(routes_s, 2),
+        "bgp_established_s": round(sessions_s, 2),
+        "bgp_sessions": len(sessions),
+    }
+
+
+def bgp_sessions(lab: Lab, skip: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Every BGP session of every switch (but those in `skip`): node, peer, peer name, state,
+    uptime."""
+
+    def one(node: str) -> list[dict[str, Any]]:
+        if node in skip:
+            return []
+        out = json.loads(frr.vtysh(lab.name, node, "show bgp summary json") or "{}")
+        peers = out.get("ipv4Unicast", {}).get("peers", {})
+        return [
+            {
+                "node": node,
+                "peer": ip,
+                "name": p.get("desc", ""),
+                "state": p.get("state"),
+                "prefixes": p.get("pfxRcd", 0),
+                "uptime_ms": p.get("peerUptimeMsec", 0),
+            }
+            for ip, p in peers.items()
+        ]
+
+    with ThreadPoolExecutor(8) as pool:
+        return [s for result in pool.map(one, lab.switches()) for s in result]
+
+
+def destroy(lab: Lab) -> dict[str, int]:
+    """Remove everything the lab's twin created: processes, namespaces, run directories."""
+    check_root()
+    st = state.load(lab.path)
+    recorded = [pid for daemons in (st.pids.values() if st else []) for pid in daemons.values()]
+    pids = sorted(set(recorded) | set(processes.tagged(lab.name)))
+    processes.end(pids, lab.name)
+    frr.remove_tmp(pids)
+    frr.save_logs(lab.name, lab.path / LOGS)
+    removed = cleanup(lab.name) | {"processes": len(pids)}
+    state.clear(lab.path)
+    if st is not None:
+        events.append(lab.path, "destroyed", **removed)
+    return removed
+
+
+def exec_in(
+    lab: Lab,
+    node: str,
+    argv: list[str],
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    """Run a command in a node's namespace (`vtysh` on a switch reaches its own daemons)."""
+    if node not in lab.graph.nodes:
+        raise LabError(f"lab {lab.name} has no node {node}")
+    if argv[:1] == ["vtysh"] and lab.graph.nodes[node]["role"] != "server":
+        argv = [frr.VTYSH, "--vty_socket", str(frr.run_dir(lab.name, node)), *argv[1:]]
+    return _ns_exec(f"{lab.name}.{node}", argv, timeout=timeout)
+
+
+def inspect(lab: Lab) -> dict[str, Any]:
+    """Nodes with their state, BGP sessions, and links with their operational state."""
+    plan = build(lab)
+    st = state.load(lab.path)
+    present = set(netlink.namespaces())
+    sockets = netlink.Sockets()
+    try:
+        nodes = []
+        silent = []  # switches whose bgpd cannot answer
+        operstate: dict[tuple[str, str], str] = {}
+        for name, node in plan.nodes.items():
+            pids = st.pids.get(name, {}) if st else {}
+            dead = [d for d, p in pids.items() if not processes.belongs(p, lab.name)]
+            alive = node.netns in present
+            if node.role != "server" and (not alive or not pids or "bgpd" in dead):
+                silent.append(name)
+            nodes.append(
+                {
+                    "node": name,
+                    "role": node.role,
+                    "netns": node.netns,
+                    "state": ("up" if not dead else "down: " + ",".join(dead))
+                    if alive
+                    else "missing",
+                }
+            )
+            if alive:
+                for link in sockets[node.netns].get_links():
+                    operstate[(name, link.get_attr("IFLA_IFNAME"))] = link.get_attr(
+                        "IFLA_OPERSTATE"
+                    )
+    finally:
+        sockets.close()
+    links = [
+        {
+            "a": f"{v.a}:{v.a_if}",
+            "b": f"{v.b}:{v.b_if}",
+            "kind": v.kind,
+            "state": "/".join(
+                operstate.get(end, "missing").lower() for end in ((v.a, v.a_if), (v.b, v.b_if))
+            ),
+        }
+        for v in plan.veths
+    ]
+    return {"lab": lab.name, "nodes": nodes, "bgp": bgp_sessions(lab, silent), "links": links}

@@ -1,0 +1,145 @@
+"""Watch a running twin and log the state changes it sees to the lab's event log.
+
+BGP session changes come from each bgpd's own log (`%ADJCHANGE` lines, millisecond
+timestamps); route changes from polling the leaves' kernel FIBs over netlink: a prefix whose
+number of next hops changes, appears or is withdrawn.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from labs import events
+from labs.netns import frr, netlink
+from labs.netns.lifecycle import ecmp_routes
+from labs.netns.plan import netns_name
+from twin.labdir import Lab
+
+ADJCHANGE = re.compile(
+    r"^(\S+ \S+) BGP: .*%ADJCHANGE: neighbor (\S+?)(?:\((\S+)\))? in vrf \S+ (Up|Down)\s*(.*)$"
+)
+
+
+def parse_adjchange(line: str) -> dict[str, Any] | None:
+    """A bgpd `%ADJCHANGE` log line as an event, or None.
+
+    >>> e = parse_adjchange("2026/12/02 16:47:25.125 BGP: [N9HHH-F8H1M] %ADJCHANGE: "
+    ...                     "neighbor 10.1.0.3(spine2) in vrf default Down Peer closed the session")
+    >>> e["peer"], e["state"], e["reason"]
+    ('10.1.0.3', 'down', 'Peer closed the session')
+    """
+    match = ADJCHANGE.match(line.strip())
+    if not match:
+        return None
+    stamp, peer, _, updown, reason = match.groups()
+    fmt = "%Y/%m/%d %H:%M:%S.%f" if "." in stamp else "%Y/%m/%d %H:%M:%S"
+    t = datetime.strptime(stamp, fmt).timestamp()
+    return {"t": t, "peer": peer, "state": updown.lower(), "reason": reason.strip()}
+
+
+class Monitor:
+    """A background thread logging BGP and FIB changes until stopped."""
+
+    def __init__(self, lab: Lab, interval: float = 0.25) -> None:
+        self.lab, self.interval = lab, interval
+        self._stop = threading.Event()
+        self._offsets: dict[Path, int] = {}
+        self._routes: dict[str, dict[str, int]] = {}
+        self._thread = threading.Thread(target=self._run, name=f"monitor-{lab.name}", daemon=True)
+        self.seen: list[dict[str, Any]] = []
+
+    def __enter__(self) -> Monitor:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Take the baseline and start watching."""
+        for log in self._logs():
+            self._offsets[log] = log.stat().st_size
+        sockets = netlink.Sockets()
+        try:
+            self._fib(sockets)
+        finally:
+            sockets.close()
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop watching (after one last look)."""
+        self._stop.set()
+        self._thread.join()
+
+    def _logs(self) -> list[Path]:
+        logs = [frr.run_dir(self.lab.name, s) / frr.EVENT_LOG for s in self.lab.switches()]
+        return [log for log in logs if log.exists()]
+
+    def _record(self, event: str, **fields: Any) -> None:
+        self.seen.append(events.append(self.lab.path, event, **fields))
+
+    def _bgp(self) -> None:
+        for log in self._logs():
+            with open(log, errors="replace") as f:
+                f.seek(self._offsets.get(log, 0))
+                lines = f.readlines()
+                self._offsets[log] = f.tell()
+            for line in lines:
+                change = parse_adjchange(line)
+                if change:
+                    self._record("bgp", node=log.parent.name, **change)
+
+    def _fib(self, sockets: netlink.Sockets) -> None:
+        for leaf in self.lab.nodes("leaf"):
+            now = ecmp_routes(sockets, netns_name(self.lab.name, leaf))
+            before = self._routes.get(leaf)
+            self._routes[leaf] = now
+            if before is None:
+                continue
+            for prefix in sorted(set(before) | set(now)):
+                if before.get(prefix, 0) != now.get(prefix, 0):
+                    self._record(
+                        "route",
+                        node=leaf,
+                        prefix=prefix,
+                        paths=now.get(prefix, 0),
+                        was=before.get(prefix, 0),
+                    )
+
+    def _run(self) -> None:
+        sockets = netlink.Sockets()
+        try:
+            while True:
+                stopping = self._stop.is_set()
+                self._bgp()
+                self._fib(sockets)
+                if stopping:
+                    break
+                self._stop.wait(self.interval)
+        finally:
+            sockets.close()
+
+
+def watch(
+    lab: Lab,
+    action: Callable[[], Any],
+    quiet: float = 1.5,
+    limit: float = 15.0,
+) -> list[dict[str, Any]]:
+    """Run `action` under a monitor and keep watching until nothing has changed for `quiet`
+    seconds (at most `limit`); returns the changes seen."""
+    with Monitor(lab) as mon:
+        action()
+        start = last = time.monotonic()
+        count = 0
+        while time.monotonic() - last < quiet and time.monotonic() - start < limit:
+            time.sleep(0.1)
+            if len(mon.seen) != count:
+                count, last = len(mon.seen), time.monotonic()
+    return mon.seen

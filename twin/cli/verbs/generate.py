@@ -1,0 +1,32 @@
+"""`twin generate FABRIC -o DIR`: design a fabric and write its lab directory."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from twin import labdir
+from twin.design.graph import figures
+from twin.intent import fabric as intent
+
+HELP = "design a fabric and write its lab directory"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of this verb."""
+    p.add_argument("fabric", type=Path, help="the intent (fabric.yaml)")
+    p.add_argument("-o", "--out", type=Path, required=True, help="lab directory to write")
+    p.add_argument("--force", action="store_true", help="replace an existing lab directory")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Generate the lab and print its headline figures."""
+    fabric = intent.load(args.fabric)
+    d = labdir.generate(fabric, args.out, str(args.fabric), force=args.force)
+    figs = figures(d)
+    print(
+        f"{args.out}: {figs['leaves']} leaves, {figs['spines']} spines, "
+        f"{figs['servers']} servers, oversubscription {figs['oversubscription_max']}:1, "
+        f"ECMP width {figs['ecmp_width']}"
+    )
+    return 0

@@ -1,0 +1,97 @@
+"""`twin run [DIR [SCENARIO]]`: deploy if needed, play a scenario, validate and report.
+
+With no arguments: the reference fabric, generated into ./twin-reference, and the default
+scenario. A twin this command deployed is destroyed at the end (unless --keep); a twin that
+was already running is left running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from pathlib import Path
+
+from labs.netns import lifecycle as netns
+from twin import labdir
+from twin.cli.text import table
+from twin.cli.verbs.deploy import progress
+from twin.intent import fabric as intent
+from twin.labdir import Lab
+from twin.scenario import model as scenarios
+from twin.scenario import player as runs
+from twin.verdict import report, verdict
+
+HELP = "deploy if needed, play a scenario, validate, report (no arguments: the reference)"
+DEFAULTS = Path(__file__).resolve().parents[2] / "defaults"
+REFERENCE = DEFAULTS / "reference.yaml"
+DEFAULT_SCENARIO = DEFAULTS / "default-scenario.yaml"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of this verb."""
+    p.add_argument(
+        "lab",
+        type=Path,
+        nargs="?",
+        help="lab directory (default: ./twin-reference, generated from the reference fabric)",
+    )
+    p.add_argument(
+        "scenario",
+        type=Path,
+        nargs="?",
+        default=DEFAULT_SCENARIO,
+        help="scenario.yaml (default: the default scenario)",
+    )
+    p.add_argument("--keep", action="store_true", help="leave the twin running afterwards")
+    p.add_argument("--timeout", type=float, default=60, help="seconds to wait for convergence")
+
+
+def _bar(total: float, stop: threading.Event) -> None:
+    """A progress bar of the scenario's timeline on the terminal."""
+    start = time.monotonic()
+    while not stop.wait(0.5):
+        done = min(1.0, (time.monotonic() - start) / total)
+        sys.stderr.write(f"\r  [{'#' * int(30 * done):<30}] {done * total:3.0f}/{total:.0f} s")
+        sys.stderr.flush()
+    sys.stderr.write("\r\033[K")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Play, validate, report; exit 0 only when every validator passed."""
+    lab_dir: Path = args.lab or Path("twin-reference")
+    if args.lab is None:
+        labdir.generate(intent.load(REFERENCE), lab_dir, str(REFERENCE), force=True)
+        progress(f"generated the reference fabric into {lab_dir}")
+    lab = Lab.open(lab_dir)
+    scenario = scenarios.load(args.scenario, lab)
+    deployed = not netns.is_running(lab)
+    if deployed:
+        figs = netns.deploy(lab, timeout=args.timeout, progress=progress)
+        progress(
+            f"{lab.name}: {figs['nodes']} nodes, {figs['bgp_sessions']} BGP sessions, "
+            f"converged in {figs['converged_s']} s"
+        )
+    stop = threading.Event()
+    bar = threading.Thread(target=_bar, args=(scenario.duration, stop), daemon=True)
+    try:
+        progress(f"playing {scenario.name} ({scenario.duration:.0f} s)")
+        if sys.stderr.isatty():
+            bar.start()
+        run_dir = runs.play(lab, scenario, progress=progress)
+    finally:
+        stop.set()
+        if bar.is_alive():
+            bar.join()
+        if deployed and not args.keep:
+            netns.destroy(lab)
+            progress(f"{lab.name}: destroyed")
+    code, results = verdict.report_run(run_dir)
+    rows = [[r.validator, r.scope, r.status.value, r.reason[:90]] for r in results]
+    print("\n".join(table(rows, ["validator", "scope", "status", "reason"])))
+    print(
+        f"\n{report.counts(results)}; reports in {run_dir}/report.md, report.json, junit.xml",
+        file=sys.stdout,
+    )
+    return code

@@ -1,0 +1,375 @@
+"""Design: from a resolved intent to a graph of nodes, ports, links and addresses.
+
+Naming: switches are `superspineN`, `spineN`, `leafN` (numbered across pods), servers
+`<prefix>N`. A leaf's ports are allocated in order: server ports, MLAG peer-link ports, then
+uplinks (spine by spine); a spine's: downlinks (leaf by leaf), then super-spine uplinks. SONiC
+names a port after its first lane (`Ethernet0`, `Ethernet8`, ... at 8 lanes per 400G port).
+
+The graph is a networkx MultiGraph; every edge is one physical link with its ports, speed,
+cable length, the PortChannel each side bundles it into, and its /31 when it is routed.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import yaml
+
+from twin.design.addressing import Pool, subnet_for
+from twin.design.sizing import Sizing, size
+from twin.errors import DesignError
+from twin.intent.fabric import Fabric
+from twin.units import speed_label
+
+PLATFORM = Path(__file__).parent.parent / "platforms" / "sonic.yml"
+PEER_LINK_NUMBER = 100
+PEER_LINK_BUNDLE = f"PortChannel{PEER_LINK_NUMBER}"
+SERVER_BUNDLE_BASE = PEER_LINK_NUMBER + 1
+SERVER_VLAN_BASE = 1000
+SERVER_VLANS = 3000
+"""Server VLAN IDs are 1001..4000 (a VLAN is local to its leaf or pair, so they repeat)."""
+MAX_ASN = 4294967294
+
+
+@functools.cache
+def platform() -> dict[str, Any]:
+    """SONiC platform facts (lanes per speed, pause quanta, ASIC buffer figures)."""
+    data: dict[str, Any] = yaml.safe_load(PLATFORM.read_text())
+    return data
+
+
+def port_name(index: int, speed: int) -> str:
+    """SONiC name of the `index`-th front-panel port at `speed` Mb/s.
+
+    >>> port_name(0, 400000), port_name(3, 400000), port_name(3, 100000)
+    ('Ethernet0', 'Ethernet24', 'Ethernet12')
+    """
+    return f"Ethernet{index * platform()['lanes_per_speed'][speed]}"
+
+
+def uplink_bundle(spine: int, server_ports: int) -> str:
+    """A leaf's PortChannel to the `spine`-th spine of its pod (0-based).
+
+    Spines 1..99 get PortChannel1..99; PortChannel100 is the MLAG peer-link and the next
+    `server_ports` numbers are server bundles, so spines beyond the 99th come after those.
+
+    >>> uplink_bundle(0, 13), uplink_bundle(98, 13), uplink_bundle(99, 13)
+    ('PortChannel1', 'PortChannel99', 'PortChannel114')
+    """
+    number = spine + 1
+    if number >= PEER_LINK_NUMBER:
+        number += 1 + server_ports
+    return f"PortChannel{number}"
+
+
+@dataclass
+class _Ports:
+    """Hands out a switch's ports in order."""
+
+    speed: int
+    used: int = 0
+
+    def take(self) -> tuple[str, int]:
+        index = self.used
+        self.used += 1
+        return port_name(index, self.speed), index
+
+
+@dataclass(frozen=True)
+class Port:
+    """One end of a physical link, seen from its node."""
+
+    name: str
+    index: int
+    speed: int
+    cable_m: int
+    kind: str
+    peer: str
+    peer_port: str
+    bundle: str | None
+    ip: str | None
+    peer_ip: str | None
+
+
+def ports_of(graph: nx.MultiGraph, node: str) -> list[Port]:
+    """The node's connected ports, in port order."""
+    ports = []
+    for *_, e in graph.edges(node, data=True):
+        mine, theirs = ("a", "b") if e["a"] == node else ("b", "a")
+        ports.append(
+            Port(
+                e[f"{mine}_port"], e[f"{mine}_index"], e["speed"], e["cable_m"], e["kind"],
+                e[theirs], e[f"{theirs}_port"], e[f"{mine}_bundle"], e[f"{mine}_ip"],
+                e[f"{theirs}_ip"],
+            )
+        )
+    return sorted(ports, key=lambda p: p.index)
+
+
+def l3_interfaces(ports: list[Port]) -> dict[str, tuple[str, list[Port]]]:
+    """Routed interfaces (port or PortChannel) -> (address, member ports)."""
+    l3: dict[str, tuple[str, list[Port]]] = {}
+    for port in ports:
+        if port.ip is None or port.kind == "peerlink":
+            continue
+        name = port.bundle or port.name
+        l3.setdefault(name, (port.ip, []))[1].append(port)
+    return l3
+
+
+@dataclass
+class Design:
+    """A designed fabric: the intent, its sizing and the graph."""
+
+    fabric: Fabric
+    sizing: Sizing
+    graph: nx.MultiGraph
+
+    def nodes(self, role: str) -> list[str]:
+        """Names of the nodes with this role, in order."""
+        return [n for n, d in self.graph.nodes(data=True) if d["role"] == role]
+
+    def switches(self) -> list[str]:
+        """Every switch, super-spines first."""
+        return self.nodes("superspine") + self.nodes("spine") + self.nodes("leaf")
+
+
+class _Builder:
+    def __init__(self, fabric: Fabric, sizing: Sizing, file: str) -> None:
+        self.f, self.s = fabric, sizing
+        self.g: nx.MultiGraph = nx.MultiGraph(name=fabric.name)
+        self.ports: dict[str, _Ports] = {}
+        addr = fabric.addressing
+        self.loopbacks = Pool(addr.loopbacks, "loopbacks", file)
+        self.fabric_links = Pool(addr.fabric, "fabric", file).pairs()
+        self.servers = Pool(addr.servers, "servers", file)
+        self.peer_links = Pool(addr.peer_links, "peer_links", file).pairs()
+
+    def switch(self, name: str, role: str, pod: int, asn: int, speed: int) -> None:
+        loopback = self.loopbacks.host()
+        self.g.add_node(
+            name, role=role, pod=pod, asn=asn, loopback=f"{loopback}/32", router_id=str(loopback)
+        )
+        self.ports[name] = _Ports(speed)
+
+    def link(
+        self, kind: str, a: str, b: str, count: int, speed: int, cable: int, **extra: Any
+    ) -> None:
+        """`count` parallel links a-b, bundled when more than one, routed with one /31."""
+        low, high, prefix = next(self.fabric_links) if kind != "peerlink" else next(self.peer_links)
+        bundles = extra.pop("bundles", (None, None))
+        for _ in range(count):
+            (a_port, a_index), (b_port, b_index) = self.ports[a].take(), self.ports[b].take()
+            self.g.add_edge(
+                a,
+                b,
+                kind=kind,
+                a=a,
+                a_port=a_port,
+                a_index=a_index,
+                b=b,
+                b_port=b_port,
+                b_index=b_index,
+                speed=speed,
+                cable_m=cable,
+                a_bundle=bundles[0] if count > 1 else None,
+                b_bundle=bundles[1] if count > 1 else None,
+                a_ip=low,
+                b_ip=high,
+                prefix=prefix,
+            )
+
+    def build(self) -> nx.MultiGraph:
+        f, s = self.f, self.s
+        for i in range(s.superspines):
+            self.switch(
+                f"superspine{i + 1}", "superspine", 0, f.asn.superspine, f.superspines.speed
+            )
+        for p in range(s.pods):
+            for j in range(s.spines_per_pod):
+                asn = f.asn.spine + p if s.pods > 1 else f.asn.spine
+                self.switch(f"spine{p * s.spines_per_pod + j + 1}", "spine", p, asn, f.spines.speed)
+        for i in range(s.leaves):
+            self.switch(
+                f"leaf{i + 1}", "leaf", i // s.leaves_per_pod, f.asn.leaf_base + i + 1,
+                f.leaves.speed,
+            )
+        self.attach_servers()
+        self.wire_fabric()
+        return self.g
+
+    def attach_servers(self) -> None:
+        f, s = self.f, self.s
+        per_group = 2 if f.servers.dual_homed else 1
+        groups = s.leaves // per_group
+        base, extra = divmod(f.servers.count, groups)
+        prefixlen = subnet_for(base + (extra > 0) + per_group)
+        number = 0
+        for group in range(groups):
+            leaves = [f"leaf{group * per_group + k + 1}" for k in range(per_group)]
+            subnet = self.servers.subnet(prefixlen)
+            hosts = iter(subnet.hosts())
+            for k, leaf in enumerate(leaves):
+                self.g.nodes[leaf].update(
+                    group=group,
+                    vlan=SERVER_VLAN_BASE + group % SERVER_VLANS + 1,
+                    subnet=str(subnet),
+                    svi=f"{next(hosts)}/{prefixlen}",
+                    mlag_peer=leaves[1 - k] if per_group == 2 else None,
+                )
+            members = base + (group < extra)
+            for slot in range(members):
+                number += 1
+                server = f"{f.servers.name_prefix}{number}"
+                self.g.add_node(
+                    server, role="server", group=group, address=f"{next(hosts)}/{prefixlen}",
+                    leaves=leaves,
+                )
+                for nic, leaf in enumerate(leaves):
+                    port, index = self.ports[leaf].take()
+                    self.g.add_edge(
+                        leaf,
+                        server,
+                        kind="server",
+                        a=leaf,
+                        a_port=port,
+                        a_index=index,
+                        b=server,
+                        b_port=f"nic{nic}",
+                        b_index=nic,
+                        speed=f.servers.nic_speed,
+                        cable_m=f.cables.server,
+                        a_bundle=(
+                            f"PortChannel{SERVER_BUNDLE_BASE + slot}" if per_group == 2 else None
+                        ),
+                        b_bundle="bond0" if per_group == 2 else None,
+                        a_ip=None,
+                        b_ip=None,
+                        prefix=None,
+                    )
+        # Ports left free for servers the leaf could still take stay unallocated.
+        for leaf in self.nodes("leaf"):
+            self.ports[leaf].used = s.server_ports_per_leaf
+        if per_group == 2:
+            for group in range(groups):
+                a, b = f"leaf{2 * group + 1}", f"leaf{2 * group + 2}"
+                self.link(
+                    "peerlink", a, b, s.peer_link_ports, f.leaves.speed, f.cables.peer_link,
+                    bundles=(PEER_LINK_BUNDLE, PEER_LINK_BUNDLE),
+                )
+
+    def nodes(self, role: str) -> list[str]:
+        return [n for n, d in self.g.nodes(data=True) if d["role"] == role]
+
+    def wire_fabric(self) -> None:
+        f, s = self.f, self.s
+        spines = self.nodes("spine")
+        for leaf in self.nodes("leaf"):
+            pod = self.g.nodes[leaf]["pod"]
+            position = int(leaf[4:]) - 1 - pod * s.leaves_per_pod
+            for j in range(s.spines_per_pod):
+                spine = spines[pod * s.spines_per_pod + j]
+                self.link(
+                    "fabric", leaf, spine, s.uplinks_per_spine, f.uplink_speed, f.cables.leaf_spine,
+                    bundles=(
+                        uplink_bundle(j, s.server_ports_per_leaf),
+                        f"PortChannel{position + 1}",
+                    ),
+                )
+        for spine in spines:
+            self.ports[spine].used = s.leaves_per_pod * s.uplinks_per_spine
+            for sup in self.nodes("superspine"):
+                self.link(
+                    "superfabric", spine, sup, 1, f.superspines.speed, f.cables.spine_superspine
+                )
+
+
+def _check_speeds(fabric: Fabric, file: str) -> None:
+    """Every speed must be one the platform has ports (lanes, pause quanta) for."""
+    known = platform()["lanes_per_speed"]
+    speeds = {
+        "leaves.speed": fabric.leaves.speed,
+        "leaves.uplink_speed": fabric.uplink_speed,
+        "spines.speed": fabric.spines.speed,
+        "superspines.speed": fabric.superspines.speed,
+        "servers.nic_speed": fabric.servers.nic_speed,
+    }
+    for key, speed in speeds.items():
+        if speed not in known:
+            choices = ", ".join(speed_label(s) for s in sorted(known))
+            raise DesignError(file, key, f"{speed} Mb/s is not a port speed ({choices})")
+
+
+def _span(numbers: range) -> str:
+    return f"{numbers[0]}..{numbers[-1]}" if len(numbers) > 1 else str(numbers[0])
+
+
+def _check_asns(fabric: Fabric, sizing: Sizing, file: str) -> None:
+    """Leaf, spine and super-spine AS numbers must fit in 32 bits and never be shared."""
+    asn = fabric.asn
+    spines = range(asn.spine, asn.spine + (sizing.pods if sizing.pods > 1 else 1))
+    leaves = range(asn.leaf_base + 1, asn.leaf_base + sizing.leaves + 1)
+    if leaves[-1] > MAX_ASN:
+        raise DesignError(
+            file, "asn.leaf_base", f"{sizing.leaves} leaves need AS numbers up to {leaves[-1]}, "
+            f"above {MAX_ASN}",
+        )
+    if spines[-1] > MAX_ASN:
+        raise DesignError(
+            file, "asn.spine", f"{sizing.pods} pods need AS numbers up to {spines[-1]}"
+        )
+    if spines.start < leaves.stop and leaves.start < spines.stop:
+        raise DesignError(
+            file, "asn.leaf_base", f"leaf AS numbers {_span(leaves)} overlap the spines' "
+            f"{_span(spines)}",
+        )
+    if sizing.superspines and (asn.superspine in leaves or asn.superspine in spines):
+        raise DesignError(
+            file, "asn.superspine", f"{asn.superspine} is also a leaf or spine AS number"
+        )
+
+
+def design(fabric: Fabric, file: str = "fabric.yaml") -> Design:
+    """Size the fabric, allocate ports and addresses, and build the graph."""
+    _check_speeds(fabric, file)
+    sizing = size(fabric, file)
+    _check_asns(fabric, sizing, file)
+    graph = _Builder(fabric, sizing, file).build()
+    return Design(fabric, sizing, graph)
+
+
+def figures(d: Design) -> dict[str, Any]:
+    """The design's headline figures (what `twin show` prints first)."""
+    g, s, f = d.graph, d.sizing, d.fabric
+    up_bw = s.uplinks * f.uplink_speed
+    ratios, usable = [], []
+    for leaf in d.nodes("leaf"):
+        down_bw = sum(e["speed"] for *_, e in g.edges(leaf, data=True) if e["kind"] == "server")
+        ratios.append(down_bw / up_bw)
+        usable.append(min(down_bw, up_bw))
+    bisection = sum(usable) / 2
+    if s.pods > 1:
+        pod_up = s.spines_per_pod * s.superspines * f.superspines.speed
+        per_pod = [
+            sum(usable[p * s.leaves_per_pod : (p + 1) * s.leaves_per_pod]) for p in range(s.pods)
+        ]
+        bisection = sum(min(u, pod_up) for u in per_pod) / 2
+    return {
+        "servers": f.servers.count,
+        "gpus": f.servers.count * f.servers.gpus,
+        "server_ports": f.servers.count * f.servers.nics,
+        "leaves": s.leaves,
+        "spines": s.spines,
+        "pods": s.pods,
+        "superspines": s.superspines,
+        "tiers": 3 if s.pods > 1 or s.superspines else 2,
+        "uplinks_per_leaf": s.uplinks,
+        "links_per_spine": s.uplinks_per_spine,
+        "oversubscription_max": round(max(ratios), 3),
+        "bisection_gbps": round(bisection / 1000, 1),
+        "ecmp_width": s.spines_per_pod,
+    }

@@ -1,0 +1,138 @@
+"""Sizing by the article's rules: how many leaves, spines and pods an intent needs.
+
+A leaf's ports are split into server ports, MLAG peer-link ports and uplinks; the uplinks go
+to every spine of the leaf's pod, `uplinks_per_spine` links each (bundled into one PortChannel
+when more than one), so the ECMP width between leaves is the spine count. When the spines'
+radix cannot reach every leaf, leaves are grouped into pods under a super-spine layer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from twin.errors import DesignError
+from twin.intent.fabric import Fabric
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """The figures that fix the shape of a fabric."""
+
+    leaves: int
+    spines_per_pod: int
+    pods: int
+    superspines: int
+    uplinks_per_spine: int
+    server_ports_per_leaf: int
+    peer_link_ports: int
+    leaves_per_pod: int
+
+    @property
+    def uplinks(self) -> int:
+        """Uplink ports per leaf."""
+        return self.spines_per_pod * self.uplinks_per_spine
+
+    @property
+    def spines(self) -> int:
+        """Spines in the whole fabric."""
+        return self.spines_per_pod * self.pods
+
+
+def _uplinks_for(fabric: Fabric, down_ports: int) -> tuple[int, int]:
+    """(spines, uplinks per spine) for a leaf with `down_ports` server ports."""
+    spines, per_spine = fabric.spines.count, fabric.leaves.uplinks_per_spine
+    if spines and per_spine:
+        return spines, per_spine
+    up_per_port = fabric.uplink_speed * fabric.oversubscription.target
+    needed = math.ceil(down_ports * fabric.servers.nic_speed / up_per_port)
+    if spines:
+        return spines, max(1, math.ceil(needed / spines))
+    if per_spine:
+        return max(1, math.ceil(needed / per_spine)), per_spine
+    return max(1, needed), 1
+
+
+def size(fabric: Fabric, file: str) -> Sizing:
+    """Size the fabric described by the intent, or refuse it with a `DesignError`."""
+    servers = fabric.servers
+    dual = servers.dual_homed
+    if dual and servers.nics != 2:
+        raise DesignError(file, "servers.nics", "dual-homed servers need 2 NICs")
+    if not dual and servers.nics != 1:
+        raise DesignError(file, "servers.nics", "single-homed servers have 1 NIC")
+    peer = fabric.leaves.peer_link_ports if dual else 0
+    free = fabric.leaves.ports - peer
+    per_group = 2 if dual else 1
+
+    if fabric.leaves.count is not None:
+        if dual and fabric.leaves.count % 2:
+            raise DesignError(file, "leaves.count", "dual-homed servers need leaves in MLAG pairs")
+        groups = fabric.leaves.count // per_group
+        down = math.ceil(servers.count / groups)
+        spines, per_spine = _uplinks_for(fabric, down)
+    else:
+        down = free
+        while down > 0:
+            spines, per_spine = _uplinks_for(fabric, down)
+            if down + spines * per_spine <= free:
+                break
+            down -= 1
+        if down == 0:
+            raise DesignError(
+                file, "leaves.ports", f"{fabric.leaves.ports} ports leave no room for servers"
+            )
+        groups = math.ceil(servers.count / down)
+        down = math.ceil(servers.count / groups)
+        spines, per_spine = _uplinks_for(fabric, down)
+    uplinks = spines * per_spine
+    if down + uplinks > free:
+        raise DesignError(
+            file,
+            "leaves.ports",
+            f"{fabric.leaves.ports} ports cannot hold {down} server ports, {peer} peer-link "
+            f"ports and {uplinks} uplinks",
+        )
+    ratio = down * servers.nic_speed / (uplinks * fabric.uplink_speed)
+    if ratio > fabric.oversubscription.max + 1e-9:
+        raise DesignError(
+            file,
+            "oversubscription.max",
+            f"leaves would be {ratio:.2f}:1 oversubscribed, above {fabric.oversubscription.max}",
+        )
+    leaves = groups * per_group
+    return _pods(fabric, file, leaves, spines, per_spine, down, peer)
+
+
+def _pods(
+    fabric: Fabric, file: str, leaves: int, spines: int, per_spine: int, down: int, peer: int
+) -> Sizing:
+    """Two tiers when the spines reach every leaf, else pods under super-spines."""
+    radix = fabric.spines.ports
+    if leaves * per_spine <= radix and fabric.superspines.count is None:
+        return Sizing(leaves, spines, 1, 0, per_spine, down, peer, leaves)
+    spine_down = radix // 2
+    per_pod = spine_down // per_spine
+    if fabric.servers.dual_homed:
+        per_pod -= per_pod % 2
+    if per_pod < 1 or (fabric.servers.dual_homed and per_pod < 2):
+        raise DesignError(
+            file, "spines.ports", f"{radix} ports cannot reach a leaf pair in a three-tier pod"
+        )
+    per_pod = min(per_pod, leaves)
+    pods = math.ceil(leaves / per_pod)
+    supers = fabric.superspines.count or radix - spine_down
+    if supers > radix - spine_down:
+        raise DesignError(
+            file,
+            "superspines.count",
+            f"spines have {radix - spine_down} ports up, too few for {supers} super-spines",
+        )
+    if pods * spines > fabric.superspines.ports:
+        raise DesignError(
+            file,
+            "superspines.ports",
+            f"{pods} pods x {spines} spines need {pods * spines} super-spine ports, "
+            f"there are {fabric.superspines.ports}",
+        )
+    return Sizing(leaves, spines, pods, supers, per_spine, down, peer, per_pod)

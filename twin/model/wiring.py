@@ -1,0 +1,296 @@
+"""A lab's devices as its configs set them up, on the design's cabling (no routing yet):
+`Wiring` (interfaces, bundles, VLANs, which ports are up, who owns an address, servers'
+routes), what frr.conf says (`parse_frr`: eBGP settings and static routes) and the
+physical `links`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network
+from typing import Any, TypeVar
+
+from twin.errors import InputError
+from twin.labdir import Lab
+from twin.model.fib import Hops, Link, NextHop, Routes
+
+T = TypeVar("T")
+
+CONNECTED, STATIC, EBGP = 0, 1, 20
+DEFAULT_MAXIMUM_PATHS = 64
+
+
+def links(lab: Lab) -> list[Link]:
+    """Every physical link of a lab."""
+    return [(e["a"], e["a_port"], e["b"], e["b_port"]) for _, _, e in lab.graph.edges(data=True)]
+
+
+@dataclass(frozen=True)
+class Static:
+    """An `ip route` of frr.conf."""
+
+    prefix: IPv4Network
+    gateway: IPv4Address | None
+    interface: str | None
+    distance: int
+    blackhole: bool
+
+
+@dataclass
+class Bgp:
+    """What frr.conf's `router bgp` says."""
+
+    asn: int
+    router_id: IPv4Address | None = None
+    networks: list[IPv4Network] = field(default_factory=list)
+    maximum_paths: int = DEFAULT_MAXIMUM_PATHS
+    relax: bool = False
+
+
+def parse_frr(text: str, file: str) -> tuple[Bgp | None, list[Static]]:
+    """The eBGP settings and static routes of an frr.conf.
+
+    >>> bgp, statics = parse_frr("ip route 10.2.0.0/24 10.1.0.1 250\\nrouter bgp 65001\\n"
+    ...     " bgp bestpath as-path multipath-relax\\n address-family ipv4 unicast\\n"
+    ...     "  network 10.0.0.1/32\\n  maximum-paths 8\\n exit-address-family\\nexit\\n", "f")
+    >>> bgp.asn, bgp.networks, bgp.maximum_paths, bgp.relax, statics[0].distance
+    (65001, [IPv4Network('10.0.0.1/32')], 8, True, 250)
+    """
+    bgp: Bgp | None = None
+    statics: list[Static] = []
+    in_bgp = False
+    for number, line in enumerate(text.splitlines(), 1):
+        words = line.split()
+        if not words or words[0] == "!":
+            continue
+        try:
+            if not line[0].isspace():
+                in_bgp = words[:2] == ["router", "bgp"] and len(words) == 3
+                if in_bgp:
+                    bgp = Bgp(int(words[2]))
+                elif words[:2] == ["ip", "route"]:
+                    statics.append(_static(words[2:]))
+            elif in_bgp and bgp is not None:
+                _bgp_line(bgp, words)
+        except (ValueError, IndexError) as exc:
+            raise InputError(
+                file, f"line {number}", f"cannot read {line.strip()!r}: {exc}"
+            ) from None
+    return bgp, statics
+
+
+def _bgp_line(bgp: Bgp, words: list[str]) -> None:
+    if words[:2] == ["bgp", "router-id"]:
+        bgp.router_id = IPv4Address(words[2])
+    elif words == ["bgp", "bestpath", "as-path", "multipath-relax"]:
+        bgp.relax = True
+    elif words[0] == "network":
+        bgp.networks.append(IPv4Network(words[1]))
+    elif words[0] == "maximum-paths" and words[1].isdigit():
+        bgp.maximum_paths = int(words[1])
+
+
+def _static(words: list[str]) -> Static:
+    prefix = IPv4Network(words[0])
+    rest = words[1:]
+    distance = int(rest.pop()) if len(rest) > 1 and rest[-1].isdigit() else STATIC
+    target = rest[0]
+    if target in ("blackhole", "Null0", "reject"):
+        return Static(prefix, None, None, distance, True)
+    if target[0].isdigit():
+        return Static(
+            prefix, IPv4Address(target), rest[1] if len(rest) > 1 else None, distance, False
+        )
+    return Static(prefix, None, target, distance, False)
+
+
+@dataclass
+class Router:
+    """One switch's routing configuration."""
+
+    name: str
+    bgp: Bgp | None
+    router_id: int
+    statics: list[Static]
+    neighbors: dict[IPv4Address, int]
+
+
+@dataclass
+class Host:
+    """One server's network configuration."""
+
+    name: str
+    address: IPv4Interface
+    nics: list[str]
+    routes: list[tuple[IPv4Network, list[tuple[IPv4Address, str]]]]
+
+
+class Wiring:
+    """A lab's devices as its configs set them up, on the design's cabling (no routing yet)."""
+
+    def __init__(self, lab: Lab) -> None:
+        self.lab = lab
+        self.cable: dict[tuple[str, str], tuple[str, str]] = {}
+        for a, a_port, b, b_port in links(lab):
+            self.cable[(a, a_port)] = (b, b_port)
+            self.cable[(b, b_port)] = (a, a_port)
+        self.configs = {s: lab.config_db(s) for s in lab.switches()}
+        self.members: dict[str, dict[str, list[str]]] = {}
+        self.bundle: dict[tuple[str, str], str] = {}
+        self.interfaces: dict[str, dict[str, list[IPv4Interface]]] = {}
+        self.vlans: dict[str, dict[str, list[str]]] = {}
+        self.admin_down: set[tuple[str, str]] = set()
+        self.routers = {s: self._read(s, "config_db.json", self._router) for s in lab.switches()}
+        self.hosts = {
+            s: self._read(s, "host.json", lambda s: _host(s, lab.host(s)))
+            for s in lab.nodes("server")
+        }
+        self.owner: dict[IPv4Address, tuple[str, str]] = {
+            a.ip: (node, name)
+            for node, ifs in self.interfaces.items()
+            for name, addresses in ifs.items()
+            for a in addresses
+        }
+        self.owner.update({h.address.ip: (h.name, "") for h in self.hosts.values()})
+
+    def _read(self, node: str, file: str, read: Callable[[str], T]) -> T:
+        """A device's config read by `read`; a value it cannot use is one `InputError` line."""
+        try:
+            return read(node)
+        except (KeyError, ValueError, TypeError) as exc:
+            path = f"{self.lab.path}/configs/{node}/{file}"
+            raise InputError(
+                path, "", f"cannot read it ({exc.__class__.__name__}: {exc})"
+            ) from None
+
+    def _router(self, switch: str) -> Router:
+        db = self.configs[switch]
+        for port, attrs in db.get("PORT", {}).items():
+            if attrs.get("admin_status", "down") != "up":
+                self.admin_down.add((switch, port))
+        members: dict[str, list[str]] = {}
+        for key in db.get("PORTCHANNEL_MEMBER", {}):
+            bundle, _, port = key.partition("|")
+            members.setdefault(bundle, []).append(port)
+            self.bundle[(switch, port)] = bundle
+        self.members[switch] = members
+        interfaces: dict[str, list[IPv4Interface]] = {}
+        for table in ("INTERFACE", "PORTCHANNEL_INTERFACE", "VLAN_INTERFACE", "LOOPBACK_INTERFACE"):
+            for key in db.get(table, {}):
+                name, _, address = key.partition("|")
+                if address and ":" not in address:
+                    interfaces.setdefault(name, []).append(IPv4Interface(address))
+        self.interfaces[switch] = interfaces
+        vlans: dict[str, list[str]] = {}
+        for key in db.get("VLAN_MEMBER", {}):
+            vlan, _, member = key.partition("|")
+            vlans.setdefault(vlan, []).append(member)
+        self.vlans[switch] = vlans
+        file = f"{self.lab.path}/configs/{switch}/frr.conf"
+        bgp, statics = parse_frr(self.lab.frr_conf(switch), file)
+        loopback = next((a.ip for a in interfaces.get("Loopback0", [])), IPv4Address(0))
+        router_id = bgp.router_id if bgp and bgp.router_id else loopback
+        neighbors = {
+            IPv4Address(key.rpartition("|")[2]): int(attrs["asn"])
+            for key, attrs in db.get("BGP_NEIGHBOR", {}).items()
+            if attrs.get("admin_status", "up") == "up" and "asn" in attrs
+        }
+        return Router(switch, bgp, int(router_id), statics, neighbors)
+
+    def logical(self, node: str, port: str) -> str:
+        """The port a physical port belongs to: its PortChannel, or itself."""
+        return self.bundle.get((node, port), port)
+
+    def physical(self, node: str, port: str) -> list[str]:
+        """The physical ports of a port or PortChannel."""
+        return self.members.get(node, {}).get(port, [port])
+
+    def far(self, node: str, port: str) -> tuple[str, str] | None:
+        """The neighbour and its (logical) port at the other end of a port or PortChannel."""
+        for member in self.physical(node, port):
+            if (node, member) in self.cable:
+                peer, peer_port = self.cable[(node, member)]
+                return peer, self.logical(peer, peer_port)
+        return None
+
+    def up(self, node: str, port: str, down: Collection[tuple[str, str]]) -> bool:
+        """Whether a port or PortChannel carries traffic when `down` physical ports are down."""
+        db = self.configs.get(node, {})
+        if port in self.members.get(node, {}):
+            attrs = db.get("PORTCHANNEL", {}).get(port, {})
+            live = sum(self._wire_up(node, m, down) for m in self.members[node][port])
+            return attrs.get("admin_status", "up") == "up" and live >= int(
+                attrs.get("min_links", 1)
+            )
+        if port in self.vlans.get(node, {}):
+            return any(self.up(node, m, down) for m in self.vlans[node][port])
+        return port.startswith("Loopback") or self._wire_up(node, port, down)
+
+    def _wire_up(self, node: str, port: str, down: Collection[tuple[str, str]]) -> bool:
+        peer = self.cable.get((node, port))
+        return peer is not None and (node, port) not in down and peer not in down
+
+    def reach(
+        self, node: str, iface: str, target: str, down: Collection[tuple[str, str]]
+    ) -> str | None:
+        """The port through which `iface` of `node` reaches `target`: itself for a routed
+        interface, for a VLAN its member toward the target, across switches sharing the VLAN."""
+        if iface not in self.vlans.get(node, {}):
+            far = self.far(node, iface)
+            return iface if far and far[0] == target and self.up(node, iface, down) else None
+        queue = deque((node, iface, m, m) for m in self.vlans[node][iface])
+        seen = {node}
+        while queue:
+            here, vlan, member, first = queue.popleft()
+            far = self.far(here, member)
+            if far is None or not self.up(here, member, down):
+                continue
+            peer, peer_port = far
+            if peer == target:
+                return first
+            vid = self.configs[here].get("VLAN", {}).get(vlan, {}).get("vlanid")
+            for other, ports in self.vlans.get(peer, {}).items():
+                same = self.configs[peer].get("VLAN", {}).get(other, {}).get("vlanid") == vid
+                if peer not in seen and same and peer_port in ports:
+                    seen.add(peer)
+                    queue.extend((peer, other, m, first) for m in ports if m != peer_port)
+        return None
+
+    def neighbor(
+        self, node: str, iface: str, address: IPv4Address, down: Collection[tuple[str, str]]
+    ) -> NextHop | None:
+        """The first hop from `node` out of `iface` toward the owner of `address`."""
+        owner = self.owner.get(address)
+        if owner is None or owner[0] == node:
+            return None
+        port = self.reach(node, iface, owner[0], down)
+        far = self.far(node, port) if port else None
+        return NextHop(far[0], port) if far and port else None
+
+    def host_routes(self, name: str, down: Collection[tuple[str, str]]) -> Routes:
+        """A server's FIB: its subnet over every up NIC, its routes over their up devices; a
+        NIC's next hop is the switch it is cabled to."""
+        host = self.hosts[name]
+
+        def via(devices: Iterable[str]) -> Hops:
+            hops = (
+                NextHop(f[0], d)
+                for d in devices
+                if (f := self.far(name, d)) and self.up(name, d, down)
+            )
+            return tuple(dict.fromkeys(hops))
+
+        routes = {host.address.network: via(host.nics)}
+        routes.update({dst: via(dev for _, dev in hops) for dst, hops in host.routes})
+        return routes
+
+
+def _host(name: str, host: dict[str, Any]) -> Host:
+    routes = [
+        (IPv4Network(r["dst"]), [(IPv4Address(h["gateway"]), h["dev"]) for h in r["nexthops"]])
+        for r in host.get("routes", [])
+    ]
+    nics = [i["name"] for i in host.get("interfaces", [])]
+    return Host(name, IPv4Interface(host["address"]), nics, routes)

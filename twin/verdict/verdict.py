@@ -1,0 +1,72 @@
+"""The verdict on a run: the scenario's validators on its observations, then the reports.
+
+Everything is rebuilt from the run directory alone (`twin report RUN_DIR`): the scenario
+saved with it says which validators to run with which thresholds; static validators among
+them read the lab's configs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from twin.errors import InputError
+from twin.intent.inputs import strict_yaml
+from twin.labdir import Lab
+from twin.scenario.observations import Observations
+from twin.verdict import plots, report
+from validators import registry
+from validators.result import Result
+
+
+def check_names(wanted: dict[str, dict[str, Any]], file: str) -> None:
+    """Refuse unknown validators and thresholds before a run starts."""
+    known = {v.name: v for kind in ("static", "dynamic") for v in registry.available(kind)}
+    for name, given in wanted.items():
+        if name not in known:
+            raise InputError(file, f"validate.{name}", f"no validator (known: {', '.join(known)})")
+        known[name].params(given or {}, file)
+
+
+def evaluate(lab: Lab, obs: Observations, wanted: dict[str, dict[str, Any]]) -> list[Result]:
+    """Run the wanted validators (static and dynamic) in the order given."""
+    results: list[Result] = []
+    for name, given in wanted.items():
+        v = registry.get(name)
+        if v.kind == "dynamic":
+            results += registry.run_dynamic(lab, obs, [v], {name: given or {}})
+        else:
+            results += registry.run_static(lab, [v], {name: given or {}})
+    return results
+
+
+def _lab_of(run_dir: Path, obs: Observations) -> Lab:
+    """The lab a run was played on: the directory holding LAB/runs/RUN, else the lab
+    directory the run recorded (a run directory copied elsewhere)."""
+    home = run_dir.resolve().parent.parent
+    recorded = Path(str(obs.run.get("lab_dir", "")))
+    if not (home / "fabric.yaml").is_file() and (recorded / "fabric.yaml").is_file():
+        return Lab.open(recorded)
+    return Lab.open(home)
+
+
+def report_run(run_dir: Path) -> tuple[int, list[Result]]:
+    """Validate a run from its saved observations and write its reports into it."""
+    obs = Observations.open(run_dir)
+    lab = _lab_of(run_dir, obs)
+    saved = run_dir / "scenario.yaml"
+    wanted: dict[str, dict[str, Any]] = strict_yaml(saved).get("validate") or {}
+    check_names(wanted, str(saved))
+    results = evaluate(lab, obs, wanted)
+    title = f"{obs.run['scenario']} on {obs.run['lab']} ({obs.run['backend']})"
+    code = report.write(results, run_dir, title)
+    loss = {
+        f"{r.scope}": float(r.figures["loss_window_ms"])
+        for r in results
+        if r.validator == "failover" and "loss_window_ms" in r.figures
+    }
+    images = plots.write(obs, run_dir, loss)
+    if images:
+        with open(run_dir / "report.md", "a") as md:
+            md.write("\n## Plots\n\n" + "".join(f"![{p.stem}]({p.name})\n\n" for p in images))
+    return code, results

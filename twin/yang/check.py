@@ -1,0 +1,852 @@
+"""Validate a CONFIG_DB JSON (``config_db.json``) against the SONiC YANG models, offline.
+
+This is what ``config reload`` does on a switch (sonic-yang-mgmt on top of libyang), done with
+the Python binding ``libyang==2.7.1`` and the models copied into ``twin/yang/models/``:
+
+1. every table must have a YANG model (``config reload`` refuses files with unmodelled tables);
+2. CONFIG_DB JSON is translated into YANG instance data, driven only by the loaded schema: the
+   module's top container ``sonic-xxx`` holds one container per table; a CONFIG_DB key that
+   names a child container of the table (``DEVICE_METADATA|localhost``) fills that container,
+   any other key goes to the table's list whose key count matches the ``|``-separated key parts
+   (and, if several match, whose key types accept them); values get their YANG JSON encoding
+   (numbers for 8..32-bit integers, booleans, arrays for leaf-lists; comma strings are split);
+   "map" tables (a list whose only child is an inner one-key list, e.g. ``DSCP_TO_TC_MAP``,
+   ``CABLE_LENGTH``) turn each ``field: value`` into an inner list entry;
+3. the result is parsed strictly and validated by libyang (types, ranges, patterns, leafrefs,
+   ``must``, mandatory nodes, uniqueness).
+
+Values are type-checked one by one first (all such problems are reported at once). libyang then
+stops at the first whole-tree error (leafref, must, mandatory), so :func:`validate_config_db`
+takes the offending field (or entry) out and re-validates, up to ``max_problems`` times.
+Entries that only fail because they refer to an entry taken out are not listed but counted in
+a last line; other problems found after an entry was taken out say they may be consequences.
+A ``"NULL": "NULL"`` field (Redis placeholder for an entry without fields) is ignored.
+
+libyang is imported lazily: this module imports without it, and :func:`yang_available` tells
+whether validation can run.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libyang
+
+YANG_DIR = Path(__file__).with_name("models")
+"""The SONiC YANG models shipped with the package (sonic-buildimage, Apache-2.0)."""
+
+ConfigDb = dict[str, dict[str, dict[str, Any]]]
+
+# libyang base types whose RFC 7951 JSON encoding is a JSON number (64-bit ones are strings).
+_NUMBER_TYPES = frozenset({"int8", "int16", "int32", "uint8", "uint16", "uint32"})
+_LEAF_LIST_SEPARATORS = re.compile(r"[,;]")  # "1,2,3" (PORT adv_speeds); NTP src_intf uses ";"
+_LOCATION = re.compile(r'(?:Data|Schema) location "(?P<path>.*)"')
+_PREDICATE = re.compile(r"""\[(?P<name>[^=\]]+)=(?:'(?P<sq>[^']*)'|"(?P<dq>[^"]*)")\]""")
+_REFERENCE_VALUE = re.compile(r'Invalid (?:leafref|union) value "(?P<value>[^"]*)"')
+_LEAFREF_TARGET = re.compile(r'no target instance "(?P<path>[^"]*)"')
+_LOCK = threading.Lock()  # one libyang context, process-global libyang logging settings
+
+
+# --------------------------------------------------------------------------- schema index
+@dataclass(frozen=True)
+class _ListModel:
+    node: libyang.SList
+    keys: tuple[libyang.SLeaf, ...]
+    leaves: dict[str, libyang.SNode]  # non-key leaves and leaf-lists
+    containers: dict[str, libyang.SContainer]
+    map_list: libyang.SList | None  # inner list of a "map" table (DSCP_TO_TC_MAP_LIST/...)
+    map_key: libyang.SLeaf | None
+    map_value: libyang.SNode | None
+
+    @property
+    def name(self) -> str:
+        return str(self.node.name())
+
+    def shape(self) -> str:
+        return "|".join(f"<{k.name()}>" for k in self.keys)
+
+
+@dataclass(frozen=True)
+class _TableModel:
+    module: str
+    top: str
+    name: str
+    lists: tuple[_ListModel, ...]
+    containers: dict[str, libyang.SContainer]
+
+
+@dataclass(frozen=True)
+class YangSchema:
+    """A libyang context with all SONiC modules and the CONFIG_DB table -> model index."""
+
+    ctx: libyang.Context
+    tables: dict[str, _TableModel]
+    yang_dir: Path
+
+
+def yang_available() -> bool:
+    """True if the libyang binding can be imported (``pip install libyang==2.7.1``)."""
+    try:
+        import libyang  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@functools.cache
+def load_schema(yang_dir: str | Path = YANG_DIR) -> YangSchema:
+    """Load every ``*.yang`` of ``yang_dir`` into one libyang context (cached per directory).
+
+    Raises ImportError if the libyang binding is missing and libyang.LibyangError if a module
+    does not load.
+    """
+    import libyang
+
+    directory = Path(yang_dir)
+    ctx = libyang.Context(str(directory))
+    for path in sorted(directory.glob("*.yang")):
+        ctx.load_module(path.stem)
+    tables: dict[str, _TableModel] = {}
+    for module in ctx:
+        for table in _module_tables(module):
+            tables.setdefault(table.name, table)
+    return YangSchema(ctx=ctx, tables=tables, yang_dir=directory)
+
+
+def load_context(yang_dir: str | Path = YANG_DIR) -> libyang.Context:
+    """The cached libyang context with all SONiC modules loaded (see :func:`load_schema`)."""
+    return load_schema(yang_dir).ctx
+
+
+def _module_tables(module: libyang.Module) -> Iterator[_TableModel]:
+    import libyang
+
+    name = str(module.name())
+    for top in module.children(types=(libyang.SNode.CONTAINER,)):
+        # SONiC convention: one top container named after the module, one child container per
+        # CONFIG_DB table (non-config and event modules have no config tables).
+        if top.name() != name or top.config_false():
+            continue
+        assert isinstance(top, libyang.SContainer)
+        for table in top.children(types=(libyang.SNode.CONTAINER,)):
+            if table.config_false():
+                continue
+            assert isinstance(table, libyang.SContainer)
+            lists = tuple(
+                _list_model(node)
+                for node in table.children(types=(libyang.SNode.LIST,))
+                if isinstance(node, libyang.SList)
+            )
+            containers = {
+                str(c.name()): c
+                for c in table.children(types=(libyang.SNode.CONTAINER,))
+                if isinstance(c, libyang.SContainer)
+            }
+            if lists or containers:  # event modules have leaf-only containers: not tables
+                yield _TableModel(name, str(top.name()), str(table.name()), lists, containers)
+
+
+def _list_model(node: libyang.SList) -> _ListModel:
+    import libyang
+
+    keys = _key_leaves(node)
+    key_names = {k.name() for k in keys}
+    leaves: dict[str, libyang.SNode] = {}
+    containers: dict[str, libyang.SContainer] = {}
+    inner_lists: list[libyang.SList] = []
+    for child in node.children():
+        if isinstance(child, libyang.SLeaf | libyang.SLeafList):
+            if child.name() not in key_names:
+                leaves[str(child.name())] = child
+        elif isinstance(child, libyang.SContainer):
+            containers[str(child.name())] = child
+        elif isinstance(child, libyang.SList):
+            inner_lists.append(child)
+    map_list = map_key = map_value = None
+    if not leaves and not containers and len(inner_lists) == 1:
+        inner = inner_lists[0]
+        inner_keys = _key_leaves(inner)
+        values = [
+            c
+            for c in inner.children()
+            if isinstance(c, libyang.SLeaf | libyang.SLeafList) and not _is_key(c)
+        ]
+        if len(inner_keys) == 1 and len(values) == 1:
+            map_list, map_key, map_value = inner, inner_keys[0], values[0]
+    return _ListModel(node, keys, leaves, containers, map_list, map_key, map_value)
+
+
+def _key_leaves(node: libyang.SList) -> tuple[libyang.SLeaf, ...]:
+    import libyang
+
+    keys = node.keys()  # list keys in model order (not a dict)
+    return tuple(k for k in keys if isinstance(k, libyang.SLeaf))
+
+
+def _is_key(node: libyang.SNode) -> bool:
+    import libyang
+
+    return isinstance(node, libyang.SLeaf) and bool(node.is_key())
+
+
+# --------------------------------------------------------------------------- value encoding
+class _Rejected(Exception):
+    """A CONFIG_DB value that its YANG type refuses (message from libyang)."""
+
+
+def _check_value(ctx: libyang.Context, node: libyang.SNode, text: str) -> str | None:
+    """Validate ``text`` against the type of leaf ``node``; return the JSON kind of the type
+    libyang chose ("number", "boolean", "empty", "string") or None if unknown (union behind a
+    leafref). Raises _Rejected. Leafref targets are not checked here (no data tree yet)."""
+    from _libyang import ffi, lib
+
+    realtype = ffi.new("const struct lysc_type **")
+    raw = text.encode("utf-8")
+    ret = lib.lyd_value_validate(ctx.cdata, node.cdata, raw, len(raw), ffi.NULL, realtype, ffi.NULL)
+    if ret not in (lib.LY_SUCCESS, lib.LY_EINCOMPLETE):
+        message = _pop_errors(ctx) or f"invalid value {text!r}"
+        raise _Rejected(message)
+    ctype = realtype[0]
+    while ctype != ffi.NULL and ctype.basetype == lib.LY_TYPE_LEAFREF:
+        ctype = ffi.cast("struct lysc_type_leafref *", ctype).realtype
+    if ctype == ffi.NULL or ctype.basetype == lib.LY_TYPE_UNION:
+        return None
+    return _kind(int(ctype.basetype))
+
+
+@functools.cache
+def _number_basetypes() -> frozenset[int]:
+    from _libyang import lib
+
+    return frozenset(int(getattr(lib, f"LY_TYPE_{t.upper()}")) for t in _NUMBER_TYPES)
+
+
+def _kind(basetype: int) -> str:
+    from _libyang import lib
+
+    if basetype in _number_basetypes():
+        return "number"
+    if basetype == lib.LY_TYPE_BOOL:
+        return "boolean"
+    if basetype == lib.LY_TYPE_EMPTY:
+        return "empty"
+    return "string"
+
+
+def _schema_kind(type_: libyang.Type) -> str:
+    """JSON kind of a YANG type from the schema alone (fallback for unions behind leafrefs):
+    a union takes a JSON string if any member does."""
+    base = str(type_.basename())
+    if base == "leafref":
+        target = type_.leafref_type()
+        return _schema_kind(target) if target is not None else "string"
+    if base == "union":
+        kinds = {_schema_kind(member) for member in type_.union_types()}
+        for kind in ("string", "number", "boolean", "empty"):
+            if kind in kinds:
+                return kind
+        return "string"
+    if base in _NUMBER_TYPES:
+        return "number"
+    if base == "boolean":
+        return "boolean"
+    if base == "empty":
+        return "empty"
+    return "string"
+
+
+def _describe_type(type_: libyang.Type) -> str:
+    """'an existing BUFFER_PROFILE entry or a string ...' for error messages."""
+    base = str(type_.basename())
+    if base == "leafref":
+        return _describe_leafref(str(type_.leafref_path()))
+    if base == "union":
+        return " or ".join(_describe_type(member) for member in type_.union_types())
+    return f"a {base} of the form the model allows"
+
+
+def _describe_leafref(path: str) -> str:
+    """'/bpf:sonic-buffer-profile/bpf:BUFFER_PROFILE/bpf:BUFFER_PROFILE_LIST/bpf:name' ->
+    'the name of an existing BUFFER_PROFILE entry'."""
+    segs = [seg.split(":")[-1] for seg in path.split("/") if seg and seg != ".."]
+    for i, seg in enumerate(segs[1:], start=1):
+        if seg.endswith("_LIST"):
+            return f"the {segs[-1]} of an existing {segs[i - 1]} entry"
+    return f"a value present at {path}"
+
+
+def _pop_errors(ctx: libyang.Context) -> str:
+    """Messages of the errors libyang stored in the context (then cleared)."""
+    from _libyang import ffi, lib
+
+    messages = []
+    err = lib.ly_err_first(ctx.cdata)
+    while err:
+        if err.msg:
+            messages.append(ffi.string(err.msg).decode("utf-8", "replace"))
+        err = err.next
+    lib.ly_err_clean(ctx.cdata, ffi.NULL)
+    return "; ".join(messages)
+
+
+def _scalar_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict):
+        raise _Rejected(f"expects a single value, got {type(value).__name__} {value!r}")
+    return str(value)
+
+
+def _encode_scalar(ctx: libyang.Context, node: libyang.SNode, value: Any) -> Any:
+    import libyang
+
+    text = _scalar_text(value)
+    kind = _check_value(ctx, node, text)
+    if kind is None:
+        assert isinstance(node, libyang.SLeaf | libyang.SLeafList)
+        kind = _schema_kind(node.type())
+    if kind == "number":
+        try:
+            return int(text)
+        except ValueError:
+            return text
+    if kind == "boolean":
+        return text == "true"
+    if kind == "empty":
+        return [None]
+    return text
+
+
+def _encode(ctx: libyang.Context, node: libyang.SNode, value: Any) -> Any:
+    import libyang
+
+    if isinstance(node, libyang.SLeafList):
+        if isinstance(value, str):
+            items: list[Any] = [v.strip() for v in _LEAF_LIST_SEPARATORS.split(value)]
+            items = [v for v in items if v]
+        elif isinstance(value, list):
+            items = [v for v in value if v != ""]
+        else:
+            items = [value]
+        return [_encode_scalar(ctx, node, item) for item in items]
+    return _encode_scalar(ctx, node, value)
+
+
+# --------------------------------------------------------------------------- translation
+@dataclass
+class _Entry:
+    """Where a CONFIG_DB entry went in the YANG data (to drop it or one of its fields)."""
+
+    table: str
+    key: str
+    holder: list[dict[str, Any]] | dict[str, Any]  # the YANG list (or the table container)
+    data: dict[str, Any]
+    list_name: str | None  # None for a container entry
+    map_list: str | None = None  # inner list name for map tables
+    map_key: str | None = None
+    key_leaves: tuple[str, ...] = ()
+    leaves: dict[str, Any] = field(default_factory=dict)  # field name -> YANG SNode
+
+
+@dataclass
+class _Translation:
+    data: dict[str, Any] = field(default_factory=dict)
+    problems: list[tuple[tuple[str, str | None, str | None], str]] = field(default_factory=list)
+    entries: dict[tuple[str, str], _Entry] = field(default_factory=dict)
+    by_yang_key: dict[tuple[str, str, tuple[str, ...]], _Entry] = field(default_factory=dict)
+
+    def problem(self, table: str, key: str | None, fld: str | None, message: str) -> None:
+        self.problems.append(((table, key, fld), message))
+
+
+def _translate(schema: YangSchema, config: ConfigDb) -> _Translation:
+    out = _Translation()
+    if not isinstance(config, dict):
+        out.problem("", None, None, f"config must be a JSON object, got {type(config).__name__}")
+        return out
+    for table_name, table in config.items():
+        model = schema.tables.get(table_name)
+        if model is None:
+            out.problem(
+                table_name,
+                None,
+                None,
+                "no YANG model for this table (config reload refuses tables without a model)",
+            )
+            continue
+        if not isinstance(table, dict):
+            out.problem(
+                table_name,
+                None,
+                None,
+                f"table must be an object of entries, got {type(table).__name__}",
+            )
+            continue
+        top = out.data.setdefault(f"{model.module}:{model.top}", {})
+        container = top.setdefault(model.name, {})
+        for key, entry in table.items():
+            if not isinstance(entry, dict):
+                out.problem(
+                    table_name,
+                    key,
+                    None,
+                    f"entry must be an object of fields, got {type(entry).__name__}",
+                )
+                continue
+            if key in model.containers:
+                data = _translate_container(
+                    schema.ctx, out, table_name, key, model.containers[key], entry
+                )
+                container[key] = data
+                children = {str(c.name()): c for c in model.containers[key].children()}
+                out.entries[(table_name, key)] = _Entry(
+                    table_name, key, container, data, None, leaves=children
+                )
+                continue
+            _translate_list_entry(schema.ctx, out, model, container, key, entry)
+        if not container:
+            del top[model.name]
+        if not top:
+            del out.data[f"{model.module}:{model.top}"]
+    return out
+
+
+def _translate_container(
+    ctx: libyang.Context,
+    out: _Translation,
+    table: str,
+    key: str,
+    node: libyang.SContainer,
+    fields: dict[str, Any],
+) -> dict[str, Any]:
+    import libyang
+
+    children = {str(c.name()): c for c in node.children()}
+    data: dict[str, Any] = {}
+    for name, value in fields.items():
+        child = children.get(name)
+        if child is None:
+            if name != "NULL":  # Redis placeholder of an entry without fields
+                out.problem(
+                    table,
+                    key,
+                    name,
+                    f"unknown field (not in YANG container "
+                    f"{node.name()}; allowed: {', '.join(sorted(children))})",
+                )
+            continue
+        if isinstance(child, libyang.SContainer) and isinstance(value, dict):
+            data[name] = _translate_container(ctx, out, table, key, child, value)
+            continue
+        if not isinstance(child, libyang.SLeaf | libyang.SLeafList):
+            out.problem(table, key, name, f"YANG node is a {child.keyword()}, not a field")
+            continue
+        try:
+            data[name] = _encode(ctx, child, value)
+        except _Rejected as exc:
+            out.problem(table, key, name, str(exc))
+    return data
+
+
+def _keys_accept(ctx: libyang.Context, lst: _ListModel, parts: list[str]) -> bool:
+    try:
+        for leaf, part in zip(lst.keys, parts, strict=True):
+            _check_value(ctx, leaf, part)
+    except _Rejected:
+        return False
+    return True
+
+
+def _translate_list_entry(
+    ctx: libyang.Context,
+    out: _Translation,
+    model: _TableModel,
+    container: dict[str, Any],
+    key: str,
+    fields: dict[str, Any],
+) -> None:
+    table = model.name
+    parts = [p.strip() for p in key.split("|")]
+    candidates = [lst for lst in model.lists if len(lst.keys) == len(parts)]
+    if not candidates and not model.lists:
+        out.problem(
+            table,
+            key,
+            None,
+            f"unknown key; the model has only the keys {', '.join(sorted(model.containers))}",
+        )
+        return
+    if not candidates:
+        shapes = [lst.shape() for lst in model.lists] + sorted(model.containers)
+        out.problem(
+            table,
+            key,
+            None,
+            f"key has {len(parts)} part(s); the model accepts "
+            f"{' or '.join(shapes) if shapes else 'no entries'}",
+        )
+        return
+    chosen = next((c for c in candidates if _keys_accept(ctx, c, parts)), candidates[0])
+    data: dict[str, Any] = {}
+    for leaf, part in zip(chosen.keys, parts, strict=True):
+        try:
+            data[str(leaf.name())] = _encode_scalar(ctx, leaf, part)
+        except _Rejected as exc:
+            out.problem(table, key, None, f"key part {leaf.name()} = {part!r}: {exc}")
+            return
+    key_values = {str(k.name()): p for k, p in zip(chosen.keys, parts, strict=True)}
+    entry = _Entry(
+        table,
+        key,
+        [],
+        data,
+        chosen.name,
+        key_leaves=tuple(key_values),
+        leaves={**chosen.leaves, **{str(k.name()): k for k in chosen.keys}},
+    )
+    if chosen.map_list is not None:
+        assert chosen.map_key is not None and chosen.map_value is not None
+        inner: list[dict[str, Any]] = []
+        for name, value in fields.items():
+            try:
+                inner.append(
+                    {
+                        str(chosen.map_key.name()): _encode_scalar(ctx, chosen.map_key, name),
+                        str(chosen.map_value.name()): _encode(ctx, chosen.map_value, value),
+                    }
+                )
+            except _Rejected as exc:
+                out.problem(table, key, name, str(exc))
+        if inner:
+            data[str(chosen.map_list.name())] = inner
+        entry.map_list = str(chosen.map_list.name())
+        entry.map_key = str(chosen.map_key.name())
+    else:
+        for name, value in fields.items():
+            if name in key_values:
+                if str(value) != key_values[name]:
+                    out.problem(
+                        table,
+                        key,
+                        name,
+                        f"field repeats key {name} with a different value {value!r}",
+                    )
+                continue
+            if name in chosen.containers and isinstance(value, dict):
+                data[name] = _translate_container(
+                    ctx, out, table, key, chosen.containers[name], value
+                )
+                continue
+            node = chosen.leaves.get(name)
+            if node is None:
+                if name != "NULL":  # Redis placeholder of an entry without fields
+                    allowed = ", ".join(sorted([*chosen.leaves, *chosen.containers]))
+                    out.problem(
+                        table,
+                        key,
+                        name,
+                        f"unknown field (YANG list {chosen.name} has: {allowed or 'no fields'})",
+                    )
+                continue
+            try:
+                data[name] = _encode(ctx, node, value)
+            except _Rejected as exc:
+                out.problem(table, key, name, str(exc))
+    holder = container.setdefault(chosen.name, [])
+    holder.append(data)
+    entry.holder = holder
+    out.entries[(table, key)] = entry
+    out.by_yang_key[(table, chosen.name, tuple(parts))] = entry
+
+
+# --------------------------------------------------------------------------- libyang errors
+@contextmanager
+def _captured_libyang_log() -> Iterator[list[tuple[str, str]]]:
+    """Collect libyang's (message, location) pairs. libyang 2.1 only reports the data path of
+    an error when logging through a callback, so route its log to a private handler."""
+    import libyang
+
+    records: list[tuple[str, str]] = []
+
+    class _Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            args = record.args if isinstance(record.args, tuple) else ()
+            message = str(args[0]) if args else record.getMessage()
+            location = str(args[1]) if len(args) > 1 else ""
+            records.append((message, location))
+
+    logger = logging.getLogger("libyang")
+    handler = _Handler(level=logging.ERROR)
+    propagate, level = logger.propagate, logger.level
+    logger.addHandler(handler)
+    logger.propagate = False
+    logger.setLevel(logging.ERROR)
+    libyang.configure_logging(True, logging.ERROR)
+    try:
+        yield records
+    finally:
+        libyang.configure_logging(False, logging.ERROR)  # the binding's default
+        logger.removeHandler(handler)
+        logger.propagate, logger.level = propagate, level
+
+
+def _split_path(path: str) -> list[tuple[str, list[str]]]:
+    """'/m:top/T/L[a='x'][b='y']/f' -> [('top', []), ('T', []), ('L', ['x', 'y']), ('f', [])]"""
+    segments: list[str] = []
+    current, depth, quote = "", 0, ""
+    for ch in path:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"" and depth:
+            quote = ch
+        elif ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "/" and not depth:
+            if current:
+                segments.append(current)
+            current = ""
+            continue
+        current += ch
+    if current:
+        segments.append(current)
+    result = []
+    for seg in segments:
+        name = seg.split("[", 1)[0].split(":")[-1]
+        values = [
+            m.group("sq") if m.group("sq") is not None else m.group("dq")
+            for m in _PREDICATE.finditer(seg)
+        ]
+        result.append((name, values))
+    return result
+
+
+@dataclass
+class _Location:
+    table: str | None = None
+    key: str | None = None
+    fld: str | None = None
+    entry: _Entry | None = None
+    map_item: str | None = None  # inner-list key (a CONFIG_DB field) of a map table
+
+
+def _locate(tr: _Translation, path: str) -> _Location:
+    segs = _split_path(path)
+    if len(segs) < 2:
+        return _Location()
+    table = segs[1][0]
+    loc = _Location(table=table)
+    if len(segs) < 3:
+        return loc
+    name, values = segs[2]
+    if values:
+        entry = tr.by_yang_key.get((table, name, tuple(values)))
+        loc.key = entry.key if entry else "|".join(values)
+        loc.entry = entry
+    elif (table, name) in tr.entries and tr.entries[(table, name)].list_name is None:
+        loc.key, loc.entry = name, tr.entries[(table, name)]
+    elif len(segs) >= 4:
+        # "Mandatory node ... does not exist" comes with a schema path (no list keys): the
+        # entry is the first still-present one of that list that lacks the field.
+        missing = segs[3][0]
+        for entry in tr.entries.values():
+            if (
+                entry.table == table
+                and entry.list_name == name
+                and missing not in entry.data
+                and any(item is entry.data for item in entry.holder)
+            ):
+                loc.key, loc.entry, loc.fld = entry.key, entry, missing
+                return loc
+        return loc
+    else:
+        return loc
+    if len(segs) >= 4:
+        fname, fvalues = segs[3]
+        if loc.entry is not None and loc.entry.map_list == fname and fvalues:
+            loc.fld = loc.map_item = fvalues[0]
+        elif loc.entry is None or fname not in loc.entry.key_leaves:
+            loc.fld = fname
+    return loc
+
+
+def _drop(loc: _Location) -> str | None:
+    """Remove what a libyang error points at; return 'field'/'entry' or None if nothing."""
+    entry = loc.entry
+    if entry is None:
+        return None
+    if loc.map_item is not None and entry.map_list and entry.map_key:
+        items = entry.data.get(entry.map_list, [])
+        kept = [i for i in items if str(i.get(entry.map_key)) != loc.map_item]
+        if len(kept) != len(items):
+            entry.data[entry.map_list] = kept
+            if not kept:
+                del entry.data[entry.map_list]
+            return "field"
+    if loc.fld is not None and loc.fld in entry.data:
+        del entry.data[loc.fld]
+        return "field"
+    if isinstance(entry.holder, list):
+        if any(item is entry.data for item in entry.holder):
+            entry.holder[:] = [item for item in entry.holder if item is not entry.data]
+            return "entry"
+    elif entry.holder.get(entry.key) is entry.data:
+        del entry.holder[entry.key]
+        return "entry"
+    return None
+
+
+def _format(table: str | None, key: str | None, fld: str | None, message: str) -> str:
+    where = []
+    if table:
+        where.append(f"table {table}")
+    if key is not None:
+        where.append(f'key "{key}"')
+    if fld is not None:
+        where.append(f'field "{fld}"')
+    return f"{', '.join(where)}: {message}" if where else message
+
+
+def _prune_empty(data: dict[str, Any]) -> dict[str, Any]:
+    """Drop empty YANG lists/table containers (libyang rejects an empty JSON list)."""
+    result: dict[str, Any] = {}
+    for module, top in data.items():
+        tables = {}
+        for table, content in top.items():
+            kept = {k: v for k, v in content.items() if v != []}
+            if kept:
+                tables[table] = kept
+        if tables:
+            result[module] = tables
+    return result
+
+
+# --------------------------------------------------------------------------- public API
+def validate_config_db(
+    config: ConfigDb,
+    *,
+    max_problems: int = 50,
+    yang_dir: str | Path = YANG_DIR,
+) -> list[str]:
+    """Validate a CONFIG_DB JSON dict against the SONiC YANG models; return its problems.
+
+    An empty list means the config is valid. Each problem is one line naming the table, key
+    and field where known, e.g.
+    ``table PORT, key "Ethernet0", field "mtu": Value "99999" is out of type uint16 ...``.
+    At most ``max_problems`` are listed; a last line in parentheses then says so, and another
+    one counts the entries left out because they refer to entries already rejected.
+    Not thread-parallel (one libyang context; calls are serialised by a lock).
+    Raises ImportError if the libyang binding is not installed.
+    """
+    schema = load_schema(yang_dir)
+    with _LOCK:
+        tr = _translate(schema, config)
+        problems = [_format(*where, msg) for where, msg in tr.problems]
+        reported = {where for where, _ in tr.problems}
+        dropped: set[tuple[str, str]] = set()  # (table, key part) of entries taken out
+        hidden = 0  # references to those entries (consequences, not listed)
+        for _ in range(max_problems * 4):
+            if len(problems) >= max_problems:
+                break
+            error = _first_error(schema, tr)
+            if error is None:
+                break
+            message, loc = error
+            where = (loc.table or "", loc.key, loc.fld)
+            if _refers_to(message, dropped):
+                hidden += 1  # a consequence: take the referring entry out as well
+                loc.fld = loc.map_item = None
+            elif where not in reported:
+                if dropped:
+                    message += " (may be a consequence of an entry rejected above)"
+                problems.append(_format(loc.table, loc.key, loc.fld, message))
+                reported.add(where)
+            what = _drop(loc)
+            if what is None:  # nothing to take out and retry: stop (the problem is listed)
+                if not problems:
+                    problems.append(_format(loc.table, loc.key, loc.fld, message))
+                break
+            if what == "entry" and loc.entry is not None:
+                entry = loc.entry
+                dropped.update((entry.table, p.strip()) for p in entry.key.split("|"))
+        more = len(problems) > max_problems or (
+            len(problems) == max_problems and _first_error(schema, tr) is not None
+        )
+        problems = problems[:max_problems]
+        if hidden:
+            noun = "entry" if hidden == 1 else "entries"
+            problems.append(f"(and {hidden} {noun} referring to the rejected entries above)")
+        if more:
+            problems.append(f"(stopped after {max_problems} problems; there are more)")
+    return problems
+
+
+def _refers_to(message: str, dropped: set[tuple[str, str]]) -> bool:
+    """Whether a leafref/union error is about a reference to an entry already taken out."""
+    reference = _REFERENCE_VALUE.search(message)
+    if reference is None or not dropped:
+        return False
+    value = reference.group("value")
+    target = _LEAFREF_TARGET.search(message)
+    if target is not None:
+        segs = [seg.split(":")[-1] for seg in target.group("path").split("/")]
+        tables = {segs[i - 1] for i, seg in enumerate(segs) if seg.endswith("_LIST") and i}
+        return any((table, value) in dropped for table in tables)
+    return any(part == value for _table, part in dropped)
+
+
+def _first_error(schema: YangSchema, tr: _Translation) -> tuple[str, _Location] | None:
+    """Parse and validate the translated data; None if valid, else libyang's first error."""
+    import libyang
+
+    data = _prune_empty(tr.data)
+    if not data:
+        return None
+    with _captured_libyang_log() as records:
+        try:
+            tree = schema.ctx.parse_data_mem(
+                json.dumps(data), "json", strict=True, validate_present=True
+            )
+        except libyang.LibyangError as exc:
+            failure = str(exc)
+        else:
+            if tree is not None:
+                tree.free()
+            return None
+    message, location = records[0] if records else (failure, "")
+    match = _LOCATION.search(location) or _LOCATION.search(message)
+    message = _LOCATION.sub("", message).rstrip(" :.") + "."
+    loc = _locate(tr, match.group("path")) if match else _Location()
+    reference = _REFERENCE_VALUE.search(message)
+    if message.startswith("Invalid union value") and loc.entry and reference:
+        if loc.fld is not None:
+            node, what = loc.entry.leaves.get(loc.fld), "The field"
+        else:  # a key part: find it by value
+            names = [n for n in loc.entry.key_leaves if loc.entry.data.get(n) == reference[1]]
+            node = loc.entry.leaves.get(names[0]) if names else None
+            what = f"The key part {names[0]}" if names else ""
+        if node is not None:
+            message += f" {what} accepts {_describe_type(node.type())}."
+    return message, loc
+
+
+def translate_config_db(
+    config: ConfigDb, *, yang_dir: str | Path = YANG_DIR
+) -> tuple[dict[str, Any], list[str]]:
+    """The YANG JSON instance data for ``config`` and the problems found while translating
+    (no libyang validation of the whole tree). Useful to see what the validator checks."""
+    schema = load_schema(yang_dir)
+    with _LOCK:
+        tr = _translate(schema, config)
+    return _prune_empty(tr.data), [_format(*where, msg) for where, msg in tr.problems]

@@ -1,0 +1,172 @@
+"""`pfc_consistency`: the lossless class is lossless on every port servers' traffic can cross."""
+
+from __future__ import annotations
+
+from twin.labdir import Lab
+from twin.render.config_db import ConfigDb
+from validators.qos_config import (
+    by_port,
+    host_dscps,
+    pfc_enabled,
+    qos_map,
+    switch_ports,
+    traffic_class,
+)
+from validators.registry import Params, static
+from validators.result import Finding, Result, merged, verdict
+
+ECN_ON_GREEN = {"ecn_green", "ecn_green_yellow", "ecn_green_red", "ecn_all"}
+
+
+def _maps(switch: str, db: ConfigDb, port: str, lossless: list[int]) -> list[Finding]:
+    """TC -> PG and TC -> queue of each lossless priority agree with the PFC maps."""
+    found = []
+    pairs = (
+        ("tc_to_pg_map", "pfc_to_pg_map", "priority group"),
+        ("tc_to_queue_map", "pfc_to_queue_map", "queue"),
+    )
+    for tc_field, pfc_field, what in pairs:
+        by_tc, by_pfc = qos_map(db, port, tc_field), qos_map(db, port, pfc_field)
+        if by_tc is None:
+            found.append(Finding(switch, f"no {tc_field}", port, "PORT_QOS_MAP"))
+            continue
+        for p in lossless:
+            if by_pfc is not None and by_pfc.get(p) != by_tc.get(p):
+                found.append(
+                    Finding(
+                        switch,
+                        f"TC {p} goes to {what} {by_tc.get(p)} but PFC priority {p} to "
+                        f"{by_pfc.get(p)}",
+                        port,
+                        f"{tc_field} / {pfc_field}",
+                    )
+                )
+    return found
+
+
+def _classes(
+    switch: str, db: ConfigDb, port: str, lossless: list[int], roce: set[int], cnp: set[int]
+) -> list[Finding]:
+    """RoCE DSCPs land in a lossless TC; CNP DSCPs in a lossy TC on a higher queue."""
+    found = []
+    enabled = pfc_enabled(db, port)
+    queues = qos_map(db, port, "tc_to_queue_map") or {}
+    if qos_map(db, port, "dscp_to_tc_map") is None:
+        return [
+            Finding(switch, "no dscp_to_tc_map (every DSCP goes to TC 0)", port, "PORT_QOS_MAP")
+        ]
+    roce_queues = set()
+    for dscp in sorted(roce):
+        tc = traffic_class(db, port, dscp)
+        roce_queues.add(queues.get(tc, tc))
+        if tc not in lossless:
+            found.append(
+                Finding(
+                    switch,
+                    f"RoCE DSCP {dscp} maps to TC {tc}, not a lossless priority "
+                    f"({','.join(map(str, lossless))})",
+                    port,
+                    "DSCP_TO_TC_MAP",
+                )
+            )
+    for dscp in sorted(cnp):
+        tc = traffic_class(db, port, dscp)
+        queue = queues.get(tc, tc)
+        if tc in lossless or tc in enabled:
+            found.append(
+                Finding(switch, f"CNP DSCP {dscp} maps to lossless TC {tc}", port, "DSCP_TO_TC_MAP")
+            )
+        if roce_queues and queue <= max(roce_queues):
+            found.append(
+                Finding(
+                    switch,
+                    f"CNP DSCP {dscp} goes to queue {queue}, not above the RoCE queue "
+                    f"{max(roce_queues)}",
+                    port,
+                    "TC_TO_QUEUE_MAP",
+                )
+            )
+    return found
+
+
+def _ecn(
+    switch: str, db: ConfigDb, port: str, entries: dict[int, dict[str, str]], lossless: list[int]
+) -> list[Finding]:
+    """Each lossless queue has a WRED profile that marks ECN on green packets."""
+    found = []
+    queues = qos_map(db, port, "tc_to_queue_map") or {}
+    for p in lossless:
+        q = queues.get(p, p)
+        profile = entries.get(q, {}).get("wred_profile")
+        wred = db.get("WRED_PROFILE", {}).get(profile or "")
+        where = f"QUEUE|{port}|{q}"
+        if profile is None:
+            found.append(Finding(switch, f"lossless queue {q} has no WRED profile", port, where))
+        elif wred is None:
+            found.append(Finding(switch, f"WRED profile {profile} does not exist", port, where))
+        elif (
+            wred.get("ecn", "ecn_none") not in ECN_ON_GREEN
+            or wred.get("wred_green_enable") != "true"
+        ):
+            found.append(
+                Finding(
+                    switch,
+                    f"ECN is off on lossless queue {q} (ecn {wred.get('ecn', 'ecn_none')}, "
+                    f"wred_green_enable {wred.get('wred_green_enable', 'false')})",
+                    port,
+                    f"WRED_PROFILE|{profile}",
+                )
+            )
+    return found
+
+
+@static("pfc_consistency")
+def pfc_consistency(lab: Lab, params: Params) -> list[Result]:
+    """Every port servers' traffic can cross keeps the RoCE class lossless and ECN-marked.
+
+    On every cabled port of every switch (server, fabric and MLAG peer-link ports: the paths
+    between servers, failovers included): PFC is enabled on the intent's lossless priorities;
+    the DSCP servers use for RoCE maps to a lossless TC; the lossless TCs' priority group and
+    queue agree with the PFC maps; CNP DSCPs map to a lossy TC on a higher queue; the lossless
+    queue has a WRED profile with ECN on. No thresholds.
+
+    >>> from validators.examples import tiny_lab, edit_json
+    >>> lab = tiny_lab()
+    >>> pfc_consistency(lab, {})[0].status.value
+    'pass'
+    >>> edit_json(lab, "spine1", lambda db: db["PORT_QOS_MAP"]["Ethernet0"].update(pfc_enable=""))
+    >>> print(pfc_consistency(lab, {})[0].findings[0])
+    spine1 Ethernet0 PORT_QOS_MAP: PFC is not enabled on priority 3 (pfc_enable '')
+    """
+    lossless = lab.fabric.qos.lossless_priorities
+    marks = host_dscps(lab)
+    findings: list[Finding] = []
+    ports = 0
+    for switch, db, cabled in switch_ports(lab):
+        queues = by_port(db, "QUEUE")
+        for name in cabled:
+            ports += 1
+            enabled = pfc_enabled(db, name)
+            findings += [
+                Finding(
+                    switch,
+                    f"PFC is not enabled on priority {p} (pfc_enable "
+                    f"'{db.get('PORT_QOS_MAP', {}).get(name, {}).get('pfc_enable', '')}')",
+                    name,
+                    "PORT_QOS_MAP",
+                )
+                for p in lossless
+                if p not in enabled
+            ]
+            findings += _classes(switch, db, name, lossless, marks["roce"], marks["cnp"])
+            findings += _maps(switch, db, name, lossless)
+            findings += _ecn(switch, db, name, queues.get(name, {}), lossless)
+    return [
+        verdict(
+            "pfc_consistency",
+            "fabric",
+            merged(findings),
+            f"{ports} ports lossless on priority {','.join(map(str, lossless))} with ECN",
+            {"switches": len(lab.switches()), "ports": ports},
+        )
+    ]
