@@ -52,7 +52,7 @@ def converged_before_and_after(own_twin: Twin) -> Iterator[None]:
 
 def fault(twin: Twin, *args: str, quiet: float = 1.0) -> subprocess.CompletedProcess[str]:
     """`twin fault DIR VERB ... --quiet Q`; fails the test if the verb fails."""
-    done = twin.cli.main("fault", *args, "--quiet", str(quiet))
+    done = twin.cli("fault", *args, "--quiet", str(quiet))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"{args[0]}: ")
     return done
