@@ -97,6 +97,20 @@ def _write(d: Design, root: Path) -> None:
     (root / "topology.clab.yml").write_text(clab.render(d, hosts, names))
 
 
+def lab_target(target: str) -> tuple[str, Lab | None]:
+    """The lab a command line names: a lab directory (its name is read from it) or a lab
+    name; anything else is refused, so a path can never be taken for a name."""
+    path = Path(target)
+    if target and (path / "fabric.yaml").is_file():
+        lab = Lab.open(path)
+        return lab.name, lab
+    if intent.is_lab_name(target):
+        return target, None
+    raise LabError(
+        f"{target!r}: neither a lab name ({intent.LAB_NAME.pattern}) nor a lab directory"
+    )
+
+
 @dataclass
 class Lab:
     """A lab directory on disk, read lazily."""

@@ -8,13 +8,18 @@ a deploy killed before FRR started is found). Nothing is matched by a broader pa
 from __future__ import annotations
 
 from labs.netns import frr, netlink, processes
+from twin.intent.fabric import is_lab_name
 
 
 def labs_left() -> list[str]:
-    """Labs with a run directory on this machine."""
+    """Labs with a run directory on this machine (entries named by the lab-name rule)."""
     if not frr.RUN_ROOT.exists():
         return []
-    return sorted(p.name for p in frr.RUN_ROOT.iterdir() if p.is_dir())
+    return sorted(
+        p.name
+        for p in frr.RUN_ROOT.iterdir()
+        if is_lab_name(p.name) and p.is_dir() and not p.is_symlink()
+    )
 
 
 def namespaces_of(lab: str) -> list[str]:
@@ -24,6 +29,7 @@ def namespaces_of(lab: str) -> list[str]:
 
 def cleanup(lab: str) -> dict[str, int]:
     """End the lab's processes, remove its namespaces and run directory."""
+    frr.lab_run_dir(lab)  # refuses a name that breaks the lab-name rule
     pids = processes.tagged(lab)
     processes.end(pids, lab)
     frr.remove_tmp(pids)

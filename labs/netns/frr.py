@@ -15,6 +15,7 @@ from pathlib import Path
 
 from labs.netns.netlink import inside
 from twin.errors import LabError
+from twin.intent.fabric import is_lab_name
 
 FRR_BIN = Path("/usr/lib/frr")
 RUN_ROOT = Path("/run/twin")
@@ -36,7 +37,7 @@ ZEBRA_STARTUP = ["no zebra nexthop kernel enable"]
 
 def run_dir(lab: str, node: str) -> Path:
     """Sockets and pid files of one switch's daemons."""
-    return RUN_ROOT / lab / node
+    return lab_run_dir(lab) / node
 
 
 def daemons(frr_conf: str) -> list[str]:
@@ -176,7 +177,7 @@ def vtysh(lab: str, node: str, *commands: str, timeout: float = 10) -> str:
 
 def save_logs(lab: str, dest: Path) -> None:
     """Move every switch's daemon logs into `dest/<node>/`."""
-    for rundir in sorted((RUN_ROOT / lab).glob("*")):
+    for rundir in sorted(lab_run_dir(lab).glob("*")):
         for log in rundir.glob("*.log"):
             (dest / rundir.name).mkdir(parents=True, exist_ok=True)
             shutil.move(log, dest / rundir.name / log.name)
@@ -191,8 +192,18 @@ def remove_tmp(pids: list[int]) -> None:
             shutil.rmtree(leftover, ignore_errors=True)
 
 
+def lab_run_dir(lab: str) -> Path:
+    """The lab's own run directory; a name that breaks the lab-name rule is refused, so the
+    path is always one entry directly under the run root."""
+    if not is_lab_name(lab):
+        raise ValueError(f"{lab!r} is not a lab name")
+    return RUN_ROOT / lab
+
+
 def remove_run_dir(lab: str) -> None:
-    """Remove the lab's run directories."""
-    shutil.rmtree(RUN_ROOT / lab, ignore_errors=True)
+    """Remove the lab's run directory (a directory, never a symlink's target)."""
+    path = lab_run_dir(lab)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
     if RUN_ROOT.exists() and not any(RUN_ROOT.iterdir()):
         RUN_ROOT.rmdir()

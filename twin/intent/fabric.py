@@ -48,6 +48,19 @@ Speed = Annotated[
     ),
 ]
 
+LAB_NAME = re.compile(r"[a-z][a-z0-9-]{0,11}")
+"""A lab's name: the tag of its namespaces (`<lab>.<node>`), processes and run directory."""
+
+
+def is_lab_name(name: str) -> bool:
+    """Whether `name` follows the lab-name rule (so it is safe in paths and tags).
+
+    >>> [is_lab_name(n) for n in ("small", "it-1a2b3c", "", "..", "a/b", "x\\n")]
+    [True, True, False, False, False, False]
+    """
+    return LAB_NAME.fullmatch(name) is not None
+
+
 SWITCH_NAME = re.compile(r"^(leaf|spine|superspine)[0-9]*$")
 """Prefixes of switch names (`leaf12`): a server name prefix like these could name a switch."""
 
@@ -267,7 +280,7 @@ class Fabric(_Model):
 
     name: str = Field(
         default="fabric",
-        pattern=r"^[a-z][a-z0-9-]{0,11}$",
+        pattern=f"^{LAB_NAME.pattern}$",
         description="lab name: tags all it creates",
     )
     spines: Spines = Field(default_factory=Spines)

@@ -6,19 +6,25 @@ import argparse
 
 from labs.netns import cleanup
 from labs.netns import lifecycle as netns
+from twin.labdir import lab_target
 
-HELP = "remove leftovers of crashed runs (by lab name; all labs with leftovers by default)"
+HELP = "remove leftovers of crashed runs (by lab name or lab directory; by default all labs found)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of this verb."""
-    p.add_argument("labs", nargs="*", metavar="LAB", help="lab names (default: every lab found)")
+    p.add_argument(
+        "labs",
+        nargs="*",
+        metavar="LAB",
+        help="lab names or lab directories (default: every lab found)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Clean up and say what was removed."""
     netns.check_root()
-    names = args.labs or cleanup.labs_left()
+    names = [lab_target(t)[0] for t in args.labs] if args.labs else cleanup.labs_left()
     if not names:
         print("nothing to clean up")
     for name in names:
