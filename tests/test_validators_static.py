@@ -52,7 +52,7 @@ def small(pristine: Lab, tmp_path: Path) -> Lab:
 def test_reference_lab_passes_every_static_validator(tmp_path: Path) -> None:
     lab = example(tmp_path, "reference")
     results = [r for rs in validate(lab).values() for r in rs]
-    assert {r.validator for r in results} == {*QOS, "config_drift", "deadlock"}
+    assert {r.validator for r in results} == {*QOS, "config_drift", "deadlock", "mlag_consistency"}
     assert [(r.validator, r.scope, r.reason) for r in results if r.status is not Status.PASS] == []
     by_name = validate(lab, ["deadlock", "pfc_consistency"])
     assert by_name["pfc_consistency"][0].figures["ports"] == 372
@@ -200,3 +200,87 @@ def test_thresholds_change_verdicts(small: Lab) -> None:
     watchdog = registry.get("pfc_watchdog")
     strict = watchdog.check(small, watchdog.params({"max_detection_ms": 150}))[0]
     assert strict.findings[0].message == "detection_time 200 ms is outside 200..150 ms"
+
+
+def mclag(lab: Lab, leaf: str, **fields: str) -> None:
+    """Set fields of a leaf's MCLAG domain (its only one)."""
+    edit_json(lab, leaf, lambda db: next(iter(db["MCLAG_DOMAIN"].values())).update(fields))
+
+
+def wrong_peer_ip(lab: Lab) -> None:
+    mclag(lab, "leaf1", peer_ip="10.3.0.5")
+
+
+def missing_mclag_interface(lab: Lab) -> None:
+    edit_json(lab, "leaf2", lambda db: db["MCLAG_INTERFACE"].pop("1|PortChannel102"))
+
+
+def junk_peer_link(lab: Lab) -> None:
+    mclag(lab, "leaf3", peer_link="PortChannel999")
+
+
+def session_over_the_spines(lab: Lab) -> None:
+    """Both ends name each other's loopback: reciprocal, but routed via the spines."""
+    loopbacks = {leaf: lab.graph.nodes[leaf]["router_id"] for leaf in ("leaf1", "leaf2")}
+    mclag(lab, "leaf1", source_ip=loopbacks["leaf1"], peer_ip=loopbacks["leaf2"])
+    mclag(lab, "leaf2", source_ip=loopbacks["leaf2"], peer_ip=loopbacks["leaf1"])
+
+
+def server_vlan_untagged_on_one_side(lab: Lab) -> None:
+    edit_json(
+        lab,
+        "leaf4",
+        lambda db: db["VLAN_MEMBER"]["Vlan1002|PortChannel101"].update(tagging_mode="tagged"),
+    )
+
+
+def session_timeout_of_two_keepalives(lab: Lab) -> None:
+    mclag(lab, "leaf1", keepalive_interval="5", session_timeout="10")
+
+
+MLAG_BREAKS = [
+    (
+        wrong_peer_ip,
+        "leaf1",
+        "MCLAG_DOMAIN|1",
+        "peer_ip 10.3.0.5 is not leaf2's source_ip 10.3.0.1",
+    ),
+    (
+        missing_mclag_interface,
+        "leaf2",
+        "MCLAG_INTERFACE",
+        "PortChannel102 to server2 is not an MCLAG_INTERFACE",
+    ),
+    (junk_peer_link, "leaf3", "MCLAG_DOMAIN|2", "peer_link PortChannel999 does not exist"),
+    (
+        session_over_the_spines,
+        "leaf1",
+        "MCLAG_DOMAIN|1",
+        "peer_ip 10.0.0.4 is not reachable over PortChannel100",
+    ),
+    (
+        server_vlan_untagged_on_one_side,
+        "leaf4",
+        "VLAN_MEMBER",
+        "VLANs {'1002': 'tagged'} here, {'1002': 'untagged'} on leaf3",
+    ),
+    (
+        session_timeout_of_two_keepalives,
+        "leaf1",
+        "MCLAG_DOMAIN|1",
+        "session_timeout 10 s is outside 15..3600 (3 keepalives)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("breaks", "device", "where", "message"), MLAG_BREAKS, ids=[b[0].__name__ for b in MLAG_BREAKS]
+)
+def test_mlag_misconfiguration_is_found_where_it_is(
+    small: Lab, breaks: Callable[[Lab], None], device: str, where: str, message: str
+) -> None:
+    assert validate(small, ["mlag_consistency"])["mlag_consistency"][0].status is Status.PASS
+    breaks(small)
+    result = validate(small, ["mlag_consistency"])["mlag_consistency"][0]
+    assert result.status is Status.FAIL
+    assert (device, where, message) in {(f.device, f.where, f.message) for f in result.findings}
