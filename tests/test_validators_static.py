@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from twin.cli import main as cli
 from twin.labdir import Lab
 from validators import registry
 from validators.examples import add_frr_line, edit_json, generate, neighbor_address
@@ -52,7 +53,13 @@ def small(pristine: Lab, tmp_path: Path) -> Lab:
 def test_reference_lab_passes_every_static_validator(tmp_path: Path) -> None:
     lab = example(tmp_path, "reference")
     results = [r for rs in validate(lab).values() for r in rs]
-    assert {r.validator for r in results} == {*QOS, "config_drift", "deadlock", "mlag_consistency"}
+    assert {r.validator for r in results} == {
+        *QOS,
+        "config_drift",
+        "deadlock",
+        "mlag_consistency",
+        "yang",
+    }
     assert [(r.validator, r.scope, r.reason) for r in results if r.status is not Status.PASS] == []
     by_name = validate(lab, ["deadlock", "pfc_consistency"])
     assert by_name["pfc_consistency"][0].figures["ports"] == 372
@@ -284,3 +291,36 @@ def test_mlag_misconfiguration_is_found_where_it_is(
     result = validate(small, ["mlag_consistency"])["mlag_consistency"][0]
     assert result.status is Status.FAIL
     assert (device, where, message) in {(f.device, f.where, f.message) for f in result.findings}
+
+
+def mtu_out_of_range(lab: Lab) -> None:
+    edit_json(lab, "leaf1", lambda db: db["PORT"]["Ethernet0"].update(mtu="99999"))
+
+
+def dangling_dscp_to_tc_map(lab: Lab) -> None:
+    edit_json(
+        lab, "spine2", lambda db: db["PORT_QOS_MAP"]["Ethernet8"].update(dscp_to_tc_map="ROCE")
+    )
+
+
+YANG_BREAKS = [
+    (mtu_out_of_range, 'leaf1 Ethernet0 PORT: mtu: Value "99999" is out of type uint16'),
+    (
+        dangling_dscp_to_tc_map,
+        'spine2 Ethernet8 PORT_QOS_MAP: dscp_to_tc_map: Invalid leafref value "ROCE"',
+    ),
+]
+
+
+@pytest.mark.parametrize(("breaks", "shown"), YANG_BREAKS, ids=[b[0].__name__ for b in YANG_BREAKS])
+def test_twin_validate_runs_the_sonic_yang_check(
+    small: Lab, breaks: Callable[[Lab], None], shown: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("libyang", reason="the yang validator needs libyang==2.7.1")
+    args = ["validate", str(small.path), "--only", "yang"]
+    assert cli.main(args) == 0
+    breaks(small)
+    assert cli.main(args) == 1
+    assert "| yang | fabric | fail |" in capsys.readouterr().out
+    result = validate(small, ["yang"])["yang"][0]
+    assert [str(f)[: len(shown)] for f in result.findings] == [shown]

@@ -707,15 +707,28 @@ def _drop(loc: _Location) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One YANG problem of a CONFIG_DB: where (table, key, field, when known) and what."""
+
+    table: str | None
+    key: str | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = []
+        if self.table:
+            where.append(f"table {self.table}")
+        if self.key is not None:
+            where.append(f'key "{self.key}"')
+        if self.field is not None:
+            where.append(f'field "{self.field}"')
+        return f"{', '.join(where)}: {self.message}" if where else self.message
+
+
 def _format(table: str | None, key: str | None, fld: str | None, message: str) -> str:
-    where = []
-    if table:
-        where.append(f"table {table}")
-    if key is not None:
-        where.append(f'key "{key}"')
-    if fld is not None:
-        where.append(f'field "{fld}"')
-    return f"{', '.join(where)}: {message}" if where else message
+    return str(Problem(table, key, fld, message))
 
 
 def _prune_empty(data: dict[str, Any]) -> dict[str, Any]:
@@ -749,15 +762,25 @@ def validate_config_db(
     Not thread-parallel (one libyang context; calls are serialised by a lock).
     Raises ImportError if the libyang binding is not installed.
     """
+    return [str(p) for p in problems(config, max_problems=max_problems, yang_dir=yang_dir)]
+
+
+def problems(
+    config: ConfigDb,
+    *,
+    max_problems: int = 50,
+    yang_dir: str | Path = YANG_DIR,
+) -> list[Problem]:
+    """The problems :func:`validate_config_db` lists, with their table, key and field."""
     schema = load_schema(yang_dir)
     with _LOCK:
         tr = _translate(schema, config)
-        problems = [_format(*where, msg) for where, msg in tr.problems]
+        found = [Problem(*where, msg) for where, msg in tr.problems]
         reported = {where for where, _ in tr.problems}
         dropped: set[tuple[str, str]] = set()  # (table, key part) of entries taken out
         hidden = 0  # references to those entries (consequences, not listed)
         for _ in range(max_problems * 4):
-            if len(problems) >= max_problems:
+            if len(found) >= max_problems:
                 break
             error = _first_error(schema, tr)
             if error is None:
@@ -770,26 +793,37 @@ def validate_config_db(
             elif where not in reported:
                 if dropped:
                     message += " (may be a consequence of an entry rejected above)"
-                problems.append(_format(loc.table, loc.key, loc.fld, message))
+                found.append(Problem(loc.table, loc.key, loc.fld, message))
                 reported.add(where)
             what = _drop(loc)
             if what is None:  # nothing to take out and retry: stop (the problem is listed)
-                if not problems:
-                    problems.append(_format(loc.table, loc.key, loc.fld, message))
+                if not found:
+                    found.append(Problem(loc.table, loc.key, loc.fld, message))
                 break
             if what == "entry" and loc.entry is not None:
                 entry = loc.entry
                 dropped.update((entry.table, p.strip()) for p in entry.key.split("|"))
-        more = len(problems) > max_problems or (
-            len(problems) == max_problems and _first_error(schema, tr) is not None
+        more = len(found) > max_problems or (
+            len(found) == max_problems and _first_error(schema, tr) is not None
         )
-        problems = problems[:max_problems]
+        found = found[:max_problems]
         if hidden:
             noun = "entry" if hidden == 1 else "entries"
-            problems.append(f"(and {hidden} {noun} referring to the rejected entries above)")
+            found.append(
+                Problem(
+                    None,
+                    None,
+                    None,
+                    f"(and {hidden} {noun} referring to the rejected entries above)",
+                )
+            )
         if more:
-            problems.append(f"(stopped after {max_problems} problems; there are more)")
-    return problems
+            found.append(
+                Problem(
+                    None, None, None, f"(stopped after {max_problems} problems; there are more)"
+                )
+            )
+    return found
 
 
 def _refers_to(message: str, dropped: set[tuple[str, str]]) -> bool:
