@@ -56,13 +56,15 @@ def test_small_lab_matches_golden_file_by_file(tmp_path: Path) -> None:
 
 def test_golden_lab_has_every_part() -> None:
     names = set(_files(GOLDEN / "small"))
-    assert {"fabric.yaml", "design.json", "ifmap.json", "topology.clab.yml"} <= names
+    top = {"fabric.yaml", "design.json", "ifmap.json", "topology.clab.yml", "clabernetes.yml"}
+    assert top <= names
     switches = ("spine1", "spine2", "leaf1", "leaf2", "leaf3", "leaf4")
     for switch in switches:
-        assert {f"configs/{switch}/config_db.json", f"configs/{switch}/frr.conf"} <= names
+        for folder in ("configs", "clab"):
+            assert {f"{folder}/{switch}/config_db.json", f"{folder}/{switch}/frr.conf"} <= names
     for server in ("server1", "server2", "server3", "server4"):
-        assert f"configs/{server}/host.json" in names
-    assert len(names) == 4 + 2 * len(switches) + 4
+        assert {f"configs/{server}/host.json", f"clab/{server}/host.json"} <= names
+    assert len(names) == len(top) + 2 * (2 * len(switches) + 4)
 
 
 def test_generation_is_deterministic(tmp_path: Path) -> None:
@@ -163,7 +165,7 @@ def test_clab_binds_each_switch_its_configs(lab: Lab) -> None:
     nodes = _clab(lab)["topology"]["nodes"]
     for switch in lab.switches():
         sources = [bind.split(":")[0] for bind in nodes[switch]["binds"]]
-        assert sources == [f"configs/{switch}/config_db.json", f"configs/{switch}/frr.conf"]
+        assert sources == [f"clab/{switch}/config_db.json", f"clab/{switch}/frr.conf"]
         assert all((lab.path / source).is_file() for source in sources)
 
 

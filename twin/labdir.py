@@ -3,9 +3,11 @@
     DIR/fabric.yaml                    the resolved intent, every default written out
     DIR/design.json                    the design graph (networkx node-link JSON) and figures
     DIR/ifmap.json                     per node: port -> Linux name (netns) and endpoint (clab)
-    DIR/topology.clab.yml              the containerlab topology
     DIR/configs/<switch>/config_db.json, frr.conf
     DIR/configs/<server>/host.json
+    DIR/topology.clab.yml              the containerlab topology (when the lab fits the image)
+    DIR/clabernetes.yml                the same as a Clabernetes Topology with its ConfigMaps
+    DIR/clab/<node>/...                the container flavour of the configs (twin.render.sonic_vs)
 
 Backends and validators read the configs in this directory, so an edited config is what gets
 tested. The directory is written whole into a temporary sibling and renamed into place: bad
@@ -14,6 +16,7 @@ input never leaves half a lab.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -27,7 +30,7 @@ import networkx as nx
 from twin.design.graph import Design, design, figures, ports_of
 from twin.errors import LabError
 from twin.intent import fabric as intent
-from twin.render import clab, config_db, frr_conf, host_conf
+from twin.render import clab, config_db, frr_conf, host_conf, sonic_vs
 from twin.render.config_db import ConfigDb
 
 STATE_FILE = "state.json"
@@ -91,10 +94,19 @@ def _write(d: Design, root: Path) -> None:
     for i, switch in enumerate(d.switches()):
         _write_json(root / "configs" / switch / "config_db.json", config_db.render(d, switch, i))
         (root / "configs" / switch / "frr.conf").write_text(frr_conf.render(d, switch))
-    hosts = {server: host_conf.render(d, server) for server in d.nodes("server")}
-    for server, host in hosts.items():
-        _write_json(root / "configs" / server / "host.json", host)
-    (root / "topology.clab.yml").write_text(clab.render(d, hosts, names))
+    for server in d.nodes("server"):
+        _write_json(root / "configs" / server / "host.json", host_conf.render(d, server))
+    with contextlib.suppress(sonic_vs.Refused):
+        clab.write(Lab(root))
+
+
+def clab_refusal(lab: Lab) -> str | None:
+    """Why the lab cannot run on containerlab (one line), or None when it can."""
+    try:
+        sonic_vs.check(lab)
+    except sonic_vs.Refused as refused:
+        return str(refused)
+    return None
 
 
 def lab_target(target: str) -> tuple[str, Lab | None]:

@@ -1,20 +1,30 @@
-"""Render `topology.clab.yml`: the same lab as SONiC-VS switches and Linux hosts.
+"""Render `topology.clab.yml` and its Clabernetes form: the lab as SONiC-VS and Linux containers.
 
-Containerlab wires `ethN` endpoints; docker-sonic-vs maps `eth1` to its first front-panel port,
-so a switch's ports get `eth1`, `eth2`, ... in port order, and a server's NICs likewise. Each
-switch's `config_db.json` and `frr.conf` are bound into the container; each server is set up by
-`exec` commands derived from its host file.
+Containerlab wires `ethN` endpoints (`eth0` is management); a switch's port at index i is
+`eth<i+1>`, which the image attaches to the i-th row of its SKU's port table (containerlab
+nodes/sonic/sonic.go, sonic-buildimage generate_vs_hwsku.py). Each switch runs its SKU
+(`HWSKU`) and gets the container flavour of its configs (`clab/<switch>/`, see
+`twin.render.sonic_vs`) bound where the image reads them: `config_db.json` at
+`/var/sonic/config_db.json`, which start.sh copies to a writable `/etc/sonic/config_db.json`
+before loading it, and `frr.conf` at `/etc/twin/frr.conf`, which the backend pushes with vtysh
+once FRR runs. Servers are Linux containers that the backend configures through their network
+namespace. The management network is the lab's own, sized to its node count.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from twin.design.graph import Design, platform
+from twin.render import sonic_vs
 
-SERVER_IMAGE = "ghcr.io/hellt/network-multitool:latest"
+if TYPE_CHECKING:
+    from twin.labdir import Lab
+
+LINK_MTU = 9500
+"""Containerlab's default veth MTU (docs/manual/network.md), above the switches' 9100."""
+CLABERNETES_API = "clabernetes.containerlab.dev/v1alpha1"
 
 
 def endpoint(index: int) -> str:
@@ -22,54 +32,102 @@ def endpoint(index: int) -> str:
     return f"eth{index + 1}"
 
 
-def server_exec(host: dict[str, Any]) -> list[str]:
-    """Commands that set a Linux container up as the host file says (L3 dual-homing)."""
-    address = host["address"].split("/")[0]
-    cmds = []
-    for i, nic in enumerate(host["interfaces"]):
-        dev = endpoint(i)
-        cmds += [f"ip link set {dev} mtu {host['mtu']} up", f"ip addr add {address}/32 dev {dev}"]
-        cmds.append(f"ip route add {nic['gateway']}/32 dev {dev} scope link")
-    hops = " ".join(
-        f"nexthop via {nic['gateway']} dev {endpoint(i)} weight 1"
-        for i, nic in enumerate(host["interfaces"])
-    )
-    cmds.append(f"ip route replace default {hops}")
-    return cmds
+def network(lab_name: str) -> str:
+    """The lab's own management network (the default `clab` network is shared by labs)."""
+    return f"twin-{lab_name}"
 
 
-def render(d: Design, hosts: dict[str, dict[str, Any]], ifmap: dict[str, dict[str, Any]]) -> str:
-    """The containerlab topology file of the lab."""
+def topology(lab: Lab) -> dict[str, Any]:
+    """The containerlab topology of a lab whose container flavour is written."""
+    facts = sonic_vs.image()
     nodes: dict[str, Any] = {}
-    for switch in d.switches():
+    for switch in lab.switches():
         nodes[switch] = {
             "kind": "sonic-vs",
-            "group": d.graph.nodes[switch]["role"],
+            "group": lab.graph.nodes[switch]["role"],
+            "env": {"HWSKU": sonic_vs.sku_for(lab, switch).name},
             "binds": [
-                f"configs/{switch}/config_db.json:/etc/sonic/config_db.json:ro",
-                f"configs/{switch}/frr.conf:/etc/sonic/frr/frr.conf:ro",
+                f"{sonic_vs.FLAVOUR}/{switch}/config_db.json:{facts['config_db_path']}:ro",
+                f"{sonic_vs.FLAVOUR}/{switch}/frr.conf:{facts['frr_conf_path']}:ro",
             ],
         }
-    for server in d.nodes("server"):
-        nodes[server] = {
-            "kind": "linux",
-            "group": "server",
-            "exec": server_exec(hosts[server]),
-        }
+    for server in lab.nodes("server"):
+        nodes[server] = {"kind": "linux", "group": "server", "restart-policy": "no"}
     links = []
-    for _, _, e in d.graph.edges(data=True):
-        a = ifmap[e["a"]][e["a_port"]]["clab"]
-        b = ifmap[e["b"]][e["b_port"]]["clab"]
-        links.append({"endpoints": [f"{e['a']}:{a}", f"{e['b']}:{b}"], "mtu": 9500})
-    topology = {
-        "name": d.fabric.name,
+    for _, _, e in lab.graph.edges(data=True):
+        a = lab.ifmap[e["a"]][e["a_port"]]["clab"]
+        b = lab.ifmap[e["b"]][e["b_port"]]["clab"]
+        links.append({"endpoints": [f"{e['a']}:{a}", f"{e['b']}:{b}"], "mtu": LINK_MTU})
+    return {
+        "name": lab.name,
+        "mgmt": {
+            "network": network(lab.name),
+            "ipv4-subnet": sonic_vs.mgmt_subnet(lab.graph.number_of_nodes()),
+        },
         "topology": {
             "kinds": {
-                "sonic-vs": {"image": platform()["image"]},
-                "linux": {"image": SERVER_IMAGE},
+                "sonic-vs": {"image": facts["image"]},
+                "linux": {"image": facts["server_image"]},
             },
             "nodes": nodes,
             "links": links,
         },
     }
-    return yaml.dump(topology, Dumper=yaml.CSafeDumper, sort_keys=False)
+
+
+def dump(data: dict[str, Any]) -> str:
+    """YAML text, keys in insertion order."""
+    return yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False)
+
+
+def clabernetes(lab: Lab, topo: dict[str, Any]) -> str:
+    """The Clabernetes form: a namespace, one ConfigMap per switch holding its bound files,
+    and a Topology resource wrapping the same containerlab topology (clabernetes
+    apis/v1alpha1/topologyspec.go; the shape clabverter writes)."""
+    namespace = network(lab.name)
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    ]
+    files: dict[str, list[dict[str, str]]] = {}
+    for switch in lab.switches():
+        name = f"{lab.name}-{switch}-files"
+        folder = lab.path / sonic_vs.FLAVOUR / switch
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": namespace},
+                "data": {f: (folder / f).read_text() for f in ("config_db.json", "frr.conf")},
+            }
+        )
+        files[switch] = [
+            {
+                "filePath": f"{sonic_vs.FLAVOUR}/{switch}/{f}",
+                "configMapName": name,
+                "configMapPath": f,
+                "mode": "read",
+            }
+            for f in ("config_db.json", "frr.conf")
+        ]
+    docs.append(
+        {
+            "apiVersion": CLABERNETES_API,
+            "kind": "Topology",
+            "metadata": {"name": lab.name, "namespace": namespace},
+            "spec": {
+                "definition": {"containerlab": dump(topo)},
+                "deployment": {"filesFromConfigMap": files},
+            },
+        }
+    )
+    return yaml.dump_all(docs, Dumper=yaml.CSafeDumper, sort_keys=False)
+
+
+def write(lab: Lab) -> None:
+    """Write the container flavour, `topology.clab.yml` and `clabernetes.yml` into the lab
+    directory, or raise `sonic_vs.Refused` (writing nothing) when it cannot run there."""
+    sonic_vs.check(lab)
+    sonic_vs.write(lab, lab.path)
+    topo = topology(lab)
+    (lab.path / "topology.clab.yml").write_text(dump(topo))
+    (lab.path / "clabernetes.yml").write_text(clabernetes(lab, topo))

@@ -301,7 +301,7 @@ def render(d: Design, node: str, index: int) -> ConfigDb:
             "buffer_model": "traditional",
             "default_bgp_status": "up",
             "default_pfcwd_status": "enable" if f.qos.pfc_watchdog.enabled else "disable",
-            "docker_routing_config_mode": "split",
+            "docker_routing_config_mode": "split-unified",
         }
     }
     db["PORT"] = _ports_table(f, attrs["role"], {p.name: p for p in ports})

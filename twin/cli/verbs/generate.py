@@ -29,4 +29,7 @@ def run(args: argparse.Namespace) -> int:
         f"{figs['servers']} servers, oversubscription {figs['oversubscription_max']}:1, "
         f"ECMP width {figs['ecmp_width']}"
     )
+    refusal = labdir.clab_refusal(labdir.Lab.open(args.out))
+    if refusal:
+        print(f"{args.out}: no containerlab form: {refusal}")
     return 0
