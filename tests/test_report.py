@@ -108,7 +108,10 @@ def test_validate_verb_prints_the_summary_and_writes_the_reports(
     out = capsys.readouterr().out
     assert "| deadlock | priority 3 | pass |" in out
     assert "1-link failures" not in out
-    assert f"9 passed, 0 failed, 0 not observable; reports in {small.path / 'validate'}" in out
+    assert (
+        f"8 passed, 0 failed, 0 not observable, 1 informational; reports in {small.path / 'validate'}"
+        in out
+    )
     assert {p.name for p in (small.path / "validate").iterdir()} == {
         "report.json",
         "junit.xml",
@@ -143,14 +146,17 @@ def test_diff_verb_shows_changed_verdicts_and_fails_on_regressions(
 ) -> None:
     only = ["--only", "pfc_consistency", "headroom", "config_drift"]
     assert cli.main(["diff", str(pristine.path), str(small.path), *only]) == 0
-    assert capsys.readouterr().out == "no verdict changed\n"
+    assert capsys.readouterr().out == "no config changed\n\nno verdict changed\n"
     edit_json(small, "spine2", lambda db: db["CABLE_LENGTH"]["AZURE"].update(Ethernet0="300m"))
     out = tmp_path / "review"
     assert cli.main(["diff", str(pristine.path), str(small.path), *only, "--out", str(out)]) == 1
     printed = capsys.readouterr().out.splitlines()
-    assert [line.split(" | ")[:4] for line in printed[2:]] == [
+    assert printed[:2] == [
+        "1 config difference:",
+        '- spine2 AZURE CABLE_LENGTH: Ethernet0: "40m" in base, "300m" in candidate',
+    ]
+    assert [line.split(" | ")[:4] for line in printed[5:]] == [
         ["| headroom", "fabric", "pass", "fail **(regression)**"],
-        ["| config_drift", "fabric", "pass", "fail **(regression)**"],
     ]
     assert (out / "diff.md").read_text().endswith("\n".join(printed) + "\n")
     assert json.loads((out / "report.json").read_text())["exit_code"] == 1

@@ -52,10 +52,9 @@ def small(pristine: Lab, tmp_path: Path) -> Lab:
 
 def test_reference_lab_passes_every_static_validator(tmp_path: Path) -> None:
     lab = example(tmp_path, "reference")
-    results = [r for rs in validate(lab).values() for r in rs]
+    results = [r for rs in validate(lab).values() for r in rs if r.validator != "config_drift"]
     assert {r.validator for r in results} == {
         *QOS,
-        "config_drift",
         "deadlock",
         "mlag_consistency",
         "yang",
@@ -116,11 +115,12 @@ CATALOGUE = [
 def test_broken_lab_is_caught_by_the_right_validator(
     small: Lab, breaks: Callable[[Lab], None], catcher: str, where: tuple[str, str, str]
 ) -> None:
-    assert all(r.status is Status.PASS for rs in validate(small).values() for r in rs)
+    assert all(r.status is not Status.FAIL for rs in validate(small).values() for r in rs)
     breaks(small)
     by_name = validate(small)
     failed = {name for name, rs in by_name.items() if any(r.status is Status.FAIL for r in rs)}
-    assert failed == {catcher, "config_drift"}
+    assert failed == {catcher}
+    assert by_name["config_drift"][0].status is Status.INFO
     findings = [f for r in by_name[catcher] for f in r.findings]
     device, port, table = where
     assert any(
@@ -190,6 +190,10 @@ def test_config_drift_shows_the_diff_by_table_key_and_line(small: Lab) -> None:
     pfc_off_on_a_spine_port(small)
     add_frr_line(small, "spine2", "ip route 10.9.0.0/16 blackhole")
     drift = validate(small, ["config_drift"])["config_drift"][0]
+    assert (drift.status, drift.reason) == (
+        Status.INFO,
+        "2 differences on spine1, spine2 from what the intent renders",
+    )
     shown = [str(f) for f in drift.findings]
     assert shown == [
         'spine1 Ethernet8 PORT_QOS_MAP: pfc_enable: "3" in the intent, "" here',
@@ -324,3 +328,13 @@ def test_twin_validate_runs_the_sonic_yang_check(
     assert "| yang | fabric | fail |" in capsys.readouterr().out
     result = validate(small, ["yang"])["yang"][0]
     assert [str(f)[: len(shown)] for f in result.findings] == [shown]
+
+
+def test_a_harmless_edit_is_listed_as_drift_and_validate_passes(
+    small: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    edit_json(small, "leaf1", lambda db: db["PORT"]["Ethernet0"].update(description="gpu-01"))
+    assert cli.main(["validate", str(small.path), "--failures", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "| config_drift | fabric | info | 1 difference on leaf1 from what the intent" in out
+    assert "8 passed, 0 failed, 0 not observable, 1 informational" in out

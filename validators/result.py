@@ -1,8 +1,8 @@
 """What a validator returns: a verdict per scope, with figures and findings, JSON-ready.
 
 A `Result` is one verdict of one validator on one scope (the whole fabric, a priority, a
-failure set): `pass`, `fail`, or `not-observable` when the backend cannot see what the check
-needs. `Finding`s say where a problem is: device, port and the table (or other place) holding
+failure set): `pass`, `fail`, `not-observable` when the backend cannot see what the check
+needs, or `info` when it only lists something for a person (config drift). `Finding`s say where a problem is: device, port and the table (or other place) holding
 it.
 
 >>> problem = Finding("spine1", "pfc_enable lacks 3", "Ethernet0", "PORT_QOS_MAP")
@@ -29,6 +29,8 @@ class Status(StrEnum):
     PASS = "pass"
     FAIL = "fail"
     NOT_OBSERVABLE = "not-observable"
+    INFO = "info"
+    """Listed for a person to read (what differs from the intent); never passes or fails."""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 `write(results, out)` writes `report.json`, `junit.xml` and `report.md` into `out` and
 returns the exit code. One JUnit testcase per validator and scope: a failure is a
-`<failure>`, not-observable a `<skipped>`.
+`<failure>`, not-observable a `<skipped>`; an informational result (config drift) passes,
+its findings in `<system-out>`.
 
 Exit code: 0 when no selected validator failed, 1 otherwise. A not-observable verdict does
 not fail the run (the backend could not see it, the configs are not wrong), but it is never a
@@ -38,11 +39,12 @@ def exit_code(results: Sequence[Result]) -> int:
 
 
 def counts(results: Sequence[Result]) -> str:
-    """'N passed, N failed, N not observable'."""
+    """'N passed, N failed, N not observable' and, when there are any, ', N informational'."""
     n = Counter(r.status for r in results)
+    info = f", {n[Status.INFO]} informational" if n[Status.INFO] else ""
     return (
         f"{n[Status.PASS]} passed, {n[Status.FAIL]} failed, "
-        f"{n[Status.NOT_OBSERVABLE]} not observable"
+        f"{n[Status.NOT_OBSERVABLE]} not observable{info}"
     )
 
 
@@ -100,8 +102,9 @@ def junit(results: Sequence[Result], title: str) -> str:
             failure.text = "\n".join(str(f) for f in r.findings)
         elif r.status is Status.NOT_OBSERVABLE:
             ET.SubElement(case, "skipped", message=r.reason)
-        if r.figures:
-            ET.SubElement(case, "system-out").text = json.dumps(r.figures)
+        listed = [str(f) for f in r.findings] if r.status is Status.INFO else []
+        if r.figures or listed:
+            ET.SubElement(case, "system-out").text = "\n".join([json.dumps(r.figures), *listed])
     root = ET.Element("testsuites")
     root.append(suite)
     ET.indent(root)

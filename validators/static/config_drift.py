@@ -11,7 +11,7 @@ from twin.design.graph import design
 from twin.labdir import Lab
 from twin.render import config_db, frr_conf, host_conf
 from validators.registry import Params, static
-from validators.result import Finding, Result, verdict
+from validators.result import Figure, Finding, Result, Status
 
 ABSENT = object()
 
@@ -32,68 +32,111 @@ def json_diff(
         yield path, intent, actual
 
 
-def _difference(where: str, intent: Any, actual: Any) -> str:
-    """'where: intent's value in the intent, actual value here'."""
-    show = ["absent" if v is ABSENT else json.dumps(v) for v in (intent, actual)]
-    return f"{where + ': ' if where else ''}{show[0]} in the intent, {show[1]} here"
+Configs = dict[str, tuple[str, Any]]
+"""Device -> (file, content): a switch's config_db.json and frr.conf text (keyed
+`switch/frr.conf`), a server's host.json."""
 
 
-def _db_findings(switch: str, intent: Any, actual: Any) -> list[Finding]:
-    """config_db.json differences, named by table, key and field."""
-    found = []
-    for path, want, have in json_diff(intent, actual):
-        table, key, field = (*path, "", "")[:3]
-        found.append(Finding(switch, _difference(field, want, have), key, table))
+def lab_configs(lab: Lab) -> Configs:
+    """The configs on disk of every device of a lab."""
+    configs: Configs = {}
+    for switch in lab.switches():
+        configs[switch] = ("config_db.json", lab.config_db(switch))
+        configs[f"{switch}/frr.conf"] = ("frr.conf", lab.frr_conf(switch))
+    configs.update({s: ("host.json", lab.host(s)) for s in lab.nodes("server")})
+    return configs
+
+
+def rendered_configs(lab: Lab) -> Configs:
+    """What the lab's intent renders for every device (designed and rendered again)."""
+    d = design(lab.fabric)
+    configs: Configs = {}
+    for index, switch in enumerate(d.switches()):
+        db = json.loads(json.dumps(config_db.render(d, switch, index)))
+        configs[switch] = ("config_db.json", db)
+        configs[f"{switch}/frr.conf"] = ("frr.conf", frr_conf.render(d, switch))
+    configs.update({s: ("host.json", host_conf.render(d, s)) for s in d.nodes("server")})
+    return configs
+
+
+def differences(
+    before: Configs, after: Configs, names: tuple[str, str] = ("in the intent", "here")
+) -> list[Finding]:
+    """Every difference between two sets of device configs: config_db.json by table, key and
+    field, frr.conf by changed line, host.json by key; `names` say where each value is.
+
+    >>> a = {"leaf1": ("config_db.json", {"PORT": {"Ethernet0": {"mtu": "9100"}}})}
+    >>> b = {"leaf1": ("config_db.json", {"PORT": {"Ethernet0": {"mtu": "1500"}}})}
+    >>> print(differences(a, b, ("in base", "in candidate"))[0])
+    leaf1 Ethernet0 PORT: mtu: "9100" in base, "1500" in candidate
+    """
+    found: list[Finding] = []
+    for device in [*before, *(d for d in after if d not in before)]:
+        file, old = before.get(device, (after[device][0], ABSENT))
+        new = after.get(device, (file, ABSENT))[1]
+        node = device.partition("/")[0]
+        if file == "frr.conf":
+            lines = difflib.unified_diff(
+                _lines(old), _lines(new), f"{node}/frr.conf", lineterm="", n=0
+            )
+            found += [
+                Finding(node, line, "", "frr.conf")
+                for line in lines
+                if line[:1] in "+-" and not line.startswith(("+++", "---"))
+            ]
+            continue
+        for path, want, have in json_diff(old, new):
+            if file == "host.json":
+                found.append(
+                    Finding(node, _difference(".".join(path), want, have, names), "", file)
+                )
+            else:
+                table, key, field = (*path, "", "")[:3]
+                found.append(Finding(node, _difference(field, want, have, names), key, table))
     return found
 
 
-def _frr_findings(switch: str, intent: str, actual: str) -> list[Finding]:
-    """frr.conf differences as the changed lines of a unified diff."""
-    lines = difflib.unified_diff(intent.splitlines(), actual.splitlines(), lineterm="", n=0)
-    return [
-        Finding(switch, line, "", "frr.conf")
-        for line in lines
-        if line[:1] in "+-" and not line.startswith(("+++", "---"))
-    ]
+def _lines(text: Any) -> list[str]:
+    return [] if text is ABSENT else str(text).splitlines()
+
+
+def _difference(where: str, old: Any, new: Any, names: tuple[str, str]) -> str:
+    """'where: old value in the intent, new value here'."""
+    show = ["absent" if v is ABSENT else json.dumps(v) for v in (old, new)]
+    return f"{where + ': ' if where else ''}{show[0]} {names[0]}, {show[1]} {names[1]}"
 
 
 @static("config_drift")
 def config_drift(lab: Lab, params: Params) -> list[Result]:
-    """Configs that differ from what the lab's intent renders, as a diff. No thresholds.
+    """Configs that differ from what the lab's intent renders, listed (informational). No
+    thresholds.
 
     The intent (`fabric.yaml`) is designed and rendered again; every `config_db.json` is
     compared by table, key and field, every `frr.conf` line by line, every `host.json` by key.
-    Any difference fails: edited configs are what a change review must see.
+    The verdict is `info`, never a failure: an edited config is what a change under test is,
+    and the other validators judge whether it is right. `twin diff` lists the same
+    differences between two labs.
 
     >>> from validators.examples import tiny_lab, edit_json
     >>> lab = tiny_lab()
     >>> config_drift(lab, {})[0].reason
     '4 switches and 2 servers configured as the intent renders'
     >>> edit_json(lab, "leaf2", lambda db: db["PORT_QOS_MAP"]["Ethernet0"].update(pfc_enable="4"))
-    >>> print(config_drift(lab, {})[0].findings[0])
+    >>> r = config_drift(lab, {})[0]
+    >>> r.status.value, r.reason
+    ('info', '1 difference on leaf2 from what the intent renders')
+    >>> print(r.findings[0])
     leaf2 Ethernet0 PORT_QOS_MAP: pfc_enable: "3" in the intent, "4" here
     """
-    d = design(lab.fabric)
-    findings: list[Finding] = []
-    switches = d.switches()
-    for index, switch in enumerate(switches):
-        rendered = json.loads(json.dumps(config_db.render(d, switch, index)))
-        findings += _db_findings(switch, rendered, lab.config_db(switch))
-        findings += _frr_findings(switch, frr_conf.render(d, switch), lab.frr_conf(switch))
-    servers = d.nodes("server")
-    for server in servers:
-        for path, want, have in json_diff(host_conf.render(d, server), lab.host(server)):
-            findings.append(
-                Finding(server, _difference(".".join(path), want, have), "", "host.json")
-            )
-    drifted = len({f.device for f in findings})
-    ok = f"{len(switches)} switches and {len(servers)} servers configured as the intent renders"
-    return [
-        verdict(
-            "config_drift",
-            "fabric",
-            findings,
-            ok,
-            {"devices_drifted": drifted, "differences": len(findings)},
-        )
-    ]
+    findings = differences(rendered_configs(lab), lab_configs(lab))
+    drifted = list(dict.fromkeys(f.device for f in findings))
+    if findings:
+        many = "s" if len(findings) > 1 else ""
+        more = f" and {len(drifted) - 5} more" if len(drifted) > 5 else ""
+        shown = ", ".join(drifted[:5]) + more
+        reason = f"{len(findings)} difference{many} on {shown} from what the intent renders"
+    else:
+        switches, servers = len(lab.switches()), len(lab.nodes("server"))
+        reason = f"{switches} switches and {servers} servers configured as the intent renders"
+    figures: dict[str, Figure] = {"devices_drifted": len(drifted), "differences": len(findings)}
+    return [Result("config_drift", "fabric", Status.INFO, reason, figures, findings)]

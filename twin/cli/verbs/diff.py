@@ -1,4 +1,5 @@
-"""`twin diff BASE CANDIDATE`: the static verdicts a change flips, for a change review."""
+"""`twin diff BASE CANDIDATE`: what a change alters in the configs and the static verdicts it
+flips, for a change review."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from twin.cli.verbs.validate import add_selection, selection
 from twin.labdir import Lab
 from twin.verdict import report
 from validators import registry
+from validators.static.config_drift import differences, lab_configs
 
-HELP = "run the static validators on two labs and show each verdict that changed"
+HELP = "show the config differences between two labs and each static verdict that changed"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,15 +23,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="write diff.md and the candidate's reports here")
 
 
+def config_changes(base: Lab, candidate: Lab) -> str:
+    """The config differences from base to candidate as a Markdown list."""
+    found = differences(lab_configs(base), lab_configs(candidate), ("in base", "in candidate"))
+    if not found:
+        return "no config changed"
+    many = "s" if len(found) > 1 else ""
+    return "\n".join([f"{len(found)} config difference{many}:", *(f"- {f}" for f in found)])
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print the changed verdicts; exit 1 when the candidate fails what the base did not."""
+    """Print the config changes and the changed verdicts; exit 1 when the candidate fails what
+    the base did not."""
     base, candidate = Lab.open(args.base), Lab.open(args.candidate)
     chosen, given = selection(args)
     found = report.changes(
         registry.run_static(base, chosen, given),
         after := registry.run_static(candidate, chosen, given),
     )
-    text = report.change_table(found)
+    text = f"{config_changes(base, candidate)}\n\n{report.change_table(found)}"
     print(text)
     if args.out:
         report.write(after, args.out, f"twin validate {candidate.name}")
