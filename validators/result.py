@@ -2,8 +2,8 @@
 
 A `Result` is one verdict of one validator on one scope (the whole fabric, a priority, a
 failure set): `pass`, `fail`, `not-observable` when the backend cannot see what the check
-needs, or `info` when it only lists something for a person (config drift). `Finding`s say where a problem is: device, port and the table (or other place) holding
-it.
+needs, or `info` when it only lists something for a person (config drift). `Finding`s say
+where a problem is: device, port and the table (or other place) holding it.
 
 >>> problem = Finding("spine1", "pfc_enable lacks 3", "Ethernet0", "PORT_QOS_MAP")
 >>> r = verdict("demo", "fabric", [problem], "every port enables PFC", {"ports": 8})
