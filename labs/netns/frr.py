@@ -1,7 +1,9 @@
 """FRR daemons per switch namespace: zebra, bgpd and (when configured) bfdd.
 
-Each switch has its own run directory (sockets, pid files) under `/run/twin/<lab>/<node>` (unix
-socket paths must stay short) and its logs in the lab directory. Every daemon carries the lab's
+Each switch has its own run directory (sockets, pid files, logs), owned by user frr, under
+`/run/twin/<lab>/<node>` (unix socket paths must stay short), and its configs in
+`/run/twin/<lab>/.conf/<node>`, which only root writes; logs are moved into the lab directory
+at destroy. Every daemon carries the lab's
 tag in its environment (`TWIN_LAB`, `TWIN_NODE`) so cleanup can find it by that tag.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -19,6 +22,8 @@ from twin.intent.fabric import is_lab_name
 
 FRR_BIN = Path("/usr/lib/frr")
 RUN_ROOT = Path("/run/twin")
+# Under a lab's run directory: the switches' configs, written by root only (see `conf_dir`).
+CONF_DIR = ".conf"
 # Each daemon keeps a crash-log directory `<daemon>.<pid>` here and removes it when it exits
 # cleanly; one killed with SIGKILL leaves it behind.
 FRR_TMP = Path("/var/tmp/frr")
@@ -72,24 +77,59 @@ def _startup_conf(conf: str, rundir: Path, daemon: str) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
+def conf_dir(lab: str, node: str) -> Path:
+    """The configs a switch's daemons read: written by root in a directory that user frr can
+    read but not write (root never writes into the run directory frr owns)."""
+    return lab_run_dir(lab) / CONF_DIR / node
+
+
+def _conf_files(lab: str, node: str, source: Path) -> tuple[Path, str]:
+    """Copy the switch's `frr.conf` into its root-owned config directory; returns the copy
+    and its text."""
+    confs = conf_dir(lab, node)
+    for directory in (lab_run_dir(lab), confs.parent, confs):
+        directory.mkdir(exist_ok=True)
+        directory.chmod(0o755)
+    conf = confs / "frr.conf"
+    text = source.read_text()
+    _write_readable(conf, text)
+    return conf, text
+
+
+def _write_readable(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o644)
+
+
+def _open_output(path: Path) -> int:
+    """Open a daemon's output log in its frr-owned run directory for appending, never through
+    a link or into anything but a regular file (whatever frr planted there is refused)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError:
+        raise LabError(f"{path}: not a regular file") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise LabError(f"{path}: not a regular file")
+    return fd
+
+
 def start(
     lab: str, node: str, netns: str, source: Path, only: list[str] | None = None
 ) -> dict[str, int]:
     """Start the switch's daemons (or those in `only`) in its namespace from a copy of its
     `frr.conf`.
 
-    The daemons run as user frr, so the config, sockets and logs live in the run directory
-    (which frr owns); `save_logs` moves the logs into the lab directory at destroy. They are
-    spawned from this thread while it is inside the namespace, so they are born there.
+    The daemons run as user frr, so their sockets, pid files and logs live in the run
+    directory, which frr owns; their configs are in `conf_dir`, which only root writes.
+    `save_logs` moves the logs into the lab directory at destroy. They are spawned from this
+    thread while it is inside the namespace, so they are born there.
     """
     rundir = run_dir(lab, node)
     rundir.mkdir(parents=True, exist_ok=True)
     shutil.chown(rundir, "frr", "frr")
-    conf = rundir / "frr.conf"
-    shutil.copyfile(source, conf)
-    shutil.chown(conf, "frr", "frr")
-    text = conf.read_text()
-    logs = rundir
+    conf, text = _conf_files(lab, node, source)
     env = {
         "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
         "TWIN_LAB": lab,
@@ -100,9 +140,8 @@ def start(
     for daemon in daemons(text):
         if only is not None and daemon not in only:
             continue
-        boot = rundir / f"{daemon}.startup.conf"
-        boot.write_text(_startup_conf(text, rundir, daemon))
-        shutil.chown(boot, "frr", "frr")
+        boot = conf.with_name(f"{daemon}.startup.conf")
+        _write_readable(boot, _startup_conf(text, rundir, daemon))
         (rundir / f"{daemon}.vty").unlink(missing_ok=True)
         if daemon == "zebra":
             zserv.unlink(missing_ok=True)
@@ -117,19 +156,23 @@ def start(
             "-z",
             str(zserv),
             "--log",
-            f"file:{logs / daemon}.log",
+            f"file:{rundir / daemon}.log",
         ]
         if daemon == "bfdd":
             args += ["--bfdctl", str(rundir / "bfdd.sock")]
-        with open(logs / f"{daemon}.out.log", "ab") as out, inside(netns):
-            proc = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
+        out = _open_output(rundir / f"{daemon}.out.log")
+        try:
+            with inside(netns):
+                proc = subprocess.Popen(
+                    args,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                )
+        finally:
+            os.close(out)
         pids[daemon] = proc.pid
         if daemon == "zebra":
             _wait_for(zserv, proc, node)
@@ -150,13 +193,14 @@ def apply(lab: str, node: str, timeout: float = 10) -> None:
     """Load the switch's `frr.conf` into its running daemons, as FRR's integrated config is
     loaded at boot (`vtysh -b`): vtysh sends each section to the daemon that owns it."""
     rundir = run_dir(lab, node)
-    conf = (rundir / "frr.conf").read_text()
+    path = conf_dir(lab, node) / "frr.conf"
+    conf = path.read_text()
     deadline = time.monotonic() + timeout
     while not all((rundir / f"{d}.vty").exists() for d in daemons(conf)):
         if time.monotonic() > deadline:
             raise LabError(f"{node}: FRR daemons did not start (logs in {rundir})")
         time.sleep(0.02)
-    args = [VTYSH, "--vty_socket", str(rundir), "-f", str(rundir / "frr.conf")]
+    args = [VTYSH, "--vty_socket", str(rundir), "-f", str(path)]
     done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
     if done.returncode != 0:
         raise LabError(f"{node}: frr.conf was refused: {(done.stdout + done.stderr).strip()[:300]}")
@@ -176,9 +220,14 @@ def vtysh(lab: str, node: str, *commands: str, timeout: float = 10) -> str:
 
 
 def save_logs(lab: str, dest: Path) -> None:
-    """Move every switch's daemon logs into `dest/<node>/`."""
+    """Move every switch's daemon logs into `dest/<node>/`: regular files only (the run
+    directories are frr's, so anything else there was planted)."""
     for rundir in sorted(lab_run_dir(lab).glob("*")):
+        if rundir.name == CONF_DIR or rundir.is_symlink() or not rundir.is_dir():
+            continue
         for log in rundir.glob("*.log"):
+            if not stat.S_ISREG(log.lstat().st_mode):
+                continue
             (dest / rundir.name).mkdir(parents=True, exist_ok=True)
             shutil.move(log, dest / rundir.name / log.name)
 

@@ -1,0 +1,113 @@
+"""Root never follows a link the frr user could have planted in a switch's run directory.
+
+The daemons run as user frr and own their run directory, so whatever is there may be a
+symlink to any file. These tests plant such links (to a root-owned file) and check that
+starting the daemons and saving their logs leave the target untouched. Nothing is started:
+`Popen` is replaced by a stand-in that stops `start` where the daemon would be spawned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import lab_name
+
+from labs.netns import frr
+from twin.errors import LabError
+
+CONF = "frr defaults datacenter\nhostname leaf1\nrouter bgp 65001\n"
+
+
+class Spawned(Exception):
+    """Raised where a daemon would have been started."""
+
+
+@pytest.fixture
+def setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path, Path]]:
+    """(lab, frr-owned run directory of leaf1, a root-owned victim file)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (chown to frr)")
+    try:
+        pwd.getpwnam("frr")
+    except KeyError:
+        pytest.skip("needs the frr user")
+    monkeypatch.setattr(frr, "RUN_ROOT", tmp_path / "run")
+    tmp_path.chmod(0o755)
+
+    def spawn(*args: Any, **kwargs: Any) -> None:
+        raise Spawned
+
+    monkeypatch.setattr(subprocess, "Popen", spawn)
+    monkeypatch.setattr(frr, "inside", lambda netns: contextlib.nullcontext())
+    lab = lab_name()
+    rundir = frr.run_dir(lab, "leaf1")
+    rundir.mkdir(parents=True)
+    os.chown(rundir, pwd.getpwnam("frr").pw_uid, pwd.getpwnam("frr").pw_gid)
+    victim = tmp_path / "victim"
+    victim.write_text("mine\n")
+    yield lab, rundir, victim
+
+
+def _untouched(victim: Path) -> bool:
+    stat = victim.stat()
+    return victim.read_text() == "mine\n" and (stat.st_uid, stat.st_gid) == (0, 0)
+
+
+@pytest.mark.parametrize("planted", ["frr.conf", "zebra.startup.conf", "zebra.out.log"])
+def test_start_does_not_follow_a_planted_symlink(
+    setting: tuple[str, Path, Path], tmp_path: Path, planted: str
+) -> None:
+    lab, rundir, victim = setting
+    (rundir / planted).symlink_to(victim)
+    source = tmp_path / "frr.conf"
+    source.write_text(CONF)
+    with pytest.raises((Spawned, LabError)):
+        frr.start(lab, "leaf1", "nowhere", source)
+    assert _untouched(victim)
+
+
+def test_start_refuses_a_planted_symlink_at_the_daemon_output(
+    setting: tuple[str, Path, Path], tmp_path: Path
+) -> None:
+    lab, rundir, victim = setting
+    (rundir / "zebra.out.log").symlink_to(victim)
+    source = tmp_path / "frr.conf"
+    source.write_text(CONF)
+    with pytest.raises(LabError, match=r"zebra\.out\.log: not a regular file"):
+        frr.start(lab, "leaf1", "nowhere", source)
+
+
+def test_the_config_daemons_read_is_in_a_directory_frr_cannot_write(
+    setting: tuple[str, Path, Path], tmp_path: Path
+) -> None:
+    lab, _, _ = setting
+    source = tmp_path / "frr.conf"
+    source.write_text(CONF)
+    with pytest.raises(Spawned):
+        frr.start(lab, "leaf1", "nowhere", source)
+    conf = frr.conf_dir(lab, "leaf1")
+    for path in [conf, conf / "frr.conf", conf / "zebra.startup.conf"]:
+        stat = path.lstat()
+        assert stat.st_uid == 0 and not stat.st_mode & 0o022, path
+    assert (conf / "frr.conf").read_text() == CONF
+
+
+def test_save_logs_moves_regular_files_only(
+    setting: tuple[str, Path, Path], tmp_path: Path
+) -> None:
+    lab, rundir, victim = setting
+    (rundir / "bgpd.log").symlink_to(victim)
+    (rundir / "zebra.log").write_text("zebra\n")
+    dest = tmp_path / "lab" / "logs"
+    frr.save_logs(lab, dest)
+    assert (dest / "leaf1" / "zebra.log").read_text() == "zebra\n"
+    assert not (dest / "leaf1" / "bgpd.log").exists()
+    assert not (dest / "leaf1" / "bgpd.log").is_symlink()
+    assert _untouched(victim)
