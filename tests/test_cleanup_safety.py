@@ -6,16 +6,19 @@ These tests run in-process with the run root moved under the test's temporary di
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import lab_name, write_lab
 
-from labs.netns import frr
+from labs import state
+from labs.netns import cleanup, frr
 from twin.cli import main as cli
 
 REAL_RMTREE: Callable[..., Any] = shutil.rmtree
@@ -98,3 +101,94 @@ def test_remove_run_dir_refuses_anything_but_a_lab_name(bad: str, run_root: Path
     with pytest.raises(ValueError, match="not a lab name"):
         frr.remove_run_dir(bad)
     assert (run_root / "other-lab" / "leaf1").is_dir()
+
+
+def _lab_with_state(
+    tmp_path: Path, folder: str, status: str, deploying: bool = False
+) -> tuple[str, Path]:
+    """A lab directory whose state file says `status`, and its run directory claimed by a
+    deploy (the record cleanup reads: the lab directory and the deploying process, this one
+    when `deploying`, else one that has ended)."""
+    name = lab_name()
+    path = write_lab(tmp_path / folder, name)
+    state.State(name, "netns", status=status).save(path)
+    cleanup.claim(name, path)
+    if not deploying:
+        run_dir = frr.lab_run_dir(name)
+        record = json.loads((run_dir / cleanup.OWNER).read_text())
+        (run_dir / cleanup.OWNER).write_text(json.dumps({**record, "pid": _dead_pid()}))
+    return name, path
+
+
+def test_cleanup_by_name_removes_the_state_file(
+    run_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name, path = _lab_with_state(tmp_path, "lab", "deploying", True)
+    assert cli.main(["cleanup", name]) == 0
+    assert not (path / "state.json").exists() and not (run_root / name).exists()
+    # So the lab directory can be generated again.
+    assert cli.main(["generate", str(path / "fabric.yaml"), "-o", str(path), "--force"]) == 0
+
+
+def test_cleanup_by_directory_removes_the_state_file(run_root: Path, tmp_path: Path) -> None:
+    name = lab_name()
+    path = write_lab(tmp_path / "lab", name)
+    state.State(name, "netns").save(path)
+    assert cli.main(["cleanup", str(path)]) == 0
+    assert not (path / "state.json").exists()
+
+
+def test_cleanup_leaves_a_state_file_of_another_lab(run_root: Path, tmp_path: Path) -> None:
+    name, path = _lab_with_state(tmp_path, "lab", "deploying")
+    state.State("someone-else", "netns").save(path)  # the directory was reused since
+    assert cli.main(["cleanup", name]) == 0
+    assert (path / "state.json").exists()
+
+
+@pytest.fixture
+def tagged_sleeper() -> Iterator[Callable[[str], subprocess.Popen[bytes]]]:
+    """Start `sleep` tagged with a lab's name (a daemon of a running lab, for cleanup)."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(name: str) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(["sleep", "60"], env={"TWIN_LAB": name})
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.kill()
+        proc.wait()
+
+
+def test_unnamed_cleanup_takes_only_provable_leftovers(
+    run_root: Path,
+    tmp_path: Path,
+    tagged_sleeper: Callable[[str], subprocess.Popen[bytes]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Confined to this test's run root: `labs_left` lists only the labs planted here.
+    running, running_dir = _lab_with_state(tmp_path, "running", "running")
+    daemon = tagged_sleeper(running)
+    crashed, crashed_dir = _lab_with_state(tmp_path, "crashed", "running")  # no process left
+    killed, killed_dir = _lab_with_state(tmp_path, "killed", "deploying")
+    deploying, deploying_dir = _lab_with_state(tmp_path, "deploying", "deploying", True)
+    assert cli.main(["cleanup"]) == 0
+    out = capsys.readouterr().out
+    for gone, path in ((crashed, crashed_dir), (killed, killed_dir)):
+        assert f"{gone}: removed " in out
+        assert not (run_root / gone).exists() and not (path / "state.json").exists()
+    for kept, path in ((running, running_dir), (deploying, deploying_dir)):
+        assert f"{kept}: {path.name}, kept" in out
+        assert (run_root / kept).is_dir() and (path / "state.json").exists()
+    assert "--all" in out
+    assert daemon.poll() is None
+    assert cli.main(["cleanup", "--all"]) == 0
+    assert daemon.wait(timeout=10) is not None
+    assert not (run_root / running).exists() and not (running_dir / "state.json").exists()
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid

@@ -18,7 +18,7 @@ from typing import Any
 
 from labs import events, state
 from labs.netns import frr, netlink, processes
-from labs.netns.cleanup import cleanup, namespaces_of
+from labs.netns.cleanup import claim, cleanup, namespaces_of
 from labs.netns.plan import Plan, build
 from twin.errors import LabError
 from twin.labdir import Lab
@@ -71,7 +71,7 @@ def deploy(lab: Lab, timeout: float = 60, progress: Progress = _quiet) -> dict[s
     start = time.monotonic()
     st = state.State(lab.name, "netns")
     st.save(lab.path)
-    frr.run_dir(lab.name, "").mkdir(parents=True, exist_ok=True)  # the tag cleanup finds
+    claim(lab.name, lab.path)  # the run directory: the tag cleanup finds
     sockets = netlink.Sockets()
     try:
         progress(f"creating {len(plan.nodes)} namespaces")

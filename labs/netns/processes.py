@@ -39,6 +39,16 @@ def belongs(pid: int, lab: str) -> bool:
     return f"{TAG}={lab}".encode() in environ.split(b"\0")
 
 
+def start_time(pid: int) -> int | None:
+    """When the process started (clock ticks after boot), or None when it is gone: with the
+    pid, it names one process for good (a pid alone may be reused)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[19]) if fields[0] != "Z" else None
+
+
 def _reap(pid: int) -> None:
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)

@@ -1,4 +1,9 @@
-"""`twin cleanup [LAB ...]`: remove what crashed runs left, found by the lab tag."""
+"""`twin cleanup [LAB ...] [--all]`: remove what crashed runs left, found by the lab tag.
+
+Named labs (by name or lab directory) are removed whatever their state. Without a name, only
+labs that are provably left over are: those still deploying or running are listed and kept,
+unless `--all` is given.
+"""
 
 from __future__ import annotations
 
@@ -8,27 +13,35 @@ from labs.netns import cleanup
 from labs.netns import lifecycle as netns
 from twin.labdir import lab_target
 
-HELP = "remove leftovers of crashed runs (by lab name or lab directory; by default all labs found)"
+HELP = "remove leftovers of crashed runs (by lab name or lab directory; without one, all leftovers)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of this verb."""
     p.add_argument(
-        "labs",
-        nargs="*",
-        metavar="LAB",
-        help="lab names or lab directories (default: every lab found)",
+        "labs", nargs="*", metavar="LAB", help="lab names or lab directories (default: leftovers)"
+    )
+    p.add_argument(
+        "--all", action="store_true", help="without LAB: also labs still deploying or running"
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    """Clean up and say what was removed."""
+    """Clean up and say what was removed, and what was kept."""
     netns.check_root()
-    names = [lab_target(t)[0] for t in args.labs] if args.labs else cleanup.labs_left()
-    if not names:
-        print("nothing to clean up")
-    for name in names:
-        removed = cleanup.cleanup(name)
+    targets = [lab_target(t) for t in args.labs]
+    chosen = [(name, lab.path if lab else None) for name, lab in targets]
+    if not args.labs:
+        for name in cleanup.labs_left():
+            why = cleanup.status(name)
+            if why == "left over" or args.all:
+                chosen.append((name, None))
+            else:
+                print(f"{name}: {why}, kept (twin cleanup {name}, or --all, removes it)")
+        if not chosen:
+            print("nothing to clean up")
+    for name, path in chosen:
+        removed = cleanup.cleanup(name, path)
         print(
             f"{name}: removed {removed['namespaces']} namespaces, {removed['processes']} processes"
         )
