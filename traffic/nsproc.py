@@ -4,15 +4,27 @@ Children are forked (so callers need no ``__main__`` guard and start-up is fast)
 enter the namespace with ``setns`` before opening any socket; ``setns`` moves only the
 calling thread, which is all a fresh fork has. Each child talks to its parent over a
 pipe with ``(kind, value)`` messages; ``"error"`` carries a traceback.
+
+A child belongs to the lab whose namespace (``<lab>.<node>``) it works in: it carries the
+lab's tag ``TWIN_LAB=<lab>`` in its environment, so ``twin cleanup`` finds it, and it is
+killed when the thread that forked it ends (``PR_SET_PDEATHSIG``), so a parent killed with
+SIGKILL leaves no worker behind. Start children from a thread that outlives them.
 """
 
 import contextlib
+import ctypes
 import multiprocessing
+import os
+import signal
 import socket
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
+
+from labs.netns.processes import TAG
+from twin.intent.fabric import is_lab_name
 
 _CTX = multiprocessing.get_context("fork")
 _SOCKET_BUFFER = 64 << 20
@@ -21,6 +33,9 @@ SO_SNDBUFFORCE = 32
 SO_RCVBUFFORCE = 33
 
 ChildTarget = Callable[..., None]
+PR_SET_PDEATHSIG = 1
+# Fields of /proc/PID/stat (proc(5) numbers them from 1; the list starts at field 3).
+_ENV_START, _ENV_END = 50 - 3, 51 - 3
 
 
 class ChildError(RuntimeError):
@@ -50,8 +65,61 @@ def packet_socket(iface: str | None, proto: int, *, receive: bool) -> socket.soc
     return sock
 
 
-def _child_main(netns: str, target: ChildTarget, conn: Connection, args: tuple[Any, ...]) -> None:
+def die_with_parent(parent: int) -> None:
+    """Have the kernel SIGKILL this process when the thread that forked it ends; exit now if
+    the parent is already gone."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def lab_of(netns: str) -> str | None:
+    """The lab a namespace `<lab>.<node>` belongs to (None for other names).
+
+    >>> lab_of("small.server1"), lab_of("twtest-12-a")
+    ('small', None)
+    """
+    lab, dot, _ = netns.partition(".")
+    return lab if dot and is_lab_name(lab) else None
+
+
+def tag_environ(lab: str) -> bool:
+    """Put ``TWIN_LAB=<lab>`` in the environment the kernel shows for this forked process
+    (``/proc/self/environ``); False when its environment is too small to hold it.
+
+    A fork shows its parent's environment block, and setting ``os.environ`` does not change
+    that block (moving it needs CAP_SYS_RESOURCE). So the child overwrites the tail of its own
+    copy of the block: the last variables give way to the tag. C code reading them in this
+    child would see them gone; Python read its environment at start-up.
+    """
+    entry = f"{TAG}={lab}".encode() + b"\0"
+    block = Path("/proc/self/environ").read_bytes()
+    if entry[:-1] in block.split(b"\0"):
+        return True
+    stat = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+    start, end = int(stat[_ENV_START]), int(stat[_ENV_END])
+    if end - start != len(block) or len(block) < len(entry):
+        return False
+    starts = [0] + [i + 1 for i, byte in enumerate(block[:-1]) if byte == 0]
+    at = max(p for p in starts if len(block) - p >= len(entry))
+    with open("/proc/self/mem", "r+b", buffering=0) as mem:
+        mem.seek(start + at)
+        mem.write(entry + b"\0" * (len(block) - at - len(entry)))
+    os.environ[TAG] = lab
+    return True
+
+
+def _child_main(
+    netns: str, parent: int, target: ChildTarget, conn: Connection, args: tuple[Any, ...]
+) -> None:
     try:
+        die_with_parent(parent)
+        lab = lab_of(netns)
+        if lab is not None:
+            tag_environ(lab)
         enter_netns(netns)
         target(conn, *args)
     except BaseException:
@@ -67,7 +135,7 @@ class NetnsChild:
     def __init__(self, netns: str, target: ChildTarget, args: tuple[Any, ...]) -> None:
         self.conn, child_conn = _CTX.Pipe()
         self.process = _CTX.Process(
-            target=_child_main, args=(netns, target, child_conn, args), daemon=True
+            target=_child_main, args=(netns, os.getpid(), target, child_conn, args), daemon=True
         )
         self.process.start()
         child_conn.close()

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from labs.netns.plan import netns_name
+from labs.netns.processes import lab_env
 from twin.labdir import Lab
 
 ICMP_OVERHEAD = 28
@@ -73,6 +74,7 @@ def ping_all(lab: Lab) -> list[dict[str, Any]]:
             text=True,
             check=False,
             timeout=30 + 2 * len(targets),
+            env=lab_env(lab.name),
         )
         results = parse(src, done.stdout, jumbo)
         for r in results:

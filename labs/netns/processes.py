@@ -14,6 +14,11 @@ from pathlib import Path
 TAG = "TWIN_LAB"
 
 
+def lab_env(lab: str) -> dict[str, str]:
+    """This process's environment with the lab's tag: for every command started for a lab."""
+    return {**os.environ, TAG: lab}
+
+
 def tagged(lab: str) -> list[int]:
     """Pids of live processes whose environment carries `TWIN_LAB=<lab>`."""
     needle = f"{TAG}={lab}".encode()

@@ -25,6 +25,7 @@ from labs.netns import lifecycle as netns
 from labs.netns.faults import Faults, resolve_link
 from labs.netns.monitor import Monitor
 from labs.netns.plan import build, netns_name
+from labs.netns.processes import lab_env
 from traffic import collectives
 from traffic.collectives import Flow
 from traffic.endpoints import Endpoint, next_hop
@@ -198,6 +199,7 @@ def start_captures(lab: Lab, links: list[str], out: Path) -> list[subprocess.Pop
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
+                env=lab_env(lab.name),
             )
         )
     return started
