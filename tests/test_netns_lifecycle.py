@@ -174,8 +174,8 @@ def test_a_deploy_killed_part_way_is_cleaned_up_by_name(tmp_path: Path) -> None:
             deploy.kill()
         if leftovers(name):
             twin_cli("cleanup", name)
-    # The state file the killed deploy left does not make the lab look running.
-    assert (path / "state.json").exists() and netns.is_running(Lab.open(path)) is False
+    # Cleanup removed the state file the killed deploy left: the lab is not running.
+    assert not (path / "state.json").exists() and netns.is_running(Lab.open(path)) is False
 
 
 def run_as_nobody(argv: list[str]) -> tuple[int, str]:
