@@ -168,6 +168,6 @@ def test_a_config_the_routing_cannot_read_is_one_line(
     edit_json(small, "leaf2", lambda db: db["INTERFACE"].update({"Ethernet24|10.1.0.4/33": {}}))
     assert cli.main(["validate", str(small.path), "--only", "deadlock"]) == 2
     assert capsys.readouterr().err == (
-        f"twin: {small.path}/configs/leaf2/config_db.json: cannot read it "
-        "(NetmaskValueError: '33' is not a valid netmask)\n"
+        f"twin: {small.path}/configs/leaf2/config_db.json: INTERFACE.Ethernet24|10.1.0.4/33: "
+        "'33' is not a valid netmask\n"
     )

@@ -20,6 +20,7 @@ from labs import events, state
 from labs.netns import frr, netlink, processes
 from labs.netns.cleanup import claim, cleanup, namespaces_of
 from labs.netns.plan import Plan, build
+from twin import labcheck
 from twin.errors import LabError
 from twin.labdir import Lab
 
@@ -63,6 +64,7 @@ def deploy(lab: Lab, timeout: float = 60, progress: Progress = _quiet) -> dict[s
     """Build the twin and wait until BGP and ECMP have converged; returns figures."""
     check_root()
     frr.check_installed()
+    labcheck.check(lab, live=True)
     if is_running(lab):
         raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
     if namespaces_of(lab.name):

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from twin import labcheck
 from twin.errors import InputError
 from twin.intent.inputs import parse_model, strict_yaml
 from twin.labdir import Lab
@@ -170,7 +171,9 @@ def _check_names(scenario: Scenario, lab: Lab, file: str) -> None:
 
 
 def load(path: Path, lab: Lab) -> Scenario:
-    """Read and check a scenario against the lab it will run on."""
+    """Read and check a scenario against the lab it will run on (whose files are checked
+    first)."""
+    labcheck.check(lab, live=True)
     data = strict_yaml(path)
     scenario = parse_model(Scenario, data, str(path))
     _check_names(scenario, lab, str(path))

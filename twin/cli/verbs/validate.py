@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from twin import labcheck
 from twin.errors import InputError
 from twin.labdir import Lab
 from twin.verdict import report
@@ -61,6 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Validate, print the summary, write the reports; exit 1 when a validator failed."""
     lab = Lab.open(args.lab)
+    labcheck.check(lab)
     chosen, given = selection(args)
     results = registry.run_static(lab, chosen, given)
     out = args.out or lab.path / "validate"

@@ -1,0 +1,341 @@
+"""Check every file of a lab directory before anything reads it for real.
+
+`twin validate` and every deploy run `check` first: each file must parse, have the shape its
+readers expect, and agree with the others (the ports a config names are wired in
+`ifmap.json`, a server's NICs are its own, next hops leave through a NIC it has), and the
+addresses must not collide (no two servers with one address, no overlapping interface
+subnets on a switch, no address on two nodes). The first problem is raised as one
+`InputError` line naming the file, the key and what is wrong; nothing is created before.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import networkx as nx
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from twin.errors import InputError
+from twin.intent.inputs import parse_model
+from twin.labdir import Lab
+
+NODE_NAME = re.compile(r"[a-z][a-z0-9]{0,31}")
+"""A node of the design: it names namespaces (`<lab>.<node>`) and run directories."""
+LINUX_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$"
+"""A Linux interface name: at most 15 characters, never `/` or white space."""
+ROLES = ("superspine", "spine", "leaf", "server")
+ADDRESS_TABLES = ("INTERFACE", "PORTCHANNEL_INTERFACE", "LOOPBACK_INTERFACE", "VLAN_INTERFACE")
+
+
+def _ipv4(value: str) -> str:
+    ipaddress.IPv4Address(value)
+    return value
+
+
+def _cidr(value: str) -> str:
+    if "/" not in value:
+        raise ValueError(f"{value!r} has no prefix length (ADDRESS/LENGTH)")
+    ipaddress.IPv4Interface(value)
+    return value
+
+
+def _network(value: str) -> str:
+    ipaddress.IPv4Network(value)
+    return value
+
+
+Ipv4 = Annotated[str, AfterValidator(_ipv4)]
+Cidr = Annotated[str, AfterValidator(_cidr)]
+Network = Annotated[str, AfterValidator(_network)]
+LinuxName = Annotated[str, Field(pattern=LINUX_NAME)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Nic(_Model):
+    """One NIC of a server and the leaf port it is cabled to."""
+
+    name: LinuxName
+    peer: str
+    peer_port: str
+    speed: int = Field(gt=0)
+    gateway: Ipv4
+
+
+class NextHop(_Model):
+    """A gateway and the NIC towards it."""
+
+    gateway: Ipv4
+    dev: str
+
+
+class HostRoute(_Model):
+    """A route of a server."""
+
+    dst: Network
+    nexthops: list[NextHop] = Field(min_length=1)
+
+
+class Marking(_Model):
+    """DSCP marking of a traffic class by destination port."""
+
+    traffic_class: str = Field(alias="class")
+    dscp: int = Field(ge=0, le=63)
+    ports: list[Annotated[int, Field(ge=1, le=65535)]]
+
+
+class RdmaDevice(_Model):
+    """A soft-RoCE device over a NIC."""
+
+    name: LinuxName
+    netdev: str
+
+
+class Rdma(_Model):
+    """RDMA settings of a server."""
+
+    mode: str
+    traffic_class: int = Field(ge=0, le=255)
+    dscp: int = Field(ge=0, le=63)
+    pfc_priority: int = Field(ge=0, le=7)
+    cnp_dscp: int = Field(ge=0, le=63)
+    ecn: bool
+    devices: list[RdmaDevice]
+
+
+class Bond(_Model):
+    """How the NICs are bundled towards the leaf pair."""
+
+    name: LinuxName
+    mode: str
+    members: list[str]
+
+
+class Host(_Model):
+    """`configs/<server>/host.json`."""
+
+    hostname: str
+    mtu: int = Field(ge=68, le=65535)
+    address: Cidr
+    bond: Bond | None = None
+    interfaces: list[Nic] = Field(min_length=1)
+    routes: list[HostRoute] = Field(default_factory=list)
+    dscp_marking: list[Marking] = Field(default_factory=list)
+    rdma: Rdma | None = None
+
+
+def _read_json(path: Path) -> Any:
+    file = str(path)
+    if not path.is_file():
+        raise InputError(file, "", "missing")
+    try:
+        return json.loads(path.read_text())
+    except UnicodeDecodeError:
+        raise InputError(file, "", "not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(file, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(file, "", "nested too deeply") from None
+
+
+def _mapping(value: Any, file: str, key: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError(file, key, f"must be an object, not {type(value).__name__}")
+    return value
+
+
+def check(lab: Lab, live: bool = False) -> None:
+    """Refuse the lab directory with one line at its first problem; `live` (a twin is about
+    to run it) also refuses MTUs the kernel would not set, which the static validators
+    would otherwise report as findings."""
+    graph = _design(lab)
+    ifmap = _ifmap(lab, graph)
+    addresses: dict[str, tuple[str, str]] = {}  # ip -> (file, key) of its first holder
+    for node, data in graph.nodes(data=True):
+        if data["role"] == "server":
+            _host(lab, node, graph, ifmap, addresses)
+        else:
+            _frr_conf(lab, node)
+            _config_db(lab, node, ifmap[node], addresses, live)
+
+
+def _design(lab: Lab) -> nx.MultiGraph:
+    path = lab.path / "design.json"
+    file = str(path)
+    data = _mapping(_read_json(path), file, "")
+    try:
+        graph: nx.MultiGraph = nx.node_link_graph(data["graph"], edges="links", multigraph=True)
+    except (KeyError, TypeError, ValueError, AttributeError, nx.NetworkXError):
+        raise InputError(file, "graph", "not a design graph (node-link JSON)") from None
+    for node, attrs in graph.nodes(data=True):
+        if not isinstance(node, str) or NODE_NAME.fullmatch(node) is None:
+            raise InputError(file, "graph.nodes", f"{node!r} is not a node name")
+        if attrs.get("role") not in ROLES:
+            raise InputError(file, f"graph.nodes.{node}.role", f"must be one of {ROLES}")
+    for a, b, attrs in graph.edges(data=True):
+        for end in ("a", "b"):
+            if attrs.get(end) not in (a, b) or not isinstance(attrs.get(f"{end}_port"), str):
+                raise InputError(file, f"graph.links.{a}-{b}", f"needs {end} and {end}_port")
+    return graph
+
+
+def _ifmap(lab: Lab, graph: nx.MultiGraph) -> dict[str, dict[str, str]]:
+    """Node -> port -> Linux name, checked against the design."""
+    path = lab.path / "ifmap.json"
+    file = str(path)
+    data = _mapping(_read_json(path), file, "")
+    linux: dict[str, dict[str, str]] = {}
+    for node in graph.nodes:
+        if node not in data:
+            raise InputError(file, node, "missing (the design has this node)")
+        ports = _mapping(data[node], file, node)
+        linux[node] = {}
+        for port, names in ports.items():
+            names = _mapping(names, file, f"{node}.{port}")
+            name = names.get("netns")
+            if not isinstance(name, str) or re.match(LINUX_NAME, name) is None:
+                raise InputError(
+                    file, f"{node}.{port}.netns", f"{name!r} is not a Linux interface name"
+                )
+            linux[node][port] = name
+    for extra in set(data) - set(graph.nodes):
+        raise InputError(file, str(extra), "not a node of the design")
+    for _, _, attrs in graph.edges(data=True):
+        for end in ("a", "b"):
+            node, port = attrs[end], attrs[f"{end}_port"]
+            if port not in linux[node]:
+                raise InputError(file, f"{node}.{port}", "missing (it is wired)")
+    return linux
+
+
+def _frr_conf(lab: Lab, node: str) -> None:
+    path = lab.path / "configs" / node / "frr.conf"
+    if not path.is_file():
+        raise InputError(str(path), "", "missing")
+    try:
+        text = path.read_bytes().decode()
+    except UnicodeDecodeError:
+        raise InputError(str(path), "", "not UTF-8 text") from None
+    if "\0" in text:
+        line = text[: text.index("\0")].count("\n") + 1
+        raise InputError(str(path), f"line {line}", "a NUL byte")
+
+
+def _claim(addresses: dict[str, tuple[str, str]], ip: str, file: str, key: str, node: str) -> None:
+    """Refuse an address another node already holds."""
+    first = addresses.get(ip)
+    if first is not None and first[0] != file:
+        raise InputError(file, key, f"{ip} is also in {first[0]} ({first[1]})")
+    addresses.setdefault(ip, (file, key))
+
+
+def _host(
+    lab: Lab,
+    node: str,
+    graph: nx.MultiGraph,
+    ifmap: dict[str, dict[str, str]],
+    addresses: dict[str, tuple[str, str]],
+) -> None:
+    path = lab.path / "configs" / node / "host.json"
+    file = str(path)
+    host = parse_model(Host, _read_json(path), file)
+    own = set(ifmap[node].values())
+    nics = [nic.name for nic in host.interfaces]
+    for i, nic in enumerate(host.interfaces):
+        if nic.name not in own:
+            raise InputError(
+                file, f"interfaces.{i}.name", f"{nic.name!r} is not a NIC of {node} in ifmap.json"
+            )
+        if nic.peer not in graph.nodes or nic.peer_port not in ifmap[nic.peer]:
+            raise InputError(
+                file, f"interfaces.{i}.peer_port", f"{nic.peer}:{nic.peer_port} is not wired"
+            )
+    for i, route in enumerate(host.routes):
+        for j, hop in enumerate(route.nexthops):
+            if hop.dev not in nics:
+                raise InputError(file, f"routes.{i}.nexthops.{j}.dev", f"no NIC {hop.dev!r}")
+    for i, device in enumerate(host.rdma.devices if host.rdma else []):
+        if device.netdev not in nics:
+            raise InputError(file, f"rdma.devices.{i}.netdev", f"no NIC {device.netdev!r}")
+    ip = host.address.split("/")[0]
+    _claim(addresses, ip, file, "address", node)
+
+
+def _config_db(
+    lab: Lab,
+    node: str,
+    ports: dict[str, str],
+    addresses: dict[str, tuple[str, str]],
+    live: bool,
+) -> None:
+    path = lab.path / "configs" / node / "config_db.json"
+    file = str(path)
+    db = _mapping(_read_json(path), file, "")
+    for table, entries in db.items():
+        for key, fields in _mapping(entries, file, table).items():
+            for field, value in _mapping(fields, file, f"{table}.{key}").items():
+                if not isinstance(value, str) and not (
+                    isinstance(value, list) and all(isinstance(v, str) for v in value)
+                ):
+                    raise InputError(file, f"{table}.{key}.{field}", "must be a string")
+    channels = db.get("PORTCHANNEL", {})
+    _fields(file, "PORT", db.get("PORT", {}), live)
+    _fields(file, "PORTCHANNEL", channels, live)
+    for key in db.get("PORTCHANNEL_MEMBER", {}):
+        channel, port = _pair(file, "PORTCHANNEL_MEMBER", key)
+        if channel not in channels:
+            raise InputError(file, f"PORTCHANNEL_MEMBER.{key}", f"no PORTCHANNEL {channel}")
+        if port not in ports:
+            raise InputError(file, f"PORTCHANNEL_MEMBER.{key}", f"{port} is not wired")
+    members = {_pair(file, "PORTCHANNEL_MEMBER", k)[0] for k in db.get("PORTCHANNEL_MEMBER", {})}
+    for key in db.get("VLAN_MEMBER", {}):
+        _, member = _pair(file, "VLAN_MEMBER", key)
+        if member not in ports and member not in members:
+            raise InputError(file, f"VLAN_MEMBER.{key}", f"{member} is not wired")
+    held: list[tuple[str, str, ipaddress.IPv4Interface]] = []
+    for table in ADDRESS_TABLES:
+        for key in db.get(table, {}):
+            if "|" not in key:
+                continue
+            name, cidr = _pair(file, table, key)
+            if table == "INTERFACE" and name not in ports:
+                raise InputError(file, f"{table}.{key}", f"{name} is not wired")
+            if table == "PORTCHANNEL_INTERFACE" and name not in members:
+                raise InputError(file, f"{table}.{key}", f"{name} has no wired members")
+            try:
+                address = ipaddress.IPv4Interface(_cidr(cidr))
+            except ValueError as exc:
+                raise InputError(file, f"{table}.{key}", str(exc)) from None
+            for other_key, other_name, other in held:
+                if other_name != name and address.network.overlaps(other.network):
+                    raise InputError(file, f"{table}.{key}", f"overlaps {other_key}")
+            held.append((f"{table}.{key}", name, address))
+            _claim(addresses, str(address.ip), file, f"{table}.{key}", node)
+
+
+def _pair(file: str, table: str, key: str) -> tuple[str, str]:
+    parts = key.split("|")
+    if len(parts) != 2 or not all(parts):
+        raise InputError(file, f"{table}.{key}", "the key must be NAME|VALUE")
+    return parts[0], parts[1]
+
+
+def _fields(file: str, table: str, entries: dict[str, Any], live: bool) -> None:
+    """`mtu`, `min_links` and `admin_status` of PORT and PORTCHANNEL entries: whole numbers
+    (within what a veth takes when `live`), up or down."""
+    mtu = (68, 65535) if live else (0, 10**9)
+    for key, fields in entries.items():
+        for field, low, high in (("mtu", *mtu), ("min_links", 0, 1024)):
+            value = fields.get(field)
+            if value is not None and not (value.isdigit() and low <= int(value) <= high):
+                raise InputError(
+                    file, f"{table}.{key}.{field}", f"must be a number {low}..{high}, not {value!r}"
+                )
+        if fields.get("admin_status", "up") not in ("up", "down"):
+            raise InputError(file, f"{table}.{key}.admin_status", "must be up or down")
