@@ -1,0 +1,164 @@
+"""The clab backend behind `labs.backend.Backend`: the lab as SONiC-VS and Linux containers.
+
+Deploy: refuse, before anything is created, a lab that cannot run (no containerlab, no Docker
+daemon, an image not loaded, a fabric beyond the image's port tables or management network);
+derive the container flavour from the lab's configs as they are now (`clab/`); `containerlab
+deploy`; turn ARP replies off on the switches' `ethN` (the image's TAP answers for the port,
+containerlab pull request 3390); wait until each switch is ready, push its frr.conf; set up the
+servers through their namespaces; wait until every BGP session is Established. A failure on
+the way destroys what was deployed. Destroy is `containerlab destroy --cleanup`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar
+
+import yaml
+
+from labs import events, state
+from labs.backend import Deployed, Fault, LinkState, Phase, Played, Progress, Status, Timeline
+from labs.clab import faults, namespace, switches, tools
+from labs.clab.containers import Containers
+from labs.clab.observer import ClabObserver
+from twin.errors import LabError
+from twin.labdir import Lab, clab_refusal
+from twin.render import clab
+
+BOOT_ALLOWANCE = 240.0
+"""Seconds SONiC-VS may take to start (redis, syncd, orchagent) on top of the convergence
+timeout: docker-sonic-vs starts in tens of seconds to minutes, by machine."""
+NO_ARP_REPLY = "8"  # arp_ignore 8: do not reply for any local address (ip-sysctl.rst)
+
+
+def _quiet(_: str) -> None:
+    """Progress sink that says nothing."""
+
+
+def _images(lab: Lab) -> list[str]:
+    topo = yaml.safe_load(tools.topology(lab).read_text())
+    kinds = topo["topology"].get("kinds", {})
+    images = {k["image"] for k in kinds.values() if "image" in k}
+    images |= {n["image"] for n in topo["topology"]["nodes"].values() if "image" in n}
+    return sorted(images)
+
+
+class ClabBackend:
+    """A lab as containerlab containers: docker-sonic-vs switches, Linux servers."""
+
+    name: ClassVar[str] = "clab"
+    capabilities: ClassVar[frozenset[str]] = frozenset({"fib", "bgp", "counters"})
+
+    def preflight(self, lab: Lab) -> Containers:
+        """Every check that can refuse the lab, in the order a user would fix them."""
+        tools.binary()
+        refusal = clab_refusal(lab)
+        if refusal:
+            raise LabError(f"{lab.path}: cannot run on containerlab: {refusal}")
+        clab.write(lab)
+        engine = tools.client()
+        for image in _images(lab):
+            tools.check_image(engine, image)
+        return Containers(lab, engine)
+
+    def deploy(self, lab: Lab, progress: Progress = _quiet, timeout: float = 60.0) -> Deployed:
+        """Deploy, configure, and wait until every BGP session is Established."""
+        if state.load(lab.path) is not None:
+            raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
+        boxes = self.preflight(lab)
+        if tools.inspect(lab):
+            raise LabError(f"lab {lab.name} has containers already; containerlab destroy first")
+        start = time.monotonic()
+        st = state.State(lab.name, self.name)
+        st.save(lab.path)
+        try:
+            progress(f"containerlab deploy ({lab.graph.number_of_nodes()} containers)")
+            tools.run(["deploy", "-t", str(tools.topology(lab))], timeout=timeout + 3600)
+            progress("switches: ARP replies off on the wires")
+            for node in lab.switches():
+                names = {
+                    f"net.ipv4.conf.{eth}.arp_ignore": NO_ARP_REPLY for eth in boxes.port[node]
+                }
+                namespace.set_sysctls(boxes.pid(node), names)
+            progress("servers: addresses, routes, DSCP marking")
+            with ThreadPoolExecutor(8) as pool:
+                rdma = set(pool.map(lambda s: faults.set_up_server(boxes, s), lab.nodes("server")))
+            progress("waiting for SONiC, then pushing frr.conf, then BGP")
+            sessions = switches.wait(
+                boxes.run,
+                lab,
+                timeout + BOOT_ALLOWANCE,
+                lambda node: switches.configure_frr(boxes.run, lab, node),
+            )
+        except BaseException:
+            self.destroy(lab)
+            raise
+        st.status = "running"
+        st.save(lab.path)
+        seconds = round(time.monotonic() - start, 2)
+        details: dict[str, Any] = {"rdma": "; ".join(sorted(rdma)), "converged_s": seconds}
+        events.append(lab.path, "deployed", backend=self.name, sessions=len(sessions), s=seconds)
+        nodes = lab.graph.number_of_nodes()
+        return Deployed(lab.name, self.name, nodes, len(sessions), seconds, details)
+
+    def destroy(self, lab: Lab) -> dict[str, int]:
+        """`containerlab destroy --cleanup`; the containers removed."""
+        before = tools.inspect(lab)
+        tools.run(["destroy", "-t", str(tools.topology(lab)), "--cleanup"])
+        if state.load(lab.path) is not None:
+            events.append(lab.path, "destroyed", backend=self.name, containers=len(before))
+        state.clear(lab.path)
+        return {"containers": len(before)}
+
+    def running(self, lab: Lab) -> bool:
+        """Whether the lab's state says clab and containerlab lists its containers."""
+        recorded = state.load(lab.path)
+        return recorded is not None and recorded.backend == self.name and bool(tools.inspect(lab))
+
+    def status(self, lab: Lab) -> Status:
+        """Containers, links (both container interfaces up) and BGP sessions."""
+        records = {r.node: r.state for r in tools.inspect(lab)}
+        nodes = {n: records.get(n, "missing") for n in lab.graph.nodes}
+        boxes = Containers(lab)
+        up = {
+            n: {eth: s["operstate"] == "UP" for eth, s in namespace.links(boxes.pid(n)).items()}
+            for n, st in nodes.items()
+            if st == "running"
+        }
+        links = []
+        for _, _, e in lab.graph.edges(data=True):
+            ends = [(e[x], boxes.eth[e[x]][e[f"{x}_port"]]) for x in ("a", "b")]
+            ok = all(up.get(node, {}).get(eth, False) for node, eth in ends)
+            links.append(LinkState(e["a"], e["a_port"], e["b"], e["b_port"], ok))
+        sessions = ClabObserver(boxes).bgp()
+        return Status(lab.name, self.name, self.running(lab), nodes, links, sessions)
+
+    def exec(self, lab: Lab, node: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        """Run a command in a node's container (`vtysh` in a switch reaches its FRR)."""
+        if node not in lab.graph.nodes:
+            raise LabError(f"lab {lab.name} has no node {node}")
+        return Containers(lab).run(node, argv)
+
+    def fault(self, lab: Lab, fault: Fault) -> dict[str, Any]:
+        """Inject a fault now; the event it logged."""
+        return faults.fire(Containers(lab), fault)
+
+    def observer(self, lab: Lab) -> ClabObserver:
+        """FIBs, counters and BGP sessions of the running twin."""
+        return ClabObserver(Containers(lab))
+
+    def traffic(self, lab: Lab, phase: Phase) -> Any:
+        """Traffic is not sent on this backend yet (its capabilities have no "flows")."""
+        raise LabError(
+            f"the clab backend sends no traffic yet (phase {phase.label!r}); run traffic "
+            "scenarios on netns, or faults-only scenarios here"
+        )
+
+    def play(self, lab: Lab, timeline: Timeline, progress: Progress = _quiet) -> Played:
+        """Play on the wall clock through `labs.timeline`."""
+        wallclock = importlib.import_module("labs.timeline")
+        played: Played = wallclock.play(self, lab, timeline, progress)
+        return played

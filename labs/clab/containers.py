@@ -1,0 +1,71 @@
+"""The containers of a deployed lab, by node: exec, network namespace, ports <-> `ethN`."""
+
+from __future__ import annotations
+
+import subprocess
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from labs.clab import namespace, tools
+from twin.errors import LabError
+from twin.labdir import Lab
+
+if TYPE_CHECKING:
+    import docker
+
+
+class Containers:
+    """A deployed lab's containers, reached through one Docker client."""
+
+    def __init__(self, lab: Lab, engine: docker.DockerClient | None = None) -> None:
+        self.lab = lab
+        self.engine = engine or tools.client()
+        self._pids: dict[str, int] = {}
+
+    def run(self, node: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        """Run a command in a node's container."""
+        return tools.exec_in(self.engine, self.lab, node, argv)
+
+    def pid(self, node: str) -> int:
+        """The host pid of a node's container (cached until `forget`)."""
+        if node not in self._pids:
+            self._pids[node] = tools.pid(self.engine, self.lab, node)
+        return self._pids[node]
+
+    def forget(self, node: str) -> None:
+        """Drop a node's cached pid (its container was stopped or restarted)."""
+        self._pids.pop(node, None)
+
+    @cached_property
+    def eth(self) -> dict[str, dict[str, str]]:
+        """Per node: port (SONiC name, or NIC) -> container interface (`ethN`)."""
+        return {
+            node: {port: names["clab"] for port, names in ports.items()}
+            for node, ports in self.lab.ifmap.items()
+        }
+
+    @cached_property
+    def port(self) -> dict[str, dict[str, str]]:
+        """Per node: container interface (`ethN`) -> port."""
+        return {node: {eth: port for port, eth in m.items()} for node, m in self.eth.items()}
+
+    def link_ends(self, spec: str) -> list[tuple[str, str]]:
+        """The two (node, ethN) ends of a link named `node:port` or `node:peer`."""
+        node, _, other = spec.partition(":")
+        if node not in self.lab.graph.nodes or not other:
+            raise LabError(f"lab {self.lab.name}: no link {spec!r} (node:port or node:peer)")
+        for _, peer, e in self.lab.graph.edges(node, data=True):
+            mine, theirs = ("a", "b") if e["a"] == node else ("b", "a")
+            if other in (e[f"{mine}_port"], peer):
+                return [
+                    (node, self.eth[node][e[f"{mine}_port"]]),
+                    (str(peer), self.eth[str(peer)][e[f"{theirs}_port"]]),
+                ]
+        raise LabError(f"lab {self.lab.name}: {node} has no port or neighbour {other!r}")
+
+    def set_link(self, spec: str, up: bool) -> list[tuple[str, str]]:
+        """Set both container interfaces of a link up or down; the ends."""
+        ends = self.link_ends(spec)
+        for node, eth in ends:
+            namespace.set_state(self.pid(node), eth, up)
+        return ends

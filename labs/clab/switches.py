@@ -1,0 +1,126 @@
+"""SONiC-VS switches after containerlab has started them: readiness, FRR, BGP sessions.
+
+Containerlab's post-deploy starts `supervisord` (which runs the image's start.sh) and bgpd.
+A switch is ready when redis answers, orchagent runs, its config was loaded (the hostname in
+CONFIG_DB is the node's) and bgpd runs. Then its `frr.conf` is pushed: bfdd first when the
+config uses BFD (the image's supervisord has no bfdd program), then `vtysh -f`. Everything
+here runs in the container (`docker exec`), argv lists only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from labs.backend import Session
+from twin.errors import LabError
+from twin.labdir import Lab
+from twin.render import sonic_vs
+
+Exec = Callable[[str, list[str]], subprocess.CompletedProcess[str]]
+BFDD = ["/usr/lib/frr/bfdd", "-d", "-A", "127.0.0.1", "-P", "0"]
+NEIGHBOR = re.compile(r"^ neighbor (\S+) remote-as ", re.M)
+
+
+def _daemon_running(run: Exec, node: str, daemon: str) -> bool:
+    done = run(node, ["supervisorctl", "status", daemon])
+    return "RUNNING" in done.stdout
+
+
+def missing(run: Exec, node: str) -> str | None:
+    """What a switch still lacks before its FRR can be configured (None when ready)."""
+    if run(node, ["redis-cli", "ping"]).stdout.strip() != "PONG":
+        return "redis not answering"
+    if not _daemon_running(run, node, "orchagent"):
+        return "orchagent not running"
+    done = run(node, ["sonic-cfggen", "-d", "-v", "DEVICE_METADATA.localhost.hostname"])
+    if done.stdout.strip() != node:
+        path = sonic_vs.image()["config_db_path"]
+        return f"config not loaded (CONFIG_DB hostname {done.stdout.strip()!r}; {path} unread?)"
+    if not _daemon_running(run, node, "bgpd"):
+        return "bgpd not running"
+    return None
+
+
+def configure_frr(run: Exec, lab: Lab, node: str) -> None:
+    """Start bfdd when the config uses BFD, then push the container's frr.conf with vtysh."""
+    conf = (lab.path / sonic_vs.FLAVOUR / node / "frr.conf").read_text()
+    if any(line.strip() == "bfd" for line in conf.splitlines()):
+        run(node, BFDD)
+    path = sonic_vs.image()["frr_conf_path"]
+    done = run(node, ["vtysh", "-f", path])
+    if done.returncode != 0:
+        raise LabError(f"{node}: {path} was refused: {(done.stdout + done.stderr).strip()[:300]}")
+
+
+def expected_peers(lab: Lab, node: str) -> set[str]:
+    """The BGP neighbours the switch's container frr.conf configures."""
+    conf = (lab.path / sonic_vs.FLAVOUR / node / "frr.conf").read_text()
+    return set(NEIGHBOR.findall(conf))
+
+
+def sessions(run: Exec, lab: Lab, node: str) -> list[Session]:
+    """A switch's BGP sessions (`show bgp summary json`)."""
+    done = run(node, ["vtysh", "-c", "show bgp summary json"])
+    try:
+        data: dict[str, Any] = json.loads(done.stdout or "{}")
+    except json.JSONDecodeError:
+        return []
+    peers = data.get("ipv4Unicast", {}).get("peers", {})
+    return [
+        Session(
+            node,
+            ip,
+            p.get("desc", ""),
+            p.get("state", "unknown"),
+            int(p.get("pfxRcd", 0)),
+            int(p.get("peerUptimeMsec", 0)),
+        )
+        for ip, p in peers.items()
+    ]
+
+
+def wait(run: Exec, lab: Lab, timeout: float, on_ready: Callable[[str], None]) -> list[Session]:
+    """Poll every switch until it is ready (then `on_ready` configures it, once) and all its
+    BGP sessions are Established; after `timeout` s, one line naming what is missing."""
+    switches = lab.switches()
+    deadline = time.monotonic() + timeout
+    configured: set[str] = set()
+    lacking: list[str] = ["not checked"]
+    established: list[Session] = []
+
+    def check(node: str) -> tuple[list[str], list[Session]]:
+        if node not in configured:
+            why = missing(run, node)
+            if why:
+                return [f"{node}: {why}"], []
+            on_ready(node)
+            configured.add(node)
+        seen = sessions(run, lab, node)
+        up = {s.peer for s in seen if s.state == "Established"}
+        names = {s.peer: s for s in seen}
+        gaps = [
+            f"{node} -> {names[p].name if p in names else p} "
+            f"{names[p].state if p in names else 'not configured'}"
+            for p in sorted(expected_peers(lab, node) - up)
+        ]
+        return gaps, seen
+
+    with ThreadPoolExecutor(8) as pool:
+        while lacking and time.monotonic() < deadline:
+            results = list(pool.map(check, switches))
+            lacking = [gap for gaps, _ in results for gap in gaps]
+            established = [s for _, seen in results for s in seen]
+            if lacking:
+                time.sleep(1.0)
+    if lacking:
+        more = f" (+{len(lacking) - 5} more)" if len(lacking) > 5 else ""
+        raise LabError(
+            f"lab {lab.name} did not come up in {timeout:.0f} s: " + "; ".join(lacking[:5]) + more
+        )
+    return established
