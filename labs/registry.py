@@ -9,6 +9,7 @@ from twin.errors import LabError
 
 BACKENDS = {
     "netns": "labs.netns.backend:NetnsBackend",
+    "clab": "labs.clab.backend:ClabBackend",
 }
 DEFAULT = "netns"
 

@@ -1,0 +1,1 @@
+"""clab: the lab as containerlab containers (docker-sonic-vs switches, Linux servers)."""

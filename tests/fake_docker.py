@@ -1,0 +1,322 @@
+"""A fake Docker Engine API on a unix socket, for tests on machines without Docker.
+
+It answers the endpoints the Docker SDK (`docker` 7.x, API version 1.45) calls for what the
+clab backend does, in the Engine API's formats (docs.docker.com/reference/api/engine/v1.45):
+`GET /_ping`, `GET /version`, `GET /images/{name}/json` (404 `{"message": "No such image"}`),
+`GET /containers/json`, `GET /containers/{id}/json` (`Id`, `Name`, `State.Pid`, `Config`),
+`POST /containers/{id}/exec` (201 `{"Id"}`), `POST /exec/{id}/start` (detached: 200; attached:
+101 upgrade, then the multiplexed stream: 8-byte headers `[stream, 0, 0, 0, size (big-endian
+u32)]`, stream 1 stdout, 2 stderr), `GET /exec/{id}/json` (`ExitCode`). Every request is
+recorded.
+
+Containers are those tests/fake_clab.py deployed (its state file). Commands run in a
+docker-sonic-vs container are answered as the image would, from what the topology bound into
+it and from the real state of its interfaces: `redis-cli ping`, `supervisorctl status|start|
+signal`, `sonic-cfggen -d -v DEVICE_METADATA.localhost.hostname` (the hostname of the config
+bound at /var/sonic/config_db.json, which start.sh loads), `vtysh -f FILE` (FILE must be
+bound), `vtysh -c 'show bgp summary json'` (FRR's JSON: a peer is Established when the
+config was pushed, bgpd runs, and the port toward it is up), `ip -j route show` (iproute2's
+JSON: connected routes of the config's addresses, `linkdown` when the port is down).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import secrets
+import socketserver
+import struct
+import threading
+import time
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import fake_clab
+
+API = "1.45"
+UPGRADE_PAUSE = 0.05  # lets the client read the 101 headers before the stream starts
+
+
+class Engine:
+    """State of the fake engine: images loaded, execs created, requests seen."""
+
+    def __init__(self, images: set[str]) -> None:
+        self.images = images
+        self.execs: dict[str, dict[str, Any]] = {}
+        self.requests: list[tuple[str, str, Any]] = []
+        self.pushed: set[str] = set()  # containers whose frr.conf vtysh loaded
+        self.stopped: dict[str, set[str]] = {}  # container -> daemons not running
+        self.lock = threading.Lock()
+
+    def executed(self) -> list[tuple[str, list[str]]]:
+        """(container name, argv) of every exec started, in order."""
+        return [(e["container"], e["argv"]) for e in self.execs.values() if e.get("started")]
+
+
+def _box(ref: str) -> dict[str, Any] | None:
+    for box in fake_clab.load_state().values():
+        if ref in (box["name"], box["id"], box["id"][:12]):
+            result: dict[str, Any] = box
+            return result
+    return None
+
+
+def _inspect(box: dict[str, Any]) -> dict[str, Any]:
+    running = box["state"] == "running"
+    return {
+        "Id": box["id"],
+        "Name": f"/{box['name']}",
+        "Image": "sha256:" + box["id"],
+        "State": {
+            "Status": box["state"],
+            "Running": running,
+            "Pid": box["pid"] if running else 0,
+        },
+        "Config": {
+            "Image": box["image"],
+            "Env": [f"{k}={v}" for k, v in box["env"].items()],
+            "Labels": {
+                "containerlab": box["lab"],
+                "clab-node-name": box["node"],
+                "clab-node-kind": box["kind"],
+                "clab-topo-file": box["topo"],
+            },
+        },
+        "HostConfig": {"Binds": [f"{s}:{t}:ro" for t, s in box["binds"].items()]},
+    }
+
+
+# --------------------------------------------------------------------------- the image
+def _operstate(box: dict[str, Any]) -> dict[str, bool]:
+    from pyroute2 import NetNS
+
+    with NetNS(box["netns"], flags=0) as ns:
+        return {
+            link.get_attr("IFLA_IFNAME"): link.get_attr("IFLA_OPERSTATE") == "UP"
+            for link in ns.get_links()
+        }
+
+
+def _config(box: dict[str, Any]) -> dict[str, Any]:
+    source = box["binds"].get("/var/sonic/config_db.json")
+    data: dict[str, Any] = json.loads(Path(source).read_text()) if source else {}
+    return data
+
+
+def _ports_up(box: dict[str, Any], db: dict[str, Any]) -> dict[str, bool]:
+    """SONiC interface (port or PortChannel) -> carrier, from its ethN (eth<PORT index>)."""
+    up = _operstate(box)
+    ports = {p: up.get(f"eth{int(v['index'])}", False) for p, v in db.get("PORT", {}).items()}
+    for key in db.get("PORTCHANNEL_MEMBER", {}):
+        channel, member = key.split("|")
+        ports[channel] = ports.get(channel, False) or ports.get(member, False)
+    return ports
+
+
+def _addresses(db: dict[str, Any]) -> list[tuple[str, ipaddress.IPv4Interface]]:
+    found = []
+    for table in ("INTERFACE", "PORTCHANNEL_INTERFACE"):
+        for key in db.get(table, {}):
+            if "|" in key:
+                name, cidr = key.split("|")
+                found.append((name, ipaddress.IPv4Interface(cidr)))
+    return found
+
+
+def _bgp_summary(engine: Engine, box: dict[str, Any]) -> str:
+    conf = Path(box["binds"]["/etc/twin/frr.conf"]).read_text()
+    db = _config(box)
+    up = _ports_up(box, db)
+    alive = box["name"] in engine.pushed and "bgpd" not in engine.stopped.get(box["name"], set())
+    peers = {}
+    for peer, desc in re.findall(r"^ neighbor (\S+) description (\S+)$", conf, re.M):
+        port = next(
+            (n for n, a in _addresses(db) if ipaddress.IPv4Address(peer) in a.network), None
+        )
+        established = alive and port is not None and up.get(port, False)
+        peers[peer] = {
+            "remoteAs": 65000,
+            "state": "Established" if established else "Active",
+            "peerUptimeMsec": 1000 if established else 0,
+            "pfxRcd": 1 if established else 0,
+            "desc": desc,
+        }
+    return json.dumps({"ipv4Unicast": {"peers": peers, "peerCount": len(peers)}})
+
+
+def _routes(box: dict[str, Any]) -> str:
+    db = _config(box)
+    up = _ports_up(box, db)
+    routes: list[dict[str, Any]] = [
+        {"dst": "default", "gateway": "172.20.20.1", "dev": "eth0", "flags": []}
+    ]
+    for name, address in _addresses(db):
+        routes.append(
+            {
+                "dst": str(address.network),
+                "dev": name,
+                "protocol": "kernel",
+                "scope": "link",
+                "prefsrc": str(address.ip),
+                "flags": [] if up.get(name, False) else ["linkdown"],
+            }
+        )
+    return json.dumps(routes)
+
+
+def answer(engine: Engine, box: dict[str, Any], argv: list[str]) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of a command run in a container."""
+    name = box["name"]
+    stopped = engine.stopped.setdefault(name, set())
+    if box["kind"] != "sonic-vs":
+        return 0, "", ""
+    if argv == ["redis-cli", "ping"]:
+        return 0, "PONG\n", ""
+    if argv[:2] == ["supervisorctl", "status"]:
+        daemon = argv[2]
+        if daemon in stopped:
+            return 3, f"{daemon:<33}EXITED    Dec 03 09:00 AM\n", ""
+        return 0, f"{daemon:<33}RUNNING   pid 42, uptime 0:01:00\n", ""
+    if argv[:2] == ["supervisorctl", "start"]:
+        stopped.discard(argv[2])
+        return 0, f"{argv[2]}: started\n", ""
+    if argv[:3] == ["supervisorctl", "signal", "KILL"]:
+        stopped.add(argv[3])
+        return 0, f"{argv[3]}: signalled\n", ""
+    if argv == ["sonic-cfggen", "-d", "-v", "DEVICE_METADATA.localhost.hostname"]:
+        return (
+            0,
+            _config(box).get("DEVICE_METADATA", {}).get("localhost", {}).get("hostname", "") + "\n",
+            "",
+        )
+    if argv[:1] == ["/usr/lib/frr/bfdd"]:
+        return 0, "", ""
+    if argv[:2] == ["vtysh", "-f"]:
+        if argv[2] not in box["binds"]:
+            return 1, "", f"vtysh: Can't open configuration file {argv[2]}\n"
+        engine.pushed.add(name)
+        return 0, "", ""
+    if argv == ["vtysh", "-c", "show bgp summary json"]:
+        return 0, _bgp_summary(engine, box), ""
+    if argv == ["ip", "-j", "route", "show"]:
+        return 0, _routes(box), ""
+    message = f'OCI runtime exec failed: exec: "{argv[0]}": executable file not found in $PATH'
+    return 127, "", message + "\n"
+
+
+# --------------------------------------------------------------------------- HTTP
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        return json.loads(raw) if raw else None
+
+    def _send(self, status: int, data: Any, kind: str = "application/json") -> None:
+        payload = (data if isinstance(data, str) else json.dumps(data)).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Api-Version", API)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _path(self) -> tuple[str, dict[str, list[str]]]:
+        url = urlparse(self.path)
+        path = re.sub(r"^/v[0-9.]+", "", url.path)
+        from urllib.parse import parse_qs
+
+        return unquote(path), parse_qs(url.query)
+
+    def do_GET(self) -> None:
+        """Ping, version, images, containers, exec inspect."""
+        engine = self.server.engine
+        path, query = self._path()
+        engine.requests.append(("GET", path, query))
+        if path == "/_ping":
+            self._send(200, "OK", "text/plain")
+        elif path == "/version":
+            self._send(200, {"ApiVersion": API, "Version": "27.0.3", "Os": "linux"})
+        elif m := re.fullmatch(r"/images/(.+)/json", path):
+            if m[1] in engine.images:
+                self._send(200, {"Id": "sha256:" + secrets.token_hex(32), "RepoTags": [m[1]]})
+            else:
+                self._send(404, {"message": f"No such image: {m[1]}"})
+        elif path == "/containers/json":
+            boxes = fake_clab.load_state().values()
+            self._send(200, [{"Id": b["id"], "Names": [f"/{b['name']}"]} for b in boxes])
+        elif m := re.fullmatch(r"/containers/([^/]+)/json", path):
+            box = _box(m[1])
+            if box is None:
+                self._send(404, {"message": f"No such container: {m[1]}"})
+            else:
+                self._send(200, _inspect(box))
+        elif m := re.fullmatch(r"/exec/([^/]+)/json", path):
+            done = engine.execs[m[1]]
+            self._send(200, {"ID": m[1], "Running": False, "ExitCode": done.get("exit", 0)})
+        else:
+            self._send(404, {"message": f"page not found: {path}"})
+
+    def do_POST(self) -> None:
+        """Exec create and start."""
+        engine = self.server.engine
+        path, _ = self._path()
+        body = self._body()
+        engine.requests.append(("POST", path, body))
+        if m := re.fullmatch(r"/containers/([^/]+)/exec", path):
+            box = _box(m[1])
+            if box is None or box["state"] != "running":
+                self._send(409, {"message": f"container {m[1]} is not running"})
+                return
+            exec_id = secrets.token_hex(32)
+            engine.execs[exec_id] = {"container": box["name"], "argv": body["Cmd"]}
+            self._send(201, {"Id": exec_id})
+        elif m := re.fullmatch(r"/exec/([^/]+)/start", path):
+            self._start(engine, m[1], body or {})
+        else:
+            self._send(404, {"message": f"page not found: {path}"})
+
+    def _start(self, engine: Engine, exec_id: str, body: dict[str, Any]) -> None:
+        job = engine.execs[exec_id]
+        job["started"] = True
+        box = _box(job["container"])
+        assert box is not None
+        with engine.lock:
+            job["exit"], out, err = answer(engine, box, job["argv"])
+        if body.get("Detach"):
+            self._send(200, "", "text/plain")
+            return
+        self.send_response(101)
+        self.send_header("Content-Type", "application/vnd.docker.raw-stream")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Upgrade", "tcp")
+        self.end_headers()
+        self.wfile.flush()
+        time.sleep(UPGRADE_PAUSE)
+        for stream, text in ((1, out), (2, err)):
+            data = text.encode()
+            if data:
+                self.wfile.write(struct.pack(">BxxxL", stream, len(data)) + data)
+        self.wfile.flush()
+        self.close_connection = True
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    engine: Engine
+
+
+def serve(socket_path: Path, images: set[str]) -> tuple[Engine, _Server]:
+    """Start the fake engine on `socket_path` in a thread; (its state, the server to stop)."""
+    server = _Server(str(socket_path), _Handler)
+    server.engine = Engine(images)
+    threading.Thread(target=server.serve_forever, name="fake-docker", daemon=True).start()
+    return server.engine, server

@@ -1,0 +1,241 @@
+"""The clab backend against a fake `containerlab` and a fake Docker Engine (no Docker here).
+
+tests/fake_clab.py stands in for the containerlab CLI (containers are network namespaces of
+this machine holding the topology's veths), tests/fake_docker.py for the Docker Engine API on
+a unix socket (answering docker-sonic-vs commands from the configs bound into each container);
+both record every call, and the tests check the calls are what containerlab and Docker would
+be asked. Host configuration really runs: pyroute2 in each server's namespace, entered
+through the pid the fake engine reports. What these tests cannot show (real SONiC-VS start-up,
+real BGP in the image) is listed in docs/containerlab.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import fake_clab
+import fake_docker
+import pytest
+import yaml
+from conftest import lab_name, write_lab
+
+from labs import registry, state
+from labs.backend import Fault
+from twin.errors import LabError
+from twin.labdir import Lab
+
+TESTS = Path(__file__).resolve().parent
+IMAGES = {"docker-sonic-vs:latest", "ghcr.io/hellt/network-multitool:latest"}
+SWITCH_STARTUP = [
+    ["redis-cli", "ping"],
+    ["supervisorctl", "status", "orchagent"],
+    ["sonic-cfggen", "-d", "-v", "DEVICE_METADATA.localhost.hostname"],
+    ["supervisorctl", "status", "bgpd"],
+    ["/usr/lib/frr/bfdd", "-d", "-A", "127.0.0.1", "-P", "0"],
+    ["vtysh", "-f", "/etc/twin/frr.conf"],
+    ["vtysh", "-c", "show bgp summary json"],
+]
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
+
+
+@dataclass
+class Fakes:
+    """A lab directory, the fakes' state and the fake engine."""
+
+    lab: Lab
+    state: Path
+    engine: fake_docker.Engine
+
+    def clab_calls(self) -> list[list[str]]:
+        return fake_clab.calls()
+
+    def execs(self, node: str) -> list[list[str]]:
+        name = f"clab-{self.lab.name}-{node}"
+        return [argv for box, argv in self.engine.executed() if box == name]
+
+    def ns(self, node: str, *argv: str) -> str:
+        done = subprocess.run(
+            ["ip", "-n", f"{self.lab.name}.{node}", *argv], capture_output=True, text=True
+        )
+        return done.stdout
+
+
+def _fake_bin(where: Path) -> Path:
+    where.mkdir()
+    script = where / "containerlab"
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(TESTS)!r})\n"
+        "import fake_clab\nsys.exit(fake_clab.main(sys.argv[1:]))\n"
+    )
+    script.chmod(0o755)
+    return where
+
+
+@pytest.fixture
+def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fakes]:
+    """A small lab with a name of its own, the fake containerlab on PATH and a fake Docker
+    engine at DOCKER_HOST; whatever a test leaves deployed is destroyed by the fake."""
+    name = lab_name("ck")
+    lab = Lab.open(write_lab(tmp_path / name, name))
+    fake_state = tmp_path / "fake-state"
+    fake_state.mkdir()
+    monkeypatch.setenv("PATH", f"{_fake_bin(tmp_path / 'bin')}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_CLAB_STATE", str(fake_state))
+    socket = tmp_path / "docker.sock"
+    engine, server = fake_docker.serve(socket, set(IMAGES))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{socket}")
+    try:
+        yield Fakes(lab, fake_state, engine)
+    finally:
+        server.shutdown()
+        server.server_close()
+        if fake_clab.load_state():
+            fake_clab.main(["destroy", "-t", str(lab.path / "topology.clab.yml"), "--cleanup"])
+
+
+# --------------------------------------------------------------------------- deploy, faults
+def test_deploy_configures_everything_then_a_link_fault_then_destroy(fakes: Fakes) -> None:
+    lab = fakes.lab
+    backend = registry.get("clab")
+    up = backend.deploy(lab, lambda _: None)
+    topo = str(lab.path / "topology.clab.yml")
+    assert fakes.clab_calls() == [
+        ["inspect", "-t", topo, "--format", "json"],
+        ["deploy", "-t", topo],
+    ]
+    peers = 2 * sum(1 for *_, e in lab.graph.edges(data=True) if e["kind"] == "fabric")
+    assert (up.backend, up.nodes, up.sessions) == ("clab", 10, peers)
+    assert backend.running(lab) and state.load(lab.path) is not None
+    # Docker: pinged, both images looked up, nothing pulled or created.
+    gets = [p for m, p, _ in fakes.engine.requests if m == "GET"]
+    assert "/_ping" in gets
+    assert {f"/images/{image}/json" for image in IMAGES} <= set(gets)
+    assert not [p for m, p, _ in fakes.engine.requests if "create" in p or "pull" in p]
+    # Each switch: readiness, bfdd, frr.conf pushed with vtysh, then BGP polled.
+    for switch in lab.switches():
+        assert fakes.execs(switch)[: len(SWITCH_STARTUP)] == SWITCH_STARTUP, switch
+    # Servers: set up through their namespace, nothing run in the container.
+    assert fakes.execs("server1") == []
+    addresses = json.loads(fakes.ns("server1", "-j", "addr"))
+    held = {(a["ifname"], f"{i['local']}/{i['prefixlen']}") for a in addresses
+            for i in a["addr_info"] if i["family"] == "inet"}  # fmt: skip
+    host = json.loads((lab.path / "clab" / "server1" / "host.json").read_text())
+    assert ("lo", host["address"]) in held
+    assert {(nic["name"], nic["address"]) for nic in host["interfaces"]} <= held
+    default = json.loads(fakes.ns("server1", "-j", "route", "show", "default"))[0]
+    assert default["prefsrc"] == host["address"].split("/")[0]
+    assert sorted(h["gateway"] for h in default["nexthops"]) == sorted(
+        nic["gateway"] for nic in host["interfaces"]
+    )
+    links = json.loads(fakes.ns("server1", "-j", "link"))
+    assert {x["ifname"]: x["mtu"] for x in links if x["ifname"].startswith("eth")} == {
+        "eth1": host["mtu"], "eth2": host["mtu"]
+    }  # fmt: skip
+    sysctl = ["sysctl", "-n", "net.ipv4.conf.eth1.arp_ignore"]
+    arp = subprocess.run(
+        ["ip", "netns", "exec", f"{lab.name}.leaf1", *sysctl], capture_output=True, text=True
+    )
+    assert arp.stdout.strip() == "8"
+
+    # A link fault: both container interfaces go down, the session over it drops.
+    event = backend.fault(lab, Fault("link-down", link="leaf1:spine1"))
+    assert event["kind"] == "link-down" and event["backend"] == "clab"
+    leaf_eth = lab.ifmap["leaf1"]["Ethernet24"]["clab"]
+    assert "state DOWN" in fakes.ns("leaf1", "link", "show", leaf_eth)
+    observer = backend.observer(lab)
+    down = {(s.node, s.name) for s in observer.bgp() if s.state != "Established"}
+    assert down == {("leaf1", "spine1"), ("spine1", "leaf1")}
+    status = backend.status(lab)
+    broken = [(x.a, x.b) for x in status.links if not x.up]
+    assert broken == [("leaf1", "spine1")]
+    counters = observer.counters()
+    assert "leaf1:Ethernet24" in counters and "server1:nic0" in counters
+    fib = observer.fib()
+    assert set(fib) == set(lab.graph.nodes)
+    backend.fault(lab, Fault("link-up", link="leaf1:spine1"))
+    assert all(s.state == "Established" for s in observer.bgp())
+
+    removed = backend.destroy(lab)
+    assert removed == {"containers": 10}
+    assert fakes.clab_calls()[-1] == ["destroy", "-t", topo, "--cleanup"]
+    assert not backend.running(lab) and state.load(lab.path) is None
+    assert fake_clab.load_state() == {}
+
+
+def test_daemon_kill_and_node_restart(fakes: Fakes) -> None:
+    lab = fakes.lab
+    backend = registry.get("clab")
+    backend.deploy(lab, lambda _: None)
+    backend.fault(lab, Fault("daemon-kill", node="spine1"))
+    assert fakes.execs("spine1")[-1] == ["supervisorctl", "signal", "KILL", "bgpd"]
+    assert {s.node for s in backend.observer(lab).bgp() if s.state != "Established"} >= {"spine1"}
+    backend.fault(lab, Fault("daemon-restart", node="spine1"))
+    assert fakes.execs("spine1")[-3:] == [
+        ["supervisorctl", "start", "bgpd"],
+        SWITCH_STARTUP[4],  # bfdd
+        ["vtysh", "-f", "/etc/twin/frr.conf"],
+    ]
+    backend.fault(lab, Fault("node-down", node="leaf2"))
+    backend.fault(lab, Fault("node-up", node="leaf2"))
+    topo = str(lab.path / "topology.clab.yml")
+    assert fakes.clab_calls()[-2:] == [
+        ["stop", "-t", topo, "--node", "leaf2"],
+        ["start", "-t", topo, "--node", "leaf2"],
+    ]
+    detached = [r for r in fakes.engine.requests if r[0] == "POST" and r[2] and r[2].get("Cmd")]
+    assert ["supervisord"] in [r[2]["Cmd"] for r in detached]
+    assert all(s.state == "Established" for s in backend.observer(lab).bgp())
+    backend.destroy(lab)
+
+
+# --------------------------------------------------------------------------- bad input
+def _refused(lab: Lab) -> str:
+    with pytest.raises(LabError) as info:
+        registry.get("clab").deploy(lab, lambda _: None)
+    message = str(info.value)
+    assert "\n" not in message
+    assert state.load(lab.path) is None
+    assert fake_clab.load_state() == {}
+    return message
+
+
+def test_no_containerlab_binary(fakes: Fakes, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert _refused(fakes.lab).startswith("containerlab is not installed")
+    assert fakes.clab_calls() == [] and fakes.engine.requests == []
+
+
+def test_no_docker_daemon(fakes: Fakes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/none.sock")
+    assert _refused(fakes.lab).startswith(f"no Docker daemon at unix://{tmp_path}/none.sock")
+    assert fakes.clab_calls() == []
+
+
+def test_image_missing(fakes: Fakes) -> None:
+    fakes.engine.images.discard("docker-sonic-vs:latest")
+    assert _refused(fakes.lab).startswith("image docker-sonic-vs:latest is not loaded in Docker")
+    assert fakes.clab_calls() == []
+
+
+def test_fabric_too_large(fakes: Fakes, tmp_path: Path) -> None:
+    fabric = yaml.safe_load((fakes.lab.path / "fabric.yaml").read_text())
+    fabric["leaves"].update(ports=128, uplinks_per_spine=36)
+    fabric["spines"]["ports"] = 256
+    source = tmp_path / "wide.yaml"
+    source.write_text(yaml.safe_dump(fabric))
+    from twin import labdir
+    from twin.intent import fabric as intent
+
+    labdir.generate(intent.load(source), tmp_path / "wide", str(source))
+    lab = Lab.open(tmp_path / "wide")
+    message = _refused(lab)
+    assert message.startswith(f"{lab.path}: cannot run on containerlab: spine1: 144 ports ")
+    assert "beyond the port tables of the image's SKUs" in message
+    assert fakes.clab_calls() == [] and fakes.engine.requests == []
