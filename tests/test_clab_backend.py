@@ -23,7 +23,7 @@ import fake_clab
 import fake_docker
 import pytest
 import yaml
-from conftest import lab_name, write_lab
+from conftest import lab_name, wait_for, write_lab
 
 from labs import registry, state
 from labs.backend import Fault
@@ -160,7 +160,7 @@ def test_deploy_configures_everything_then_a_link_fault_then_destroy(fakes: Fake
     fib = observer.fib()
     assert set(fib) == set(lab.graph.nodes)
     backend.fault(lab, Fault("link-up", link="leaf1:spine1"))
-    assert all(s.state == "Established" for s in observer.bgp())
+    wait_for(lambda: all(s.state == "Established" for s in observer.bgp()), "BGP back", 10)
 
     removed = backend.destroy(lab)
     assert removed == {"containers": 10}
@@ -191,7 +191,8 @@ def test_daemon_kill_and_node_restart(fakes: Fakes) -> None:
     ]
     detached = [r for r in fakes.engine.requests if r[0] == "POST" and r[2] and r[2].get("Cmd")]
     assert ["supervisord"] in [r[2]["Cmd"] for r in detached]
-    assert all(s.state == "Established" for s in backend.observer(lab).bgp())
+    observer = backend.observer(lab)
+    wait_for(lambda: all(s.state == "Established" for s in observer.bgp()), "BGP back", 10)
     backend.destroy(lab)
 
 
