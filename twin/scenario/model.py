@@ -13,11 +13,15 @@
 
 Times are seconds from the start of the run. Rates are packets per second per flow: veth
 links are not 400G, so a scenario keeps the ratios between flows, not absolute speeds. Bad
-scenarios are refused with one line naming the file and key, before anything starts.
+scenarios are refused with one line naming the file and key, before anything starts: every
+number is finite and bounded (times within `MAX_TIME`), names exist in the lab (servers,
+classes, nodes, both halves of a link), thresholds have the type of their defaults, and the
+traffic sent at any moment stays within what one small machine can send (`MAX_PPS`).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +33,13 @@ from twin.errors import InputError
 from twin.intent.inputs import parse_model, strict_yaml
 from twin.labdir import Lab
 from twin.verdict import verdict
+from validators import registry
+
+MAX_TIME = 3600.0
+"""Seconds: no phase, fault or run goes beyond an hour."""
+MAX_PPS = 100_000
+"""Frames per second all phases running at once may send together (a 2-core machine)."""
+MAX_NAMES = 4096
 
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
 TrafficKind = Literal[Collective, "backup", "micro_bursts", "incast"]
@@ -47,35 +58,41 @@ FaultKind = Literal[
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Traffic(_Model):
     """One traffic phase."""
 
-    at: float = Field(0.0, ge=0)
-    duration: float = Field(10.0, gt=0, le=3600)
+    at: float = Field(0.0, ge=0, le=MAX_TIME)
+    duration: float = Field(10.0, gt=0, le=MAX_TIME)
     kind: TrafficKind
-    name: str | None = Field(None, description="label in reports; kind@at by default")
+    name: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,63}$", description="label in reports"
+    )
     algorithm: Literal["ring", "halving_doubling"] = "ring"
-    servers: list[str] | Literal["all"] = "all"
+    servers: list[str] | Literal["all"] = Field("all", max_length=MAX_NAMES)
     order: Literal["natural", "interleaved"] = Field(
         "natural", description="rank order; interleaved alternates leaf groups"
     )
-    src: str | list[str] | None = Field(None, description="backup/bursts: source; incast: list")
+    src: str | list[str] | None = Field(
+        None, max_length=MAX_NAMES, description="backup/bursts: source; incast: list"
+    )
     dst: str | None = None
     traffic_class: str = Field("roce", alias="class", description="class of the lab's QoS")
     dscp: int | None = Field(None, ge=0, le=63, description="override the class's DSCP")
     qps: int = Field(2, ge=1, le=64, description="queue pairs per peer")
     message: int = Field(
-        1 << 28, ge=1024, description="collectives: bytes per rank (nccl-tests' size S)"
+        1 << 28, ge=1024, le=1 << 40, description="collectives: bytes per rank (nccl-tests' S)"
     )
     pps: float = Field(150, gt=0, le=200000, description="packets per second per flow")
     payload: int = Field(1024, ge=64, le=8900, description="RoCE payload bytes per frame")
-    period: float = Field(1.0, gt=0, description="micro_bursts: seconds between bursts")
-    burst: float = Field(0.1, gt=0, description="micro_bursts: seconds each burst lasts")
+    period: float = Field(
+        1.0, gt=0, le=MAX_TIME, description="micro_bursts: seconds between bursts"
+    )
+    burst: float = Field(0.1, gt=0, le=MAX_TIME, description="micro_bursts: seconds a burst")
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _endpoints(self) -> Traffic:
@@ -83,7 +100,34 @@ class Traffic(_Model):
             raise ValueError(f"{self.kind} needs src: SERVER and dst: SERVER")
         if self.kind == "incast" and not (isinstance(self.src, list) and self.dst):
             raise ValueError("incast needs src: [SERVERS] and dst: SERVER")
+        sources = [self.src] if isinstance(self.src, str) else list(self.src or [])
+        if self.dst in sources:
+            raise ValueError(f"{self.dst} would send to itself")
+        for named in (sources, [] if self.servers == "all" else self.servers):
+            if len(set(named)) != len(named):
+                raise ValueError("a server is named twice")
+        if self.burst > self.period:
+            raise ValueError("burst must not be longer than period")
         return self
+
+    def flows(self, servers: int) -> int:
+        """The (src, dst, qp) flows the phase sends, on a lab with `servers` servers: a
+        collective's ring sends to one neighbour per rank, halving-doubling to log2(n)
+        partners, all-to-all to every other rank.
+
+        >>> Traffic(kind="all_to_all", qps=2).flows(4), Traffic(kind="all_reduce").flows(4)
+        (24, 8)
+        """
+        if self.kind in ("backup", "micro_bursts"):
+            return self.qps
+        if self.kind == "incast":
+            return len(self.src or []) * self.qps
+        n = servers if self.servers == "all" else len(self.servers)
+        if self.kind == "all_to_all":
+            return n * (n - 1) * self.qps
+        if self.kind == "all_reduce" and self.algorithm == "halving_doubling":
+            return n * max(1, n.bit_length() - 1) * self.qps
+        return n * self.qps
 
     @property
     def label(self) -> str:
@@ -94,15 +138,15 @@ class Traffic(_Model):
 class Fault(_Model):
     """One fault on the timeline (the verbs of `twin fault`)."""
 
-    at: float = Field(ge=0)
+    at: float = Field(ge=0, le=MAX_TIME)
     fault: FaultKind
     link: str | None = None
     node: str | None = None
-    daemon: str = "bgpd"
+    daemon: Literal["zebra", "bgpd", "bfdd"] = "bgpd"
     percent: float | None = Field(None, gt=0, le=100)
-    mbit: float | None = Field(None, gt=0)
-    period: float = Field(1.0, gt=0)
-    count: int = Field(3, ge=1)
+    mbit: float | None = Field(None, gt=0, le=10**7)
+    period: float = Field(1.0, gt=0, le=MAX_TIME)
+    count: int = Field(3, ge=1, le=10_000)
 
     @model_validator(mode="after")
     def _target(self) -> Fault:
@@ -115,6 +159,8 @@ class Fault(_Model):
             raise ValueError("loss needs percent")
         if self.fault == "rate" and self.mbit is None:
             raise ValueError("rate needs mbit")
+        if self.fault == "link-flap" and self.count * self.period > MAX_TIME:
+            raise ValueError(f"a flap of count x period beyond {MAX_TIME:g} s")
         return self
 
 
@@ -122,19 +168,21 @@ class Scenario(_Model):
     """A scenario: the root of `scenario.yaml`."""
 
     name: str = Field("scenario", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-    description: str = ""
+    description: str = Field("", max_length=4000)
     settle: float = Field(2.0, ge=0, le=600, description="seconds to watch after the last event")
     sample_interval: float = Field(0.25, ge=0.05, le=10, description="counter sampling period")
     capture: list[str] = Field(
-        default_factory=list, description="links (NODE:PORT) to capture into pcap files"
+        default_factory=list,
+        max_length=64,
+        description="links (NODE:PORT) to capture into pcap files",
     )
-    traffic: list[Traffic] = Field(default_factory=list)
-    faults: list[Fault] = Field(default_factory=list)
+    traffic: list[Traffic] = Field(default_factory=list, max_length=256)
+    faults: list[Fault] = Field(default_factory=list, max_length=1024)
     validate_: dict[str, dict[str, Any]] = Field(
         default_factory=dict, alias="validate", description="validator name -> thresholds"
     )
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
     @property
     def duration(self) -> float:
@@ -161,13 +209,97 @@ def _check_names(scenario: Scenario, lab: Lab, file: str) -> None:
                 f"no class {t.traffic_class!r} (lab has {', '.join(classes)})",
             )
     for i, link in enumerate(scenario.capture):
-        if link.split(":")[0] not in lab.graph.nodes or ":" not in link:
-            raise InputError(file, f"capture.{i}", f"no link {link!r} in lab {lab.name}")
+        _check_link(lab, link, file, f"capture.{i}", f"capture.{i}")
     for i, f in enumerate(scenario.faults):
-        for target in (f.link, f.node):
-            node = (target or "").split(":")[0]
-            if target and node not in lab.graph.nodes:
-                raise InputError(file, f"faults.{i}", f"no node {node!r} in lab {lab.name}")
+        if f.link:
+            _check_link(lab, f.link, file, f"faults.{i}.link", f"faults.{i}")
+        if f.node and f.node not in lab.graph.nodes:
+            raise InputError(file, f"faults.{i}", f"no node {f.node!r} in lab {lab.name}")
+
+
+def _check_link(lab: Lab, spec: str, file: str, key: str, node_key: str) -> None:
+    """`NODE:PORT` (a port or its Linux name) or `NODE:PEER` (a neighbour) of the lab."""
+    node, _, port = spec.partition(":")
+    if node not in lab.graph.nodes:
+        raise InputError(file, node_key, f"no node {node!r} in lab {lab.name}")
+    ports = lab.ifmap.get(node, {})
+    linux = {names.get("netns") for names in ports.values()}
+    if port not in ports and port not in linux and port not in lab.graph[node]:
+        raise InputError(file, key, f"{node} has no port or neighbour {port!r}")
+
+
+def _check_rate(scenario: Scenario, lab: Lab, file: str) -> None:
+    """The frames per second of the phases running at each phase's start stay within
+    `MAX_PPS`; collectives need two ranks (halving-doubling a power of two)."""
+    servers = len(lab.nodes("server"))
+    rates = []
+    for i, t in enumerate(scenario.traffic):
+        n = servers if t.servers == "all" else len(t.servers)
+        collective = t.kind not in ("backup", "micro_bursts", "incast")
+        if collective and n < 2:
+            raise InputError(file, f"traffic.{i}", f"{t.kind} needs two servers or more")
+        if t.kind == "all_reduce" and t.algorithm == "halving_doubling" and n & (n - 1):
+            raise InputError(
+                file, f"traffic.{i}", f"halving_doubling needs a power of two ranks, not {n}"
+            )
+        rates.append(t.flows(servers) * t.pps)
+    for i, t in enumerate(scenario.traffic):
+        now = sum(
+            rate
+            for other, rate in zip(scenario.traffic, rates, strict=True)
+            if other.at <= t.at < other.at + other.duration
+        )
+        if now > MAX_PPS:
+            raise InputError(
+                file,
+                f"traffic.{i}",
+                f"{now:,.0f} frames/s from t={t.at:g} s (flows x pps of the phases running "
+                f"then); this machine sends at most {MAX_PPS:,}",
+            )
+
+
+def _check_thresholds(scenario: Scenario, file: str) -> None:
+    """Each threshold given has the type of its default: a number (finite, not negative),
+    a flag, a word, or a list of words."""
+    for name, given in scenario.validate_.items():
+        if given is None:
+            continue
+        if not isinstance(given, dict):
+            raise InputError(file, f"validate.{name}", "must be a mapping of thresholds")
+        defaults = registry.get(name).defaults if name in _known() else {}
+        for key, value in given.items():
+            if key not in defaults:
+                continue  # verdict.check_names names it
+            problem = _threshold_problem(defaults[key], value)
+            if problem:
+                raise InputError(file, f"validate.{name}.{key}", problem)
+
+
+def _known() -> set[str]:
+    return {v.name for kind in ("static", "dynamic") for v in registry.available(kind)}
+
+
+def _threshold_problem(default: Any, value: Any) -> str | None:
+    """What is wrong with a threshold's value, judged by its default's type (None if fine).
+
+    >>> _threshold_problem(1.5, "x"), _threshold_problem(1.5, 2), _threshold_problem(1, 2.5)
+    ("must be a number, not 'x'", None, 'must be a whole number, not 2.5')
+    """
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else f"must be true or false, not {value!r}"
+    if isinstance(default, int | float):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not math.isfinite(value) or not 0 <= value <= 1e12:
+            return f"must be a number, not {value!r}"[:120]
+        if isinstance(default, int) and not float(value).is_integer():
+            return f"must be a whole number, not {value!r}"
+        return None
+    if isinstance(default, str):
+        return None if isinstance(value, str) and len(value) <= 200 else "must be a word"
+    if isinstance(default, list):
+        words = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        return None if words and len(value) <= 64 else "must be a list of words"
+    return None
 
 
 def load(path: Path, lab: Lab) -> Scenario:
@@ -177,6 +309,8 @@ def load(path: Path, lab: Lab) -> Scenario:
     data = strict_yaml(path)
     scenario = parse_model(Scenario, data, str(path))
     _check_names(scenario, lab, str(path))
+    _check_rate(scenario, lab, str(path))
+    _check_thresholds(scenario, str(path))
     verdict.check_names(scenario.validate_, str(path))
     return scenario
 

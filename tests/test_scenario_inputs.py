@@ -1,0 +1,113 @@
+"""Everything a scenario says is bounded and type-checked before a twin is deployed for it.
+
+Each case was accepted before: a time that is infinite or beyond any run, a daemon that FRR
+does not have, a link whose second half names nothing, a threshold that is not a number, or
+traffic a 2-core machine cannot send (64 QPs x 200,000 pps of all-to-all for an hour).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import lab_name, write_lab
+
+from twin.errors import InputError
+from twin.labdir import Lab
+from twin.scenario import model as scenarios
+
+GOOD: dict[str, Any] = {
+    "name": "good",
+    "traffic": [
+        {"at": 0, "duration": 3, "kind": "all_reduce", "servers": "all", "qps": 2},
+        {"at": 1, "duration": 1, "kind": "backup", "src": "server1", "dst": "server3"},
+    ],
+    "faults": [
+        {"at": 1, "fault": "link-down", "link": "leaf1:spine1"},
+        {"at": 2, "fault": "daemon-kill", "node": "spine1", "daemon": "bfdd"},
+    ],
+    "capture": ["leaf1:Ethernet0"],
+    "validate": {"failover": {"max_loss_ms": 2000}, "ecmp_spread": {"max_over_mean": 1.5}},
+}
+
+
+def changed(path: str, value: Any) -> dict[str, Any]:
+    """GOOD with one value replaced (`path` like "traffic.1.dst")."""
+    data: dict[str, Any] = json.loads(json.dumps(GOOD))
+    *parents, last = path.split(".")
+    node: Any = data
+    for p in parents:
+        node = node[int(p)] if isinstance(node, list) else node[p]
+    node[int(last) if isinstance(node, list) else last] = value
+    return data
+
+
+CASES: dict[str, tuple[dict[str, Any], str]] = {
+    "at inf": (changed("traffic.0.at", float("inf")), "traffic.0.at: "),
+    "at 1e308": (changed("faults.0.at", 1e308), "faults.0.at: "),
+    "duration nan": (changed("traffic.0.duration", float("nan")), "traffic.0.duration: "),
+    "an unknown daemon": (changed("faults.1.daemon", "sshd"), "faults.1.daemon: "),
+    "a link to no port": (changed("faults.0.link", "leaf1:nowhere"), "faults.0.link: "),
+    "a capture of no port": (changed("capture.0", "leaf1:Ethernet999"), "capture.0: "),
+    "a threshold not a number": (
+        changed("validate.ecmp_spread.max_over_mean", "é日本"),
+        "validate.ecmp_spread.max_over_mean: ",
+    ),
+    "a threshold infinite": (
+        changed("validate.failover.max_loss_ms", float("inf")),
+        "validate.failover.max_loss_ms: ",
+    ),
+    "more traffic than the machine sends": (
+        changed(
+            "traffic.0",
+            {
+                "at": 0,
+                "duration": 3600,
+                "kind": "all_to_all",
+                "servers": "all",
+                "qps": 64,
+                "pps": 200000,
+            },
+        ),
+        "traffic.0: ",
+    ),
+    "a flap that never ends": (
+        changed(
+            "faults.0", {"at": 0, "fault": "link-flap", "link": "leaf1:spine1", "count": 10**9}
+        ),
+        "faults.0",
+    ),
+    "a backup to itself": (changed("traffic.1.dst", "server1"), "traffic.1: "),
+    "a server twice": (changed("traffic.0.servers", ["server1", "server1"]), "traffic.0: "),
+}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
+    """The small lab with two leaf pairs."""
+    return Lab.open(write_lab(tmp_path_factory.mktemp("scenarios") / "lab", lab_name()))
+
+
+def test_the_good_scenario_loads(lab: Lab, tmp_path: Path) -> None:
+    path = tmp_path / "good.yaml"
+    path.write_text(yaml.safe_dump(GOOD))
+    assert scenarios.load(path, lab).faults[1].daemon == "bfdd"
+
+
+@pytest.mark.parametrize("example", sorted(Path("examples/scenarios").glob("*.yaml")), ids=str)
+def test_the_example_scenarios_load(lab: Lab, example: Path) -> None:
+    scenarios.load(example, lab)
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_a_scenario_out_of_bounds_is_refused(lab: Lab, tmp_path: Path, case: str) -> None:
+    data, expected = CASES[case]
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True))
+    with pytest.raises(InputError) as refused:
+        scenarios.load(path, lab)
+    message = str(refused.value)
+    assert message.startswith(f"{path}: ") and expected in message and "\n" not in message
