@@ -56,6 +56,7 @@ def test_reference_lab_passes_every_static_validator(tmp_path: Path) -> None:
     assert {r.validator for r in results} == {
         *QOS,
         "deadlock",
+        "fib_reachability",
         "mlag_consistency",
         "yang",
     }
@@ -92,7 +93,14 @@ def static_route_looping_between_two_spines(lab: Lab) -> None:
         add_frr_line(lab, spine, f"ip route {subnet} {neighbor_address(lab, spine, 'leaf3')}")
 
 
+def one_path_per_prefix_on_leaf3(lab: Lab) -> None:
+    """`maximum-paths 1`: leaf3 uses one spine where the deploy waits for both."""
+    path = lab.path / "configs" / "leaf3" / "frr.conf"
+    path.write_text(path.read_text().replace("maximum-paths 64", "maximum-paths 1"))
+
+
 CATALOGUE = [
+    (one_path_per_prefix_on_leaf3, "fib_reachability", ("leaf3", "", "FIB")),
     (pfc_off_on_a_spine_port, "pfc_consistency", ("spine1", "Ethernet8", "PORT_QOS_MAP")),
     (roce_dscp_24_instead_of_26, "pfc_consistency", ("leaf3", "Ethernet0", "DSCP_TO_TC_MAP")),
     (
@@ -105,7 +113,11 @@ CATALOGUE = [
         "pfc_consistency",
         ("leaf2", "Ethernet0", "WRED_PROFILE|RDMA_ECN"),
     ),
-    (static_route_looping_between_two_spines, "deadlock", ("leaf3", "Ethernet24", "FIB")),
+    (
+        static_route_looping_between_two_spines,
+        "deadlock,fib_reachability",
+        ("leaf3", "Ethernet24", "FIB"),
+    ),
 ]
 
 
@@ -119,9 +131,9 @@ def test_broken_lab_is_caught_by_the_right_validator(
     breaks(small)
     by_name = validate(small)
     failed = {name for name, rs in by_name.items() if any(r.status is Status.FAIL for r in rs)}
-    assert failed == {catcher}
+    assert failed == set(catcher.split(","))
     assert by_name["config_drift"][0].status is Status.INFO
-    findings = [f for r in by_name[catcher] for f in r.findings]
+    findings = [f for r in by_name[catcher.split(",")[0]] for f in r.findings]
     device, port, table = where
     assert any(
         f.device == device and port in f.port.split(",") and f.where == table for f in findings
@@ -337,4 +349,22 @@ def test_a_harmless_edit_is_listed_as_drift_and_validate_passes(
     assert cli.main(["validate", str(small.path), "--failures", "0"]) == 0
     out = capsys.readouterr().out
     assert "| config_drift | fabric | info | 1 difference on leaf1 from what the intent" in out
-    assert "8 passed, 0 failed, 0 not observable, 1 informational" in out
+    assert "9 passed, 0 failed, 0 not observable, 1 informational" in out
+
+
+def test_fib_reachability_names_what_the_deploy_would_wait_for(small: Lab) -> None:
+    one_path_per_prefix_on_leaf3(small)
+    fib, _ = validate(small, ["fib_reachability"])["fib_reachability"]
+    assert [str(f) for f in fib.findings] == ["leaf3 FIB: 10.2.0.0/29 has 1/2 paths"]
+
+
+def test_a_server_left_single_homed_is_found_under_failure(small: Lab) -> None:
+    """leaf2's port to server1 is down: server1 is reached over the peer-link until its only
+    remaining link fails."""
+    edit_json(small, "leaf2", lambda db: db["PORT"]["Ethernet0"].update(admin_status="down"))
+    fib, failures = validate(small, ["fib_reachability"])["fib_reachability"]
+    assert fib.status is Status.PASS
+    assert failures.status is Status.FAIL
+    lost = {(f.device, f.where) for f in failures.findings if f.message.startswith("server1:")}
+    assert ("leaf3", "leaf1:Ethernet0-server1:nic0 down") in lost
+    assert ("leaf2", "leaf1:Ethernet16-leaf2:Ethernet16 down") in lost

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from labs import events, state
-from labs.netns import frr, netlink, processes
+from labs.netns import frr, neighbours, netlink, processes
 from labs.netns.cleanup import claim, cleanup, namespaces_of
 from labs.netns.plan import Plan, build
 from twin import labcheck
+from twin.design.graph import remote_subnets, uplink_width
 from twin.errors import LabError
 from twin.labdir import Lab
 
@@ -81,6 +82,10 @@ def deploy(lab: Lab, timeout: float = 60, progress: Progress = _quiet) -> dict[s
             netlink.create(node.netns)
             st.namespaces.append(node.netns)
         st.save(lab.path)
+        raised = neighbours.make_room(len(plan.veths))
+        if raised:
+            shown = ", ".join(f"{k} {v}" for k, v in raised.items())
+            progress(f"raised the host's ARP table limits (shared by all namespaces): {shown}")
         progress(f"creating {len(plan.veths)} links")
         for veth in plan.veths:
             sockets.veth(plan.netns(veth.a), veth, plan.netns(veth.b))
@@ -176,17 +181,6 @@ def _servers(plan: Plan) -> str:
     return "soft-RoCE devices added"
 
 
-def expected_width(lab: Lab, leaf: str) -> int:
-    """ECMP width a leaf should reach: its spines (one routed bundle each)."""
-    spines = {p for p in lab.graph.neighbors(leaf) if lab.graph.nodes[p]["role"] == "spine"}
-    return len(spines)
-
-
-def _remote_subnets(lab: Lab, leaf: str) -> list[str]:
-    mine = {lab.graph.nodes[leaf]["subnet"]}
-    return sorted({lab.graph.nodes[other]["subnet"] for other in lab.nodes("leaf")} - mine)
-
-
 RTNH_F_DEAD = 1
 RTNH_F_LINKDOWN = 16
 UNUSABLE = RTNH_F_DEAD | RTNH_F_LINKDOWN
@@ -224,10 +218,10 @@ def _converge(lab: Lab, plan: Plan, sockets: netlink.Sockets, timeout: float) ->
         missing = []
         for leaf in lab.nodes("leaf"):
             routes = ecmp_routes(sockets, plan.netns(leaf))
-            width = expected_width(lab, leaf)
+            width = uplink_width(lab.graph, leaf)
             missing += [
                 f"{leaf}: {s} has {routes.get(s, 0)}/{width} paths"
-                for s in _remote_subnets(lab, leaf)
+                for s in remote_subnets(lab.graph, leaf)
                 if routes.get(s, 0) != width
             ]
         routes_s = time.monotonic() - start

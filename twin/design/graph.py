@@ -102,12 +102,39 @@ def ports_of(graph: nx.MultiGraph, node: str) -> list[Port]:
         mine, theirs = ("a", "b") if e["a"] == node else ("b", "a")
         ports.append(
             Port(
-                e[f"{mine}_port"], e[f"{mine}_index"], e["speed"], e["cable_m"], e["kind"],
-                e[theirs], e[f"{theirs}_port"], e[f"{mine}_bundle"], e[f"{mine}_ip"],
+                e[f"{mine}_port"],
+                e[f"{mine}_index"],
+                e["speed"],
+                e["cable_m"],
+                e["kind"],
+                e[theirs],
+                e[f"{theirs}_port"],
+                e[f"{mine}_bundle"],
+                e[f"{mine}_ip"],
                 e[f"{theirs}_ip"],
             )
         )
     return sorted(ports, key=lambda p: p.index)
+
+
+def uplink_width(graph: nx.MultiGraph, leaf: str) -> int:
+    """The ECMP width a leaf reaches remote leaves with: one routed bundle per switch above it.
+
+    >>> g = nx.MultiGraph()
+    >>> g.add_nodes_from([("leaf1", {"role": "leaf"}), ("s1", {"role": "spine"}),
+    ...                   ("s2", {"role": "spine"}), ("l2", {"role": "leaf"})])
+    >>> _ = g.add_edges_from([("leaf1", "s1"), ("leaf1", "s1"), ("leaf1", "s2"), ("leaf1", "l2")])
+    >>> uplink_width(g, "leaf1")
+    2
+    """
+    return len({p for p in graph.neighbors(leaf) if graph.nodes[p]["role"] == "spine"})
+
+
+def remote_subnets(graph: nx.MultiGraph, leaf: str) -> list[str]:
+    """The server subnets of every other leaf (not the leaf's own, shared with its MLAG peer)."""
+    mine = graph.nodes[leaf]["subnet"]
+    leaves = [n for n, role in graph.nodes(data="role") if role == "leaf"]
+    return sorted({graph.nodes[n]["subnet"] for n in leaves} - {mine})
 
 
 def l3_interfaces(ports: list[Port]) -> dict[str, tuple[str, list[Port]]]:
@@ -195,7 +222,10 @@ class _Builder:
                 self.switch(f"spine{p * s.spines_per_pod + j + 1}", "spine", p, asn, f.spines.speed)
         for i in range(s.leaves):
             self.switch(
-                f"leaf{i + 1}", "leaf", i // s.leaves_per_pod, f.asn.leaf_base + i + 1,
+                f"leaf{i + 1}",
+                "leaf",
+                i // s.leaves_per_pod,
+                f.asn.leaf_base + i + 1,
                 f.leaves.speed,
             )
         self.attach_servers()
@@ -226,7 +256,10 @@ class _Builder:
                 number += 1
                 server = f"{f.servers.name_prefix}{number}"
                 self.g.add_node(
-                    server, role="server", group=group, address=f"{next(hosts)}/{prefixlen}",
+                    server,
+                    role="server",
+                    group=group,
+                    address=f"{next(hosts)}/{prefixlen}",
                     leaves=leaves,
                 )
                 for nic, leaf in enumerate(leaves):
@@ -258,7 +291,12 @@ class _Builder:
             for group in range(groups):
                 a, b = f"leaf{2 * group + 1}", f"leaf{2 * group + 2}"
                 self.link(
-                    "peerlink", a, b, s.peer_link_ports, f.leaves.speed, f.cables.peer_link,
+                    "peerlink",
+                    a,
+                    b,
+                    s.peer_link_ports,
+                    f.leaves.speed,
+                    f.cables.peer_link,
                     bundles=(PEER_LINK_BUNDLE, PEER_LINK_BUNDLE),
                 )
 
@@ -274,7 +312,12 @@ class _Builder:
             for j in range(s.spines_per_pod):
                 spine = spines[pod * s.spines_per_pod + j]
                 self.link(
-                    "fabric", leaf, spine, s.uplinks_per_spine, f.uplink_speed, f.cables.leaf_spine,
+                    "fabric",
+                    leaf,
+                    spine,
+                    s.uplinks_per_spine,
+                    f.uplink_speed,
+                    f.cables.leaf_spine,
                     bundles=(
                         uplink_bundle(j, s.server_ports_per_leaf),
                         f"PortChannel{position + 1}",
@@ -315,8 +358,9 @@ def _check_asns(fabric: Fabric, sizing: Sizing, file: str) -> None:
     leaves = range(asn.leaf_base + 1, asn.leaf_base + sizing.leaves + 1)
     if leaves[-1] > MAX_ASN:
         raise DesignError(
-            file, "asn.leaf_base", f"{sizing.leaves} leaves need AS numbers up to {leaves[-1]}, "
-            f"above {MAX_ASN}",
+            file,
+            "asn.leaf_base",
+            f"{sizing.leaves} leaves need AS numbers up to {leaves[-1]}, above {MAX_ASN}",
         )
     if spines[-1] > MAX_ASN:
         raise DesignError(
@@ -324,8 +368,9 @@ def _check_asns(fabric: Fabric, sizing: Sizing, file: str) -> None:
         )
     if spines.start < leaves.stop and leaves.start < spines.stop:
         raise DesignError(
-            file, "asn.leaf_base", f"leaf AS numbers {_span(leaves)} overlap the spines' "
-            f"{_span(spines)}",
+            file,
+            "asn.leaf_base",
+            f"leaf AS numbers {_span(leaves)} overlap the spines' {_span(spines)}",
         )
     if sizing.superspines and (asn.superspine in leaves or asn.superspine in spines):
         raise DesignError(

@@ -54,7 +54,8 @@ def link_name(link: Link) -> str:
     return f"{link[0]}:{link[1]}-{link[2]}:{link[3]}"
 
 
-def _apply(fib: Fib, delta: FibDelta) -> Fib:
+def apply_delta(fib: Fib, delta: FibDelta) -> Fib:
+    """The FIB with a failure's changes applied."""
     changed = {
         n: {p: h for p, h in {**fib[n], **d}.items() if h is not None} for n, d in delta.items()
     }
@@ -83,7 +84,7 @@ def failure_cycles(
         if not graph.may_close_cycle(extra):
             continue
         counts["rechecked"] += 1
-        after = BufferGraph(graph.w, _apply(routing.fib, delta), set(graph.dscps))
+        after = BufferGraph(graph.w, apply_delta(routing.fib, delta), set(graph.dscps))
         where = " + ".join(map(link_name, failed)) + " down"
         found += [
             (c, where) for c in after.cycles(limit) if not any(set(c.component) <= k for k in known)

@@ -25,7 +25,8 @@ def add_selection(p: argparse.ArgumentParser) -> None:
         "--failures",
         type=int,
         choices=(0, 1, 2),
-        help="links failed at once in the deadlock check: 0 none, 1 each (default), 2 each pair",
+        help="links failed at once in the deadlock and fib_reachability checks: 0 none, "
+        "1 each (default), 2 each pair",
     )
     p.add_argument(
         "--set",
@@ -48,7 +49,8 @@ def selection(args: argparse.Namespace) -> tuple[list[Validator], dict[str, dict
         registry.select("static", [name])
         given.setdefault(name, {})[threshold] = yaml.safe_load(value)
     if args.failures is not None:
-        given.setdefault("deadlock", {})["failures"] = args.failures
+        for name in ("deadlock", "fib_reachability"):
+            given.setdefault(name, {})["failures"] = args.failures
     return chosen, given
 
 

@@ -1,0 +1,171 @@
+"""`fib_reachability`: every leaf reaches every server, over full ECMP, in the FIBs the configs
+converge to, with all links up and after every single-link failure."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator
+from ipaddress import IPv4Address, IPv4Network
+from itertools import combinations
+
+from twin.design.graph import remote_subnets, uplink_width
+from twin.labdir import Lab
+from twin.model.fib import Fib, FibDelta, Link, Lpm
+from twin.model.routing import Routing
+from twin.model.wiring import Wiring, links
+from validators.registry import Params, static
+from validators.result import Finding, Result, verdict
+from validators.static.deadlock import apply_delta, link_name
+
+GOOD = ""
+
+
+class Walk:
+    """Where packets to one address go from each switch of a FIB: GOOD when every ECMP branch
+    delivers them, else why not (a black hole or a loop, with the switch where it happens)."""
+
+    def __init__(self, lpms: dict[str, Lpm], address: IPv4Address, owner: str) -> None:
+        self.lpms, self.address, self.owner = lpms, int(address), owner
+        self.verdicts: dict[str, str] = {owner: GOOD}
+        self.open: set[str] = set()
+
+    def __call__(self, node: str) -> str:
+        """GOOD, or the first problem on the way from `node`."""
+        known = self.verdicts.get(node)
+        if known is not None:
+            return known
+        if node in self.open:
+            return f"loops back to {node}"
+        lpm = self.lpms.get(node)
+        if lpm is None:
+            return f"reaches {node}, not {self.owner}"
+        self.open.add(node)
+        hops = lpm(self.address)
+        why = GOOD
+        if not hops:
+            why = f"black hole at {node} ({'no route' if hops is None else 'dropped'})"
+        else:
+            for hop in hops:
+                why = self(hop.node)
+                if why:
+                    break
+        self.open.discard(node)
+        self.verdicts[node] = why
+        return why
+
+
+def _lpms(fib: Fib, nodes: Iterable[str]) -> dict[str, Lpm]:
+    return {n: Lpm(fib[n]) for n in nodes}
+
+
+def _problems(
+    lpms: dict[str, Lpm], servers: dict[str, IPv4Address], leaves: list[str]
+) -> Iterator[tuple[str, str, str]]:
+    """(leaf, server, problem) for every server some leaf cannot deliver to."""
+    for server, address in servers.items():
+        walk = Walk(lpms, address, server)
+        for leaf in leaves:
+            why = walk(leaf)
+            if why:
+                yield leaf, server, why
+
+
+def _suspects(
+    fib: Fib, delta: FibDelta, switches: Collection[str]
+) -> list[tuple[str, IPv4Network]]:
+    """The routes a failure changed other than by dropping some of their next hops. When a
+    failure only drops next hops and leaves at least one, every path it leaves was a path
+    before: nothing that delivered stops delivering, so only these routes need a walk."""
+    found = []
+    for node, changes in delta.items():
+        if node not in switches:
+            continue
+        for prefix, hops in changes.items():
+            before = fib[node].get(prefix)
+            if not hops or before is None or not set(hops) <= set(before):
+                found.append((node, prefix))
+    return found
+
+
+def _narrow(fib: Fib, lab: Lab) -> list[Finding]:
+    """Leaves whose route to a remote server subnet has fewer next hops than uplinks: what the
+    netns deploy waits for (`twin.design.graph.uplink_width`, `remote_subnets`)."""
+    found = []
+    for leaf in lab.nodes("leaf"):
+        width = uplink_width(lab.graph, leaf)
+        for subnet in remote_subnets(lab.graph, leaf):
+            hops = fib[leaf].get(IPv4Network(subnet), ())
+            if len(hops) != width:
+                found.append(Finding(leaf, f"{subnet} has {len(hops)}/{width} paths", "", "FIB"))
+    return found
+
+
+@static("fib_reachability", failures=1)
+def fib_reachability(lab: Lab, params: Params) -> list[Result]:
+    """Every leaf delivers to every server along every ECMP branch of the FIBs the configs
+    converge to, over all its uplinks; and still delivers after any `failures` (1) links fail
+    (0: none, 2: every pair).
+
+    Scope `FIB` (all links up): from each leaf, every next hop toward each server's address,
+    switch by switch, ends at the server (no black hole, no loop), and the route to each
+    remote leaf's server subnet has one next hop per uplink (the ECMP width the netns deploy
+    waits for). Scope `K-link failures`: after each set of K links fails (a single-homed
+    server's own link is left out) and routing reconverges, every leaf still delivers to
+    every server.
+
+    >>> from validators.examples import tiny_lab, edit_json
+    >>> lab = tiny_lab()
+    >>> for r in fib_reachability(lab, {"failures": 1}):
+    ...     print(r.scope, r.status.value, r.reason)
+    FIB pass 4 paths (2 leaves x 2 servers) deliver over full ECMP width
+    1-link failures pass every server reachable from every leaf after each of 9 failures
+    >>> edit_json(lab, "leaf2", lambda db: db["PORT"]["Ethernet0"].update(admin_status="down"))
+    >>> print(fib_reachability(lab, {"failures": 1})[1].findings[-1])
+    leaf2 leaf1:Ethernet16-leaf2:Ethernet16 down: server1: black hole at leaf2 (dropped)
+    """
+    wiring = Wiring(lab)
+    servers = {h.name: h.address.ip for h in wiring.hosts.values()}
+    routing = Routing(wiring, servers.values())
+    fib = routing.fib
+    switches = list(wiring.routers)
+    leaves = lab.nodes("leaf")
+    lpms = _lpms(fib, switches)
+    findings = [
+        Finding(leaf, f"{s}: {why}", "", "FIB") for leaf, s, why in _problems(lpms, servers, leaves)
+    ]
+    findings += _narrow(fib, lab)
+    ok = (
+        f"{len(leaves) * len(servers)} paths ({len(leaves)} leaves x {len(servers)} servers) "
+        "deliver over full ECMP width"
+    )
+    figures = {"leaves": len(leaves), "servers": len(servers)}
+    results = [verdict("fib_reachability", "FIB", findings, ok, figures)]
+    k = params["failures"]
+    if not k:
+        return results
+    failed: list[Finding] = []
+    checked = 0
+    for failed_links in combinations(_failable(lab), k):
+        checked += 1
+        delta = routing.after(failed_links)
+        suspects = _suspects(fib, delta, lpms.keys())
+        if not suspects:
+            continue
+        changed = {**lpms, **_lpms(apply_delta(fib, delta), {n for n, _ in suspects})}
+        for server, address in servers.items():
+            starts = [n for n, prefix in suspects if address in prefix]
+            walk = Walk(changed, address, server)
+            if any(walk(n) for n in starts):
+                for leaf in leaves:
+                    if why := walk(leaf):
+                        where = " + ".join(map(link_name, failed_links)) + " down"
+                        failed.append(Finding(leaf, f"{server}: {why}", "", where))
+    ok = f"every server reachable from every leaf after each of {checked} failures"
+    figures = {"failure_sets": checked}
+    results.append(verdict("fib_reachability", f"{k}-link failures", failed, ok, figures))
+    return results
+
+
+def _failable(lab: Lab) -> list[Link]:
+    """Every link but the only link of a single-homed server (its loss is no routing matter)."""
+    single = {s for s in lab.nodes("server") if lab.graph.degree(s) < 2}
+    return [link for link in links(lab) if not ({link[0], link[2]} & single)]
