@@ -751,6 +751,39 @@ def test_dscp_preserved_fails_a_flow_received_with_another_dscp(
     ]
 
 
+def test_dscp_preserved_judges_two_classes_on_one_pair_per_class(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """All-Reduce and a backup between server1 and server3 on queue pair 0: the receiver
+    counts both under one flow id, so each record shows both DSCPs (small's default
+    scenario once failed this: "sent DSCP 26, received [10, 26]")."""
+    both = {26: 500, 10: 500}
+    run.flows = [
+        flow("server1", "server3", dscp_received=both),
+        flow("server1", "server3", cls="storage", dscp_sent=10, dscp_received=both),
+    ]
+    results = by_scope(check("dscp_preserved", lab, run.write()))
+    assert {s: (r.status, r.reason) for s, r in results.items()} == {
+        "roce": (Status.PASS, "500 packets of class roce arrived with DSCP 26"),
+        "storage": (Status.PASS, "500 packets of class storage arrived with DSCP 10"),
+    }
+
+
+def test_dscp_preserved_lists_a_rewrite_once(lab: Lab, run: SyntheticRun) -> None:
+    rewritten = {26: 500, 10: 200, 0: 300}
+    run.flows = [
+        flow("server1", "server3", dscp_received=rewritten),
+        flow("server1", "server3", cls="storage", dscp_sent=10, dscp_received=rewritten),
+        flow("server2", "server4", 1, dscp_received={0: 500}),
+        flow("server2", "server4", 2, dscp_received={0: 500}),
+    ]
+    result = by_scope(check("dscp_preserved", lab, run.write()))["roce"]
+    assert [str(f) for f in result.findings] == [
+        "server1->server3 path: sent DSCP 10 and 26, received [0, 10, 26]",
+        "server2->server4 path: sent DSCP 26, received [0]",
+    ]
+
+
 def test_dscp_preserved_fails_a_server_marking_another_dscp(lab: Lab, run: SyntheticRun) -> None:
     run.flows = [
         flow("server1", "server3", 0),

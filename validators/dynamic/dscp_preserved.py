@@ -6,6 +6,7 @@ Two ways to fail, named apart: a server that marks a class with another DSCP tha
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from twin.labdir import Lab
@@ -16,47 +17,76 @@ from validators.result import Finding, Result, Status, verdict
 NAME = "dscp_preserved"
 
 
+def _groups(flows: list[dict[str, Any]]) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """Flows by what the receiver counts them under (destination, flow id). Flows of two
+    phases between the same servers on the same queue pair share one: their DSCP counts are
+    the sum of both, so they are judged together."""
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for f in flows:
+        groups.setdefault((f["dst"], int(f["flow_id"])), []).append(f)
+    return groups
+
+
+def _rewritten(group: list[dict[str, Any]]) -> str | None:
+    """What the path did to the DSCP of a group of flows, or None when every packet arrived
+    with a DSCP it was sent with (and no more packets with it than were sent)."""
+    sent: Counter[int] = Counter()
+    for f in group:
+        sent[int(f["dscp_sent"])] += int(f["sent"])
+    got = {int(d): int(n) for d, n in group[0]["dscp_received"].items()}
+    if all(d in sent and n <= sent[d] for d, n in got.items()):
+        return None
+    marks = " and ".join(str(d) for d in sorted(sent))
+    return f"sent DSCP {marks}, received {sorted(got)}"
+
+
 @dynamic(NAME)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
-    """One result per traffic class seen in the run."""
+    """One result per traffic class seen in the run.
+
+    A class fails when a server marks it with another DSCP than the policy (the host file
+    is named, once per server), or when a flow of it arrives with a DSCP it was not sent with
+    (the pair is named, once). Flows the receiver counts together (two phases on the same
+    pair and queue pair, e.g. All-Reduce and a backup) are judged together: each DSCP that
+    arrived must have been sent by one of them, no more often than it was sent.
+    """
     policy = {name: c.dscp for name, c in lab.fabric.qos.classes.items()}
-    by_class: dict[str, list[dict[str, Any]]] = {}
-    for flow in obs.flows:
-        by_class.setdefault(flow["class"], []).append(flow)
-    if not by_class:
+    if not obs.flows:
         return [Result(NAME, "classes", Status.NOT_OBSERVABLE, "the scenario sent no traffic")]
+    findings: dict[str, dict[Finding, None]] = {}
+    packets: Counter[str] = Counter()
+    flows: Counter[str] = Counter()
+    for group in _groups(obs.flows).values():
+        problem = _rewritten(group)
+        received = {int(d): int(n) for d, n in group[0]["dscp_received"].items()}
+        for cls in dict.fromkeys(f["class"] for f in group):
+            found = findings.setdefault(cls, {})
+            want = policy.get(cls)
+            packets[cls] += received.get(want, 0) if want is not None else 0
+            for f in group:
+                if f["class"] != cls:
+                    continue
+                flows[cls] += 1
+                if f["dscp_sent"] != want:
+                    message = f"marks class {cls} with DSCP {f['dscp_sent']}, policy says {want}"
+                    found[Finding(f["src"], message, where="host.json")] = None
+            if problem:
+                pair = f"{group[0]['src']}->{group[0]['dst']}"
+                found[Finding(pair, problem, where="path")] = None
     results = []
-    for cls, flows in sorted(by_class.items()):
+    for cls, found in sorted(findings.items()):
         want = policy.get(cls)
-        findings: list[Finding] = []
-        marked = sorted({(f["src"], f["dscp_sent"]) for f in flows if f["dscp_sent"] != want})
-        findings += [
-            Finding(
-                src, f"marks class {cls} with DSCP {dscp}, policy says {want}", where="host.json"
-            )
-            for src, dscp in marked
-        ]
-        for f in flows:
-            got = {int(d) for d in f["dscp_received"]}
-            if got - {f["dscp_sent"]}:
-                findings.append(
-                    Finding(
-                        f"{f['src']}->{f['dst']}",
-                        f"sent DSCP {f['dscp_sent']}, received {sorted(got)}",
-                        where="path",
-                    )
-                )
-        received = sum(f["received"] for f in flows)
+        ordered = sorted(found, key=lambda f: (f.where != "host.json", f.device, f.message))
         results.append(
             verdict(
                 NAME,
                 cls,
-                findings,
-                f"{received} packets of class {cls} arrived with DSCP {want}",
+                ordered,
+                f"{packets[cls]} packets of class {cls} arrived with DSCP {want}",
                 {
                     "policy_dscp": want if want is not None else "none",
-                    "flows": len(flows),
-                    "packets": received,
+                    "flows": flows[cls],
+                    "packets": packets[cls],
                 },
             )
         )
