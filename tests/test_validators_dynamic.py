@@ -326,8 +326,12 @@ def test_every_dynamic_validator_is_registered_with_documented_thresholds() -> N
 
 def crossing_flows(qps: int = 8) -> list[dict[str, Any]]:
     """Ring All-Reduce over the 4 servers, natural order: two pairs cross the spines."""
-    ring = [("server1", "server2"), ("server2", "server3"), ("server3", "server4"),
-            ("server4", "server1")]
+    ring = [
+        ("server1", "server2"),
+        ("server2", "server3"),
+        ("server3", "server4"),
+        ("server4", "server1"),
+    ]
     return [flow(s, d, qp) for s, d in ring for qp in range(qps)]
 
 
@@ -423,9 +427,12 @@ def test_failover_fails_a_300_packet_gap_after_link_down_at_100_pps(
     ]
     assert results["convergence"].status is Status.PASS
     # The same run passes a threshold above its loss window.
-    assert by_scope(check("failover", lab, run.write(), max_loss_ms=3500))[
-        "fault1 link-down leaf1:spine1"
-    ].status is Status.PASS
+    assert (
+        by_scope(check("failover", lab, run.write(), max_loss_ms=3500))[
+            "fault1 link-down leaf1:spine1"
+        ].status
+        is Status.PASS
+    )
 
 
 def test_failover_passes_a_short_gap(lab: Lab, run: SyntheticRun) -> None:
@@ -722,9 +729,7 @@ def test_mtu_does_not_judge_unreachable_pairs(lab: Lab, run: SyntheticRun) -> No
 # -- dscp_preserved ---------------------------------------------------------------------------
 
 
-def test_dscp_preserved_passes_each_class_with_its_policy_dscp(
-    lab: Lab, run: SyntheticRun
-) -> None:
+def test_dscp_preserved_passes_each_class_with_its_policy_dscp(lab: Lab, run: SyntheticRun) -> None:
     run.flows = [
         flow("server1", "server3"),
         flow("server1", "server4", cls="storage", dscp_sent=10),
@@ -798,9 +803,7 @@ def test_dscp_preserved_fails_a_server_marking_another_dscp(lab: Lab, run: Synth
 
 
 def test_dscp_preserved_is_not_observable_without_traffic(lab: Lab, run: SyntheticRun) -> None:
-    assert [r.status for r in check("dscp_preserved", lab, run.write())] == [
-        Status.NOT_OBSERVABLE
-    ]
+    assert [r.status for r in check("dscp_preserved", lab, run.write())] == [Status.NOT_OBSERVABLE]
 
 
 def test_deadlock_observed_passes_the_fibs_bgp_installs(lab: Lab, run: SyntheticRun) -> None:
