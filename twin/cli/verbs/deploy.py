@@ -15,7 +15,11 @@ HELP = "start a live twin of a lab directory (netns backend: namespaces, veths, 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of this verb."""
     p.add_argument("lab", type=Path, help="lab directory (twin generate)")
-    p.add_argument("--timeout", type=float, default=60, help="seconds to wait for convergence")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds to wait for convergence (default 60, 2 more per switch beyond 12)",
+    )
 
 
 def progress(message: str) -> None:

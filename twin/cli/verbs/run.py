@@ -45,7 +45,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="scenario.yaml (default: the default scenario)",
     )
     p.add_argument("--keep", action="store_true", help="leave the twin running afterwards")
-    p.add_argument("--timeout", type=float, default=60, help="seconds to wait for convergence")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds to wait for convergence (default 60, 2 more per switch beyond 12)",
+    )
 
 
 def _bar(total: float, stop: threading.Event) -> None:

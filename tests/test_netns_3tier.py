@@ -1,11 +1,16 @@
-"""The host's ARP table limits: raised for a lab's links, never lowered."""
+"""What the 3-tier fabric of 200 servers needs from the host and the deploy: ARP table limits
+raised for its links (never lowered), and time to converge."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from labs.netns import neighbours
+from labs.netns.lifecycle import convergence_timeout
 from labs.netns.plan import build
+from twin.labdir import Lab
 from validators.examples import generate
 
 REPO = Path(__file__).resolve().parent.parent
@@ -17,12 +22,25 @@ def fake_proc(tmp_path: Path, values: tuple[int, int, int]) -> Path:
     return tmp_path
 
 
-def test_a_three_tier_lab_of_200_servers_needs_more_than_the_default_limit(
-    tmp_path: Path,
-) -> None:
+@pytest.fixture(scope="module")
+def three_tier(tmp_path_factory: pytest.TempPathFactory) -> Lab:
+    """examples/reference.yaml with 200 servers: 30 leaves, 32 spines, 16 super-spines."""
+    tmp = tmp_path_factory.mktemp("3tier")
     fabric = (REPO / "examples" / "reference.yaml").read_text().replace("count: 50", "count: 200")
-    (tmp_path / "big.yaml").write_text(fabric)
-    plan = build(generate(tmp_path / "lab", tmp_path / "big.yaml"))
+    (tmp / "big.yaml").write_text(fabric)
+    return generate(tmp / "lab", tmp / "big.yaml")
+
+
+def test_the_deploy_waits_long_enough_for_78_switches(three_tier: Lab) -> None:
+    assert len(three_tier.switches()) == 78
+    # bench/bench_deploy.py --servers 200: converged in 108 s on two shared cores
+    assert convergence_timeout(three_tier) >= 120
+
+
+def test_a_three_tier_lab_of_200_servers_needs_more_than_the_default_limit(
+    three_tier: Lab, tmp_path: Path
+) -> None:
+    plan = build(three_tier)
     # every routed link's two ends resolve each other: more than the 1024 entries the
     # kernel allows by default, for all namespaces together
     assert 2 * len(plan.veths) > 1024
