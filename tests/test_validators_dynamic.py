@@ -25,6 +25,7 @@ from twin.labdir import Lab
 from twin.scenario.observations import Observations
 from validators import registry
 from validators.dynamic import bgp_health, failover
+from validators.examples import edit_json
 from validators.result import Result, Status
 
 REPO = Path(__file__).resolve().parent.parent
@@ -825,3 +826,85 @@ def test_deadlock_observed_finds_a_loop_the_live_fib_held(lab: Lab, run: Synthet
     results = check("deadlock_observed", lab, run.write())
     assert [r.status for r in results] == [Status.FAIL]
     assert "FIB end" in {f.where for f in results[0].findings}
+
+
+# -- lossless_isolation ------------------------------------------------------------------------
+
+
+def backup(src: str = "server1", dst: str = "server3", dscp: int = 10, **fields: Any) -> Any:
+    """A backup flow of the storage class, marked `dscp`."""
+    return flow(src, dst, cls="storage", dscp_sent=dscp, **fields)
+
+
+def test_lossless_isolation_passes_a_backup_in_the_lossy_class(lab: Lab, run: SyntheticRun) -> None:
+    run.kind = "backup"
+    run.flows = [backup(), backup("server2", "server4")]
+    results = by_scope(check("lossless_isolation", lab, run.write()))
+    assert {s: r.status for s, r in results.items()} == {
+        "bulk": Status.PASS,
+        "loss storage": Status.PASS,
+    }
+    assert results["loss storage"].reason == "lossy 0 of 1000 packets lost (0.00 %) outside faults"
+
+
+def test_lossless_isolation_fails_a_backup_marked_into_the_roce_priority_on_every_hop(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    run.kind = "backup"
+    run.flows = [backup(dscp=26)]
+    result = by_scope(check("lossless_isolation", lab, run.write()))["bulk"]
+    assert result.status is Status.FAIL
+    # server1 (leaf1/leaf2) to server3 (leaf3/leaf4): every switch of every ECMP branch
+    assert {f.device for f in result.findings} == {
+        "leaf1",
+        "leaf2",
+        "spine1",
+        "spine2",
+        "leaf3",
+        "leaf4",
+    }
+    first = result.findings[0]
+    assert (first.device, first.port, first.where) == ("leaf1", "Ethernet0", "PORT_QOS_MAP")
+    assert first.message == (
+        "backup phase allreduce enters with DSCP 26: lossless priority 3, shared with the "
+        "collectives"
+    )
+
+
+def test_lossless_isolation_reads_every_switch_on_the_path(tmp_path: Path) -> None:
+    """Only spine2 maps the storage DSCP into the lossless priority: the leaves' maps (all
+    the old check read) are right."""
+    lab = generate_lab(tmp_path / "lab", "viso")
+
+    def lossless_storage(db: dict[str, Any]) -> None:
+        db["DSCP_TO_TC_MAP"]["RDMA"]["10"] = "3"
+
+    edit_json(lab, "spine2", lossless_storage)
+    run = SyntheticRun(lab, kind="backup", flows=[backup()])
+    result = by_scope(check("lossless_isolation", lab, run.write()))["bulk"]
+    assert result.status is Status.FAIL
+    assert [(f.device, f.port) for f in result.findings] == [("spine2", "Ethernet0,Ethernet8")]
+
+
+def test_lossless_isolation_reports_loss_per_class(lab: Lab, run: SyntheticRun) -> None:
+    """RoCE lost 3 packets with no fault to explain them: lossless must lose nothing; the
+    backup lost 20 in the lossy class: reported, allowed."""
+    run.flows = [
+        flow("server1", "server3", gaps=[(1.0, 3)]),
+        backup("server2", "server4", gaps=[(2.0, 20)]),
+    ]
+    results = by_scope(check("lossless_isolation", lab, run.write()))
+    roce, storage = results["loss roce"], results["loss storage"]
+    assert roce.status is Status.FAIL
+    assert [str(f) for f in roce.findings] == [
+        "server1->server3 qp0 allreduce: 3 packets lost on a lossless priority, outside any fault"
+    ]
+    assert storage.status is Status.PASS
+    assert storage.reason == "lossy 20 of 500 packets lost (4.00 %) outside faults"
+
+
+def test_lossless_isolation_leaves_loss_in_a_fault_to_failover(lab: Lab, run: SyntheticRun) -> None:
+    run.fault(1.0, "link-down", link="leaf1:spine1")
+    run.flows = [flow("server1", "server3", gaps=[(1.2, 10)])]
+    roce = by_scope(check("lossless_isolation", lab, run.write()))["loss roce"]
+    assert (roce.status, roce.figures["lossless_lost"]) == (Status.PASS, 0)

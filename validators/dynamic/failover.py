@@ -34,26 +34,34 @@ def _began(fault: dict[str, Any]) -> float:
     return float(fault["t"])
 
 
+def spans(obs: Observations) -> list[tuple[dict[str, Any], float, float]]:
+    """Per fault that takes something away: (fault, from, until), the time during which a gap
+    that begins belongs to it: from half a second before it fired until half a second before
+    the next fault (a minute after the run for the last one)."""
+    faults = sorted(obs.run.get("faults", []), key=_began)
+    ends = [_began(f) - 0.5 for f in faults[1:]] + [obs.run["ended"] + 60] * bool(faults)
+    return [
+        (fault, _began(fault) - 0.5, until)
+        for fault, until in zip(faults, ends, strict=True)
+        if fault["fault"] in TAKES
+    ]
+
+
 def windows(obs: Observations) -> list[tuple[dict[str, Any], float, float, list[Finding]]]:
     """Per taking fault: (fault, worst loss window ms, recovery s, flows hit).
 
     A gap is (arrival time of the packet after it, packets missing); it began `missing / pps`
     seconds before that packet arrived, and belongs to the fault in force when it began.
     """
-    faults = sorted(obs.run.get("faults", []), key=_began)
-    ends = [_began(f) - 0.5 for f in faults[1:]] + [obs.run["ended"] + 60] * bool(faults)
     out = []
-    for fault, until in zip(faults, ends, strict=True):
-        if fault["fault"] not in TAKES:
-            continue
-        start = _began(fault)
+    for fault, start, until in spans(obs):
         worst_ms, recovered, hit = 0.0, 0.0, []
         for flow in obs.flows:
             for t, missing in flow.get("gaps", []):
-                if start - 0.5 <= t - missing / flow["pps"] < until:
+                if start <= t - missing / flow["pps"] < until:
                     ms = missing / flow["pps"] * 1000
                     worst_ms = max(worst_ms, ms)
-                    recovered = max(recovered, t - start)
+                    recovered = max(recovered, t - start - 0.5)
                     hit.append(
                         Finding(
                             f"{flow['src']}->{flow['dst']}",

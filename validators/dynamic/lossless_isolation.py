@@ -1,75 +1,188 @@
-"""`lossless_isolation`: bulk traffic must not ride the lossless priority of the collectives.
+"""`lossless_isolation`: bulk traffic stays out of the lossless priorities, and the lossless
+priorities lose nothing.
 
 The article's incident: a backup job marked into the RoCE class filled the lossless queue and
-its PFC pauses spread hop by hop, so All-Reduce latency spiked. For every phase that is not a
-collective (backup, micro-bursts, incast unless `allow_incast`), the DSCP its packets arrived
-with is classified the way each leaf's config does (DSCP_TO_TC_MAP, TC_TO_PRIORITY_GROUP_MAP,
-PORT_QOS_MAP pfc_enable); a phase landing on a PFC-enabled priority fails.
+its PFC pauses spread hop by hop, so All-Reduce latency spiked. Each flow's path is every
+switch port it can enter (every ECMP branch of the FIB the configs converge to, from its
+source server to its destination); at each, the DSCPs the flow was observed with (sent and
+received) are classified as that port's config does (DSCP_TO_TC_MAP through PORT_QOS_MAP,
+`global` as fallback; lossless when PORT_QOS_MAP `pfc_enable` has the TC). The scenario's
+`class:` names only what is reported.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import Any
+
 from twin.labdir import Lab
+from twin.model.fib import Fib, lookup
+from twin.model.routing import Routing
+from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
+from validators.dynamic.failover import spans
+from validators.qos_config import pfc_enabled, traffic_class
 from validators.registry import Params, dynamic
-from validators.result import Finding, Result, Status, verdict
+from validators.result import Figure, Finding, Result, Status, merged, verdict
 
 NAME = "lossless_isolation"
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 
+Ingress = tuple[str, str]
+"""A switch and the physical port a packet enters it by."""
 
-def lossless_dscps(lab: Lab, leaf: str) -> dict[int, int]:
-    """DSCP -> PFC priority, for the DSCPs a leaf classifies into a lossless priority."""
-    db = lab.config_db(leaf)
-    qos = db.get("PORT_QOS_MAP", {})
-    ports = [p for p in qos if p != "global"]
-    if not ports:
-        return {}
-    first = qos[ports[0]]
-    enabled = {int(p) for p in first.get("pfc_enable", "").split(",") if p}
-    dscp_map = db.get("DSCP_TO_TC_MAP", {}).get(first.get("dscp_to_tc_map", ""), {})
-    pg_map = db.get("TC_TO_PRIORITY_GROUP_MAP", {}).get(first.get("tc_to_pg_map", ""), {})
-    result = {}
-    for dscp, tc in dscp_map.items():
-        pg = int(pg_map.get(tc) or tc)
-        if int(tc) in enabled and pg in enabled:
-            result[int(dscp)] = int(tc)
-    return result
+
+def ingresses(wiring: Wiring, fib: Fib, src: str, dst: str) -> set[Ingress]:
+    """Every switch port a packet from server `src` to server `dst` may enter (every ECMP
+    branch)."""
+    address = wiring.hosts[dst].address.ip
+    seen: set[Ingress] = set()
+    todo = [src]
+    visited = {src}
+    while todo:
+        here = todo.pop()
+        for hop in lookup(fib[here], address) or ():
+            far = wiring.far(here, hop.port)
+            if far is None or far[0] not in wiring.routers:
+                continue
+            seen.update((far[0], port) for port in wiring.physical(*far))
+            if far[0] not in visited:
+                visited.add(far[0])
+                todo.append(far[0])
+    return seen
+
+
+def lossless_at(wiring: Wiring, point: Ingress, dscp: int) -> int | None:
+    """The PFC priority a DSCP gets entering a switch port, or None when it is lossy there."""
+    db = wiring.configs[point[0]]
+    tc = traffic_class(db, point[1], dscp)
+    return tc if tc in pfc_enabled(db, point[1]) else None
+
+
+def _observed(flow: dict[str, Any]) -> set[int]:
+    return {int(flow["dscp_sent"])} | {int(d) for d in flow["dscp_received"]}
+
+
+class _Paths:
+    """Flows' paths in the FIB the lab's configs converge to, cached per server pair."""
+
+    def __init__(self, lab: Lab) -> None:
+        self.wiring = Wiring(lab)
+        servers = [h.address.ip for h in self.wiring.hosts.values()]
+        self.fib = Routing(self.wiring, servers).fib
+        self._paths: dict[tuple[str, str], set[Ingress]] = {}
+
+    def __call__(self, flow: dict[str, Any]) -> set[Ingress]:
+        key = (flow["src"], flow["dst"])
+        if key not in self._paths:
+            self._paths[key] = ingresses(self.wiring, self.fib, *key)
+        return self._paths[key]
+
+    def lossless(self, flow: dict[str, Any]) -> bool:
+        """Whether every DSCP the flow arrived with is lossless at every port of its path."""
+        dscps = {int(d) for d in flow["dscp_received"]} or {int(flow["dscp_sent"])}
+        points = self(flow)
+        return bool(points) and all(
+            lossless_at(self.wiring, p, d) is not None for p in points for d in dscps
+        )
+
+
+def _bulk(obs: Observations, paths: _Paths, bulk: set[str]) -> list[Finding]:
+    """Bulk flows that enter a lossless priority somewhere on their path."""
+    kinds = {p["label"]: p["kind"] for p in obs.run["phases"]}
+    findings = []
+    for flow in obs.flows:
+        if flow["phase"] not in bulk:
+            continue
+        for switch, port in sorted(paths(flow)):
+            for dscp in sorted(_observed(flow)):
+                prio = lossless_at(paths.wiring, (switch, port), dscp)
+                if prio is not None:
+                    message = (
+                        f"{kinds[flow['phase']]} phase {flow['phase']} enters with DSCP "
+                        f"{dscp}: lossless priority {prio}, shared with the collectives"
+                    )
+                    findings.append(Finding(switch, message, port, "PORT_QOS_MAP"))
+    return merged(list(dict.fromkeys(findings)))
+
+
+def _unexplained(obs: Observations, flow: dict[str, Any]) -> int:
+    """Packets a flow lost that no fault explains: gaps that began outside every fault's
+    span (see `failover.spans`), and its tail when no fault was in force at the end."""
+    windows = [(start, until) for _, start, until in spans(obs)]
+    lost = 0
+    for t, missing in flow.get("gaps", []):
+        began = t - missing / flow["pps"]
+        if not any(start <= began < until for start, until in windows):
+            lost += int(missing)
+    ended = obs.run.get("ended", 0.0)
+    if not any(start <= ended < until for start, until in windows):
+        lost += int(flow.get("tail_lost", 0))
+    return lost
+
+
+def _loss(obs: Observations, paths: _Paths, cls: str, flows: list[dict[str, Any]]) -> Result:
+    """Loss of one class: none allowed on lossless flows outside faults; lossy reported."""
+    sent: Counter[str] = Counter()
+    lost: Counter[str] = Counter()
+    findings = []
+    for flow in flows:
+        kind = "lossless" if paths.lossless(flow) else "lossy"
+        sent[kind] += int(flow["sent"])
+        gone = _unexplained(obs, flow)
+        lost[kind] += gone
+        if kind == "lossless" and gone:
+            findings.append(
+                Finding(
+                    f"{flow['src']}->{flow['dst']}",
+                    f"{gone} packets lost on a lossless priority, outside any fault",
+                    f"qp{flow['qp']}",
+                    flow["phase"],
+                )
+            )
+    parts = [
+        f"{kind} {lost[kind]} of {sent[kind]} packets lost ({100 * lost[kind] / sent[kind]:.2f} %)"
+        for kind in ("lossless", "lossy")
+        if sent[kind]
+    ]
+    figures: dict[str, Figure] = {
+        f"{kind}_{what}": counts[kind]
+        for kind in ("lossless", "lossy")
+        for what, counts in (("sent", sent), ("lost", lost))
+    }
+    return verdict(NAME, f"loss {cls}", findings, "; ".join(parts) + " outside faults", figures)
 
 
 @dynamic(NAME, allow_incast=False)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
-    """One result for the run: bulk phases found in a lossless priority."""
+    """Scope `bulk`: no flow of a bulk phase (backup, micro-bursts, incast unless
+    `allow_incast`) enters a lossless priority at any port of its path, by the DSCPs it was
+    seen with. Scope `loss CLASS` per class: packets lost outside faults, apart for flows
+    lossless at every port of their path (must be 0) and lossy flows (reported).
+
+    A gap in a flow's sequence belongs to a fault when it began in the fault's span (as
+    `failover` counts it): the failover verdict judges that loss, not this one.
+    """
+    if not obs.flows:
+        return [Result(NAME, "bulk", Status.NOT_OBSERVABLE, "the scenario sent no traffic")]
+    paths = _Paths(lab)
     kinds = {p["label"]: p["kind"] for p in obs.run["phases"]}
     bulk = {
         label
         for label, kind in kinds.items()
         if kind not in COLLECTIVES and not (kind == "incast" and params["allow_incast"])
     }
-    if not bulk:
-        return [Result(NAME, "bulk", Status.NOT_OBSERVABLE, "no bulk phase in the scenario")]
-    leaves = lab.nodes("leaf")
-    lossless = lossless_dscps(lab, leaves[0]) if leaves else {}
-    findings = []
-    for label in sorted(bulk):
-        flows = [f for f in obs.flows if f["phase"] == label]
-        dscps = {int(d) for f in flows for d in f["dscp_received"]}
-        for dscp in sorted(dscps & set(lossless)):
-            pairs = sorted({f"{f['src']}->{f['dst']}" for f in flows})
-            findings.append(
-                Finding(
-                    pairs[0],
-                    f"{kinds[label]} phase {label} arrives with DSCP {dscp}: lossless "
-                    f"priority {lossless[dscp]}, shared with the collectives",
-                    where=label,
-                )
-            )
-    return [
-        verdict(
-            NAME,
-            "bulk",
-            findings,
-            f"{len(bulk)} bulk phases stay out of the lossless priorities",
-            {"bulk_phases": len(bulk), "in_lossless": len(findings)},
-        )
-    ]
+    results = []
+    if bulk:
+        findings = _bulk(obs, paths, bulk)
+        ok = f"{len(bulk)} bulk phases stay out of the lossless priorities on every port"
+        figures = {"bulk_phases": len(bulk), "ports_in_lossless": len(findings)}
+        results.append(verdict(NAME, "bulk", findings, ok, figures))
+    else:
+        reason = "no bulk phase in the scenario"
+        results.append(Result(NAME, "bulk", Status.NOT_OBSERVABLE, reason))
+    by_class: dict[str, list[dict[str, Any]]] = {}
+    for flow in obs.flows:
+        by_class.setdefault(flow["class"], []).append(flow)
+    results += [_loss(obs, paths, cls, flows) for cls, flows in sorted(by_class.items())]
+    return results
