@@ -10,6 +10,7 @@ from twin.errors import LabError
 BACKENDS = {
     "netns": "labs.netns.backend:NetnsBackend",
     "clab": "labs.clab.backend:ClabBackend",
+    "clabernetes": "labs.clab.kube:ClabernetesBackend",
 }
 DEFAULT = "netns"
 
