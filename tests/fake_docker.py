@@ -37,7 +37,9 @@ from urllib.parse import unquote, urlparse
 import fake_clab
 
 API = "1.45"
-UPGRADE_PAUSE = 0.05  # lets the client read the 101 headers before the stream starts
+UPGRADE_PAUSE = 0.15
+"""Seconds between the 101 headers and the stream: the SDK reads the stream from the raw
+socket once http.client has parsed the headers, so bytes that arrived with them are lost."""
 
 
 class Engine:
