@@ -22,7 +22,7 @@ from twin.cli import main as cli
 from twin.errors import InputError
 from twin.labdir import Lab
 from twin.scenario import model as scenarios
-from twin.verdict import verdict
+from twin.verdict import plots, verdict
 from validators.result import Status
 
 TWIN = Path(sys.executable).with_name("twin")
@@ -181,8 +181,14 @@ GOOD = {
     "name": "good",
     "traffic": [
         {"at": 0, "duration": 3, "kind": "all_reduce", "servers": "all", "qps": 2},
-        {"at": 1, "duration": 1, "kind": "backup", "src": "server1", "dst": "server3",
-         "class": "storage"},
+        {
+            "at": 1,
+            "duration": 1,
+            "kind": "backup",
+            "src": "server1",
+            "dst": "server3",
+            "class": "storage",
+        },
     ],
     "faults": [{"at": 1, "fault": "link-down", "link": "leaf1:spine1"}],
     "validate": {"failover": {"max_loss_ms": 2000}, "bgp_health": {}},
@@ -237,9 +243,7 @@ def test_the_good_scenario_loads(lab: Lab, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_a_bad_scenario_is_refused_naming_file_and_key(
-    lab: Lab, tmp_path: Path, case: str
-) -> None:
+def test_a_bad_scenario_is_refused_naming_file_and_key(lab: Lab, tmp_path: Path, case: str) -> None:
     data, message = CASES[case]
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -268,3 +272,25 @@ def test_twin_run_refuses_a_bad_scenario_with_exit_2_before_anything_starts(
     now = sorted((lab.path / "runs").glob("*")) if (lab.path / "runs").exists() else []
     assert now == runs
     assert not Path(f"/var/run/netns/{lab.name}.leaf1").exists()
+
+
+def test_plots_name_what_they_show(lab: Lab) -> None:
+    import matplotlib.pyplot as plt
+
+    run = failing_run(lab, "plotted")
+    run.uplink_tx = {"leaf1": [1000, 900], "leaf2": [2000, 2000]}
+    drawn = dict(plots.draw(run.write(), {"fault1 link-down leaf1:spine1": 0.0}))
+    try:
+        uplinks = drawn["uplinks.png"].axes[0]
+        legend = uplinks.get_legend()
+        assert legend is not None
+        assert [t.get_text() for t in legend.get_texts()] == ["Ethernet24", "Ethernet32"]
+        assert uplinks.get_xlabel() == "leaf (one bar per uplink)"
+        marks = [t.get_text() for t in drawn["throughput.png"].axes[0].texts]
+        assert marks == [" link-down leaf1:spine1", " link-up leaf1:spine1"]
+        loss = drawn["loss.png"].axes[0]
+        assert loss.texts[0].get_text() == "no loss"
+        assert not loss.patches  # no empty bar chart
+    finally:
+        for fig in drawn.values():
+            plt.close(fig)

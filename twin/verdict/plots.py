@@ -1,8 +1,11 @@
 """PNG plots of a run for the Markdown report (matplotlib, no display needed).
 
-- `uplinks.png`: packets each leaf sent on each uplink during the run, one group per leaf;
-- `throughput.png`: packets per second received by all servers over time, faults marked;
-- `loss.png`: each fault's loss window (the longest sequence gap of any flow after it).
+- `uplinks.png`: packets each leaf sent on each uplink during the run, one group of bars per
+  leaf, a colour per uplink (the legend names the uplinks);
+- `throughput.png`: packets per second received by all servers over time, each fault marked
+  with what it did and to which link or node;
+- `loss.png`: each fault's loss window (the longest sequence gap of any flow after it), or
+  "no loss" when no fault cost a packet.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from twin.scenario.observations import Observations
 
@@ -54,18 +58,31 @@ def server_rx_rate(obs: Observations) -> list[tuple[float, float]]:
     ]
 
 
+def _uplink_names(uplinks: dict[str, dict[str, int]]) -> list[str]:
+    """Legend entries: the uplinks' port names when every leaf has the same ones, else their
+    rank ('uplink 1', ...), in port order."""
+    orders = {tuple(sorted(ports)) for ports in uplinks.values()}
+    if len(orders) == 1:
+        return list(next(iter(orders)))
+    return [f"uplink {i + 1}" for i in range(max(len(ports) for ports in uplinks.values()))]
+
+
 def _uplinks(ax: Axes, uplinks: dict[str, dict[str, int]]) -> None:
     x = 0
     ticks, labels = [], []
+    names = _uplink_names(uplinks)
     for leaf, ports in uplinks.items():
         for i, (_, packets) in enumerate(sorted(ports.items())):
-            ax.bar(x + i, packets, color=f"C{i % 10}")
+            label = names[i] if leaf == next(iter(uplinks)) else None
+            ax.bar(x + i, packets, color=f"C{i % 10}", label=label)
         ticks.append(x + (len(ports) - 1) / 2)
         labels.append(leaf)
         x += len(ports) + 1
     ax.set_xticks(ticks, labels, rotation=45)
+    ax.set_xlabel("leaf (one bar per uplink)")
     ax.set_ylabel("packets sent on each uplink")
     ax.set_title("ECMP: traffic per uplink per leaf")
+    ax.legend(title="uplink", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
 def _throughput(ax: Axes, obs: Observations, rate: list[tuple[float, float]]) -> None:
@@ -73,21 +90,35 @@ def _throughput(ax: Axes, obs: Observations, rate: list[tuple[float, float]]) ->
     for fault in obs.run.get("faults", []):
         t = fault["t"] - obs.run["started"]
         ax.axvline(t, color="red", ls="--", lw=0.8)
-        ax.text(t, ax.get_ylim()[1] * 0.95, f" {fault['fault']}", color="red", fontsize=8)
+        target = fault.get("link") or fault.get("node") or ""
+        ax.text(
+            t,
+            ax.get_ylim()[1] * 0.95,
+            f" {fault['fault']} {target}",
+            color="red",
+            fontsize=8,
+            rotation=90,
+            va="top",
+        )
     ax.set_xlabel("seconds since start")
     ax.set_ylabel("packets/s received by servers")
     ax.set_title("Throughput over time, faults marked")
 
 
 def _loss(ax: Axes, loss_ms: dict[str, float]) -> None:
+    ax.set_title("Loss window per fault")
+    if not any(loss_ms.values()):
+        ax.set_axis_off()
+        ax.text(0.5, 0.6, "no loss", ha="center", va="center", fontsize=16)
+        faults = "\n".join(f"{fault}: 0 ms" for fault in loss_ms)
+        ax.text(0.5, 0.3, faults, ha="center", va="center", fontsize=9)
+        return
     ax.barh(list(loss_ms), list(loss_ms.values()), color="C3")
     ax.set_xlabel("loss window (ms)")
-    ax.set_title("Loss window per fault")
 
 
-def write(obs: Observations, out: Path, loss_ms: dict[str, float] | None = None) -> list[Path]:
-    """Write the plots that have data into `out`; returns the files written."""
-    out.mkdir(parents=True, exist_ok=True)
+def draw(obs: Observations, loss_ms: dict[str, float] | None = None) -> list[tuple[str, Figure]]:
+    """The plots that have data, by file name (close them when done)."""
     uplinks, rate = uplink_packets(obs), server_rx_rate(obs)
     plots: list[tuple[str, tuple[int, int], Callable[[Axes], None]]] = []
     if uplinks:
@@ -96,11 +127,20 @@ def write(obs: Observations, out: Path, loss_ms: dict[str, float] | None = None)
         plots.append(("throughput.png", (10, 4), lambda ax: _throughput(ax, obs, rate)))
     if loss_ms:
         plots.append(("loss.png", (8, 3), lambda ax: _loss(ax, loss_ms)))
-    written = []
-    for name, size, draw in plots:
+    figures = []
+    for name, size, paint in plots:
         fig, ax = plt.subplots(figsize=size)
-        draw(ax)
+        paint(ax)
         fig.tight_layout()
+        figures.append((name, fig))
+    return figures
+
+
+def write(obs: Observations, out: Path, loss_ms: dict[str, float] | None = None) -> list[Path]:
+    """Write the plots that have data into `out`; returns the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, fig in draw(obs, loss_ms):
         fig.savefig(out / name, dpi=90)
         plt.close(fig)
         written.append(out / name)
