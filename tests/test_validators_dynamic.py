@@ -188,6 +188,8 @@ class SyntheticRun:
     fib_end: dict[str, list[dict[str, Any]]] | None = None
     probes: list[dict[str, Any]] | None = None
     validate: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    """Kinds of phases other than PHASE (which is `kind`), by label."""
 
     def fault(self, at: float, fault: str, **fields: Any) -> None:
         """A fault record as `labs.netns.faults` logs it, `at` seconds after T0."""
@@ -215,19 +217,24 @@ class SyntheticRun:
             shutil.rmtree(out)
         (out / "fib").mkdir(parents=True)
         start, end = T0, T0 + self.duration
-        flows = self.flows
-        phase = {
-            "index": 0,
-            "label": PHASE,
-            "kind": self.kind,
-            "start": start,
-            "end": end,
-            "pps_per_flow": flows[0]["pps"] if flows else 100.0,
-            "dscp": {f["src"]: f["dscp_sent"] for f in flows},
-            "class": flows[0]["class"] if flows else "roce",
-            "flows": [{k: f[k] for k in ("flow_id", "src", "dst", "qp")} for f in flows],
-            "sent": {str(f["flow_id"]): f["sent"] for f in flows},
-        }
+        labels = list(dict.fromkeys(f["phase"] for f in self.flows)) or [PHASE]
+        phases = []
+        for index, label in enumerate(labels):
+            flows = [f for f in self.flows if f["phase"] == label]
+            phases.append(
+                {
+                    "index": index,
+                    "label": label,
+                    "kind": self.kind if label == PHASE else self.kinds[label],
+                    "start": start,
+                    "end": end,
+                    "pps_per_flow": flows[0]["pps"] if flows else 100.0,
+                    "dscp": {f["src"]: f["dscp_sent"] for f in flows},
+                    "class": flows[0]["class"] if flows else "roce",
+                    "flows": [{k: f[k] for k in ("flow_id", "src", "dst", "qp")} for f in flows],
+                    "sent": {str(f["flow_id"]): f["sent"] for f in flows},
+                }
+            )
         fib_start = self.fib_start or full_fib(self.lab)
         fib_end = self.fib_end or full_fib(self.lab)
         run = {
@@ -238,14 +245,14 @@ class SyntheticRun:
             "scenario": self.name,
             "started": start,
             "ended": end + 1.0,
-            "phases": [phase],
+            "phases": phases,
             "faults": self.faults,
             "fibs": {"start": start - 0.1, "end": end + 1.5},
             "servers": self.lab.nodes("server"),
             "uplinks": uplinks(self.lab),
         }
         (out / "run.json").write_text(json.dumps(run))
-        (out / "flows.json").write_text(json.dumps(flows))
+        (out / "flows.json").write_text(json.dumps(self.flows))
         (out / "fib" / "start.json").write_text(json.dumps(fib_start))
         (out / "fib" / "end.json").write_text(json.dumps(fib_end))
         (out / "bgp.json").write_text(
@@ -908,3 +915,20 @@ def test_lossless_isolation_leaves_loss_in_a_fault_to_failover(lab: Lab, run: Sy
     run.flows = [flow("server1", "server3", gaps=[(1.2, 10)])]
     roce = by_scope(check("lossless_isolation", lab, run.write()))["loss roce"]
     assert (roce.status, roce.figures["lossless_lost"]) == (Status.PASS, 0)
+
+
+def test_lossless_isolation_tells_a_backup_from_the_all_reduce_on_its_pair(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """The receiver counts both under one flow id (each record shows DSCPs 10 and 26): the
+    backup is not blamed for the All-Reduce's 26, nor the All-Reduce made lossy by the 10."""
+    run.kinds = {"backup": "backup"}
+    both = {26: 500, 10: 500}
+    run.flows = [
+        flow("server1", "server3", dscp_received=both),
+        backup(dscp_received=both, phase="backup"),
+    ]
+    results = by_scope(check("lossless_isolation", lab, run.write()))
+    assert results["bulk"].status is Status.PASS
+    assert results["loss roce"].figures["lossless_sent"] == 500
+    assert results["loss roce"].figures["lossy_sent"] == 0

@@ -17,7 +17,7 @@ from validators.result import Finding, Result, Status, verdict
 NAME = "dscp_preserved"
 
 
-def _groups(flows: list[dict[str, Any]]) -> dict[tuple[str, int], list[dict[str, Any]]]:
+def groups(flows: list[dict[str, Any]]) -> dict[tuple[str, int], list[dict[str, Any]]]:
     """Flows by what the receiver counts them under (destination, flow id). Flows of two
     phases between the same servers on the same queue pair share one: their DSCP counts are
     the sum of both, so they are judged together."""
@@ -25,6 +25,13 @@ def _groups(flows: list[dict[str, Any]]) -> dict[tuple[str, int], list[dict[str,
     for f in flows:
         groups.setdefault((f["dst"], int(f["flow_id"])), []).append(f)
     return groups
+
+
+def received(flow: dict[str, Any], group: list[dict[str, Any]]) -> set[int]:
+    """The DSCPs a flow arrived with, as far as its receiver's counts can tell: those its
+    group's other flows were not sent with (their counts are mixed with this flow's)."""
+    others = {int(f["dscp_sent"]) for f in group if f is not flow}
+    return {int(d) for d in flow["dscp_received"]} - others
 
 
 def _rewritten(group: list[dict[str, Any]]) -> str | None:
@@ -56,7 +63,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     findings: dict[str, dict[Finding, None]] = {}
     packets: Counter[str] = Counter()
     flows: Counter[str] = Counter()
-    for group in _groups(obs.flows).values():
+    for group in groups(obs.flows).values():
         problem = _rewritten(group)
         received = {int(d): int(n) for d, n in group[0]["dscp_received"].items()}
         for cls in dict.fromkeys(f["class"] for f in group):

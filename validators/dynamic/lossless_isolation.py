@@ -5,8 +5,9 @@ The article's incident: a backup job marked into the RoCE class filled the lossl
 its PFC pauses spread hop by hop, so All-Reduce latency spiked. Each flow's path is every
 switch port it can enter (every ECMP branch of the FIB the configs converge to, from its
 source server to its destination); at each, the DSCPs the flow was observed with (sent and
-received) are classified as that port's config does (DSCP_TO_TC_MAP through PORT_QOS_MAP,
-`global` as fallback; lossless when PORT_QOS_MAP `pfc_enable` has the TC). The scenario's
+received, as far as the receiver's counts tell flows apart: `dscp_preserved.received`) are
+classified as that port's config does (DSCP_TO_TC_MAP through PORT_QOS_MAP, `global` as
+fallback; lossless when PORT_QOS_MAP `pfc_enable` has the TC). The scenario's
 `class:` names only what is reported.
 """
 
@@ -20,6 +21,7 @@ from twin.model.fib import Fib, lookup
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
+from validators.dynamic import dscp_preserved
 from validators.dynamic.failover import spans
 from validators.qos_config import pfc_enabled, traffic_class
 from validators.registry import Params, dynamic
@@ -59,15 +61,21 @@ def lossless_at(wiring: Wiring, point: Ingress, dscp: int) -> int | None:
     return tc if tc in pfc_enabled(db, point[1]) else None
 
 
-def _observed(flow: dict[str, Any]) -> set[int]:
-    return {int(flow["dscp_sent"])} | {int(d) for d in flow["dscp_received"]}
+def _received(obs: Observations) -> dict[int, set[int]]:
+    """Per flow (by `id`), the DSCPs it arrived with (`dscp_preserved.received`)."""
+    return {
+        id(f): dscp_preserved.received(f, group)
+        for group in dscp_preserved.groups(obs.flows).values()
+        for f in group
+    }
 
 
 class _Paths:
     """Flows' paths in the FIB the lab's configs converge to, cached per server pair."""
 
-    def __init__(self, lab: Lab) -> None:
+    def __init__(self, lab: Lab, obs: Observations) -> None:
         self.wiring = Wiring(lab)
+        self.received = _received(obs)
         servers = [h.address.ip for h in self.wiring.hosts.values()]
         self.fib = Routing(self.wiring, servers).fib
         self._paths: dict[tuple[str, str], set[Ingress]] = {}
@@ -80,7 +88,7 @@ class _Paths:
 
     def lossless(self, flow: dict[str, Any]) -> bool:
         """Whether every DSCP the flow arrived with is lossless at every port of its path."""
-        dscps = {int(d) for d in flow["dscp_received"]} or {int(flow["dscp_sent"])}
+        dscps = self.received[id(flow)] or {int(flow["dscp_sent"])}
         points = self(flow)
         return bool(points) and all(
             lossless_at(self.wiring, p, d) is not None for p in points for d in dscps
@@ -95,7 +103,7 @@ def _bulk(obs: Observations, paths: _Paths, bulk: set[str]) -> list[Finding]:
         if flow["phase"] not in bulk:
             continue
         for switch, port in sorted(paths(flow)):
-            for dscp in sorted(_observed(flow)):
+            for dscp in sorted({int(flow["dscp_sent"])} | paths.received[id(flow)]):
                 prio = lossless_at(paths.wiring, (switch, port), dscp)
                 if prio is not None:
                     message = (
@@ -165,7 +173,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """
     if not obs.flows:
         return [Result(NAME, "bulk", Status.NOT_OBSERVABLE, "the scenario sent no traffic")]
-    paths = _Paths(lab)
+    paths = _Paths(lab, obs)
     kinds = {p["label"]: p["kind"] for p in obs.run["phases"]}
     bulk = {
         label
