@@ -313,6 +313,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
+    request_queue_size = 128  # a scenario's threads connect at once (dockerd listens wider)
     engine: Engine
 
 

@@ -146,7 +146,8 @@ def test_deploy_configures_everything_then_a_link_fault_then_destroy(fakes: Fake
 
     # A link fault: both container interfaces go down, the session over it drops.
     event = backend.fault(lab, Fault("link-down", link="leaf1:spine1"))
-    assert event["kind"] == "link-down" and event["backend"] == "clab"
+    assert (event["fault"], event["backend"]) == ("link-down", "clab")
+    assert event["ends"] == ["leaf1:Ethernet24", "spine1:Ethernet0"]
     leaf_eth = lab.ifmap["leaf1"]["Ethernet24"]["clab"]
     assert "state DOWN" in fakes.ns("leaf1", "link", "show", leaf_eth)
     observer = backend.observer(lab)

@@ -80,12 +80,33 @@ def _node(boxes: Containers, fault: Fault, up: bool) -> None:
         set_up_server(boxes, node)
 
 
-def _flap(boxes: Containers, fault: Fault) -> None:
+def _link(boxes: Containers, fault: Fault, up: bool) -> dict[str, Any]:
+    ends = boxes.set_link(fault.link or "", up)
+    return _log(boxes, "link-up" if up else "link-down", link=fault.link, ends=_ends(boxes, ends))
+
+
+def _ends(boxes: Containers, ends: list[tuple[str, str]]) -> list[str]:
+    """Both ends of a link as `node:port` (SONiC port or NIC names)."""
+    return [f"{node}:{boxes.port[node][eth]}" for node, eth in ends]
+
+
+def _flap(boxes: Containers, fault: Fault) -> dict[str, Any]:
+    """Down and up `count` times, `period` seconds per half-cycle, each logged."""
     for _ in range(fault.count):
-        boxes.set_link(fault.link or "", False)
-        time.sleep(fault.period / 2)
-        boxes.set_link(fault.link or "", True)
-        time.sleep(fault.period / 2)
+        _link(boxes, fault, False)
+        time.sleep(fault.period)
+        _link(boxes, fault, True)
+        time.sleep(fault.period)
+    ends = _ends(boxes, boxes.link_ends(fault.link or ""))
+    return _log(
+        boxes, "link-flap-done", link=fault.link, ends=ends, period=fault.period, count=fault.count
+    )
+
+
+def _log(boxes: Containers, kind: str, **fields: Any) -> dict[str, Any]:
+    """The fault's event, in the form every backend logs (`fault`, `link`/`ends`, `node`)."""
+    present = {k: v for k, v in fields.items() if v is not None}
+    return events.append(boxes.lab.path, "fault", fault=kind, backend="clab", **present)
 
 
 def _restart(boxes: Containers, fault: Fault) -> None:
@@ -95,8 +116,8 @@ def _restart(boxes: Containers, fault: Fault) -> None:
 
 
 FIRE: dict[str, Callable[[Containers, Fault], Any]] = {
-    "link-down": lambda b, f: b.set_link(f.link or "", False),
-    "link-up": lambda b, f: b.set_link(f.link or "", True),
+    "link-down": lambda b, f: _link(b, f, False),
+    "link-up": lambda b, f: _link(b, f, True),
     "link-flap": _flap,
     "node-down": lambda b, f: _node(b, f, False),
     "node-up": lambda b, f: _node(b, f, True),
@@ -114,6 +135,14 @@ def fire(boxes: Containers, fault: Fault) -> dict[str, Any]:
     """Inject a fault now; the event it logged."""
     if fault.kind not in FIRE:
         raise LabError(f"the clab backend cannot inject {fault.kind} faults")
-    FIRE[fault.kind](boxes, fault)
-    fields = {k: v for k, v in vars(fault).items() if v is not None and k != "kind"}
-    return events.append(boxes.lab.path, "fault", kind=fault.kind, backend="clab", **fields)
+    logged = FIRE[fault.kind](boxes, fault)
+    if isinstance(logged, dict):
+        return logged
+    fields: dict[str, Any] = {"link": fault.link, "node": fault.node, "daemon": fault.daemon}
+    if fault.link:
+        fields["ends"] = _ends(boxes, boxes.link_ends(fault.link))
+    if fault.kind in ("loss", "rate"):
+        fields.update(percent=fault.percent, mbit=fault.mbit)
+    if fault.kind.startswith("daemon"):
+        fields["daemon"] = _daemon(fault)
+    return _log(boxes, fault.kind, **fields)
