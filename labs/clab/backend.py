@@ -66,15 +66,12 @@ class ClabBackend:
 
     def deploy(self, lab: Lab, progress: Progress = _quiet, timeout: float = 60.0) -> Deployed:
         """Deploy, configure, and wait until every BGP session is Established."""
-        if state.load(lab.path) is not None:
-            raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
+        tools.not_running(lab)
         boxes = self.preflight(lab)
         if tools.inspect(lab):
             raise LabError(f"lab {lab.name} has containers already; containerlab destroy first")
         start = time.monotonic()
-        st = state.State(lab.name, self.name)
-        st.save(lab.path)
-        try:
+        with tools.deploying(lab, self.name, self.destroy):
             progress(f"containerlab deploy ({lab.graph.number_of_nodes()} containers)")
             tools.run(["deploy", "-t", str(tools.topology(lab))], timeout=timeout + 3600)
             progress("switches: ARP replies off on the wires")
@@ -93,13 +90,12 @@ class ClabBackend:
                 timeout + BOOT_ALLOWANCE,
                 lambda node: switches.configure_frr(boxes.run, lab, node),
             )
-        except BaseException:
-            self.destroy(lab)
-            raise
-        st.status = "running"
-        st.save(lab.path)
         seconds = round(time.monotonic() - start, 2)
-        details: dict[str, Any] = {"rdma": "; ".join(sorted(rdma)), "converged_s": seconds}
+        details: dict[str, Any] = {
+            "rdma": "; ".join(sorted(rdma)),
+            "converged_s": seconds,
+            "links": lab.graph.number_of_edges(),
+        }
         events.append(lab.path, "deployed", backend=self.name, sessions=len(sessions), s=seconds)
         nodes = lab.graph.number_of_nodes()
         return Deployed(lab.name, self.name, nodes, len(sessions), seconds, details)

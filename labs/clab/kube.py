@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from labs import events, state
 from labs.backend import Deployed, Fault, Phase, Played, Progress, Status, Timeline
+from labs.clab.tools import deploying, not_running
 from twin.errors import LabError
 from twin.labdir import Lab, clab_refusal
 from twin.render import clab
@@ -63,17 +64,14 @@ class ClabernetesBackend:
 
     def deploy(self, lab: Lab, progress: Progress = _quiet, timeout: float = 60.0) -> Deployed:
         """Apply the Clabernetes form and wait until the controller reports it ready."""
-        if state.load(lab.path) is not None:
-            raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
+        not_running(lab)
         context = kubectl(["config", "current-context"]).stdout.strip()
         refusal = clab_refusal(lab)
         if refusal:
             raise LabError(f"{lab.path}: cannot run on containerlab: {refusal}")
         clab.write(lab)
         start = time.monotonic()
-        st = state.State(lab.name, self.name)
-        st.save(lab.path)
-        try:
+        with deploying(lab, self.name, self.destroy):
             progress(f"kubectl apply ({context})")
             kubectl(["apply", "-f", str(lab.path / FILE)])
             readiness: dict[str, str] = {}
@@ -90,11 +88,6 @@ class ClabernetesBackend:
                         + ", ".join(f"{n} {readiness.get(n, 'unknown')}" for n in waiting[:5])
                     )
                 time.sleep(POLL)
-        except BaseException:
-            self.destroy(lab)
-            raise
-        st.status = "running"
-        st.save(lab.path)
         seconds = round(time.monotonic() - start, 2)
         events.append(lab.path, "deployed", backend=self.name, context=context, s=seconds)
         nodes = lab.graph.number_of_nodes()
