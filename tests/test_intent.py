@@ -28,9 +28,9 @@ def _load_error(tmp_path: Path, text: str) -> InputError:
     return info.value
 
 
-def test_empty_intent_is_the_default_fabric(tmp_path: Path) -> None:
+def test_an_empty_mapping_is_the_default_fabric(tmp_path: Path) -> None:
     path = tmp_path / "fabric.yaml"
-    path.write_text("# nothing but a comment\n")
+    path.write_text("{}  # every default (an empty file is refused)\n")
     fabric = intent.load(path)
     assert fabric == intent.Fabric()
     assert fabric.name == "fabric"

@@ -60,21 +60,65 @@ def _no_duplicate_keys(node: yaml.Node | None, file: str, path: tuple[str, ...] 
             _no_duplicate_keys(item, file, (*path, str(i)))
 
 
+MAX_DEPTH = 64
+"""Levels of nesting a file may have (a fabric needs five)."""
+MAX_VALUES = 100_000
+"""Values a file may hold once its aliases are expanded (a billion laughs is refused)."""
+
+
+def _bounded(node: yaml.Node, file: str) -> None:
+    """Refuse nesting deeper than `MAX_DEPTH` and more than `MAX_VALUES` values with aliases
+    expanded, walking iteratively and stopping at the bound (so a bomb costs nothing)."""
+    stack: list[tuple[yaml.Node, int]] = [(node, 1)]
+    seen = 0
+    while stack:
+        here, depth = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise InputError(file, "", f"aliases expand to more than {MAX_VALUES:,} values")
+        if depth > MAX_DEPTH:
+            line = here.start_mark.line + 1
+            raise InputError(file, f"line {line}", f"nested deeper than {MAX_DEPTH} levels")
+        if isinstance(here, yaml.MappingNode):
+            stack += [(child, depth + 1) for pair in here.value for child in pair]
+        elif isinstance(here, yaml.SequenceNode):
+            stack += [(child, depth + 1) for child in here.value]
+
+
 def strict_yaml(path: Path) -> Any:
-    """Read a YAML file, refusing duplicate keys; an empty file reads as {}."""
+    """Read a YAML file, refusing what cannot be meant: an empty file (or only comments),
+    text that is not UTF-8 or holds a NUL byte, nesting or alias expansion beyond the
+    bounds, and duplicate keys."""
     file = str(path)
     try:
-        loader = yaml.SafeLoader(path.read_text())
-        try:
-            node = loader.get_single_node()
-            _no_duplicate_keys(node, file)
-            data = loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
+        text = path.read_bytes().decode()
     except OSError as exc:
         raise InputError(file, "", exc.strerror or str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(file, f"byte {exc.start}", "not UTF-8 text") from None
+    if not text.strip():
+        raise InputError(file, "", "the file is empty")
+    if "\0" in text:
+        line = text[: text.index("\0")].count("\n") + 1
+        raise InputError(file, f"line {line}", "a NUL byte")
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                raise InputError(file, "", "the file is empty (only comments)")
+            _bounded(node, file)
+            _no_duplicate_keys(node, file)
+            data = loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except RecursionError:
+        raise InputError(file, "", f"nested deeper than {MAX_DEPTH} levels") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""
-        raise InputError(file, where, f"not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    return data if data is not None else {}
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise InputError(file, where, f"not valid YAML: {problem}") from None
+    if data is None:
+        raise InputError(file, "", "the file is empty (null)")
+    return data
