@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
 from twin.labdir import Lab
@@ -144,8 +146,8 @@ class Phase:
     gbps: float | None = None
     message: int | None = None
     algorithm: str = "ring"
-    burst: int | None = None
-    period: float | None = None
+    burst: float | None = None  # micro_bursts: seconds each burst lasts
+    period: float | None = None  # micro_bursts: seconds between bursts
     ranks: list[str] = field(default_factory=list)
 
 
@@ -160,6 +162,7 @@ class Timeline:
     faults: list[tuple[float, Fault]]
     captures: list[str]  # links to capture (`node:node`), where the backend has "pcap"
     probes: bool  # probe every server pair at the end, where the backend has "probes"
+    files: Path | None = None  # where a backend writes files of the run (capture/*.pcap)
 
 
 @dataclass
@@ -200,6 +203,11 @@ class Observer(Protocol):
         """Every switch's BGP sessions now."""
         ...
 
+    def watch(self) -> AbstractContextManager[list[dict[str, Any]]]:
+        """While inside, log state changes (BGP sessions, routes) to the lab's event log
+        (`labs.events`) and collect them in the list it gives."""
+        ...
+
 
 class Traffic(Protocol):
     """The flows of one phase on a wall-clock backend."""
@@ -222,8 +230,9 @@ class Backend(Protocol):
     name: ClassVar[str]
     capabilities: ClassVar[frozenset[str]]
 
-    def deploy(self, lab: Lab, progress: Progress) -> Deployed:
-        """Bring the lab up and wait until it has converged; refuses a running lab."""
+    def deploy(self, lab: Lab, progress: Progress, timeout: float | None = None) -> Deployed:
+        """Bring the lab up and wait (at most `timeout` s, else the backend's default for the
+        lab's size) until it has converged; refuses a running lab."""
         ...
 
     def destroy(self, lab: Lab) -> dict[str, int]:

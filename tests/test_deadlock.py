@@ -9,6 +9,7 @@ recomputed with the failed links down.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Collection
 from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
@@ -18,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from labs.netns.fibs import from_ip_route
 from twin.labdir import Lab
-from twin.model.fib import Fib, Link, NextHop, from_snapshot, lookup
+from twin.model.fib import Fib, Link, NextHop, from_json, lookup, to_json
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links
 from validators import registry
@@ -198,7 +200,12 @@ def ip_route_json(fib: Fib, lab: Lab, switch: str) -> list[dict[str, Any]]:
 def test_snapshot_of_a_live_fib_reads_back_as_the_same_fib(small: Lab) -> None:
     fib = Routing(Wiring(small)).fib
     snapshot = {s: ip_route_json(fib, small, s) for s in small.switches()}
-    assert from_snapshot(Wiring(small), snapshot) == fib
+    assert from_ip_route(Wiring(small), snapshot) == fib
+
+
+def test_a_fib_written_as_json_reads_back_as_the_same_fib(small: Lab) -> None:
+    fib = Routing(Wiring(small)).fib
+    assert from_json(json.loads(json.dumps(to_json(fib)))) == fib
 
 
 def test_small_lab_graph_has_one_queue_per_port_and_no_cycle(small: Lab) -> None:

@@ -1,10 +1,9 @@
-"""The FIB computed from configs is the one a live netns twin converges to (real FRR and
-kernel), with all links up and after links fail: `twin.routing.Routing` against
-`twin.fib.from_snapshot` of `ip -j route`. Needs root and FRR."""
+"""The FIB computed from configs is the one a live twin converges to (netns: real FRR and
+kernel), with all links up and after links fail: `twin.model.routing.Routing` against the
+backend observer's `fib()`. Needs root and FRR."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -13,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from labs.netns import lifecycle as netns
-from labs.netns.faults import Faults
+from labs import registry
+from labs.backend import Fault
 from twin.labdir import Lab
-from twin.model.fib import Fib, Link, from_snapshot
+from twin.model.fib import Fib, Link
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links
 from validators.examples import generate
@@ -29,6 +28,7 @@ pytestmark = [
 
 SMALL = Path(__file__).resolve().parent.parent / "examples" / "small.yaml"
 DEADLINE_S = 20.0
+BACKEND = registry.get("netns")
 
 
 @pytest.fixture(scope="module")
@@ -36,18 +36,14 @@ def twin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """The small lab, named for this process, running for the module and always destroyed."""
     lab = generate(tmp_path_factory.mktemp("live") / "lab", SMALL, name=f"fib{os.getpid() % 10**8}")
     try:
-        netns.deploy(lab)
+        BACKEND.deploy(lab, lambda _: None)
         yield lab
     finally:
-        netns.destroy(lab)
+        BACKEND.destroy(lab)
 
 
 def live_fib(lab: Lab, wiring: Wiring) -> Fib:
-    snapshot = {
-        s: json.loads(netns.exec_in(lab, s, ["ip", "-j", "route", "show"]).stdout or "[]")
-        for s in lab.switches()
-    }
-    return from_snapshot(wiring, snapshot)
+    return BACKEND.observer(lab).fib()
 
 
 def settles_to(lab: Lab, wiring: Wiring, expected: Fib) -> tuple[Fib, float]:
@@ -89,15 +85,13 @@ def test_live_fib_after_failures_is_the_one_computed(
                 del expected[node][prefix]
             else:
                 expected[node][prefix] = hops
-    faults = Faults(twin)
     try:
         for a, b in ends:
-            faults.link(f"{a}:{b}", up=False)
+            BACKEND.fault(twin, Fault("link-down", link=f"{a}:{b}"))
         got, _ = settles_to(twin, wiring, expected)
     finally:
         for a, b in ends:
-            faults.link(f"{a}:{b}", up=True)
-        faults.close()
+            BACKEND.fault(twin, Fault("link-up", link=f"{a}:{b}"))
     for switch in twin.switches():
         assert {p: set(h) for p, h in got[switch].items()} == {
             p: set(h) for p, h in expected[switch].items()

@@ -29,7 +29,8 @@ import pytest
 import yaml
 from conftest import Twin, lab_name, root_and_frr, running_twin, wait_for, write_lab
 
-from labs.netns.faults import Faults
+from labs import registry
+from labs.backend import Fault
 from twin import labdir
 from twin.intent import fabric as intent
 from twin.labdir import Lab
@@ -68,7 +69,7 @@ def play(twin: Twin, tmp: Path, scenario: dict[str, Any]) -> Played:
     path = tmp / f"{scenario['name']}.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False))
     lab = Lab.open(twin.path)  # a fresh view: host files may have just changed
-    run_dir = runs.play(lab, scenarios.load(path, lab))
+    run_dir = runs.play(lab, scenarios.load(path, lab), registry.of(lab))
     code, results = verdict.report_run(run_dir)
     return Played(run_dir, code, results)
 
@@ -83,8 +84,9 @@ def settled(twin: Twin) -> None:
     wait_for(ready, f"{twin.name} converged", timeout=90)
 
 
-def allreduce(name: str, *, order: str = "natural", qps: int = 2, pps: float = 50,
-              duration: float = 3) -> dict[str, Any]:
+def allreduce(
+    name: str, *, order: str = "natural", qps: int = 2, pps: float = 50, duration: float = 3
+) -> dict[str, Any]:
     return {
         "name": name,
         "at": 0,
@@ -150,7 +152,11 @@ def ratios(played: Played) -> dict[str, float]:
 def test_a_healthy_twin_passes_every_validator(baseline: Played) -> None:
     judged = [r for r in baseline.results if r.validator != "ecmp_spread"]
     assert {r.validator for r in judged} == {
-        "dscp_preserved", "bgp_health", "reachability", "mtu", "failover",
+        "dscp_preserved",
+        "bgp_health",
+        "reachability",
+        "mtu",
+        "failover",
     }
     assert [(r.validator, r.scope, r.reason) for r in judged if r.status is not Status.PASS] == []
     assert baseline.of("ecmp_spread")["fib"].status is Status.PASS
@@ -195,8 +201,12 @@ def test_a_host_marking_roce_with_dscp_24_fails_dscp_preserved(
         played = play(
             fabric,
             tmp_path,
-            {"name": "dscp", "settle": 0.5, "traffic": [allreduce("allreduce")],
-             "validate": {"dscp_preserved": {}}},
+            {
+                "name": "dscp",
+                "settle": 0.5,
+                "traffic": [allreduce("allreduce")],
+                "validate": {"dscp_preserved": {}},
+            },
         )
     finally:
         host.write_text(original)
@@ -242,7 +252,9 @@ def test_without_bfd_and_with_slow_timers_failover_exceeds_its_threshold(
     assert "> 2000 ms" in lost.reason
     # Silent indeed: with a 15 s hold time no session went down, nothing rerouted.
     assert {s: r.status for s, r in without.of("bgp_health").items()} == {
-        "sessions": Status.PASS, "routes": Status.PASS, "flaps": Status.PASS,
+        "sessions": Status.PASS,
+        "routes": Status.PASS,
+        "flaps": Status.PASS,
     }
 
     # Contrast: the same failure with BFD (300 ms x 3) on the shared twin.
@@ -270,11 +282,8 @@ def test_a_bgpd_killed_and_not_restarted_fails_bgp_health(fabric: Twin, tmp_path
             },
         )
     finally:
-        faults = Faults(fabric.lab)
-        try:
-            faults.daemon("spine1", "bgpd", up=True)
-        finally:
-            faults.close()
+        restart = Fault("daemon-restart", node="spine1", daemon="bgpd")
+        registry.of(fabric.lab).fault(fabric.lab, restart)
     health = played.of("bgp_health")
     sessions = health["sessions"]
     assert sessions.status is Status.FAIL
@@ -339,8 +348,15 @@ PROBE = {
     "name": "probe",
     "settle": 0.5,
     "traffic": [
-        {"name": "backup", "at": 0, "duration": 2, "kind": "backup", "src": "server1",
-         "dst": "server2", "pps": 50},
+        {
+            "name": "backup",
+            "at": 0,
+            "duration": 2,
+            "kind": "backup",
+            "src": "server1",
+            "dst": "server2",
+            "pps": 50,
+        },
     ],
     "validate": {"mtu": {}, "reachability": {}},
 }
@@ -373,11 +389,7 @@ def test_a_server_link_down_at_the_end_fails_reachability(mini: Twin, tmp_path: 
     try:
         played = play(mini, tmp_path, scenario)
     finally:
-        faults = Faults(mini.lab)
-        try:
-            faults.link("server2:nic0", up=True)
-        finally:
-            faults.close()
+        registry.of(mini.lab).fault(mini.lab, Fault("link-up", link="server2:nic0"))
     result = played.of("reachability")["servers"]
     assert result.status is Status.FAIL
     assert sorted((f.device, f.message.split(" (")[0]) for f in result.findings) == [

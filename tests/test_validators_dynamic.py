@@ -3,7 +3,7 @@
 No root needed: the lab directory is generated (examples/small.yaml: 2 spines, two MLAG pairs
 of leaves, 4 dual-homed servers) but never deployed, and every observation file is written
 here by `SyntheticRun`, in the format `twin.scenario.observations` documents and
-`twin.scenario.player` writes.
+`twin.scenario.player` writes (docs/observations.md).
 """
 
 from __future__ import annotations
@@ -12,16 +12,19 @@ import json
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from labs.netns.counters import FIELDS
+from labs.backend import COUNTER_FIELDS as FIELDS
 from twin import labdir
 from twin.intent import fabric as intent
 from twin.labdir import Lab
+from twin.model.fib import Fib, NextHop, to_json
+from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
 from validators import registry
 from validators.dynamic import bgp_health, failover
@@ -53,14 +56,14 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
 
 
 def uplinks(lab: Lab) -> dict[str, list[str]]:
-    """Per leaf, its ports facing spines (Linux names, as run.json records them)."""
+    """Per leaf, its ports facing spines (SONiC names, as run.json records them)."""
     result: dict[str, list[str]] = {}
     for _, _, e in lab.graph.edges(data=True):
         if e["kind"] != "fabric":
             continue
         side = "a" if lab.graph.nodes[e["a"]]["role"] == "leaf" else "b"
         leaf, port = e[side], e[f"{side}_port"]
-        result.setdefault(leaf, []).append(lab.ifmap[leaf][port]["netns"])
+        result.setdefault(leaf, []).append(port)
     return {leaf: sorted(ports) for leaf, ports in sorted(result.items())}
 
 
@@ -104,31 +107,21 @@ def sessions(lab: Lab, down: tuple[str, str] | None = None) -> list[dict[str, An
     return result
 
 
-def full_fib(lab: Lab, short: tuple[str, str] | None = None) -> dict[str, list[dict[str, Any]]]:
+def full_fib(lab: Lab, short: tuple[str, str] | None = None) -> Fib:
     """Each leaf's BGP routes: every other switch's loopback and the remote server subnet, via
-    every spine (but `short`: (leaf, prefix) with one next hop only)."""
-    fib: dict[str, list[dict[str, Any]]] = {}
+    every spine (but `short`: (leaf, prefix) with one next hop only); servers' routes as their
+    host files say."""
+    wiring = Wiring(lab)
+    fib: Fib = {h: wiring.host_routes(h, wiring.admin_down) for h in lab.nodes("server")}
     for leaf in lab.nodes("leaf"):
         spines = [n for n in lab.graph.neighbors(leaf) if lab.graph.nodes[n]["role"] == "spine"]
-        hops = [{"gateway": address(lab, s, leaf), "dev": port(lab, leaf, s)} for s in spines]
-        prefixes = [
-            str(lab.graph.nodes[n]["loopback"]).removesuffix("/32")
-            for n in lab.switches()
-            if n != leaf
-        ]
+        hops = tuple(NextHop(s, port(lab, leaf, s)) for s in spines)
+        prefixes = [str(lab.graph.nodes[n]["loopback"]) for n in lab.switches() if n != leaf]
         mine = lab.graph.nodes[leaf]["subnet"]
         prefixes += sorted({lab.graph.nodes[o]["subnet"] for o in lab.nodes("leaf")} - {mine})
-        fib[leaf] = [
-            {
-                "dst": p,
-                "protocol": "bgp",
-                "nexthops": hops[:1] if (leaf, p) == short else hops,
-                "flags": [],
-            }
-            for p in prefixes
-        ]
+        fib[leaf] = {IPv4Network(p): hops[:1] if (leaf, p) == short else hops for p in prefixes}
     for spine in lab.nodes("spine"):
-        fib[spine] = []
+        fib[spine] = {}
     return fib
 
 
@@ -184,8 +177,8 @@ class SyntheticRun:
     events: list[dict[str, Any]] = field(default_factory=list)
     uplink_tx: dict[str, list[int]] = field(default_factory=dict)
     bgp_end: list[dict[str, Any]] | None = None
-    fib_start: dict[str, list[dict[str, Any]]] | None = None
-    fib_end: dict[str, list[dict[str, Any]]] | None = None
+    fib_start: Fib | None = None
+    fib_end: Fib | None = None
     probes: list[dict[str, Any]] | None = None
     validate: dict[str, dict[str, Any]] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
@@ -241,7 +234,7 @@ class SyntheticRun:
             "lab": self.lab.name,
             "lab_dir": str(self.lab.path),
             "backend": "netns",
-            "capabilities": ["bgp", "ecmp", "fib", "interface-counters", "flows"],
+            "capabilities": ["bgp", "counters", "fib", "flows", "pcap", "probes"],
             "scenario": self.name,
             "started": start,
             "ended": end + 1.0,
@@ -253,8 +246,8 @@ class SyntheticRun:
         }
         (out / "run.json").write_text(json.dumps(run))
         (out / "flows.json").write_text(json.dumps(self.flows))
-        (out / "fib" / "start.json").write_text(json.dumps(fib_start))
-        (out / "fib" / "end.json").write_text(json.dumps(fib_end))
+        (out / "fib" / "start.json").write_text(json.dumps(to_json(fib_start)))
+        (out / "fib" / "end.json").write_text(json.dumps(to_json(fib_end)))
         (out / "bgp.json").write_text(
             json.dumps({"start": sessions(self.lab), "end": self.bgp_end or sessions(self.lab)})
         )
@@ -557,7 +550,7 @@ def test_bgp_health_fails_a_session_down_at_the_end(lab: Lab, run: SyntheticRun)
 def test_bgp_health_fails_a_missing_route(lab: Lab, run: SyntheticRun) -> None:
     fib = full_fib(lab)
     remote = lab.graph.nodes["leaf1"]["subnet"]
-    fib["leaf4"] = [r for r in fib["leaf4"] if r["dst"] != remote]
+    del fib["leaf4"][IPv4Network(remote)]
     run.fib_end = fib
     result = by_scope(check("bgp_health", lab, run.write()))["routes"]
     assert result.status is Status.FAIL
@@ -826,9 +819,7 @@ def test_deadlock_observed_finds_a_loop_the_live_fib_held(lab: Lab, run: Synthet
     loop = [("leaf3", "spine1"), ("spine1", "leaf4"), ("leaf4", "spine2"), ("spine2", "leaf3")]
     fib = full_fib(lab)
     for node, nxt in loop:
-        routes = [r for r in fib[node] if r["dst"] != subnet]
-        hop = {"gateway": address(lab, nxt, node), "dev": port(lab, node, nxt)}
-        fib[node] = [*routes, {"dst": subnet, "protocol": "static", "nexthops": [hop], "flags": []}]
+        fib[node][IPv4Network(subnet)] = (NextHop(nxt, port(lab, node, nxt)),)
     run.fib_end = fib
     results = check("deadlock_observed", lab, run.write())
     assert [r.status for r in results] == [Status.FAIL]

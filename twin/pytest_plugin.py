@@ -1,21 +1,22 @@
 """A pytest plugin so network engineers write their own checks against a running twin.
 
-Installed with the project (entry point `pytest11`), it adds two options and three fixtures:
+Installed with the project (entry point `pytest11`), it adds three options and three fixtures:
 
 - `--twin-fabric FILE` (an intent to generate) or `--twin-lab DIR` (an existing lab
   directory, e.g. with edited configs); without either, tests using the fixtures are skipped.
+  `--twin-backend NAME` picks the backend (default netns).
 - `twin_lab` (session): the `Lab` of that directory (generated into a temporary directory
   from `--twin-fabric`).
-- `twin` (session): a `Twin` deployed on the netns backend for the whole session and
-  destroyed at its end, even when tests fail.
+- `twin` (session): a `Twin` deployed on that backend for the whole session and destroyed at
+  its end, even when tests fail.
 - `twin_play` (function): plays a scenario (a path or a dict) on the twin and returns its
   `Observations`.
 
 Example (see `examples/test_my_fabric.py`)::
 
     def test_every_leaf_has_full_ecmp(twin):
+        fib = twin.fib()
         for leaf in twin.lab.nodes("leaf"):
-            out = twin.exec(leaf, "ip", "-j", "route")
             ...
 """
 
@@ -29,24 +30,34 @@ from typing import Any
 import pytest
 import yaml
 
-from labs.netns import lifecycle as netns
+from labs import registry
+from labs.backend import Backend
 from twin import labdir
 from twin.intent import fabric as intent
 from twin.labdir import Lab
+from twin.model.fib import Fib
 from twin.scenario import model as scenarios
 from twin.scenario import player as runs
 from twin.scenario.observations import Observations
 
 
+def _quiet(_: str) -> None:
+    """Progress sink that says nothing."""
+
+
 class Twin:
     """A running twin for tests: its lab, and helpers to run commands and scenarios."""
 
-    def __init__(self, lab: Lab) -> None:
-        self.lab = lab
+    def __init__(self, lab: Lab, backend: Backend) -> None:
+        self.lab, self.backend = lab, backend
 
     def exec(self, node: str, *argv: str) -> subprocess.CompletedProcess[str]:
         """Run a command in a node (`vtysh -c ...` on a switch reaches its FRR)."""
-        return netns.exec_in(self.lab, node, list(argv))
+        return self.backend.exec(self.lab, node, list(argv))
+
+    def fib(self) -> Fib:
+        """Every node's forwarding table now: prefix -> next hops (node, SONiC port)."""
+        return self.backend.observer(self.lab).fib()
 
     def play(self, scenario: Path | dict[str, Any], tmp: Path | None = None) -> Observations:
         """Play a scenario file, or a scenario given as a dict; returns the observations."""
@@ -54,7 +65,7 @@ class Twin:
             path = (tmp or self.lab.path) / "scenario.yaml"
             path.write_text(yaml.safe_dump(scenario))
             scenario = path
-        played = runs.play(self.lab, scenarios.load(scenario, self.lab))
+        played = runs.play(self.lab, scenarios.load(scenario, self.lab), self.backend)
         return Observations.open(played)
 
 
@@ -63,6 +74,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("twin", "fabric twin")
     group.addoption("--twin-fabric", type=Path, help="fabric.yaml to generate and deploy")
     group.addoption("--twin-lab", type=Path, help="lab directory to deploy (configs as edited)")
+    group.addoption(
+        "--twin-backend",
+        default=registry.DEFAULT,
+        choices=sorted(registry.BACKENDS),
+        help=f"backend to deploy on (default {registry.DEFAULT})",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -80,14 +97,14 @@ def twin_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 
 
 @pytest.fixture(scope="session")
-def twin(twin_lab: Lab) -> Iterator[Twin]:
-    """The lab deployed on the netns backend for the session (root and FRR needed)."""
-    netns.check_root()
-    netns.deploy(twin_lab)
+def twin(twin_lab: Lab, request: pytest.FixtureRequest) -> Iterator[Twin]:
+    """The lab deployed for the session (the netns backend needs root and FRR)."""
+    backend = registry.get(request.config.getoption("--twin-backend"))
+    backend.deploy(twin_lab, _quiet)
     try:
-        yield Twin(twin_lab)
+        yield Twin(twin_lab, backend)
     finally:
-        netns.destroy(twin_lab)
+        backend.destroy(twin_lab)
 
 
 @pytest.fixture

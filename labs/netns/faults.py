@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from labs import events, state
+from labs.backend import Fault
 from labs.netns import frr, netlink, processes
 from labs.netns.lifecycle import exec_in
-from labs.netns.plan import Plan, Veth, build
+from labs.netns.plan import Plan, Veth, build, port_names
 from twin.errors import LabError
 from twin.labdir import Lab
 
@@ -65,6 +66,30 @@ class Faults:
         """Release netlink sockets."""
         self.sockets.close()
 
+    def fire(self, fault: Fault) -> dict[str, Any]:
+        """Inject one fault; the event it logged (the one place a fault kind becomes a verb)."""
+        match fault.kind:
+            case "link-down" | "link-up":
+                return self.link(str(fault.link), up=fault.kind == "link-up")
+            case "link-flap":
+                return self.flap(str(fault.link), fault.period, fault.count)
+            case "node-down" | "node-up":
+                return self.node(str(fault.node), up=fault.kind == "node-up")
+            case "daemon-kill" | "daemon-restart":
+                up = fault.kind == "daemon-restart"
+                return self.daemon(str(fault.node), fault.daemon or "bgpd", up=up)
+            case "loss":
+                return self.loss(str(fault.link), float(fault.percent or 0))
+            case "rate":
+                return self.rate(str(fault.link), float(fault.mbit or 0))
+            case "clear":
+                return self.clear(str(fault.link))
+        raise LabError(f"the netns backend cannot inject {fault.kind}")
+
+    def _ends(self, a: End, b: End) -> list[str]:
+        """Both ends of a link as `node:port` with SONiC port names."""
+        return [f"{e.node}:{port_names(self.lab, e.node).get(e.ifname, e.ifname)}" for e in (a, b)]
+
     def _log(self, fault: str, **fields: Any) -> dict[str, Any]:
         return events.append(self.lab.path, "fault", fault=fault, **fields)
 
@@ -84,7 +109,7 @@ class Faults:
         return self._log(
             "link-up" if up else "link-down",
             link=spec,
-            ends=[f"{a.node}:{a.ifname}", f"{b.node}:{b.ifname}"],
+            ends=self._ends(a, b),
         )
 
     def flap(self, spec: str, period: float, count: int) -> dict[str, Any]:
@@ -94,7 +119,10 @@ class Faults:
             time.sleep(period)
             self.link(spec, up=True)
             time.sleep(period)
-        return self._log("link-flap-done", link=spec, period=period, count=count)
+        a, b = resolve_link(self.lab, self.plan, spec)
+        return self._log(
+            "link-flap-done", link=spec, ends=self._ends(a, b), period=period, count=count
+        )
 
     def _veths_of(self, node: str) -> list[Veth]:
         return [v for v in self.plan.veths if node in (v.a, v.b)]
@@ -161,7 +189,7 @@ class Faults:
         if not 0 < percent <= 100:
             raise LabError(f"loss {percent}: a percentage in (0, 100]")
         for chain in ("FORWARD", "OUTPUT"):
-            self._both_ends(
+            a, b = self._both_ends(
                 spec,
                 [
                     "iptables",
@@ -183,12 +211,12 @@ class Faults:
                     "DROP",
                 ],
             )
-        return self._log("loss", link=spec, percent=percent)
+        return self._log("loss", link=spec, ends=self._ends(a, b), percent=percent)
 
     def rate(self, spec: str, mbit: float) -> dict[str, Any]:
         """Shape both ends of the link to `mbit` Mb/s with tbf."""
         burst = max(16, int(mbit * 1000 / 8 / 250))  # 4 ms worth, in KB, at least 16 KB
-        self._both_ends(
+        a, b = self._both_ends(
             spec,
             [
                 "tc",
@@ -206,7 +234,7 @@ class Faults:
                 "50ms",
             ],
         )
-        return self._log("rate", link=spec, mbit=mbit)
+        return self._log("rate", link=spec, ends=self._ends(a, b), mbit=mbit)
 
     def clear(self, spec: str) -> dict[str, Any]:
         """Remove loss rules and shaping from both ends of the link."""
@@ -219,4 +247,4 @@ class Faults:
                     exec_in(
                         self.lab, end.node, ["iptables", *rule.replace("-A ", "-D ", 1).split()]
                     )
-        return self._log("clear", link=spec)
+        return self._log("clear", link=spec, ends=self._ends(a, b))

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -54,9 +52,9 @@ class Monitor:
         self._thread = threading.Thread(target=self._run, name=f"monitor-{lab.name}", daemon=True)
         self.seen: list[dict[str, Any]] = []
 
-    def __enter__(self) -> Monitor:
+    def __enter__(self) -> list[dict[str, Any]]:
         self.start()
-        return self
+        return self.seen
 
     def __exit__(self, *_: object) -> None:
         self.stop()
@@ -124,22 +122,3 @@ class Monitor:
                 self._stop.wait(self.interval)
         finally:
             sockets.close()
-
-
-def watch(
-    lab: Lab,
-    action: Callable[[], Any],
-    quiet: float = 1.5,
-    limit: float = 15.0,
-) -> list[dict[str, Any]]:
-    """Run `action` under a monitor and keep watching until nothing has changed for `quiet`
-    seconds (at most `limit`); returns the changes seen."""
-    with Monitor(lab) as mon:
-        action()
-        start = last = time.monotonic()
-        count = 0
-        while time.monotonic() - last < quiet and time.monotonic() - start < limit:
-            time.sleep(0.1)
-            if len(mon.seen) != count:
-                count, last = len(mon.seen), time.monotonic()
-    return mon.seen

@@ -95,6 +95,18 @@ def netns_name(lab: str, node: str) -> str:
     return f"{lab}.{node}"
 
 
+def port_names(lab: Lab, node: str) -> dict[str, str]:
+    """Linux interface -> SONiC name of a node's ports: a bundle's veth is its PortChannel,
+    which already bears the SONiC name (`PortChannel101`), a single port's veth its port's."""
+    members: dict[str, list[str]] = {}
+    for port, names in lab.ifmap.get(node, {}).items():
+        members.setdefault(names["netns"], []).append(port)
+    return {
+        linux: ports[0] if len(ports) == 1 and not linux.startswith("PortChannel") else linux
+        for linux, ports in members.items()
+    }
+
+
 def _veths(lab: Lab) -> list[Veth]:
     seen: dict[tuple[str, str, str, str], Veth] = {}
     for _, _, e in lab.graph.edges(data=True):

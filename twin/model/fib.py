@@ -1,21 +1,18 @@
-"""Forwarding tables (FIBs): the neutral types, longest-prefix match, and a live twin's FIB.
+"""Forwarding tables (FIBs): the neutral types, longest-prefix match, and their JSON.
 
 A `Fib` maps every node (switch or server) to its routes: prefix -> next hops, each a
 `NextHop(node, port)`: the neighbour the packet goes to next (switch or server: the first
 physical hop) and the egress port (a port or PortChannel; for a VLAN, its member toward
-that neighbour). An empty tuple drops. Two sources produce this type, so the same checks
-run on either: `twin.routing.Routing` (what a lab's configs converge to) and
-`from_snapshot` (a live twin's `ip -j route`).
+that neighbour). An empty tuple drops. Several sources produce this type, so the same checks
+run on any of them: `twin.model.routing.Routing` (what a lab's configs converge to) and every
+backend's observer (a live twin's FIB, saved with a run as `to_json` writes it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from ipaddress import IPv4Address, IPv4Network
-from typing import TYPE_CHECKING, Any, NamedTuple
-
-if TYPE_CHECKING:
-    from twin.model.wiring import Wiring
+from typing import NamedTuple
 
 
 class NextHop(NamedTuple):
@@ -62,32 +59,33 @@ class Lpm:
         return None
 
 
-def from_snapshot(wiring: Wiring, snapshot: Mapping[str, list[dict[str, Any]]]) -> Fib:
-    """The FIB of a live twin: each switch's `ip -j route` (as `twin.scenario.observations`
-    saves it), servers' routes from their host files (the snapshot does not hold them).
+def to_json(fib: Fib) -> dict[str, dict[str, list[dict[str, str]]]]:
+    """A FIB in the observations' JSON: node -> prefix -> [{"node", "port"}] ([] drops).
 
-    A device name maps back to its port through `ifmap.json`; a next hop is the neighbour
-    cabled to that port; next hops flagged `linkdown` or `dead` are left out, as the kernel
-    ignores them.
+    >>> to_json({"leaf1": {IPv4Network("10.2.0.0/24"): (NextHop("spine1", "Ethernet0"),)}})
+    {'leaf1': {'10.2.0.0/24': [{'node': 'spine1', 'port': 'Ethernet0'}]}}
     """
-    fib: Fib = {h: wiring.host_routes(h, wiring.admin_down) for h in wiring.hosts}
-    for switch, entries in snapshot.items():
-        ports = {names["netns"]: port for port, names in wiring.lab.ifmap.get(switch, {}).items()}
-        routes: Routes = {}
-        for entry in entries:
-            dst = entry.get("dst", "")
-            if ":" in dst or entry.get("type", "unicast") not in ("unicast", "blackhole"):
-                continue
-            prefix = IPv4Network("0.0.0.0/0" if dst == "default" else dst)
-            hops = []
-            for hop in entry.get("nexthops") or (
-                [] if entry.get("type") == "blackhole" else [entry]
-            ):
-                port = wiring.logical(switch, ports.get(hop.get("dev", ""), hop.get("dev", "")))
-                far = wiring.far(switch, port)
-                if far and not {"linkdown", "dead"} & set(hop.get("flags", [])):
-                    hops.append(NextHop(far[0], port))
-            if hops or entry.get("type") == "blackhole":
-                routes[prefix] = tuple(hops)
-        fib[switch] = routes
-    return fib
+    return {
+        node: {
+            str(prefix): [{"node": h.node, "port": h.port} for h in hops]
+            for prefix, hops in sorted(routes.items(), key=lambda r: (r[0].prefixlen, r[0]))
+        }
+        for node, routes in sorted(fib.items())
+    }
+
+
+def from_json(data: Mapping[str, Mapping[str, list[Mapping[str, str]]]]) -> Fib:
+    """The FIB `to_json` wrote.
+
+    >>> fib = {"s": {IPv4Network("10.0.0.0/8"): (NextHop("a", "p1"),)}}
+    >>> fib["s"][IPv4Network("0.0.0.0/0")] = ()
+    >>> from_json(to_json(fib)) == fib
+    True
+    """
+    return {
+        node: {
+            IPv4Network(prefix): tuple(NextHop(h["node"], h["port"]) for h in hops)
+            for prefix, hops in routes.items()
+        }
+        for node, routes in data.items()
+    }

@@ -1,19 +1,8 @@
 """Observations: what a scenario run recorded, backend-neutral, saved with the run.
 
-    RUN/scenario.yaml     the scenario with its defaults
-    RUN/run.json          lab, backend, capabilities, start/end, phases (with flows), faults
-    RUN/counters.json     interface counters sampled over time: {"interval", "fields",
-                          "samples": [{"t", "c": {"node:ifname": [rx_bytes, rx_packets,
-                          rx_dropped, tx_bytes, tx_packets, tx_dropped]}}]}
-    RUN/flows.json        per flow: phase, src, dst, qp, DSCP sent, pps, sent and received
-                          packets, loss, reordering, latency, DSCP and ECN as received
-    RUN/events.jsonl      faults and state changes seen during the run (BGP, routes)
-    RUN/fib/LABEL.json    each switch's kernel FIB (`ip -j route`) at start, faults, end
-    RUN/bgp.json          BGP sessions at the start and at the end
-    RUN/probes.json       every server pair pinged small and jumbo with DF (when reachability
-                          or mtu is validated): reachable, jumbo_ok, frag_from, mtu
-
-A report can be rebuilt from these files alone, and two runs compared.
+Every file of a run directory and its schema is in docs/observations.md. Nodes are design
+names and ports SONiC names (`Ethernet8`, `PortChannel101`) whichever backend ran; a report
+can be rebuilt from these files alone, and two runs compared.
 """
 
 from __future__ import annotations
@@ -24,7 +13,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from labs.backend import Session
 from twin.errors import LabError
+from twin.model.fib import Fib, from_json
 
 
 @dataclass
@@ -69,10 +60,15 @@ class Observations:
         return [json.loads(line) for line in lines if line.strip()]
 
     @cached_property
-    def bgp(self) -> dict[str, list[dict[str, Any]]]:
+    def bgp(self) -> dict[str, list[Session]]:
         """BGP sessions at `start` and `end`."""
         data: dict[str, list[dict[str, Any]]] = self._json("bgp.json")
-        return data
+        return {when: [Session(**s) for s in sessions] for when, sessions in data.items()}
+
+    @property
+    def capabilities(self) -> set[str]:
+        """What the backend that played the run can observe."""
+        return set(self.run.get("capabilities", []))
 
     @cached_property
     def probes(self) -> list[dict[str, Any]] | None:
@@ -81,17 +77,16 @@ class Observations:
         data: list[dict[str, Any]] | None = json.loads(path.read_text()) if path.exists() else None
         return data
 
-    def fib(self, label: str) -> dict[str, list[dict[str, Any]]]:
-        """Each switch's `ip -j route` at a snapshot (`start`, `end`, `fault1-link-down`...)."""
-        data: dict[str, list[dict[str, Any]]] = self._json(f"fib/{label}.json")
-        return data
+    def fib(self, label: str) -> Fib:
+        """Every node's FIB at a snapshot (`start`, `end`, `fault1-link-down`...)."""
+        return from_json(self._json(f"fib/{label}.json"))
 
     def fib_labels(self) -> list[str]:
         """Snapshot labels in time order."""
         return [label for label, _ in sorted(self.run.get("fibs", {}).items(), key=lambda i: i[1])]
 
     def series(self, key: str, field: str) -> list[tuple[float, int]]:
-        """(time, counter) samples of one `node:ifname` counter field."""
+        """(time, counter) samples of one `node:port` counter field."""
         column = self.counters["fields"].index(field)
         return [(s["t"], s["c"][key][column]) for s in self.counters["samples"] if key in s["c"]]
 

@@ -9,6 +9,7 @@ subnet in its FIB at the end. `max_flaps` (default 0) unexplained downs are allo
 
 from __future__ import annotations
 
+from ipaddress import IPv4Network
 from typing import Any
 
 from twin.labdir import Lab
@@ -20,8 +21,8 @@ NAME = "bgp_health"
 
 
 def _touched(lab: Lab, fault: dict[str, Any]) -> set[str]:
-    """The nodes a fault acted on: its node, or both ends of its link (named `NODE:PEER` or
-    `NODE:PORT`; loss, rate and clear record only the name)."""
+    """The nodes a fault acted on: its node, or both ends of its link (`ends`, by node and
+    SONiC port; else the link's name, `NODE:PEER` or `NODE:PORT`)."""
     nodes = {str(fault.get("node", ""))}
     nodes |= {end.split(":")[0] for end in fault.get("ends", [])}
     node, _, port = str(fault.get("link", "")).partition(":")
@@ -29,9 +30,8 @@ def _touched(lab: Lab, fault: dict[str, Any]) -> set[str]:
     if port in lab.graph.nodes:
         nodes.add(port)
     elif node in lab.graph.nodes:
-        linux = {names.get("netns"): sonic for sonic, names in lab.ifmap.get(node, {}).items()}
         for _, peer, e in lab.graph.edges(node, data=True):
-            if e["a_port" if e["a"] == node else "b_port"] in (port, linux.get(port)):
+            if e["a_port" if e["a"] == node else "b_port"] == port:
                 nodes.add(str(peer))
     return nodes - {""}
 
@@ -53,14 +53,9 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     window = lab.fabric.bgp.holdtime + 2.0
     sessions = obs.bgp["end"]
     down = [
-        Finding(
-            s["node"],
-            f"session to {s['name'] or s['peer']} is {s['state']}",
-            port=s["peer"],
-            where="BGP",
-        )
+        Finding(s.node, f"session to {s.name or s.peer} is {s.state}", port=s.peer, where="BGP")
         for s in sessions
-        if s["state"] != "Established"
+        if s.state != "Established"
     ]
     results = [
         verdict(
@@ -75,8 +70,8 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     missing = []
     loopbacks = {n: lab.graph.nodes[n]["loopback"] for n in lab.switches()}
     for leaf in lab.nodes("leaf"):
-        have = {r["dst"] for r in fib.get(leaf, [])}
-        want = {lp.removesuffix("/32") for n, lp in loopbacks.items() if n != leaf}
+        have = {str(prefix) for prefix in fib.get(leaf, {})}
+        want = {str(IPv4Network(lp)) for n, lp in loopbacks.items() if n != leaf}
         want |= {
             lab.graph.nodes[o]["subnet"]
             for o in lab.nodes("leaf")

@@ -1,15 +1,14 @@
 """`deadlock_observed`: no cyclic buffer dependency in the FIBs the live twin really held.
 
 The static `deadlock` check computes the FIBs the configs converge to; this one reads the
-FIB snapshots a run took from every switch (`ip -j route` at the start, after each fault and
-at the end) and builds the same buffer dependency graph of each lossless priority from them,
+FIB snapshots a run took of every node (at the start, after each fault and at the end) and
+builds the same buffer dependency graph of each lossless priority from them,
 so routes the real control plane installed during failures are judged too.
 """
 
 from __future__ import annotations
 
 from twin.labdir import Lab
-from twin.model.fib import from_snapshot
 from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
 from validators.buffer_graph import BufferGraph
@@ -32,7 +31,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     prios: set[int] = set()
     queues: dict[int, int] = {}
     for label in labels:
-        graph = BufferGraph(wiring, from_snapshot(wiring, obs.fib(label)), marks)
+        graph = BufferGraph(wiring, obs.fib(label), marks)
         for p in priorities(lab, graph):
             prios.add(p)
             queues[p] = max(queues.get(p, 0), sum(q[2] == p for q in graph.vertices))

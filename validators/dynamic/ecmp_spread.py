@@ -10,6 +10,8 @@ to a remote server subnet than it has spines. Leaves that carried fewer than `mi
 
 from __future__ import annotations
 
+from ipaddress import IPv4Network
+
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
 from validators.dynamic.stats import chi_square_uniform
@@ -27,9 +29,9 @@ def _fib_findings(lab: Lab, obs: Observations) -> list[Finding]:
         spines = sum(1 for n in lab.graph.neighbors(leaf) if lab.graph.nodes[n]["role"] == "spine")
         mine = lab.graph.nodes[leaf]["subnet"]
         remote = {lab.graph.nodes[o]["subnet"] for o in lab.nodes("leaf")} - {mine}
-        routes = {r["dst"]: r for r in fib.get(leaf, [])}
+        routes = fib.get(leaf, {})
         for subnet in sorted(remote):
-            hops = len(routes.get(subnet, {}).get("nexthops", [None] if subnet in routes else []))
+            hops = len(routes.get(IPv4Network(subnet), ()))
             if hops < spines:
                 findings.append(
                     Finding(

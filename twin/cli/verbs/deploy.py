@@ -1,4 +1,4 @@
-"""`twin deploy DIR`: start a live twin of a lab directory on the netns backend."""
+"""`twin deploy DIR [--backend NAME]`: start a live twin of a lab directory."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from labs.netns import lifecycle as netns
+from twin.cli.options import add_backend, backend
 from twin.labdir import Lab
 
-HELP = "start a live twin of a lab directory (netns backend: namespaces, veths, FRR)"
+HELP = "start a live twin of a lab directory (default backend netns: namespaces, veths, FRR)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,6 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         help="seconds to wait for convergence (default 60, 2 more per switch beyond 12)",
     )
+    add_backend(p)
 
 
 def progress(message: str) -> None:
@@ -31,10 +32,13 @@ def progress(message: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Deploy and print what converged."""
     lab = Lab.open(args.lab)
-    figs = netns.deploy(lab, timeout=args.timeout, progress=progress)
+    up = backend(args, lab).deploy(lab, progress, timeout=args.timeout)
+    links = up.details.get("links")
     print(
-        f"{lab.name}: {figs['nodes']} nodes, {figs['links']} links, {figs['bgp_sessions']} BGP "
-        f"sessions Established, full ECMP in {figs['converged_s']} s"
+        f"{lab.name}: {up.nodes} nodes"
+        + (f", {links} links" if links is not None else "")
+        + f", {up.sessions} BGP sessions Established, converged in {up.seconds} s ({up.backend})"
     )
-    print(f"{lab.name}: {figs['rdma']}")
+    if "rdma" in up.details:
+        print(f"{lab.name}: {up.details['rdma']}")
     return 0

@@ -1,11 +1,11 @@
-"""`twin destroy DIR`: remove a lab's twin (processes, namespaces, run directories)."""
+"""`twin destroy DIR`: remove a lab's twin and everything it created."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from labs.netns import lifecycle as netns
+from twin.cli.options import add_backend, backend
 from twin.labdir import Lab
 
 HELP = "remove a lab's running twin and everything it created"
@@ -14,13 +14,12 @@ HELP = "remove a lab's running twin and everything it created"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of this verb."""
     p.add_argument("lab", type=Path, help="lab directory")
+    add_backend(p)
 
 
 def run(args: argparse.Namespace) -> int:
     """Destroy and say what was removed."""
     lab = Lab.open(args.lab)
-    removed = netns.destroy(lab)
-    print(
-        f"{lab.name}: removed {removed['namespaces']} namespaces, {removed['processes']} processes"
-    )
+    removed = backend(args, lab).destroy(lab)
+    print(f"{lab.name}: removed " + ", ".join(f"{n} {what}" for what, n in removed.items()))
     return 0

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from labs.netns import lifecycle as netns
+from twin.cli.options import add_backend, running
 from twin.errors import LabError
 from twin.labdir import Lab
 
@@ -16,6 +16,7 @@ HELP = "run a command in a node (vtysh on a switch reaches its FRR)"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of this verb."""
     p.add_argument("lab", type=Path, help="lab directory")
+    add_backend(p)
     p.add_argument("node", help="node name, e.g. leaf1 or server3")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
 
@@ -26,9 +27,9 @@ def run(args: argparse.Namespace) -> int:
     if not command:
         raise LabError("twin exec: give a command after --")
     lab = Lab.open(args.lab)
-    if not netns.is_running(lab):
-        raise LabError(f"lab {lab.name} is not running (twin deploy {lab.path})")
-    done = netns.exec_in(lab, args.node, command)
+    if args.node not in lab.graph.nodes:
+        raise LabError(f"lab {lab.name} has no node {args.node}")
+    done = running(args, lab).exec(lab, args.node, command)
     sys.stdout.write(done.stdout)
     sys.stderr.write(done.stderr)
     return done.returncode

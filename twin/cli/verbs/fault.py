@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import argparse
 import functools
+import time
 from pathlib import Path
-from typing import Any
 
-from labs.netns.faults import Faults
-from labs.netns.monitor import watch
+from labs.backend import Fault
+from twin.cli.options import add_backend, running
 from twin.labdir import Lab
 
+LIMIT_S = 15.0  # watch at most this long after the fault
 HELP = "inject a fault (link, node, daemon, loss, rate) and log the state changes it causes"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of this verb."""
     p.add_argument("lab", type=Path, help="lab directory")
+    add_backend(p)
     watch_for = argparse.ArgumentParser(add_help=False)
     watch_for.add_argument(
         "--quiet", type=float, default=1.5, help="watch until nothing changed for this many seconds"
@@ -50,39 +52,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rate.add_argument("mbit", type=float, help="Mb/s")
 
 
-def _action(f: Faults, args: argparse.Namespace) -> dict[str, Any]:
-    match args.fault:
-        case "link-down" | "link-up":
-            return f.link(args.link, up=args.fault == "link-up")
-        case "link-flap":
-            return f.flap(args.link, args.period, args.count)
-        case "node-down" | "node-up":
-            return f.node(args.node, up=args.fault == "node-up")
-        case "daemon-kill" | "daemon-restart":
-            return f.daemon(args.node, args.daemon, up=args.fault == "daemon-restart")
-        case "loss":
-            return f.loss(args.link, args.percent)
-        case "rate":
-            return f.rate(args.link, args.mbit)
-        case _:
-            return f.clear(args.link)
+def _fault(args: argparse.Namespace) -> Fault:
+    return Fault(
+        kind=args.fault,
+        link=getattr(args, "link", None),
+        node=getattr(args, "node", None),
+        daemon=getattr(args, "daemon", None),
+        percent=getattr(args, "percent", None),
+        mbit=getattr(args, "mbit", None),
+        period=getattr(args, "period", 1.0),
+        count=getattr(args, "count", 1),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Inject, watch until quiet, print the fault and each change seen."""
     lab = Lab.open(args.lab)
-    faults = Faults(lab)
-    done: list[dict[str, Any]] = []
-    try:
-        seen = watch(lab, lambda: done.append(_action(faults, args)), quiet=args.quiet)
-    finally:
-        faults.close()
-    start = done[0]["t"] if done else 0.0
+    backend = running(args, lab)
+    with backend.observer(lab).watch() as seen:
+        done = backend.fault(lab, _fault(args))
+        start = last = time.monotonic()
+        count = 0
+        while time.monotonic() - last < args.quiet and time.monotonic() - start < LIMIT_S:
+            time.sleep(0.1)
+            if len(seen) != count:
+                count, last = len(seen), time.monotonic()
     print(
         f"{args.fault}: "
-        + ", ".join(f"{k}={v}" for k, v in done[0].items() if k not in ("t", "event"))
+        + ", ".join(f"{k}={v}" for k, v in done.items() if k not in ("t", "event"))
     )
     for change in seen:
         detail = ", ".join(f"{k}={v}" for k, v in change.items() if k not in ("t", "event"))
-        print(f"  +{change['t'] - start:7.3f}s  {change['event']:5}  {detail}")
+        print(f"  +{change['t'] - done['t']:7.3f}s  {change['event']:5}  {detail}")
     return 0

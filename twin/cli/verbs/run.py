@@ -13,8 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-from labs.netns import lifecycle as netns
 from twin import labdir
+from twin.cli.options import add_backend, backend
 from twin.cli.text import table
 from twin.cli.verbs.deploy import progress
 from twin.intent import fabric as intent
@@ -50,6 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         help="seconds to wait for convergence (default 60, 2 more per switch beyond 12)",
     )
+    add_backend(p)
 
 
 def _bar(total: float, stop: threading.Event) -> None:
@@ -70,12 +71,13 @@ def run(args: argparse.Namespace) -> int:
         progress(f"generated the reference fabric into {lab_dir}")
     lab = Lab.open(lab_dir)
     scenario = scenarios.load(args.scenario, lab)
-    deployed = not netns.is_running(lab)
+    chosen = backend(args, lab)
+    deployed = not chosen.running(lab)
     if deployed:
-        figs = netns.deploy(lab, timeout=args.timeout, progress=progress)
+        up = chosen.deploy(lab, progress, timeout=args.timeout)
         progress(
-            f"{lab.name}: {figs['nodes']} nodes, {figs['bgp_sessions']} BGP sessions, "
-            f"converged in {figs['converged_s']} s"
+            f"{lab.name}: {up.nodes} nodes, {up.sessions} BGP sessions, "
+            f"converged in {up.seconds} s ({up.backend})"
         )
     stop = threading.Event()
     bar = threading.Thread(target=_bar, args=(scenario.duration, stop), daemon=True)
@@ -83,13 +85,13 @@ def run(args: argparse.Namespace) -> int:
         progress(f"playing {scenario.name} ({scenario.duration:.0f} s)")
         if sys.stderr.isatty():
             bar.start()
-        run_dir = runs.play(lab, scenario, progress=progress)
+        run_dir = runs.play(lab, scenario, chosen, progress=progress)
     finally:
         stop.set()
         if bar.is_alive():
             bar.join()
         if deployed and not args.keep:
-            netns.destroy(lab)
+            chosen.destroy(lab)
             progress(f"{lab.name}: destroyed")
     code, results = verdict.report_run(run_dir)
     rows = [[r.validator, r.scope, r.status.value, r.reason[:90]] for r in results]

@@ -1,0 +1,120 @@
+"""The netns backend behind `labs.backend.Backend`: namespaces, veths and FRR on this machine.
+
+Everything here wraps the modules of this folder (lifecycle, faults, observer, traffic,
+probes); scenarios are played on the wall clock by `labs.timeline`, with receivers in every
+server, tcpdump captures and end-of-run probes around it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any, ClassVar
+
+from labs import timeline as wallclock
+from labs.backend import (
+    Deployed,
+    Fault,
+    LinkState,
+    Phase,
+    Played,
+    Progress,
+    Session,
+    Status,
+    Timeline,
+)
+from labs.netns import lifecycle, probes
+from labs.netns import traffic as netns_traffic
+from labs.netns.faults import Faults
+from labs.netns.observer import NetnsObserver
+from labs.netns.plan import port_names
+from traffic.receiver import Receiver
+from twin.labdir import Lab
+
+
+def _quiet(_: str) -> None:
+    """Progress sink that says nothing."""
+
+
+class NetnsBackend:
+    """A lab as network namespaces, veth pairs and FRR daemons (root needed)."""
+
+    name: ClassVar[str] = "netns"
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {"fib", "bgp", "counters", "flows", "pcap", "probes"}
+    )
+
+    def deploy(
+        self, lab: Lab, progress: Progress = _quiet, timeout: float | None = None
+    ) -> Deployed:
+        """Build the twin and wait until BGP and ECMP have converged."""
+        figures = lifecycle.deploy(lab, timeout=timeout, progress=progress)
+        return Deployed(
+            lab.name,
+            self.name,
+            int(figures["nodes"]),
+            int(figures["bgp_sessions"]),
+            float(figures["converged_s"]),
+            {k: v for k, v in figures.items() if k not in ("nodes", "bgp_sessions")},
+        )
+
+    def destroy(self, lab: Lab) -> dict[str, int]:
+        """Remove processes, namespaces and run directories of the lab's twin."""
+        return lifecycle.destroy(lab)
+
+    def running(self, lab: Lab) -> bool:
+        """Whether the lab's twin is recorded and its namespaces exist."""
+        return lifecycle.is_running(lab)
+
+    def status(self, lab: Lab) -> Status:
+        """Nodes, links (by SONiC port) and BGP sessions."""
+        seen = lifecycle.inspect(lab)
+        links = []
+        for link in seen["links"]:
+            (a, a_if), (b, b_if) = (end.split(":", 1) for end in (link["a"], link["b"]))
+            a_port, b_port = port_names(lab, a).get(a_if, a_if), port_names(lab, b).get(b_if, b_if)
+            links.append(LinkState(a, a_port, b, b_port, link["state"] == "up/up"))
+        sessions = [Session(**s) for s in seen["bgp"]]
+        nodes = {n["node"]: n["state"] for n in seen["nodes"]}
+        return Status(lab.name, self.name, self.running(lab), nodes, links, sessions)
+
+    def exec(self, lab: Lab, node: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        """Run a command in a node's namespace (`vtysh` on a switch reaches its FRR)."""
+        return lifecycle.exec_in(lab, node, argv)
+
+    def fault(self, lab: Lab, fault: Fault) -> dict[str, Any]:
+        """Inject a fault now; the event it logged."""
+        faults = Faults(lab)
+        try:
+            return faults.fire(fault)
+        finally:
+            faults.close()
+
+    def observer(self, lab: Lab) -> NetnsObserver:
+        """FIBs, counters and BGP sessions of the running twin."""
+        return NetnsObserver(lab)
+
+    def traffic(self, lab: Lab, phase: Phase) -> netns_traffic.PhaseTraffic:
+        """A phase's sender jobs, prepared."""
+        return netns_traffic.PhaseTraffic(lab, phase)
+
+    def play(self, lab: Lab, timeline: Timeline, progress: Progress = _quiet) -> Played:
+        """Play on the wall clock, with receivers in every server, captures and probes."""
+        receivers: dict[str, Receiver] = {}
+        captures: list[subprocess.Popen[bytes]] = []
+        try:
+            receivers = netns_traffic.start_receivers(lab)
+            if timeline.captures and timeline.files is not None:
+                captures = netns_traffic.start_captures(lab, timeline.captures, timeline.files)
+            played = wallclock.play(self, lab, timeline, progress)
+            received = {s: r.stop().flows for s, r in receivers.items()}
+            receivers.clear()
+            netns_traffic.stop_captures(captures)
+            played.flows = netns_traffic.flow_records(played.phases, received)
+            if timeline.probes:
+                progress("probing every server pair (reachability, jumbo frames with DF)")
+                played.probes = probes.ping_all(lab)
+        finally:
+            for r in receivers.values():
+                r.close()
+            netns_traffic.stop_captures(captures)
+        return played

@@ -1,0 +1,185 @@
+"""Play a timeline against the wall clock with a backend's verbs (netns, clab).
+
+Threads on one clock: each traffic phase starts its flows (`backend.traffic`) at its `at` and
+stops them after its `duration`; the faults fire in time order (`backend.fault`), each
+followed by a FIB snapshot; a sampler reads every port's counters each `sample_interval`; the
+observer logs BGP and route changes meanwhile. What a backend observes besides (received
+flows, probes, captures) it adds to the `Played` record this returns.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from labs import events
+from labs.backend import (
+    COUNTER_FIELDS,
+    Backend,
+    Fault,
+    Observer,
+    Phase,
+    Played,
+    Progress,
+    Timeline,
+    Traffic,
+)
+from twin.errors import LabError
+from twin.labdir import Lab
+from twin.model.fib import Fib
+
+SETTLE_BEFORE_SNAPSHOT = 0.5
+
+
+class _Sampler(threading.Thread):
+    """Reads every port's counters each interval."""
+
+    def __init__(self, observer: Observer, interval: float) -> None:
+        super().__init__(name="sampler", daemon=True)
+        self.observer, self.interval = observer, interval
+        self.samples: list[dict[str, Any]] = []
+        self.stopped = threading.Event()
+
+    def sample(self) -> None:
+        t = time.time()
+        self.samples.append({"t": round(t, 4), "c": self.observer.counters()})
+
+    def run(self) -> None:
+        next_at = time.monotonic()
+        while not self.stopped.is_set():
+            self.sample()
+            next_at += self.interval
+            self.stopped.wait(max(0.0, next_at - time.monotonic()))
+        self.sample()
+
+
+class _Run:
+    """What the timeline's threads record, under one lock."""
+
+    def __init__(self, backend: Backend, lab: Lab, observer: Observer, progress: Progress) -> None:
+        self.backend, self.lab, self.observer, self.progress = backend, lab, observer, progress
+        self.phases: list[dict[str, Any]] = []
+        self.faults: list[dict[str, Any]] = []
+        self.fibs: dict[str, tuple[float, Fib]] = {}
+        self.errors: list[str] = []
+        self.snapshots: list[threading.Thread] = []
+        self.lock = threading.Lock()
+
+    def snapshot(self, label: str) -> None:
+        """Take every node's FIB under a label, in the background (the timeline keeps time)."""
+
+        def take(t: float) -> None:
+            fib = self.observer.fib()
+            with self.lock:
+                self.fibs[label] = (t, fib)
+
+        thread = threading.Thread(
+            target=self.guarded, args=(take, time.time()), name=f"fib-{label}", daemon=True
+        )
+        thread.start()
+        self.snapshots.append(thread)
+
+    def guarded(self, target: Callable[..., None], *args: Any) -> None:
+        """Run a thread's work, keeping its error for the run to raise."""
+        try:
+            target(*args)
+        except Exception as exc:  # raised by play() once every thread has ended
+            with self.lock:
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def play_phase(self, phase: Phase, traffic: Traffic, t0: float) -> None:
+        """Start a phase's prepared flows at its time and stop them after its duration."""
+        time.sleep(max(0.0, t0 + phase.at - time.time()))
+        self.progress(f"t={time.time() - t0:5.1f}s  {phase.label}: {len(phase.flows)} flows")
+        start = time.time()
+        traffic.start()
+        time.sleep(max(0.0, start + phase.duration - time.time()))
+        sent = traffic.stop()
+        record = {
+            "index": phase.index,
+            "label": phase.label,
+            "kind": phase.kind,
+            "start": start,
+            "end": time.time(),
+            "pps_per_flow": phase.pps,
+            "dscp": dict(phase.dscp),
+            "class": phase.traffic_class,
+            "flows": [
+                {"flow_id": f.flow_id, "src": f.src, "dst": f.dst, "qp": f.qp} for f in phase.flows
+            ],
+            "sent": {str(fid): n for fid, n in sent.items()},
+        }
+        with self.lock:
+            self.phases.append(record)
+
+    def play_faults(self, faults: list[tuple[float, Fault]], t0: float) -> None:
+        """Fire the faults in time order, each followed by a FIB snapshot."""
+        for index, (at, fault) in enumerate(sorted(faults, key=lambda f: f[0])):
+            time.sleep(max(0.0, t0 + at - time.time()))
+            target = fault.link or fault.node
+            self.progress(f"t={time.time() - t0:5.1f}s  fault {fault.kind} {target}")
+            began = time.time()
+            record = self.backend.fault(self.lab, fault)
+            with self.lock:
+                self.faults.append({"index": index, "began": began, **record})
+            time.sleep(SETTLE_BEFORE_SNAPSHOT)
+            self.snapshot(f"fault{index + 1}-{fault.kind}")
+
+
+def play(backend: Backend, lab: Lab, timeline: Timeline, progress: Progress) -> Played:
+    """Play the timeline on a running twin; flows, probes and files are left to the backend."""
+    observer = backend.observer(lab)
+    run = _Run(backend, lab, observer, progress)
+    sampler = _Sampler(observer, timeline.sample_interval)
+    bgp_start = observer.bgp()
+    progress(f"preparing {len(timeline.phases)} traffic phases")
+    prepared = [(phase, backend.traffic(lab, phase)) for phase in timeline.phases]
+    run.snapshot("start")
+    try:
+        with observer.watch():
+            t0 = time.time()
+            events.append(lab.path, "run-start", scenario=timeline.scenario)
+            sampler.start()
+            threads = [
+                threading.Thread(
+                    target=run.guarded, args=(run.play_phase, phase, traffic, t0), daemon=True
+                )
+                for phase, traffic in prepared
+            ]
+            threads.append(
+                threading.Thread(
+                    target=run.guarded, args=(run.play_faults, timeline.faults, t0), daemon=True
+                )
+            )
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            time.sleep(max(0.0, t0 + timeline.duration - time.time()))
+            sampler.stopped.set()
+            sampler.join()
+            t1 = time.time()
+    finally:
+        sampler.stopped.set()
+    run.snapshot("end")
+    for thread in run.snapshots:
+        thread.join()
+    if run.errors:
+        raise LabError(f"scenario {timeline.scenario} failed: " + "; ".join(run.errors))
+    return Played(
+        started=t0,
+        ended=t1,
+        phases=sorted(run.phases, key=lambda p: p["index"]),
+        faults=sorted(run.faults, key=lambda f: f["index"]),
+        flows=[],
+        counters={
+            "interval": timeline.sample_interval,
+            "fields": COUNTER_FIELDS,
+            "samples": sampler.samples,
+        },
+        fibs=run.fibs,
+        bgp={"start": bgp_start, "end": observer.bgp()},
+        events=events.read(lab.path, since=t0),
+    )

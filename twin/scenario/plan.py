@@ -1,0 +1,150 @@
+"""A scenario made into a backend's timeline: ranks, flows, DSCP per host, faults, and the
+analytical bounds the report shows beside what was measured.
+
+Pure: reads the lab directory, runs nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from labs import backend
+from labs.backend import FlowSpec, Phase, Timeline
+from traffic import collectives
+from traffic.collectives import Flow
+from traffic.jobs import flow_id
+from twin.labdir import Lab
+from twin.model.wiring import Wiring
+from twin.scenario.model import Fault, Scenario, Traffic
+
+SCHEDULES = {
+    ("all_reduce", "ring"): collectives.ring_all_reduce,
+    ("all_reduce", "halving_doubling"): collectives.halving_doubling_all_reduce,
+    ("all_gather", "ring"): collectives.ring_all_gather,
+    ("reduce_scatter", "ring"): collectives.ring_reduce_scatter,
+    ("all_to_all", "ring"): collectives.all_to_all,
+}
+PROBED_BY = {"reachability", "mtu"}  # validators that need the end-of-run probes
+
+
+def ranks(lab: Lab, phase: Traffic) -> list[str]:
+    """A collective's ranks in order: as listed, or interleaved across leaf groups so that
+    consecutive ranks sit behind different leaves."""
+    servers = lab.nodes("server") if phase.servers == "all" else list(phase.servers)
+    if phase.order == "natural":
+        return servers
+    groups: dict[int, list[str]] = {}
+    for server in servers:
+        groups.setdefault(lab.graph.nodes[server]["group"], []).append(server)
+    columns = list(groups.values())
+    return [col[i] for i in range(max(map(len, columns))) for col in columns if i < len(col)]
+
+
+def analytical(lab: Lab, phase: Traffic) -> dict[str, float] | None:
+    """A collective's completion bound at a server's NIC bandwidth (all its NICs), and
+    nccl-tests' algbw and busbw at that bound (Gb/s), for `message` bytes per rank."""
+    if phase.kind not in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
+        return None
+    build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
+    schedule = build(ranks(lab, phase), phase.message, phase.qps)
+    link_bps = lab.fabric.servers.nic_speed * lab.fabric.servers.nics * 1e6
+    bound = schedule.completion_bound_s(link_bps)
+    return {
+        "message_bytes": phase.message,
+        "link_gbps": link_bps / 1e9,
+        "bound_s": round(bound, 6),
+        "algbw_gbps": round(8 * schedule.algbw(bound) / 1e9, 2),
+        "busbw_gbps": round(8 * schedule.busbw(bound) / 1e9, 2),
+    }
+
+
+def phase_flows(lab: Lab, phase: Traffic) -> list[Flow]:
+    """The (src, dst, qp) flows of a phase; a collective's are those of its schedule."""
+    if phase.kind in ("backup", "micro_bursts"):
+        assert isinstance(phase.src, str) and phase.dst
+        return [Flow(phase.src, phase.dst, 0, qp) for qp in range(phase.qps)]
+    if phase.kind == "incast":
+        assert isinstance(phase.src, list) and phase.dst
+        return [Flow(s, phase.dst, 0, qp) for s in phase.src for qp in range(phase.qps)]
+    build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
+    schedule = build(ranks(lab, phase), 1 << 20, phase.qps)
+    unique = {(f.src, f.dst, f.qp): f for step in schedule.steps for f in step}
+    return list(unique.values())
+
+
+def host_dscp(lab: Lab, server: str, phase: Traffic) -> int:
+    """The DSCP a server marks a phase's class with: RoCE as its RDMA settings say, other
+    classes as its marking rules say, else the fabric policy's; a phase override wins."""
+    if phase.dscp is not None:
+        return phase.dscp
+    host = lab.host(server)
+    if phase.traffic_class == "roce":
+        return int(host["rdma"]["dscp"])
+    for mark in host.get("dscp_marking", []):
+        if mark["class"] == phase.traffic_class:
+            return int(mark["dscp"])
+    return lab.fabric.qos.classes[phase.traffic_class].dscp
+
+
+def uplinks(lab: Lab) -> dict[str, list[str]]:
+    """Per leaf, its ports facing spines by SONiC name (a PortChannel for a bundle)."""
+    wiring = Wiring(lab)
+    result: dict[str, set[str]] = {}
+    for _, _, e in lab.graph.edges(data=True):
+        for side, other in (("a", "b"), ("b", "a")):
+            here, there = e[side], e[other]
+            roles = (lab.graph.nodes[here]["role"], lab.graph.nodes[there]["role"])
+            if roles == ("leaf", "spine"):
+                result.setdefault(here, set()).add(wiring.logical(here, e[f"{side}_port"]))
+    return {leaf: sorted(ports) for leaf, ports in sorted(result.items())}
+
+
+def phase(lab: Lab, index: int, traffic: Traffic) -> Phase:
+    """One traffic phase as a backend plays it."""
+    flows = phase_flows(lab, traffic)
+    collective = traffic.kind in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+    return Phase(
+        index=index,
+        label=traffic.label,
+        kind=traffic.kind,
+        traffic_class=traffic.traffic_class,
+        dscp={src: host_dscp(lab, src, traffic) for src in sorted({f.src for f in flows})},
+        flows=[FlowSpec(flow_id(f.src, f.dst, f.qp), f.src, f.dst, f.qp) for f in flows],
+        at=traffic.at,
+        duration=traffic.duration,
+        payload=traffic.payload,
+        pps=traffic.pps,
+        message=traffic.message if collective else None,
+        algorithm=traffic.algorithm,
+        burst=traffic.burst if traffic.kind == "micro_bursts" else None,
+        period=traffic.period if traffic.kind == "micro_bursts" else None,
+        ranks=ranks(lab, traffic) if collective else [],
+    )
+
+
+def fault(f: Fault) -> backend.Fault:
+    """A scenario's fault as the backends take it."""
+    return backend.Fault(
+        kind=f.fault,
+        link=f.link,
+        node=f.node,
+        daemon=f.daemon,
+        percent=f.percent,
+        mbit=f.mbit,
+        period=f.period,
+        count=f.count,
+    )
+
+
+def timeline(lab: Lab, scenario: Scenario, files: Path | None = None) -> Timeline:
+    """Everything the scenario asks a backend to do; files (captures) go to `files`."""
+    return Timeline(
+        scenario=scenario.name,
+        duration=scenario.duration,
+        sample_interval=scenario.sample_interval,
+        phases=[phase(lab, i, t) for i, t in enumerate(scenario.traffic)],
+        faults=[(f.at, fault(f)) for f in scenario.faults],
+        captures=list(scenario.capture),
+        probes=bool(PROBED_BY & set(scenario.validate_)),
+        files=files,
+    )
