@@ -17,6 +17,7 @@ BACKENDS = {
     "netns": "labs.netns.backend:NetnsBackend",
     "clab": "labs.clab.backend:ClabBackend",
     "clabernetes": "labs.clab.kube:ClabernetesBackend",
+    "fake": "labs.fake.backend:FakeBackend",
 }
 DEFAULT = "netns"
 

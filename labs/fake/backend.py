@@ -1,0 +1,173 @@
+"""The fake backend behind `labs.backend.Backend`: no root, no processes, no packets.
+
+Deploying records the twin in the lab's state; its FIBs are what the routing model
+(`twin.model.routing`) computes from the lab's configs, recomputed when a fault takes links,
+nodes or routing daemons down. A scenario is played at once in model time
+(`labs.fake.simulate`): deterministic per-flow results and port counters.
+
+What it cannot observe, and says so through its capabilities: BGP sessions and their
+events, packet captures, probes, queues, PFC, ECN, latency, DSCP rewriting.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+from labs import events, state
+from labs.backend import (
+    Deployed,
+    Fault,
+    LinkState,
+    Phase,
+    Played,
+    Progress,
+    Session,
+    Status,
+    Timeline,
+)
+from labs.fake.network import STATE, Failures, Network
+from labs.fake.simulate import Simulation, fault_record
+from twin.errors import LabError
+from twin.labdir import Lab
+from twin.model.fib import Fib
+from twin.model.wiring import links
+
+
+def _quiet(_: str) -> None:
+    """Progress sink that says nothing."""
+
+
+class FakeObserver:
+    """`labs.backend.Observer` of a fake twin: its FIB; no traffic runs outside a play."""
+
+    def __init__(self, lab: Lab) -> None:
+        self.lab = lab
+
+    def fib(self) -> Fib:
+        """Every node's FIB under the twin's current failures."""
+        return Network(self.lab, Failures.load(self.lab)).fib
+
+    def counters(self) -> dict[str, list[int]]:
+        """No traffic outside a play: nothing counted."""
+        return {}
+
+    def bgp(self) -> list[Session]:
+        """Not observed (no BGP daemons)."""
+        return []
+
+    @contextmanager
+    def watch(self) -> Iterator[list[dict[str, Any]]]:
+        """The faults logged while inside (the fake sees no BGP or route events)."""
+        since, seen = time.time(), list[dict[str, Any]]()
+        try:
+            yield seen
+        finally:
+            seen += [e for e in events.read(self.lab.path, since) if e["event"] != "fault"]
+
+
+class FakeTraffic:
+    """A phase's flows, counted as sent at their rate (played for real only by `play`)."""
+
+    def __init__(self, phase: Phase) -> None:
+        self.phase = phase
+
+    def start(self) -> None:
+        """Nothing to start."""
+
+    def stop(self) -> dict[int, int]:
+        """Packets each flow sends in the phase."""
+        n = int(float(self.phase.pps or 0) * self.phase.duration)
+        return {f.flow_id: n for f in self.phase.flows}
+
+
+class FakeBackend:
+    """A lab as the routing model sees it."""
+
+    name: ClassVar[str] = "fake"
+    capabilities: ClassVar[frozenset[str]] = frozenset({"fib", "counters", "flows"})
+
+    def deploy(
+        self, lab: Lab, progress: Progress = _quiet, timeout: float | None = None
+    ) -> Deployed:
+        """Record the twin and compute its converged FIB."""
+        if self.running(lab):
+            raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
+        start = time.monotonic()
+        progress("computing the FIBs from the configs")
+        net = Network(lab, Failures())
+        net.failures.save(lab)
+        st = state.State(lab.name, self.name, status="running")
+        st.save(lab.path)
+        seconds = round(time.monotonic() - start, 2)
+        events.append(lab.path, "deployed", backend=self.name, converged_s=seconds)
+        return Deployed(
+            lab.name,
+            self.name,
+            lab.graph.number_of_nodes(),
+            len(net.routing.sessions),
+            seconds,
+            {"links": len(links(lab)), "routes": sum(len(r) for r in net.fib.values())},
+        )
+
+    def destroy(self, lab: Lab) -> dict[str, int]:
+        """Forget the twin."""
+        was = self.running(lab)
+        (lab.path / STATE).unlink(missing_ok=True)
+        state.clear(lab.path)
+        if was:
+            events.append(lab.path, "destroyed", backend=self.name)
+        return {"twins": int(was)}
+
+    def running(self, lab: Lab) -> bool:
+        """Whether the lab's state records a running fake twin."""
+        st = state.load(lab.path)
+        return st is not None and st.backend == self.name and st.status == "running"
+
+    def status(self, lab: Lab) -> Status:
+        """Nodes up or down, links as the failures leave them; sessions are not observed."""
+        net = Network(lab, Failures.load(lab))
+        failed = net.failed()
+        nodes = {n: "down" if n in net.failures.nodes else "up" for n in lab.graph.nodes}
+        for node, daemons in net.failures.daemons.items():
+            nodes[node] = "down: " + ",".join(daemons)
+        states = [
+            LinkState(a, ap, b, bp, (a, ap, b, bp) not in failed) for a, ap, b, bp in links(lab)
+        ]
+        return Status(lab.name, self.name, self.running(lab), nodes, states, [])
+
+    def exec(self, lab: Lab, node: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        """Refused: the fake twin runs no processes."""
+        raise LabError(f"the fake backend runs no processes: cannot run {argv[0]} in {node}")
+
+    def fault(self, lab: Lab, fault: Fault) -> dict[str, Any]:
+        """Apply a fault to the twin's failures and log it."""
+        net = Network(lab, Failures.load(lab))
+        after = net.fire(fault)
+        after.save(lab)
+        record = fault_record(net, 0, time.time(), fault)
+        fields = {
+            k: v for k, v in record.items() if k not in ("index", "began", "t", "event", "fault")
+        }
+        return events.append(lab.path, "fault", fault=record["fault"], **fields)
+
+    def observer(self, lab: Lab) -> FakeObserver:
+        """The twin's FIB."""
+        return FakeObserver(lab)
+
+    def traffic(self, lab: Lab, phase: Phase) -> FakeTraffic:
+        """A phase's flows, counted as sent."""
+        return FakeTraffic(phase)
+
+    def play(self, lab: Lab, timeline: Timeline, progress: Progress = _quiet) -> Played:
+        """The whole timeline at once, in model time from now; the twin keeps the failures
+        the timeline leaves."""
+        net = Network(lab, Failures.load(lab))
+        progress(f"simulating {len(timeline.phases)} phases and {len(timeline.faults)} faults")
+        sim = Simulation(lab, timeline, net, time.time())
+        sim.run()
+        sim.epochs[-1].net.failures.save(lab)
+        return sim.played()

@@ -1,0 +1,148 @@
+"""The fake twin's state: which links, nodes and daemons a fault took down (kept in the lab
+directory, so that every verb sees it), and the FIB the routing model gives for that state.
+
+A link is taken down by its physical links (`node:peer` fails every link between the two, a
+PortChannel its members); a node down fails all its links; a killed bgpd or zebra takes the
+switch's routed links out of routing (its sessions drop; its connected routes stay), bfdd
+changes nothing. Loss and rate are recorded, not modelled.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from ipaddress import IPv4Address
+
+from labs.backend import Fault
+from twin.errors import LabError
+from twin.labdir import Lab
+from twin.model.fib import Fib, Hops, Link, Lpm
+from twin.model.routing import Routing
+from twin.model.wiring import Wiring, links
+
+STATE = "fake.json"
+ROUTED = ("bgpd", "zebra")
+
+
+@dataclass
+class Failures:
+    """What is down now."""
+
+    links: list[Link] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    daemons: dict[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, lab: Lab) -> Failures:
+        """The failures the lab's fake twin holds (none when none was recorded)."""
+        path = lab.path / STATE
+        if not path.exists():
+            return cls()
+        data = json.loads(path.read_text())
+        return cls([tuple(x) for x in data["links"]], data["nodes"], data["daemons"])
+
+    def save(self, lab: Lab) -> None:
+        """Record them in the lab directory."""
+        (lab.path / STATE).write_text(json.dumps(asdict(self)))
+
+
+def resolve(lab: Lab, wiring: Wiring, spec: str) -> list[Link]:
+    """The physical links named `NODE:PORT` (a port, PortChannel or NIC) or `NODE:PEER`."""
+    node, _, port = spec.partition(":")
+    if node not in lab.graph.nodes or not port:
+        raise LabError(f"link {spec!r}: write NODE:PORT or NODE:PEER (e.g. leaf1:spine1)")
+    members = set(wiring.physical(node, port))
+    found = []
+    for link in links(lab):
+        a, a_port, b, b_port = link
+        for here, here_port, there in ((a, a_port, b), (b, b_port, a)):
+            if here == node and (here_port in members or there == port):
+                found.append(link)
+    if not found:
+        raise LabError(f"link {spec!r}: {node} has no port or neighbour {port}")
+    return found
+
+
+class Network:
+    """The lab's routing under some failures (`routing`: the intact one, to share)."""
+
+    def __init__(self, lab: Lab, failures: Failures, routing: Routing | None = None) -> None:
+        self.lab, self.failures = lab, failures
+        self.routing = routing or Routing(Wiring(lab))
+        self.wiring = self.routing.w
+
+    def after(self, fault: Fault) -> Network:
+        """The network once a fault fired."""
+        return Network(self.lab, self.fire(fault), self.routing)
+
+    def failed(self) -> set[Link]:
+        """Every physical link out of service: down, or at a node down or without routing."""
+        out = {tuple(link) for link in self.failures.links}
+        routed_off = {n for n, ds in self.failures.daemons.items() if set(ds) & set(ROUTED)}
+        for link in links(self.lab):
+            a, _, b, _ = link
+            if {a, b} & set(self.failures.nodes) or (
+                {a, b} & routed_off
+                and {
+                    self.lab.graph.nodes[a]["role"],
+                    self.lab.graph.nodes[b]["role"],
+                }
+                != {"leaf", "server"}
+            ):
+                out.add(link)
+        return out  # type: ignore[return-value]
+
+    @cached_property
+    def fib(self) -> Fib:
+        """Every node's FIB under the failures."""
+        fib = {n: dict(r) for n, r in self.routing.fib.items()}
+        for node, changes in self.routing.after(self.failed()).items():
+            for prefix, hops in changes.items():
+                if hops is None:
+                    fib[node].pop(prefix, None)
+                else:
+                    fib[node][prefix] = hops
+        return fib
+
+    @cached_property
+    def lpm(self) -> dict[str, Lpm]:
+        """Longest-prefix match per node."""
+        return {n: Lpm(routes) for n, routes in self.fib.items()}
+
+    def hops(self, node: str, address: IPv4Address) -> Hops | None:
+        """Where `node` sends a packet for `address` (None: no route)."""
+        table = self.lpm.get(node)
+        return table(int(address)) if table else None
+
+    def fire(self, fault: Fault) -> Failures:
+        """The failures after a fault."""
+        now = self.failures
+        f = Failures(list(now.links), list(now.nodes), dict(now.daemons))
+        match fault.kind:
+            case "link-down":
+                named = resolve(self.lab, self.wiring, str(fault.link))
+                f.links += [x for x in named if x not in f.links]
+            case "link-up":
+                gone = set(resolve(self.lab, self.wiring, str(fault.link)))
+                f.links = [x for x in f.links if tuple(x) not in gone]
+            case "node-down" | "node-up":
+                node = str(fault.node)
+                if node not in self.lab.graph.nodes:
+                    raise LabError(f"lab {self.lab.name} has no node {node}")
+                f.nodes = [n for n in f.nodes if n != node]
+                if fault.kind == "node-down":
+                    f.nodes.append(node)
+                f.daemons.pop(node, None)
+            case "daemon-kill":
+                node, daemon = str(fault.node), fault.daemon or "bgpd"
+                if node not in self.lab.switches():
+                    raise LabError(f"{node} runs no {daemon} (daemons: none)")
+                f.daemons[node] = sorted({*f.daemons.get(node, []), daemon})
+            case "daemon-restart":
+                f.daemons.pop(str(fault.node), None)
+            case "link-flap" | "loss" | "rate" | "clear":
+                resolve(self.lab, self.wiring, str(fault.link))  # named right, else refused
+            case _:
+                raise LabError(f"the fake backend cannot inject {fault.kind}")
+        return f

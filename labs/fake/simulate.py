@@ -1,0 +1,213 @@
+"""A timeline played by the fake backend, at once, in model time from `t0`.
+
+Between two faults the network is fixed, so every flow follows one path: from its source
+server, each node forwards by its FIB (longest-prefix match on the destination's address),
+picking among ECMP next hops by a hash of the flow's 5-tuple and the node (deterministic).
+A flow whose path ends without a route, or loops, loses its packets for that stretch. Every
+flow sends `pps` packets per second for its phase; counters are the packets and bytes of
+the flows crossing each port; nothing queues, nothing is delayed, nothing is re-marked.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from ipaddress import IPv4Address
+from typing import Any
+
+from labs.backend import COUNTER_FIELDS, Fault, FlowSpec, Phase, Played, Timeline
+from labs.fake.network import Network, resolve
+from twin.labdir import Lab
+
+FRAME_OVERHEAD = 58  # Ethernet, IPv4, UDP, BTH and ICRC around a RoCE payload
+MAX_HOPS = 64
+SNAPSHOT_AFTER = 0.5
+ECT0 = 2
+CHANGES_ROUTING = ("link-down", "link-up", "node-down", "node-up", "daemon-kill", "daemon-restart")
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """From `start` (model seconds after t0) on, the network is `net`."""
+
+    start: float
+    net: Network
+
+
+def path(net: Network, flow: FlowSpec, address: IPv4Address) -> list[tuple[str, str]] | None:
+    """The (node, egress port) hops from the flow's source to its destination, or None when
+    it is dropped (no route, or a loop)."""
+    node, hops = flow.src, list[tuple[str, str]]()
+    while node != flow.dst:
+        choices = net.hops(node, address)
+        if not choices or len(hops) >= MAX_HOPS:
+            return None
+        key = f"{flow.src}>{flow.dst}/{flow.qp}@{node}".encode()
+        hop = choices[zlib.crc32(key) % len(choices)]
+        hops.append((node, hop.port))
+        node = hop.node
+    return hops
+
+
+def _sent(pps: float, since: float) -> int:
+    """Packets a flow at `pps` has sent `since` seconds after its start."""
+    return math.floor(pps * since + 1e-9)
+
+
+def fault_record(net: Network, index: int, t: float, fault: Fault) -> dict[str, Any]:
+    """A fault as the run saves it (`ends` of a link by node and SONiC port)."""
+    fields = {k: v for k, v in vars(fault).items() if v is not None and k != "kind"}
+    if fault.kind not in ("link-flap",):
+        fields.pop("period", None)
+        fields.pop("count", None)
+    if fault.link:
+        a, a_port, b, b_port = resolve(net.lab, net.wiring, fault.link)[0]
+        w = net.wiring
+        fields["ends"] = [f"{a}:{w.logical(a, a_port)}", f"{b}:{w.logical(b, b_port)}"]
+    kind = "link-flap-done" if fault.kind == "link-flap" else fault.kind
+    return {"index": index, "began": t, "t": t, "event": "fault", "fault": kind, **fields}
+
+
+class Simulation:
+    """One timeline on one lab, from the failures the fake twin holds."""
+
+    def __init__(self, lab: Lab, timeline: Timeline, net: Network, t0: float) -> None:
+        self.lab, self.timeline, self.t0 = lab, timeline, t0
+        self.epochs = [Epoch(0.0, net)]
+        self.faults: list[dict[str, Any]] = []
+        for index, (at, fault) in enumerate(sorted(timeline.faults, key=lambda f: f[0])):
+            self.faults.append(fault_record(self.epochs[-1].net, index, t0 + at, fault))
+            if fault.kind in (
+                "link-down",
+                "link-up",
+                "node-down",
+                "node-up",
+                "daemon-kill",
+                "daemon-restart",
+            ):
+                self.epochs.append(Epoch(at, self.epochs[-1].net.after(fault)))
+            else:
+                self.epochs.append(Epoch(at, self.epochs[-1].net))
+        self.addresses = {
+            s: IPv4Address(lab.host(s)["address"].split("/")[0]) for s in lab.nodes("server")
+        }
+        self.flows: list[dict[str, Any]] = []
+        self.phases: list[dict[str, Any]] = []
+        self.rates: list[tuple[str, str, float, float, float, int]] = []
+        """(tx node:port, rx node:port, pps, from, to, frame bytes) of every path stretch."""
+
+    def stretches(self, start: float, end: float) -> list[tuple[float, float, Network]]:
+        """The (from, to, network) stretches of a time span, split at the faults."""
+        out = []
+        for i, epoch in enumerate(self.epochs):
+            until = self.epochs[i + 1].start if i + 1 < len(self.epochs) else math.inf
+            lo, hi = max(start, epoch.start), min(end, until)
+            if lo < hi:
+                out.append((lo, hi, epoch.net))
+        return out
+
+    def flow(self, phase: Phase, flow: FlowSpec) -> dict[str, Any]:
+        """Send one flow through the phase's stretches; its record."""
+        pps = float(phase.pps or 0)
+        frame = phase.payload + FRAME_OVERHEAD
+        received = missing = 0
+        gaps: list[list[float]] = []
+        for lo, hi, net in self.stretches(phase.at, phase.at + phase.duration):
+            n = _sent(pps, hi - phase.at) - _sent(pps, lo - phase.at)
+            hops = path(net, flow, self.addresses[flow.dst])
+            if hops is None:
+                missing += n
+                continue
+            if missing and n:
+                gaps.append([round(self.t0 + lo + 1 / pps, 4), missing])
+                missing = 0
+            received += n
+            for node, port in hops:
+                far = net.wiring.far(node, port)
+                rx = f"{far[0]}:{far[1]}" if far else ""
+                self.rates.append((f"{node}:{port}", rx, pps, lo, hi, frame))
+        sent = _sent(pps, phase.duration)
+        dscp = phase.dscp[flow.src]
+        return {
+            "flow_id": flow.flow_id,
+            "src": flow.src,
+            "dst": flow.dst,
+            "qp": flow.qp,
+            "phase": phase.label,
+            "class": phase.traffic_class,
+            "dscp_sent": dscp,
+            "pps": phase.pps,
+            "sent": sent,
+            "received": received,
+            "lost": sum(int(n) for _, n in gaps),
+            "tail_lost": missing,
+            "reordered": 0,
+            "latency_us": {"min": 0.0, "mean": 0.0, "max": 0.0},
+            "dscp_received": {str(dscp): received} if received else {},
+            "ecn_received": {str(ECT0): received} if received else {},
+            "gaps": gaps,
+        }
+
+    def run(self) -> None:
+        """Play every phase."""
+        for phase in self.timeline.phases:
+            records = [self.flow(phase, f) for f in phase.flows]
+            self.flows += records
+            self.phases.append(
+                {
+                    "index": phase.index,
+                    "label": phase.label,
+                    "kind": phase.kind,
+                    "start": self.t0 + phase.at,
+                    "end": self.t0 + phase.at + phase.duration,
+                    "pps_per_flow": phase.pps,
+                    "dscp": dict(phase.dscp),
+                    "class": phase.traffic_class,
+                    "flows": [
+                        {"flow_id": f.flow_id, "src": f.src, "dst": f.dst, "qp": f.qp}
+                        for f in phase.flows
+                    ],
+                    "sent": {str(r["flow_id"]): r["sent"] for r in records},
+                }
+            )
+
+    def counters(self) -> dict[str, Any]:
+        """Cumulative port counters every `sample_interval` over the run."""
+        interval = self.timeline.sample_interval
+        ports = {p for tx, rx, *_ in self.rates for p in (tx, rx) if p}
+        columns = {name: i for i, name in enumerate(COUNTER_FIELDS)}
+        samples = []
+        for k in range(math.ceil(self.timeline.duration / interval) + 1):
+            t = min(k * interval, self.timeline.duration)
+            c = {p: [0] * len(COUNTER_FIELDS) for p in sorted(ports)}
+            for tx, rx, pps, lo, hi, frame in self.rates:
+                packets = _sent(pps, max(0.0, min(t, hi) - lo))
+                for port, side in ((tx, "tx"), (rx, "rx")):
+                    if port:
+                        c[port][columns[f"{side}_packets"]] += packets
+                        c[port][columns[f"{side}_bytes"]] += packets * frame
+            samples.append({"t": round(self.t0 + t, 4), "c": c})
+        return {"interval": interval, "fields": COUNTER_FIELDS, "samples": samples}
+
+    def played(self) -> Played:
+        """The run's record."""
+        fibs = {"start": (self.t0, self.epochs[0].net.fib)}
+        for record, epoch in zip(self.faults, self.epochs[1:], strict=True):
+            label = f"fault{record['index'] + 1}-{record['fault'].removesuffix('-done')}"
+            fibs[label] = (record["t"] + SNAPSHOT_AFTER, epoch.net.fib)
+        end = self.t0 + self.timeline.duration
+        fibs["end"] = (end, self.epochs[-1].net.fib)
+        start = {"t": self.t0, "event": "run-start", "scenario": self.timeline.scenario}
+        logged = [{k: v for k, v in f.items() if k not in ("index", "began")} for f in self.faults]
+        return Played(
+            started=self.t0,
+            ended=end,
+            phases=self.phases,
+            faults=self.faults,
+            flows=self.flows,
+            counters=self.counters(),
+            fibs=fibs,
+            bgp={"start": [], "end": []},
+            events=[start, *logged],
+        )
