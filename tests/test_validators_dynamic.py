@@ -34,6 +34,7 @@ from validators.result import Result, Status
 REPO = Path(__file__).resolve().parent.parent
 T0 = 1_800_000_000.0  # the runs' clock: seconds since the epoch
 PHASE = "allreduce"
+NETNS = {"bgp", "counters", "fib", "flows", "pcap", "probes"}  # what the netns backend observes
 SIX = ("bgp_health", "dscp_preserved", "ecmp_spread", "failover", "mtu", "reachability")
 
 
@@ -183,6 +184,7 @@ class SyntheticRun:
     validate: dict[str, dict[str, Any]] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
     """Kinds of phases other than PHASE (which is `kind`), by label."""
+    capabilities: list[str] = field(default_factory=lambda: sorted(NETNS))
 
     def fault(self, at: float, fault: str, **fields: Any) -> None:
         """A fault record as `labs.netns.faults` logs it, `at` seconds after T0."""
@@ -234,7 +236,7 @@ class SyntheticRun:
             "lab": self.lab.name,
             "lab_dir": str(self.lab.path),
             "backend": "netns",
-            "capabilities": ["bgp", "counters", "fib", "flows", "pcap", "probes"],
+            "capabilities": self.capabilities,
             "scenario": self.name,
             "started": start,
             "ended": end + 1.0,
@@ -654,8 +656,22 @@ def test_reachability_fails_an_unanswered_pair_and_a_pair_never_probed(
     ]
 
 
-def test_reachability_is_not_observable_without_probes(lab: Lab, run: SyntheticRun) -> None:
-    assert check("reachability", lab, run.write())[0].status is Status.NOT_OBSERVABLE
+def test_reachability_is_not_observable_on_a_backend_without_probes(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    run.capabilities = sorted(NETNS - {"probes"})
+    result = check("reachability", lab, run.write())[0]
+    assert result.status is Status.NOT_OBSERVABLE
+    assert result.reason == "the netns backend does not observe probes"
+
+
+def test_every_dynamic_validator_needs_what_it_reads(lab: Lab, run: SyntheticRun) -> None:
+    run.capabilities = []
+    for v in registry.available("dynamic"):
+        results = check(v.name, lab, run.write())
+        assert [r.status for r in results] == [Status.NOT_OBSERVABLE], v.name
+        assert all(need in results[0].reason for need in v.needs), v.name
+        assert v.needs, v.name
 
 
 # -- mtu --------------------------------------------------------------------------------------
@@ -723,8 +739,8 @@ def test_mtu_does_not_judge_unreachable_pairs(lab: Lab, run: SyntheticRun) -> No
     assert "11 reachable paths (1 unreachable, not judged)" in result.reason
     run.probes = [{**p, **down} for p in probe_all(lab)]
     assert check("mtu", lab, run.write())[0].status is Status.NOT_OBSERVABLE
-    run.probes = None
-    assert check("mtu", lab, run.write())[0].status is Status.NOT_OBSERVABLE
+    run.capabilities = ["fib"]
+    assert check("mtu", lab, run.write())[0].reason == "the netns backend does not observe probes"
 
 
 # -- dscp_preserved ---------------------------------------------------------------------------

@@ -62,8 +62,9 @@ def failing_run(lab: Lab, name: str = "failing") -> SyntheticRun:
 
 
 def passing_run(lab: Lab, name: str = "passing") -> SyntheticRun:
-    """Traffic without faults; one validator cannot see anything (no probes)."""
+    """Traffic without faults; one validator cannot see anything (a backend without probes)."""
     run = SyntheticRun(lab, name=name)
+    run.capabilities = ["bgp", "counters", "fib", "flows"]
     run.flows = [flow("server1", "server3", qp) for qp in range(4)]
     run.uplink_tx = {"leaf1": [1000, 1000]}
     run.validate = {"dscp_preserved": {}, "bgp_health": {}, "mtu": {}}
@@ -116,7 +117,7 @@ def test_report_exits_0_when_nothing_failed_even_if_something_was_not_observable
     code, out, _ = twin_main(capsys, "report", str(run_dir))
     assert code == 0
     assert "0 failed, 1 not observable" in out
-    assert statuses(run_dir)[("mtu", "paths")] == "not-observable"
+    assert statuses(run_dir)[("mtu", "run")] == "not-observable"
     suite = ET.fromstring((run_dir / "junit.xml").read_text()).find("testsuite")
     assert suite is not None and suite.get("skipped") == "1" and suite.get("failures") == "0"
     # No faults: no loss plot, and report.md links only the plots that exist.

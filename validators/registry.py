@@ -7,7 +7,10 @@ default of every threshold it reads::
     def ecn_thresholds(lab: Lab, params: Params) -> list[Result]: ...
 
 Static checks read only the lab directory: `f(lab, params) -> list[Result]`. Dynamic checks
-(kind "dynamic", added with the observations) are `f(lab, observations, params)`. `params`
+(kind "dynamic", added with the observations) are `f(lab, observations, params)` and declare
+what they need the backend to observe (`@dynamic("failover", needs={"flows"}, ...)`): on a run
+whose backend lacks one of those capabilities (`run.json`), the check is not run and reports
+not-observable, naming what is missing. `params`
 always holds every threshold: the defaults, overridden by what a scenario or the command line
 gives; an unknown threshold is an input error. Each validator's docstring says what its
 thresholds mean.
@@ -30,7 +33,7 @@ import validators
 from twin.errors import InputError
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
-from validators.result import Result
+from validators.result import Result, Status
 
 Params = Mapping[str, Any]
 StaticCheck = Callable[[Lab, Params], list[Result]]
@@ -45,6 +48,7 @@ class Validator:
     kind: str
     check: Callable[..., list[Result]]
     defaults: Mapping[str, Any]
+    needs: frozenset[str] = frozenset()
 
     @property
     def summary(self) -> str:
@@ -65,11 +69,14 @@ class Validator:
 _REGISTRY: dict[str, Validator] = {}
 
 
-def dynamic(name: str, **defaults: Any) -> Callable[[DynamicCheck], DynamicCheck]:
-    """Register a dynamic check (it reads a run's observations) under `name`."""
+def dynamic(
+    name: str, *, needs: Iterable[str], **defaults: Any
+) -> Callable[[DynamicCheck], DynamicCheck]:
+    """Register a dynamic check (it reads a run's observations) under `name`, with the
+    capabilities (`labs.backend.Capability`) it needs a backend to have observed."""
 
     def register(check: DynamicCheck) -> DynamicCheck:
-        _REGISTRY[name] = Validator(name, "dynamic", check, defaults)
+        _REGISTRY[name] = Validator(name, "dynamic", check, defaults, frozenset(needs))
         return check
 
     return register
@@ -130,8 +137,16 @@ def run_static(lab: Lab, chosen: Iterable[Validator], given: Mapping[str, Params
 def run_dynamic(
     lab: Lab, obs: Observations, chosen: Iterable[Validator], given: Mapping[str, Params]
 ) -> list[Result]:
-    """Run dynamic validators on a run's observations, each with its thresholds."""
+    """Run dynamic validators on a run's observations, each with its thresholds; those
+    needing what the run's backend cannot observe are not-observable."""
     results: list[Result] = []
     for v in chosen:
-        results += v.check(lab, obs, v.params(given.get(v.name, {}), "scenario.yaml"))
+        params = v.params(given.get(v.name, {}), "scenario.yaml")
+        missing = sorted(v.needs - obs.capabilities)
+        if missing:
+            backend = obs.run.get("backend", "unknown")
+            reason = f"the {backend} backend does not observe {', '.join(missing)}"
+            results.append(Result(v.name, "run", Status.NOT_OBSERVABLE, reason))
+        else:
+            results += v.check(lab, obs, params)
     return results

@@ -46,7 +46,7 @@ def _addresses(lab: Lab) -> dict[str, str]:
     return owners
 
 
-@dynamic(NAME, max_flaps=0)
+@dynamic(NAME, needs={"bgp", "fib"}, max_flaps=0)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """Sessions, routes and flaps."""
     max_flaps = int(params["max_flaps"])

@@ -13,18 +13,16 @@ from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
 from validators.buffer_graph import BufferGraph
 from validators.registry import Params, dynamic
-from validators.result import Figure, Result, Status
+from validators.result import Figure, Result
 from validators.static.deadlock import Located, dscps, priorities, verdicts
 
 NAME = "deadlock_observed"
 
 
-@dynamic(NAME, max_cycles=10)
+@dynamic(NAME, needs={"fib"}, max_cycles=10)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """One result per lossless priority over every snapshot of the run."""
     labels = obs.fib_labels()
-    if not labels:
-        return [Result(NAME, "fib", Status.NOT_OBSERVABLE, "the run took no FIB snapshot")]
     wiring = Wiring(lab)
     marks = dscps(lab)
     found: list[Located] = []

@@ -47,7 +47,7 @@ def _rewritten(group: list[dict[str, Any]]) -> str | None:
     return f"sent DSCP {marks}, received {sorted(got)}"
 
 
-@dynamic(NAME)
+@dynamic(NAME, needs={"flows"})
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """One result per traffic class seen in the run.
 

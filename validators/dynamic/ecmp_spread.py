@@ -41,7 +41,7 @@ def _fib_findings(lab: Lab, obs: Observations) -> list[Finding]:
     return findings
 
 
-@dynamic(NAME, max_over_mean=1.5, p_min=0.001, min_packets=200)
+@dynamic(NAME, needs={"fib", "counters"}, max_over_mean=1.5, p_min=0.001, min_packets=200)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """One result per leaf that carried enough uplink traffic, plus the FIB width check."""
     max_over_mean = float(params["max_over_mean"])

@@ -74,7 +74,7 @@ def windows(obs: Observations) -> list[tuple[dict[str, Any], float, float, list[
     return out
 
 
-@dynamic(NAME, max_loss_ms=1000.0, recovery_s=5.0, blackhole_s=1.0)
+@dynamic(NAME, needs={"flows"}, max_loss_ms=1000.0, recovery_s=5.0, blackhole_s=1.0)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """One result per fault, and one for black-holed flows after convergence."""
     max_loss_ms = float(params["max_loss_ms"])

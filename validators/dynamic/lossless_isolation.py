@@ -161,7 +161,7 @@ def _loss(obs: Observations, paths: _Paths, cls: str, flows: list[dict[str, Any]
     return verdict(NAME, f"loss {cls}", findings, "; ".join(parts) + " outside faults", figures)
 
 
-@dynamic(NAME, allow_incast=False)
+@dynamic(NAME, needs={"flows"}, allow_incast=False)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """Scope `bulk`: no flow of a bulk phase (backup, micro-bursts, incast unless
     `allow_incast`) enters a lossless priority at any port of its path, by the DSCPs it was

@@ -43,23 +43,22 @@ def _named_first(item: tuple[tuple[str, str, str, int], list[str]]) -> tuple[boo
     return mtu == 0, f"{node} {port} {where} {mtu}"
 
 
-@dynamic(NAME)
+@dynamic(NAME, needs={"probes"})
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """Every ordered pair's jumbo probe must have passed."""
-    if obs.probes is None:
-        return [Result(NAME, "paths", Status.NOT_OBSERVABLE, "the run did not probe")]
+    probes = obs.probes or []
     owners = _owners(lab)
-    size = obs.probes[0]["size"] if obs.probes else 0
-    reachable = [p for p in obs.probes if p["reachable"]]
+    size = probes[0]["size"] if probes else 0
+    reachable = [p for p in probes if p["reachable"]]
     if not reachable:
         return [
             Result(
                 NAME,
                 "paths",
                 Status.NOT_OBSERVABLE,
-                f"no server pair answered a small ping: none of the {len(obs.probes)} paths "
+                f"no server pair answered a small ping: none of the {len(probes)} paths "
                 "could be probed with jumbo frames",
-                {"paths": len(obs.probes), "reachable": 0},
+                {"paths": len(probes), "reachable": 0},
             )
         ]
     hops: dict[tuple[str, str, str, int], list[str]] = {}
@@ -90,7 +89,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
         )
         for (node, port, where, mtu), pairs in sorted(hops.items(), key=_named_first)
     ]
-    unjudged = len(obs.probes) - len(reachable)
+    unjudged = len(probes) - len(reachable)
     return [
         verdict(
             NAME,
@@ -100,7 +99,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
             + (f" ({unjudged} unreachable, not judged)" if unjudged else ""),
             {
                 "packet_bytes": size,
-                "paths": len(obs.probes),
+                "paths": len(probes),
                 "reachable": len(reachable),
                 "blocked": sum(len(v) for v in hops.values()),
             },

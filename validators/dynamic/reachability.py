@@ -5,22 +5,21 @@ from __future__ import annotations
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
 from validators.registry import Params, dynamic
-from validators.result import Finding, Result, Status, verdict
+from validators.result import Finding, Result, verdict
 
 NAME = "reachability"
 
 
-@dynamic(NAME)
+@dynamic(NAME, needs={"probes"})
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """Every ordered pair probed must have answered."""
-    if obs.probes is None:
-        return [Result(NAME, "servers", Status.NOT_OBSERVABLE, "the run did not probe")]
+    probes = obs.probes or []
     servers = lab.nodes("server")
-    probed = {(p["src"], p["dst"]) for p in obs.probes}
+    probed = {(p["src"], p["dst"]) for p in probes}
     expected = {(a, b) for a in servers for b in servers if a != b}
     findings = [
         Finding(p["src"], f"cannot reach {p['dst']} ({p['dst_ip']})", where="probe")
-        for p in obs.probes
+        for p in probes
         if not p["reachable"]
     ]
     findings += [

@@ -1,0 +1,189 @@
+"""The fake backend without root: FIBs from the routing model under faults, a scenario played
+end to end in model time, its observations and verdicts, and the CLI verbs on it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import lab_name, twin_cli, write_lab
+
+from labs import registry, state
+from labs.backend import COUNTER_FIELDS, Fault
+from twin.labdir import Lab
+from twin.model.routing import Routing
+from twin.model.wiring import Wiring, links
+from twin.scenario import model as scenarios
+from twin.scenario import player
+from twin.scenario.observations import Observations
+from twin.verdict import verdict
+from validators.result import Status
+
+FAKE = registry.get("fake")
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[Lab]:
+    """The small lab (two MLAG pairs) deployed on the fake backend."""
+    lab = Lab.open(write_lab(tmp_path / "lab", lab_name("fk")))
+    FAKE.deploy(lab)
+    yield lab
+    FAKE.destroy(lab)
+
+
+def play(lab: Lab, tmp: Path, scenario: dict[str, Any]) -> Observations:
+    path = tmp / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    return Observations.open(player.play(lab, scenarios.load(path, lab), FAKE))
+
+
+ALLREDUCE = {"kind": "all_reduce", "duration": 4, "qps": 4, "pps": 100, "order": "interleaved"}
+SERVER1_CUT = [
+    {"at": 1, "fault": "link-down", "link": "server1:leaf1"},
+    {"at": 1, "fault": "link-down", "link": "server1:leaf2"},
+    {"at": 3, "fault": "link-up", "link": "server1:leaf1"},
+]
+
+
+def test_deploy_records_the_backend_and_refuses_a_second_deploy(lab: Lab) -> None:
+    recorded = state.load(lab.path)
+    assert recorded is not None and (recorded.backend, recorded.status) == ("fake", "running")
+    assert FAKE.running(lab) and registry.of(lab).name == "fake"
+    with pytest.raises(Exception, match="already running"):
+        FAKE.deploy(lab)
+
+
+def test_the_fib_is_the_routing_models_and_follows_link_faults(lab: Lab) -> None:
+    wiring = Wiring(lab)
+    routing = Routing(wiring)
+    assert FAKE.observer(lab).fib() == routing.fib
+    failed = [x for x in links(lab) if {x[0], x[2]} == {"leaf1", "spine1"}]
+    expected = {n: dict(r) for n, r in routing.fib.items()}
+    for node, changes in routing.after(failed).items():
+        for prefix, hops in changes.items():
+            if hops is None:
+                del expected[node][prefix]
+            else:
+                expected[node][prefix] = hops
+    record = FAKE.fault(lab, Fault("link-down", link="leaf1:spine1"))
+    assert record["ends"] == ["leaf1:Ethernet24", "spine1:Ethernet0"]
+    assert FAKE.observer(lab).fib() == expected
+    assert {ls.up for ls in FAKE.status(lab).links if {ls.a, ls.b} == {"leaf1", "spine1"}} == {
+        False
+    }
+    FAKE.fault(lab, Fault("link-up", link="leaf1:spine1"))
+    assert FAKE.observer(lab).fib() == routing.fib
+
+
+def test_a_cut_server_loses_its_flows_until_a_link_returns(lab: Lab, tmp_path: Path) -> None:
+    obs = play(lab, tmp_path, {"name": "cut", "traffic": [ALLREDUCE], "faults": SERVER1_CUT})
+    touching = [f for f in obs.flows if "server1" in (f["src"], f["dst"])]
+    others = [f for f in obs.flows if f not in touching]
+    assert touching and others
+    assert all(f["sent"] == 400 and f["received"] == 400 for f in others)
+    for f in touching:  # 2 s without a path, then delivered again
+        assert (f["received"], f["lost"], f["tail_lost"]) == (200, 200, 0)
+        assert [round(t - obs.run["started"], 2) for t, _ in f["gaps"]] == [3.01]
+    assert [f["fault"] for f in obs.run["faults"]] == ["link-down", "link-down", "link-up"]
+    assert obs.fib_labels() == [
+        "start",
+        "fault1-link-down",
+        "fault2-link-down",
+        "fault3-link-up",
+        "end",
+    ]
+
+    def toward_server1(label: str) -> int:
+        fib = obs.fib(label)
+        return sum(
+            h.node == "server1"
+            for leaf in ("leaf1", "leaf2")
+            for hops in fib[leaf].values()
+            for h in hops
+        )
+
+    assert toward_server1("start") > 0
+    assert toward_server1("fault2-link-down") == 0
+    assert toward_server1("fault3-link-up") > 0
+
+
+def test_counters_add_up_to_the_flows(lab: Lab, tmp_path: Path) -> None:
+    obs = play(lab, tmp_path, {"name": "count", "traffic": [ALLREDUCE], "faults": SERVER1_CUT})
+    assert obs.counters["fields"] == COUNTER_FIELDS
+    last = obs.counters["samples"][-1]["c"]
+    rx = COUNTER_FIELDS.index("rx_packets")
+    tx = COUNTER_FIELDS.index("tx_packets")
+    servers = lab.nodes("server")
+    delivered = sum(f["received"] for f in obs.flows)
+    assert sum(v[rx] for k, v in last.items() if k.split(":")[0] in servers) == delivered
+    sent_ok = sum(v[tx] for k, v in last.items() if k.split(":")[0] in servers)
+    assert sent_ok == delivered  # a packet without a path never leaves its server
+    assert all(":" in k and not k.startswith(lab.name) for k in last)  # node:port, no netns
+
+
+def test_ecmp_is_deterministic_and_spreads_over_the_spines(lab: Lab, tmp_path: Path) -> None:
+    first = play(lab, tmp_path, {"name": "a", "traffic": [ALLREDUCE]})
+    second = play(lab, tmp_path, {"name": "b", "traffic": [ALLREDUCE]})
+    strip = ("gaps",)
+    assert [{k: v for k, v in f.items() if k not in strip} for f in first.flows] == [
+        {k: v for k, v in f.items() if k not in strip} for f in second.flows
+    ]
+    tx = COUNTER_FIELDS.index("tx_packets")
+    last = first.counters["samples"][-1]["c"]
+    for leaf, ports in first.run["uplinks"].items():
+        counts = [last.get(f"{leaf}:{p}", [0] * 6)[tx] for p in ports]
+        assert all(c > 0 for c in counts), (leaf, counts)
+
+
+def test_validators_the_fake_cannot_feed_are_not_observable(lab: Lab, tmp_path: Path) -> None:
+    scenario = {
+        "name": "verdicts",
+        "traffic": [ALLREDUCE],
+        "faults": SERVER1_CUT,
+        "validate": {"failover": {}, "bgp_health": {}, "reachability": {}, "deadlock_observed": {}},
+    }
+    obs = play(lab, tmp_path, scenario)
+    code, results = verdict.report_run(obs.path)
+    by = {(r.validator, r.scope): r for r in results}
+    assert by[("bgp_health", "run")].reason == "the fake backend does not observe bgp"
+    assert by[("reachability", "run")].reason == "the fake backend does not observe probes"
+    judged = [r for r in results if r.validator == "deadlock_observed"]
+    assert judged and {r.status for r in judged} <= {Status.PASS, Status.FAIL}  # it has FIBs
+    assert judged[0].figures["snapshots"] == 5
+    one_nic = by[("failover", "fault1 link-down server1:leaf1")]
+    assert one_nic.status is Status.PASS and one_nic.figures["loss_window_ms"] == 0.0
+    cut = by[("failover", "fault2 link-down server1:leaf2")]
+    assert cut.status is Status.FAIL and cut.figures["loss_window_ms"] == 2000.0
+    assert code == 1
+    assert json.loads((obs.path / "run.json").read_text())["capabilities"] == [
+        "counters",
+        "fib",
+        "flows",
+    ]
+
+
+def test_the_cli_plays_a_scenario_on_the_fake_backend(tmp_path: Path) -> None:
+    path = write_lab(tmp_path / "lab", lab_name("fk"))
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        yaml.safe_dump({"name": "cli", "traffic": [ALLREDUCE], "validate": {"failover": {}}})
+    )
+    done = twin_cli("run", str(path), str(scenario), "--backend", "fake")
+    assert done.returncode == 0, done.stderr
+    assert "failover" in done.stdout and "0 failed" in done.stdout
+    assert not (path / "state.json").exists()  # deployed by the run, destroyed after it
+    assert twin_cli("deploy", str(path), "--backend", "fake").returncode == 0
+    inspect = twin_cli("inspect", str(path), "--json")  # the state names the backend
+    assert inspect.returncode == 0, inspect.stderr
+    assert json.loads(inspect.stdout)["backend"] == "fake"
+    refused = twin_cli("exec", str(path), "server1", "--", "true")
+    assert (refused.returncode, refused.stderr.count("\n")) == (2, 1)
+    assert "runs no processes" in refused.stderr
+    other = twin_cli("destroy", str(path), "--backend", "netns")
+    assert other.returncode == 2 and "runs on the fake backend" in other.stderr
+    assert twin_cli("destroy", str(path)).returncode == 0
+    assert not (path / "state.json").exists()
