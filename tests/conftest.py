@@ -1,4 +1,8 @@
-"""Shared fixtures of the netns backend tests: lab directories and running twins.
+"""Shared fixtures of the integration tests: lab directories and running twins.
+
+A running twin is `twin.pytest_plugin.Twin` (the plugin's helper: its lab and backend, read
+through the backend interface); the functions here add what only tests need (the CLI in a
+new process, a netns twin's plan and processes, leftovers).
 
 Every twin here has a lab name of its own (`it-<6 hex>`), so tests never touch the labs other
 people run on the same machine (`small`, `reference`, `twtest-*`): namespaces `<lab>.<node>`,
@@ -23,21 +27,20 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from labs import registry
 from labs.netns import frr
 from labs.netns.plan import Plan, build
 from twin import labdir
 from twin.errors import LabError
 from twin.intent import fabric as intent
 from twin.labdir import Lab
+from twin.pytest_plugin import Twin
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = REPO / "examples" / "small.yaml"
@@ -84,6 +87,20 @@ def root_and_frr() -> str | None:
     return None
 
 
+BACKENDS = [
+    pytest.param(
+        "netns",
+        marks=[
+            pytest.mark.integration,
+            pytest.mark.skipif(root_and_frr() is not None, reason=str(root_and_frr())),
+        ],
+    ),
+    "fake",
+]
+"""Backends a backend-neutral test runs on (`@pytest.mark.parametrize("backend", BACKENDS)`
+or a fixture's `params`): netns as an integration test, fake everywhere."""
+
+
 def tagged(name: str) -> list[int]:
     """Pids whose environment says TWIN_LAB=<name> (read here, not through the library)."""
     found = []
@@ -118,159 +135,54 @@ def leftovers(name: str, pids: list[int] | None = None) -> list[str]:
     return found
 
 
-@dataclass
-class Twin:
-    """A lab directory, and the helpers to look into its running twin."""
+def cli(twin: Twin, verb: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`twin VERB DIR ARGS...` on the twin's lab, in a new process."""
+    return twin_cli(verb, str(twin.path), *args)
 
-    path: Path
-    pids_seen: list[int] = field(default_factory=list)
 
-    @cached_property
-    def lab(self) -> Lab:
-        """The lab directory."""
-        return Lab.open(self.path)
+def ping(twin: Twin, src: str, dst: str, *options: str) -> subprocess.CompletedProcess[str]:
+    """One ping from a node to an address."""
+    return twin.exec(src, "ping", "-n", "-q", *options, dst)
 
-    @property
-    def name(self) -> str:
-        """The lab's name."""
-        return self.lab.name
 
-    @cached_property
-    def plan(self) -> Plan:
-        """What the twin consists of."""
-        return build(self.lab)
+def plan(twin: Twin) -> Plan:
+    """What a netns twin of the lab consists of."""
+    return build(twin.lab)
 
-    def cli(self, verb: str, *args: str) -> subprocess.CompletedProcess[str]:
-        """`twin VERB DIR ARGS...` in a new process."""
-        return twin_cli(verb, str(self.path), *args)
 
-    def deploy(self) -> subprocess.CompletedProcess[str]:
-        """Deploy from a new process; fail the test (with its stderr) if it does not."""
-        done = self.cli("deploy")
-        self.remember_pids()
+def bgp_cli(twin: Twin, node: str) -> dict[str, dict[str, Any]]:
+    """A switch's peers as the user sees them: `twin exec DIR NODE -- vtysh -c 'show bgp
+    summary json'` in a new process."""
+    done = cli(twin, "exec", node, "--", "vtysh", "-c", "show bgp summary json")
+    assert done.returncode == 0, done.stderr
+    peers: dict[str, dict[str, Any]] = json.loads(done.stdout)["ipv4Unicast"]["peers"]
+    return peers
+
+
+def snapshot(twin: Twin) -> dict[str, Any]:
+    """What another lab could break: a netns twin's processes, and every interface (index,
+    name, MTU, admin state) of every namespace."""
+    links = {}
+    for node in plan(twin).nodes:
+        done = twin.exec(node, "ip", "-j", "link", "show")
         assert done.returncode == 0, done.stderr
-        return done
-
-    def remember_pids(self) -> None:
-        """Note the daemons the state file lists (for the leftover check)."""
-        state = self.path / labdir.STATE_FILE
-        if state.exists():
-            for daemons in json.loads(state.read_text())["pids"].values():
-                self.pids_seen += list(daemons.values())
-
-    def destroy(self) -> list[str]:
-        """Destroy from a new process, remove by name whatever it missed; returns leftovers
-        found after the destroy (before the clean-up)."""
-        self.remember_pids()
-        self.cli("destroy")
-        left = leftovers(self.name, self.pids_seen)
-        if left:
-            twin_cli("cleanup", self.name)
-        return left
-
-    def ns(self, node: str, *argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-        """Run a command in a node's namespace."""
-        return subprocess.run(
-            ["ip", "netns", "exec", f"{self.name}.{node}", *argv],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
+        links[node] = sorted(
+            (x["ifindex"], x["ifname"], x["mtu"], "UP" in x["flags"])
+            for x in json.loads(done.stdout)
         )
+    return {"pids": sorted(tagged(twin.name)), "links": links}
 
-    def servers(self) -> dict[str, str]:
-        """Server -> its address, from host.json."""
-        return {s: self.lab.host(s)["address"].split("/")[0] for s in self.lab.nodes("server")}
 
-    def pair_of(self, server: str) -> set[str]:
-        """The leaves a server hangs on."""
-        return {nic["peer"] for nic in self.lab.host(server)["interfaces"]}
-
-    def remote_subnets(self, leaf: str) -> list[str]:
-        """Server subnets of the other leaf pairs."""
-        nodes = self.lab.graph.nodes
-        mine = nodes[leaf]["subnet"]
-        return sorted({nodes[n]["subnet"] for n in self.lab.nodes("leaf")} - {mine})
-
-    def spines(self) -> int:
-        """Number of spines: the full ECMP width of a leaf."""
-        return len(self.lab.nodes("spine"))
-
-    def widths(self, leaf: str) -> dict[str, int]:
-        """Prefix -> usable next hops, from `ip -j route` in the leaf's namespace."""
-        done = self.ns(leaf, "ip", "-j", "route", "show", "table", "main")
-        assert done.returncode == 0, done.stderr
-        widths = {}
-        for route in json.loads(done.stdout):
-            hops = route.get("nexthops", [route])
-            alive = [h for h in hops if not {"dead", "linkdown"} & set(h.get("flags", []))]
-            dst = route["dst"] if "/" in route["dst"] else f"{route['dst']}/32"
-            widths[dst] = len(alive) if route.get("type", "unicast") == "unicast" else 0
-        return widths
-
-    def remote_widths(self) -> dict[tuple[str, str], int]:
-        """(leaf, remote subnet) -> ECMP width, for every leaf."""
-        return {
-            (leaf, subnet): self.widths(leaf).get(subnet, 0)
-            for leaf in self.lab.nodes("leaf")
-            for subnet in self.remote_subnets(leaf)
-        }
-
-    def bgp(self, node: str, cli: bool = False) -> dict[str, dict[str, Any]]:
-        """Peers of a switch: `vtysh -c 'show bgp summary json'` against its daemons, through
-        `twin exec DIR NODE -- vtysh ...` when `cli` (a new Python process: slower)."""
-        command = ["vtysh", "-c", "show bgp summary json"]
-        if cli:
-            done = self.cli("exec", node, "--", *command)
-        else:
-            socket = ["--vty_socket", str(frr.run_dir(self.name, node))]
-            done = self.ns(node, command[0], *socket, *command[1:])
-        assert done.returncode == 0, done.stderr
-        peers: dict[str, dict[str, Any]] = json.loads(done.stdout)["ipv4Unicast"]["peers"]
-        return peers
-
-    def bgp_all(self) -> dict[tuple[str, str], dict[str, Any]]:
-        """(switch, peer) -> peer summary, for every switch (in parallel)."""
-        with ThreadPoolExecutor(4) as pool:
-            results = pool.map(self.bgp, self.lab.switches())
-            return {
-                (node, peer): summary
-                for node, peers in zip(self.lab.switches(), results, strict=True)
-                for peer, summary in peers.items()
-            }
-
-    def snapshot(self) -> dict[str, Any]:
-        """What another lab could break: the twin's processes, and every interface (index,
-        name, MTU, admin state) of every namespace."""
-        links = {}
-        for node in self.plan.nodes:
-            done = self.ns(node, "ip", "-j", "link", "show")
-            assert done.returncode == 0, done.stderr
-            links[node] = sorted(
-                (x["ifindex"], x["ifname"], x["mtu"], "UP" in x["flags"])
-                for x in json.loads(done.stdout)
-            )
-        return {"pids": sorted(tagged(self.name)), "links": links}
-
-    def established(self) -> bool:
-        """Every BGP session of every switch Established."""
-        return {s["state"] for s in self.bgp_all().values()} == {"Established"}
-
-    def converged(self) -> bool:
-        """Every remote subnet at full width on every leaf."""
-        return all(w == self.spines() for w in self.remote_widths().values())
-
-    def events(self, since: float = 0.0) -> list[dict[str, Any]]:
-        """The lab's event log from `since` on."""
-        path = self.path / "events.jsonl"
-        if not path.exists():
-            return []
-        lines = path.read_text().splitlines()
-        return [e for e in map(json.loads, filter(None, lines)) if e["t"] >= since]
-
-    def ping(self, src: str, dst: str, *options: str) -> subprocess.CompletedProcess[str]:
-        """One ping from a node to an address."""
-        return self.ns(src, "ping", "-n", "-q", *options, dst)
+def recorded_pids(path: Path) -> list[int]:
+    """The daemons a lab's state file lists (for the leftover check)."""
+    state = path / labdir.STATE_FILE
+    if not state.exists():
+        return []
+    return [
+        pid
+        for daemons in json.loads(state.read_text())["pids"].values()
+        for pid in daemons.values()
+    ]
 
 
 def wait_for(check: Callable[[], bool], what: str, timeout: float = 30) -> None:
@@ -283,14 +195,21 @@ def wait_for(check: Callable[[], bool], what: str, timeout: float = 30) -> None:
 
 
 @contextlib.contextmanager
-def running_twin(path: Path) -> Iterator[Twin]:
-    """Deploy the lab in `path` from a new process and always destroy it afterwards."""
-    twin = Twin(path)
+def running_twin(path: Path, backend: str = "netns") -> Iterator[Twin]:
+    """Deploy the lab in `path` from a new process and always destroy it afterwards (and
+    remove by name whatever the destroy missed)."""
+    pids: list[int] = []
     try:
-        twin.deploy()
-        yield twin
+        done = twin_cli("deploy", str(path), "--backend", backend)
+        pids += recorded_pids(path)
+        assert done.returncode == 0, done.stderr
+        yield Twin(Lab.open(path), registry.get(backend))
     finally:
-        twin.destroy()
+        pids += recorded_pids(path)
+        twin_cli("destroy", str(path))
+        name = Lab.open(path).name
+        if leftovers(name, pids):
+            twin_cli("cleanup", name)
 
 
 def _small_twin(tmp_path_factory: pytest.TempPathFactory, folder: str) -> Iterator[Twin]:

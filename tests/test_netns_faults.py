@@ -15,7 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from conftest import Twin, wait_for
+from conftest import cli, ping, plan, wait_for
+
+from twin.pytest_plugin import Twin
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +54,7 @@ def converged_before_and_after(own_twin: Twin) -> Iterator[None]:
 
 def fault(twin: Twin, *args: str, quiet: float = 1.0) -> subprocess.CompletedProcess[str]:
     """`twin fault DIR VERB ... --quiet Q`; fails the test if the verb fails."""
-    done = twin.cli("fault", *args, "--quiet", str(quiet))
+    done = cli(twin, "fault", *args, "--quiet", str(quiet))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"{args[0]}: ")
     return done
@@ -65,7 +67,7 @@ def ping_all(twin: Twin, pairs: list[tuple[str, str]], size: int = 8972) -> list
     def one(pair: tuple[str, str]) -> bool:
         for wait in ("1", "2"):  # a second chance for a first packet that waits for ARP
             options = ("-M", "do", "-s", str(size), "-c1", "-W", wait)
-            if twin.ping(pair[0], servers[pair[1]], *options).returncode == 0:
+            if ping(twin, pair[0], servers[pair[1]], *options).returncode == 0:
                 return True
         return False
 
@@ -87,7 +89,7 @@ def fault_events(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]
 
 def stats(twin: Twin, node: str, dev: str) -> dict[str, Any]:
     """Interface statistics from `ip -j -s link`."""
-    done = twin.ns(node, "ip", "-j", "-s", "link", "show", "dev", dev)
+    done = twin.exec(node, "ip", "-j", "-s", "link", "show", "dev", dev)
     assert done.returncode == 0, done.stderr
     link: dict[str, Any] = json.loads(done.stdout)[0]
     return link
@@ -142,7 +144,7 @@ def test_server_link_down_keeps_the_server_reachable_over_its_other_nic(own_twin
     same, other = split(own_twin, server)
     peerlink = next(
         v.a_if if v.a == leaf else v.b_if
-        for v in own_twin.plan.veths
+        for v in plan(own_twin).veths
         if v.kind == "peerlink" and leaf in (v.a, v.b)
     )
     before = time.time()
@@ -160,14 +162,14 @@ def test_server_link_down_keeps_the_server_reachable_over_its_other_nic(own_twin
         # peer-link (proxy ARP of the other leaf, as MLAG forwards over its peer-link).
         sent = stats(own_twin, leaf, peerlink)["stats64"]["tx"]["packets"]
         for i, src in enumerate(other):
-            done = own_twin.ns(
+            done = own_twin.exec(
                 src, sys.executable, "-c", CONNECT, address, str(41000 + 100 * i), "32"
             )
             assert done.returncode == 0, done.stderr
             assert int(done.stdout) == 32, f"{src} -> {server}: {done.stdout.strip()}/32 flows"
         crossed = stats(own_twin, leaf, peerlink)["stats64"]["tx"]["packets"] - sent
         assert crossed >= 1
-        neigh = json.loads(own_twin.ns(leaf, "ip", "-j", "neigh", "show", address).stdout)
+        neigh = json.loads(own_twin.exec(leaf, "ip", "-j", "neigh", "show", address).stdout)
         assert [n["dev"] for n in neigh] == [peerlink]
         assert ping_all(own_twin, [(s, server) for s in other] + [(server, s) for s in other]) == []
     finally:
@@ -190,7 +192,7 @@ def received(done: subprocess.CompletedProcess[str]) -> int:
 
 def fault_rules(twin: Twin, node: str) -> list[str]:
     """The fault's iptables rules on a node."""
-    listing = twin.ns(node, "iptables", "-S").stdout.splitlines()
+    listing = twin.exec(node, "iptables", "-S").stdout.splitlines()
     return [rule for rule in listing if "twin-fault" in rule]
 
 
@@ -205,13 +207,13 @@ def test_loss_drops_about_the_percentage_and_clear_removes_it(own_twin: Twin) ->
         assert len(fault_rules(own_twin, server)) == 4  # FORWARD and OUTPUT on both NICs
         assert all(len(fault_rules(own_twin, leaf)) == 2 for leaf in leaves)
         # 50 % each way on both NICs: a ping and its reply both get through 25 % of the time.
-        lossy = own_twin.ping(server, target, "-c", "200", "-i", "0.002", "-W", "1")
+        lossy = ping(own_twin, server, target, "-c", "200", "-i", "0.002", "-W", "1")
         assert 100 <= 200 - received(lossy) <= 190
     finally:
         for nic in nics:
             fault(own_twin, "clear", f"{server}:{nic}", quiet=0.2)
     assert [fault_rules(own_twin, n) for n in [server, *leaves]] == [[], [], []]
-    clean = own_twin.ping(server, target, "-c", "200", "-i", "0.002", "-W", "1")
+    clean = ping(own_twin, server, target, "-c", "200", "-i", "0.002", "-W", "1")
     assert received(clean) >= 196
     events = own_twin.events(before)
     assert [e["percent"] for e in fault_events(events, "loss")] == [50.0, 50.0]
@@ -226,7 +228,7 @@ def test_rate_shapes_with_tbf_and_clear_removes_it(own_twin: Twin) -> None:
     burst = ("-M", "do", "-s", "8972", "-c", "20", "-i", "0.01", "-W", "1")
 
     def qdisc(node: str, dev: str) -> dict[str, Any]:
-        done = own_twin.ns(node, "tc", "-s", "-j", "qdisc", "show", "dev", dev)
+        done = own_twin.exec(node, "tc", "-s", "-j", "qdisc", "show", "dev", dev)
         assert done.returncode == 0, done.stderr
         root: dict[str, Any] = json.loads(done.stdout)[0]
         return root
@@ -240,14 +242,14 @@ def test_rate_shapes_with_tbf_and_clear_removes_it(own_twin: Twin) -> None:
             assert shaped["options"]["rate"] == 125000  # bytes/s: 1 Mb/s
         # 20 jumbo frames in 0.2 s is 7 Mb/s: most must wait for tokens (overlimits) or be
         # dropped. (The gateway is reached over this NIC only.)
-        own_twin.ping(server, gateway, *burst)
+        ping(own_twin, server, gateway, *burst)
         held = qdisc(server, nic["name"])
         assert held["drops"] + held["overlimits"] >= 10
     finally:
         fault(own_twin, "clear", f"{server}:{nic['name']}", quiet=0.2)
     assert qdisc(server, nic["name"])["kind"] != "tbf"
     assert qdisc(leaf, linux)["kind"] != "tbf"
-    assert received(own_twin.ping(server, gateway, *burst)) == 20
+    assert received(ping(own_twin, server, gateway, *burst)) == 20
     events = own_twin.events(before)
     assert [e["mbit"] for e in fault_events(events, "rate")] == [1.0]
     assert len(fault_events(events, "clear")) == 1
@@ -267,8 +269,8 @@ def test_killing_bgpd_on_a_spine_narrows_every_leaf_and_restart_restores(
             lambda: set(own_twin.remote_widths().values()) == {narrower},
             f"every leaf at ECMP width {narrower}",
         )
-        inspect = json.loads(own_twin.cli("inspect", "--json").stdout)
-        assert {n["node"]: n["state"] for n in inspect["nodes"]}[spine] == "down: bgpd"
+        inspect = json.loads(cli(own_twin, "inspect", "--json").stdout)
+        assert inspect["nodes"][spine] == "down: bgpd"
         servers = sorted(own_twin.servers())
         assert ping_all(own_twin, [(servers[0], servers[-1]), (servers[-1], servers[0])]) == []
         events = own_twin.events(before)
@@ -280,8 +282,8 @@ def test_killing_bgpd_on_a_spine_narrows_every_leaf_and_restart_restores(
     wait_for(own_twin.converged, "every leaf back at full width", timeout=60)
     state = json.loads((own_twin.path / "state.json").read_text())
     assert state["pids"][spine]["bgpd"] != old
-    inspect = json.loads(own_twin.cli("inspect", "--json").stdout)
-    assert {n["node"]: n["state"] for n in inspect["nodes"]}[spine] == "up"
+    inspect = json.loads(cli(own_twin, "inspect", "--json").stdout)
+    assert inspect["nodes"][spine] == "up"
     assert len(fault_events(own_twin.events(before), "daemon-restart")) == 1
 
 

@@ -22,12 +22,15 @@ from typing import Any
 import pytest
 from conftest import (
     TWIN,
-    Twin,
+    cli,
     lab_name,
     leftovers,
     namespaces,
+    ping,
+    plan,
     root_and_frr,
     running_twin,
+    snapshot,
     tagged,
     twin_cli,
     write_lab,
@@ -35,9 +38,10 @@ from conftest import (
 
 from labs.netns import frr
 from labs.netns import lifecycle as netns
-from twin.cli import main as cli
+from twin.cli import main as twin_main
 from twin.errors import LabError
 from twin.labdir import Lab
+from twin.pytest_plugin import Twin
 
 pytestmark = pytest.mark.integration
 
@@ -80,7 +84,7 @@ def _ports(path: Path, node: str, *ports: str) -> list[dict[str, str]]:
 
 def link(twin: Twin, node: str, dev: str) -> dict[str, Any]:
     """`ip -j link show dev` in a node."""
-    done = twin.ns(node, "ip", "-j", "link", "show", "dev", dev)
+    done = twin.exec(node, "ip", "-j", "link", "show", "dev", dev)
     assert done.returncode == 0, done.stderr
     found: dict[str, Any] = json.loads(done.stdout)[0]
     return found
@@ -92,10 +96,10 @@ def test_an_edited_port_mtu_is_what_runs(edited: Twin, small_twin: Twin) -> None
     assert link(small_twin, "leaf1", "Ethernet8")["mtu"] == 9100  # so is the other lab
     # A 9000-byte packet with DF does not fit out of that port any more; 1500 still does.
     server2 = edited.servers()["server2"]
-    big = edited.ns("leaf1", "ping", "-n", "-M", "do", "-s", "8972", "-c1", "-W1", server2)
+    big = edited.exec("leaf1", "ping", "-n", "-M", "do", "-s", "8972", "-c1", "-W1", server2)
     assert big.returncode != 0
     assert f"mtu={SERVER_PORT_MTU}" in big.stdout + big.stderr
-    small = edited.ping("leaf1", server2, "-M", "do", "-s", str(SERVER_PORT_MTU - 28), "-c1")
+    small = ping(edited, "leaf1", server2, "-M", "do", "-s", str(SERVER_PORT_MTU - 28), "-c1")
     assert small.returncode == 0, small.stdout
 
 
@@ -108,7 +112,7 @@ def test_an_edited_admin_down_port_is_down(edited: Twin) -> None:
     # server1 is still reachable over its other NIC, from its pair and the other pair.
     server1 = edited.servers()["server1"]
     for src in ("server2", "server3"):
-        done = edited.ping(src, server1, "-M", "do", "-s", "8972", "-c1", "-W2")
+        done = ping(edited, src, server1, "-M", "do", "-s", "8972", "-c1", "-W2")
         assert done.returncode == 0, f"{src}: {done.stdout}"
 
 
@@ -117,21 +121,21 @@ def test_two_labs_run_side_by_side_without_touching_each_other(
 ) -> None:
     assert edited.name.startswith(small_twin.name)  # a prefix, yet a different lab
     mine, theirs = namespaces(edited.name), namespaces(small_twin.name)
-    assert len(mine) == len(edited.plan.nodes) and len(theirs) == len(small_twin.plan.nodes)
+    assert len(mine) == len(plan(edited).nodes) and len(theirs) == len(plan(small_twin).nodes)
     assert not set(mine) & set(theirs)
     assert not set(tagged(edited.name)) & set(tagged(small_twin.name))
     assert small_twin.converged() and edited.converged()
 
 
 def test_destroy_from_a_new_process_leaves_nothing(edited: Twin, small_twin: Twin) -> None:
-    before = small_twin.snapshot()
+    before = snapshot(small_twin)
     state = json.loads((edited.path / "state.json").read_text())
-    assert state["status"] == "running" and len(state["namespaces"]) == len(edited.plan.nodes)
+    assert state["status"] == "running" and len(state["namespaces"]) == len(plan(edited).nodes)
     pids = [pid for daemons in state["pids"].values() for pid in daemons.values()]
-    done = edited.cli("destroy")  # a new process, knowing only what the state file says
+    done = cli(edited, "destroy")  # a new process, knowing only what the state file says
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (
-        f"{edited.name}: removed {len(edited.plan.nodes)} namespaces, {len(pids)} processes"
+        f"{edited.name}: removed {len(plan(edited).nodes)} namespaces, {len(pids)} processes"
     )
     assert leftovers(edited.name, pids) == []
     assert not (edited.path / "state.json").exists()
@@ -140,7 +144,7 @@ def test_destroy_from_a_new_process_leaves_nothing(edited: Twin, small_twin: Twi
     )
     assert sorted(p.name for p in (edited.path / "logs").iterdir()) == sorted(edited.lab.switches())
     # The other lab did not notice: same processes, same interfaces, still converged.
-    assert small_twin.snapshot() == before
+    assert snapshot(small_twin) == before
     assert small_twin.established() and small_twin.converged()
 
 
@@ -185,7 +189,7 @@ def run_as_nobody(argv: list[str]) -> tuple[int, str]:
     would exec the venv's Python, which nobody may not be able to reach (here it lives under
     /root).
     """
-    cli.parser()  # import every verb while still root
+    twin_main.parser()  # import every verb while still root
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
@@ -196,7 +200,7 @@ def run_as_nobody(argv: list[str]) -> tuple[int, str]:
             os.setgroups([])
             os.setgid(65534)
             os.setuid(65534)
-            code = cli.main(argv)
+            code = twin_main.main(argv)
         except BaseException as exc:  # pragma: no cover - reported through the exit code
             print(f"child: {exc!r}", file=sys.stderr)
         finally:
@@ -246,7 +250,7 @@ def test_frr_missing_is_one_line_and_exit_2(
     monkeypatch.setattr(frr, "FRR_BIN", tmp_path / "no-frr")
     with pytest.raises(LabError, match=r"^FRR is not installed \(apt-get install frr\): zebra"):
         netns.deploy(Lab.open(path))
-    assert cli.main(["deploy", str(path)]) == 2
+    assert twin_main.main(["deploy", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("twin: FRR is not installed")
     assert leftovers(Lab.open(path).name) == [] and not (path / "state.json").exists()

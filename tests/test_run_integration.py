@@ -27,13 +27,14 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import Twin, lab_name, root_and_frr, running_twin, wait_for, write_lab
+from conftest import lab_name, root_and_frr, running_twin, wait_for, write_lab
 
 from labs import registry
 from labs.backend import Fault
 from twin import labdir
 from twin.intent import fabric as intent
 from twin.labdir import Lab
+from twin.pytest_plugin import Twin
 from twin.scenario import model as scenarios
 from twin.scenario import player as runs
 from twin.verdict import verdict
@@ -78,8 +79,7 @@ def settled(twin: Twin) -> None:
     """Wait until every session is Established and every leaf has full ECMP width."""
 
     def ready() -> bool:
-        sessions = twin.bgp_all().values()
-        return all(s["state"] == "Established" for s in sessions) and twin.converged()
+        return twin.established() and twin.converged()
 
     wait_for(ready, f"{twin.name} converged", timeout=90)
 
@@ -168,7 +168,7 @@ def test_l3_only_hashing_in_the_leaves_fails_ecmp_spread(
 ) -> None:
     def policy(value: int) -> None:
         for leaf in fabric.lab.nodes("leaf"):
-            done = fabric.ns(leaf, "sysctl", "-w", f"net.ipv4.fib_multipath_hash_policy={value}")
+            done = fabric.exec(leaf, "sysctl", "-w", f"net.ipv4.fib_multipath_hash_policy={value}")
             assert done.returncode == 0, done.stderr
 
     policy(0)
@@ -372,7 +372,7 @@ def mini(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Twin]:
 def test_one_spine_port_at_mtu_1500_fails_mtu_naming_that_port(mini: Twin, tmp_path: Path) -> None:
     port = port_to(mini.lab, "spine1", "leaf2")
     linux = mini.lab.ifmap["spine1"][port]["netns"]
-    link = json.loads(mini.ns("spine1", "ip", "-j", "link", "show", "dev", linux).stdout)
+    link = json.loads(mini.exec("spine1", "ip", "-j", "link", "show", "dev", linux).stdout)
     assert link[0]["mtu"] == 1500  # the config change reached the twin
     played = play(mini, tmp_path, PROBE)
     mtu = played.of("mtu")["paths"]

@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable, Iterator
+from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from labs import registry
-from labs.backend import Backend
+from labs import events, registry
+from labs.backend import Backend, Session
 from twin import labdir
 from twin.intent import fabric as intent
 from twin.labdir import Lab
@@ -46,10 +47,21 @@ def _quiet(_: str) -> None:
 
 
 class Twin:
-    """A running twin for tests: its lab, and helpers to run commands and scenarios."""
+    """A running twin for tests: its lab and backend, and helpers to look into it through the
+    backend interface (so the same test runs on any backend that observes what it reads)."""
 
     def __init__(self, lab: Lab, backend: Backend) -> None:
         self.lab, self.backend = lab, backend
+
+    @property
+    def path(self) -> Path:
+        """The lab directory."""
+        return self.lab.path
+
+    @property
+    def name(self) -> str:
+        """The lab's name."""
+        return self.lab.name
 
     def exec(self, node: str, *argv: str) -> subprocess.CompletedProcess[str]:
         """Run a command in a node (`vtysh -c ...` on a switch reaches its FRR)."""
@@ -58,6 +70,54 @@ class Twin:
     def fib(self) -> Fib:
         """Every node's forwarding table now: prefix -> next hops (node, SONiC port)."""
         return self.backend.observer(self.lab).fib()
+
+    def sessions(self) -> list[Session]:
+        """Every switch's BGP sessions now."""
+        return self.backend.observer(self.lab).bgp()
+
+    def established(self) -> bool:
+        """Every BGP session Established."""
+        return {s.state for s in self.sessions()} == {"Established"}
+
+    def widths(self, node: str) -> dict[str, int]:
+        """Prefix -> next hops a node forwards over now."""
+        return {str(prefix): len(hops) for prefix, hops in self.fib()[node].items()}
+
+    def servers(self) -> dict[str, str]:
+        """Server -> its address."""
+        return {s: self.lab.host(s)["address"].split("/")[0] for s in self.lab.nodes("server")}
+
+    def pair_of(self, server: str) -> set[str]:
+        """The leaves a server hangs on."""
+        return {nic["peer"] for nic in self.lab.host(server)["interfaces"]}
+
+    def remote_subnets(self, leaf: str) -> list[str]:
+        """Server subnets behind the other leaf pairs."""
+        nodes = self.lab.graph.nodes
+        return sorted(
+            {nodes[n]["subnet"] for n in self.lab.nodes("leaf")} - {nodes[leaf]["subnet"]}
+        )
+
+    def spines(self) -> int:
+        """Number of spines: a leaf's full ECMP width."""
+        return len(self.lab.nodes("spine"))
+
+    def remote_widths(self) -> dict[tuple[str, str], int]:
+        """(leaf, remote server subnet) -> ECMP width, for every leaf."""
+        fib = self.fib()
+        return {
+            (leaf, subnet): len(fib[leaf].get(IPv4Network(subnet), ()))
+            for leaf in self.lab.nodes("leaf")
+            for subnet in self.remote_subnets(leaf)
+        }
+
+    def converged(self) -> bool:
+        """Every leaf at full ECMP width to every remote server subnet."""
+        return set(self.remote_widths().values()) <= {self.spines()}
+
+    def events(self, since: float = 0.0) -> list[dict[str, Any]]:
+        """The lab's event log from `since` on."""
+        return events.read(self.lab.path, since)
 
     def play(self, scenario: Path | dict[str, Any], tmp: Path | None = None) -> Observations:
         """Play a scenario file, or a scenario given as a dict; returns the observations."""

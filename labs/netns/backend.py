@@ -59,7 +59,7 @@ class NetnsBackend:
 
     def destroy(self, lab: Lab) -> dict[str, int]:
         """Remove processes, namespaces and run directories of the lab's twin."""
-        return lifecycle.destroy(lab)
+        return dict(sorted(lifecycle.destroy(lab).items()))
 
     def running(self, lab: Lab) -> bool:
         """Whether the lab's twin is recorded and its namespaces exist."""
