@@ -12,6 +12,7 @@ over one link of the given rate through a non-blocking fabric.
 (480, 100)
 """
 
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -51,6 +52,15 @@ def busbw(kind: Collective, n: int, message_bytes: int, seconds: float) -> float
     750000000.0
     """
     return algbw(message_bytes, seconds) * bus_factor(kind, n)
+
+
+def flow_id(src: str, dst: str, qp: int) -> int:
+    """32-bit flow id of the ``qp``-th QP from ``src`` to ``dst`` (distinct across senders).
+
+    >>> flow_id("server1", "server2", 0), flow_id("server1", "server2", 1)
+    (834281568, 1186795766)
+    """
+    return zlib.crc32(f"{src}>{dst}/{qp}".encode())
 
 
 @dataclass(frozen=True)

@@ -13,20 +13,15 @@ source port then follows from the QP pair as Linux derives it. Flow ids hash the
 ('eth0', 2, 2)
 """
 
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from traffic.collectives import flow_id
 from traffic.endpoints import Endpoint, NextHop, Resolver, next_hop
 from traffic.frames import RoceFlow
 from traffic.roce import ECT0, ROCE_DSCP, RoceFlowSpec, roce_flow
 
 QPN_BASE = 0x100
-
-
-def flow_id(src: str, dst: str, qp: int) -> int:
-    """32-bit flow id of the ``qp``-th QP from ``src`` to ``dst``."""
-    return zlib.crc32(f"{src}>{dst}/{qp}".encode())
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ server, tcpdump captures and end-of-run probes around it.
 from __future__ import annotations
 
 import subprocess
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from labs import timeline as wallclock
 from labs.backend import (
@@ -22,13 +22,15 @@ from labs.backend import (
     Status,
     Timeline,
 )
-from labs.netns import lifecycle, probes
-from labs.netns import traffic as netns_traffic
+from labs.netns import lifecycle
 from labs.netns.faults import Faults
 from labs.netns.observer import NetnsObserver
 from labs.netns.plan import port_names
-from traffic.receiver import Receiver
 from twin.labdir import Lab
+
+if TYPE_CHECKING:
+    from labs.netns.traffic import PhaseTraffic
+    from traffic.receiver import Receiver
 
 
 def _quiet(_: str) -> None:
@@ -93,12 +95,18 @@ class NetnsBackend:
         """FIBs, counters and BGP sessions of the running twin."""
         return NetnsObserver(lab)
 
-    def traffic(self, lab: Lab, phase: Phase) -> netns_traffic.PhaseTraffic:
-        """A phase's sender jobs, prepared."""
-        return netns_traffic.PhaseTraffic(lab, phase)
+    def traffic(self, lab: Lab, phase: Phase) -> PhaseTraffic:
+        """A phase's sender jobs, prepared (the traffic modules are imported for traffic
+        only: scapy is slow to import)."""
+        from labs.netns.traffic import PhaseTraffic
+
+        return PhaseTraffic(lab, phase)
 
     def play(self, lab: Lab, timeline: Timeline, progress: Progress = _quiet) -> Played:
         """Play on the wall clock, with receivers in every server, captures and probes."""
+        from labs.netns import probes
+        from labs.netns import traffic as netns_traffic
+
         receivers: dict[str, Receiver] = {}
         captures: list[subprocess.Popen[bytes]] = []
         try:

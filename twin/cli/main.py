@@ -1,41 +1,70 @@
 """The `twin` command: a thin layer over the library, one module per verb in `twin.cli.verbs`.
 
-Every error the library raises as `TwinError` is printed as one line on stderr, exit code 2.
+The verbs and their one-line help are listed here, so that `twin --help` imports none of
+them and `twin VERB` imports only its own module (which imports only what it uses). Every
+error the library raises as `TwinError` is printed as one line on stderr, exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from twin.cli import verbs as commands
 from twin.errors import TwinError
 
+VERBS = {
+    "cleanup": "remove leftovers of crashed runs (by lab name or lab directory; by default all "
+    "labs found)",
+    "deploy": "start a live twin of a lab directory (default backend netns: namespaces, veths, "
+    "FRR)",
+    "destroy": "remove a lab's running twin and everything it created",
+    "diff": "run the static validators on two labs and show each verdict that changed",
+    "exec": "run a command in a node (vtysh on a switch reaches its FRR)",
+    "fault": "inject a fault (link, node, daemon, loss, rate) and log the state changes it causes",
+    "generate": "design a fabric and write its lab directory",
+    "inspect": "show a running twin: nodes, BGP sessions, links and their state",
+    "report": "rebuild the reports (JSON, JUnit, Markdown, plots) of a run from its observations",
+    "run": "deploy if needed, play a scenario, validate, report (no arguments: the reference)",
+    "schema": "print the JSON Schema of fabric.yaml",
+    "show": "print a lab's figures, nodes, links and addresses",
+    "validate": "run the static validators on a lab's configs; write JSON, JUnit and Markdown "
+    "reports",
+}
+"""Verb -> its help line (each verb module's `HELP`)."""
 
-def parser() -> argparse.ArgumentParser:
-    """The argument parser of every verb."""
+
+def module_of(verb: str) -> str:
+    """The module holding a verb."""
+    return f"twin.cli.verbs.{verb.replace('-', '_')}"
+
+
+def parser(arguments_of: Iterable[str] = VERBS) -> argparse.ArgumentParser:
+    """The argument parser; the verbs in `arguments_of` get their arguments (their modules
+    are imported), the others only their help line."""
     top = argparse.ArgumentParser(
         prog="twin",
         description="Digital twin of AI-cluster leaf-spine fabrics (RoCEv2, SONiC, FRR).",
     )
     verbs = top.add_subparsers(dest="verb", metavar="VERB")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
-        name = info.name.replace("_", "-")
-        sub = verbs.add_parser(name, help=module.HELP, description=module.HELP)
-        module.add_arguments(sub)
-        sub.set_defaults(func=module.run)
+    wanted = set(arguments_of)
+    for name, text in VERBS.items():
+        sub = verbs.add_parser(name, help=text, description=text)
+        if name in wanted:
+            module = importlib.import_module(module_of(name))
+            module.add_arguments(sub)
+            sub.set_defaults(func=module.run)
     return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `twin` console script."""
-    args = parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    verb = next((a for a in given if not a.startswith("-")), None)
+    args = parser([verb] if verb in VERBS else []).parse_args(given)
     if args.verb is None:
-        parser().print_help()
+        parser([]).print_help()
         return 2
     try:
         code: int = args.func(args)

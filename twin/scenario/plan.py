@@ -11,8 +11,7 @@ from pathlib import Path
 from labs import backend
 from labs.backend import FlowSpec, Phase, Timeline
 from traffic import collectives
-from traffic.collectives import Flow
-from traffic.jobs import flow_id
+from traffic.collectives import Flow, flow_id
 from twin.labdir import Lab
 from twin.model.wiring import Wiring
 from twin.scenario.model import Fault, Scenario, Traffic

@@ -13,13 +13,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 from twin.scenario.observations import Observations
 
@@ -117,6 +115,16 @@ def _loss(ax: Axes, loss_ms: dict[str, float]) -> None:
     ax.set_xlabel("loss window (ms)")
 
 
+def pyplot() -> Any:
+    """matplotlib's pyplot without a display (imported when a plot is drawn: it is slow)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def draw(obs: Observations, loss_ms: dict[str, float] | None = None) -> list[tuple[str, Figure]]:
     """The plots that have data, by file name (close them when done)."""
     uplinks, rate = uplink_packets(obs), server_rx_rate(obs)
@@ -129,7 +137,7 @@ def draw(obs: Observations, loss_ms: dict[str, float] | None = None) -> list[tup
         plots.append(("loss.png", (8, 3), lambda ax: _loss(ax, loss_ms)))
     figures = []
     for name, size, paint in plots:
-        fig, ax = plt.subplots(figsize=size)
+        fig, ax = pyplot().subplots(figsize=size)
         paint(ax)
         fig.tight_layout()
         figures.append((name, fig))
@@ -142,6 +150,6 @@ def write(obs: Observations, out: Path, loss_ms: dict[str, float] | None = None)
     written = []
     for name, fig in draw(obs, loss_ms):
         fig.savefig(out / name, dpi=90)
-        plt.close(fig)
+        pyplot().close(fig)
         written.append(out / name)
     return written

@@ -1,5 +1,5 @@
-"""One module per `twin` verb.
+"""One module per `twin` verb (listed with its help line in `twin.cli.main.VERBS`).
 
-Each module defines `HELP` (one line), `add_arguments(parser)` and `run(args) -> int`; the CLI
-finds them by name, so adding a verb is adding a module.
+Each module defines `HELP` (one line), `add_arguments(parser)` and `run(args) -> int`, and
+imports what it uses only; adding a verb is adding a module and its line in `VERBS`.
 """

@@ -1,0 +1,120 @@
+"""The import graph of the product code (twin, labs, traffic, validators), read with `ast`.
+
+Files: no module imports itself through others (a cycle), counting the imports that run when a
+module is imported (module level, not under `if TYPE_CHECKING:`; imports inside functions run
+later and are how heavy libraries stay out of the CLI's start-up).
+
+Packages: with the documented interface edges left out, no top-level package depends on
+itself through another, and nothing outside a backend's folder imports its modules (but
+`twin cleanup`, the netns backend's own verb). The interface edges are the modules everything else is written
+against: the backend interface and registry (with the lab's event log and state file) that
+`twin`'s scenario player, CLI and pytest plugin call, and the validator registry and result
+type that `twin`'s verdict calls.
+
+The CLI's verbs are listed in `twin.cli.main.VERBS` (so that `twin --help` imports none of
+them): the list and the modules agree.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+
+import networkx as nx
+
+from twin.cli import main as cli
+from twin.cli import verbs
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("twin", "labs", "traffic", "validators")
+INTERFACES = {
+    "labs.backend",
+    "labs.registry",
+    "labs.events",
+    "labs.state",
+    "validators.registry",
+    "validators.result",
+}
+NETNS_VERB = "twin.cli.verbs.cleanup"
+"""`twin cleanup` removes what crashed netns twins left (namespaces, processes by their lab
+tag): a verb of the netns backend itself, the one module outside labs/netns/ that calls it."""
+
+
+def modules() -> dict[str, Path]:
+    """Every product module by dotted name."""
+    found = {}
+    for package in PACKAGES:
+        for path in (REPO / package).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def _type_checking(node: ast.If) -> bool:
+    return isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+
+
+def imported(path: Path, name: str, known: set[str]) -> set[str]:
+    """The product modules a module imports when it is imported."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    body = [n for n in tree.body if not (isinstance(n, ast.If) and _type_checking(n))]
+    out = set()
+    for node in body:
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                out.add(full if full in known else base)
+    return {m for m in out if m in known and m != name}
+
+
+def graph() -> nx.DiGraph:
+    """Module -> the modules it imports."""
+    found = modules()
+    g = nx.DiGraph()
+    g.add_nodes_from(found)
+    for name, path in found.items():
+        g.add_edges_from((name, m) for m in imported(path, name, set(found)))
+    return g
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    g = graph()
+    assert len(g) > 100
+    assert list(nx.simple_cycles(g)) == []
+
+
+def test_packages_depend_on_each_other_only_one_way_but_for_the_interfaces() -> None:
+    packages = nx.DiGraph()
+    for a, b in graph().edges:
+        pa, pb = a.split(".")[0], b.split(".")[0]
+        if pa != pb and b not in INTERFACES and a != NETNS_VERB:
+            packages.add_edge(pa, pb)
+    assert list(nx.simple_cycles(packages)) == []
+    # What the interfaces are for: the pipeline calls backends and validators through them.
+    assert ("twin", "labs") not in packages.edges
+    assert ("twin", "validators") not in packages.edges
+
+
+def test_nothing_outside_a_backend_imports_its_internals() -> None:
+    for a, b in graph().edges:
+        for backend in ("labs.netns", "labs.fake"):
+            inside = a.startswith(backend + ".") or a == NETNS_VERB
+            if b.startswith(backend + ".") and not inside:
+                raise AssertionError(f"{a} imports {b}")
+
+
+def test_the_verb_table_lists_every_verb_module_with_its_help() -> None:
+    names = {m.name for m in pkgutil.iter_modules(verbs.__path__)}
+    assert {v.replace("-", "_") for v in cli.VERBS} == names
+    for verb, text in cli.VERBS.items():
+        assert importlib.import_module(cli.module_of(verb)).HELP == text, verb
