@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from labs.netns.fibs import from_ip_route
 from twin.labdir import Lab
-from twin.model.fib import Fib, Link, NextHop, from_json, lookup, to_json
+from twin.model.fib import Fib, Link, NextHop, applied, from_json, lookup, to_json
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links
 from validators import registry
@@ -48,17 +48,6 @@ def deadlock(lab: Lab, failures: int = 1) -> dict[str, Any]:
     """The deadlock verdicts by scope."""
     v = registry.get("deadlock")
     return {r.scope: r for r in v.check(lab, v.params({"failures": failures}))}
-
-
-def applied(fib: Fib, delta: dict[str, Any]) -> Fib:
-    after = {n: dict(routes) for n, routes in fib.items()}
-    for n, changes in delta.items():
-        for prefix, hops in changes.items():
-            if hops is None:
-                after[n].pop(prefix)
-            else:
-                after[n][prefix] = hops
-    return after
 
 
 def recomputed(lab: Lab, failed: Collection[Link]) -> Fib:

@@ -11,7 +11,7 @@ import pytest
 from conftest import BACKENDS, lab_name, running_twin, write_lab
 
 from labs.backend import Fault
-from twin.model.fib import Fib, Link
+from twin.model.fib import Fib, Link, applied
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links
 from twin.pytest_plugin import Twin
@@ -60,13 +60,7 @@ def test_live_fib_after_failures_is_the_one_computed(
 ) -> None:
     routing = Routing(Wiring(twin.lab))
     failed: list[Link] = [next(x for x in links(twin.lab) if {x[0], x[2]} == set(e)) for e in ends]
-    expected = {n: dict(r) for n, r in routing.fib.items()}
-    for node, changes in routing.after(failed).items():
-        for prefix, hops in changes.items():
-            if hops is None:
-                del expected[node][prefix]
-            else:
-                expected[node][prefix] = hops
+    expected = applied(routing.fib, routing.after(failed))
     try:
         for a, b in ends:
             twin.backend.fault(twin.lab, Fault("link-down", link=f"{a}:{b}"))

@@ -15,6 +15,7 @@ from conftest import lab_name, twin_cli, write_lab
 from labs import registry, state
 from labs.backend import COUNTER_FIELDS, Fault
 from twin.labdir import Lab
+from twin.model.fib import applied
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links
 from twin.scenario import model as scenarios
@@ -66,13 +67,7 @@ def test_the_fib_is_the_routing_models_and_follows_link_faults(lab: Lab) -> None
     routing = Routing(wiring)
     assert FAKE.observer(lab).fib() == routing.fib
     failed = [x for x in links(lab) if {x[0], x[2]} == {"leaf1", "spine1"}]
-    expected = {n: dict(r) for n, r in routing.fib.items()}
-    for node, changes in routing.after(failed).items():
-        for prefix, hops in changes.items():
-            if hops is None:
-                del expected[node][prefix]
-            else:
-                expected[node][prefix] = hops
+    expected = applied(routing.fib, routing.after(failed))
     record = FAKE.fault(lab, Fault("link-down", link="leaf1:spine1"))
     assert record["ends"] == ["leaf1:Ethernet24", "spine1:Ethernet0"]
     assert FAKE.observer(lab).fib() == expected

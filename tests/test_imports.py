@@ -6,10 +6,10 @@ later and are how heavy libraries stay out of the CLI's start-up).
 
 Packages: with the documented interface edges left out, no top-level package depends on
 itself through another, and nothing outside a backend's folder imports its modules (but
-`twin cleanup`, the netns backend's own verb). The interface edges are the modules everything else is written
-against: the backend interface and registry (with the lab's event log and state file) that
-`twin`'s scenario player, CLI and pytest plugin call, and the validator registry and result
-type that `twin`'s verdict calls.
+`twin cleanup`, the netns backend's own verb). The interface edges are the modules everything
+else is written against: the backend interface and registry (with the lab's event log and
+state file) that `twin`'s scenario player, CLI and pytest plugin call, and the validator
+registry and result type that `twin`'s verdict calls.
 
 The CLI's verbs are listed in `twin.cli.main.VERBS` (so that `twin --help` imports none of
 them): the list and the modules agree.
@@ -117,4 +117,4 @@ def test_the_verb_table_lists_every_verb_module_with_its_help() -> None:
     names = {m.name for m in pkgutil.iter_modules(verbs.__path__)}
     assert {v.replace("-", "_") for v in cli.VERBS} == names
     for verb, text in cli.VERBS.items():
-        assert importlib.import_module(cli.module_of(verb)).HELP == text, verb
+        assert text == importlib.import_module(cli.module_of(verb)).HELP, verb

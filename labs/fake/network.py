@@ -17,7 +17,7 @@ from ipaddress import IPv4Address
 from labs.backend import Fault
 from twin.errors import LabError
 from twin.labdir import Lab
-from twin.model.fib import Fib, Hops, Link, Lpm
+from twin.model.fib import Fib, Hops, Link, Lpm, applied
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links
 
@@ -96,14 +96,7 @@ class Network:
     @cached_property
     def fib(self) -> Fib:
         """Every node's FIB under the failures."""
-        fib = {n: dict(r) for n, r in self.routing.fib.items()}
-        for node, changes in self.routing.after(self.failed()).items():
-            for prefix, hops in changes.items():
-                if hops is None:
-                    fib[node].pop(prefix, None)
-                else:
-                    fib[node][prefix] = hops
-        return fib
+        return applied(self.routing.fib, self.routing.after(self.failed()))
 
     @cached_property
     def lpm(self) -> dict[str, Lpm]:

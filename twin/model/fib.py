@@ -59,6 +59,23 @@ class Lpm:
         return None
 
 
+def applied(fib: Fib, delta: FibDelta) -> Fib:
+    """The FIB once a delta (`Routing.after`) is applied, `fib` left as it was.
+
+    >>> p = IPv4Network("10.0.0.0/8")
+    >>> applied({"a": {p: ()}}, {"a": {p: None}}), applied({"a": {}}, {"a": {p: ()}})
+    ({'a': {}}, {'a': {IPv4Network('10.0.0.0/8'): ()}})
+    """
+    after = {node: dict(routes) for node, routes in fib.items()}
+    for node, changes in delta.items():
+        for prefix, hops in changes.items():
+            if hops is None:
+                after.setdefault(node, {}).pop(prefix, None)
+            else:
+                after.setdefault(node, {})[prefix] = hops
+    return after
+
+
 def to_json(fib: Fib) -> dict[str, dict[str, list[dict[str, str]]]]:
     """A FIB in the observations' JSON: node -> prefix -> [{"node", "port"}] ([] drops).
 

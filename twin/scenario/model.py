@@ -28,6 +28,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from labs.backend import FaultKind
 from twin import labcheck
 from twin.errors import InputError
 from twin.intent.inputs import parse_model, strict_yaml
@@ -43,18 +44,6 @@ MAX_NAMES = 4096
 
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
 TrafficKind = Literal[Collective, "backup", "micro_bursts", "incast"]
-FaultKind = Literal[
-    "link-down",
-    "link-up",
-    "link-flap",
-    "node-down",
-    "node-up",
-    "daemon-kill",
-    "daemon-restart",
-    "loss",
-    "rate",
-    "clear",
-]
 
 
 class _Model(BaseModel):
