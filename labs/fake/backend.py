@@ -31,6 +31,7 @@ from labs.backend import (
 )
 from labs.fake.network import STATE, Failures, Network
 from labs.fake.simulate import Simulation, fault_record
+from twin import labcheck
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.fib import Fib
@@ -94,6 +95,7 @@ class FakeBackend:
         self, lab: Lab, progress: Progress = _quiet, timeout: float | None = None
     ) -> Deployed:
         """Record the twin and compute its converged FIB."""
+        labcheck.check(lab, live=True)
         if self.running(lab):
             raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
         start = time.monotonic()

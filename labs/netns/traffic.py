@@ -17,6 +17,7 @@ from typing import Any
 from labs.backend import FlowSpec, Phase
 from labs.netns.faults import resolve_link
 from labs.netns.plan import build, netns_name, port_names
+from labs.netns.processes import lab_env
 from traffic.endpoints import Endpoint, next_hop
 from traffic.flowstats import FlowStats
 from traffic.jobs import FlowFactory, TrafficClass
@@ -164,6 +165,7 @@ def start_captures(lab: Lab, links: list[str], out: Path) -> list[subprocess.Pop
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
+                env=lab_env(lab.name),
             )
         )
     return started

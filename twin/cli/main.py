@@ -15,12 +15,12 @@ from collections.abc import Iterable, Sequence
 from twin.errors import TwinError
 
 VERBS = {
-    "cleanup": "remove leftovers of crashed runs (by lab name or lab directory; by default all "
-    "labs found)",
+    "cleanup": "remove leftovers of crashed runs (by lab name or lab directory; without one, all "
+    "leftovers)",
     "deploy": "start a live twin of a lab directory (default backend netns: namespaces, veths, "
     "FRR)",
     "destroy": "remove a lab's running twin and everything it created",
-    "diff": "run the static validators on two labs and show each verdict that changed",
+    "diff": "show the config differences between two labs and each static verdict that changed",
     "exec": "run a command in a node (vtysh on a switch reaches its FRR)",
     "fault": "inject a fault (link, node, daemon, loss, rate) and log the state changes it causes",
     "generate": "design a fabric and write its lab directory",
