@@ -231,3 +231,13 @@ def small_twin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Twin]:
 def own_twin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Twin]:
     """A running twin of the small lab for one module's destructive tests."""
     yield from _small_twin(tmp_path_factory, "own")
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def any_twin(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Twin]:
+    """The small lab running on each backend in turn, for one module's backend-neutral tests."""
+    path = write_lab(tmp_path_factory.mktemp("any") / "lab", lab_name("any"))
+    with running_twin(path, request.param) as twin:
+        yield twin

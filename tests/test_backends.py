@@ -9,11 +9,10 @@ names the backend).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import BACKENDS, cli, lab_name, running_twin, wait_for, write_lab
+from conftest import cli, wait_for
 
 from labs.backend import COUNTER_FIELDS, Fault
 from twin.pytest_plugin import Twin
@@ -27,13 +26,10 @@ SCENARIO = {
 }
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def twin(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Twin]:
-    path = write_lab(tmp_path_factory.mktemp("neutral") / "lab", lab_name("nb"))
-    with running_twin(path, request.param) as twin:
-        yield twin
+@pytest.fixture
+def twin(any_twin: Twin) -> Twin:
+    """The small lab on the backend under test."""
+    return any_twin
 
 
 def test_the_state_names_the_backend_and_inspect_finds_it(twin: Twin) -> None:

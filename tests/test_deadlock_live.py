@@ -5,10 +5,8 @@ every backend (netns: real FRR and kernel, root needed; fake: the model itself).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
-from conftest import BACKENDS, lab_name, running_twin, write_lab
 
 from labs.backend import Fault
 from twin.model.fib import Fib, Link, applied
@@ -19,14 +17,10 @@ from twin.pytest_plugin import Twin
 DEADLINE_S = 20.0
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def twin(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Twin]:
-    """The small lab (two MLAG pairs) running on a backend for the module, always destroyed."""
-    path = write_lab(tmp_path_factory.mktemp("live") / "lab", lab_name("fib"))
-    with running_twin(path, request.param) as twin:
-        yield twin
+@pytest.fixture
+def twin(any_twin: Twin) -> Twin:
+    """The small lab on the backend under test."""
+    return any_twin
 
 
 def settles_to(twin: Twin, expected: Fib) -> tuple[Fib, float]:

@@ -15,20 +15,10 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from labs import events, state
-from labs.backend import (
-    Deployed,
-    Fault,
-    LinkState,
-    Phase,
-    Played,
-    Progress,
-    Session,
-    Status,
-    Timeline,
-)
+from labs.backend import Deployed, LinkState, Status
 from labs.fake.network import STATE, Failures, Network
 from labs.fake.simulate import Simulation, fault_record
 from twin import labcheck
@@ -36,6 +26,9 @@ from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.fib import Fib
 from twin.model.wiring import links
+
+if TYPE_CHECKING:
+    from labs.backend import Fault, Phase, Played, Progress, Session, Timeline
 
 
 def _quiet(_: str) -> None:
