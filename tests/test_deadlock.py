@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from labs.netns.fibs import from_ip_route
+from labs.kernel import from_snapshot
 from twin.labdir import Lab
 from twin.model.fib import Fib, Link, NextHop, applied, from_json, lookup, to_json
 from twin.model.routing import Routing
@@ -189,7 +189,7 @@ def ip_route_json(fib: Fib, lab: Lab, switch: str) -> list[dict[str, Any]]:
 def test_snapshot_of_a_live_fib_reads_back_as_the_same_fib(small: Lab) -> None:
     fib = Routing(Wiring(small)).fib
     snapshot = {s: ip_route_json(fib, small, s) for s in small.switches()}
-    assert from_ip_route(Wiring(small), snapshot) == fib
+    assert from_snapshot(Wiring(small), snapshot) == fib
 
 
 def test_a_fib_written_as_json_reads_back_as_the_same_fib(small: Lab) -> None:

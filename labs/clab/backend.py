@@ -64,8 +64,12 @@ class ClabBackend:
             tools.check_image(engine, image)
         return Containers(lab, engine)
 
-    def deploy(self, lab: Lab, progress: Progress = _quiet, timeout: float = 60.0) -> Deployed:
-        """Deploy, configure, and wait until every BGP session is Established."""
+    def deploy(
+        self, lab: Lab, progress: Progress = _quiet, timeout: float | None = None
+    ) -> Deployed:
+        """Deploy, configure, and wait until every BGP session is Established (`timeout`: 60 s
+        by default, beyond the boot allowance)."""
+        timeout = 60.0 if timeout is None else timeout
         tools.not_running(lab)
         boxes = self.preflight(lab)
         if tools.inspect(lab):

@@ -2,7 +2,7 @@
 
 * FIB: each switch's kernel routes (`ip -j route show` in its container; SONiC-VS forwards in
   the container's kernel, on netdevs named after the SONiC ports: `Ethernet8`,
-  `PortChannel1`), mapped to `Fib` by the lab's cabling (`twin.model.fib.from_snapshot`).
+  `PortChannel1`), mapped to `Fib` by the lab's cabling (`labs.kernel.from_snapshot`).
 * Counters: every container interface (`ethN`, read by netlink in the container's namespace),
   named back to its SONiC port or NIC through `ifmap.json`.
 * BGP: `show bgp summary json` through vtysh in each switch container.
@@ -21,7 +21,8 @@ from labs import events
 from labs.backend import Session
 from labs.clab import namespace, switches
 from labs.clab.containers import Containers
-from twin.model.fib import Fib, from_snapshot
+from labs.kernel import from_snapshot
+from twin.model.fib import Fib
 from twin.model.wiring import Wiring
 
 WATCH_INTERVAL = 1.0
