@@ -62,8 +62,11 @@ class ClabernetesBackend:
         data: dict[str, Any] = json.loads(done.stdout)
         return data
 
-    def deploy(self, lab: Lab, progress: Progress = _quiet, timeout: float = 60.0) -> Deployed:
+    def deploy(
+        self, lab: Lab, progress: Progress = _quiet, timeout: float | None = None
+    ) -> Deployed:
         """Apply the Clabernetes form and wait until the controller reports it ready."""
+        timeout = 60.0 if timeout is None else timeout
         not_running(lab)
         context = kubectl(["config", "current-context"]).stdout.strip()
         refusal = clab_refusal(lab)
