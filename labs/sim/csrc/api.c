@@ -1,0 +1,294 @@
+/* The flat C API that labs/sim/native.py calls through ctypes: build a Sim from indices and
+ * numbers, run it, read counters back. Also the (empty) Python module, so the extension is
+ * built and found like any other. Seconds and bits per second cross this boundary; the
+ * engine works in picoseconds.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+static ps_t ps(double seconds) { return seconds >= 9e6 ? T_INF : llround(seconds * 1e12); }
+
+static uint64_t splitmix(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+Sim *sim_new(int n_nodes, int n_ports, int n_links, int n_flows, int n_profiles, int n_hosts, uint64_t seed) {
+    Sim *s = calloc(1, sizeof(Sim));
+    s->n_nodes = n_nodes;
+    s->n_ports = n_ports;
+    s->n_links = n_links;
+    s->n_flows = n_flows;
+    s->n_profiles = n_profiles;
+    s->n_hosts = n_hosts;
+    s->nodes = calloc((size_t)n_nodes, sizeof(Node));
+    s->ports = calloc((size_t)n_ports, sizeof(Port));
+    s->flows = calloc((size_t)n_flows, sizeof(Flow));
+    s->profiles = calloc((size_t)n_profiles, sizeof(Profile));
+    s->link_ports = calloc((size_t)n_links * 2, sizeof(int32_t));
+    s->dep_start = calloc((size_t)n_flows + 1, sizeof(int32_t));
+    s->dl_mark = malloc((size_t)n_ports * NPRIO * sizeof(int32_t));
+    s->dl_reported = calloc((size_t)n_ports * NPRIO, sizeof(int32_t));
+    for (int64_t i = 0; i < (int64_t)n_ports * NPRIO; i++) s->dl_mark[i] = -1;
+    s->seed = seed;
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++) s->rng[i] = splitmix(&x);
+    for (int i = 0; i < n_nodes; i++) s->nodes[i].salt = splitmix(&x);
+    s->pkt_free = -1;
+    s->check_interval = s->stall_time = s->storm_time = T_INF;
+    return s;
+}
+
+void sim_free(Sim *s) {
+    for (int i = 0; i < s->n_ports; i++) free(s->ports[i].active);
+    free(s->nodes);
+    free(s->ports);
+    free(s->flows);
+    free(s->profiles);
+    free(s->link_ports);
+    free(s->rt_start);
+    free(s->rt_nh);
+    free(s->dep_start);
+    free(s->dependents);
+    free(s->storms);
+    free(s->heap);
+    free(s->pkts);
+    free(s->dl_mark);
+    free(s->dl_reported);
+    free(s->sample_ports);
+    free(s->samples);
+    free(s->log);
+    free(s->cycles);
+    free(s);
+}
+
+void sim_set_node(Sim *s, int i, int is_switch, int first_port, int n_ports, int host_idx, int64_t pool) {
+    Node *n = &s->nodes[i];
+    n->is_switch = (uint8_t)is_switch;
+    n->first_port = first_port;
+    n->n_ports = n_ports;
+    n->host_idx = host_idx;
+    n->pool = pool;
+}
+
+/* maps: dscp_to_tc[64] tc_to_queue[8] tc_to_pg[8] lossless[8];
+ * pg: 8 rows of (reserved, headroom, xon_offset, static threshold or -1, alpha);
+ * q: 8 rows of (strict, quantum, ecn, wred_drop, max bytes, kmin, kmax, pmax);
+ * other: pause quanta, refresh fraction, watchdog on, action (1 drop, 2 forward), detect, restore */
+void sim_set_profile(Sim *s, int i, const int32_t *maps, const double *pg, const double *q, const double *other) {
+    Profile *p = &s->profiles[i];
+    for (int k = 0; k < 64; k++) p->dscp_to_tc[k] = (uint8_t)maps[k];
+    for (int k = 0; k < NPRIO; k++) {
+        p->tc_to_queue[k] = (uint8_t)maps[64 + k];
+        p->tc_to_pg[k] = (uint8_t)maps[72 + k];
+        p->lossless[k] = (uint8_t)maps[80 + k];
+        const double *r = pg + 5 * k;
+        p->pg_reserved[k] = (int64_t)r[0];
+        p->pg_headroom[k] = (int64_t)r[1];
+        p->pg_xon_offset[k] = (int64_t)r[2];
+        p->pg_static[k] = (int64_t)r[3];
+        p->pg_alpha[k] = r[4];
+        const double *w = q + 8 * k;
+        p->q_strict[k] = (uint8_t)w[0];
+        p->q_quantum[k] = (int64_t)w[1];
+        p->q_ecn[k] = (uint8_t)w[2];
+        p->q_wred_drop[k] = (uint8_t)w[3];
+        p->q_max[k] = (int64_t)w[4];
+        p->q_kmin[k] = w[5];
+        p->q_kmax[k] = w[6];
+        p->q_pmax[k] = w[7];
+    }
+    p->pause_quanta = (int32_t)other[0];
+    p->refresh_fraction = other[1];
+    p->wd_enabled = (uint8_t)other[2];
+    p->wd_action = (uint8_t)other[3];
+    p->wd_detect = ps(other[4]);
+    p->wd_restore = ps(other[5]);
+}
+
+void sim_set_port(Sim *s, int i, int node, int peer, int link, int profile, double speed, double prop) {
+    Port *p = &s->ports[i];
+    p->node = node;
+    p->peer = peer;
+    p->link = link;
+    p->profile = profile;
+    p->speed = speed;
+    p->ps_per_byte = 8e12 / speed;
+    p->prop = ps(prop);
+    p->up = 1;
+    p->next_kick = T_INF;
+    for (int q = 0; q < NPRIO; q++) p->q[q] = (Queue){-1, -1, 0, 0, 0};
+}
+
+void sim_set_link_ports(Sim *s, int link, int a, int b) {
+    s->link_ports[2 * link] = a;
+    s->link_ports[2 * link + 1] = b;
+}
+
+/* rt_start has n_nodes * n_hosts + 1 entries into rt_nh */
+void sim_set_routes(Sim *s, const int32_t *rt_start, const int32_t *rt_nh, int n_nh) {
+    int64_t rows = (int64_t)s->n_nodes * s->n_hosts + 1;
+    s->rt_start = malloc((size_t)rows * sizeof(int32_t));
+    memcpy(s->rt_start, rt_start, (size_t)rows * sizeof(int32_t));
+    s->rt_nh = malloc((size_t)(n_nh ? n_nh : 1) * sizeof(int32_t));
+    memcpy(s->rt_nh, rt_nh, (size_t)n_nh * sizeof(int32_t));
+}
+
+/* ints: src, dst, port, dscp, prio, dcqcn, ect, pkt_size, ttl, n_deps, hash;
+ * nums: size (-1 open-ended), rate, start, stop, dependency delay */
+void sim_set_flow(Sim *s, int i, const int64_t *ints, const double *nums) {
+    Flow *f = &s->flows[i];
+    f->src = (int32_t)ints[0];
+    f->dst = (int32_t)ints[1];
+    f->port = (int32_t)ints[2];
+    f->dscp = (uint8_t)ints[3];
+    f->prio = (uint8_t)ints[4];
+    f->dcqcn = (uint8_t)ints[5];
+    f->ect = (uint8_t)ints[6];
+    f->pkt_size = (int32_t)ints[7];
+    f->ttl = (int32_t)ints[8];
+    f->n_deps = (int32_t)ints[9];
+    f->hash = (uint32_t)ints[10];
+    f->size = (int64_t)nums[0];
+    f->rate = nums[1];
+    f->start = ps(nums[2]);
+    f->stop = ps(nums[3]);
+    f->dep_delay = ps(nums[4]);
+    f->last_cnp = -1;
+    f->t_start = f->t_done = -1;
+}
+
+void sim_set_dependents(Sim *s, const int32_t *start, const int32_t *dependents) {
+    memcpy(s->dep_start, start, (size_t)(s->n_flows + 1) * sizeof(int32_t));
+    int n = start[s->n_flows];
+    s->dependents = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    memcpy(s->dependents, dependents, (size_t)n * sizeof(int32_t));
+}
+
+/* g, alpha period, timer, byte counter, F, R_AI, R_HAI, min rate, CNP interval, initial alpha,
+ * CNP DSCP, CNP priority */
+void sim_set_dcqcn(Sim *s, const double *v) {
+    Dcqcn *d = &s->dcq;
+    d->g = v[0];
+    d->alpha_period = ps(v[1]);
+    d->timer = ps(v[2]);
+    d->byte_counter = (int64_t)v[3];
+    d->f = (int32_t)v[4];
+    d->r_ai = v[5];
+    d->r_hai = v[6];
+    d->min_rate = v[7];
+    d->cnp_interval = ps(v[8]);
+    d->initial_alpha = v[9];
+    d->cnp_dscp = (int32_t)v[10];
+    d->cnp_prio = (int32_t)v[11];
+}
+
+void sim_add_link_event(Sim *s, int link, double t, int up) { ev_push(s, ps(t), EV_LINK, link, up, 0); }
+
+void sim_add_storm(Sim *s, int port, int prio_mask, int quanta, double start, double end, double interval) {
+    s->storms = realloc(s->storms, (size_t)(s->n_storms + 1) * sizeof(Storm));
+    s->storms[s->n_storms] = (Storm){port, prio_mask, quanta, ps(start), ps(end), ps(interval)};
+    ev_push(s, ps(start), EV_STORM, s->n_storms, 0, 0);
+    s->n_storms++;
+}
+
+void sim_set_monitor(Sim *s, double interval, const int32_t *ports, int n, int flow_series) {
+    s->sample_interval = ps(interval);
+    s->n_sample_ports = n;
+    s->sample_ports = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    memcpy(s->sample_ports, ports, (size_t)n * sizeof(int32_t));
+    s->flow_series = (uint8_t)flow_series;
+}
+
+void sim_set_checks(Sim *s, double interval, int deadlock_on, double stall, int stop_on_deadlock, double storm_time) {
+    s->check_interval = ps(interval);
+    s->deadlock_on = (uint8_t)deadlock_on;
+    s->stall_time = ps(stall);
+    s->stop_on_deadlock = (uint8_t)stop_on_deadlock;
+    s->storm_time = ps(storm_time);
+}
+
+/* run from time 0 to `duration` seconds; returns 1 if it stopped on a deadlock */
+int sim_run(Sim *s, double duration, int stop_when_done) {
+    s->stop_when_done = (uint8_t)stop_when_done;
+    for (int f = 0; f < s->n_flows; f++) {
+        s->open_flows++;
+        if (s->flows[f].n_deps == 0) ev_push(s, s->flows[f].start, EV_FLOW_START, f, 0, 0);
+    }
+    if (s->sample_interval > 0 && s->sample_interval < T_INF) ev_push(s, 0, EV_SAMPLE, 0, 0, 0);
+    if (s->check_interval < T_INF) ev_push(s, s->check_interval, EV_CHECK, 0, 0, 0);
+    ps_t end = ps(duration);
+    sim_step_all(s, end);
+    if (!s->stopped) s->now = end;
+    for (int p = 0; p < s->n_ports; p++) {
+        Port *P = &s->ports[p];
+        for (int prio = 0; prio < NPRIO; prio++) {
+            ps_t until = P->pause_until[prio] < s->now ? P->pause_until[prio] : s->now;
+            if (until > P->pause_from[prio]) P->paused_total[prio] += until - P->pause_from[prio];
+            P->pause_from[prio] = P->pause_until[prio] = 0;
+        }
+    }
+    return s->stopped && s->stop_on_deadlock && s->open_flows > 0;
+}
+
+double sim_now(const Sim *s) { return (double)s->now * 1e-12; }
+
+/* out: 8 rows of pfc_tx, pfc_rx, paused ps, ecn, tx bytes, tx packets, drops[DR_N] */
+void sim_port_stats(const Sim *s, int i, int64_t *out) {
+    const Port *p = &s->ports[i];
+    for (int k = 0; k < NPRIO; k++) {
+        int64_t *r = out + k * (6 + DR_N);
+        r[0] = p->pfc_tx[k];
+        r[1] = p->pfc_rx[k];
+        r[2] = p->paused_total[k];
+        r[3] = p->ecn_marked[k];
+        r[4] = p->tx_bytes[k];
+        r[5] = p->tx_pkts[k];
+        for (int d = 0; d < DR_N; d++) r[6 + d] = p->drops[d][k];
+    }
+}
+
+/* out: size, sent, delivered, dropped, cnps, ce, t_start ps, t_done ps, rate, alpha */
+void sim_flow_stats(const Sim *s, int i, double *out) {
+    const Flow *f = &s->flows[i];
+    double v[] = {(double)f->size, (double)f->sent, (double)f->delivered, (double)f->dropped,
+                  (double)f->cnps, (double)f->ce, (double)f->t_start, (double)f->t_done,
+                  f->dcqcn ? f->rc : f->line, f->alpha};
+    memcpy(out, v, sizeof(v));
+}
+
+/* out: events, packet hops, samples, log entries, cycle entries, peak packets */
+void sim_counts(const Sim *s, int64_t *out) {
+    out[0] = s->n_events;
+    out[1] = s->n_hops;
+    out[2] = s->n_samples;
+    out[3] = s->n_log;
+    out[4] = s->n_cycles;
+    out[5] = s->pkt_cap;
+}
+
+const int64_t *sim_samples(const Sim *s) { return s->samples; }
+const int32_t *sim_cycles(const Sim *s) { return s->cycles; }
+
+/* out: time ps, kind, a, b, c */
+void sim_log_entry(const Sim *s, int i, int64_t *out) {
+    const LogEntry *e = &s->log[i];
+    out[0] = e->t;
+    out[1] = e->kind;
+    out[2] = e->a;
+    out[3] = e->b;
+    out[4] = e->c;
+}
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_core",
+                                    "C core of labs.sim, called through ctypes", -1, NULL};
+
+PyMODINIT_FUNC PyInit__core(void) { return PyModule_Create(&module); }

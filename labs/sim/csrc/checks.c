@@ -1,0 +1,194 @@
+/* Periodic work: occupancy samples, PFC storm sources, pause-storm and watchdog checks, and
+ * deadlock detection by a cycle of stalled paused queues (physics.md 4.4, 4.5).
+ */
+#include "sim.h"
+
+#include <stdlib.h>
+
+void on_sample(Sim *s) {
+    int64_t width = (int64_t)s->n_sample_ports * 2 * NPRIO + (s->flow_series ? s->n_flows : 0);
+    if (s->n_samples == s->samples_cap) {
+        s->samples_cap = s->samples_cap ? s->samples_cap * 2 : 1024;
+        s->samples = realloc(s->samples, (size_t)(s->samples_cap * width) * sizeof(int64_t));
+    }
+    int64_t *row = s->samples + s->n_samples * width;
+    for (int i = 0; i < s->n_sample_ports; i++) {
+        const Port *P = &s->ports[s->sample_ports[i]];
+        for (int q = 0; q < NPRIO; q++) *row++ = P->q[q].bytes;
+        for (int pg = 0; pg < NPRIO; pg++) *row++ = P->pg_res[pg] + P->pg_shared[pg] + P->pg_hdrm[pg];
+    }
+    if (s->flow_series)
+        for (int f = 0; f < s->n_flows; f++) *row++ = s->flows[f].delivered;
+    s->n_samples++;
+    ev_push(s, s->now + s->sample_interval, EV_SAMPLE, 0, 0, 0);
+}
+
+void on_storm(Sim *s, int storm) {
+    const Storm *S = &s->storms[storm];
+    if (s->now >= S->end) {
+        sim_log(s, LOG_STORM_END, storm, S->port, 0);
+        return;
+    }
+    if (s->now == S->start) sim_log(s, LOG_STORM_START, storm, S->port, 0);
+    send_pause(s, S->port, S->prio_mask, S->quanta);
+    ps_t next = s->now + S->interval;
+    ev_push(s, next < S->end ? next : S->end, EV_STORM, storm, 0, 0);
+}
+
+static void pause_storms(Sim *s) {
+    for (int p = 0; p < s->n_ports; p++) {
+        Port *P = &s->ports[p];
+        for (int prio = 0; prio < NPRIO; prio++) {
+            if (P->pause_until[prio] <= s->now)
+                P->storm_reported[prio] = 0;
+            else if (!P->storm_reported[prio] && s->now - P->pause_from[prio] >= s->storm_time) {
+                P->storm_reported[prio] = 1;
+                sim_log(s, LOG_PAUSE_STORM, p, prio, 0);
+            }
+        }
+    }
+}
+
+/* SONiC-style PFC watchdog: a lossless queue paused for the detection time is stormed;
+ * drop flushes it and drops its traffic, forward ignores pauses; restored after the
+ * restoration time without a pause frame */
+static void watchdog(Sim *s) {
+    for (int p = 0; p < s->n_ports; p++) {
+        Port *P = &s->ports[p];
+        const Profile *pr = &s->profiles[P->profile];
+        if (!pr->wd_enabled || !s->nodes[P->node].is_switch) continue;
+        for (int prio = 0; prio < NPRIO; prio++) {
+            if (!pr->lossless[prio]) continue;
+            if (P->wd_state[prio] == WD_OFF) {
+                if (P->pause_until[prio] <= s->now || s->now - P->pause_from[prio] < pr->wd_detect) continue;
+                P->wd_state[prio] = pr->wd_action;
+                sim_log(s, LOG_WD_DETECT, p, prio, pr->wd_action);
+                if (pr->wd_action == WD_DROP) {
+                    flush_queue(s, p, pr->tc_to_queue[prio], DR_WATCHDOG);
+                    int pg = pr->tc_to_pg[prio];
+                    if (P->pg_paused[pg]) {
+                        P->pg_paused[pg] = 0;
+                        P->pg_gen[pg]++;
+                        send_pause(s, p, 1 << prio, 0);
+                    }
+                }
+                try_send(s, p);
+            } else if (s->now - P->last_pfc_rx[prio] >= pr->wd_restore) {
+                P->wd_state[prio] = WD_OFF;
+                sim_log(s, LOG_WD_RESTORE, p, prio, 0);
+                try_send(s, p);
+            }
+        }
+    }
+}
+
+/* a switch egress queue that is paused, non-empty and has not moved for the stall time */
+static int stalled(const Sim *s, int p, int q) {
+    const Port *P = &s->ports[p];
+    return s->nodes[P->node].is_switch && P->q[q].count > 0 &&
+           port_paused(s, P, s->pkts[P->q[q].head].prio) && s->now - P->q[q].last_deq >= s->stall_time;
+}
+
+static void record_cycle(Sim *s, const int32_t *members, int n) {
+    int fresh = 0;
+    for (int i = 0; i < n; i++) fresh |= !s->dl_reported[members[i]];
+    if (!fresh) return;
+    if (s->n_cycles + n > s->cap_cycles) {
+        s->cap_cycles = (s->n_cycles + n) * 2;
+        s->cycles = realloc(s->cycles, (size_t)s->cap_cycles * sizeof(int32_t));
+    }
+    for (int i = 0; i < n; i++) {
+        int v = members[i], p = v / NPRIO;
+        s->dl_reported[v] = 1;
+        s->cycles[s->n_cycles + i] = p * NPRIO + s->pkts[s->ports[p].q[v % NPRIO].head].prio;
+    }
+    sim_log(s, LOG_DEADLOCK, s->n_cycles, n, 0);
+    s->n_cycles += n;
+    if (s->stop_on_deadlock) s->stopped = 1;
+}
+
+/* wait-for graph over stalled queues: e -> f when e is paused by the ingress PG of its peer
+ * and that PG holds packets queued in f; a cycle is a deadlock */
+static void deadlock(Sim *s) {
+    int64_t nq = (int64_t)s->n_ports * NPRIO;
+    int32_t *cand = NULL, n_cand = 0, *edges = NULL, n_edges = 0, cap_edges = 0;
+    for (int64_t v = 0; v < nq; v++)
+        if (stalled(s, (int)(v / NPRIO), (int)(v % NPRIO))) {
+            cand = realloc(cand, (size_t)(n_cand + 1) * sizeof(int32_t));
+            cand[n_cand++] = (int32_t)v;
+        }
+    if (n_cand < 2) {
+        free(cand);
+        return;
+    }
+    int32_t *mark = s->dl_mark; /* -1: not a candidate, else last f that linked to it */
+    for (int i = 0; i < n_cand; i++) mark[cand[i]] = -2;
+    for (int i = 0; i < n_cand; i++) {
+        int f = cand[i];
+        const Port *F = &s->ports[f / NPRIO];
+        for (int pk = F->q[f % NPRIO].head; pk >= 0; pk = s->pkts[pk].next) {
+            const Pkt *K = &s->pkts[pk];
+            const Port *I = &s->ports[K->in_port];
+            if (I->peer < 0) continue;
+            const Port *U = &s->ports[I->peer];
+            int e = I->peer * NPRIO + s->profiles[U->profile].tc_to_queue[K->prio];
+            if (mark[e] == -1 || mark[e] == f) continue;
+            mark[e] = f;
+            if (n_edges == cap_edges) {
+                cap_edges = cap_edges ? 2 * cap_edges : 64;
+                edges = realloc(edges, (size_t)cap_edges * 2 * sizeof(int32_t));
+            }
+            edges[2 * n_edges] = e;
+            edges[2 * n_edges + 1] = f;
+            n_edges++;
+        }
+    }
+    /* depth-first search for a cycle; colour 0 new, 1 on the path, 2 finished */
+    int32_t *colour = calloc((size_t)n_cand, sizeof(int32_t)), *path = malloc((size_t)n_cand * sizeof(int32_t));
+    int32_t *cursor = malloc((size_t)n_cand * sizeof(int32_t));
+    for (int i = 0; i < n_cand; i++) mark[cand[i]] = i; /* queue -> candidate number */
+    for (int root = 0; root < n_cand && !s->stopped; root++) {
+        if (colour[root]) continue;
+        int depth = 0;
+        path[depth] = root;
+        cursor[depth] = 0;
+        colour[root] = 1;
+        while (depth >= 0) {
+            int v = path[depth], next = -1;
+            while (cursor[depth] < n_edges) {
+                int k = cursor[depth]++;
+                if (edges[2 * k] == cand[v]) {
+                    next = mark[edges[2 * k + 1]];
+                    break;
+                }
+            }
+            if (next < 0) {
+                colour[v] = 2;
+                depth--;
+            } else if (colour[next] == 1) {
+                int start = depth;
+                while (path[start] != next) start--;
+                int32_t members[depth - start + 1];
+                for (int i = start; i <= depth; i++) members[i - start] = cand[path[i]];
+                record_cycle(s, members, depth - start + 1);
+            } else if (colour[next] == 0) {
+                colour[next] = 1;
+                path[++depth] = next;
+                cursor[depth] = 0;
+            }
+        }
+    }
+    for (int i = 0; i < n_cand; i++) mark[cand[i]] = -1;
+    free(cand);
+    free(edges);
+    free(colour);
+    free(path);
+    free(cursor);
+}
+
+void on_check(Sim *s) {
+    pause_storms(s);
+    watchdog(s);
+    if (s->deadlock_on) deadlock(s);
+    ev_push(s, s->now + s->check_interval, EV_CHECK, 0, 0, 0);
+}

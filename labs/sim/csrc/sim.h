@@ -1,0 +1,209 @@
+/* The packet-level simulator core: types shared by engine.c, checks.c and api.c.
+ *
+ * Time is an integer number of picoseconds (ps_t), sizes are bytes, rates bits per second.
+ * Every entity is an index into one of the arrays of Sim; packets live in a pool and are
+ * linked into queues by index, so the pool can grow with realloc.
+ */
+#ifndef FT_SIM_H
+#define FT_SIM_H
+
+#include <stdint.h>
+
+#define NPRIO 8
+#define T_INF INT64_MAX
+#define PFC_FRAME_BYTES 84 /* 64 B frame + preamble + IFG */
+#define CNP_BYTES 64
+
+typedef int64_t ps_t;
+
+enum EventType {
+    EV_ARRIVE,       /* a: rx port, b: packet */
+    EV_TX_DONE,      /* a: port */
+    EV_KICK,         /* a: port; pause expired or pacing gap over */
+    EV_PFC,          /* a: rx port, b: priority, c: quanta */
+    EV_PFC_REFRESH,  /* a: port, b: PG, c: generation */
+    EV_FLOW_START,   /* a: flow */
+    EV_ALPHA,        /* a: flow */
+    EV_RATE_TIMER,   /* a: flow, b: generation */
+    EV_LINK,         /* a: link, b: 1 up / 0 down */
+    EV_STORM,        /* a: storm */
+    EV_SAMPLE,
+    EV_CHECK,
+};
+
+enum LogKind {
+    LOG_LINK_DOWN,
+    LOG_LINK_UP,
+    LOG_STORM_START,
+    LOG_STORM_END,
+    LOG_PAUSE_STORM,
+    LOG_WD_DETECT,
+    LOG_WD_RESTORE,
+    LOG_DEADLOCK,
+    LOG_LOSSLESS_DROP,
+};
+
+enum PktFlag { PK_ECT = 1, PK_CE = 2, PK_CNP = 4 };
+enum Charge { CH_RESERVED, CH_SHARED, CH_HEADROOM };
+enum WdState { WD_OFF, WD_DROP, WD_FORWARD };
+enum FlowState { FL_WAITING, FL_SENDING, FL_SENT, FL_DONE };
+enum DropCounter { DR_LOSSLESS, DR_LOSSY, DR_TTL, DR_NOROUTE, DR_LINK, DR_WATCHDOG, DR_N };
+
+typedef struct {
+    ps_t t;
+    uint64_t seq;
+    int32_t type, a, b, c;
+} Event;
+
+typedef struct {
+    int32_t next, flow, size, dst, in_port;
+    uint32_t hash;
+    uint8_t dscp, prio, pg, ttl, flags, charge;
+} Pkt;
+
+typedef struct {
+    int32_t head, tail, count;
+    int64_t bytes;
+    ps_t last_deq;
+} Queue;
+
+typedef struct {
+    uint8_t dscp_to_tc[64], tc_to_queue[NPRIO], tc_to_pg[NPRIO], lossless[NPRIO];
+    int64_t pg_reserved[NPRIO], pg_headroom[NPRIO], pg_xon_offset[NPRIO], pg_static[NPRIO];
+    double pg_alpha[NPRIO];
+    uint8_t q_strict[NPRIO], q_ecn[NPRIO], q_wred_drop[NPRIO];
+    int64_t q_quantum[NPRIO], q_max[NPRIO];
+    double q_kmin[NPRIO], q_kmax[NPRIO], q_pmax[NPRIO];
+    int32_t pause_quanta;
+    double refresh_fraction;
+    uint8_t wd_enabled, wd_action;
+    ps_t wd_detect, wd_restore;
+} Profile;
+
+typedef struct {
+    int32_t node, peer, link, profile;
+    double ps_per_byte, speed;
+    ps_t prop, busy_until, next_kick;
+    uint8_t up, busy;
+    Queue q[NPRIO];
+    int32_t dwrr_cur, dwrr_fresh;
+    int64_t deficit[NPRIO];
+    /* egress side: pauses received from the peer */
+    ps_t pause_from[NPRIO], pause_until[NPRIO], paused_total[NPRIO], last_pfc_rx[NPRIO];
+    uint8_t wd_state[NPRIO], storm_reported[NPRIO];
+    /* ingress side: PG accounting and pauses sent to the peer */
+    int64_t pg_res[NPRIO], pg_shared[NPRIO], pg_hdrm[NPRIO];
+    uint8_t pg_paused[NPRIO], drop_logged[NPRIO];
+    int32_t pg_gen[NPRIO];
+    /* counters per priority */
+    int64_t pfc_tx[NPRIO], pfc_rx[NPRIO], ecn_marked[NPRIO], tx_bytes[NPRIO], tx_pkts[NPRIO];
+    int64_t drops[DR_N][NPRIO];
+    /* host NIC: flows sending through this port */
+    int32_t *active, n_active, cap_active, rr;
+} Port;
+
+typedef struct {
+    uint8_t is_switch;
+    int32_t first_port, n_ports, host_idx;
+    int64_t pool, pool_used;
+    uint64_t salt;
+} Node;
+
+typedef struct {
+    int32_t src, dst, port, pkt_size, ttl, n_deps;
+    uint8_t dscp, prio, dcqcn, ect, state;
+    int64_t size; /* -1: open-ended */
+    double rate;  /* open loop rate, or DCQCN's starting/maximum rate; 0 = line rate */
+    ps_t start, stop, dep_delay;
+    uint32_t hash;
+    /* progress */
+    int64_t sent, delivered, dropped, cnps, ce;
+    ps_t next_time, t_start, t_done, last_cnp;
+    /* DCQCN reaction point */
+    double rc, rt, alpha, line;
+    int32_t t_stage, b_stage, timer_gen;
+    int64_t b_bytes;
+    uint8_t cnp_seen;
+} Flow;
+
+typedef struct {
+    double g, min_rate, r_ai, r_hai, initial_alpha;
+    ps_t alpha_period, timer, cnp_interval;
+    int64_t byte_counter;
+    int32_t f, cnp_dscp, cnp_prio;
+} Dcqcn;
+
+typedef struct {
+    int32_t port, prio_mask, quanta;
+    ps_t start, end, interval;
+} Storm;
+
+typedef struct {
+    ps_t t;
+    int32_t kind, a, b, c;
+} LogEntry;
+
+typedef struct {
+    /* topology */
+    int32_t n_nodes, n_ports, n_links, n_flows, n_profiles, n_hosts, n_storms;
+    Node *nodes;
+    Port *ports;
+    Flow *flows;
+    Profile *profiles;
+    int32_t *link_ports; /* 2 per link */
+    int32_t *rt_start, *rt_nh; /* CSR: node * n_hosts + host -> next-hop ports */
+    int32_t *dep_start, *dependents; /* CSR: flow -> flows waiting for it */
+    Storm *storms;
+    Dcqcn dcq;
+    uint64_t seed, rng[4];
+    /* event queue */
+    Event *heap;
+    int64_t heap_n, heap_cap;
+    uint64_t seq;
+    ps_t now;
+    /* packet pool */
+    Pkt *pkts;
+    int32_t pkt_cap, pkt_free;
+    /* run control */
+    int32_t open_flows;       /* flows not yet done (open-ended ones count until stopped) */
+    uint8_t stop_when_done, stopped;
+    /* checks */
+    ps_t check_interval, stall_time, storm_time;
+    uint8_t deadlock_on, stop_on_deadlock;
+    int32_t *dl_mark, *dl_stack, *dl_succ, *dl_succ_start, *dl_reported;
+    /* sampling */
+    ps_t sample_interval;
+    int32_t *sample_ports, n_sample_ports;
+    uint8_t flow_series;
+    int64_t *samples, n_samples, samples_cap; /* rows of n_sample_ports*16 (+ n_flows) */
+    /* output log */
+    LogEntry *log;
+    int32_t n_log, cap_log;
+    int32_t *cycles, n_cycles, cap_cycles;
+    /* statistics */
+    int64_t n_events, n_hops;
+} Sim;
+
+/* engine.c */
+void ev_push(Sim *s, ps_t t, int type, int a, int b, int c);
+void sim_log(Sim *s, int kind, int a, int b, int c);
+void drop_pkt(Sim *s, int pk, int port, int counter);
+void release_pkt(Sim *s, int pk);
+int64_t pg_threshold(const Sim *s, const Port *p, int pg);
+void send_pause(Sim *s, int port, int prio_mask, int quanta);
+void try_send(Sim *s, int port);
+int q_pop(Sim *s, Queue *q);
+void flush_queue(Sim *s, int port, int q, int counter);
+double rng_uniform(Sim *s);
+int sim_step_all(Sim *s, ps_t until);
+
+/* checks.c */
+void on_sample(Sim *s);
+void on_check(Sim *s);
+void on_storm(Sim *s, int storm);
+
+static inline int port_paused(const Sim *s, const Port *p, int prio) {
+    return p->pause_until[prio] > s->now && p->wd_state[prio] != WD_FORWARD;
+}
+
+#endif
