@@ -168,7 +168,9 @@ int64_t pg_threshold(const Sim *s, const Port *p, int pg) {
     if (pr->pg_static[pg] >= 0) return pr->pg_static[pg];
     const Node *n = &s->nodes[p->node];
     int64_t free_bytes = n->pool - n->pool_used;
-    return free_bytes > 0 ? (int64_t)(pr->pg_alpha[pg] * (double)free_bytes) : 0;
+    if (free_bytes <= 0) return 0;
+    double t = pr->pg_alpha[pg] * (double)free_bytes; /* alpha may be infinite */
+    return t >= (double)n->pool ? n->pool : (int64_t)t;
 }
 
 void send_pause(Sim *s, int port, int prio_mask, int quanta) {

@@ -1,0 +1,226 @@
+"""Turn an Experiment into a configured C simulator: names become indices, QoS profiles
+become numeric tables, routes become next-hop lists."""
+
+from __future__ import annotations
+
+import ctypes
+import zlib
+from dataclasses import dataclass
+
+from labs.sim import native
+from labs.sim.headroom import headroom_bytes
+from labs.sim.model import NPRIO, Experiment, Flow, Host, LinkFault, PfcStorm, QosProfile, Switch
+from labs.sim.routing import forwarding, split_port
+
+NEVER = 1e30
+"""A time past any run (the core treats >= 9e6 s as never)."""
+
+
+class ExperimentError(ValueError):
+    """An experiment that names unknown nodes, ports or flows, or has impossible values."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Names of the indices the core uses, to read its outputs back."""
+
+    nodes: list[str]
+    links: list[tuple[str, str]]
+    ports: list[tuple[str, str]]
+    switch_ports: list[int]
+    flows: list[str]
+    sampled_ports: list[int]
+    flow_series: bool
+
+
+@dataclass
+class Built:
+    handle: int
+    layout: Layout
+
+
+def _mtu(exp: Experiment) -> int:
+    return max([exp.packet_bytes, *(f.packet_bytes or 0 for f in exp.flows)])
+
+
+def profile_arrays(
+    qos: QosProfile, speed: float, propagation: float, mtu: int
+) -> tuple[list[int], list[float], list[float], list[float]]:
+    """The numeric tables of one port's profile, lossless headroom sized when not given."""
+    if not all(0 <= tc < NPRIO for tc in qos.dscp_to_tc.values()):
+        raise ExperimentError("dscp_to_tc: traffic classes are 0-7")
+    maps = [qos.dscp_to_tc.get(d, 0) for d in range(64)]
+    maps += list(qos.tc_to_queue) + list(qos.tc_to_pg) + [int(tc in qos.lossless) for tc in range(NPRIO)]
+    lossless_pgs = {qos.tc_to_pg[tc] for tc in qos.lossless}
+    pg: list[float] = []
+    for index in range(NPRIO):
+        p = qos.pg(index)
+        headroom = p.headroom
+        if headroom is None:
+            auto = headroom_bytes(speed, propagation / 5e-9, mtu)
+            headroom = auto if index in lossless_pgs else 0
+        static = -1 if p.static_threshold is None else p.static_threshold
+        pg += [p.reserved, headroom, p.xon_offset, static, p.alpha]
+    q: list[float] = []
+    for index in range(NPRIO):
+        w = qos.queue(index)
+        q += [int(w.strict), w.weight * qos.dwrr_quantum, int(w.ecn), int(w.wred_drop), w.max_bytes]
+        q += [w.kmin, w.kmax, w.pmax]
+    wd = qos.watchdog
+    other = [float(qos.pause_quanta), qos.refresh_fraction]
+    other += [0, 0, 0, 0] if wd is None else [1, 1 if wd.action == "drop" else 2, wd.detection, wd.restoration]
+    return maps, pg, q, other
+
+
+def flow_hash(seed: int, src: str, dst: str, sport: int) -> int:
+    """The ECMP key of a flow's 5-tuple (UDP to 4791), salted by the seed."""
+    return zlib.crc32(f"{seed}|{src}|{dst}|{sport}|4791|17".encode())
+
+
+def _flow_ints(
+    exp: Experiment, flow: Flow, seed: int, node_index: dict[str, int], port_index: dict[str, int],
+    host_ports: dict[str, list[str]], hosts: dict[str, Host],
+) -> list[int]:
+    for end in (flow.src, flow.dst):
+        if end not in hosts:
+            raise ExperimentError(f"flow {flow.name}: {end!r} is not a host")
+    if not host_ports.get(flow.src):
+        raise ExperimentError(f"flow {flow.name}: host {flow.src} has no link")
+    sport = 0xC000 | (zlib.crc32(flow.name.encode()) & 0x3FFF)
+    key = flow_hash(seed, flow.src, flow.dst, sport)
+    ports = host_ports[flow.src]
+    port = flow.src_port or ports[key % len(ports)]
+    if port not in port_index or split_port(port)[0] != flow.src:
+        raise ExperimentError(f"flow {flow.name}: {port!r} is not a port of {flow.src}")
+    prio = flow.priority if flow.priority is not None else hosts[flow.src].qos.dscp_to_tc.get(flow.dscp, 0)
+    dcqcn = flow.cc == "dcqcn"
+    ect = dcqcn if flow.ecn_capable is None else flow.ecn_capable
+    size = flow.packet_bytes or exp.packet_bytes
+    return [
+        node_index[flow.src], node_index[flow.dst], port_index[port], flow.dscp, prio, int(dcqcn),
+        int(ect), size, flow.ttl, len(set(flow.after)), key,
+    ]  # fmt: skip
+
+
+def build(exp: Experiment, seed: int) -> Built:
+    """A configured core for `exp` (free it with native.library().sim_free)."""
+    lib = native.library()
+    switches: dict[str, Switch] = {s.name: s for s in exp.switches}
+    hosts: dict[str, Host] = {h.name: h for h in exp.hosts}
+    names = list(switches) + list(hosts)
+    if len(set(names)) != len(names):
+        raise ExperimentError("node names must be unique")
+    node_index = {n: i for i, n in enumerate(names)}
+    own_ports: dict[str, list[str]] = {n: [] for n in names}
+    link_of: dict[str, int] = {}
+    for li, link in enumerate(exp.links):
+        for end in (link.a, link.b):
+            node = split_port(end)[0]
+            if node not in node_index:
+                raise ExperimentError(f"link {link.a} - {link.b}: unknown node {node!r}")
+            if end in link_of:
+                raise ExperimentError(f"port {end} is on two links")
+            own_ports[node].append(end)
+            link_of[end] = li
+    ports = [p for n in names for p in own_ports[n]]
+    port_index = {p: i for i, p in enumerate(ports)}
+    flow_index = {f.name: i for i, f in enumerate(exp.flows)}
+    if len(flow_index) != len(exp.flows):
+        raise ExperimentError("flow names must be unique")
+
+    handle = lib.sim_new(len(names), len(ports), len(exp.links), len(exp.flows), len(ports), len(hosts), seed)
+    first = 0
+    for i, n in enumerate(names):
+        pool = switches[n].buffer_bytes if n in switches else 0
+        host_idx = i - len(switches) if n in hosts else -1
+        lib.sim_set_node(handle, i, int(n in switches), first, len(own_ports[n]), host_idx, pool)
+        first += len(own_ports[n])
+    mtu = _mtu(exp)
+    for li, link in enumerate(exp.links):
+        if link.speed <= 0:
+            raise ExperimentError(f"link {link.a} - {link.b}: speed must be positive")
+        a, b = port_index[link.a], port_index[link.b]
+        lib.sim_set_link_ports(handle, li, a, b)
+        for me, peer, end in ((a, b, link.a), (b, a, link.b)):
+            node = split_port(end)[0]
+            qos = switches[node].port_qos.get(split_port(end)[1], switches[node].qos) if node in switches else hosts[node].qos
+            maps, pg, q, other = profile_arrays(qos, link.speed, link.propagation, mtu)
+            lib.sim_set_profile(handle, me, native.i32(maps), native.f64(pg), native.f64(q), native.f64(other))
+            lib.sim_set_port(handle, me, node_index[node], peer, li, me, link.speed, link.propagation)
+
+    table = forwarding(exp.switches, exp.hosts, exp.links)
+    host_order = list(hosts)
+    rt_start, rt_nh = [0], []
+    for n in names:
+        for h in host_order:
+            rt_nh += [port_index[p] for p in table.get(n, {}).get(h, [])]
+            rt_start.append(len(rt_nh))
+    lib.sim_set_routes(handle, native.i32(rt_start), native.i32(rt_nh), len(rt_nh))
+
+    host_ports = {h: own_ports[h] for h in hosts}
+    dependents: list[list[int]] = [[] for _ in exp.flows]
+    for fi, flow in enumerate(exp.flows):
+        for name in sorted(set(flow.after)):
+            if name not in flow_index:
+                raise ExperimentError(f"flow {flow.name}: after {name!r}, which is not a flow")
+            dependents[flow_index[name]].append(fi)
+        ints = _flow_ints(exp, flow, seed, node_index, port_index, host_ports, hosts)
+        size = -1 if flow.size is None else flow.size
+        stop = NEVER if flow.stop is None else flow.stop
+        nums = [size, flow.rate or 0.0, flow.start, stop, flow.after_delay]
+        lib.sim_set_flow(handle, fi, native.i64(ints), native.f64(nums))
+    dep_start = [0]
+    for waiting in dependents:
+        dep_start.append(dep_start[-1] + len(waiting))
+    lib.sim_set_dependents(handle, native.i32(dep_start), native.i32([f for w in dependents for f in w]))
+
+    d = exp.dcqcn
+    lib.sim_set_dcqcn(handle, native.f64([
+        d.g, d.alpha_period, d.timer, d.byte_counter, d.f, d.r_ai, d.r_hai, d.min_rate,
+        d.cnp_interval, d.initial_alpha, d.cnp_dscp, d.cnp_priority,
+    ]))  # fmt: skip
+
+    _faults(exp, lib, handle, port_index, link_of)
+    switch_ports = [port_index[p] for n in switches for p in own_ports[n]]
+    for name in exp.monitor.ports:
+        if name not in port_index:
+            raise ExperimentError(f"monitor: unknown port {name!r}")
+    sampled = [port_index[p] for p in exp.monitor.ports] or switch_ports
+    if exp.monitor.interval > 0:
+        lib.sim_set_monitor(handle, exp.monitor.interval, native.i32(sampled), len(sampled), int(exp.monitor.flows))
+    else:
+        sampled = []
+    c = exp.checks
+    lib.sim_set_checks(handle, c.interval, int(c.deadlock), c.stall, int(c.stop_on_deadlock), c.pause_storm)
+    layout = Layout(
+        nodes=names,
+        links=[(link.a, link.b) for link in exp.links],
+        ports=[split_port(p) for p in ports],
+        switch_ports=switch_ports,
+        flows=[f.name for f in exp.flows],
+        sampled_ports=sampled,
+        flow_series=exp.monitor.interval > 0 and exp.monitor.flows,
+    )
+    return Built(handle, layout)
+
+
+def _faults(
+    exp: Experiment, lib: ctypes.CDLL, handle: int, port_index: dict[str, int], link_of: dict[str, int]
+) -> None:
+    speeds = {end: link.speed for link in exp.links for end in (link.a, link.b)}
+    for fault in exp.faults:
+        if fault.port not in port_index:
+            raise ExperimentError(f"fault: unknown port {fault.port!r}")
+        if isinstance(fault, LinkFault):
+            lib.sim_add_link_event(handle, link_of[fault.port], fault.down, 0)
+            if fault.up is not None:
+                lib.sim_add_link_event(handle, link_of[fault.port], fault.up, 1)
+        elif isinstance(fault, PfcStorm):
+            pause = fault.quanta * 512 / speeds[fault.port]
+            interval = fault.interval if fault.interval is not None else pause / 2
+            mask = sum(1 << p for p in set(fault.priorities))
+            lib.sim_add_storm(handle, port_index[fault.port], mask, fault.quanta, fault.start, fault.end, interval)
+
+
+def sample_width(layout: Layout) -> int:
+    return len(layout.sampled_ports) * 2 * NPRIO + (len(layout.flows) if layout.flow_series else 0)

@@ -1,0 +1,148 @@
+"""simulate(): build the core from an experiment, run it, read the outputs back."""
+
+from __future__ import annotations
+
+import ctypes
+
+from labs.sim import native
+from labs.sim.build import Built, Layout, build, sample_width
+from labs.sim.model import NPRIO, Experiment
+from labs.sim.result import Event, FlowResult, PortResult, PriorityCounters, Result
+
+LOG_KINDS = (
+    "link_down",
+    "link_up",
+    "storm_start",
+    "storm_end",
+    "pause_storm",
+    "watchdog_detect",
+    "watchdog_restore",
+    "deadlock",
+    "lossless_drop",
+)
+"""The core's LogKind values, in order."""
+
+
+def simulate(exp: Experiment, seed: int = 1) -> Result:
+    """Run `exp` with random choices (ECN marks, ECMP hashes) drawn from `seed`."""
+    lib = native.library()
+    built = build(exp, seed)
+    try:
+        stopped = bool(lib.sim_run(built.handle, exp.duration, int(exp.stop_when_done)))
+        return _collect(lib, built, exp, seed, stopped)
+    finally:
+        lib.sim_free(built.handle)
+
+
+def _collect(lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped: bool) -> Result:
+    h, layout = built.handle, built.layout
+    counts = (native.I64 * 6)()
+    lib.sim_counts(h, counts)
+    n_samples, n_log, n_cycles = counts[2], counts[3], counts[4]
+    width = sample_width(layout)
+    raw = lib.sim_samples(h)
+    samples = [raw[i * width : (i + 1) * width] for i in range(n_samples)] if width else []
+    queues, pgs = _occupancy(layout, samples)
+    flows = _flows(lib, h, layout, exp, samples, width)
+    events = _events(lib, h, layout, n_log, n_cycles)
+    return Result(
+        experiment=exp.name,
+        seed=seed,
+        end_time=lib.sim_now(h),
+        deadlocked=any(e.kind == "deadlock" for e in events) or stopped,
+        flows=flows,
+        ports=_ports(lib, h, layout),
+        sample_interval=exp.monitor.interval,
+        queues=queues,
+        pgs=pgs,
+        events=events,
+        packet_hops=counts[1],
+        events_processed=counts[0],
+    )
+
+
+def _occupancy(
+    layout: Layout, samples: list[list[int]]
+) -> tuple[dict[str, dict[int, list[int]]], dict[str, dict[int, list[int]]]]:
+    queues: dict[str, dict[int, list[int]]] = {}
+    pgs: dict[str, dict[int, list[int]]] = {}
+    for k, port in enumerate(layout.sampled_ports):
+        name = ":".join(layout.ports[port])
+        for j in range(2 * NPRIO):
+            column = [row[k * 2 * NPRIO + j] for row in samples]
+            if any(column):
+                (queues if j < NPRIO else pgs).setdefault(name, {})[j % NPRIO] = column
+    return queues, pgs
+
+
+def _flows(
+    lib: ctypes.CDLL, h: int, layout: Layout, exp: Experiment, samples: list[list[int]], width: int
+) -> list[FlowResult]:
+    out = (native.F64 * native.FLOW_FIELDS)()
+    base = len(layout.sampled_ports) * 2 * NPRIO
+    interval = exp.monitor.interval
+    flows = []
+    for i, flow in enumerate(exp.flows):
+        lib.sim_flow_stats(h, i, out)
+        size, sent, delivered, dropped, cnps, ce, t_start, t_done, rate, alpha = list(out)
+        series: list[float] = []
+        if layout.flow_series and width:
+            cumulative = [row[base + i] for row in samples]
+            series = [(b - a) * 8 / interval for a, b in zip(cumulative, cumulative[1:], strict=False)]
+        flows.append(
+            FlowResult(
+                name=flow.name,
+                src=flow.src,
+                dst=flow.dst,
+                size=None if size < 0 else int(size),
+                bytes_sent=int(sent),
+                bytes_delivered=int(delivered),
+                bytes_dropped=int(dropped),
+                start=None if t_start < 0 else t_start * 1e-12,
+                completion=None if t_done < 0 else t_done * 1e-12,
+                cnps=int(cnps),
+                ecn_marks=int(ce),
+                rate=rate,
+                alpha=alpha,
+                rate_series=series,
+            )
+        )
+    return flows
+
+
+def _ports(lib: ctypes.CDLL, h: int, layout: Layout) -> list[PortResult]:
+    out = (native.I64 * (NPRIO * native.PORT_FIELDS))()
+    ports = []
+    for i, (node, port) in enumerate(layout.ports):
+        lib.sim_port_stats(h, i, out)
+        prios: dict[int, PriorityCounters] = {}
+        for prio in range(NPRIO):
+            r = out[prio * native.PORT_FIELDS : (prio + 1) * native.PORT_FIELDS]
+            if any(r):
+                prios[prio] = PriorityCounters(r[0], r[1], r[2] * 1e-12, *r[3:12])
+        ports.append(PortResult(node, port, prios))
+    return ports
+
+
+def _events(lib: ctypes.CDLL, h: int, layout: Layout, n_log: int, n_cycles: int) -> list[Event]:
+    cycles = lib.sim_cycles(h)[:n_cycles] if n_cycles else []
+    entry = (native.I64 * 5)()
+    events = []
+    for i in range(n_log):
+        lib.sim_log_entry(h, i, entry)
+        t, kind, a, b, c = list(entry)
+        name = LOG_KINDS[kind]
+        time = t * 1e-12
+        if name in ("link_down", "link_up"):
+            a_end, b_end = layout.links[a]
+            events.append(Event(time, name, *a_end.split(":", 1), detail=f"to {b_end}"))
+        elif name in ("storm_start", "storm_end"):
+            events.append(Event(time, name, *layout.ports[b]))
+        elif name == "deadlock":
+            members = [(*layout.ports[v // NPRIO], v % NPRIO) for v in cycles[a : a + b]]
+            events.append(Event(time, name, cycle=members))
+        else:
+            node, pname = layout.ports[a]
+            detail = {1: "drop", 2: "forward"}.get(c) if name == "watchdog_detect" else None
+            events.append(Event(time, name, node, pname, b, detail))
+    return events

@@ -1,0 +1,251 @@
+"""The experiment description: nodes, links, QoS, routes, flows and faults as typed dataclasses.
+
+Units are SI throughout: seconds, bits per second, bytes. Ports are named ``node:port``
+(``leaf0:Ethernet0``). Defaults and their sources are listed in docs/simulator.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+NPRIO = 8
+"""Priorities (traffic classes), queues and priority groups per port."""
+
+DEFAULT_DSCP_TO_TC: Mapping[int, int] = {3: 3, 4: 4, 26: 3, 46: 5, 48: 6}
+"""DSCP to traffic class; unlisted DSCPs map to 0. RoCE (26) and SONiC's 3 and 4 are lossless,
+48 is the CNP (NVIDIA default)."""
+
+
+@dataclass(frozen=True)
+class PgParams:
+    """Ingress accounting of one priority group against the switch's shared pool."""
+
+    reserved: int = 0
+    """Bytes guaranteed to the PG before it draws on the shared pool."""
+    headroom: int | None = None
+    """Bytes absorbed after XOFF (lossless PGs); None sizes it by the physics formula."""
+    xon_offset: int = 18432
+    """XON is sent when shared use is at least this far below the threshold."""
+    alpha: float = 1.0
+    """Dynamic threshold: the PG may use alpha x (free shared pool); SONiC dynamic_th n = log2."""
+    static_threshold: int | None = None
+    """A fixed shared-pool limit in bytes instead of the dynamic threshold."""
+
+
+@dataclass(frozen=True)
+class QueueParams:
+    """One egress queue: its scheduler and WRED/ECN (marking is decided at dequeue)."""
+
+    strict: bool = False
+    weight: int = 1
+    """DWRR weight; the quantum is weight x QosProfile.dwrr_quantum bytes."""
+    ecn: bool = False
+    wred_drop: bool = False
+    """Drop (instead of mark) packets that are not ECN-capable, lossy classes only."""
+    kmin: int = 0
+    kmax: int = 0
+    pmax: float = 0.0
+    max_bytes: int = 0
+    """Tail-drop limit of a lossy queue in bytes; 0 for none (the ingress pool still limits)."""
+
+
+@dataclass(frozen=True)
+class Watchdog:
+    """PFC watchdog (SONiC pfcwd): storm detection, action and restoration."""
+
+    detection: float = 0.2
+    restoration: float = 0.2
+    action: Literal["drop", "forward"] = "drop"
+
+
+def _default_pgs() -> Mapping[int, PgParams]:
+    return {0: PgParams(alpha=8.0), 3: PgParams(alpha=0.125), 4: PgParams(alpha=0.125)}
+
+
+def _default_queues() -> Mapping[int, QueueParams]:
+    ecn = QueueParams(ecn=True, kmin=150_000, kmax=1_500_000, pmax=0.05)
+    return {3: ecn, 4: ecn, 6: QueueParams(strict=True)}
+
+
+@dataclass(frozen=True)
+class QosProfile:
+    """Classification, buffer and scheduling parameters of a port (the same on every port
+    of a switch unless overridden)."""
+
+    dscp_to_tc: Mapping[int, int] = field(default_factory=lambda: dict(DEFAULT_DSCP_TO_TC))
+    tc_to_queue: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 7)
+    tc_to_pg: tuple[int, ...] = (0, 0, 0, 3, 4, 0, 0, 0)
+    lossless: frozenset[int] = frozenset({3, 4})
+    pgs: Mapping[int, PgParams] = field(default_factory=_default_pgs)
+    """Per PG; a PG not listed gets PgParams()."""
+    queues: Mapping[int, QueueParams] = field(default_factory=_default_queues)
+    """Per queue; a queue not listed gets QueueParams() (DWRR weight 1, no ECN)."""
+    pause_quanta: int = 0xFFFF
+    refresh_fraction: float = 0.5
+    """XOFF is re-sent after this fraction of the pause time while the PG stays congested."""
+    dwrr_quantum: int = 9216
+    watchdog: Watchdog | None = None
+
+    def pg(self, index: int) -> PgParams:
+        return self.pgs.get(index, PgParams())
+
+    def queue(self, index: int) -> QueueParams:
+        return self.queues.get(index, QueueParams())
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A switch with one shared buffer pool; routes map a destination host name or IPv4 prefix
+    to egress port names (ECMP over several). Destinations without a route take every
+    shortest path."""
+
+    name: str
+    buffer_bytes: int = 32_000_000
+    qos: QosProfile = field(default_factory=QosProfile)
+    port_qos: Mapping[str, QosProfile] = field(default_factory=dict)
+    routes: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Host:
+    """A server NIC (or several ports of one); its profile maps a flow's DSCP to its priority
+    and says which priorities it honours pauses on (all of them)."""
+
+    name: str
+    address: str | None = None
+    qos: QosProfile = field(default_factory=QosProfile)
+
+
+@dataclass(frozen=True)
+class Link:
+    """A full-duplex cable between two ports ``node:port``."""
+
+    a: str
+    b: str
+    speed: float
+    length_m: float = 2.0
+    delay: float | None = None
+    """One-way propagation delay in seconds; None derives it from length_m at 5 ns/m."""
+
+    @property
+    def propagation(self) -> float:
+        return self.delay if self.delay is not None else self.length_m * 5e-9
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A RoCEv2 queue pair (cc dcqcn) or an open-loop source (cc none).
+
+    size None is open-ended (until stop or the end of the run); rate paces an open-loop flow
+    (None: line rate, i.e. a burst) or caps a DCQCN flow. A flow listing `after` starts
+    `after_delay` seconds after the last of those flows completes (but not before `start`).
+    """
+
+    name: str
+    src: str
+    dst: str
+    size: int | None = None
+    rate: float | None = None
+    start: float = 0.0
+    stop: float | None = None
+    dscp: int = 26
+    priority: int | None = None
+    """The NIC's priority; None takes the source host's dscp_to_tc."""
+    cc: Literal["dcqcn", "none"] = "dcqcn"
+    ecn_capable: bool | None = None
+    """ECT on the packets; None means cc == "dcqcn"."""
+    packet_bytes: int | None = None
+    ttl: int = 64
+    after: Sequence[str] = ()
+    after_delay: float = 0.0
+    src_port: str | None = None
+    """``host:port`` to send from; None picks one of the host's ports by hash."""
+
+
+@dataclass(frozen=True)
+class Dcqcn:
+    """DCQCN reaction and notification point parameters (physics 3.2)."""
+
+    g: float = 1 / 256
+    alpha_period: float = 55e-6
+    timer: float = 55e-6
+    byte_counter: int = 10_000_000
+    f: int = 5
+    r_ai: float = 40e6
+    r_hai: float = 400e6
+    min_rate: float = 100e6
+    cnp_interval: float = 50e-6
+    initial_alpha: float = 1.0
+    cnp_dscp: int = 48
+    cnp_priority: int = 6
+
+
+@dataclass(frozen=True)
+class LinkFault:
+    """The link with endpoint `port` (``node:port``) goes down at `down` and, if set, up again
+    at `up`."""
+
+    port: str
+    down: float
+    up: float | None = None
+
+
+@dataclass(frozen=True)
+class PfcStorm:
+    """A port (a hung NIC, a broken switch port) that keeps sending pause frames."""
+
+    port: str
+    start: float
+    end: float
+    priorities: tuple[int, ...] = (3,)
+    quanta: int = 0xFFFF
+    interval: float | None = None
+    """Seconds between frames; None re-sends at half the pause time."""
+
+
+@dataclass(frozen=True)
+class Monitor:
+    """What is sampled every `interval` seconds (0: nothing): queue and PG bytes of the listed
+    ports (empty: every switch port) and each flow's delivered bytes."""
+
+    interval: float = 0.0
+    ports: Sequence[str] = ()
+    flows: bool = True
+
+
+@dataclass(frozen=True)
+class Checks:
+    """Periodic checks every `interval`: pause storms (a priority paused longer than
+    `pause_storm`), the PFC watchdogs, and deadlock (a cycle of paused, non-empty queues with
+    no departure for `stall`)."""
+
+    interval: float = 100e-6
+    deadlock: bool = True
+    stall: float = 2e-3
+    stop_on_deadlock: bool = False
+    pause_storm: float = 5e-3
+
+
+Fault = LinkFault | PfcStorm
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Everything one simulation run needs."""
+
+    switches: Sequence[Switch]
+    hosts: Sequence[Host]
+    links: Sequence[Link]
+    flows: Sequence[Flow] = ()
+    faults: Sequence[Fault] = ()
+    dcqcn: Dcqcn = field(default_factory=Dcqcn)
+    duration: float = 1.0
+    stop_when_done: bool = True
+    """End as soon as every flow has completed (open-ended flows: stopped)."""
+    packet_bytes: int = 4096
+    """Frame size of flows that do not set their own."""
+    monitor: Monitor = field(default_factory=Monitor)
+    checks: Checks = field(default_factory=Checks)
+    name: str = "experiment"

@@ -1,0 +1,79 @@
+"""The C core (labs/sim/csrc, built as the extension labs.sim._core) seen through ctypes."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+from collections.abc import Sequence
+from functools import cache
+
+P = ctypes.c_void_p
+I32 = ctypes.c_int32
+I64 = ctypes.c_int64
+F64 = ctypes.c_double
+PI32 = ctypes.POINTER(I32)
+PI64 = ctypes.POINTER(I64)
+PF64 = ctypes.POINTER(F64)
+
+PORT_FIELDS = 12
+"""Counters per port and priority that sim_port_stats writes (6 + the drop counters)."""
+FLOW_FIELDS = 10
+
+_SIGNATURES: dict[str, tuple[object, list[object]]] = {
+    "sim_new": (P, [I32, I32, I32, I32, I32, I32, ctypes.c_uint64]),
+    "sim_free": (None, [P]),
+    "sim_set_node": (None, [P, I32, I32, I32, I32, I32, I64]),
+    "sim_set_profile": (None, [P, I32, PI32, PF64, PF64, PF64]),
+    "sim_set_port": (None, [P, I32, I32, I32, I32, I32, F64, F64]),
+    "sim_set_link_ports": (None, [P, I32, I32, I32]),
+    "sim_set_routes": (None, [P, PI32, PI32, I32]),
+    "sim_set_flow": (None, [P, I32, PI64, PF64]),
+    "sim_set_dependents": (None, [P, PI32, PI32]),
+    "sim_set_dcqcn": (None, [P, PF64]),
+    "sim_add_link_event": (None, [P, I32, F64, I32]),
+    "sim_add_storm": (None, [P, I32, I32, I32, F64, F64, F64]),
+    "sim_set_monitor": (None, [P, F64, PI32, I32, I32]),
+    "sim_set_checks": (None, [P, F64, I32, F64, I32, F64]),
+    "sim_run": (I32, [P, F64, I32]),
+    "sim_now": (F64, [P]),
+    "sim_port_stats": (None, [P, I32, PI64]),
+    "sim_flow_stats": (None, [P, I32, PF64]),
+    "sim_counts": (None, [P, PI64]),
+    "sim_samples": (PI64, [P]),
+    "sim_cycles": (PI32, [P]),
+    "sim_log_entry": (None, [P, I32, PI64]),
+}
+
+
+class EngineUnavailable(RuntimeError):
+    """The compiled core is missing or cannot be loaded."""
+
+
+@cache
+def library() -> ctypes.CDLL:
+    """The loaded core with its function signatures declared."""
+    try:
+        module = importlib.import_module("labs.sim._core")
+        lib = ctypes.CDLL(str(module.__file__))
+    except (ImportError, OSError) as exc:
+        raise EngineUnavailable(
+            f"labs.sim: the C core is not built ({exc}); run `bash scripts/setup.sh` "
+            "or `pip install -e .` (needs gcc and python3-dev)"
+        ) from None
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        function = getattr(lib, name)
+        function.restype = restype
+        function.argtypes = argtypes
+    return lib
+
+
+def i32(values: Sequence[int]) -> ctypes.Array[ctypes.c_int32]:
+    return (I32 * max(len(values), 1))(*values)
+
+
+def i64(values: Sequence[int]) -> ctypes.Array[ctypes.c_int64]:
+    return (I64 * max(len(values), 1))(*values)
+
+
+def f64(values: Sequence[float]) -> ctypes.Array[ctypes.c_double]:
+    return (F64 * max(len(values), 1))(*values)

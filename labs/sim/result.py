@@ -1,0 +1,159 @@
+"""What a run produces: per-flow and per-port counters, occupancy series and events, as JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class FlowResult:
+    """One flow: bytes, timing, congestion signals, and its delivered rate per sample."""
+
+    name: str
+    src: str
+    dst: str
+    size: int | None
+    bytes_sent: int
+    bytes_delivered: int
+    bytes_dropped: int
+    start: float | None
+    completion: float | None
+    """When the last byte was delivered (or accounted as dropped); None if never."""
+    cnps: int
+    ecn_marks: int
+    rate: float
+    """The sending rate at the end (DCQCN's current rate, or the open-loop rate), b/s."""
+    alpha: float
+    rate_series: list[float] = field(default_factory=list)
+    """Delivered b/s in each sample interval (the first covers [0, interval))."""
+
+    @property
+    def fct(self) -> float | None:
+        """Flow completion time in seconds."""
+        if self.completion is None or self.start is None:
+            return None
+        return self.completion - self.start
+
+
+@dataclass(frozen=True)
+class PriorityCounters:
+    """Counters of one port and priority. Pauses 'sent' are XOFF/XON frames this port sent to
+    its peer (its ingress was congested); 'received' ones paused this port's egress; drops
+    are counted at the ingress port (lossless drops are model violations)."""
+
+    pause_sent: int
+    pause_received: int
+    paused_time: float
+    ecn_marks: int
+    tx_bytes: int
+    tx_packets: int
+    drops_lossless: int
+    drops_lossy: int
+    drops_ttl: int
+    drops_no_route: int
+    drops_link: int
+    drops_watchdog: int
+
+
+@dataclass(frozen=True)
+class PortResult:
+    node: str
+    port: str
+    priorities: dict[int, PriorityCounters]
+    """Only priorities with a non-zero counter."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """A notable event: link_down/up, storm_start/end (an injected PFC storm), pause_storm (a
+    priority paused longer than the threshold), watchdog_detect/restore, lossless_drop (the
+    first on a port and priority), deadlock (with its cycle of (node, port, priority))."""
+
+    time: float
+    kind: str
+    node: str | None = None
+    port: str | None = None
+    priority: int | None = None
+    detail: str | None = None
+    cycle: list[tuple[str, str, int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Result:
+    """The outputs of one run (deterministic for an experiment and a seed)."""
+
+    experiment: str
+    seed: int
+    end_time: float
+    deadlocked: bool
+    """A deadlock was detected (the run stopped on it if the experiment asked)."""
+    flows: list[FlowResult]
+    ports: list[PortResult]
+    sample_interval: float
+    queues: dict[str, dict[int, list[int]]]
+    """``node:port`` -> egress queue -> bytes at each sample (queues never occupied omitted)."""
+    pgs: dict[str, dict[int, list[int]]]
+    """``node:port`` -> ingress PG -> bytes held (reserved + shared + headroom) at each sample."""
+    events: list[Event]
+    packet_hops: int
+    events_processed: int
+
+    def flow(self, name: str) -> FlowResult:
+        for f in self.flows:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def port(self, name: str) -> PortResult:
+        node, _, port = name.partition(":")
+        for p in self.ports:
+            if (p.node, p.port) == (node, port):
+                return p
+        raise KeyError(name)
+
+    def total(self, counter: str) -> float:
+        """A PriorityCounters field summed over every port and priority."""
+        return sum(getattr(c, counter) for p in self.ports for c in p.priorities.values())
+
+    def events_of(self, kind: str) -> list[Event]:
+        return [e for e in self.events if e.kind == kind]
+
+    def mean_queue(self, port: str, queue: int, start: float, end: float) -> float:
+        """Mean sampled bytes of an egress queue over [start, end) seconds."""
+        series = self.queues.get(port, {}).get(queue, [])
+        window = series[int(round(start / self.sample_interval)) : int(round(end / self.sample_interval))]
+        return sum(window) / len(window) if window else 0.0
+
+    def mean_rate(self, flow: str, start: float, end: float) -> float:
+        """Mean delivered rate of a flow over [start, end) seconds, b/s."""
+        series = self.flow(flow).rate_series
+        window = series[int(round(start / self.sample_interval)) : int(round(end / self.sample_interval))]
+        return sum(window) / len(window) if window else 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1) + "\n"
+
+    def summary(self) -> str:
+        """A few lines for a person: flows, pauses, drops, events."""
+        done = [f for f in self.flows if f.completion is not None]
+        lines = [
+            f"{self.experiment}: seed {self.seed}, simulated {self.end_time * 1e3:.3f} ms, "
+            f"{self.packet_hops} packet hops, {len(done)}/{len(self.flows)} flows completed",
+            f"pause frames sent {int(self.total('pause_sent'))}, ECN marks {int(self.total('ecn_marks'))}, "
+            f"drops: lossless {int(self.total('drops_lossless'))}, lossy {int(self.total('drops_lossy'))}, "
+            f"ttl {int(self.total('drops_ttl'))}, link {int(self.total('drops_link'))}, "
+            f"watchdog {int(self.total('drops_watchdog'))}",
+        ]
+        slowest = max(done, key=lambda f: f.fct or 0.0, default=None)
+        if slowest is not None and slowest.fct is not None:
+            lines.append(f"slowest flow {slowest.name}: {slowest.fct * 1e3:.3f} ms")
+        kinds: dict[str, int] = {}
+        for e in self.events:
+            kinds[e.kind] = kinds.get(e.kind, 0) + 1
+        if kinds:
+            lines.append("events: " + ", ".join(f"{k} {n}" for k, n in kinds.items()))
+        for e in self.events_of("deadlock")[:1]:
+            cycle = " -> ".join(f"{n}:{p}/{q}" for n, p, q in e.cycle)
+            lines.append(f"deadlock at {e.time * 1e3:.3f} ms: {cycle}")
+        return "\n".join(lines)
