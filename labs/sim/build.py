@@ -177,7 +177,8 @@ def build(exp: Experiment, seed: int) -> Built:
     d = exp.dcqcn
     lib.sim_set_dcqcn(handle, native.f64([
         d.g, d.alpha_period, d.timer, d.byte_counter, d.f, d.r_ai, d.r_hai, d.min_rate,
-        d.cnp_interval, d.initial_alpha, d.cnp_dscp, d.cnp_priority,
+        d.cnp_interval, d.initial_alpha, d.cnp_dscp, d.cnp_priority, int(d.cnp_mode == "window"),
+        int(d.clamp_after_increase),
     ]))  # fmt: skip
 
     _faults(exp, lib, handle, port_index, link_of)

@@ -254,7 +254,8 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
         {
             "g": _float, "alpha_period": units.seconds, "timer": units.seconds, "byte_counter": units.size,
             "f": _int, "r_ai": units.rate, "r_hai": units.rate, "min_rate": units.rate,
-            "cnp_interval": units.seconds, "initial_alpha": _float, "cnp_dscp": _int, "cnp_priority": _int,
+            "cnp_interval": units.seconds, "cnp_mode": lambda v: _choice(v, ("window", "holdoff")),
+            "initial_alpha": _float, "clamp_after_increase": _bool, "cnp_dscp": _int, "cnp_priority": _int,
         },
     )  # fmt: skip
     monitor = _fields(

@@ -177,7 +177,14 @@ class Dcqcn:
     r_hai: float = 400e6
     min_rate: float = 100e6
     cnp_interval: float = 50e-6
+    cnp_mode: Literal["window", "holdoff"] = "window"
+    """window: at the end of each cnp_interval in which a marked packet arrived (the authors'
+    simulator, the fluid model); holdoff: at a marked packet unless one was sent within
+    cnp_interval (NVIDIA firmware)."""
     initial_alpha: float = 1.0
+    clamp_after_increase: bool = True
+    """On a CNP the target rate takes the current rate only if the rate was increased since the
+    last CNP (NVIDIA clamp_tgt_rate_after_time_inc = 1); False: on every CNP."""
     cnp_dscp: int = 48
     cnp_priority: int = 6
 

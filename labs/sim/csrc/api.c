@@ -189,6 +189,8 @@ void sim_set_dcqcn(Sim *s, const double *v) {
     d->initial_alpha = v[9];
     d->cnp_dscp = (int32_t)v[10];
     d->cnp_prio = (int32_t)v[11];
+    d->np_window = (uint8_t)v[12];
+    d->clamp_after_increase = (uint8_t)v[13];
 }
 
 void sim_add_link_event(Sim *s, int link, double t, int up) { ev_push(s, ps(t), EV_LINK, link, up, 0); }

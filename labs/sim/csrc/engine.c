@@ -418,7 +418,7 @@ static void on_cnp(Sim *s, int f) {
     F->cnps++;
     if (!F->dcqcn || F->state != FL_SENDING) return;
     const Dcqcn *d = &s->dcq;
-    F->rt = F->rc;
+    if (!d->clamp_after_increase || F->t_stage > 0 || F->b_stage > 0) F->rt = F->rc;
     F->rc *= 1 - F->alpha / 2;
     if (F->rc < d->min_rate) F->rc = d->min_rate;
     F->alpha = (1 - d->g) * F->alpha + d->g;
@@ -513,38 +513,62 @@ static int nic_dequeue(Sim *s, int port) {
     return -1;
 }
 
+static void send_cnp(Sim *s, int port, int f) {
+    Flow *F = &s->flows[f];
+    F->last_cnp = s->now;
+    int c = pkt_alloc(s);
+    Pkt *C = &s->pkts[c];
+    C->flow = f;
+    C->size = CNP_BYTES;
+    C->dst = F->src;
+    C->in_port = -1;
+    C->hash = F->hash ^ 0x9e3779b9u;
+    C->dscp = (uint8_t)s->dcq.cnp_dscp;
+    C->prio = (uint8_t)s->dcq.cnp_prio;
+    C->ttl = 64;
+    C->flags = PK_CNP;
+    q_push(s, &s->ports[port].q[s->dcq.cnp_prio], c);
+    try_send(s, port);
+}
+
+/* the NP's interval timer: one CNP per interval in which a marked packet arrived */
+static void on_np_window(Sim *s, int f) {
+    Flow *F = &s->flows[f];
+    if (F->ce_pending) {
+        F->ce_pending = 0;
+        send_cnp(s, F->np_port, f);
+    }
+    if (F->state == FL_DONE)
+        F->np_running = 0;
+    else
+        ev_push(s, s->now + s->dcq.cnp_interval, EV_NP_WINDOW, f, 0, 0);
+}
+
 static void host_receive(Sim *s, int port, int pk) {
     Pkt *K = &s->pkts[pk];
-    Flow *F = &s->flows[K->flow];
+    int f = K->flow;
+    Flow *F = &s->flows[f];
     if (K->flags & PK_CNP) {
-        on_cnp(s, K->flow);
+        on_cnp(s, f);
         pkt_free(s, pk);
         return;
     }
     if (K->dst != s->ports[port].node) return drop_pkt(s, pk, port, DR_NOROUTE);
     F->delivered += K->size;
-    if (K->flags & PK_CE) {
-        F->ce++;
-        if (F->dcqcn && (F->last_cnp < 0 || s->now - F->last_cnp >= s->dcq.cnp_interval)) {
-            F->last_cnp = s->now;
-            int c = pkt_alloc(s);
-            Pkt *C = &s->pkts[c];
-            K = &s->pkts[pk]; /* the pool may have moved */
-            C->flow = K->flow;
-            C->size = CNP_BYTES;
-            C->dst = F->src;
-            C->in_port = -1;
-            C->hash = K->hash ^ 0x9e3779b9u;
-            C->dscp = (uint8_t)s->dcq.cnp_dscp;
-            C->prio = (uint8_t)s->dcq.cnp_prio;
-            C->ttl = 64;
-            C->flags = PK_CNP;
-            q_push(s, &s->ports[port].q[s->dcq.cnp_prio], c);
-            try_send(s, port);
-        }
-    }
+    int ce = (K->flags & PK_CE) != 0;
     pkt_free(s, pk);
-    flow_account(s, (int)(F - s->flows));
+    F->ce += ce;
+    if (F->dcqcn && s->dcq.np_window) {
+        F->np_port = port;
+        F->ce_pending |= (uint8_t)ce;
+        if (!F->np_running) { /* windows of each flow start at a random phase */
+            F->np_running = 1;
+            ev_push(s, s->now + llround(rng_uniform(s) * (double)s->dcq.cnp_interval), EV_NP_WINDOW, f, 0, 0);
+        }
+    } else if (F->dcqcn && ce && (F->last_cnp < 0 || s->now - F->last_cnp >= s->dcq.cnp_interval)) {
+        send_cnp(s, port, f);
+    }
+    flow_account(s, f);
 }
 
 /* ---- ports ---- */
@@ -651,6 +675,9 @@ int sim_step_all(Sim *s, ps_t until) {
             break;
         case EV_CHECK:
             on_check(s);
+            break;
+        case EV_NP_WINDOW:
+            on_np_window(s, e.a);
             break;
         }
         if (s->stop_when_done && s->open_flows == 0) s->stopped = 1;

@@ -29,6 +29,7 @@ enum EventType {
     EV_STORM,        /* a: storm */
     EV_SAMPLE,
     EV_CHECK,
+    EV_NP_WINDOW,    /* a: flow */
 };
 
 enum LogKind {
@@ -123,7 +124,8 @@ typedef struct {
     double rc, rt, alpha, line;
     int32_t t_stage, b_stage, timer_gen;
     int64_t b_bytes;
-    uint8_t cnp_seen;
+    uint8_t cnp_seen, ce_pending, np_running;
+    int32_t np_port;
 } Flow;
 
 typedef struct {
@@ -131,6 +133,7 @@ typedef struct {
     ps_t alpha_period, timer, cnp_interval;
     int64_t byte_counter;
     int32_t f, cnp_dscp, cnp_prio;
+    uint8_t np_window, clamp_after_increase; /* CNPs at the end of each interval with a mark (else on a mark, held off) */
 } Dcqcn;
 
 typedef struct {
