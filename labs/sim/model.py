@@ -177,14 +177,15 @@ class Dcqcn:
     r_hai: float = 400e6
     min_rate: float = 100e6
     cnp_interval: float = 50e-6
-    cnp_mode: Literal["window", "holdoff"] = "window"
-    """window: at the end of each cnp_interval in which a marked packet arrived (the authors'
-    simulator, the fluid model); holdoff: at a marked packet unless one was sent within
-    cnp_interval (NVIDIA firmware)."""
+    cnp_mode: Literal["holdoff", "window"] = "holdoff"
+    """holdoff: a CNP at a marked packet unless one was sent within cnp_interval (DCQCN paper,
+    NVIDIA firmware); window: at the end of each cnp_interval in which a marked packet
+    arrived (the authors' ns-3 code)."""
     initial_alpha: float = 1.0
-    clamp_after_increase: bool = True
-    """On a CNP the target rate takes the current rate only if the rate was increased since the
-    last CNP (NVIDIA clamp_tgt_rate_after_time_inc = 1); False: on every CNP."""
+    clamp_after_increase: bool = False
+    """True: on a CNP the target rate takes the current rate only if the rate was increased
+    since the last CNP (NVIDIA clamp_tgt_rate_after_time_inc = 1); False: on every CNP (the
+    DCQCN paper and its fluid model)."""
     cnp_dscp: int = 48
     cnp_priority: int = 6
 
