@@ -1,0 +1,84 @@
+"""Faults: a NIC that keeps sending pauses (with and without the PFC watchdog) and links that
+go down and up."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from labs.sim import (
+    Experiment,
+    Flow,
+    Host,
+    Link,
+    LinkFault,
+    PfcStorm,
+    QosProfile,
+    Switch,
+    Watchdog,
+    simulate,
+)
+from labs.sim.fabrics import leaf_spine, with_flows
+
+
+def storm_experiment(watchdog: Watchdog | None) -> Experiment:
+    """s1 sends 2 MB to r through sw; r's NIC pauses priority 3 from 1 ms to 6 ms."""
+    qos = QosProfile(watchdog=watchdog)
+    return Experiment(
+        switches=[Switch("sw", buffer_bytes=4_000_000, qos=qos)],
+        hosts=[Host("s1"), Host("r")],
+        links=[Link("s1:eth0", "sw:Ethernet0", 100e9), Link("r:eth0", "sw:Ethernet4", 100e9)],
+        flows=[Flow("f", "s1", "r", size=2_000_000, rate=10e9, cc="none")],
+        faults=[PfcStorm("r:eth0", start=1e-3, end=6e-3, priorities=(3,))],
+        duration=0.02,
+    )
+
+
+def test_storm_stalls_the_sender_without_drops() -> None:
+    result = simulate(storm_experiment(None))
+    kinds = [e.kind for e in result.events]
+    assert kinds[:1] == ["storm_start"] and "storm_end" in kinds
+    storms = result.events_of("pause_storm")
+    assert ("sw", "Ethernet4") in {(e.node, e.port) for e in storms}
+    assert result.port("sw:Ethernet4").priorities[3].paused_time >= 4.9e-3
+    assert result.port("s1:eth0").priorities[3].pause_received > 0
+    flow = result.flow("f")
+    assert result.total("drops_lossless") == 0 and flow.bytes_delivered == flow.size
+    assert flow.completion is not None and flow.completion > 6e-3  # it waited for the storm
+
+
+def test_watchdog_drop_flushes_and_restores() -> None:
+    exp = storm_experiment(Watchdog(detection=0.5e-3, restoration=1e-3, action="drop"))
+    result = simulate(dataclasses.replace(exp, stop_when_done=False))
+    (detect,) = result.events_of("watchdog_detect")
+    (restore,) = result.events_of("watchdog_restore")
+    assert (detect.node, detect.port, detect.priority, detect.detail) == ("sw", "Ethernet4", 3, "drop")
+    assert 1.5e-3 <= detect.time <= 2e-3
+    assert 6.8e-3 <= restore.time <= 7.1e-3  # 1 ms after the last pause frame (sent before 6 ms)
+    assert result.total("drops_watchdog") > 0 and result.total("drops_lossless") == 0
+    flow = result.flow("f")
+    assert flow.bytes_dropped > 0 and flow.bytes_delivered + flow.bytes_dropped == flow.size
+
+
+def test_watchdog_forward_ignores_pauses() -> None:
+    result = simulate(storm_experiment(Watchdog(detection=0.5e-3, restoration=1e-3, action="forward")))
+    (detect,) = result.events_of("watchdog_detect")
+    assert detect.detail == "forward"
+    flow = result.flow("f")
+    assert flow.bytes_dropped == 0 and flow.completion is not None
+    assert flow.completion < 3e-3  # 2 MB at 10 Gb/s is 1.6 ms; the storm only held it briefly
+
+
+def test_link_down_and_up() -> None:
+    fabric = leaf_spine(servers=2, leaves=2, spines=2, uplinks=1, speed=100e9)
+    flow = Flow("f", "srv0-nic0", "srv1-nic1", size=4_000_000, rate=20e9, cc="none")
+    cut = [LinkFault("leaf0:Ethernet8", down=0.5e-3, up=1.5e-3), LinkFault("leaf0:Ethernet12", down=0.5e-3, up=1.5e-3)]
+    exp = with_flows(fabric, [flow], faults=cut, duration=0.01)
+    result = simulate(exp)
+    assert [e.kind for e in result.events] == ["link_down", "link_down", "link_up", "link_up"]
+    f = result.flow("f")
+    assert f.bytes_dropped > 0 and f.bytes_delivered > 0
+    assert f.bytes_delivered + f.bytes_dropped == f.size and f.completion is not None
+    assert result.total("drops_no_route") + result.total("drops_link") > 0
+    # without the fault nothing is lost
+    clean = simulate(dataclasses.replace(exp, faults=[]))
+    assert clean.flow("f").bytes_delivered == f.size
