@@ -12,7 +12,8 @@ import re
 
 _NUMBER = re.compile(r"^\s*([0-9.eE+-]+)\s*([A-Za-z]*)\s*$")
 _RATE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-_TIME = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12}
+_PER_SECOND = {"": 1.0, "s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9, "ps": 1e12}
+"""Units per second: a time divides by these, so 500ns is exactly 5e-7."""
 _SIZE = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9}
 _SIZE |= {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
 
@@ -35,11 +36,11 @@ def _split(value: object, what: str) -> tuple[float, str]:
         raise UnitError(f"{value!r} is not a {what}") from None
 
 
-def _scale(value: object, what: str, table: dict[str, float]) -> float:
+def _scale(value: object, what: str, table: dict[str, float], divide: bool = False) -> float:
     number, unit = _split(value, what)
     for name in (unit, unit.removesuffix("bps").removesuffix("b/s")):
         if name in table:
-            return number * table[name]
+            return number / table[name] if divide else number * table[name]
     raise UnitError(f"{value!r}: unknown unit {unit!r} for a {what} (use one of {', '.join(table)})")
 
 
@@ -50,7 +51,7 @@ def rate(value: object) -> float:
 
 def seconds(value: object) -> float:
     """A time in seconds (``1us``, ``55us``, ``2ms``)."""
-    return _scale(value, "time", _TIME)
+    return _scale(value, "time", _PER_SECOND, divide=True)
 
 
 def size(value: object) -> int:
