@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -35,12 +36,14 @@ def test_bad_experiment_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert err.count("\n") == 1 and "switches[0].buffer_bytes" in err
 
 
-def test_missing_core_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_core_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     def missing(name: str) -> object:
         raise ImportError(f"No module named {name!r}")
 
     native.library.cache_clear()
-    monkeypatch.setattr(native.importlib, "import_module", missing)
+    monkeypatch.setattr(importlib, "import_module", missing)
     try:
         assert cli.main([str(EXAMPLES / "pfc_incast_8.yaml")]) == 2
     finally:

@@ -25,9 +25,13 @@ def test_incast_matches_fluid_model(n: int) -> None:
     rates = {f.name: result.mean_rate(f.name, 0.05, 0.1) for f in result.flows}
     assert len(rates) == n
     for name, rate in rates.items():
-        assert abs(rate - fair) <= 0.05 * fair, f"{name}: {rate / 1e9:.2f} Gb/s, fair share {fair / 1e9:.1f}"
+        assert abs(rate - fair) <= 0.05 * fair, (
+            f"{name}: {rate / 1e9:.2f} Gb/s, fair share {fair / 1e9:.1f}"
+        )
     queue = result.mean_queue("sw:" + exp.monitor.ports[0].split(":")[1], 3, 0.05, 0.1)
     target = FIXED_POINT_QUEUE[n]
-    assert abs(queue - target) <= 0.15 * target, f"mean queue {queue / 1e3:.1f} KB, fluid {target / 1e3:.1f} KB"
+    assert abs(queue - target) <= 0.15 * target, (
+        f"mean queue {queue / 1e3:.1f} KB, fluid {target / 1e3:.1f} KB"
+    )
     assert all(f.cnps > 0 for f in result.flows)
     assert result.total("drops_lossless") == 0

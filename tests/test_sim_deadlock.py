@@ -34,6 +34,8 @@ def test_loop_below_threshold_keeps_flowing() -> None:
 
 def test_deadlock_detection_can_be_switched_off() -> None:
     exp, _ = load(EXAMPLES / "routing_loop_6g.yaml")
-    quiet = dataclasses.replace(exp, checks=dataclasses.replace(exp.checks, deadlock=False), duration=0.005)
+    quiet = dataclasses.replace(
+        exp, checks=dataclasses.replace(exp.checks, deadlock=False), duration=0.005
+    )
     result = simulate(quiet)
     assert not result.deadlocked and result.end_time == 0.005

@@ -51,7 +51,12 @@ def test_watchdog_drop_flushes_and_restores() -> None:
     result = simulate(dataclasses.replace(exp, stop_when_done=False))
     (detect,) = result.events_of("watchdog_detect")
     (restore,) = result.events_of("watchdog_restore")
-    assert (detect.node, detect.port, detect.priority, detect.detail) == ("sw", "Ethernet4", 3, "drop")
+    assert (detect.node, detect.port, detect.priority, detect.detail) == (
+        "sw",
+        "Ethernet4",
+        3,
+        "drop",
+    )
     assert 1.5e-3 <= detect.time <= 2e-3
     assert 6.8e-3 <= restore.time <= 7.1e-3  # 1 ms after the last pause frame (sent before 6 ms)
     assert result.total("drops_watchdog") > 0 and result.total("drops_lossless") == 0
@@ -60,7 +65,9 @@ def test_watchdog_drop_flushes_and_restores() -> None:
 
 
 def test_watchdog_forward_ignores_pauses() -> None:
-    result = simulate(storm_experiment(Watchdog(detection=0.5e-3, restoration=1e-3, action="forward")))
+    result = simulate(
+        storm_experiment(Watchdog(detection=0.5e-3, restoration=1e-3, action="forward"))
+    )
     (detect,) = result.events_of("watchdog_detect")
     assert detect.detail == "forward"
     flow = result.flow("f")
@@ -71,7 +78,10 @@ def test_watchdog_forward_ignores_pauses() -> None:
 def test_link_down_and_up() -> None:
     fabric = leaf_spine(servers=2, leaves=2, spines=2, uplinks=1, speed=100e9)
     flow = Flow("f", "srv0-nic0", "srv1-nic1", size=4_000_000, rate=20e9, cc="none")
-    cut = [LinkFault("leaf0:Ethernet8", down=0.5e-3, up=1.5e-3), LinkFault("leaf0:Ethernet12", down=0.5e-3, up=1.5e-3)]
+    cut = [
+        LinkFault("leaf0:Ethernet8", down=0.5e-3, up=1.5e-3),
+        LinkFault("leaf0:Ethernet12", down=0.5e-3, up=1.5e-3),
+    ]
     exp = with_flows(fabric, [flow], faults=cut, duration=0.01)
     result = simulate(exp)
     assert [e.kind for e in result.events] == ["link_down", "link_down", "link_up", "link_up"]

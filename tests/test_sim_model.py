@@ -80,7 +80,10 @@ def test_prefix_routes_and_shortest_paths() -> None:
     exp = experiment(
         {
             "switches": [
-                {"name": "a", "routes": {"10.0.1.0/24": ["Ethernet4"], "10.0.0.0/16": ["Ethernet8"]}},
+                {
+                    "name": "a",
+                    "routes": {"10.0.1.0/24": ["Ethernet4"], "10.0.0.0/16": ["Ethernet8"]},
+                },
                 {"name": "b"},
                 {"name": "c"},
             ],

@@ -21,7 +21,9 @@ def test_incast_beyond_buffer_is_lossless_with_formula_headroom() -> None:
     for f in result.flows:
         assert f.bytes_delivered == f.size and f.completion is not None
     senders = [result.port(f"s{i}:eth0") for i in range(1, 9)]
-    assert all(p.priorities[3].pause_received > 0 and p.priorities[3].paused_time > 0 for p in senders)
+    assert all(
+        p.priorities[3].pause_received > 0 and p.priorities[3].paused_time > 0 for p in senders
+    )
     # the ingress PG never held more than the shared threshold plus the headroom
     pg = result.pgs["sw:Ethernet0"][3]
     assert max(pg) <= exp.switches[0].buffer_bytes // 8 + headroom_bytes(100e9, 100, 4096)

@@ -13,7 +13,10 @@ def two_class(queues: dict[int, QueueParams]) -> Experiment:
     hosts = [Host("a", qos=qos), Host("b", qos=qos), Host("r", qos=qos)]
     links = [Link("a:eth0", "sw:Ethernet0", 10e9), Link("b:eth0", "sw:Ethernet4", 10e9)]
     links.append(Link("r:eth0", "sw:Ethernet8", 10e9))
-    flows = [Flow("low", "a", "r", dscp=0, cc="none", stop=0.004), Flow("high", "b", "r", dscp=8, cc="none", stop=0.004)]
+    flows = [
+        Flow("low", "a", "r", dscp=0, cc="none", stop=0.004),
+        Flow("high", "b", "r", dscp=8, cc="none", stop=0.004),
+    ]
     return Experiment([Switch("sw", 2_000_000, qos)], hosts, links, flows, duration=0.005)
 
 
@@ -33,7 +36,10 @@ def test_strict_priority_starves_the_other_queue() -> None:
 
 def test_ecmp_spreads_flows_and_follows_the_seed() -> None:
     fabric = leaf_spine(servers=8, leaves=2, spines=4, uplinks=1, speed=100e9)
-    flows = [Flow(f"f{i}", f"srv{i}-nic0", f"srv{(i + 1) % 8}-nic1", size=400_000, cc="none") for i in range(8)]
+    flows = [
+        Flow(f"f{i}", f"srv{i}-nic0", f"srv{(i + 1) % 8}-nic1", size=400_000, cc="none")
+        for i in range(8)
+    ]
     exp = with_flows(fabric, flows, duration=0.01)
 
     def spine_bytes(seed: int) -> list[int]:

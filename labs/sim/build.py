@@ -50,7 +50,11 @@ def profile_arrays(
     if not all(0 <= tc < NPRIO for tc in qos.dscp_to_tc.values()):
         raise ExperimentError("dscp_to_tc: traffic classes are 0-7")
     maps = [qos.dscp_to_tc.get(d, 0) for d in range(64)]
-    maps += list(qos.tc_to_queue) + list(qos.tc_to_pg) + [int(tc in qos.lossless) for tc in range(NPRIO)]
+    maps += (
+        list(qos.tc_to_queue)
+        + list(qos.tc_to_pg)
+        + [int(tc in qos.lossless) for tc in range(NPRIO)]
+    )
     lossless_pgs = {qos.tc_to_pg[tc] for tc in qos.lossless}
     pg: list[float] = []
     for index in range(NPRIO):
@@ -68,7 +72,11 @@ def profile_arrays(
         q += [w.kmin, w.kmax, w.pmax]
     wd = qos.watchdog
     other = [float(qos.pause_quanta), qos.refresh_fraction]
-    other += [0, 0, 0, 0] if wd is None else [1, 1 if wd.action == "drop" else 2, wd.detection, wd.restoration]
+    other += (
+        [0, 0, 0, 0]
+        if wd is None
+        else [1, 1 if wd.action == "drop" else 2, wd.detection, wd.restoration]
+    )
     return maps, pg, q, other
 
 
@@ -78,8 +86,13 @@ def flow_hash(seed: int, src: str, dst: str, sport: int) -> int:
 
 
 def _flow_ints(
-    exp: Experiment, flow: Flow, seed: int, node_index: dict[str, int], port_index: dict[str, int],
-    host_ports: dict[str, list[str]], hosts: dict[str, Host],
+    exp: Experiment,
+    flow: Flow,
+    seed: int,
+    node_index: dict[str, int],
+    port_index: dict[str, int],
+    host_ports: dict[str, list[str]],
+    hosts: dict[str, Host],
 ) -> list[int]:
     for end in (flow.src, flow.dst):
         if end not in hosts:
@@ -92,14 +105,27 @@ def _flow_ints(
     port = flow.src_port or ports[key % len(ports)]
     if port not in port_index or split_port(port)[0] != flow.src:
         raise ExperimentError(f"flow {flow.name}: {port!r} is not a port of {flow.src}")
-    prio = flow.priority if flow.priority is not None else hosts[flow.src].qos.dscp_to_tc.get(flow.dscp, 0)
+    prio = (
+        flow.priority
+        if flow.priority is not None
+        else hosts[flow.src].qos.dscp_to_tc.get(flow.dscp, 0)
+    )
     dcqcn = flow.cc == "dcqcn"
     ect = dcqcn if flow.ecn_capable is None else flow.ecn_capable
     size = flow.packet_bytes or exp.packet_bytes
     return [
-        node_index[flow.src], node_index[flow.dst], port_index[port], flow.dscp, prio, int(dcqcn),
-        int(ect), size, flow.ttl, len(set(flow.after)), key,
-    ]  # fmt: skip
+        node_index[flow.src],
+        node_index[flow.dst],
+        port_index[port],
+        flow.dscp,
+        prio,
+        int(dcqcn),
+        int(ect),
+        size,
+        flow.ttl,
+        len(set(flow.after)),
+        key,
+    ]
 
 
 def build(exp: Experiment, seed: int) -> Built:
@@ -128,7 +154,9 @@ def build(exp: Experiment, seed: int) -> Built:
     if len(flow_index) != len(exp.flows):
         raise ExperimentError("flow names must be unique")
 
-    handle = lib.sim_new(len(names), len(ports), len(exp.links), len(exp.flows), len(ports), len(hosts), seed)
+    handle = lib.sim_new(
+        len(names), len(ports), len(exp.links), len(exp.flows), len(ports), len(hosts), seed
+    )
     first = 0
     for i, n in enumerate(names):
         pool = switches[n].buffer_bytes if n in switches else 0
@@ -143,10 +171,18 @@ def build(exp: Experiment, seed: int) -> Built:
         lib.sim_set_link_ports(handle, li, a, b)
         for me, peer, end in ((a, b, link.a), (b, a, link.b)):
             node = split_port(end)[0]
-            qos = switches[node].port_qos.get(split_port(end)[1], switches[node].qos) if node in switches else hosts[node].qos
+            qos = (
+                switches[node].port_qos.get(split_port(end)[1], switches[node].qos)
+                if node in switches
+                else hosts[node].qos
+            )
             maps, pg, q, other = profile_arrays(qos, link.speed, link.propagation, mtu)
-            lib.sim_set_profile(handle, me, native.i32(maps), native.f64(pg), native.f64(q), native.f64(other))
-            lib.sim_set_port(handle, me, node_index[node], peer, li, me, link.speed, link.propagation)
+            lib.sim_set_profile(
+                handle, me, native.i32(maps), native.f64(pg), native.f64(q), native.f64(other)
+            )
+            lib.sim_set_port(
+                handle, me, node_index[node], peer, li, me, link.speed, link.propagation
+            )
 
     table = forwarding(exp.switches, exp.hosts, exp.links)
     host_order = list(hosts)
@@ -172,14 +208,32 @@ def build(exp: Experiment, seed: int) -> Built:
     dep_start = [0]
     for waiting in dependents:
         dep_start.append(dep_start[-1] + len(waiting))
-    lib.sim_set_dependents(handle, native.i32(dep_start), native.i32([f for w in dependents for f in w]))
+    lib.sim_set_dependents(
+        handle, native.i32(dep_start), native.i32([f for w in dependents for f in w])
+    )
 
     d = exp.dcqcn
-    lib.sim_set_dcqcn(handle, native.f64([
-        d.g, d.alpha_period, d.timer, d.byte_counter, d.f, d.r_ai, d.r_hai, d.min_rate,
-        d.cnp_interval, d.initial_alpha, d.cnp_dscp, d.cnp_priority, int(d.cnp_mode == "window"),
-        int(d.clamp_after_increase),
-    ]))  # fmt: skip
+    lib.sim_set_dcqcn(
+        handle,
+        native.f64(
+            [
+                d.g,
+                d.alpha_period,
+                d.timer,
+                d.byte_counter,
+                d.f,
+                d.r_ai,
+                d.r_hai,
+                d.min_rate,
+                d.cnp_interval,
+                d.initial_alpha,
+                d.cnp_dscp,
+                d.cnp_priority,
+                int(d.cnp_mode == "window"),
+                int(d.clamp_after_increase),
+            ]
+        ),
+    )
 
     _faults(exp, lib, handle, port_index, link_of)
     switch_ports = [port_index[p] for n in switches for p in own_ports[n]]
@@ -188,11 +242,15 @@ def build(exp: Experiment, seed: int) -> Built:
             raise ExperimentError(f"monitor: unknown port {name!r}")
     sampled = [port_index[p] for p in exp.monitor.ports] or switch_ports
     if exp.monitor.interval > 0:
-        lib.sim_set_monitor(handle, exp.monitor.interval, native.i32(sampled), len(sampled), int(exp.monitor.flows))
+        lib.sim_set_monitor(
+            handle, exp.monitor.interval, native.i32(sampled), len(sampled), int(exp.monitor.flows)
+        )
     else:
         sampled = []
     c = exp.checks
-    lib.sim_set_checks(handle, c.interval, int(c.deadlock), c.stall, int(c.stop_on_deadlock), c.pause_storm)
+    lib.sim_set_checks(
+        handle, c.interval, int(c.deadlock), c.stall, int(c.stop_on_deadlock), c.pause_storm
+    )
     layout = Layout(
         nodes=names,
         links=[(link.a, link.b) for link in exp.links],
@@ -206,7 +264,11 @@ def build(exp: Experiment, seed: int) -> Built:
 
 
 def _faults(
-    exp: Experiment, lib: ctypes.CDLL, handle: int, port_index: dict[str, int], link_of: dict[str, int]
+    exp: Experiment,
+    lib: ctypes.CDLL,
+    handle: int,
+    port_index: dict[str, int],
+    link_of: dict[str, int],
 ) -> None:
     speeds = {end: link.speed for link in exp.links for end in (link.a, link.b)}
     for fault in exp.faults:
@@ -220,7 +282,9 @@ def _faults(
             pause = fault.quanta * 512 / speeds[fault.port]
             interval = fault.interval if fault.interval is not None else pause / 2
             mask = sum(1 << p for p in set(fault.priorities))
-            lib.sim_add_storm(handle, port_index[fault.port], mask, fault.quanta, fault.start, fault.end, interval)
+            lib.sim_add_storm(
+                handle, port_index[fault.port], mask, fault.quanta, fault.start, fault.end, interval
+            )
 
 
 def sample_width(layout: Layout) -> int:

@@ -14,7 +14,9 @@ from labs.sim.native import EngineUnavailable
 
 
 def parser(prog: str = "python -m labs.sim") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description="Run a packet-level simulation of an experiment file.")
+    p = argparse.ArgumentParser(
+        prog=prog, description="Run a packet-level simulation of an experiment file."
+    )
     p.add_argument("experiment", type=Path, help="experiment YAML (see docs/simulator.md)")
     p.add_argument("-o", "--output", type=Path, help="write the results as JSON here")
     p.add_argument("--seed", type=int, help="random seed (default: the file's seed, else 1)")
@@ -38,5 +40,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m labs.sim") -> int
         args.output.write_text(result.to_json())
     if not args.quiet:
         print(result.summary())
-        print(f"wall {wall:.2f} s ({result.packet_hops / max(wall, 1e-9) / 1e6:.2f} M packet hops/s)")
+        print(
+            f"wall {wall:.2f} s ({result.packet_hops / max(wall, 1e-9) / 1e6:.2f} M packet hops/s)"
+        )
     return 1 if result.deadlocked else 0

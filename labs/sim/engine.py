@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import itertools
 
 from labs.sim import native
 from labs.sim.build import Built, Layout, build, sample_width
@@ -88,7 +89,7 @@ def _flows(
         series: list[float] = []
         if layout.flow_series and width:
             cumulative = [row[base + i] for row in samples]
-            series = [(b - a) * 8 / interval for a, b in zip(cumulative, cumulative[1:], strict=False)]
+            series = [(b - a) * 8 / interval for a, b in itertools.pairwise(cumulative)]
         flows.append(
             FlowResult(
                 name=flow.name,
@@ -135,7 +136,8 @@ def _events(lib: ctypes.CDLL, h: int, layout: Layout, n_log: int, n_cycles: int)
         time = t * 1e-12
         if name in ("link_down", "link_up"):
             a_end, b_end = layout.links[a]
-            events.append(Event(time, name, *a_end.split(":", 1), detail=f"to {b_end}"))
+            node, port = a_end.split(":", 1)
+            events.append(Event(time, name, node, port, detail=f"to {b_end}"))
         elif name in ("storm_start", "storm_end"):
             events.append(Event(time, name, *layout.ports[b]))
         elif name == "deadlock":

@@ -27,7 +27,10 @@ def dumbbell(
     switches = [Switch(name, buffer_bytes, profile) for name in ("a", "b")]
     hosts = [Host(f"s{i}", qos=profile) for i in range(senders)] + [Host("r", qos=profile)]
     links = [Link(f"s{i}:eth0", f"a:Ethernet{4 * i}", speed, delay=delay) for i in range(senders)]
-    links += [Link(f"a:Ethernet{4 * senders}", "b:Ethernet0", speed, delay=delay), Link("r:eth0", "b:Ethernet4", speed, delay=delay)]
+    links += [
+        Link(f"a:Ethernet{4 * senders}", "b:Ethernet0", speed, delay=delay),
+        Link("r:eth0", "b:Ethernet4", speed, delay=delay),
+    ]
     flows = [Flow(f"f{i}", f"s{i}", "r") for i in range(senders)]
     return Experiment(switches, hosts, links, flows, name=f"dumbbell-{senders}to1")
 
@@ -84,7 +87,9 @@ def clos3(
     profile = qos or QosProfile()
     names = [f"core{c}" for c in range(cores)]
     for p in range(pods):
-        names += [f"tor{p}-{t}" for t in range(tors_per_pod)] + [f"agg{p}-{a}" for a in range(aggs_per_pod)]
+        names += [f"tor{p}-{t}" for t in range(tors_per_pod)] + [
+            f"agg{p}-{a}" for a in range(aggs_per_pod)
+        ]
     switches = [Switch(name, buffer_bytes, profile) for name in names]
     next_port = dict.fromkeys(names, 0)
 
@@ -101,15 +106,24 @@ def clos3(
                 hosts.append(Host(name, qos=profile))
                 links.append(Link(f"{name}:eth0", port(tor), speed, cable_m))
             for a in range(aggs_per_pod):
-                links += [Link(port(tor), port(f"agg{p}-{a}"), speed, cable_m) for _ in range(uplinks)]
+                links += [
+                    Link(port(tor), port(f"agg{p}-{a}"), speed, cable_m) for _ in range(uplinks)
+                ]
         for a in range(aggs_per_pod):
             for c in range(cores):
-                links += [Link(port(f"agg{p}-{a}"), port(f"core{c}"), speed, cable_m) for _ in range(uplinks)]
+                links += [
+                    Link(port(f"agg{p}-{a}"), port(f"core{c}"), speed, cable_m)
+                    for _ in range(uplinks)
+                ]
     return Experiment(switches, hosts, links, name=f"clos3-{len(hosts)}")
 
 
 def ring_allreduce(
-    ranks: Sequence[str], bytes_per_rank: int, prefix: str = "ar", start: float = 0.0, dscp: int = 26
+    ranks: Sequence[str],
+    bytes_per_rank: int,
+    prefix: str = "ar",
+    start: float = 0.0,
+    dscp: int = 26,
 ) -> list[Flow]:
     """Ring All-Reduce as 2(n-1) steps of S/n bytes from each rank to the next. Step k of rank
     i starts when rank i has sent step k-1 and received step k-1 from rank i-1."""
@@ -120,7 +134,15 @@ def ring_allreduce(
         for i in range(n):
             after = () if k == 0 else (f"{prefix}{k - 1}-{i}", f"{prefix}{k - 1}-{(i - 1) % n}")
             flows.append(
-                Flow(f"{prefix}{k}-{i}", ranks[i], ranks[(i + 1) % n], size=chunk, start=start, dscp=dscp, after=after)
+                Flow(
+                    f"{prefix}{k}-{i}",
+                    ranks[i],
+                    ranks[(i + 1) % n],
+                    size=chunk,
+                    start=start,
+                    dscp=dscp,
+                    after=after,
+                )
             )
     return flows
 

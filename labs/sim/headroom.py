@@ -32,7 +32,9 @@ def response_quanta(speed: float) -> int:
     return RESPONSE_QUANTA[-1][1]
 
 
-def headroom_bytes(speed: float, cable_m: float, mtu: int, interface_delay_bits: float = 0.0) -> int:
+def headroom_bytes(
+    speed: float, cable_m: float, mtu: int, interface_delay_bits: float = 0.0
+) -> int:
     """Bytes a lossless PG must absorb after it decides to send XOFF (rounded up)."""
     frame = mtu + FRAME_OVERHEAD
     cable = 2 * cable_m * 5e-9 * speed / 8

@@ -150,7 +150,9 @@ def qos(where: str, data: Any, base: QosProfile) -> QosProfile:
         pgs[_int(key)] = _pg(f"{where}.pgs.{key}", value, base.pg(_int(key)))
     queues = dict(base.queues)
     for key, value in (data.pop("queues", None) or {}).items():
-        queues[_int(key)] = _fields(QueueParams, f"{where}.queues.{key}", value, QUEUE_FIELDS, base.queue(_int(key)))
+        queues[_int(key)] = _fields(
+            QueueParams, f"{where}.queues.{key}", value, QUEUE_FIELDS, base.queue(_int(key))
+        )
     converters: dict[str, Convert] = {
         "dscp_to_tc": lambda v: {_int(k): _int(t) for k, t in dict(v).items()},
         "tc_to_queue": _ints,
@@ -159,7 +161,9 @@ def qos(where: str, data: Any, base: QosProfile) -> QosProfile:
         "pause_quanta": _int,
         "refresh_fraction": _float,
         "dwrr_quantum": units.size,
-        "watchdog": lambda v: None if v is None else _fields(Watchdog, f"{where}.watchdog", v, WATCHDOG_FIELDS),
+        "watchdog": lambda v: (
+            None if v is None else _fields(Watchdog, f"{where}.watchdog", v, WATCHDOG_FIELDS)
+        ),
     }
     merged = _fields(QosProfile, where, data, converters, base)
     return dataclasses.replace(merged, pgs=pgs, queues=queues)
@@ -172,9 +176,11 @@ def _link(i: int, data: Any) -> Link:
             raise ExperimentError(f"{where}: [a, b, speed] or [a, b, speed, delay]")
         data = dict(zip(("a", "b", "speed", "delay"), data, strict=False))
     return _fields(
-        Link, where, data,
+        Link,
+        where,
+        data,
         {"a": _str, "b": _str, "speed": units.rate, "length_m": _float, "delay": units.seconds},
-    )  # fmt: skip
+    )
 
 
 FLOW_FIELDS: dict[str, Convert] = {
@@ -201,16 +207,26 @@ def _fault(i: int, data: Any) -> Fault:
     where = f"faults[{i}]"
     if isinstance(data, dict) and "link_down" in data:
         data = {("port" if k == "link_down" else k): v for k, v in data.items()}
-        conv: dict[str, Convert] = {"port": _str, "down": units.seconds, "up": _optional(units.seconds)}
+        conv: dict[str, Convert] = {
+            "port": _str,
+            "down": units.seconds,
+            "up": _optional(units.seconds),
+        }
         return _fields(LinkFault, where, data, conv)
     if isinstance(data, dict) and "pfc_storm" in data:
         data = {("port" if k == "pfc_storm" else k): v for k, v in data.items()}
         conv = {
-            "port": _str, "start": units.seconds, "end": units.seconds, "priorities": _ints,
-            "quanta": _int, "interval": _optional(units.seconds),
-        }  # fmt: skip
+            "port": _str,
+            "start": units.seconds,
+            "end": units.seconds,
+            "priorities": _ints,
+            "quanta": _int,
+            "interval": _optional(units.seconds),
+        }
         return _fields(PfcStorm, where, data, conv)
-    raise ExperimentError(f"{where}: a fault is {{link_down: node:port, down: ...}} or {{pfc_storm: node:port, ...}}")
+    raise ExperimentError(
+        f"{where}: a fault is {{link_down: node:port, down: ...}} or {{pfc_storm: node:port, ...}}"
+    )
 
 
 def _list(data: Mapping[str, Any], key: str) -> list[Any]:
@@ -225,7 +241,16 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
     if not isinstance(data, dict):
         raise ExperimentError("an experiment file is a mapping")
     data = dict(data)
-    known = {"name", "seed", "duration", "stop_when_done", "packet_bytes", "qos", "switches", "hosts"}
+    known = {
+        "name",
+        "seed",
+        "duration",
+        "stop_when_done",
+        "packet_bytes",
+        "qos",
+        "switches",
+        "hosts",
+    }
     known |= {"links", "flows", "faults", "dcqcn", "monitor", "checks"}
     unknown = set(data) - known
     if unknown:
@@ -238,7 +263,10 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
             raise ExperimentError(f"{where}: expected a mapping")
         s = dict(s)
         own = qos(f"{where}.qos", s.pop("qos", None) or {}, base)
-        port_qos = {str(p): qos(f"{where}.port_qos.{p}", q, own) for p, q in (s.pop("port_qos", None) or {}).items()}
+        port_qos = {
+            str(p): qos(f"{where}.port_qos.{p}", q, own)
+            for p, q in (s.pop("port_qos", None) or {}).items()
+        }
         routes = {str(d): [_str(p) for p in ps] for d, ps in (s.pop("routes", None) or {}).items()}
         sw = _fields(Switch, where, s, {"name": _str, "buffer_bytes": units.size})
         switches.append(dataclasses.replace(sw, qos=own, port_qos=port_qos, routes=routes))
@@ -247,28 +275,51 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
         where = f"hosts[{i}]"
         h = {"name": h} if isinstance(h, str) else dict(h)
         own = qos(f"{where}.qos", h.pop("qos", None) or {}, base)
-        hosts.append(dataclasses.replace(_fields(Host, where, h, {"name": _str, "address": _str}), qos=own))
-    flows = [_fields(Flow, f"flows[{i}]", f, FLOW_FIELDS) for i, f in enumerate(_list(data, "flows"))]
+        hosts.append(
+            dataclasses.replace(_fields(Host, where, h, {"name": _str, "address": _str}), qos=own)
+        )
+    flows = [
+        _fields(Flow, f"flows[{i}]", f, FLOW_FIELDS) for i, f in enumerate(_list(data, "flows"))
+    ]
     dcqcn = _fields(
-        Dcqcn, "dcqcn", data.get("dcqcn") or {},
+        Dcqcn,
+        "dcqcn",
+        data.get("dcqcn") or {},
         {
-            "g": _float, "alpha_period": units.seconds, "timer": units.seconds, "byte_counter": units.size,
-            "f": _int, "r_ai": units.rate, "r_hai": units.rate, "min_rate": units.rate,
-            "cnp_interval": units.seconds, "cnp_mode": lambda v: _choice(v, ("window", "holdoff")),
-            "initial_alpha": _float, "clamp_after_increase": _bool, "cnp_dscp": _int, "cnp_priority": _int,
+            "g": _float,
+            "alpha_period": units.seconds,
+            "timer": units.seconds,
+            "byte_counter": units.size,
+            "f": _int,
+            "r_ai": units.rate,
+            "r_hai": units.rate,
+            "min_rate": units.rate,
+            "cnp_interval": units.seconds,
+            "cnp_mode": lambda v: _choice(v, ("window", "holdoff")),
+            "initial_alpha": _float,
+            "clamp_after_increase": _bool,
+            "cnp_dscp": _int,
+            "cnp_priority": _int,
         },
-    )  # fmt: skip
+    )
     monitor = _fields(
-        Monitor, "monitor", data.get("monitor") or {},
+        Monitor,
+        "monitor",
+        data.get("monitor") or {},
         {"interval": units.seconds, "ports": lambda v: tuple(_str(x) for x in v), "flows": _bool},
-    )  # fmt: skip
+    )
     checks = _fields(
-        Checks, "checks", data.get("checks") or {},
+        Checks,
+        "checks",
+        data.get("checks") or {},
         {
-            "interval": units.seconds, "deadlock": _bool, "stall": units.seconds,
-            "stop_on_deadlock": _bool, "pause_storm": units.seconds,
+            "interval": units.seconds,
+            "deadlock": _bool,
+            "stall": units.seconds,
+            "stop_on_deadlock": _bool,
+            "pause_storm": units.seconds,
         },
-    )  # fmt: skip
+    )
     return Experiment(
         switches=switches,
         hosts=hosts,

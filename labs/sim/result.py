@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 
@@ -114,22 +115,23 @@ class Result:
 
     def total(self, counter: str) -> float:
         """A PriorityCounters field summed over every port and priority."""
-        return sum(getattr(c, counter) for p in self.ports for c in p.priorities.values())
+        return float(sum(getattr(c, counter) for p in self.ports for c in p.priorities.values()))
 
     def events_of(self, kind: str) -> list[Event]:
         return [e for e in self.events if e.kind == kind]
 
+    def _window(self, series: Sequence[float], start: float, end: float) -> float:
+        """Mean of the samples in [start, end) seconds."""
+        window = series[round(start / self.sample_interval) : round(end / self.sample_interval)]
+        return float(sum(window)) / len(window) if window else 0.0
+
     def mean_queue(self, port: str, queue: int, start: float, end: float) -> float:
         """Mean sampled bytes of an egress queue over [start, end) seconds."""
-        series = self.queues.get(port, {}).get(queue, [])
-        window = series[int(round(start / self.sample_interval)) : int(round(end / self.sample_interval))]
-        return sum(window) / len(window) if window else 0.0
+        return self._window(self.queues.get(port, {}).get(queue, []), start, end)
 
     def mean_rate(self, flow: str, start: float, end: float) -> float:
         """Mean delivered rate of a flow over [start, end) seconds, b/s."""
-        series = self.flow(flow).rate_series
-        window = series[int(round(start / self.sample_interval)) : int(round(end / self.sample_interval))]
-        return sum(window) / len(window) if window else 0.0
+        return self._window(self.flow(flow).rate_series, start, end)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1) + "\n"
@@ -140,10 +142,11 @@ class Result:
         lines = [
             f"{self.experiment}: seed {self.seed}, simulated {self.end_time * 1e3:.3f} ms, "
             f"{self.packet_hops} packet hops, {len(done)}/{len(self.flows)} flows completed",
-            f"pause frames sent {int(self.total('pause_sent'))}, ECN marks {int(self.total('ecn_marks'))}, "
-            f"drops: lossless {int(self.total('drops_lossless'))}, lossy {int(self.total('drops_lossy'))}, "
-            f"ttl {int(self.total('drops_ttl'))}, link {int(self.total('drops_link'))}, "
-            f"watchdog {int(self.total('drops_watchdog'))}",
+            f"pause frames sent {self.total('pause_sent'):.0f}, "
+            f"ECN marks {self.total('ecn_marks'):.0f}, "
+            f"drops: lossless {self.total('drops_lossless'):.0f}, "
+            f"lossy {self.total('drops_lossy'):.0f}, ttl {self.total('drops_ttl'):.0f}, "
+            f"link {self.total('drops_link'):.0f}, watchdog {self.total('drops_watchdog'):.0f}",
         ]
         slowest = max(done, key=lambda f: f.fct or 0.0, default=None)
         if slowest is not None and slowest.fct is not None:

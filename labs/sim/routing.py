@@ -35,7 +35,9 @@ def _neighbours(links: Sequence[Link]) -> dict[str, list[tuple[str, str]]]:
     return out
 
 
-def _distances(host: str, neighbours: Mapping[str, list[tuple[str, str]]], hosts: set[str]) -> dict[str, int]:
+def _distances(
+    host: str, neighbours: Mapping[str, list[tuple[str, str]]], hosts: set[str]
+) -> dict[str, int]:
     dist = {host: 0}
     todo = deque([host])
     while todo:
@@ -63,9 +65,11 @@ def _explicit(switch: Switch, host: Host) -> Sequence[str] | None:
             net = ip_network(key, strict=False)
         except ValueError:
             raise RoutingError(f"{switch.name}: route {key!r} is not a prefix") from None
-        if isinstance(net, IPv4Network) and isinstance(address, IPv4Address) and address in net:
-            if best is None or net.prefixlen > best[0]:
-                best = (net.prefixlen, ports)
+        inside = (
+            isinstance(net, IPv4Network) and isinstance(address, IPv4Address) and address in net
+        )
+        if inside and (best is None or net.prefixlen > best[0]):
+            best = (net.prefixlen, ports)
     return None if best is None else best[1]
 
 
@@ -85,7 +89,9 @@ def forwarding(
                 ports = [p if ":" in p else f"{switch.name}:{p}" for p in given]
                 for port in ports:
                     if port not in own:
-                        raise RoutingError(f"{switch.name}: route to {host.name} via unknown port {port!r}")
+                        raise RoutingError(
+                            f"{switch.name}: route to {host.name} via unknown port {port!r}"
+                        )
                 table[switch.name][host.name] = ports
                 continue
             here = dist.get(switch.name)

@@ -41,7 +41,9 @@ def _scale(value: object, what: str, table: dict[str, float], divide: bool = Fal
     for name in (unit, unit.removesuffix("bps").removesuffix("b/s")):
         if name in table:
             return number / table[name] if divide else number * table[name]
-    raise UnitError(f"{value!r}: unknown unit {unit!r} for a {what} (use one of {', '.join(table)})")
+    raise UnitError(
+        f"{value!r}: unknown unit {unit!r} for a {what} (use one of {', '.join(table)})"
+    )
 
 
 def rate(value: object) -> float:
