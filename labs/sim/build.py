@@ -195,16 +195,18 @@ def build(exp: Experiment, seed: int) -> Built:
 
     host_ports = {h: own_ports[h] for h in hosts}
     dependents: list[list[int]] = [[] for _ in exp.flows]
+    flow_ints: list[int] = []
+    flow_nums: list[float] = []
     for fi, flow in enumerate(exp.flows):
         for name in sorted(set(flow.after)):
             if name not in flow_index:
                 raise ExperimentError(f"flow {flow.name}: after {name!r}, which is not a flow")
             dependents[flow_index[name]].append(fi)
-        ints = _flow_ints(exp, flow, seed, node_index, port_index, host_ports, hosts)
+        flow_ints += _flow_ints(exp, flow, seed, node_index, port_index, host_ports, hosts)
         size = -1 if flow.size is None else flow.size
         stop = NEVER if flow.stop is None else flow.stop
-        nums = [size, flow.rate or 0.0, flow.start, stop, flow.after_delay]
-        lib.sim_set_flow(handle, fi, native.i64(ints), native.f64(nums))
+        flow_nums += [size, flow.rate or 0.0, flow.start, stop, flow.after_delay]
+    lib.sim_set_flows(handle, native.i64(flow_ints), native.f64(flow_nums))
     dep_start = [0]
     for waiting in dependents:
         dep_start.append(dep_start[-1] + len(waiting))

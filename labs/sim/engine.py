@@ -79,13 +79,15 @@ def _occupancy(
 def _flows(
     lib: ctypes.CDLL, h: int, layout: Layout, exp: Experiment, samples: list[list[int]], width: int
 ) -> list[FlowResult]:
-    out = (native.F64 * native.FLOW_FIELDS)()
+    out = (native.F64 * (native.FLOW_FIELDS * max(len(exp.flows), 1)))()
+    lib.sim_flow_stats(h, out)
+    stats = list(out)
     base = len(layout.sampled_ports) * 2 * NPRIO
     interval = exp.monitor.interval
     flows = []
     for i, flow in enumerate(exp.flows):
-        lib.sim_flow_stats(h, i, out)
-        size, sent, delivered, dropped, cnps, ce, t_start, t_done, rate, alpha = list(out)
+        row = stats[i * native.FLOW_FIELDS : (i + 1) * native.FLOW_FIELDS]
+        size, sent, delivered, dropped, cnps, ce, t_start, t_done, rate, alpha = row
         series: list[float] = []
         if layout.flow_series and width:
             cumulative = [row[base + i] for row in samples]
@@ -112,13 +114,17 @@ def _flows(
 
 
 def _ports(lib: ctypes.CDLL, h: int, layout: Layout) -> list[PortResult]:
-    out = (native.I64 * (NPRIO * native.PORT_FIELDS))()
+    width = NPRIO * native.PORT_FIELDS
+    out = (native.I64 * (width * max(len(layout.ports), 1)))()
+    lib.sim_port_stats(h, out)
+    stats = list(out)
     ports = []
     for i, (node, port) in enumerate(layout.ports):
-        lib.sim_port_stats(h, i, out)
         prios: dict[int, PriorityCounters] = {}
         for prio in range(NPRIO):
-            r = out[prio * native.PORT_FIELDS : (prio + 1) * native.PORT_FIELDS]
+            r = stats[
+                i * width + prio * native.PORT_FIELDS : i * width + (prio + 1) * native.PORT_FIELDS
+            ]
             if any(r):
                 prios[prio] = PriorityCounters(r[0], r[1], r[2] * 1e-12, *r[3:12])
         ports.append(PortResult(node, port, prios))

@@ -142,10 +142,7 @@ void sim_set_routes(Sim *s, const int32_t *rt_start, const int32_t *rt_nh, int n
     memcpy(s->rt_nh, rt_nh, (size_t)n_nh * sizeof(int32_t));
 }
 
-/* ints: src, dst, port, dscp, prio, dcqcn, ect, pkt_size, ttl, n_deps, hash;
- * nums: size (-1 open-ended), rate, start, stop, dependency delay */
-void sim_set_flow(Sim *s, int i, const int64_t *ints, const double *nums) {
-    Flow *f = &s->flows[i];
+static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
     f->src = (int32_t)ints[0];
     f->dst = (int32_t)ints[1];
     f->port = (int32_t)ints[2];
@@ -164,6 +161,12 @@ void sim_set_flow(Sim *s, int i, const int64_t *ints, const double *nums) {
     f->dep_delay = ps(nums[4]);
     f->last_cnp = -1;
     f->t_start = f->t_done = -1;
+}
+
+/* every flow: rows of 11 ints (src, dst, port, dscp, prio, dcqcn, ect, pkt_size, ttl, n_deps,
+ * hash) and of 5 numbers (size or -1 for open-ended, rate, start, stop, dependency delay) */
+void sim_set_flows(Sim *s, const int64_t *all_ints, const double *all_nums) {
+    for (int i = 0; i < s->n_flows; i++) set_flow(&s->flows[i], all_ints + 11 * i, all_nums + 5 * i);
 }
 
 void sim_set_dependents(Sim *s, const int32_t *start, const int32_t *dependents) {
@@ -243,28 +246,33 @@ int sim_run(Sim *s, double duration, int stop_when_done) {
 
 double sim_now(const Sim *s) { return (double)s->now * 1e-12; }
 
-/* out: 8 rows of pfc_tx, pfc_rx, paused ps, ecn, tx bytes, tx packets, drops[DR_N] */
-void sim_port_stats(const Sim *s, int i, int64_t *out) {
-    const Port *p = &s->ports[i];
-    for (int k = 0; k < NPRIO; k++) {
-        int64_t *r = out + k * (6 + DR_N);
-        r[0] = p->pfc_tx[k];
-        r[1] = p->pfc_rx[k];
-        r[2] = p->paused_total[k];
-        r[3] = p->ecn_marked[k];
-        r[4] = p->tx_bytes[k];
-        r[5] = p->tx_pkts[k];
-        for (int d = 0; d < DR_N; d++) r[6 + d] = p->drops[d][k];
+/* out: per port, 8 rows of pfc_tx, pfc_rx, paused ps, ecn, tx bytes, tx packets, drops[DR_N] */
+void sim_port_stats(const Sim *s, int64_t *out) {
+    for (int i = 0; i < s->n_ports; i++) {
+        const Port *p = &s->ports[i];
+        for (int k = 0; k < NPRIO; k++) {
+            int64_t *r = out + (i * NPRIO + k) * (6 + DR_N);
+            r[0] = p->pfc_tx[k];
+            r[1] = p->pfc_rx[k];
+            r[2] = p->paused_total[k];
+            r[3] = p->ecn_marked[k];
+            r[4] = p->tx_bytes[k];
+            r[5] = p->tx_pkts[k];
+            for (int d = 0; d < DR_N; d++) r[6 + d] = p->drops[d][k];
+        }
     }
 }
 
-/* out: size, sent, delivered, dropped, cnps, ce, t_start ps, t_done ps, rate, alpha */
-void sim_flow_stats(const Sim *s, int i, double *out) {
-    const Flow *f = &s->flows[i];
-    double v[] = {(double)f->size, (double)f->sent, (double)f->delivered, (double)f->dropped,
-                  (double)f->cnps, (double)f->ce, (double)f->t_start, (double)f->t_done,
-                  f->dcqcn ? f->rc : f->line, f->alpha};
-    memcpy(out, v, sizeof(v));
+/* out: a row per flow of size, sent, delivered, dropped, cnps, ce, t_start ps, t_done ps,
+ * rate, alpha */
+void sim_flow_stats(const Sim *s, double *out) {
+    for (int i = 0; i < s->n_flows; i++) {
+        const Flow *f = &s->flows[i];
+        double v[] = {(double)f->size, (double)f->sent, (double)f->delivered, (double)f->dropped,
+                      (double)f->cnps, (double)f->ce, (double)f->t_start, (double)f->t_done,
+                      f->dcqcn ? f->rc : f->line, f->alpha};
+        memcpy(out + 10 * i, v, sizeof(v));
+    }
 }
 
 /* out: events, packet hops, samples, log entries, cycle entries, peak packets */

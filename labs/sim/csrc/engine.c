@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- event heap, ordered by (time, insertion sequence) so runs are deterministic ---- */
+/* ---- event queue: a 4-ary heap ordered by (time, insertion sequence), so runs are
+ * deterministic; shallower than a binary heap, and a node's children share a cache line ---- */
 
-static int ev_less(const Event *x, const Event *y) {
+static inline int ev_less(const Event *x, const Event *y) {
     return x->t < y->t || (x->t == y->t && x->seq < y->seq);
 }
 
@@ -22,7 +23,7 @@ void ev_push(Sim *s, ps_t t, int type, int a, int b, int c) {
     Event e = {t, s->seq++, type, a, b, c};
     int64_t i = s->heap_n++;
     while (i > 0) {
-        int64_t parent = (i - 1) / 2;
+        int64_t parent = (i - 1) / 4;
         if (!ev_less(&e, &s->heap[parent])) break;
         s->heap[i] = s->heap[parent];
         i = parent;
@@ -35,12 +36,14 @@ static Event ev_pop(Sim *s) {
     Event last = s->heap[--s->heap_n];
     int64_t i = 0, n = s->heap_n;
     for (;;) {
-        int64_t c = 2 * i + 1;
+        int64_t c = 4 * i + 1;
         if (c >= n) break;
-        if (c + 1 < n && ev_less(&s->heap[c + 1], &s->heap[c])) c++;
-        if (!ev_less(&s->heap[c], &last)) break;
-        s->heap[i] = s->heap[c];
-        i = c;
+        int64_t best = c, end = c + 4 < n ? c + 4 : n;
+        for (int64_t k = c + 1; k < end; k++)
+            if (ev_less(&s->heap[k], &s->heap[best])) best = k;
+        if (!ev_less(&s->heap[best], &last)) break;
+        s->heap[i] = s->heap[best];
+        i = best;
     }
     if (n > 0) s->heap[i] = last;
     return top;
