@@ -25,6 +25,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,7 +63,7 @@ def clos_case(mb: int) -> Experiment:
     return with_flows(fabric, ring_allreduce(ranks, mb * 1_000_000), duration=2.0)
 
 
-CASES = {
+CASES: dict[str, Callable[[], Experiment]] = {
     "dumbbell": dumbbell_case,
     "reference-256MB": lambda: reference_case(256),
     "reference-32MB": lambda: reference_case(32, backup=False),
@@ -121,7 +122,8 @@ def main() -> int:
         print(
             f"{name:16} wall {f['wall_s']:>6} s (cpu {f['cpu_s']:>6} s)  "
             f"simulated {f['simulated_ms']:>7} ms  {f['packet_hops']:>9} hops  "
-            f"{int(f['hops_per_s']) / 1e6:4.2f} M hops/s (per cpu s {int(f['hops_per_cpu_s']) / 1e6:4.2f})  "
+            f"{int(f['hops_per_s']) / 1e6:4.2f} M hops/s "
+            f"(per cpu s {int(f['hops_per_cpu_s']) / 1e6:4.2f})  "
             f"flows {f['flows_done']:>11}  {f['delivered_GB']:>5} GB  "
             f"pauses {f['pause_frames']:>5}  max RSS {f['max_rss_MB']:>4} MB"
         )
