@@ -177,10 +177,10 @@ class Dcqcn:
     r_hai: float = 400e6
     min_rate: float = 100e6
     cnp_interval: float = 50e-6
-    cnp_mode: Literal["holdoff", "window"] = "holdoff"
-    """holdoff: a CNP at a marked packet unless one was sent within cnp_interval (DCQCN paper,
-    NVIDIA firmware); window: at the end of each cnp_interval in which a marked packet
-    arrived (the authors' ns-3 code)."""
+    cnp_mode: Literal["window", "holdoff"] = "window"
+    """window: at most one CNP per cnp_interval window (each flow's windows at a random
+    phase), sent at the window's first marked packet, which is the fluid model's NP;
+    holdoff: at a marked packet unless one was sent less than cnp_interval ago."""
     initial_alpha: float = 1.0
     clamp_after_increase: bool = False
     """True: on a CNP the target rate takes the current rate only if the rate was increased

@@ -159,7 +159,7 @@ static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
     f->start = ps(nums[2]);
     f->stop = ps(nums[3]);
     f->dep_delay = ps(nums[4]);
-    f->last_cnp = -1;
+    f->last_cnp = f->np_last_window = -1;
     f->t_start = f->t_done = -1;
 }
 

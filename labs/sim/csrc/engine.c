@@ -441,7 +441,10 @@ static void on_flow_start(Sim *s, int f) {
     F->line = F->rate > 0 && F->rate < P->speed ? F->rate : P->speed;
     F->rc = F->rt = F->line;
     F->alpha = s->dcq.initial_alpha;
-    if (F->dcqcn) ev_push(s, s->now + s->dcq.alpha_period, EV_ALPHA, f, 0, 0);
+    if (F->dcqcn) {
+        ev_push(s, s->now + s->dcq.alpha_period, EV_ALPHA, f, 0, 0);
+        F->np_phase = llround(rng_uniform(s) * (double)s->dcq.cnp_interval);
+    }
     if (F->size == 0) {
         F->state = FL_SENT;
         flow_account(s, f);
@@ -534,19 +537,6 @@ static void send_cnp(Sim *s, int port, int f) {
     try_send(s, port);
 }
 
-/* the NP's interval timer: one CNP per interval in which a marked packet arrived */
-static void on_np_window(Sim *s, int f) {
-    Flow *F = &s->flows[f];
-    if (F->ce_pending) {
-        F->ce_pending = 0;
-        send_cnp(s, F->np_port, f);
-    }
-    if (F->state == FL_DONE)
-        F->np_running = 0;
-    else
-        ev_push(s, s->now + s->dcq.cnp_interval, EV_NP_WINDOW, f, 0, 0);
-}
-
 static void host_receive(Sim *s, int port, int pk) {
     Pkt *K = &s->pkts[pk];
     int f = K->flow;
@@ -561,14 +551,16 @@ static void host_receive(Sim *s, int port, int pk) {
     int ce = (K->flags & PK_CE) != 0;
     pkt_free(s, pk);
     F->ce += ce;
-    if (F->dcqcn && s->dcq.np_window) {
-        F->np_port = port;
-        F->ce_pending |= (uint8_t)ce;
-        if (!F->np_running) { /* windows of each flow start at a random phase */
-            F->np_running = 1;
-            ev_push(s, s->now + llround(rng_uniform(s) * (double)s->dcq.cnp_interval), EV_NP_WINDOW, f, 0, 0);
+    if (!F->dcqcn || !ce) {
+    } else if (s->dcq.np_window) {
+        /* one CNP per cnp_interval window (each flow's windows at a random phase), sent at
+         * the first marked packet of the window */
+        int64_t w = (s->now + F->np_phase) / s->dcq.cnp_interval;
+        if (w != F->np_last_window) {
+            F->np_last_window = w;
+            send_cnp(s, port, f);
         }
-    } else if (F->dcqcn && ce && (F->last_cnp < 0 || s->now - F->last_cnp >= s->dcq.cnp_interval)) {
+    } else if (F->last_cnp < 0 || s->now - F->last_cnp >= s->dcq.cnp_interval) {
         send_cnp(s, port, f);
     }
     flow_account(s, f);
@@ -678,9 +670,6 @@ int sim_step_all(Sim *s, ps_t until) {
             break;
         case EV_CHECK:
             on_check(s);
-            break;
-        case EV_NP_WINDOW:
-            on_np_window(s, e.a);
             break;
         }
         if (s->stop_when_done && s->open_flows == 0) s->stopped = 1;

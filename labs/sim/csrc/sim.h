@@ -29,7 +29,6 @@ enum EventType {
     EV_STORM,        /* a: storm */
     EV_SAMPLE,
     EV_CHECK,
-    EV_NP_WINDOW,    /* a: flow */
 };
 
 enum LogKind {
@@ -124,8 +123,9 @@ typedef struct {
     double rc, rt, alpha, line;
     int32_t t_stage, b_stage, timer_gen;
     int64_t b_bytes;
-    uint8_t cnp_seen, ce_pending, np_running;
-    int32_t np_port;
+    uint8_t cnp_seen;
+    ps_t np_phase; /* DCQCN notification point */
+    int64_t np_last_window;
 } Flow;
 
 typedef struct {
@@ -133,7 +133,8 @@ typedef struct {
     ps_t alpha_period, timer, cnp_interval;
     int64_t byte_counter;
     int32_t f, cnp_dscp, cnp_prio;
-    uint8_t np_window, clamp_after_increase; /* CNPs at the end of each interval with a mark (else on a mark, held off) */
+    uint8_t np_window; /* one CNP per interval window; else held off for an interval */
+    uint8_t clamp_after_increase;
 } Dcqcn;
 
 typedef struct {
