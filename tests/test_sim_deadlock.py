@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from labs.sim import load, simulate
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "sim"
@@ -30,6 +32,14 @@ def test_loop_below_threshold_keeps_flowing() -> None:
     # every injected packet dies of TTL expiry: the loop kept moving
     inject = result.flow("inject")
     assert inject.bytes_dropped >= inject.bytes_sent - 100 * 1000
+
+
+@pytest.mark.parametrize(("rate", "deadlock"), [(4.9e9, False), (5.1e9, True)])
+def test_threshold_is_sharp(rate: float, deadlock: bool) -> None:
+    exp, _ = load(EXAMPLES / "routing_loop_6g.yaml")
+    (inject,) = exp.flows
+    result = simulate(dataclasses.replace(exp, flows=[dataclasses.replace(inject, rate=rate)]))
+    assert result.deadlocked is deadlock
 
 
 def test_deadlock_detection_can_be_switched_off() -> None:
