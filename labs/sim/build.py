@@ -24,10 +24,8 @@ class ExperimentError(ValueError):
 class Layout:
     """Names of the indices the core uses, to read its outputs back."""
 
-    nodes: list[str]
     links: list[tuple[str, str]]
     ports: list[tuple[str, str]]
-    switch_ports: list[int]
     flows: list[str]
     sampled_ports: list[int]
     flow_series: bool
@@ -150,19 +148,39 @@ def build(exp: Experiment, seed: int) -> Built:
             link_of[end] = li
     ports = [p for n in names for p in own_ports[n]]
     port_index = {p: i for i, p in enumerate(ports)}
-    flow_index = {f.name: i for i, f in enumerate(exp.flows)}
-    if len(flow_index) != len(exp.flows):
+    if len({f.name for f in exp.flows}) != len(exp.flows):
         raise ExperimentError("flow names must be unique")
 
     handle = lib.sim_new(
         len(names), len(ports), len(exp.links), len(exp.flows), len(ports), len(hosts), seed
     )
-    first = 0
+    try:
+        layout = _configure(exp, seed, lib, handle, names, own_ports, link_of, port_index)
+    except BaseException:
+        lib.sim_free(handle)
+        raise
+    return Built(handle, layout)
+
+
+def _configure(
+    exp: Experiment,
+    seed: int,
+    lib: ctypes.CDLL,
+    handle: int,
+    names: list[str],
+    own_ports: dict[str, list[str]],
+    link_of: dict[str, int],
+    port_index: dict[str, int],
+) -> Layout:
+    """Pass everything but the sizes to the core; the names of what it indexes."""
+    switches: dict[str, Switch] = {s.name: s for s in exp.switches}
+    hosts: dict[str, Host] = {h.name: h for h in exp.hosts}
+    node_index = {n: i for i, n in enumerate(names)}
+    flow_index = {f.name: i for i, f in enumerate(exp.flows)}
     for i, n in enumerate(names):
         pool = switches[n].buffer_bytes if n in switches else 0
         host_idx = i - len(switches) if n in hosts else -1
-        lib.sim_set_node(handle, i, int(n in switches), first, len(own_ports[n]), host_idx, pool)
-        first += len(own_ports[n])
+        lib.sim_set_node(handle, i, int(n in switches), host_idx, pool)
     mtu = _mtu(exp)
     for li, link in enumerate(exp.links):
         if link.speed <= 0:
@@ -180,9 +198,7 @@ def build(exp: Experiment, seed: int) -> Built:
             lib.sim_set_profile(
                 handle, me, native.i32(maps), native.f64(pg), native.f64(q), native.f64(other)
             )
-            lib.sim_set_port(
-                handle, me, node_index[node], peer, li, me, link.speed, link.propagation
-            )
+            lib.sim_set_port(handle, me, node_index[node], peer, me, link.speed, link.propagation)
 
     table = forwarding(exp.switches, exp.hosts, exp.links)
     host_order = list(hosts)
@@ -253,16 +269,13 @@ def build(exp: Experiment, seed: int) -> Built:
     lib.sim_set_checks(
         handle, c.interval, int(c.deadlock), c.stall, int(c.stop_on_deadlock), c.pause_storm
     )
-    layout = Layout(
-        nodes=names,
+    return Layout(
         links=[(link.a, link.b) for link in exp.links],
-        ports=[split_port(p) for p in ports],
-        switch_ports=switch_ports,
+        ports=[split_port(p) for p in port_index],
         flows=[f.name for f in exp.flows],
         sampled_ports=sampled,
         flow_series=exp.monitor.interval > 0 and exp.monitor.flows,
     )
-    return Built(handle, layout)
 
 
 def _faults(

@@ -22,9 +22,9 @@ FLOW_FIELDS = 10
 _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_new": (P, [I32, I32, I32, I32, I32, I32, ctypes.c_uint64]),
     "sim_free": (None, [P]),
-    "sim_set_node": (None, [P, I32, I32, I32, I32, I32, I64]),
+    "sim_set_node": (None, [P, I32, I32, I32, I64]),
     "sim_set_profile": (None, [P, I32, PI32, PF64, PF64, PF64]),
-    "sim_set_port": (None, [P, I32, I32, I32, I32, I32, F64, F64]),
+    "sim_set_port": (None, [P, I32, I32, I32, I32, F64, F64]),
     "sim_set_link_ports": (None, [P, I32, I32, I32]),
     "sim_set_routes": (None, [P, PI32, PI32, I32]),
     "sim_set_flows": (None, [P, PI64, PF64]),

@@ -38,7 +38,6 @@ Sim *sim_new(int n_nodes, int n_ports, int n_links, int n_flows, int n_profiles,
     s->dl_mark = malloc((size_t)n_ports * NPRIO * sizeof(int32_t));
     s->dl_reported = calloc((size_t)n_ports * NPRIO, sizeof(int32_t));
     for (int64_t i = 0; i < (int64_t)n_ports * NPRIO; i++) s->dl_mark[i] = -1;
-    s->seed = seed;
     uint64_t x = seed;
     for (int i = 0; i < 4; i++) s->rng[i] = splitmix(&x);
     for (int i = 0; i < n_nodes; i++) s->nodes[i].salt = splitmix(&x);
@@ -70,11 +69,9 @@ void sim_free(Sim *s) {
     free(s);
 }
 
-void sim_set_node(Sim *s, int i, int is_switch, int first_port, int n_ports, int host_idx, int64_t pool) {
+void sim_set_node(Sim *s, int i, int is_switch, int host_idx, int64_t pool) {
     Node *n = &s->nodes[i];
     n->is_switch = (uint8_t)is_switch;
-    n->first_port = first_port;
-    n->n_ports = n_ports;
     n->host_idx = host_idx;
     n->pool = pool;
 }
@@ -114,11 +111,10 @@ void sim_set_profile(Sim *s, int i, const int32_t *maps, const double *pg, const
     p->wd_restore = ps(other[5]);
 }
 
-void sim_set_port(Sim *s, int i, int node, int peer, int link, int profile, double speed, double prop) {
+void sim_set_port(Sim *s, int i, int node, int peer, int profile, double speed, double prop) {
     Port *p = &s->ports[i];
     p->node = node;
     p->peer = peer;
-    p->link = link;
     p->profile = profile;
     p->speed = speed;
     p->ps_per_byte = 8e12 / speed;

@@ -81,7 +81,7 @@ typedef struct {
 } Profile;
 
 typedef struct {
-    int32_t node, peer, link, profile;
+    int32_t node, peer, profile;
     double ps_per_byte, speed;
     ps_t prop, busy_until, next_kick;
     uint8_t up, busy;
@@ -104,7 +104,7 @@ typedef struct {
 
 typedef struct {
     uint8_t is_switch;
-    int32_t first_port, n_ports, host_idx;
+    int32_t host_idx;
     int64_t pool, pool_used;
     uint64_t salt;
 } Node;
@@ -159,7 +159,7 @@ typedef struct {
     int32_t *dep_start, *dependents; /* CSR: flow -> flows waiting for it */
     Storm *storms;
     Dcqcn dcq;
-    uint64_t seed, rng[4];
+    uint64_t rng[4];
     /* event queue */
     Event *heap;
     int64_t heap_n, heap_cap;
