@@ -95,6 +95,7 @@ void sim_set_profile(Sim *s, int i, const int32_t *maps, const double *pg, const
         p->pg_alpha[k] = r[4];
         const double *w = q + 8 * k;
         p->q_strict[k] = (uint8_t)w[0];
+        if (w[0] != 0) p->strict_mask |= (uint8_t)(1u << k);
         p->q_quantum[k] = (int64_t)w[1];
         p->q_ecn[k] = (uint8_t)w[2];
         p->q_wred_drop[k] = (uint8_t)w[3];
@@ -228,6 +229,7 @@ int sim_run(Sim *s, double duration, int stop_when_done) {
     if (s->check_interval < T_INF) ev_push(s, s->check_interval, EV_CHECK, 0, 0, 0);
     ps_t end = ps(duration);
     sim_step_all(s, end);
+    settle_flows(s);
     if (!s->stopped) s->now = end;
     for (int p = 0; p < s->n_ports; p++) {
         Port *P = &s->ports[p];

@@ -96,7 +96,9 @@ static void pkt_free(Sim *s, int pk) {
     s->pkt_free = pk;
 }
 
-static void q_push(Sim *s, Queue *q, int pk) {
+static void q_push(Sim *s, Port *P, int qi, int pk) {
+    Queue *q = &P->q[qi];
+    P->nonempty |= (uint8_t)(1u << qi);
     s->pkts[pk].next = -1;
     if (q->count == 0) q->last_deq = s->now; /* a stall is timed from the first wait */
     if (q->tail >= 0)
@@ -108,10 +110,15 @@ static void q_push(Sim *s, Queue *q, int pk) {
     q->bytes += s->pkts[pk].size;
 }
 
-int q_pop(Sim *s, Queue *q) {
+int q_pop(Sim *s, Port *P, int qi) {
+    Queue *q = &P->q[qi];
     int pk = q->head;
     q->head = s->pkts[pk].next;
-    if (q->head < 0) q->tail = -1;
+    if (q->head < 0) {
+        q->tail = -1;
+        P->nonempty &= (uint8_t)~(1u << qi);
+        P->deficit[qi] = 0; /* DWRR: an emptied queue keeps no credit */
+    }
     q->count--;
     q->bytes -= s->pkts[pk].size;
     return pk;
@@ -180,7 +187,7 @@ void send_pause(Sim *s, int port, int prio_mask, int quanta) {
     Port *P = &s->ports[port];
     if (!P->up || P->peer < 0) return;
     ps_t t0 = P->busy && P->busy_until > s->now ? P->busy_until : s->now;
-    ps_t arrive = t0 + llround(PFC_FRAME_BYTES * P->ps_per_byte) + P->prop;
+    ps_t arrive = t0 + to_ps(PFC_FRAME_BYTES * P->ps_per_byte) + P->prop;
     for (int prio = 0; prio < NPRIO; prio++)
         if (prio_mask & (1 << prio)) {
             P->pfc_tx[prio]++;
@@ -197,8 +204,8 @@ static int pg_mask(const Profile *pr, int pg) {
 
 static ps_t refresh_period(const Sim *s, const Port *P) {
     const Profile *pr = &s->profiles[P->profile];
-    ps_t pause = llround(pr->pause_quanta * 512.0 * 1e12 / P->speed);
-    ps_t r = llround((double)pause * pr->refresh_fraction);
+    ps_t pause = to_ps(pr->pause_quanta * 512.0 * 1e12 / P->speed);
+    ps_t r = to_ps((double)pause * pr->refresh_fraction);
     return r > 0 ? r : 1;
 }
 
@@ -258,7 +265,7 @@ static void on_pfc(Sim *s, int port, int prio, int quanta) {
     if (!P->up) return;
     P->pfc_rx[prio]++;
     P->last_pfc_rx[prio] = s->now;
-    ps_t until = s->now + llround(quanta * 512.0 * 1e12 / P->speed);
+    ps_t until = s->now + to_ps(quanta * 512.0 * 1e12 / P->speed);
     if (s->now < P->pause_until[prio]) {
         P->pause_until[prio] = until; /* re-armed, or cut short by XON */
     } else if (until > s->now) {
@@ -340,7 +347,7 @@ static void switch_receive(Sim *s, int port, int pk) {
     }
     K->in_port = port;
     K->pg = (uint8_t)pg;
-    q_push(s, &E->q[q], pk);
+    q_push(s, E, q, pk);
     if (lossless && !P->pg_paused[pg] && (P->pg_hdrm[pg] > 0 || P->pg_shared[pg] >= thr)) pg_xoff(s, port, pg);
     try_send(s, e);
 }
@@ -351,18 +358,27 @@ static int queue_ready(const Sim *s, const Port *P, int q) {
 
 /* strict-priority queues first (highest index first), then DWRR over the others */
 static int pick_queue(Sim *s, Port *P, const Profile *pr) {
-    for (int q = NPRIO - 1; q >= 0; q--)
-        if (pr->q_strict[q] && queue_ready(s, P, q)) return q;
-    for (int i = 0; i < 2 * NPRIO + 1; i++) {
+    for (unsigned strict = P->nonempty & pr->strict_mask; strict;) {
+        int q = 31 - __builtin_clz(strict);
+        if (queue_ready(s, P, q)) return q;
+        strict &= ~(1u << q);
+    }
+    unsigned dwrr = P->nonempty & ~pr->strict_mask;
+    for (int i = 0; dwrr && i < 2 * NPRIO + 1; i++) {
         int q = P->dwrr_cur;
-        if (!pr->q_strict[q] && queue_ready(s, P, q)) {
+        if (!((dwrr >> q) & 1)) { /* skip to the next queue holding packets */
+            unsigned later = dwrr & ~((2u << q) - 1);
+            P->dwrr_cur = later ? __builtin_ctz(later) : __builtin_ctz(dwrr);
+            P->dwrr_fresh = 0;
+            q = P->dwrr_cur;
+        }
+        if (queue_ready(s, P, q)) {
             if (!P->dwrr_fresh) {
                 P->deficit[q] += pr->q_quantum[q];
                 P->dwrr_fresh = 1;
             }
             if (P->deficit[q] >= s->pkts[P->q[q].head].size) return q;
         }
-        if (P->q[q].count == 0) P->deficit[q] = 0;
         P->dwrr_cur = (q + 1) % NPRIO;
         P->dwrr_fresh = 0;
     }
@@ -374,9 +390,9 @@ static int switch_dequeue(Sim *s, int port) {
     const Profile *pr = &s->profiles[P->profile];
     int q = pick_queue(s, P, pr);
     if (q < 0) return -1;
-    int pk = q_pop(s, &P->q[q]);
+    int pk = q_pop(s, P, q);
     Pkt *K = &s->pkts[pk];
-    if (!pr->q_strict[q]) P->deficit[q] -= K->size;
+    if (!pr->q_strict[q] && P->q[q].count > 0) P->deficit[q] -= K->size;
     P->q[q].last_deq = s->now;
     release_pkt(s, pk);
     if ((K->flags & PK_ECT) && pr->q_ecn[q] && !(K->flags & PK_CE) &&
@@ -408,12 +424,21 @@ static void on_rate_timer(Sim *s, int f, int gen) {
     ev_push(s, s->now + s->dcq.timer, EV_RATE_TIMER, f, gen, 0);
 }
 
-static void on_alpha_timer(Sim *s, int f) {
-    Flow *F = &s->flows[f];
-    if (F->state != FL_SENDING) return;
-    if (!F->cnp_seen) F->alpha *= 1 - s->dcq.g;
+/* alpha's periodic update, done lazily: at each alpha_period boundary since the flow started,
+ * alpha <- (1-g) alpha unless a CNP arrived in the period that ended there */
+static void alpha_catch_up(Sim *s, Flow *F) {
+    int64_t k = (s->now - F->t_start) / s->dcq.alpha_period;
+    if (k <= F->alpha_periods) return;
+    int64_t decays = k - F->alpha_periods - F->cnp_seen;
+    if (decays > 0) F->alpha *= pow(1 - s->dcq.g, (double)decays);
+    F->alpha_periods = k;
     F->cnp_seen = 0;
-    ev_push(s, s->now + s->dcq.alpha_period, EV_ALPHA, f, 0, 0);
+}
+
+/* bring what is reported up to date at the end of a run */
+void settle_flows(Sim *s) {
+    for (int f = 0; f < s->n_flows; f++)
+        if (s->flows[f].dcqcn && s->flows[f].state == FL_SENDING) alpha_catch_up(s, &s->flows[f]);
 }
 
 static void on_cnp(Sim *s, int f) {
@@ -421,6 +446,7 @@ static void on_cnp(Sim *s, int f) {
     F->cnps++;
     if (!F->dcqcn || F->state != FL_SENDING) return;
     const Dcqcn *d = &s->dcq;
+    alpha_catch_up(s, F);
     if (!d->clamp_after_increase || F->t_stage > 0 || F->b_stage > 0) F->rt = F->rc;
     F->rc *= 1 - F->alpha / 2;
     if (F->rc < d->min_rate) F->rc = d->min_rate;
@@ -441,10 +467,7 @@ static void on_flow_start(Sim *s, int f) {
     F->line = F->rate > 0 && F->rate < P->speed ? F->rate : P->speed;
     F->rc = F->rt = F->line;
     F->alpha = s->dcq.initial_alpha;
-    if (F->dcqcn) {
-        ev_push(s, s->now + s->dcq.alpha_period, EV_ALPHA, f, 0, 0);
-        F->np_phase = llround(rng_uniform(s) * (double)s->dcq.cnp_interval);
-    }
+    if (F->dcqcn) F->np_phase = to_ps(rng_uniform(s) * (double)s->dcq.cnp_interval);
     if (F->size == 0) {
         F->state = FL_SENT;
         flow_account(s, f);
@@ -460,6 +483,7 @@ static void on_flow_start(Sim *s, int f) {
 
 static void flow_stop_sending(Sim *s, Port *P, int f) {
     Flow *F = &s->flows[f];
+    if (F->dcqcn) alpha_catch_up(s, F);
     F->state = FL_SENT;
     port_remove_active(P, f);
     if (F->size < 0)
@@ -485,7 +509,7 @@ static int nic_make_packet(Sim *s, Port *P, int f) {
     K->flags = F->ect ? PK_ECT : 0;
     F->sent += size;
     double rate = F->dcqcn ? F->rc : F->line;
-    F->next_time = s->now + llround(size * 8e12 / rate);
+    F->next_time = s->now + to_ps(size * 8e12 / rate);
     if (F->dcqcn && (F->b_bytes += size) >= s->dcq.byte_counter) {
         F->b_bytes -= s->dcq.byte_counter;
         F->b_stage++;
@@ -497,8 +521,11 @@ static int nic_make_packet(Sim *s, Port *P, int f) {
 
 static int nic_dequeue(Sim *s, int port) {
     Port *P = &s->ports[port];
-    for (int q = NPRIO - 1; q >= 0; q--)
-        if (queue_ready(s, P, q)) return q_pop(s, &P->q[q]);
+    for (unsigned ready = P->nonempty; ready;) {
+        int q = 31 - __builtin_clz(ready);
+        if (queue_ready(s, P, q)) return q_pop(s, P, q);
+        ready &= ~(1u << q);
+    }
     ps_t wake = T_INF;
     for (int i = 0; i < P->n_active; i++) {
         int idx = (P->rr + i) % P->n_active;
@@ -533,7 +560,7 @@ static void send_cnp(Sim *s, int port, int f) {
     C->prio = (uint8_t)s->dcq.cnp_prio;
     C->ttl = 64;
     C->flags = PK_CNP;
-    q_push(s, &s->ports[port].q[s->dcq.cnp_prio], c);
+    q_push(s, &s->ports[port], s->dcq.cnp_prio, c);
     try_send(s, port);
 }
 
@@ -574,7 +601,7 @@ void try_send(Sim *s, int port) {
     int pk = s->nodes[P->node].is_switch ? switch_dequeue(s, port) : nic_dequeue(s, port);
     if (pk < 0) return;
     Pkt *K = &s->pkts[pk];
-    ps_t ser = llround(K->size * P->ps_per_byte);
+    ps_t ser = to_ps(K->size * P->ps_per_byte);
     P->busy = 1;
     P->busy_until = s->now + ser;
     P->tx_bytes[K->prio] += K->size;
@@ -588,7 +615,7 @@ void flush_queue(Sim *s, int port, int q, int counter) {
     Port *P = &s->ports[port];
     int sw = s->nodes[P->node].is_switch;
     while (P->q[q].count > 0) {
-        int pk = q_pop(s, &P->q[q]);
+        int pk = q_pop(s, P, q);
         if (sw) release_pkt(s, pk);
         drop_pkt(s, pk, port, counter);
     }
@@ -652,9 +679,6 @@ int sim_step_all(Sim *s, ps_t until) {
             break;
         case EV_FLOW_START:
             on_flow_start(s, e.a);
-            break;
-        case EV_ALPHA:
-            on_alpha_timer(s, e.a);
             break;
         case EV_RATE_TIMER:
             on_rate_timer(s, e.a, e.b);

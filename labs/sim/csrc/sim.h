@@ -23,7 +23,6 @@ enum EventType {
     EV_PFC,          /* a: rx port, b: priority, c: quanta */
     EV_PFC_REFRESH,  /* a: port, b: PG, c: generation */
     EV_FLOW_START,   /* a: flow */
-    EV_ALPHA,        /* a: flow */
     EV_RATE_TIMER,   /* a: flow, b: generation */
     EV_LINK,         /* a: link, b: 1 up / 0 down */
     EV_STORM,        /* a: storm */
@@ -71,7 +70,7 @@ typedef struct {
     uint8_t dscp_to_tc[64], tc_to_queue[NPRIO], tc_to_pg[NPRIO], lossless[NPRIO];
     int64_t pg_reserved[NPRIO], pg_headroom[NPRIO], pg_xon_offset[NPRIO], pg_static[NPRIO];
     double pg_alpha[NPRIO];
-    uint8_t q_strict[NPRIO], q_ecn[NPRIO], q_wred_drop[NPRIO];
+    uint8_t q_strict[NPRIO], q_ecn[NPRIO], q_wred_drop[NPRIO], strict_mask;
     int64_t q_quantum[NPRIO], q_max[NPRIO];
     double q_kmin[NPRIO], q_kmax[NPRIO], q_pmax[NPRIO];
     int32_t pause_quanta;
@@ -84,7 +83,7 @@ typedef struct {
     int32_t node, peer, profile;
     double ps_per_byte, speed;
     ps_t prop, busy_until, next_kick;
-    uint8_t up, busy;
+    uint8_t up, busy, nonempty; /* nonempty: bit q set when queue q holds packets */
     Queue q[NPRIO];
     int32_t dwrr_cur, dwrr_fresh;
     int64_t deficit[NPRIO];
@@ -123,7 +122,8 @@ typedef struct {
     double rc, rt, alpha, line;
     int32_t t_stage, b_stage, timer_gen;
     int64_t b_bytes;
-    uint8_t cnp_seen;
+    uint8_t cnp_seen; /* a CNP arrived in the current alpha period */
+    int64_t alpha_periods; /* alpha periods accounted since the flow started */
     ps_t np_phase; /* DCQCN notification point */
     int64_t np_last_window;
 } Flow;
@@ -196,15 +196,19 @@ void release_pkt(Sim *s, int pk);
 int64_t pg_threshold(const Sim *s, const Port *p, int pg);
 void send_pause(Sim *s, int port, int prio_mask, int quanta);
 void try_send(Sim *s, int port);
-int q_pop(Sim *s, Queue *q);
+int q_pop(Sim *s, Port *P, int qi);
 void flush_queue(Sim *s, int port, int q, int counter);
 double rng_uniform(Sim *s);
 int sim_step_all(Sim *s, ps_t until);
+void settle_flows(Sim *s);
 
 /* checks.c */
 void on_sample(Sim *s);
 void on_check(Sim *s);
 void on_storm(Sim *s, int storm);
+
+/* a non-negative duration in picoseconds, rounded (llround is a libm call) */
+static inline ps_t to_ps(double x) { return (ps_t)(x + 0.5); }
 
 static inline int port_paused(const Sim *s, const Port *p, int prio) {
     return p->pause_until[prio] > s->now && p->wd_state[prio] != WD_FORWARD;
