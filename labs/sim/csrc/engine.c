@@ -186,7 +186,7 @@ int64_t pg_threshold(const Sim *s, const Port *p, int pg) {
 void send_pause(Sim *s, int port, int prio_mask, int quanta) {
     Port *P = &s->ports[port];
     if (!P->up || P->peer < 0) return;
-    ps_t t0 = P->busy && P->busy_until > s->now ? P->busy_until : s->now;
+    ps_t t0 = P->busy_until > s->now ? P->busy_until : s->now;
     ps_t arrive = t0 + to_ps(PFC_FRAME_BYTES * P->ps_per_byte) + P->prop;
     for (int prio = 0; prio < NPRIO; prio++)
         if (prio_mask & (1 << prio)) {
@@ -595,19 +595,30 @@ static void host_receive(Sim *s, int port, int pk) {
 
 /* ---- ports ---- */
 
+/* start the next frame if the port is idle; a port wakes up at the end of a frame (EV_TX_DONE)
+ * only when it may have more to send, so a packet that finds its port idle costs no event */
 void try_send(Sim *s, int port) {
     Port *P = &s->ports[port];
-    if (P->busy || !P->up) return;
+    if (!P->up) return;
+    if (P->busy_until > s->now) {
+        if (!P->wake) {
+            P->wake = 1;
+            ev_push(s, P->busy_until, EV_TX_DONE, port, 0, 0);
+        }
+        return;
+    }
     int pk = s->nodes[P->node].is_switch ? switch_dequeue(s, port) : nic_dequeue(s, port);
     if (pk < 0) return;
     Pkt *K = &s->pkts[pk];
     ps_t ser = to_ps(K->size * P->ps_per_byte);
-    P->busy = 1;
     P->busy_until = s->now + ser;
     P->tx_bytes[K->prio] += K->size;
     P->tx_pkts[K->prio]++;
-    ev_push(s, s->now + ser, EV_TX_DONE, port, 0, 0);
     ev_push(s, s->now + ser + P->prop, EV_ARRIVE, P->peer, pk, 0);
+    if (!P->wake && (P->nonempty || P->n_active > 0)) {
+        P->wake = 1;
+        ev_push(s, P->busy_until, EV_TX_DONE, port, 0, 0);
+    }
 }
 
 /* drop every packet of one egress queue, giving back the buffer they hold */
@@ -664,7 +675,7 @@ int sim_step_all(Sim *s, ps_t until) {
             on_arrive(s, e.a, e.b);
             break;
         case EV_TX_DONE:
-            s->ports[e.a].busy = 0;
+            s->ports[e.a].wake = 0;
             try_send(s, e.a);
             break;
         case EV_KICK:

@@ -18,7 +18,7 @@ typedef int64_t ps_t;
 
 enum EventType {
     EV_ARRIVE,       /* a: rx port, b: packet */
-    EV_TX_DONE,      /* a: port */
+    EV_TX_DONE,      /* a: port; the frame on the wire ends */
     EV_KICK,         /* a: port; pause expired or pacing gap over */
     EV_PFC,          /* a: rx port, b: priority, c: quanta */
     EV_PFC_REFRESH,  /* a: port, b: PG, c: generation */
@@ -83,7 +83,7 @@ typedef struct {
     int32_t node, peer, profile;
     double ps_per_byte, speed;
     ps_t prop, busy_until, next_kick;
-    uint8_t up, busy, nonempty; /* nonempty: bit q set when queue q holds packets */
+    uint8_t up, wake, nonempty; /* wake: an EV_TX_DONE is pending; nonempty: bit q set when queue q holds packets */
     Queue q[NPRIO];
     int32_t dwrr_cur, dwrr_fresh;
     int64_t deficit[NPRIO];
