@@ -8,7 +8,6 @@ listed PG or queue is merged over its default.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,6 +32,7 @@ from labs.sim.model import (
     QueueParams,
     Switch,
     Watchdog,
+    alpha_from_dynamic_th,
 )
 
 T = TypeVar("T")
@@ -96,12 +96,6 @@ def _fields(
         raise ExperimentError(f"{where}: {exc}") from None
 
 
-def _alpha_from_dynamic_th(v: Any) -> float:
-    """SONiC dynamic_th n means alpha = 2**n (n >= 7 unlimited)."""
-    n = _int(v)
-    return math.inf if n >= 7 else 2.0**n
-
-
 PG_FIELDS: dict[str, Convert] = {
     "reserved": units.size,
     "headroom": lambda v: None if v in (None, "auto") else units.size(v),
@@ -136,7 +130,7 @@ def _pg(where: str, data: Any, base: PgParams) -> PgParams:
     """A PG mapping; ``dynamic_th: n`` (SONiC) may stand for ``alpha: 2**n``."""
     if isinstance(data, dict) and "dynamic_th" in data:
         data = {("alpha" if k == "dynamic_th" else k): v for k, v in data.items()}
-        data["alpha"] = _alpha_from_dynamic_th(data["alpha"])
+        data["alpha"] = alpha_from_dynamic_th(_int(data["alpha"]))
     return _fields(PgParams, where, data, PG_FIELDS, base)
 
 

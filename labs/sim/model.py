@@ -6,6 +6,7 @@ Units are SI throughout: seconds, bits per second, bytes. Ports are named ``node
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -16,6 +17,15 @@ NPRIO = 8
 DEFAULT_DSCP_TO_TC: Mapping[int, int] = {3: 3, 4: 4, 26: 3, 46: 5, 48: 6}
 """DSCP to traffic class; unlisted DSCPs map to 0. RoCE (26) and SONiC's 3 and 4 are lossless,
 48 is the CNP (NVIDIA default)."""
+
+
+def alpha_from_dynamic_th(n: int) -> float:
+    """The dynamic-threshold factor of SAI/SONiC ``dynamic_th`` n: 2**n, unlimited from 7.
+
+    >>> alpha_from_dynamic_th(-3), alpha_from_dynamic_th(7)
+    (0.125, inf)
+    """
+    return math.inf if n >= 7 else 2.0**n
 
 
 @dataclass(frozen=True)
