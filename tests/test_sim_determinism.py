@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from labs.sim import load, simulate
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "sim"
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples" / "sim"
 
 
 def test_same_seed_same_bytes() -> None:
@@ -18,3 +22,14 @@ def test_same_seed_same_bytes() -> None:
     assert first == second
     other = simulate(short, 8).to_json()
     assert other != first
+
+
+def test_same_bytes_across_processes(tmp_path: Path) -> None:
+    outs = []
+    for hash_seed in ("1", "2"):
+        out = tmp_path / f"out{hash_seed}.json"
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(REPO)}
+        command = [sys.executable, "-m", "labs.sim", str(EXAMPLES / "pfc_incast_8.yaml")]
+        subprocess.run([*command, "-q", "-o", str(out)], env=env, check=True)
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and b'"pause_sent"' in outs[0]
