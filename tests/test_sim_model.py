@@ -76,6 +76,32 @@ def test_unknown_flow_endpoint_is_reported() -> None:
         simulate(exp)
 
 
+@pytest.mark.parametrize(
+    ("flow", "qos", "message"),
+    [
+        ({"dscp": 64}, {}, "dscp 0-63"),
+        ({"ttl": 0}, {}, "ttl 1-255"),
+        ({"priority": 9}, {}, "priority 9"),
+        ({}, {"tc_to_pg": [0, 0, 0]}, "tc_to_pg: 8 values"),
+        ({}, {"dscp_to_tc": {26: 8}}, "traffic classes 0-7"),
+    ],
+)
+def test_values_the_core_cannot_index_are_refused(
+    flow: dict[str, object], qos: dict[str, object], message: str
+) -> None:
+    exp = experiment(
+        {
+            "qos": qos,
+            "switches": [{"name": "sw"}],
+            "hosts": ["a", "b"],
+            "links": [["a:eth0", "sw:Ethernet0", "100G"], ["b:eth0", "sw:Ethernet4", "100G"]],
+            "flows": [{"name": "f", "src": "a", "dst": "b", "size": 1000, **flow}],
+        }
+    )
+    with pytest.raises(ExperimentError, match=message):
+        simulate(exp)
+
+
 def test_prefix_routes_and_shortest_paths() -> None:
     exp = experiment(
         {

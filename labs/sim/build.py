@@ -45,8 +45,13 @@ def profile_arrays(
     qos: QosProfile, speed: float, propagation: float, mtu: int
 ) -> tuple[list[int], list[float], list[float], list[float]]:
     """The numeric tables of one port's profile, lossless headroom sized when not given."""
-    if not all(0 <= tc < NPRIO for tc in qos.dscp_to_tc.values()):
-        raise ExperimentError("dscp_to_tc: traffic classes are 0-7")
+    if not all(0 <= d < 64 and 0 <= tc < NPRIO for d, tc in qos.dscp_to_tc.items()):
+        raise ExperimentError("dscp_to_tc: DSCPs are 0-63, traffic classes 0-7")
+    for name, table in (("tc_to_queue", qos.tc_to_queue), ("tc_to_pg", qos.tc_to_pg)):
+        if len(table) != NPRIO or not all(0 <= v < NPRIO for v in table):
+            raise ExperimentError(f"{name}: 8 values of 0-7")
+    if not all(0 <= tc < NPRIO for tc in qos.lossless):
+        raise ExperimentError("lossless: priorities are 0-7")
     maps = [qos.dscp_to_tc.get(d, 0) for d in range(64)]
     maps += (
         list(qos.tc_to_queue)
@@ -103,14 +108,18 @@ def _flow_ints(
     port = flow.src_port or ports[key % len(ports)]
     if port not in port_index or split_port(port)[0] != flow.src:
         raise ExperimentError(f"flow {flow.name}: {port!r} is not a port of {flow.src}")
+    size = flow.packet_bytes or exp.packet_bytes
+    if not (0 <= flow.dscp < 64 and 0 < flow.ttl < 256 and 64 <= size <= 65535):
+        raise ExperimentError(f"flow {flow.name}: dscp 0-63, ttl 1-255, packet_bytes 64-65535")
     prio = (
         flow.priority
         if flow.priority is not None
         else hosts[flow.src].qos.dscp_to_tc.get(flow.dscp, 0)
     )
+    if not 0 <= prio < NPRIO:
+        raise ExperimentError(f"flow {flow.name}: priority {prio} is not 0-7")
     dcqcn = flow.cc == "dcqcn"
     ect = dcqcn if flow.ecn_capable is None else flow.ecn_capable
-    size = flow.packet_bytes or exp.packet_bytes
     return [
         node_index[flow.src],
         node_index[flow.dst],
