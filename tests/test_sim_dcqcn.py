@@ -6,6 +6,7 @@ queue within 15 % of the fluid model's fixed point (20.2 KB for N = 2, 122.6 KB 
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -45,7 +46,9 @@ def test_fixed_points_are_the_fluid_models(n: int) -> None:
     assert abs(fluid_fixed_point(n) - FIXED_POINT_QUEUE[n]) < 100
 
 
+@functools.cache
 def run(n: int) -> tuple[Result, str]:
+    """The incast of N senders (run once for both tests)."""
     exp, seed = load(EXAMPLES / f"dcqcn_incast_{n}.yaml")
     return simulate(exp, seed or 1), exp.monitor.ports[0]
 
