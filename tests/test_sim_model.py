@@ -102,6 +102,29 @@ def test_values_the_core_cannot_index_are_refused(
         simulate(exp)
 
 
+@pytest.mark.parametrize(
+    ("section", "values", "message"),
+    [
+        ("checks", {"interval": 0}, "checks.interval must be positive"),
+        ("dcqcn", {"cnp_interval": "0us"}, "dcqcn.cnp_interval must be positive"),
+        ("monitor", {"interval": -1}, "must not be negative"),
+    ],
+)
+def test_periods_that_would_spin_are_refused(
+    section: str, values: dict[str, object], message: str
+) -> None:
+    exp = experiment(
+        {
+            section: values,
+            "switches": [{"name": "sw"}],
+            "hosts": ["a"],
+            "links": [["a:eth0", "sw:Ethernet0", "100G"]],
+        }
+    )
+    with pytest.raises(ExperimentError, match=message):
+        simulate(exp)
+
+
 def test_prefix_routes_and_shortest_paths() -> None:
     exp = experiment(
         {

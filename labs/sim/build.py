@@ -135,9 +135,33 @@ def _flow_ints(
     ]
 
 
+def _check_times(exp: Experiment) -> None:
+    """Periods the core divides by or repeats at must be positive (else it would spin)."""
+    d, c = exp.dcqcn, exp.checks
+    positive = {
+        "duration": exp.duration,
+        "dcqcn.alpha_period": d.alpha_period,
+        "dcqcn.timer": d.timer,
+        "dcqcn.cnp_interval": d.cnp_interval,
+        "dcqcn.byte_counter": d.byte_counter,
+        "checks.interval": c.interval,
+    }
+    positive |= {
+        f"pfc_storm {f.port}: interval": f.interval
+        for f in exp.faults
+        if isinstance(f, PfcStorm) and f.interval is not None
+    }
+    for name, value in positive.items():
+        if not value > 0:
+            raise ExperimentError(f"{name} must be positive, not {value}")
+    if exp.monitor.interval < 0 or c.stall < 0:
+        raise ExperimentError("monitor.interval and checks.stall must not be negative")
+
+
 def build(exp: Experiment, seed: int) -> Built:
     """A configured core for `exp` (free it with native.library().sim_free)."""
     lib = native.library()
+    _check_times(exp)
     switches: dict[str, Switch] = {s.name: s for s in exp.switches}
     hosts: dict[str, Host] = {h.name: h for h in exp.hosts}
     names = list(switches) + list(hosts)
