@@ -42,6 +42,7 @@ Sim *sim_new(int n_nodes, int n_ports, int n_links, int n_flows, int n_profiles,
     for (int i = 0; i < 4; i++) s->rng[i] = splitmix(&x);
     for (int i = 0; i < n_nodes; i++) s->nodes[i].salt = splitmix(&x);
     s->pkt_free = -1;
+    evq_init(&s->evq);
     s->check_interval = s->stall_time = s->storm_time = T_INF;
     return s;
 }
@@ -58,7 +59,7 @@ void sim_free(Sim *s) {
     free(s->dep_start);
     free(s->dependents);
     free(s->storms);
-    free(s->heap);
+    evq_free(&s->evq);
     free(s->pkts);
     free(s->dl_mark);
     free(s->dl_reported);

@@ -8,47 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- event queue: a 4-ary heap ordered by (time, insertion sequence), so runs are
- * deterministic; shallower than a binary heap, and a node's children share a cache line ---- */
-
-static inline int ev_less(const Event *x, const Event *y) {
-    return x->t < y->t || (x->t == y->t && x->seq < y->seq);
-}
-
-void ev_push(Sim *s, ps_t t, int type, int a, int b, int c) {
-    if (s->heap_n == s->heap_cap) {
-        s->heap_cap = s->heap_cap ? s->heap_cap * 2 : 1024;
-        s->heap = realloc(s->heap, (size_t)s->heap_cap * sizeof(Event));
-    }
-    Event e = {t, s->seq++, type, a, b, c};
-    int64_t i = s->heap_n++;
-    while (i > 0) {
-        int64_t parent = (i - 1) / 4;
-        if (!ev_less(&e, &s->heap[parent])) break;
-        s->heap[i] = s->heap[parent];
-        i = parent;
-    }
-    s->heap[i] = e;
-}
-
-static Event ev_pop(Sim *s) {
-    Event top = s->heap[0];
-    Event last = s->heap[--s->heap_n];
-    int64_t i = 0, n = s->heap_n;
-    for (;;) {
-        int64_t c = 4 * i + 1;
-        if (c >= n) break;
-        int64_t best = c, end = c + 4 < n ? c + 4 : n;
-        for (int64_t k = c + 1; k < end; k++)
-            if (ev_less(&s->heap[k], &s->heap[best])) best = k;
-        if (!ev_less(&s->heap[best], &last)) break;
-        s->heap[i] = s->heap[best];
-        i = best;
-    }
-    if (n > 0) s->heap[i] = last;
-    return top;
-}
-
 /* ---- random numbers: xoshiro256** seeded by splitmix64 ---- */
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
@@ -665,9 +624,9 @@ static void on_arrive(Sim *s, int port, int pk) {
 
 /* run events up to time `until` (inclusive); returns 1 when the run is over */
 int sim_step_all(Sim *s, ps_t until) {
-    while (s->heap_n > 0 && !s->stopped) {
-        if (s->heap[0].t > until) return 0;
-        Event e = ev_pop(s);
+    Event e;
+    while (!s->stopped) {
+        if (!ev_next(s, until, &e)) return s->evq.count == 0;
         s->now = e.t;
         s->n_events++;
         switch (e.type) {

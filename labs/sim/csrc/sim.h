@@ -55,6 +55,30 @@ typedef struct {
 } Event;
 
 typedef struct {
+    Event *ev;
+    int64_t n, cap;
+} Heap;
+
+typedef struct {
+    Event e;
+    int32_t next;
+} CalNode;
+
+#define CAL_SHIFT 10      /* buckets of 1024 ps */
+#define CAL_BUCKETS 65536 /* a calendar of 67 us */
+#define CAL_WORDS (CAL_BUCKETS / 64)
+
+typedef struct { /* see eventq.c */
+    Heap now, later;
+    ps_t now_end;     /* end of the bucket being drained */
+    int32_t *head;    /* per bucket: first node, -1 if empty */
+    uint64_t *bits;   /* per bucket: non-empty */
+    CalNode *nodes;
+    int32_t free, cap;
+    int64_t in_calendar, count;
+} EventQueue;
+
+typedef struct {
     int32_t next, flow, size, dst, in_port;
     uint32_t hash;
     uint8_t dscp, prio, pg, ttl, flags, charge;
@@ -161,8 +185,7 @@ typedef struct {
     Dcqcn dcq;
     uint64_t rng[4];
     /* event queue */
-    Event *heap;
-    int64_t heap_n, heap_cap;
+    EventQueue evq;
     uint64_t seq;
     ps_t now;
     /* packet pool */
@@ -188,8 +211,13 @@ typedef struct {
     int64_t n_events, n_hops;
 } Sim;
 
-/* engine.c */
+/* eventq.c */
 void ev_push(Sim *s, ps_t t, int type, int a, int b, int c);
+int ev_next(Sim *s, ps_t until, Event *out); /* the earliest event if not after until */
+void evq_init(EventQueue *q);
+void evq_free(EventQueue *q);
+
+/* engine.c */
 void sim_log(Sim *s, int kind, int a, int b, int c);
 void drop_pkt(Sim *s, int pk, int port, int counter);
 void release_pkt(Sim *s, int pk);
