@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+from array import array
 from collections.abc import Sequence
 from functools import cache
 
@@ -68,12 +69,12 @@ def library() -> ctypes.CDLL:
 
 
 def i32(values: Sequence[int]) -> ctypes.Array[ctypes.c_int32]:
-    return (I32 * max(len(values), 1))(*values)
+    return (I32 * max(len(values), 1)).from_buffer(array("i", values or [0]))
 
 
 def i64(values: Sequence[int]) -> ctypes.Array[ctypes.c_int64]:
-    return (I64 * max(len(values), 1))(*values)
+    return (I64 * max(len(values), 1)).from_buffer(array("q", values or [0]))
 
 
 def f64(values: Sequence[float]) -> ctypes.Array[ctypes.c_double]:
-    return (F64 * max(len(values), 1))(*values)
+    return (F64 * max(len(values), 1)).from_buffer(array("d", values or [0.0]))
