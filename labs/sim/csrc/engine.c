@@ -245,14 +245,19 @@ static int route(Sim *s, const Node *n, const Pkt *k) {
     int64_t row = (int64_t)(n - s->nodes) * s->n_hosts + h;
     int lo = s->rt_start[row], cnt = s->rt_start[row + 1] - lo;
     if (cnt == 0) return -1;
-    int up = 0;
-    for (int i = 0; i < cnt; i++) up += s->ports[s->rt_nh[lo + i]].up;
-    if (up == 0) return -1;
+    int up = cnt;
+    if (s->ports_down > 0) { /* ECMP over the members that are up */
+        up = 0;
+        for (int i = 0; i < cnt; i++) up += s->ports[s->rt_nh[lo + i]].up;
+        if (up == 0) return -1;
+    }
+    if (up == 1 && cnt == 1) return s->rt_nh[lo];
     uint64_t x = (uint64_t)k->hash ^ n->salt;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
     x ^= x >> 31;
     int pick = (int)(x % (uint64_t)up);
+    if (up == cnt) return s->rt_nh[lo + pick];
     for (int i = 0; i < cnt; i++)
         if (s->ports[s->rt_nh[lo + i]].up && pick-- == 0) return s->rt_nh[lo + i];
     return -1;
@@ -596,6 +601,7 @@ static void on_link(Sim *s, int link, int up) {
     sim_log(s, up ? LOG_LINK_UP : LOG_LINK_DOWN, link, 0, 0);
     for (int i = 0; i < 2; i++) {
         Port *P = &s->ports[ends[i]];
+        if (P->up != up) s->ports_down += up ? -1 : 1;
         P->up = (uint8_t)up;
         if (up) continue;
         for (int prio = 0; prio < NPRIO; prio++) {

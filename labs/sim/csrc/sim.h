@@ -180,6 +180,7 @@ typedef struct {
     Profile *profiles;
     int32_t *link_ports; /* 2 per link */
     int32_t *rt_start, *rt_nh; /* CSR: node * n_hosts + host -> next-hop ports */
+    int32_t ports_down;
     int32_t *dep_start, *dependents; /* CSR: flow -> flows waiting for it */
     Storm *storms;
     Dcqcn dcq;
