@@ -1,5 +1,5 @@
-/* The packet-level simulator core: types shared by engine.c, checks.c and api.c.
- *
+/* The packet-level simulator core: types and functions shared by its C files (eventq, engine,
+ * switch, nic, checks, api).
  * Time is an integer number of picoseconds (ps_t), sizes are bytes, rates bits per second.
  * Every entity is an index into one of the arrays of Sim; packets live in a pool and are
  * linked into queues by index, so the pool can grow with realloc.
@@ -219,16 +219,36 @@ void evq_init(EventQueue *q);
 void evq_free(EventQueue *q);
 
 /* engine.c */
+double rng_uniform(Sim *s);
 void sim_log(Sim *s, int kind, int a, int b, int c);
+int pkt_alloc(Sim *s);
+void pkt_free(Sim *s, int pk);
+void q_push(Sim *s, Port *P, int qi, int pk);
+int q_pop(Sim *s, Port *P, int qi);
+void flow_done(Sim *s, int f);
+void flow_account(Sim *s, int f);
+void port_remove_active(Port *P, int f);
 void drop_pkt(Sim *s, int pk, int port, int counter);
-void release_pkt(Sim *s, int pk);
+void try_send(Sim *s, int port);
+void flush_queue(Sim *s, int port, int q, int counter);
+int sim_step_all(Sim *s, ps_t until);
+
+/* switch.c */
 int64_t pg_threshold(const Sim *s, const Port *p, int pg);
 void send_pause(Sim *s, int port, int prio_mask, int quanta);
-void try_send(Sim *s, int port);
-int q_pop(Sim *s, Port *P, int qi);
-void flush_queue(Sim *s, int port, int q, int counter);
-double rng_uniform(Sim *s);
-int sim_step_all(Sim *s, ps_t until);
+void release_pkt(Sim *s, int pk);
+void on_pfc(Sim *s, int port, int prio, int quanta);
+void on_pfc_refresh(Sim *s, int port, int pg, int gen);
+void switch_receive(Sim *s, int port, int pk);
+int queue_ready(const Sim *s, const Port *P, int q);
+int switch_dequeue(Sim *s, int port);
+
+/* nic.c */
+void on_flow_start(Sim *s, int f);
+void on_rate_timer(Sim *s, int f, int gen);
+void on_cnp(Sim *s, int f);
+int nic_dequeue(Sim *s, int port);
+void host_receive(Sim *s, int port, int pk);
 void settle_flows(Sim *s);
 
 /* checks.c */

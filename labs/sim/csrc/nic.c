@@ -1,0 +1,198 @@
+/* A host NIC: flows (QPs) paced at their rate, the DCQCN reaction point (rate cuts and
+ * increases) and notification point (CNPs), delivery. Model: physics.md section 3.2.
+ */
+#include "sim.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* ---- host NIC ---- */
+
+static void dcqcn_increase(Sim *s, Flow *F) {
+    const Dcqcn *d = &s->dcq;
+    int hi = F->t_stage > F->b_stage ? F->t_stage : F->b_stage;
+    int lo = F->t_stage < F->b_stage ? F->t_stage : F->b_stage;
+    if (hi > d->f) {
+        F->rt += lo > d->f ? (lo - d->f) * d->r_hai : d->r_ai;
+        if (F->rt > F->line) F->rt = F->line;
+    }
+    F->rc = (F->rt + F->rc) / 2;
+}
+
+void on_rate_timer(Sim *s, int f, int gen) {
+    Flow *F = &s->flows[f];
+    if (F->state != FL_SENDING || F->timer_gen != gen) return;
+    F->t_stage++;
+    dcqcn_increase(s, F);
+    ev_push(s, s->now + s->dcq.timer, EV_RATE_TIMER, f, gen, 0);
+}
+
+/* alpha's periodic update, done lazily: at each alpha_period boundary since the flow started,
+ * alpha <- (1-g) alpha unless a CNP arrived in the period that ended there */
+static void alpha_catch_up(Sim *s, Flow *F) {
+    int64_t k = (s->now - F->t_start) / s->dcq.alpha_period;
+    if (k <= F->alpha_periods) return;
+    int64_t decays = k - F->alpha_periods - F->cnp_seen;
+    if (decays > 0) F->alpha *= pow(1 - s->dcq.g, (double)decays);
+    F->alpha_periods = k;
+    F->cnp_seen = 0;
+}
+
+/* bring what is reported up to date at the end of a run */
+void settle_flows(Sim *s) {
+    for (int f = 0; f < s->n_flows; f++)
+        if (s->flows[f].dcqcn && s->flows[f].state == FL_SENDING) alpha_catch_up(s, &s->flows[f]);
+}
+
+void on_cnp(Sim *s, int f) {
+    Flow *F = &s->flows[f];
+    F->cnps++;
+    if (!F->dcqcn || F->state != FL_SENDING) return;
+    const Dcqcn *d = &s->dcq;
+    alpha_catch_up(s, F);
+    if (!d->clamp_after_increase || F->t_stage > 0 || F->b_stage > 0) F->rt = F->rc;
+    F->rc *= 1 - F->alpha / 2;
+    if (F->rc < d->min_rate) F->rc = d->min_rate;
+    F->alpha = (1 - d->g) * F->alpha + d->g;
+    F->cnp_seen = 1;
+    F->t_stage = F->b_stage = 0;
+    F->b_bytes = 0;
+    ev_push(s, s->now + d->timer, EV_RATE_TIMER, f, ++F->timer_gen, 0);
+}
+
+void on_flow_start(Sim *s, int f) {
+    Flow *F = &s->flows[f];
+    if (F->state != FL_WAITING) return;
+    Port *P = &s->ports[F->port];
+    F->state = FL_SENDING;
+    F->t_start = s->now;
+    F->next_time = s->now;
+    F->line = F->rate > 0 && F->rate < P->speed ? F->rate : P->speed;
+    F->rc = F->rt = F->line;
+    F->alpha = s->dcq.initial_alpha;
+    if (F->dcqcn) F->np_phase = to_ps(rng_uniform(s) * (double)s->dcq.cnp_interval);
+    if (F->size == 0) {
+        F->state = FL_SENT;
+        flow_account(s, f);
+        return;
+    }
+    if (P->n_active == P->cap_active) {
+        P->cap_active = P->cap_active ? P->cap_active * 2 : 4;
+        P->active = realloc(P->active, (size_t)P->cap_active * sizeof(int32_t));
+    }
+    P->active[P->n_active++] = f;
+    try_send(s, F->port);
+}
+
+static void flow_stop_sending(Sim *s, Port *P, int f) {
+    Flow *F = &s->flows[f];
+    if (F->dcqcn) alpha_catch_up(s, F);
+    F->state = FL_SENT;
+    port_remove_active(P, f);
+    if (F->size < 0)
+        flow_done(s, f);
+    else if (F->sent < F->size)
+        F->size = F->sent; /* stopped early: done when what was sent is accounted */
+}
+
+static int nic_make_packet(Sim *s, Port *P, int f) {
+    Flow *F = &s->flows[f];
+    int64_t left = F->size < 0 ? F->pkt_size : F->size - F->sent;
+    int size = left < F->pkt_size ? (int)left : F->pkt_size;
+    int pk = pkt_alloc(s);
+    Pkt *K = &s->pkts[pk];
+    K->flow = f;
+    K->size = size;
+    K->dst = F->dst;
+    K->in_port = -1;
+    K->hash = F->hash;
+    K->dscp = F->dscp;
+    K->prio = F->prio;
+    K->ttl = (uint8_t)F->ttl;
+    K->flags = F->ect ? PK_ECT : 0;
+    F->sent += size;
+    double rate = F->dcqcn ? F->rc : F->line;
+    F->next_time = s->now + to_ps(size * 8e12 / rate);
+    if (F->dcqcn && (F->b_bytes += size) >= s->dcq.byte_counter) {
+        F->b_bytes -= s->dcq.byte_counter;
+        F->b_stage++;
+        dcqcn_increase(s, F);
+    }
+    if ((F->size >= 0 && F->sent >= F->size) || F->next_time >= F->stop) flow_stop_sending(s, P, f);
+    return pk;
+}
+
+int nic_dequeue(Sim *s, int port) {
+    Port *P = &s->ports[port];
+    for (unsigned ready = P->nonempty; ready;) {
+        int q = 31 - __builtin_clz(ready);
+        if (queue_ready(s, P, q)) return q_pop(s, P, q);
+        ready &= ~(1u << q);
+    }
+    ps_t wake = T_INF;
+    for (int i = 0; i < P->n_active; i++) {
+        int idx = (P->rr + i) % P->n_active;
+        Flow *F = &s->flows[P->active[idx]];
+        if (port_paused(s, P, F->prio)) continue;
+        if (F->next_time <= s->now) {
+            P->rr = idx + 1;
+            int pk = nic_make_packet(s, P, P->active[idx]);
+            if (P->rr >= P->n_active) P->rr = 0;
+            return pk;
+        }
+        if (F->next_time < wake) wake = F->next_time;
+    }
+    if (wake < T_INF && (P->next_kick <= s->now || wake < P->next_kick)) {
+        P->next_kick = wake;
+        ev_push(s, wake, EV_KICK, port, 0, 0);
+    }
+    return -1;
+}
+
+static void send_cnp(Sim *s, int port, int f) {
+    Flow *F = &s->flows[f];
+    F->last_cnp = s->now;
+    int c = pkt_alloc(s);
+    Pkt *C = &s->pkts[c];
+    C->flow = f;
+    C->size = CNP_BYTES;
+    C->dst = F->src;
+    C->in_port = -1;
+    C->hash = F->hash ^ 0x9e3779b9u;
+    C->dscp = (uint8_t)s->dcq.cnp_dscp;
+    C->prio = (uint8_t)s->dcq.cnp_prio;
+    C->ttl = 64;
+    C->flags = PK_CNP;
+    q_push(s, &s->ports[port], s->dcq.cnp_prio, c);
+    try_send(s, port);
+}
+
+void host_receive(Sim *s, int port, int pk) {
+    Pkt *K = &s->pkts[pk];
+    int f = K->flow;
+    Flow *F = &s->flows[f];
+    if (K->flags & PK_CNP) {
+        on_cnp(s, f);
+        pkt_free(s, pk);
+        return;
+    }
+    if (K->dst != s->ports[port].node) return drop_pkt(s, pk, port, DR_NOROUTE);
+    F->delivered += K->size;
+    int ce = (K->flags & PK_CE) != 0;
+    pkt_free(s, pk);
+    F->ce += ce;
+    if (!F->dcqcn || !ce) {
+    } else if (s->dcq.np_window) {
+        /* one CNP per cnp_interval window (each flow's windows at a random phase), sent at
+         * the first marked packet of the window */
+        int64_t w = (s->now + F->np_phase) / s->dcq.cnp_interval;
+        if (w != F->np_last_window) {
+            F->np_last_window = w;
+            send_cnp(s, port, f);
+        }
+    } else if (F->last_cnp < 0 || s->now - F->last_cnp >= s->dcq.cnp_interval) {
+        send_cnp(s, port, f);
+    }
+    flow_account(s, f);
+}
+

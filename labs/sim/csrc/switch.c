@@ -1,0 +1,243 @@
+/* A switch: ingress accounting per (port, PG) against the shared pool, PFC generation and
+ * reception, forwarding (ECMP), egress schedulers (strict, DWRR) and ECN at dequeue.
+ * Model: physics.md sections 1-3.
+ */
+#include "sim.h"
+
+/* ---- ingress accounting and PFC generation (physics 1.2, 2.1) ---- */
+
+int64_t pg_threshold(const Sim *s, const Port *p, int pg) {
+    const Profile *pr = &s->profiles[p->profile];
+    if (pr->pg_static[pg] >= 0) return pr->pg_static[pg];
+    const Node *n = &s->nodes[p->node];
+    int64_t free_bytes = n->pool - n->pool_used;
+    if (free_bytes <= 0) return 0;
+    double t = pr->pg_alpha[pg] * (double)free_bytes; /* alpha may be infinite */
+    return t >= (double)n->pool ? n->pool : (int64_t)t;
+}
+
+void send_pause(Sim *s, int port, int prio_mask, int quanta) {
+    Port *P = &s->ports[port];
+    if (!P->up || P->peer < 0) return;
+    ps_t t0 = P->busy_until > s->now ? P->busy_until : s->now;
+    ps_t arrive = t0 + to_ps(PFC_FRAME_BYTES * P->ps_per_byte) + P->prop;
+    for (int prio = 0; prio < NPRIO; prio++)
+        if (prio_mask & (1 << prio)) {
+            P->pfc_tx[prio]++;
+            ev_push(s, arrive, EV_PFC, P->peer, prio, quanta);
+        }
+}
+
+static int pg_mask(const Profile *pr, int pg) {
+    int mask = 0;
+    for (int tc = 0; tc < NPRIO; tc++)
+        if (pr->tc_to_pg[tc] == pg && pr->lossless[tc]) mask |= 1 << tc;
+    return mask;
+}
+
+static ps_t refresh_period(const Sim *s, const Port *P) {
+    const Profile *pr = &s->profiles[P->profile];
+    ps_t pause = to_ps(pr->pause_quanta * 512.0 * 1e12 / P->speed);
+    ps_t r = to_ps((double)pause * pr->refresh_fraction);
+    return r > 0 ? r : 1;
+}
+
+static void pg_xoff(Sim *s, int port, int pg) {
+    Port *P = &s->ports[port];
+    const Profile *pr = &s->profiles[P->profile];
+    P->pg_paused[pg] = 1;
+    P->pg_gen[pg]++;
+    send_pause(s, port, pg_mask(pr, pg), pr->pause_quanta);
+    ev_push(s, s->now + refresh_period(s, P), EV_PFC_REFRESH, port, pg, P->pg_gen[pg]);
+}
+
+static int pg_may_resume(const Sim *s, const Port *P, int pg) {
+    const Profile *pr = &s->profiles[P->profile];
+    return P->pg_hdrm[pg] == 0 &&
+           (P->pg_shared[pg] == 0 || P->pg_shared[pg] + pr->pg_xon_offset[pg] <= pg_threshold(s, P, pg));
+}
+
+static void pg_xon(Sim *s, int port, int pg) {
+    Port *P = &s->ports[port];
+    P->pg_paused[pg] = 0;
+    P->pg_gen[pg]++;
+    send_pause(s, port, pg_mask(&s->profiles[P->profile], pg), 0);
+}
+
+void on_pfc_refresh(Sim *s, int port, int pg, int gen) {
+    Port *P = &s->ports[port];
+    if (!P->pg_paused[pg] || P->pg_gen[pg] != gen) return;
+    if (pg_may_resume(s, P, pg))
+        pg_xon(s, port, pg);
+    else
+        pg_xoff(s, port, pg);
+}
+
+/* give back the buffer a switch packet holds; may send XON */
+void release_pkt(Sim *s, int pk) {
+    Pkt *K = &s->pkts[pk];
+    Port *I = &s->ports[K->in_port];
+    switch (K->charge) {
+    case CH_RESERVED:
+        I->pg_res[K->pg] -= K->size;
+        break;
+    case CH_SHARED:
+        I->pg_shared[K->pg] -= K->size;
+        s->nodes[I->node].pool_used -= K->size;
+        break;
+    default:
+        I->pg_hdrm[K->pg] -= K->size;
+    }
+    if (I->pg_paused[K->pg] && I->up && pg_may_resume(s, I, K->pg)) pg_xon(s, K->in_port, K->pg);
+}
+
+/* ---- PFC reception (egress side) ---- */
+
+void on_pfc(Sim *s, int port, int prio, int quanta) {
+    Port *P = &s->ports[port];
+    if (!P->up) return;
+    P->pfc_rx[prio]++;
+    P->last_pfc_rx[prio] = s->now;
+    ps_t until = s->now + to_ps(quanta * 512.0 * 1e12 / P->speed);
+    if (s->now < P->pause_until[prio]) {
+        P->pause_until[prio] = until; /* re-armed, or cut short by XON */
+    } else if (until > s->now) {
+        P->paused_total[prio] += P->pause_until[prio] - P->pause_from[prio];
+        P->pause_from[prio] = s->now;
+        P->pause_until[prio] = until;
+    }
+    if (until > s->now)
+        ev_push(s, until, EV_KICK, port, 0, 0);
+    else
+        try_send(s, port);
+}
+
+/* ---- switch data path ---- */
+
+static int route(Sim *s, const Node *n, const Pkt *k) {
+    int32_t h = s->nodes[k->dst].host_idx;
+    int64_t row = (int64_t)(n - s->nodes) * s->n_hosts + h;
+    int lo = s->rt_start[row], cnt = s->rt_start[row + 1] - lo;
+    if (cnt == 0) return -1;
+    int up = cnt;
+    if (s->ports_down > 0) { /* ECMP over the members that are up */
+        up = 0;
+        for (int i = 0; i < cnt; i++) up += s->ports[s->rt_nh[lo + i]].up;
+        if (up == 0) return -1;
+    }
+    if (up == 1 && cnt == 1) return s->rt_nh[lo];
+    uint64_t x = (uint64_t)k->hash ^ n->salt;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    int pick = (int)(x % (uint64_t)up);
+    if (up == cnt) return s->rt_nh[lo + pick];
+    for (int i = 0; i < cnt; i++)
+        if (s->ports[s->rt_nh[lo + i]].up && pick-- == 0) return s->rt_nh[lo + i];
+    return -1;
+}
+
+static double red_prob(const Profile *pr, int q, int64_t bytes) {
+    double b = (double)bytes;
+    if (b <= pr->q_kmin[q]) return 0.0;
+    if (b > pr->q_kmax[q]) return 1.0;
+    return pr->q_pmax[q] * (b - pr->q_kmin[q]) / (pr->q_kmax[q] - pr->q_kmin[q]);
+}
+
+void switch_receive(Sim *s, int port, int pk) {
+    Port *P = &s->ports[port];
+    Node *N = &s->nodes[P->node];
+    Pkt *K = &s->pkts[pk];
+    const Profile *pin = &s->profiles[P->profile];
+    int tc = pin->dscp_to_tc[K->dscp];
+    K->prio = (uint8_t)tc;
+    if (K->ttl == 0) return drop_pkt(s, pk, port, DR_TTL);
+    K->ttl--;
+    if (P->wd_state[tc] == WD_DROP) return drop_pkt(s, pk, port, DR_WATCHDOG);
+    int e = route(s, N, K);
+    if (e < 0) return drop_pkt(s, pk, port, DR_NOROUTE);
+    Port *E = &s->ports[e];
+    const Profile *pe = &s->profiles[E->profile];
+    int q = pe->tc_to_queue[tc];
+    if (E->wd_state[tc] == WD_DROP) return drop_pkt(s, pk, port, DR_WATCHDOG);
+    int pg = pin->tc_to_pg[tc];
+    int lossless = pin->lossless[tc];
+    if (!lossless) {
+        if (pe->q_max[q] > 0 && E->q[q].bytes + K->size > pe->q_max[q]) return drop_pkt(s, pk, port, DR_LOSSY);
+        if (pe->q_wred_drop[q] && !(K->flags & PK_ECT) && rng_uniform(s) < red_prob(pe, q, E->q[q].bytes))
+            return drop_pkt(s, pk, port, DR_LOSSY);
+    }
+    int64_t thr = pg_threshold(s, P, pg);
+    if (P->pg_res[pg] + K->size <= pin->pg_reserved[pg]) {
+        K->charge = CH_RESERVED;
+        P->pg_res[pg] += K->size;
+    } else if (P->pg_shared[pg] + K->size <= thr) {
+        K->charge = CH_SHARED;
+        P->pg_shared[pg] += K->size;
+        N->pool_used += K->size;
+    } else if (lossless && P->pg_hdrm[pg] + K->size <= pin->pg_headroom[pg]) {
+        K->charge = CH_HEADROOM;
+        P->pg_hdrm[pg] += K->size;
+    } else {
+        drop_pkt(s, pk, port, lossless ? DR_LOSSLESS : DR_LOSSY);
+        if (lossless && !P->pg_paused[pg]) pg_xoff(s, port, pg);
+        return;
+    }
+    K->in_port = port;
+    K->pg = (uint8_t)pg;
+    q_push(s, E, q, pk);
+    if (lossless && !P->pg_paused[pg] && (P->pg_hdrm[pg] > 0 || P->pg_shared[pg] >= thr)) pg_xoff(s, port, pg);
+    try_send(s, e);
+}
+
+int queue_ready(const Sim *s, const Port *P, int q) {
+    return P->q[q].count > 0 && !port_paused(s, P, s->pkts[P->q[q].head].prio);
+}
+
+/* strict-priority queues first (highest index first), then DWRR over the others */
+static int pick_queue(Sim *s, Port *P, const Profile *pr) {
+    for (unsigned strict = P->nonempty & pr->strict_mask; strict;) {
+        int q = 31 - __builtin_clz(strict);
+        if (queue_ready(s, P, q)) return q;
+        strict &= ~(1u << q);
+    }
+    unsigned dwrr = P->nonempty & ~pr->strict_mask;
+    for (int i = 0; dwrr && i < 2 * NPRIO + 1; i++) {
+        int q = P->dwrr_cur;
+        if (!((dwrr >> q) & 1)) { /* skip to the next queue holding packets */
+            unsigned later = dwrr & ~((2u << q) - 1);
+            P->dwrr_cur = later ? __builtin_ctz(later) : __builtin_ctz(dwrr);
+            P->dwrr_fresh = 0;
+            q = P->dwrr_cur;
+        }
+        if (queue_ready(s, P, q)) {
+            if (!P->dwrr_fresh) {
+                P->deficit[q] += pr->q_quantum[q];
+                P->dwrr_fresh = 1;
+            }
+            if (P->deficit[q] >= s->pkts[P->q[q].head].size) return q;
+        }
+        P->dwrr_cur = (q + 1) % NPRIO;
+        P->dwrr_fresh = 0;
+    }
+    return -1;
+}
+
+int switch_dequeue(Sim *s, int port) {
+    Port *P = &s->ports[port];
+    const Profile *pr = &s->profiles[P->profile];
+    int q = pick_queue(s, P, pr);
+    if (q < 0) return -1;
+    int pk = q_pop(s, P, q);
+    Pkt *K = &s->pkts[pk];
+    if (!pr->q_strict[q] && P->q[q].count > 0) P->deficit[q] -= K->size;
+    P->q[q].last_deq = s->now;
+    release_pkt(s, pk);
+    if ((K->flags & PK_ECT) && pr->q_ecn[q] && !(K->flags & PK_CE) &&
+        rng_uniform(s) < red_prob(pr, q, P->q[q].bytes)) {
+        K->flags |= PK_CE;
+        P->ecn_marked[K->prio]++;
+    }
+    return pk;
+}
+
