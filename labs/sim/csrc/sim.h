@@ -1,5 +1,6 @@
 /* The packet-level simulator core: types and functions shared by its C files (eventq, engine,
  * switch, nic, checks, api).
+ *
  * Time is an integer number of picoseconds (ps_t), sizes are bytes, rates bits per second.
  * Every entity is an index into one of the arrays of Sim; packets live in a pool and are
  * linked into queues by index, so the pool can grow with realloc.
