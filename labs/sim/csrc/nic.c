@@ -6,8 +6,11 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* ---- host NIC ---- */
+/* ---- DCQCN reaction point ---- */
 
+/* one rate-increase event (timer or byte counter): the first F events after a CNP are fast
+ * recovery, later ones additive increase, hyper increase once both counters passed F (the
+ * fluid model's (1-p)^(F B) counts F fast-recovery events) */
 static void dcqcn_increase(Sim *s, Flow *F) {
     const Dcqcn *d = &s->dcq;
     int hi = F->t_stage > F->b_stage ? F->t_stage : F->b_stage;
@@ -44,6 +47,7 @@ void settle_flows(Sim *s) {
         if (s->flows[f].dcqcn && s->flows[f].state == FL_SENDING) alpha_catch_up(s, &s->flows[f]);
 }
 
+/* a CNP reached the flow's sender: cut the rate by alpha/2, raise alpha, restart the counters */
 void on_cnp(Sim *s, int f) {
     Flow *F = &s->flows[f];
     F->cnps++;
@@ -59,6 +63,8 @@ void on_cnp(Sim *s, int f) {
     F->b_bytes = 0;
     ev_push(s, s->now + d->timer, EV_RATE_TIMER, f, ++F->timer_gen, 0);
 }
+
+/* ---- flows at the NIC ---- */
 
 void on_flow_start(Sim *s, int f) {
     Flow *F = &s->flows[f];
