@@ -1,0 +1,182 @@
+"""Property: no input makes a tool trace back, write outside its output or leave half of a lab.
+
+Hypothesis edits a fabric file, a scenario and the files of a lab directory (one value
+replaced or removed anywhere in the document, or the whole file replaced by arbitrary text)
+and runs what reads them: `twin generate`, the scenario loader, `twin validate` and the
+checks `twin deploy` runs before it creates anything (the pre-deploy check, then the plan it
+builds from the configs; nothing is deployed). Each must end with exit code 0 or 2 (1 is a
+validator's failing verdict), a refusal must be one line on stderr, and nothing may appear
+outside the output directory. Example counts are kept small so this runs in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import SMALL, lab_name, write_lab
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from labs.netns.plan import build
+from twin import labcheck
+from twin.cli import main as cli
+from twin.errors import TwinError
+from twin.labdir import Lab
+from twin.scenario import model as scenarios
+
+FUZZ = settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 70),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(["leaf1", "spine1", "server1", "nic0", "Ethernet0", "10.0.0.1/31", "all"]),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+TEXT = st.one_of(st.text(max_size=200), st.binary(max_size=200).map(lambda b: b.decode("latin-1")))
+
+
+def _mutate(data: st.DataObject, document: Any) -> Any:
+    """The document with one value somewhere replaced (or a key dropped)."""
+    document = json.loads(json.dumps(document))
+    holder: Any = None
+    key: Any = None
+    node = document
+    while isinstance(node, dict | list) and node and data.draw(st.booleans(), label="deeper"):
+        keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+        holder, key = node, data.draw(st.sampled_from(keys), label="key")
+        node = node[key]
+    if holder is None:
+        return data.draw(VALUES, label="document")
+    if isinstance(holder, dict) and data.draw(st.booleans(), label="drop"):
+        del holder[key]
+    else:
+        holder[key] = data.draw(VALUES, label="value")
+    return document
+
+
+def _edited_text(data: st.DataObject, document: Any, as_yaml: bool) -> str:
+    if data.draw(st.integers(0, 4), label="whole file") == 0:
+        return data.draw(TEXT, label="text")
+    changed = _mutate(data, document)
+    return yaml.safe_dump(changed, allow_unicode=True) if as_yaml else json.dumps(changed)
+
+
+def _one_line_refusal(code: int, err: str) -> None:
+    assert code in (0, 1, 2), code
+    if code == 2:
+        assert err.count("\n") == 1 and err.startswith("twin: "), err
+
+
+def _listing(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@given(data=st.data())
+@FUZZ
+def test_generate_never_traces_back(
+    data: st.DataObject, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    work = tmp_path / "generate"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    fabric = yaml.safe_load(SMALL.read_text())
+    source = work / "fabric.yaml"
+    source.write_text(_edited_text(data, fabric, as_yaml=True))
+    out = work / "out" / "lab"
+    code = cli.main(["generate", str(source), "-o", str(out)])
+    _one_line_refusal(code, capsys.readouterr().err)
+    made = _listing(work)
+    if code == 0:
+        assert all(p in ("fabric.yaml", "out") or p.startswith("out/lab") for p in made), made
+    else:
+        assert made in (["fabric.yaml"], ["fabric.yaml", "out"]), made
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A generated lab directory, copied for each example."""
+    return write_lab(tmp_path_factory.mktemp("fuzz") / "lab", lab_name())
+
+
+SCENARIO: dict[str, Any] = {
+    "name": "fuzz",
+    "traffic": [
+        {"at": 0, "duration": 3, "kind": "all_reduce", "servers": "all", "qps": 2},
+        {"at": 1, "duration": 1, "kind": "backup", "src": "server1", "dst": "server3"},
+    ],
+    "faults": [{"at": 1, "fault": "link-down", "link": "leaf1:spine1"}],
+    "capture": ["leaf1:Ethernet0"],
+    "validate": {"failover": {"max_loss_ms": 2000}, "ecmp_spread": {"max_over_mean": 1.5}},
+}
+
+
+@given(data=st.data())
+@FUZZ
+def test_a_scenario_is_loaded_or_refused_in_one_line(
+    data: st.DataObject, pristine: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(_edited_text(data, SCENARIO, as_yaml=True))
+    try:
+        scenarios.load(path, Lab.open(pristine))
+    except TwinError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(f"{path}: ")
+
+
+LAB_FILES = [
+    "ifmap.json",
+    "design.json",
+    "configs/leaf1/config_db.json",
+    "configs/spine1/config_db.json",
+    "configs/server1/host.json",
+]
+
+
+@given(data=st.data(), file=st.sampled_from(LAB_FILES))
+@FUZZ
+def test_an_edited_lab_is_validated_or_refused_before_deploy(
+    data: st.DataObject,
+    file: str,
+    pristine: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lab_dir = tmp_path / "lab"
+    shutil.rmtree(lab_dir, ignore_errors=True)
+    shutil.copytree(pristine, lab_dir)
+    target = lab_dir / file
+    target.write_text(_edited_text(data, json.loads(target.read_text()), as_yaml=False))
+    before = _listing(lab_dir)
+    code = cli.main(["validate", str(lab_dir), "--only", "mtu_consistency", "pfc_consistency"])
+    _one_line_refusal(code, capsys.readouterr().err)
+    after = _listing(lab_dir)
+    if code == 2:
+        assert after == before
+    else:
+        assert all(p in before or p.startswith("validate") for p in after), after
+    # What deploy does before it creates anything: the check, then the plan of the configs.
+    lab = Lab.open(lab_dir)
+    try:
+        labcheck.check(lab, live=True)
+    except TwinError as exc:
+        assert "\n" not in str(exc)
+        return
+    build(lab)
