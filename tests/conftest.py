@@ -112,6 +112,15 @@ def tagged(name: str) -> list[int]:
     return found
 
 
+def alive(pid: int) -> bool:
+    """Whether the process exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def namespaces(name: str) -> list[str]:
     """The lab's namespaces that exist now."""
     listing = Path("/var/run/netns")

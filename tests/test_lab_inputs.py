@@ -56,37 +56,29 @@ def _overlapping_interfaces(lab: Path) -> None:
     _json(lab / "configs" / "leaf1" / "config_db.json", change)
 
 
-def _db(change: Callable[[dict[str, Any]], None]) -> Edit:
-    def edit(lab: Path) -> None:
-        def apply(db: dict[str, Any]) -> dict[str, Any]:
-            change(db)
-            return db
+def _edit(file: str, change: Callable[[Any], object]) -> Edit:
+    """Change the JSON document `file` of the lab in place."""
 
-        _json(lab / "configs" / "leaf1" / "config_db.json", apply)
+    def edit(lab: Path) -> None:
+        def apply(document: Any) -> Any:
+            change(document)
+            return document
+
+        _json(lab / file, apply)
 
     return edit
 
 
-def _host(change: Callable[[dict[str, Any]], None]) -> Edit:
-    def edit(lab: Path) -> None:
-        def apply(host: dict[str, Any]) -> dict[str, Any]:
-            change(host)
-            return host
-
-        _json(lab / "configs" / "server1" / "host.json", apply)
-
-    return edit
+def _db(change: Callable[[dict[str, Any]], object]) -> Edit:
+    return _edit("configs/leaf1/config_db.json", change)
 
 
-def _ifmap(change: Callable[[dict[str, Any]], None]) -> Edit:
-    def edit(lab: Path) -> None:
-        def apply(ifmap: dict[str, Any]) -> dict[str, Any]:
-            change(ifmap)
-            return ifmap
+def _host(change: Callable[[dict[str, Any]], object]) -> Edit:
+    return _edit("configs/server1/host.json", change)
 
-        _json(lab / "ifmap.json", apply)
 
-    return edit
+def _ifmap(change: Callable[[dict[str, Any]], object]) -> Edit:
+    return _edit("ifmap.json", change)
 
 
 CASES: dict[str, tuple[Edit, str]] = {

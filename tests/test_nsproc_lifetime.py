@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import lab_name
+from conftest import alive, lab_name
 
 from labs.netns import netlink
 
@@ -51,14 +51,6 @@ def lab_netns() -> Iterator[tuple[str, str]]:
         netlink.remove(name)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_a_forked_worker_is_tagged_and_dies_with_its_parent(lab_netns: tuple[str, str]) -> None:
     lab, name = lab_netns
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
@@ -78,11 +70,11 @@ def test_a_forked_worker_is_tagged_and_dies_with_its_parent(lab_netns: tuple[str
         parent.send_signal(signal.SIGKILL)
         parent.wait()
         deadline = time.monotonic() + 10
-        while _alive(worker) and time.monotonic() < deadline:
+        while alive(worker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(worker)
+        assert not alive(worker)
     finally:
         parent.kill()
         parent.wait()
-        if worker and _alive(worker):
+        if worker and alive(worker):
             os.kill(worker, signal.SIGKILL)

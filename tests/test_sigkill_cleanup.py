@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import TWIN, lab_name, leftovers, root_and_frr, tagged, twin_cli, write_lab
+from conftest import TWIN, alive, lab_name, leftovers, root_and_frr, tagged, twin_cli, write_lab
 
 pytestmark = pytest.mark.integration
 
@@ -46,14 +46,6 @@ POINTS = [
     ("run", "waiting for BGP", 0.5),
     ("run", "playing", 3.0),  # mid-scenario: senders, receivers and the fault running
 ]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def descendants(root: int) -> set[int]:
@@ -131,8 +123,8 @@ def test_cleanup_after_sigkill_leaves_nothing(
         done = twin_cli("cleanup", name)
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith(f"{name}: removed "), done.stdout
-        alive = sorted(p for p in started | set(daemons) if _alive(p))
-        assert alive == [], [Path(f"/proc/{p}/cmdline").read_bytes() for p in alive]
+        survivors = sorted(p for p in started | set(daemons) if alive(p))
+        assert survivors == [], [Path(f"/proc/{p}/cmdline").read_bytes() for p in survivors]
         assert leftovers(name, daemons) == []
         assert not (path / "state.json").exists()
     finally:
@@ -142,7 +134,7 @@ def test_cleanup_after_sigkill_leaves_nothing(
         for pid in started:  # should any be left: ours if its command names this lab
             with contextlib.suppress(OSError):
                 command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-                if _alive(pid) and (str(path) in command or f"/{name}/" in command):
+                if alive(pid) and (str(path) in command or f"/{name}/" in command):
                     os.kill(pid, signal.SIGKILL)
         if leftovers(name):
             twin_cli("cleanup", name)
