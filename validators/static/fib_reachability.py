@@ -3,6 +3,7 @@ converge to, with all links up and after every single-link failure."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Collection, Iterable, Iterator
 from ipaddress import IPv4Address, IPv4Network
 from itertools import combinations
@@ -44,8 +45,10 @@ class Walk:
         if not hops:
             why = f"black hole at {node} ({'no route' if hops is None else 'dropped'})"
         else:
+            verdicts = self.verdicts
             for hop in hops:
-                why = self(hop.node)
+                known = verdicts.get(hop.node)
+                why = self(hop.node) if known is None else known
                 if why:
                     break
         self.open.discard(node)
@@ -144,6 +147,7 @@ def fib_reachability(lab: Lab, params: Params) -> list[Result]:
         return results
     failed: list[Finding] = []
     checked = 0
+    by_address = sorted((int(a), s) for s, a in servers.items())
     for failed_links in combinations(_failable(lab), k):
         checked += 1
         delta = routing.after(failed_links)
@@ -151,9 +155,8 @@ def fib_reachability(lab: Lab, params: Params) -> list[Result]:
         if not suspects:
             continue
         changed = {**lpms, **_lpms(apply_delta(fib, delta), {n for n, _ in suspects})}
-        for server, address in servers.items():
-            starts = [n for n, prefix in suspects if address in prefix]
-            walk = Walk(changed, address, server)
+        for server, starts in _covered(by_address, suspects).items():
+            walk = Walk(changed, servers[server], server)
             if any(walk(n) for n in starts):
                 for leaf in leaves:
                     if why := walk(leaf):
@@ -163,6 +166,21 @@ def fib_reachability(lab: Lab, params: Params) -> list[Result]:
     figures = {"failure_sets": checked}
     results.append(verdict("fib_reachability", f"{k}-link failures", failed, ok, figures))
     return results
+
+
+def _covered(
+    by_address: list[tuple[int, str]], suspects: list[tuple[str, IPv4Network]]
+) -> dict[str, list[str]]:
+    """Servers (from `by_address`, sorted by address) in a suspect route's prefix, with the
+    switches of those routes."""
+    starts: dict[str, list[str]] = {}
+    for node, prefix in suspects:
+        low = int(prefix.network_address)
+        first = bisect_left(by_address, (low, ""))
+        last = bisect_left(by_address, (low + prefix.num_addresses, ""))
+        for _, server in by_address[first:last]:
+            starts.setdefault(server, []).append(node)
+    return starts
 
 
 def _failable(lab: Lab) -> list[Link]:
