@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import alive, lab_name
+from conftest import alive, lab_name, twin_cli
 
 from labs.netns import netlink
 
@@ -48,7 +48,8 @@ def lab_netns() -> Iterator[tuple[str, str]]:
     try:
         yield lab, name
     finally:
-        netlink.remove(name)
+        if name in netlink.namespaces():
+            netlink.remove(name)
 
 
 def test_a_forked_worker_is_tagged_and_dies_with_its_parent(lab_netns: tuple[str, str]) -> None:
@@ -78,3 +79,28 @@ def test_a_forked_worker_is_tagged_and_dies_with_its_parent(lab_netns: tuple[str
         parent.wait()
         if worker and alive(worker):
             os.kill(worker, signal.SIGKILL)
+
+
+def test_cleanup_ends_an_untagged_process_living_in_the_labs_namespace(
+    lab_netns: tuple[str, str],
+) -> None:
+    lab, name = lab_netns
+    env = {k: v for k, v in os.environ.items() if k != "TWIN_LAB"}
+    stray = subprocess.Popen(["ip", "netns", "exec", name, "sleep", "60"], env=env)
+    try:
+        deadline = time.monotonic() + 10
+        while (
+            Path(f"/proc/{stray.pid}/ns/net").stat().st_ino
+            != Path(f"/var/run/netns/{name}").stat().st_ino
+        ):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        done = twin_cli("cleanup", lab)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"{lab}: removed 1 namespaces, 1 processes"), done.stdout
+        assert stray.wait(timeout=10) != 0
+        assert name not in netlink.namespaces()
+    finally:
+        if stray.poll() is None:
+            stray.kill()
+            stray.wait()

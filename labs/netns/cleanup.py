@@ -102,15 +102,16 @@ def namespaces_of(lab: str) -> list[str]:
 
 
 def cleanup(lab: str, lab_dir: Path | None = None) -> dict[str, int]:
-    """End the lab's processes, remove its namespaces, run directory and state file (in
-    `lab_dir`, or the lab directory its deploy recorded)."""
+    """End the lab's processes (tagged, or living in its namespaces), remove its namespaces,
+    run directory and state file (in `lab_dir`, or the lab directory its deploy recorded)."""
     frr.lab_run_dir(lab)  # refuses a name that breaks the lab-name rule
     record = owner(lab)
     dirs = {d for d in (lab_dir, Path(record.lab_dir) if record else None) if d is not None}
-    pids = processes.tagged(lab)
-    processes.end(pids, lab)
-    frr.remove_tmp(pids)
     spaces = namespaces_of(lab)
+    ids = processes.netns_ids(netlink.NETNS_DIR / name for name in spaces)
+    pids = sorted(set(processes.tagged(lab)) | set(processes.inside(ids)))
+    processes.end(pids, lab, netns=ids)
+    frr.remove_tmp(pids)
     for name in spaces:
         netlink.remove(name)
     frr.remove_run_dir(lab)

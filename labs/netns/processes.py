@@ -1,6 +1,8 @@
 """Processes a lab started, found by the tag in their environment and ended by pid.
 
-Never by name pattern: a process is ours only if its environment says `TWIN_LAB=<lab>`.
+Never by name pattern: a process is ours only if its environment says `TWIN_LAB=<lab>`, or
+it lives in one of the lab's namespaces (`<lab>.<node>`: a command run there by hand, which
+would otherwise keep the namespace alive after it is removed).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 TAG = "TWIN_LAB"
@@ -54,6 +57,38 @@ def start_time(pid: int) -> int | None:
     return int(fields[19]) if fields[0] != "Z" else None
 
 
+NetnsId = tuple[int, int]
+
+
+def netns_ids(paths: Iterable[Path]) -> set[NetnsId]:
+    """The (device, inode) of each namespace bound at `paths` (as `/var/run/netns/<name>`)."""
+    ids = set()
+    for path in paths:
+        with contextlib.suppress(OSError):
+            st = path.stat()
+            ids.add((st.st_dev, st.st_ino))
+    return ids
+
+
+def _in_netns(pid: int, ids: set[NetnsId]) -> bool:
+    try:
+        st = os.stat(f"/proc/{pid}/ns/net")
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) in ids
+
+
+def inside(ids: set[NetnsId]) -> list[int]:
+    """Pids of live processes whose network namespace is one of `ids`."""
+    if not ids:
+        return []
+    return [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and _in_netns(int(entry.name), ids)
+    ]
+
+
 def _reap(pid: int) -> None:
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
@@ -68,9 +103,10 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def end(pids: list[int], lab: str, grace: float = 2.0) -> None:
-    """SIGTERM the lab's processes among `pids`, then SIGKILL what is left after `grace` s."""
-    ours = [p for p in pids if belongs(p, lab)]
+def end(pids: list[int], lab: str, grace: float = 2.0, netns: set[NetnsId] | None = None) -> None:
+    """SIGTERM the lab's processes among `pids` (tagged, or in one of its namespaces `netns`),
+    then SIGKILL what is left after `grace` s."""
+    ours = [p for p in pids if belongs(p, lab) or _in_netns(p, netns or set())]
     for pid in ours:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
