@@ -190,6 +190,18 @@ def _lifecycle(argv: list[str], up: bool) -> int:
     return 0
 
 
+def install(where: Path) -> Path:
+    """Make `where/containerlab` run this fake (with this Python); the folder, for PATH."""
+    where.mkdir()
+    script = where / "containerlab"
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "import fake_clab\nsys.exit(fake_clab.main(sys.argv[1:]))\n"
+    )
+    script.chmod(0o755)
+    return where
+
+
 def main(argv: list[str]) -> int:
     """Record the call, then act like containerlab."""
     with open(_dir() / "calls.jsonl", "a") as log:

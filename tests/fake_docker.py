@@ -37,6 +37,8 @@ from urllib.parse import unquote, urlparse
 import fake_clab
 
 API = "1.45"
+IMAGES = frozenset({"docker-sonic-vs:latest", "ghcr.io/hellt/network-multitool:latest"})
+"""The images a lab's topology names, loaded by default."""
 UPGRADE_PAUSE = 0.15
 """Seconds between the 101 headers and the stream: the SDK reads the stream from the raw
 socket once http.client has parsed the headers, so bytes that arrived with them are lost."""
@@ -317,9 +319,10 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     engine: Engine
 
 
-def serve(socket_path: Path, images: set[str]) -> tuple[Engine, _Server]:
-    """Start the fake engine on `socket_path` in a thread; (its state, the server to stop)."""
+def serve(socket_path: Path) -> tuple[Engine, _Server]:
+    """Start the fake engine on `socket_path` in a thread, with `IMAGES` loaded; (its state,
+    the server to stop)."""
     server = _Server(str(socket_path), _Handler)
-    server.engine = Engine(images)
+    server.engine = Engine(set(IMAGES))
     threading.Thread(target=server.serve_forever, name="fake-docker", daemon=True).start()
     return server.engine, server

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +29,6 @@ from labs.backend import Fault
 from twin.errors import LabError
 from twin.labdir import Lab
 
-TESTS = Path(__file__).resolve().parent
-IMAGES = {"docker-sonic-vs:latest", "ghcr.io/hellt/network-multitool:latest"}
 SWITCH_STARTUP = [
     ["redis-cli", "ping"],
     ["supervisorctl", "status", "orchagent"],
@@ -67,17 +64,6 @@ class Fakes:
         return done.stdout
 
 
-def _fake_bin(where: Path) -> Path:
-    where.mkdir()
-    script = where / "containerlab"
-    script.write_text(
-        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(TESTS)!r})\n"
-        "import fake_clab\nsys.exit(fake_clab.main(sys.argv[1:]))\n"
-    )
-    script.chmod(0o755)
-    return where
-
-
 @pytest.fixture
 def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fakes]:
     """A small lab with a name of its own, the fake containerlab on PATH and a fake Docker
@@ -86,10 +72,10 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fakes]:
     lab = Lab.open(write_lab(tmp_path / name, name))
     fake_state = tmp_path / "fake-state"
     fake_state.mkdir()
-    monkeypatch.setenv("PATH", f"{_fake_bin(tmp_path / 'bin')}:{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{fake_clab.install(tmp_path / 'bin')}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_CLAB_STATE", str(fake_state))
     socket = tmp_path / "docker.sock"
-    engine, server = fake_docker.serve(socket, set(IMAGES))
+    engine, server = fake_docker.serve(socket)
     monkeypatch.setenv("DOCKER_HOST", f"unix://{socket}")
     try:
         yield Fakes(lab, fake_state, engine)
@@ -116,7 +102,7 @@ def test_deploy_configures_everything_then_a_link_fault_then_destroy(fakes: Fake
     # Docker: pinged, both images looked up, nothing pulled or created.
     gets = [p for m, p, _ in fakes.engine.requests if m == "GET"]
     assert "/_ping" in gets
-    assert {f"/images/{image}/json" for image in IMAGES} <= set(gets)
+    assert {f"/images/{image}/json" for image in fake_docker.IMAGES} <= set(gets)
     assert not [p for m, p, _ in fakes.engine.requests if "create" in p or "pull" in p]
     # Each switch: readiness, bfdd, frr.conf pushed with vtysh, then BGP polled.
     for switch in lab.switches():

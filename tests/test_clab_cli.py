@@ -1,0 +1,121 @@
+"""`twin ... --backend clab` from the command line, against the fakes of test_clab_backend.
+
+A new `twin` process per verb, as a user runs them: deploy, inspect, a fault, a faults-only
+scenario played on the wall clock (`twin run`), destroy; and the one-line refusals with exit
+code 2 when containerlab, Docker or an image is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import fake_clab
+import fake_docker
+import pytest
+from conftest import lab_name, write_lab
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
+
+SCENARIO = """\
+name: clab-link-fault
+faults:
+  - {at: 1, fault: link-down, link: "leaf1:spine1"}
+  - {at: 3, fault: link-up, link: "leaf1:spine1"}
+validate:
+  bgp_health: {}
+"""
+
+
+class Cli:
+    """The `twin` command with the fakes in its environment."""
+
+    def __init__(self, lab: Path, env: dict[str, str], engine: fake_docker.Engine) -> None:
+        self.lab, self.env, self.engine = lab, env, engine
+
+    def __call__(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "twin.cli.main", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=self.env,
+            check=False,
+        )
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Iterator[Cli]:
+    """A small lab of its own, the fake containerlab on PATH, a fake Docker engine."""
+    name = lab_name("cc")
+    lab = write_lab(tmp_path / name, name)
+    state = tmp_path / "fake-state"
+    state.mkdir()
+    socket = tmp_path / "docker.sock"
+    engine, server = fake_docker.serve(socket)
+    env = dict(os.environ)
+    env.update(
+        PATH=f"{fake_clab.install(tmp_path / 'bin')}:{os.environ['PATH']}",
+        FAKE_CLAB_STATE=str(state),
+        DOCKER_HOST=f"unix://{socket}",
+        PYTHONPATH=str(Path(__file__).resolve().parent.parent),
+    )
+    old = os.environ.get("FAKE_CLAB_STATE")
+    os.environ["FAKE_CLAB_STATE"] = str(state)
+    try:
+        yield Cli(lab, env, engine)
+    finally:
+        server.shutdown()
+        server.server_close()
+        if fake_clab.load_state():
+            fake_clab.main(["destroy", "-t", str(lab / "topology.clab.yml"), "--cleanup"])
+        if old is None:
+            del os.environ["FAKE_CLAB_STATE"]
+        else:
+            os.environ["FAKE_CLAB_STATE"] = old
+
+
+def test_deploy_inspect_fault_scenario_destroy(cli: Cli, tmp_path: Path) -> None:
+    lab = str(cli.lab)
+    up = cli("deploy", lab, "--backend", "clab")
+    assert up.returncode == 0, up.stderr
+    assert "16 BGP sessions Established" in up.stdout and "(clab)" in up.stdout
+    seen = cli("inspect", lab, "--json")
+    assert seen.returncode == 0, seen.stderr
+    status = json.loads(seen.stdout)
+    assert status["backend"] == "clab"
+    fault = cli("fault", lab, "link-down", "leaf1:spine1", "--quiet", "0.5")
+    assert fault.returncode == 0, fault.stderr
+    assert cli("fault", lab, "link-up", "leaf1:spine1", "--quiet", "0.5").returncode == 0
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(SCENARIO)
+    played = cli("run", lab, str(scenario))
+    assert played.returncode in (0, 1), played.stderr
+    runs = sorted((cli.lab / "runs").iterdir())
+    assert runs, played.stderr
+    down = cli("destroy", lab)
+    assert down.returncode == 0, down.stderr
+    calls = fake_clab.calls()
+    topo = str(cli.lab / "topology.clab.yml")
+    assert ["deploy", "-t", topo] in calls
+    assert calls[-1] == ["destroy", "-t", topo, "--cleanup"]
+    assert fake_clab.load_state() == {}
+
+
+@pytest.mark.parametrize("broken", ["containerlab", "docker", "image"])
+def test_refusals_are_one_line_exit_2(cli: Cli, broken: str, tmp_path: Path) -> None:
+    if broken == "containerlab":
+        cli.env["PATH"] = "/usr/bin:/bin"
+    elif broken == "docker":
+        cli.env["DOCKER_HOST"] = f"unix://{tmp_path}/none.sock"
+    else:
+        cli.engine.images.clear()
+    done = cli("deploy", str(cli.lab), "--backend", "clab")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("twin: ")
+    assert fake_clab.calls() == []
+    assert not (cli.lab / "state.json").exists()
