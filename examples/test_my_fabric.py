@@ -4,6 +4,7 @@ Run against any fabric or edited lab directory:
 
     .venv/bin/pytest examples/test_my_fabric.py --twin-fabric examples/small.yaml
     .venv/bin/pytest examples/test_my_fabric.py --twin-lab ./my-lab
+    .venv/bin/pytest examples/test_my_fabric.py --twin-lab ./my-lab --twin-backend fake  # no root
 """
 
 from ipaddress import IPv4Network

@@ -65,9 +65,19 @@ def test_error_exit_code_and_line_from_the_console_script(tmp_path: Path) -> Non
     case = ERRORS / "duplicate_key.yaml"
     out = tmp_path / "lab"
     run = subprocess.run(
-        [sys.executable, "-m", "twin.cli.main", "generate", str(case.relative_to(REPO)),
-         "-o", str(out)],
-        cwd=REPO, capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "twin.cli.main",
+            "generate",
+            str(case.relative_to(REPO)),
+            "-o",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert run.returncode == 2
     assert run.stderr == case.with_suffix(".log").read_text()
@@ -185,8 +195,13 @@ def _accepts(schema: dict[str, Any], value: Any, root: dict[str, Any], where: st
         return [] if any(not o for o in options) else [f"{where}: matches no anyOf branch"]
     kind = schema.get("type")
     python: dict[str, type | tuple[type, ...]] = {
-        "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
-        "integer": int, "number": (int, float),
+        "object": dict,
+        "array": list,
+        "string": str,
+        "boolean": bool,
+        "null": type(None),
+        "integer": int,
+        "number": (int, float),
     }
     numeric_bool = kind in ("integer", "number") and isinstance(value, bool)
     if kind is not None and (not isinstance(value, python[kind]) or numeric_bool):
@@ -234,9 +249,7 @@ def test_schema_is_a_json_schema_of_the_intent(capsys: pytest.CaptureFixture[str
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
-def test_schema_accepts_the_examples(
-    example: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_schema_accepts_the_examples(example: Path, capsys: pytest.CaptureFixture[str]) -> None:
     schema = _schema(capsys)
     data = yaml.safe_load(example.read_text())
     try:

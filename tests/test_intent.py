@@ -174,8 +174,7 @@ def test_equal_values_under_different_keys_are_fine(tmp_path: Path) -> None:
 def test_yaml_anchors_and_merge_keys_still_work(tmp_path: Path) -> None:
     path = tmp_path / "fabric.yaml"
     path.write_text(
-        "spines: &layer\n  ports: 64\n  speed: 400G\n"
-        "leaves:\n  <<: *layer\n  ports: 32\n"
+        "spines: &layer\n  ports: 64\n  speed: 400G\nleaves:\n  <<: *layer\n  ports: 32\n"
     )
     fabric = intent.load(path)
     assert fabric.spines.ports == 64

@@ -167,7 +167,8 @@ def check_addresses(lab: Lab) -> None:
         assert set(lab.graph.nodes[server]["leaves"]) == subnets[address.network], server
     assert sum(len(leaves) for leaves in subnets.values()) == len(lab.nodes("leaf"))
     networks = sorted(
-        {a.network for _, _, a in found if a.network.prefixlen < 31} | set(ends)
+        {a.network for _, _, a in found if a.network.prefixlen < 31}
+        | set(ends)
         | {a.network for a in loopbacks}
     )
     for first, second in itertools.pairwise(networks):
@@ -401,6 +402,7 @@ def test_checks_catch_a_duplicate_address() -> None:
 
 def test_checks_catch_a_session_over_the_wrong_cable() -> None:
     with _lab(REFERENCE) as lab:
+
         def swap(config: dict[str, Any]) -> None:
             ports = config["PORT"]
             uplinks = [p for p in ports.values() if p.get("description", "").startswith("spine1:")]

@@ -60,5 +60,3 @@ def test_flow_factory_numbers_qps_like_a_nic() -> None:
     assert sport == udp_sport(QPN_BASE + 3 * 2 + 1, dqpn)
     with pytest.raises(ValueError):
         factory.flow("s1", "s3", qp=2)
-
-
