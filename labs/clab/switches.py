@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from labs.backend import Session
+from labs.ready import not_ready
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.render import sonic_vs
@@ -119,8 +120,5 @@ def wait(run: Exec, lab: Lab, timeout: float, on_ready: Callable[[str], None]) -
             if lacking:
                 time.sleep(1.0)
     if lacking:
-        more = f" (+{len(lacking) - 5} more)" if len(lacking) > 5 else ""
-        raise LabError(
-            f"lab {lab.name} did not come up in {timeout:.0f} s: " + "; ".join(lacking[:5]) + more
-        )
+        raise not_ready(lab.name, "come up", timeout, lacking)
     return established

@@ -20,6 +20,7 @@ from labs import events, state
 from labs.netns import frr, neighbours, netlink, processes
 from labs.netns.cleanup import claim, cleanup, namespaces_of
 from labs.netns.plan import Plan, build
+from labs.ready import not_ready
 from twin import labcheck
 from twin.design.graph import remote_subnets, uplink_width
 from twin.errors import LabError
@@ -245,10 +246,7 @@ def _converge(lab: Lab, plan: Plan, sockets: netlink.Sockets, timeout: float) ->
         if missing:
             time.sleep(0.2)
     if missing:
-        more = f" (+{len(missing) - 5} more)" if len(missing) > 5 else ""
-        raise LabError(
-            f"lab {lab.name} did not converge in {timeout:.0f} s: " + "; ".join(missing[:5]) + more
-        )
+        raise not_ready(lab.name, "converge", timeout, missing)
     return {
         "routes_converged_s": round(routes_s, 2),
         "bgp_established_s": round(sessions_s, 2),
