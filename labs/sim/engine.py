@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+from collections.abc import Callable
 
 from labs.sim import native
 from labs.sim.build import Built, Layout, build, sample_width
@@ -24,11 +25,16 @@ LOG_KINDS = (
 """The core's LogKind values, in order."""
 
 
-def simulate(exp: Experiment, seed: int = 1) -> Result:
-    """Run `exp` with random choices (ECN marks, ECMP hashes) drawn from `seed`."""
+def simulate(
+    exp: Experiment, seed: int = 1, prepare: Callable[[Built], None] | None = None
+) -> Result:
+    """Run `exp` with random choices (ECN marks, ECMP hashes) drawn from `seed`; `prepare`
+    may add to the built core (timed route tables, rate changes) before it runs."""
     lib = native.library()
     built = build(exp, seed)
     try:
+        if prepare is not None:
+            prepare(built)
         stopped = bool(lib.sim_run(built.handle, exp.duration, int(exp.stop_when_done)))
         return _collect(lib, built, exp, seed, stopped)
     finally:

@@ -32,6 +32,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_set_dependents": (None, [P, PI32, PI32]),
     "sim_set_dcqcn": (None, [P, PF64]),
     "sim_add_link_event": (None, [P, I32, F64, I32]),
+    "sim_add_routes": (None, [P, F64, PI32, PI32, I32]),
+    "sim_add_rate_event": (None, [P, I32, F64, F64]),
     "sim_add_storm": (None, [P, I32, I32, I32, F64, F64, F64]),
     "sim_set_monitor": (None, [P, F64, PI32, I32, I32]),
     "sim_set_checks": (None, [P, F64, I32, F64, I32, F64]),

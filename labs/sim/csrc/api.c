@@ -54,6 +54,10 @@ void sim_free(Sim *s) {
     free(s->flows);
     free(s->profiles);
     free(s->link_ports);
+    for (int i = 0; i < 2 * s->n_tables; i++) free(s->tables[i]); /* table 0 is the first */
+    if (s->n_tables) s->rt_start = s->rt_nh = NULL;
+    free(s->tables);
+    free(s->rates);
     free(s->rt_start);
     free(s->rt_nh);
     free(s->dep_start);
@@ -192,6 +196,32 @@ void sim_set_dcqcn(Sim *s, const double *v) {
     d->cnp_prio = (int32_t)v[11];
     d->np_window = (uint8_t)v[12];
     d->clamp_after_increase = (uint8_t)v[13];
+}
+
+/* a route table (as sim_set_routes takes it, after it) that replaces the current one at time t */
+void sim_add_routes(Sim *s, double t, const int32_t *rt_start, const int32_t *rt_nh, int n_nh) {
+    int64_t rows = (int64_t)s->n_nodes * s->n_hosts + 1;
+    if (s->n_tables == 0) { /* keep the first table with the others, to free them all */
+        s->tables = malloc(2 * sizeof(int32_t *));
+        s->tables[0] = s->rt_start;
+        s->tables[1] = s->rt_nh;
+        s->n_tables = 1;
+    }
+    s->tables = realloc(s->tables, (size_t)(2 * s->n_tables + 2) * sizeof(int32_t *));
+    int32_t *start = malloc((size_t)rows * sizeof(int32_t));
+    int32_t *nh = malloc((size_t)(n_nh ? n_nh : 1) * sizeof(int32_t));
+    memcpy(start, rt_start, (size_t)rows * sizeof(int32_t));
+    memcpy(nh, rt_nh, (size_t)n_nh * sizeof(int32_t));
+    s->tables[2 * s->n_tables] = start;
+    s->tables[2 * s->n_tables + 1] = nh;
+    ev_push(s, ps(t), EV_ROUTES, s->n_tables++, 0, 0);
+}
+
+/* both ends of a link run at `speed` b/s from time t */
+void sim_add_rate_event(Sim *s, int link, double t, double speed) {
+    s->rates = realloc(s->rates, (size_t)(s->n_rates + 1) * sizeof(double));
+    s->rates[s->n_rates] = speed;
+    ev_push(s, ps(t), EV_RATE, link, s->n_rates++, 0);
 }
 
 void sim_add_link_event(Sim *s, int link, double t, int up) { ev_push(s, ps(t), EV_LINK, link, up, 0); }

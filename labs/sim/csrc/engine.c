@@ -167,6 +167,40 @@ void flush_queue(Sim *s, int port, int q, int counter) {
     }
 }
 
+/* the port itself when up, else another up port of the same host (a bond's member), else it */
+int host_up_port(const Sim *s, int port) {
+    if (s->ports[port].up) return port;
+    for (int o = 0; o < s->n_ports; o++)
+        if (s->ports[o].node == s->ports[port].node && s->ports[o].up) return o;
+    return port;
+}
+
+/* a host NIC port went down: its flows continue on another up port of the host (bonding) */
+static void nic_failover(Sim *s, int port) {
+    Port *P = &s->ports[port];
+    int o = host_up_port(s, port);
+    if (o == port || P->n_active == 0) return;
+    Port *O = &s->ports[o];
+    for (int i = 0; i < P->n_active; i++) {
+        if (O->n_active == O->cap_active) {
+            O->cap_active = O->cap_active ? O->cap_active * 2 : 4;
+            O->active = realloc(O->active, (size_t)O->cap_active * sizeof(int32_t));
+        }
+        s->flows[P->active[i]].port = o;
+        O->active[O->n_active++] = P->active[i];
+    }
+    P->n_active = P->rr = 0;
+    try_send(s, o);
+}
+
+static void on_rate(Sim *s, int link, double speed) {
+    for (int i = 0; i < 2; i++) {
+        Port *P = &s->ports[s->link_ports[2 * link + i]];
+        P->speed = speed;
+        P->ps_per_byte = 8e12 / speed;
+    }
+}
+
 static void on_link(Sim *s, int link, int up) {
     int ends[2] = {s->link_ports[2 * link], s->link_ports[2 * link + 1]};
     sim_log(s, up ? LOG_LINK_UP : LOG_LINK_DOWN, link, 0, 0);
@@ -184,8 +218,10 @@ static void on_link(Sim *s, int link, int up) {
     for (int i = 0; i < 2; i++) {
         if (up)
             try_send(s, ends[i]);
-        else
+        else {
             for (int q = 0; q < NPRIO; q++) flush_queue(s, ends[i], q, DR_LINK);
+            if (!s->nodes[s->ports[ends[i]].node].is_switch) nic_failover(s, ends[i]);
+        }
     }
 }
 
@@ -241,6 +277,13 @@ int sim_step_all(Sim *s, ps_t until) {
             break;
         case EV_CHECK:
             on_check(s);
+            break;
+        case EV_ROUTES:
+            s->rt_start = s->tables[2 * e.a];
+            s->rt_nh = s->tables[2 * e.a + 1];
+            break;
+        case EV_RATE:
+            on_rate(s, e.a, s->rates[e.b]);
             break;
         }
         if (s->stop_when_done && s->open_flows == 0) s->stopped = 1;

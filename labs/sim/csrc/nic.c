@@ -69,6 +69,7 @@ void on_cnp(Sim *s, int f) {
 void on_flow_start(Sim *s, int f) {
     Flow *F = &s->flows[f];
     if (F->state != FL_WAITING) return;
+    F->port = host_up_port(s, F->port);
     Port *P = &s->ports[F->port];
     F->state = FL_SENDING;
     F->t_start = s->now;

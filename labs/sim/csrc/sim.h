@@ -29,6 +29,8 @@ enum EventType {
     EV_STORM,        /* a: storm */
     EV_SAMPLE,
     EV_CHECK,
+    EV_ROUTES,       /* a: route table (timed FIB change) */
+    EV_RATE,         /* a: link, b: index into rates */
 };
 
 enum LogKind {
@@ -184,6 +186,9 @@ typedef struct {
     int32_t ports_down;
     int32_t *dep_start, *dependents; /* CSR: flow -> flows waiting for it */
     Storm *storms;
+    int32_t n_tables, n_rates;
+    int32_t **tables; /* timed route tables: 2 per table (rt_start, rt_nh) */
+    double *rates;    /* timed link speeds */
     Dcqcn dcq;
     uint64_t rng[4];
     /* event queue */
@@ -246,6 +251,7 @@ int switch_dequeue(Sim *s, int port);
 
 /* nic.c */
 void on_flow_start(Sim *s, int f);
+int host_up_port(const Sim *s, int port);
 void on_rate_timer(Sim *s, int f, int gen);
 void on_cnp(Sim *s, int f);
 int nic_dequeue(Sim *s, int port);
