@@ -20,6 +20,7 @@ import networkx as nx
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from twin.errors import InputError
+from twin.intent.fabric import Dcqcn
 from twin.intent.inputs import parse_model
 from twin.labdir import Lab
 
@@ -106,6 +107,7 @@ class Rdma(_Model):
     pfc_priority: int = Field(ge=0, le=7)
     cnp_dscp: int = Field(ge=0, le=63)
     ecn: bool
+    dcqcn: Dcqcn | None = None
     devices: list[RdmaDevice]
 
 

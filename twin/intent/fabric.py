@@ -218,6 +218,23 @@ class PfcWatchdog(_Model):
     action: Literal["drop", "forward", "alert"] = "drop"
 
 
+class Dcqcn(_Model):
+    """DCQCN on the servers' RDMA NICs: reaction point (sender) and notification point
+    (receiver). Defaults: the paper's values as the DCQCN authors' and HPCC's simulators
+    reproduce them (physics reference 3.2)."""
+
+    g: float = Field(default=1 / 256, gt=0, le=1, description="alpha gain")
+    alpha_period_us: float = Field(default=55.0, gt=0, description="alpha update period")
+    timer_us: float = Field(default=55.0, gt=0, description="rate increase timer T")
+    byte_counter: int = Field(default=10_000_000, ge=1, description="rate increase bytes B")
+    fast_recovery_steps: int = Field(default=5, ge=0, le=64, description="F")
+    r_ai_mbps: float = Field(default=40.0, gt=0, description="additive increase")
+    r_hai_mbps: float = Field(default=400.0, gt=0, description="hyper increase")
+    min_rate_mbps: float = Field(default=100.0, gt=0, description="rate floor")
+    cnp_interval_us: float = Field(default=50.0, gt=0, description="at most one CNP per flow")
+    initial_alpha: float = Field(default=1.0, ge=0, le=1)
+
+
 class Buffers(_Model):
     """Shared buffer pools of each switch, bytes."""
 
@@ -252,6 +269,7 @@ class Qos(_Model):
     ecn: Ecn = Field(default_factory=Ecn)
     pfc_watchdog: PfcWatchdog = Field(default_factory=PfcWatchdog)
     buffers: Buffers = Field(default_factory=Buffers)
+    dcqcn: Dcqcn = Field(default_factory=Dcqcn)
     rdma_scheduler_weight: int = Field(
         default=80, ge=1, le=100, description="DWRR weight, RoCE queue"
     )

@@ -59,6 +59,7 @@ def render(d: Design, node: str) -> dict[str, Any]:
             "pfc_priority": roce.tc,
             "cnp_dscp": f.qos.classes["cnp"].dscp,
             "ecn": True,
+            "dcqcn": f.qos.dcqcn.model_dump(),
             "devices": [{"name": f"rxe_{p.name}", "netdev": p.name} for p in nics],
         },
     }
