@@ -37,6 +37,7 @@ Capability = Literal[
     "pfc",  # pause frames sent/received, paused time per port and priority
     "ecn",  # ECN marks per port and queue
     "deadlock",  # deadlock and PFC watchdog events
+    "iterations",  # collective iteration times
 ]
 
 FaultKind = Literal[
@@ -66,6 +67,8 @@ class Fault:
     mbit: float | None = None
     period: float = 1.0
     count: int = 1
+    priority: int = 3  # pfc-storm: the priority paused
+    duration: float | None = None  # pfc-storm: seconds it lasts (None: to the end)
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,7 @@ class Phase:
     burst: float | None = None  # micro_bursts: seconds each burst lasts
     period: float | None = None  # micro_bursts: seconds between bursts
     ranks: list[str] = field(default_factory=list)
+    iterations: int = 1  # a collective's iterations in a row (simulated time)
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,10 @@ class Timeline:
     captures: list[str]  # links to capture (`node:node`), where the backend has "pcap"
     probes: bool  # probe every server pair at the end, where the backend has "probes"
     files: Path | None = None  # where a backend writes files of the run (capture/*.pcap)
+    sim: dict[str, Any] = field(default_factory=dict)  # the scenario's `sim:` settings
+    fibs: list[tuple[float, str, Fib]] | None = None
+    """FIBs a live twin recorded, (time from the start, label, FIB), for a backend with no
+    control plane of its own (sim) to apply at their times; None: it computes its own."""
 
 
 @dataclass

@@ -18,6 +18,7 @@ BACKENDS = {
     "clab": "labs.clab.backend:ClabBackend",
     "clabernetes": "labs.clab.kube:ClabernetesBackend",
     "fake": "labs.fake.backend:FakeBackend",
+    "sim": "labs.sim.backend:SimBackend",
 }
 DEFAULT = "netns"
 

@@ -41,6 +41,13 @@ def load(lab_dir: Path) -> State | None:
     return State(**json.loads(path.read_text()))
 
 
+def running(lab_dir: Path, backend: str) -> bool:
+    """Whether the lab's state records a running twin on `backend` (for backends whose twin
+    is only that record: fake, sim)."""
+    st = load(lab_dir)
+    return st is not None and st.backend == backend and st.status == "running"
+
+
 def clear(lab_dir: Path) -> None:
     """Forget the twin."""
     (lab_dir / STATE_FILE).unlink(missing_ok=True)

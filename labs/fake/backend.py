@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from labs import events, state
 from labs.backend import Deployed, LinkState, Status
-from labs.fake.network import STATE, Failures, Network
-from labs.fake.simulate import Simulation, fault_record
+from labs.failures import STATE, Failures, Network, fault_record
+from labs.fake.simulate import Simulation
 from twin import labcheck
 from twin.errors import LabError
 from twin.labdir import Lab
@@ -119,8 +119,7 @@ class FakeBackend:
 
     def running(self, lab: Lab) -> bool:
         """Whether the lab's state records a running fake twin."""
-        st = state.load(lab.path)
-        return st is not None and st.backend == self.name and st.status == "running"
+        return state.running(lab.path, self.name)
 
     def status(self, lab: Lab) -> Status:
         """Nodes up or down, links as the failures leave them; sessions are not observed."""

@@ -16,15 +16,14 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import Any
 
-from labs.backend import COUNTER_FIELDS, Fault, FlowSpec, Phase, Played, Timeline
-from labs.fake.network import Network, resolve
+from labs.backend import COUNTER_FIELDS, FlowSpec, Phase, Played, Timeline
+from labs.failures import CHANGES_ROUTING, Network, fault_record
 from twin.labdir import Lab
 
 FRAME_OVERHEAD = 58  # Ethernet, IPv4, UDP, BTH and ICRC around a RoCE payload
 MAX_HOPS = 64
 SNAPSHOT_AFTER = 0.5
 ECT0 = 2
-CHANGES_ROUTING = ("link-down", "link-up", "node-down", "node-up", "daemon-kill", "daemon-restart")
 
 
 @dataclass(frozen=True)
@@ -55,20 +54,6 @@ def _sent(pps: float, since: float) -> int:
     return math.floor(pps * since + 1e-9)
 
 
-def fault_record(net: Network, index: int, t: float, fault: Fault) -> dict[str, Any]:
-    """A fault as the run saves it (`ends` of a link by node and SONiC port)."""
-    fields = {k: v for k, v in vars(fault).items() if v is not None and k != "kind"}
-    if fault.kind not in ("link-flap",):
-        fields.pop("period", None)
-        fields.pop("count", None)
-    if fault.link:
-        a, a_port, b, b_port = resolve(net.lab, net.wiring, fault.link)[0]
-        w = net.wiring
-        fields["ends"] = [f"{a}:{w.logical(a, a_port)}", f"{b}:{w.logical(b, b_port)}"]
-    kind = "link-flap-done" if fault.kind == "link-flap" else fault.kind
-    return {"index": index, "began": t, "t": t, "event": "fault", "fault": kind, **fields}
-
-
 class Simulation:
     """One timeline on one lab, from the failures the fake twin holds."""
 
@@ -78,14 +63,7 @@ class Simulation:
         self.faults: list[dict[str, Any]] = []
         for index, (at, fault) in enumerate(sorted(timeline.faults, key=lambda f: f[0])):
             self.faults.append(fault_record(self.epochs[-1].net, index, t0 + at, fault))
-            if fault.kind in (
-                "link-down",
-                "link-up",
-                "node-down",
-                "node-up",
-                "daemon-kill",
-                "daemon-restart",
-            ):
+            if fault.kind in CHANGES_ROUTING:
                 self.epochs.append(Epoch(at, self.epochs[-1].net.after(fault)))
             else:
                 self.epochs.append(Epoch(at, self.epochs[-1].net))

@@ -11,12 +11,16 @@
       ecmp_spread: {max_over_mean: 1.5}
       failover: {max_loss_ms: 1000}
 
-Times are seconds from the start of the run. Rates are packets per second per flow: veth
-links are not 400G, so a scenario keeps the ratios between flows, not absolute speeds. Bad
-scenarios are refused with one line naming the file and key, before anything starts: every
-number is finite and bounded (times within `MAX_TIME`), names exist in the lab (servers,
-classes, nodes, both halves of a link), thresholds have the type of their defaults, and the
-traffic sent at any moment stays within what one small machine can send (`MAX_PPS`).
+Times are seconds from the start of the run. Rates on wall-clock backends (netns) are packets
+per second per flow (`pps`): veth links are not 400G, so a scenario keeps the ratios between
+flows, not absolute speeds. The simulator (`--backend sim`) runs real link speeds: its rates
+are Gb/s per flow (`gbps`; none: line rate, a collective as fast as the network lets it), a
+collective sends `message` bytes per rank `iterations` times, one iteration after the other,
+and its timeline is usually milliseconds (`sim:` sets its options). Bad scenarios are refused
+with one line naming the file and key, before anything starts: every number is finite and
+bounded (times within `MAX_TIME`), names exist in the lab (servers, classes, nodes, both
+halves of a link), thresholds have the type of their defaults, and the traffic sent at any
+moment stays within what one small machine can send (`MAX_PPS`).
 """
 
 from __future__ import annotations
@@ -75,6 +79,10 @@ class Traffic(_Model):
         1 << 28, ge=1024, le=1 << 40, description="collectives: bytes per rank (nccl-tests' S)"
     )
     pps: float = Field(150, gt=0, le=200000, description="packets per second per flow")
+    gbps: float | None = Field(
+        None, gt=0, le=3200, description="sim: Gb/s per flow (none: line rate)"
+    )
+    iterations: int = Field(1, ge=1, le=1000, description="sim: collective iterations in a row")
     payload: int = Field(1024, ge=64, le=8900, description="RoCE payload bytes per frame")
     period: float = Field(
         1.0, gt=0, le=MAX_TIME, description="micro_bursts: seconds between bursts"
@@ -136,10 +144,19 @@ class Fault(_Model):
     mbit: float | None = Field(None, gt=0, le=10**7)
     period: float = Field(1.0, gt=0, le=MAX_TIME)
     count: int = Field(3, ge=1, le=10_000)
+    priority: int = Field(3, ge=0, le=7, description="pfc-storm: the priority paused")
+    duration: float | None = Field(
+        None, gt=0, le=MAX_TIME, description="pfc-storm: seconds it lasts (none: to the end)"
+    )
 
     @model_validator(mode="after")
     def _target(self) -> Fault:
-        needs_link = self.fault.startswith("link") or self.fault in ("loss", "rate", "clear")
+        needs_link = self.fault.startswith("link") or self.fault in (
+            "loss",
+            "rate",
+            "clear",
+            "pfc-storm",
+        )
         if needs_link and not self.link:
             raise ValueError(f"{self.fault} needs link: NODE:PORT or NODE:PEER")
         if not needs_link and not self.node:
@@ -151,6 +168,34 @@ class Fault(_Model):
         if self.fault == "link-flap" and self.count * self.period > MAX_TIME:
             raise ValueError(f"a flap of count x period beyond {MAX_TIME:g} s")
         return self
+
+
+class SimOptions(_Model):
+    """How the simulator plays the scenario (ignored by other backends)."""
+
+    time_scale: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="the timeline's times multiplied by this (a live scenario's seconds as ms)",
+    )
+    convergence: float = Field(
+        default=0.0005, ge=0, description="seconds from a topology fault to the FIBs that follow it"
+    )
+    seed: int = Field(default=1, ge=0, description="ECMP hashes and ECN marking draws")
+    sample_interval: float = Field(
+        default=1e-5, gt=0, description="seconds between queue, PG and flow rate samples"
+    )
+    packet_bytes: int = Field(default=4096, ge=256, le=9216, description="frame size of every flow")
+    qps: int | None = Field(
+        default=None, ge=1, le=64, description="collectives' queue pairs per peer (none: qps)"
+    )
+    pause_storm: float = Field(
+        default=0.001, gt=0, description="a priority paused this long in one go is a pause storm"
+    )
+    deadlock_stall: float = Field(
+        default=0.001, gt=0, description="paused, non-empty queues in a cycle this long: deadlock"
+    )
 
 
 class Scenario(_Model):
@@ -167,6 +212,7 @@ class Scenario(_Model):
     )
     traffic: list[Traffic] = Field(default_factory=list, max_length=256)
     faults: list[Fault] = Field(default_factory=list, max_length=1024)
+    sim: SimOptions = Field(default_factory=SimOptions)
     validate_: dict[str, dict[str, Any]] = Field(
         default_factory=dict, alias="validate", description="validator name -> thresholds"
     )

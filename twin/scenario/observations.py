@@ -77,6 +77,17 @@ class Observations:
         data: list[dict[str, Any]] | None = json.loads(path.read_text()) if path.exists() else None
         return data
 
+    def extra(self, key: str) -> Any:
+        """What only some backends observe (`KEY.json`: pfc, queues, iterations, sim), None
+        when the run has no such file."""
+        path = self.path / f"{key}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    @property
+    def duration(self) -> float:
+        """Seconds the run lasted."""
+        return float(self.run["ended"]) - float(self.run["started"])
+
     def fib(self, label: str) -> Fib:
         """Every node's FIB at a snapshot (`start`, `end`, `fault1-link-down`...)."""
         return from_json(self._json(f"fib/{label}.json"))

@@ -113,11 +113,13 @@ def phase(lab: Lab, index: int, traffic: Traffic) -> Phase:
         duration=traffic.duration,
         payload=traffic.payload,
         pps=traffic.pps,
+        gbps=traffic.gbps,
         message=traffic.message if collective else None,
         algorithm=traffic.algorithm,
         burst=traffic.burst if traffic.kind == "micro_bursts" else None,
         period=traffic.period if traffic.kind == "micro_bursts" else None,
         ranks=ranks(lab, traffic) if collective else [],
+        iterations=traffic.iterations if collective else 1,
     )
 
 
@@ -132,6 +134,8 @@ def fault(f: Fault) -> backend.Fault:
         mbit=f.mbit,
         period=f.period,
         count=f.count,
+        priority=f.priority,
+        duration=f.duration,
     )
 
 
@@ -146,4 +150,5 @@ def timeline(lab: Lab, scenario: Scenario, files: Path | None = None) -> Timelin
         captures=list(scenario.capture),
         probes=bool(PROBED_BY & set(scenario.validate_)),
         files=files,
+        sim=scenario.sim.model_dump(),
     )

@@ -1,5 +1,7 @@
-"""The fake twin's state: which links, nodes and daemons a fault took down (kept in the lab
-directory, so that every verb sees it), and the FIB the routing model gives for that state.
+"""A lab under failures, as the routing model sees it: which links, nodes and daemons faults
+took down, the FIB the routing model gives for that state, and faults as runs record them.
+Shared by the backends that compute their FIBs (fake, sim); the fake twin keeps its failures
+in the lab directory (`fake.json`), so that every verb sees them.
 
 A link is taken down by its physical links (`node:peer` fails every link between the two, a
 PortChannel its members); a node down fails all its links; a killed bgpd or zebra takes the
@@ -13,6 +15,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from ipaddress import IPv4Address
+from typing import Any
 
 from labs.backend import Fault
 from twin.errors import LabError
@@ -22,6 +25,8 @@ from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links
 
 STATE = "fake.json"
+CHANGES_ROUTING = ("link-down", "link-up", "node-down", "node-up", "daemon-kill", "daemon-restart")
+"""Faults that change the FIBs."""
 ROUTED = ("bgpd", "zebra")
 
 
@@ -139,3 +144,19 @@ class Network:
             case _:
                 raise LabError(f"the fake backend cannot inject {fault.kind}")
         return f
+
+
+def fault_record(net: Network, index: int, t: float, fault: Fault) -> dict[str, Any]:
+    """A fault as the run saves it (`ends` of a link by node and SONiC port)."""
+    fields = {k: v for k, v in vars(fault).items() if v is not None and k != "kind"}
+    if fault.kind not in ("link-flap",):
+        fields.pop("period", None)
+        fields.pop("count", None)
+    if fault.kind != "pfc-storm":
+        fields.pop("priority", None)
+    if fault.link:
+        a, a_port, b, b_port = resolve(net.lab, net.wiring, fault.link)[0]
+        w = net.wiring
+        fields["ends"] = [f"{a}:{w.logical(a, a_port)}", f"{b}:{w.logical(b, b_port)}"]
+    kind = "link-flap-done" if fault.kind == "link-flap" else fault.kind
+    return {"index": index, "began": t, "t": t, "event": "fault", "fault": kind, **fields}

@@ -1,0 +1,171 @@
+"""The simulator backend behind `labs.backend.Backend`: the lab's data plane, packet by packet.
+
+"Deploying" reads the lab directory into the simulator's network (`labs.sim.lab`: every
+switch port's QoS, buffers, WRED/ECN, schedulers and PFC watchdog, every NIC's RDMA and
+DCQCN settings, the cables) and records the twin in the lab's state; nothing runs between
+scenarios. A scenario is played at once in simulated time (`play`): its timeline becomes one
+experiment (`labs.sim.timeline`), the C core runs it, and its outputs become the run's
+observations (`labs.sim.played`). Faults are played from a scenario's timeline only.
+
+It observes FIBs (the routing model's, under the faults in force), port counters, flows,
+queues, PFC, ECN, and deadlock and watchdog events; not BGP sessions, captures or probes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+from labs import events, state
+from labs.backend import (
+    Deployed,
+    Fault,
+    LinkState,
+    Phase,
+    Played,
+    Progress,
+    Session,
+    Status,
+    Timeline,
+)
+from labs.failures import Failures, Network
+from labs.sim import lab as simlab
+from labs.sim.engine import simulate
+from labs.sim.played import played
+from labs.sim.timeline import plan, scaled
+from twin.errors import LabError
+from twin.labdir import Lab
+from twin.model.fib import Fib
+from twin.model.wiring import links
+
+
+def _quiet(_: str) -> None:
+    """Progress sink that says nothing."""
+
+
+class SimObserver:
+    """`labs.backend.Observer` of a simulated twin: the FIB its configs converge to."""
+
+    def __init__(self, lab: Lab) -> None:
+        self.lab = lab
+
+    def fib(self) -> Fib:
+        """Every node's FIB with every link up."""
+        return Network(self.lab, Failures()).fib
+
+    def counters(self) -> dict[str, list[int]]:
+        """Nothing runs between scenarios: nothing counted."""
+        return {}
+
+    def bgp(self) -> list[Session]:
+        """Not observed (no BGP daemons)."""
+        return []
+
+    @contextmanager
+    def watch(self) -> Iterator[list[dict[str, Any]]]:
+        """No state changes happen outside a play."""
+        yield []
+
+
+def run(
+    lab: Lab,
+    timeline: Timeline,
+    progress: Progress = _quiet,
+    fibs: list[tuple[float, str, Fib]] | None = None,
+) -> Played:
+    """Simulate a timeline (its times scaled by `sim.time_scale`) on a lab; FIBs from the
+    routing model, or `fibs` ((simulated time, label, FIB), the first at 0) as a live twin
+    recorded them."""
+    started = time.monotonic()
+    timeline = scaled(timeline)
+    net = simlab.network(lab)
+    base = Network(lab, Failures())
+    p = plan(lab, timeline, net, base, fibs)
+    progress(
+        f"simulating {len(p.experiment.flows)} flows on {len(net.links)} links "
+        f"for up to {timeline.duration * 1e3:g} ms of simulated time"
+    )
+    result = simulate(
+        p.experiment,
+        int(timeline.sim.get("seed", 1)),
+        lambda built: p.prepare(built, base.wiring, net.addresses),
+    )
+    wall = time.monotonic() - started
+    progress(
+        f"simulated {result.end_time * 1e3:.3f} ms: {result.packet_hops} packet hops "
+        f"in {wall:.1f} s"
+    )
+    return played(timeline, p, result, base, wall)
+
+
+class SimBackend:
+    """A lab's data plane in the packet-level simulator."""
+
+    name: ClassVar[str] = "sim"
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {"fib", "counters", "flows", "queues", "pfc", "ecn", "deadlock", "iterations"}
+    )
+
+    def deploy(self, lab: Lab, progress: Progress = _quiet, timeout: float = 60.0) -> Deployed:
+        """Read the lab into the simulator's network (refusing what it cannot model) and
+        record the twin."""
+        if self.running(lab):
+            raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
+        start = time.monotonic()
+        progress("reading the configs into the simulator")
+        net = simlab.network(lab)
+        state.State(lab.name, self.name, status="running").save(lab.path)
+        seconds = round(time.monotonic() - start, 2)
+        events.append(lab.path, "deployed", backend=self.name, converged_s=seconds)
+        return Deployed(
+            lab.name,
+            self.name,
+            len(net.switches) + len(net.hosts),
+            0,
+            seconds,
+            {"links": len(net.links)},
+        )
+
+    def destroy(self, lab: Lab) -> dict[str, int]:
+        """Forget the twin."""
+        was = self.running(lab)
+        state.clear(lab.path)
+        if was:
+            events.append(lab.path, "destroyed", backend=self.name)
+        return {"twins": int(was)}
+
+    def running(self, lab: Lab) -> bool:
+        """Whether the lab's state records a simulated twin."""
+        return state.running(lab.path, self.name)
+
+    def status(self, lab: Lab) -> Status:
+        """Every node and link up (faults live only on a scenario's timeline)."""
+        nodes = dict.fromkeys(lab.graph.nodes, "up")
+        states = [LinkState(a, ap, b, bp, True) for a, ap, b, bp in links(lab)]
+        return Status(lab.name, self.name, self.running(lab), nodes, states, [])
+
+    def exec(self, lab: Lab, node: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        """Refused: the simulator runs no processes."""
+        raise LabError(f"the sim backend runs no processes: cannot run {argv[0]} in {node}")
+
+    def fault(self, lab: Lab, fault: Fault) -> dict[str, Any]:
+        """Refused: faults are played on a scenario's timeline."""
+        raise LabError(
+            f"the sim backend plays faults on a scenario's timeline only: put {fault.kind} "
+            "in a scenario's faults"
+        )
+
+    def observer(self, lab: Lab) -> SimObserver:
+        """The FIBs of the lab's configs."""
+        return SimObserver(lab)
+
+    def traffic(self, lab: Lab, phase: Phase) -> Any:
+        """Refused: traffic is played in simulated time by `play`."""
+        raise LabError(f"the sim backend plays {phase.label} in simulated time only (twin run)")
+
+    def play(self, lab: Lab, timeline: Timeline, progress: Progress = _quiet) -> Played:
+        """The whole timeline in simulated time (with the live twin's FIBs, when given)."""
+        return run(lab, timeline, progress, timeline.fibs)

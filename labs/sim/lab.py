@@ -1,0 +1,312 @@
+"""A lab directory as the simulator's network: switches, NICs, links and routes read from the
+configs under test (config_db.json, host.json), never from the intent alone.
+
+Per switch port (SONiC CONFIG_DB):
+
+- classification: DSCP_TO_TC_MAP, TC_TO_QUEUE_MAP, TC_TO_PRIORITY_GROUP_MAP (as PORT_QOS_MAP
+  names them); a TC is lossless when PORT_QOS_MAP's `pfc_enable` lists it and the port's
+  MAP_PFC_PRIORITY_TO_QUEUE and PFC_PRIORITY_TO_PRIORITY_GROUP_MAP (when given) send its
+  pauses to the TC's own queue and PG; otherwise its pauses would stop another queue, and it
+  is simulated as lossy;
+- buffers: the ingress pool of BUFFER_POOL (the one lossless profiles draw on) is the
+  switch's shared pool; BUFFER_PG's profile gives a PG its headroom (`xoff`), reserved bytes
+  (`size` - `xoff`), XON offset (`xon_offset`, else `xon`) and threshold (`dynamic_th` n:
+  alpha 2^n, or `static_th`); a lossless PG without a profile has no headroom; a lossy
+  queue's BUFFER_QUEUE profile caps it (`static_th`, or alpha/(1+alpha) of its pool);
+- scheduling and marking: QUEUE's SCHEDULER (STRICT or DWRR weight) and WRED_PROFILE (green
+  thresholds and drop probability; `ecn` ecn_green/ecn_all marks, else WRED drops lossy
+  packets);
+- PFC_WD per port: detection and restoration times, action drop or forward (alert: none);
+- the link: PORT speed, CABLE_LENGTH (5 ns/m), and admin_status (down from the start).
+
+Per server (host.json): its NICs and their speeds, the DSCP its RDMA stack marks (priority
+`pfc_priority`), the CNP DSCP (priority 6) and the DCQCN parameters of `rdma.dcqcn` (the
+engine takes one set: the first server's).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address, IPv4Interface
+from typing import Any
+
+from labs.sim.model import (
+    Dcqcn,
+    Host,
+    Link,
+    LinkFault,
+    PgParams,
+    QosProfile,
+    QueueParams,
+    Switch,
+    Watchdog,
+)
+from twin.labdir import Lab
+from twin.model.fib import Fib, Lpm
+from twin.model.wiring import Wiring, links
+from twin.render.config_db import ConfigDb
+from validators.qos_config import by_port, pfc_enabled, qos_map
+
+CNP_PRIORITY = 6
+DEFAULT_CABLE_M = 5.0
+
+
+@dataclass
+class Network:
+    """The simulator's view of a lab: nodes, cables, the DCQCN set and the admin-down ports."""
+
+    switches: list[Switch]
+    hosts: list[Host]
+    links: list[Link]
+    dcqcn: Dcqcn
+    down: list[LinkFault] = field(default_factory=list)
+    addresses: dict[str, IPv4Address] = field(default_factory=dict)
+
+
+def _int(value: Any, default: int = 0) -> int:
+    try:
+        return int(str(value).rstrip("m"))
+    except ValueError:
+        return default
+
+
+def _alpha(profile: Mapping[str, Any]) -> float:
+    n = _int(profile.get("dynamic_th"), 0)
+    return math.inf if n >= 7 else 2.0**n
+
+
+def _profile(db: ConfigDb, entry: Mapping[str, Any] | None) -> dict[str, Any]:
+    name = (entry or {}).get("profile", "")
+    found: dict[str, Any] = db.get("BUFFER_PROFILE", {}).get(str(name).strip("[]"), {})
+    return found
+
+
+def _lossless(db: ConfigDb, port: str, tc_to_queue: list[int], tc_to_pg: list[int]) -> set[int]:
+    to_queue = qos_map(db, port, "pfc_to_queue_map")
+    to_pg = qos_map(db, port, "pfc_to_pg_map")
+    return {
+        p
+        for p in pfc_enabled(db, port)
+        if 0 <= p < 8
+        and (to_queue is None or to_queue.get(p) == tc_to_queue[p])
+        and (to_pg is None or to_pg.get(p) == tc_to_pg[p])
+    }
+
+
+def _pgs(
+    db: ConfigDb, entries: dict[int, dict[str, Any]], lossless_pgs: set[int]
+) -> dict[int, PgParams]:
+    pgs: dict[int, PgParams] = {}
+    for pg in range(8):
+        prof = _profile(db, entries.get(pg))
+        xoff = _int(prof.get("xoff"))
+        headroom = xoff if pg in lossless_pgs else 0
+        static = prof.get("static_th")
+        pgs[pg] = PgParams(
+            reserved=max(0, _int(prof.get("size")) - xoff),
+            headroom=headroom,
+            xon_offset=_int(prof.get("xon_offset", prof.get("xon")), 0),
+            alpha=_alpha(prof),
+            static_threshold=None if static is None else _int(static),
+        )
+    return pgs
+
+
+def _queues(
+    db: ConfigDb,
+    queue: dict[int, dict[str, Any]],
+    buffers: dict[int, dict[str, Any]],
+    lossless_queues: set[int],
+) -> dict[int, QueueParams]:
+    pools = db.get("BUFFER_POOL", {})
+    out: dict[int, QueueParams] = {}
+    for q in range(8):
+        entry = queue.get(q, {})
+        sched = db.get("SCHEDULER", {}).get(str(entry.get("scheduler", "")).strip("[]"), {})
+        wred = db.get("WRED_PROFILE", {}).get(str(entry.get("wred_profile", "")).strip("[]"), {})
+        green = str(wred.get("wred_green_enable", "false")) == "true"
+        ecn = green and wred.get("ecn") in ("ecn_green", "ecn_all")
+        prof = _profile(db, buffers.get(q))
+        limit = 0
+        if q not in lossless_queues and prof:
+            if "static_th" in prof:
+                limit = _int(prof["static_th"])
+            else:
+                alpha = _alpha(prof)
+                pool = _int(pools.get(str(prof.get("pool", "")).strip("[]"), {}).get("size"))
+                limit = pool if math.isinf(alpha) else int(pool * alpha / (1 + alpha))
+        out[q] = QueueParams(
+            strict=sched.get("type") == "STRICT",
+            weight=max(1, _int(sched.get("weight"), 1)),
+            ecn=ecn,
+            wred_drop=green and not ecn,
+            kmin=_int(wred.get("green_min_threshold")) if green else 0,
+            kmax=_int(wred.get("green_max_threshold")) if green else 0,
+            pmax=_int(wred.get("green_drop_probability")) / 100 if green else 0.0,
+            max_bytes=limit,
+        )
+    return out
+
+
+def _watchdog(db: ConfigDb, port: str) -> Watchdog | None:
+    wd = db.get("PFC_WD", {}).get(port)
+    if not wd or wd.get("action", "drop") not in ("drop", "forward"):
+        return None
+    return Watchdog(
+        detection=_int(wd.get("detection_time"), 200) / 1000,
+        restoration=_int(wd.get("restoration_time"), 200) / 1000,
+        action="forward" if wd.get("action") == "forward" else "drop",
+    )
+
+
+PerPort = dict[str, dict[str, dict[int, dict[str, Any]]]]
+"""BUFFER_PG, QUEUE and BUFFER_QUEUE of a switch by port and index (`per_port`)."""
+
+
+def per_port(db: ConfigDb) -> PerPort:
+    """A switch's per-port tables, read once."""
+    return {t: by_port(db, t) for t in ("BUFFER_PG", "QUEUE", "BUFFER_QUEUE")}
+
+
+def port_profile(db: ConfigDb, port: str, tables: PerPort | None = None) -> QosProfile:
+    """The QoS a switch port's configuration gives it."""
+    tables = tables or per_port(db)
+    dscp = qos_map(db, port, "dscp_to_tc_map") or {}
+    to_queue = qos_map(db, port, "tc_to_queue_map") or {}
+    to_pg = qos_map(db, port, "tc_to_pg_map") or {}
+    tc_to_queue = [to_queue.get(tc, tc) for tc in range(8)]
+    tc_to_pg = [to_pg.get(tc, 0) for tc in range(8)]
+    lossless = _lossless(db, port, tc_to_queue, tc_to_pg)
+    return QosProfile(
+        dscp_to_tc={d: tc for d, tc in dscp.items() if 0 <= d < 64 and 0 <= tc < 8},
+        tc_to_queue=tuple(tc_to_queue),
+        tc_to_pg=tuple(tc_to_pg),
+        lossless=frozenset(lossless),
+        pgs=_pgs(db, tables["BUFFER_PG"].get(port, {}), {tc_to_pg[tc] for tc in lossless}),
+        queues=_queues(
+            db,
+            tables["QUEUE"].get(port, {}),
+            tables["BUFFER_QUEUE"].get(port, {}),
+            {tc_to_queue[tc] for tc in lossless},
+        ),
+        watchdog=_watchdog(db, port),
+    )
+
+
+def pool_bytes(db: ConfigDb) -> int:
+    """The shared ingress pool: the one lossless PG profiles draw on, else the first ingress."""
+    pools = db.get("BUFFER_POOL", {})
+    ingress = [n for n, p in pools.items() if p.get("type") == "ingress"]
+    used = {
+        str(p.get("pool", "")).strip("[]")
+        for p in db.get("BUFFER_PROFILE", {}).values()
+        if "xoff" in p
+    }
+    chosen = next((n for n in ingress if n in used), ingress[0] if ingress else None)
+    return _int(pools[chosen].get("size")) if chosen else 32_000_000
+
+
+def host_profile(host: Mapping[str, Any]) -> QosProfile:
+    """A NIC's priorities: its RDMA DSCP on `pfc_priority`, CNPs on 6, the rest on 0."""
+    rdma = host.get("rdma") or {}
+    dscp_to_tc = {int(rdma.get("cnp_dscp", 48)): CNP_PRIORITY}
+    if "dscp" in rdma:
+        dscp_to_tc[int(rdma["dscp"])] = int(rdma.get("pfc_priority", 3))
+    return QosProfile(dscp_to_tc=dscp_to_tc, watchdog=None)
+
+
+def dcqcn(host: Mapping[str, Any]) -> Dcqcn:
+    """A host file's DCQCN parameters (the engine's defaults where it has none)."""
+    d = (host.get("rdma") or {}).get("dcqcn") or {}
+    base = Dcqcn()
+    rdma = host.get("rdma") or {}
+    return Dcqcn(
+        g=float(d.get("g", base.g)),
+        alpha_period=float(d.get("alpha_period_us", base.alpha_period * 1e6)) * 1e-6,
+        timer=float(d.get("timer_us", base.timer * 1e6)) * 1e-6,
+        byte_counter=int(d.get("byte_counter", base.byte_counter)),
+        f=int(d.get("fast_recovery_steps", base.f)),
+        r_ai=float(d.get("r_ai_mbps", base.r_ai / 1e6)) * 1e6,
+        r_hai=float(d.get("r_hai_mbps", base.r_hai / 1e6)) * 1e6,
+        min_rate=float(d.get("min_rate_mbps", base.min_rate / 1e6)) * 1e6,
+        cnp_interval=float(d.get("cnp_interval_us", base.cnp_interval * 1e6)) * 1e-6,
+        initial_alpha=float(d.get("initial_alpha", base.initial_alpha)),
+        cnp_dscp=int(rdma.get("cnp_dscp", base.cnp_dscp)),
+        cnp_priority=CNP_PRIORITY,
+    )
+
+
+def _cable_m(db: ConfigDb, port: str) -> float | None:
+    for lengths in db.get("CABLE_LENGTH", {}).values():
+        if port in lengths:
+            return float(_int(lengths[port], int(DEFAULT_CABLE_M)))
+    return None
+
+
+def network(lab: Lab) -> Network:
+    """The lab's switches, NICs and cables as the simulator models them."""
+    dbs = {s: lab.config_db(s) for s in lab.switches()}
+    hosts = {h: lab.host(h) for h in lab.nodes("server")}
+    switches = [
+        Switch(
+            name=s,
+            buffer_bytes=pool_bytes(db),
+            port_qos={p: port_profile(db, p, tables) for p in db.get("PORT", {})},
+        )
+        for s, db in dbs.items()
+        for tables in [per_port(db)]
+    ]
+    nics = [
+        Host(name=h, address=str(IPv4Interface(data["address"]).ip), qos=host_profile(data))
+        for h, data in hosts.items()
+    ]
+    cables: list[Link] = []
+    down: list[LinkFault] = []
+    for a, a_port, b, b_port in links(lab):
+        speeds, lengths = [], []
+        for node, port in ((a, a_port), (b, b_port)):
+            if node in dbs:
+                attrs = dbs[node].get("PORT", {}).get(port, {})
+                speeds.append(_int(attrs.get("speed"), 0) * 1e6)
+                lengths.append(_cable_m(dbs[node], port))
+                if attrs.get("admin_status", "down") != "up":
+                    down.append(LinkFault(f"{node}:{port}", 0.0))
+            else:
+                ifaces = hosts[node].get("interfaces", [])
+                nic: dict[str, Any] = next((i for i in ifaces if i["name"] == port), {})
+                speeds.append(float(nic.get("speed", 0)) * 1e6)
+        speed = min((s for s in speeds if s > 0), default=100e9)
+        length = next((m for m in lengths if m is not None), DEFAULT_CABLE_M)
+        cables.append(Link(f"{a}:{a_port}", f"{b}:{b_port}", speed, length_m=length))
+    first = next(iter(hosts.values()), {})
+    return Network(
+        switches=switches,
+        hosts=nics,
+        links=cables,
+        dcqcn=dcqcn(first),
+        down=down,
+        addresses={h.name: IPv4Address(h.address) for h in nics if h.address},
+    )
+
+
+def routes(
+    wiring: Wiring, fib: Fib, addresses: Mapping[str, IPv4Address]
+) -> dict[str, dict[str, list[str]]]:
+    """Per switch, per server: the physical egress ports (`node:port`) its FIB sends the
+    server's address out of (a PortChannel's members cabled toward the next hop)."""
+    table: dict[str, dict[str, list[str]]] = {}
+    for switch in wiring.routers:
+        lpm = Lpm(fib.get(switch, {}))
+        out: dict[str, list[str]] = {}
+        for host, address in addresses.items():
+            ports: list[str] = []
+            for hop in lpm(int(address)) or ():
+                for member in wiring.physical(switch, hop.port):
+                    peer = wiring.cable.get((switch, member))
+                    if peer is not None and peer[0] == hop.node:
+                        ports.append(f"{switch}:{member}")
+            out[host] = list(dict.fromkeys(ports))
+        table[switch] = out
+    return table

@@ -1,0 +1,293 @@
+"""A simulation's outputs as the run's observations (`labs.backend.Played`, docs/observations.md).
+
+Times are simulated seconds from the run's start. Ports are physical SONiC ports in the
+simulator's own files (`pfc`, `queues`) and counted on their PortChannel in `counters.json`,
+as every backend does. What only the simulator observes goes to `extra`:
+
+- `pfc.json`: per port and priority with any activity: pause frames sent and received,
+  seconds paused, ECN marks, drops by cause, bytes sent;
+- `queues.json`: egress queue and ingress PG occupancy (bytes) every `interval` seconds, per
+  port and queue or PG that held anything;
+- `iterations.json`: per collective phase, each iteration's time (None: never finished) and
+  the analytical bound of one iteration;
+- `sim.json`: seed, packet hops, wall seconds, the FIB epochs applied, what was not modelled.
+
+Events (in `events.jsonl`): the faults, then the simulator's own: `pause_storm` (a priority
+paused longer than the scenario's `sim.pause_storm`), `watchdog_detect`/`watchdog_restore`,
+`storm_start`/`storm_end` (an injected PFC storm), `lossless_drop` (first on a port and
+priority), `deadlock` (with its `cycle` of `node:port:priority`), `link_down`/`link_up`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+from labs.backend import COUNTER_FIELDS, Played, Timeline
+from labs.failures import CHANGES_ROUTING, Network, fault_record
+from labs.sim.result import Result
+from labs.sim.timeline import Plan
+from twin.model.wiring import Wiring
+
+ECT0, CE = 2, 3
+
+
+def _phase_records(timeline: Timeline, plan: Plan, result: Result) -> list[dict[str, Any]]:
+    spans: dict[int, list[float]] = defaultdict(list)
+    for f in result.flows:
+        of = plan.flows[f.name]
+        for t in (f.start, f.completion):
+            if t is not None:
+                spans[of.phase].append(t)
+    records = []
+    for p in timeline.phases:
+        times = spans.get(p.index, [])
+        records.append(
+            {
+                "index": p.index,
+                "label": p.label,
+                "kind": p.kind,
+                "start": min(times, default=p.at),
+                "end": max(times, default=p.at + p.duration),
+                "pps_per_flow": None,
+                "gbps_per_flow": p.gbps,
+                "iterations": p.iterations,
+                "dscp": dict(p.dscp),
+                "class": p.traffic_class,
+                "flows": [
+                    {"flow_id": f.flow_id, "src": f.src, "dst": f.dst, "qp": f.qp} for f in p.flows
+                ],
+            }
+        )
+    return records
+
+
+def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[dict[str, Any]]:
+    """One record per flow of a phase, summed over the engine flows (steps, bursts) it ran."""
+    phases = {p.index: p for p in timeline.phases}
+    acc: dict[tuple[int, int], dict[str, Any]] = {}
+    for f in result.flows:
+        of = plan.flows[f.name]
+        if of.flow_id is None:
+            continue
+        r = acc.setdefault(
+            (of.phase, of.flow_id),
+            {
+                "bytes_sent": 0,
+                "bytes_delivered": 0,
+                "bytes_dropped": 0,
+                "sent": 0,
+                "received": 0,
+                "cnps": 0,
+                "ce": 0,
+                "first": math.inf,
+                "last": 0.0,
+                "done": True,
+            },
+        )
+        r["bytes_sent"] += f.bytes_sent
+        r["bytes_delivered"] += f.bytes_delivered
+        r["bytes_dropped"] += f.bytes_dropped
+        r["sent"] += -(-f.bytes_sent // packet)
+        r["received"] += -(-f.bytes_delivered // packet)
+        r["cnps"] += f.cnps
+        r["ce"] += f.ecn_marks
+        if f.start is not None:
+            r["first"] = min(r["first"], f.start)
+        r["last"] = max(r["last"], f.completion or result.end_time)
+        r["done"] = r["done"] and f.completion is not None
+    out = []
+    for p in timeline.phases:
+        for spec in p.flows:
+            if (p.index, spec.flow_id) not in acc:
+                continue
+            r = acc[(p.index, spec.flow_id)]
+            active = r["last"] - r["first"] if r["first"] < math.inf else 0.0
+            received, ce = r["received"], min(r["ce"], r["received"])
+            dscp = phases[p.index].dscp[spec.src]
+            ecn = (
+                {str(CE): ce, str(ECT0): received - ce}
+                if p.traffic_class == "roce"
+                else {"0": received}
+            )
+            out.append(
+                {
+                    "flow_id": spec.flow_id,
+                    "src": spec.src,
+                    "dst": spec.dst,
+                    "qp": spec.qp,
+                    "phase": p.label,
+                    "class": p.traffic_class,
+                    "dscp_sent": dscp,
+                    "pps": max(r["sent"] / active, 1.0) if active > 0 else 1.0,
+                    "sent": r["sent"],
+                    "received": received,
+                    "lost": max(0, r["sent"] - received),
+                    "tail_lost": max(0, r["sent"] - received),
+                    "reordered": 0,
+                    "gaps": [],
+                    "dscp_received": {str(dscp): received} if received else {},
+                    "ecn_received": {k: v for k, v in ecn.items() if v},
+                    "bytes_sent": r["bytes_sent"],
+                    "bytes_delivered": r["bytes_delivered"],
+                    "bytes_dropped": r["bytes_dropped"],
+                    "cnps": r["cnps"],
+                    "completed": r["done"],
+                    "active_s": active,
+                }
+            )
+    return out
+
+
+def _counters(result: Result, wiring: Wiring, interval: float) -> dict[str, Any]:
+    """Cumulative counters per logical port at the start and the end of the run."""
+    peer = {(a, ap): (b, bp) for (a, ap), (b, bp) in wiring.cable.items()}
+    totals: dict[str, list[int]] = defaultdict(lambda: [0] * len(COUNTER_FIELDS))
+    col = {name: i for i, name in enumerate(COUNTER_FIELDS)}
+    for port in result.ports:
+        packets = sum(c.tx_packets for c in port.priorities.values())
+        nbytes = sum(c.tx_bytes for c in port.priorities.values())
+        dropped = sum(
+            c.drops_lossless + c.drops_lossy + c.drops_watchdog + c.drops_link + c.drops_no_route
+            for c in port.priorities.values()
+        )
+        here = f"{port.node}:{wiring.logical(port.node, port.port)}"
+        totals[here][col["tx_packets"]] += packets
+        totals[here][col["tx_bytes"]] += nbytes
+        totals[here][col["rx_dropped"]] += dropped
+        far = peer.get((port.node, port.port))
+        if far is not None:
+            there = f"{far[0]}:{wiring.logical(*far)}"
+            totals[there][col["rx_packets"]] += packets
+            totals[there][col["rx_bytes"]] += nbytes
+    zero = {p: [0] * len(COUNTER_FIELDS) for p in sorted(totals)}
+    return {
+        "interval": interval,
+        "fields": COUNTER_FIELDS,
+        "samples": [
+            {"t": 0.0, "c": zero},
+            {"t": result.end_time, "c": dict(sorted(totals.items()))},
+        ],
+    }
+
+
+def _pfc(result: Result, wiring: Wiring) -> list[dict[str, Any]]:
+    rows = []
+    for port in result.ports:
+        far = wiring.cable.get((port.node, port.port))
+        for prio, c in sorted(port.priorities.items()):
+            rows.append(
+                {
+                    "port": f"{port.node}:{port.port}",
+                    "logical": f"{port.node}:{wiring.logical(port.node, port.port)}",
+                    "peer": f"{far[0]}:{far[1]}" if far else "",
+                    "priority": prio,
+                    "pause_sent": c.pause_sent,
+                    "pause_received": c.pause_received,
+                    "paused_s": c.paused_time,
+                    "ecn_marks": c.ecn_marks,
+                    "tx_bytes": c.tx_bytes,
+                    "drops": {
+                        "lossless": c.drops_lossless,
+                        "lossy": c.drops_lossy,
+                        "ttl": c.drops_ttl,
+                        "no_route": c.drops_no_route,
+                        "link": c.drops_link,
+                        "watchdog": c.drops_watchdog,
+                    },
+                }
+            )
+    return rows
+
+
+def _iterations(timeline: Timeline, plan: Plan, result: Result) -> dict[str, Any]:
+    done = {f.name: f.completion for f in result.flows}
+    out = {}
+    for p in timeline.phases:
+        names = plan.barriers.get(p.index)
+        if not names:
+            continue
+        times: list[float | None] = []
+        start: float | None = p.at
+        for name in names:
+            end = done.get(name)
+            times.append(None if end is None or start is None else end - start)
+            start = end
+        out[p.label] = {
+            "phase": p.index,
+            "kind": p.kind,
+            "algorithm": p.algorithm,
+            "ranks": len(p.ranks),
+            "message_bytes": p.message,
+            "times_s": times,
+        }
+    return out
+
+
+def _events(result: Result) -> list[dict[str, Any]]:
+    out = []
+    for e in result.events:
+        record: dict[str, Any] = {"t": e.time, "event": e.kind}
+        if e.node is not None:
+            record["node"] = e.node
+        if e.port is not None:
+            record["port"] = e.port
+        if e.priority is not None:
+            record["priority"] = e.priority
+        if e.detail is not None:
+            record["detail"] = e.detail
+        if e.cycle:
+            record["cycle"] = [f"{n}:{p}:{q}" for n, p, q in e.cycle]
+        out.append(record)
+    return out
+
+
+def played(timeline: Timeline, plan: Plan, result: Result, base: Network, wall: float) -> Played:
+    """The run's record from the simulation's result."""
+    wiring = base.wiring
+    packet = plan.experiment.packet_bytes
+    net = base
+    faults = []
+    for index, (t, fault) in enumerate(sorted(timeline.faults, key=lambda f: f[0])):
+        faults.append(fault_record(net, index, t, fault))
+        if fault.kind in CHANGES_ROUTING:
+            net = net.after(fault)
+    start = {"t": 0.0, "event": "run-start", "scenario": timeline.scenario}
+    logged = [{k: v for k, v in f.items() if k not in ("index", "began")} for f in faults]
+    events = sorted([start, *logged, *_events(result)], key=lambda e: float(e["t"]))
+    fibs = {label: (t, fib) for t, label, fib in plan.fibs}
+    fibs["end"] = (result.end_time, plan.fibs[-1][2])
+    interval = plan.experiment.monitor.interval
+    extra = {
+        "pfc": _pfc(result, wiring),
+        "queues": {"interval": interval, "queues": result.queues, "pgs": result.pgs},
+        "iterations": _iterations(timeline, plan, result),
+        "sim": {
+            "seed": result.seed,
+            "simulated_s": result.end_time,
+            "wall_s": round(wall, 3),
+            "packet_hops": result.packet_hops,
+            "events": result.events_processed,
+            "packet_bytes": packet,
+            "deadlocked": result.deadlocked,
+            "fibs": [[t, label] for t, label, _ in plan.fibs],
+            "not_modelled": plan.notes,
+            "experiment": {
+                "flows": len(plan.experiment.flows),
+                "links": len(plan.experiment.links),
+            },
+        },
+    }
+    return Played(
+        started=0.0,
+        ended=result.end_time,
+        phases=_phase_records(timeline, plan, result),
+        faults=faults,
+        flows=_flows(timeline, plan, result, packet),
+        counters=_counters(result, wiring, timeline.sample_interval),
+        fibs=fibs,
+        bgp={"start": [], "end": []},
+        events=events,
+        extra=extra,
+    )

@@ -1,0 +1,331 @@
+"""A scenario's timeline as one simulator experiment: the lab's network, every phase's flows
+(collectives with their step dependencies), the faults and the FIBs that follow them.
+
+- A collective runs its schedule (`traffic.collectives`) `iterations` times from its `at`:
+  a rank's flow of step k starts once the flows of step k-1 into it and out of it are done
+  (it forwards what it received, one queue pair at a time), and iteration i+1 starts once
+  every flow of iteration i is done (a zero-byte barrier flow marks the end). Its flows are
+  RoCE (DCQCN, ECN-capable) when its class is `roce`, open loop otherwise; `gbps` caps them.
+- backup and incast flows send from `at` for `duration` at `gbps` (line rate without it);
+  micro_bursts send `burst` seconds at that rate every `period`. Class `roce`: DCQCN flows;
+  any other class: open-loop sources that ignore ECN (storage, TCP-like backup), whatever
+  DSCP they carry.
+- Faults: link-down/up (every physical link a `NODE:PORT` or `NODE:PEER` names), link-flap
+  (`count` times down for half a `period`), node-down/up (all its links), rate (the link's
+  speed from then on; clear restores it), pfc-storm (the port `NODE:PORT` sends pauses on
+  `priority` for `duration`). loss and daemon faults change no cable: loss is not modelled; a
+  killed routing daemon only changes the FIBs.
+- FIBs: the routing model's (`labs.failures`: the configs' routing under the failures
+  in force), each taking effect `convergence` seconds after the fault that changed it; or the
+  FIB snapshots a live twin recorded (`fibs`), each at its time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address
+from typing import Any
+
+from labs.backend import Fault, Phase, Timeline
+from labs.failures import CHANGES_ROUTING, Network, resolve
+from labs.sim import native
+from labs.sim.build import Built
+from labs.sim.lab import Network as SimNetwork
+from labs.sim.lab import routes
+from labs.sim.model import Checks, Experiment, Flow, Monitor, PfcStorm
+from traffic.collectives import Flow as StepFlow
+from twin.labdir import Lab
+from twin.model.fib import Fib, Link
+from twin.model.wiring import Wiring, links
+from twin.scenario.plan import SCHEDULES
+
+MAX_SAMPLES = 2000
+COLLECTIVE_GRACE = 1.0
+"""Seconds a collective may run past the timeline's end (the run ends when every flow has)."""
+
+
+@dataclass(frozen=True)
+class FlowOf:
+    """What an engine flow is in the scenario: its phase, flow id and iteration (collectives)."""
+
+    phase: int
+    flow_id: int | None
+    iteration: int = 0
+
+
+@dataclass
+class Plan:
+    """The experiment and what the backend needs to add to the core and read back."""
+
+    experiment: Experiment
+    flows: dict[str, FlowOf]
+    barriers: dict[int, list[str]]
+    """Per collective phase, the barrier flow ending each iteration."""
+    link_events: list[tuple[float, str, bool]] = field(default_factory=list)
+    """(time, `node:port` of one end, up)."""
+    rate_events: list[tuple[float, str, float]] = field(default_factory=list)
+    fibs: list[tuple[float, str, Fib]] = field(default_factory=list)
+    """(time, label, FIB) in time order; the first, at 0, is the one the run starts with."""
+    notes: list[str] = field(default_factory=list)
+    """What the simulator did not model, one line each."""
+
+    def prepare(self, built: Built, wiring: Wiring, addresses: dict[str, IPv4Address]) -> None:
+        """Add the timed link, rate and route changes to a built core."""
+        lib = native.library()
+        layout = built.layout
+        link_of = {end: i for i, pair in enumerate(layout.links) for end in pair}
+        for t, port, up in self.link_events:
+            lib.sim_add_link_event(built.handle, link_of[port], t, int(up))
+        for t, port, speed in self.rate_events:
+            lib.sim_add_rate_event(built.handle, link_of[port], t, speed)
+        index = {f"{n}:{p}": i for i, (n, p) in enumerate(layout.ports)}
+        nodes = [s.name for s in self.experiment.switches] + [h.name for h in self.experiment.hosts]
+        for t, _, fib in self.fibs[1:]:
+            table = routes(wiring, fib, addresses)
+            starts, hops = [0], []
+            for node in nodes:
+                for host in self.experiment.hosts:
+                    hops += [index[p] for p in table.get(node, {}).get(host.name, [])]
+                    starts.append(len(hops))
+            lib.sim_add_routes(built.handle, t, native.i32(starts), native.i32(hops), len(hops))
+
+
+def scaled(timeline: Timeline) -> Timeline:
+    """The timeline with every time multiplied by its `sim.time_scale` (1: unchanged)."""
+    k = float(timeline.sim.get("time_scale", 1.0))
+    if k == 1.0:
+        return timeline
+
+    def times(x: float | None) -> float | None:
+        return None if x is None else x * k
+
+    phases = [
+        dataclasses.replace(
+            p, at=p.at * k, duration=p.duration * k, period=times(p.period), burst=times(p.burst)
+        )
+        for p in timeline.phases
+    ]
+    faults = [
+        (at * k, dataclasses.replace(f, period=f.period * k, duration=times(f.duration)))
+        for at, f in timeline.faults
+    ]
+    return dataclasses.replace(
+        timeline, duration=timeline.duration * k, phases=phases, faults=faults
+    )
+
+
+def _rdma(phase: Phase) -> bool:
+    return phase.traffic_class == "roce"
+
+
+class _Flows:
+    """Engine flows of the phases, named `p<phase>.<...>`."""
+
+    def __init__(self, timeline: Timeline, packet: int) -> None:
+        self.timeline, self.packet = timeline, packet
+        self.flows: list[Flow] = []
+        self.of: dict[str, FlowOf] = {}
+        self.barriers: dict[int, list[str]] = {}
+
+    def add(self, flow: Flow, of: FlowOf) -> None:
+        self.flows.append(flow)
+        self.of[flow.name] = of
+
+    def _base(self, phase: Phase, src: str) -> dict[str, Any]:
+        rdma = _rdma(phase)
+        return {
+            "dscp": phase.dscp[src],
+            "cc": "dcqcn" if rdma else "none",
+            "ecn_capable": rdma,
+            "rate": phase.gbps * 1e9 if phase.gbps else None,
+        }
+
+    def collective(self, phase: Phase) -> None:
+        build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
+        qps = self.timeline.sim.get("qps") or max([f.qp for f in phase.flows] + [0]) + 1
+        schedule = build(phase.ranks, phase.message or 0, qps)
+        ids = {(f.src, f.dst, f.qp): f.flow_id for f in phase.flows}
+        barrier: str | None = None
+        self.barriers[phase.index] = []
+        for it in range(phase.iterations):
+            previous: list[tuple[StepFlow, str]] = []
+            for k, step in enumerate(schedule.steps):
+                touching: dict[str, list[str]] = {}
+                for g, n in previous:
+                    touching.setdefault(g.src, []).append(n)
+                    if g.dst != g.src:
+                        touching.setdefault(g.dst, []).append(n)
+                current = []
+                for f in step:
+                    name = f"p{phase.index}.i{it}.s{k}.{f.src}>{f.dst}.{f.qp}"
+                    after = touching.get(f.src, [])
+                    if not after and barrier is not None:
+                        after = [barrier]
+                    flow = Flow(
+                        name,
+                        f.src,
+                        f.dst,
+                        size=f.bytes,
+                        start=phase.at,
+                        after=after,
+                        **self._base(phase, f.src),
+                    )
+                    self.add(flow, FlowOf(phase.index, ids.get((f.src, f.dst, f.qp)), it))
+                    current.append((f, name))
+                previous = current or previous
+            barrier = f"p{phase.index}.i{it}.end"
+            ranks = phase.ranks
+            self.add(
+                Flow(
+                    barrier,
+                    ranks[0],
+                    ranks[1 % len(ranks)],
+                    size=0,
+                    start=phase.at,
+                    after=[n for _, n in previous],
+                    cc="none",
+                ),
+                FlowOf(phase.index, None, it),
+            )
+            self.barriers[phase.index].append(barrier)
+
+    def open_loop(self, phase: Phase) -> None:
+        spans = [(phase.at, phase.at + phase.duration)]
+        if phase.kind == "micro_bursts" and phase.period and phase.burst:
+            n = int(phase.duration / phase.period + 1e-9)
+            spans = [
+                (phase.at + k * phase.period, phase.at + k * phase.period + phase.burst)
+                for k in range(max(1, n))
+            ]
+        for f in phase.flows:
+            for b, (start, stop) in enumerate(spans):
+                name = f"p{phase.index}.b{b}.{f.src}>{f.dst}.{f.qp}"
+                flow = Flow(name, f.src, f.dst, start=start, stop=stop, **self._base(phase, f.src))
+                self.add(flow, FlowOf(phase.index, f.flow_id))
+
+
+def _node_links(lab: Lab, node: str) -> list[Link]:
+    return [link for link in links(lab) if node in (link[0], link[2])]
+
+
+class _Faults:
+    """Link, rate and storm events and the FIB epochs of the faults."""
+
+    def __init__(self, lab: Lab, base: Network, net: SimNetwork, timeline: Timeline) -> None:
+        self.lab, self.net, self.timeline = lab, net, timeline
+        self.speeds = {(x.a, x.b): x.speed for x in net.links}
+        self.plan_links: list[tuple[float, str, bool]] = []
+        self.rates: list[tuple[float, str, float]] = []
+        self.storms: list[PfcStorm] = []
+        self.fibs: list[tuple[float, str, Fib]] = [(0.0, "start", base.fib)]
+        self.notes: list[str] = []
+        self.down: set[Link] = set()
+        self.current = base
+
+    def _set(self, t: float, named: Sequence[Link], up: bool) -> None:
+        for link in named:
+            if up == (link in self.down):
+                self.plan_links.append((t, f"{link[0]}:{link[1]}", up))
+                (self.down.discard if up else self.down.add)(link)
+
+    def fire(self, index: int, t: float, fault: Fault, convergence: float) -> None:
+        w = self.current.wiring
+        match fault.kind:
+            case "link-down" | "link-up":
+                self._set(t, resolve(self.lab, w, str(fault.link)), fault.kind == "link-up")
+            case "node-down" | "node-up":
+                self._set(t, _node_links(self.lab, str(fault.node)), fault.kind == "node-up")
+            case "link-flap":
+                named = resolve(self.lab, w, str(fault.link))
+                for k in range(fault.count):
+                    self._set(t + k * fault.period, named, False)
+                    self._set(t + (k + 0.5) * fault.period, named, True)
+            case "rate" | "clear":
+                for a, ap, b, bp in resolve(self.lab, w, str(fault.link)):
+                    speed = self.speeds.get((f"{a}:{ap}", f"{b}:{bp}"), 0.0)
+                    if fault.kind == "rate" and fault.mbit:
+                        speed = min(speed, fault.mbit * 1e6)
+                    self.rates.append((t, f"{a}:{ap}", speed))
+            case "pfc-storm":
+                port = str(fault.link)
+                node, _, name = port.partition(":")
+                member = w.physical(node, name)[0]
+                end = t + fault.duration if fault.duration else self.timeline.duration
+                self.storms.append(PfcStorm(f"{node}:{member}", t, end, (fault.priority,)))
+            case "loss":
+                self.notes.append(f"fault {index + 1} loss: not modelled (no random loss)")
+        if fault.kind in CHANGES_ROUTING:
+            self.current = self.current.after(fault)
+            label = f"fault{index + 1}-{fault.kind}"
+            self.fibs.append((t + convergence, label, self.current.fib))
+
+
+def plan(
+    lab: Lab,
+    timeline: Timeline,
+    net: SimNetwork,
+    base: Network,
+    fibs: list[tuple[float, str, Fib]] | None = None,
+) -> Plan:
+    """The experiment of a timeline on the lab's network, FIBs from the routing model (or
+    `fibs`: (time, label, FIB) from a live twin, the first at 0)."""
+    options: dict[str, Any] = timeline.sim
+    packet = int(options.get("packet_bytes", 4096))
+    flows = _Flows(timeline, packet)
+    for phase in timeline.phases:
+        if phase.ranks and phase.message:
+            flows.collective(phase)
+        else:
+            flows.open_loop(phase)
+    faults = _Faults(lab, base, net, timeline)
+    convergence = float(options.get("convergence", 0.0005))
+    for index, (t, fault) in enumerate(sorted(timeline.faults, key=lambda f: f[0])):
+        faults.fire(index, t, fault, convergence)
+    interval = max(float(options.get("sample_interval", 1e-5)), _horizon(timeline) / MAX_SAMPLES)
+    switches = [
+        dataclasses.replace(s, routes=r)
+        for s, r in zip(
+            net.switches, _tables(base.wiring, (fibs or faults.fibs)[0][2], net), strict=True
+        )
+    ]
+    experiment = Experiment(
+        switches=switches,
+        hosts=net.hosts,
+        links=net.links,
+        flows=flows.flows,
+        faults=[*net.down, *faults.storms],
+        dcqcn=net.dcqcn,
+        duration=timeline.duration + (COLLECTIVE_GRACE if flows.barriers else 0.0),
+        packet_bytes=packet,
+        monitor=Monitor(interval=interval, flows=False),
+        checks=Checks(
+            deadlock=True,
+            stall=float(options.get("deadlock_stall", 0.001)),
+            pause_storm=float(options.get("pause_storm", 0.001)),
+            stop_on_deadlock=True,
+        ),
+        name=timeline.scenario,
+    )
+    return Plan(
+        experiment=experiment,
+        flows=flows.of,
+        barriers=flows.barriers,
+        link_events=faults.plan_links,
+        rate_events=faults.rates,
+        fibs=fibs or faults.fibs,
+        notes=faults.notes,
+    )
+
+
+def _horizon(timeline: Timeline) -> float:
+    """When the last timed event happens (a collective's end is not known in advance)."""
+    ends = [p.at + p.duration for p in timeline.phases if not (p.ranks and p.message)]
+    ends += [t + (f.duration or 0.0) for t, f in timeline.faults]
+    return max(ends, default=0.0)
+
+
+def _tables(wiring: Wiring, fib: Fib, net: SimNetwork) -> list[dict[str, list[str]]]:
+    table = routes(wiring, fib, net.addresses)
+    return [table.get(s.name, {}) for s in net.switches]

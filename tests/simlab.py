@@ -1,0 +1,92 @@
+"""Helpers of the sim backend tests: a small lab directory, config edits, and a scenario
+played in simulated time (no root, no processes)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from labs.backend import Played
+from labs.sim.backend import SimBackend, run
+from twin import labdir
+from twin.intent import fabric as intent
+from twin.intent.inputs import parse_model
+from twin.labdir import Lab
+from twin.scenario import plan, player
+from twin.scenario.model import Scenario
+from twin.verdict import verdict
+from validators.result import Result
+
+REPO = Path(__file__).resolve().parent.parent
+Db = dict[str, Any]
+
+
+def small_lab(out: Path) -> Path:
+    """examples/small.yaml generated into `out`."""
+    source = REPO / "examples" / "small.yaml"
+    labdir.generate(intent.load(source), out, str(source))
+    return out
+
+
+def copy(lab: Path, out: Path) -> Path:
+    """A copy of a lab directory, to edit."""
+    shutil.copytree(lab, out)
+    return out
+
+
+def edit_switches(lab: Path, change: Callable[[str, Db], None]) -> None:
+    """Apply `change(switch, config_db)` to every switch's config_db.json."""
+    for path in sorted((lab / "configs").glob("*/config_db.json")):
+        db = json.loads(path.read_text())
+        change(path.parent.name, db)
+        path.write_text(json.dumps(db, indent=2))
+
+
+def edit_hosts(lab: Path, change: Callable[[str, Db], None]) -> None:
+    """Apply `change(server, host)` to every server's host.json."""
+    for path in sorted((lab / "configs").glob("*/host.json")):
+        host = json.loads(path.read_text())
+        change(path.parent.name, host)
+        path.write_text(json.dumps(host, indent=2))
+
+
+def play(lab: Path, scenario: dict[str, Any]) -> Played:
+    """Simulate a scenario (a parsed scenario.yaml) on a lab directory."""
+    opened = Lab.open(lab)
+    parsed = parse_model(Scenario, {"settle": 0, **scenario}, "test")
+    return run(opened, plan.timeline(opened, parsed))
+
+
+def total(played: Played, counter: str, prio: int | None = None) -> float:
+    """A pfc.json counter summed over ports (and one priority)."""
+    rows = [r for r in played.extra["pfc"] if prio is None or r["priority"] == prio]
+    if counter.startswith("drops."):
+        return float(sum(r["drops"][counter.removeprefix("drops.")] for r in rows))
+    return float(sum(r[counter] for r in rows))
+
+
+def incast(kind: str = "storage", dscp: int | None = 26, duration: float = 0.003) -> dict[str, Any]:
+    """Three servers send to server4 at line rate for `duration` seconds."""
+    phase: dict[str, Any] = {
+        "at": 0, "duration": duration, "kind": "incast", "src": ["server1", "server2", "server3"],
+        "dst": "server4", "class": kind, "qps": 4,
+    }  # fmt: skip
+    if dscp is not None:
+        phase["dscp"] = dscp
+    return {"name": "incast", "traffic": [phase]}
+
+
+def validate(lab: Path, scenario: dict[str, Any]) -> dict[str, Result]:
+    """Play a scenario through the player on the sim backend and validate the run: each
+    result by `validator/scope`."""
+    opened = Lab.open(lab)
+    parsed = parse_model(Scenario, {"settle": 0, **scenario}, "test")
+    backend = SimBackend()
+    if not backend.running(opened):
+        backend.deploy(opened)
+    run_dir = player.play(opened, parsed, backend)
+    _, results = verdict.report_run(run_dir)
+    return {f"{r.validator}/{r.scope}": r for r in results}

@@ -1,0 +1,166 @@
+"""The dynamic validators the simulator makes observable: each passes on a healthy run and
+fails on a broken one (real simulated runs of the small lab), and reports not-observable on
+a backend without what it needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.simlab import Db, copy, edit_switches, incast, small_lab, validate
+from twin.verdict import verdict
+from validators.registry import get
+from validators.result import Status
+
+EVERY = ["pfc_behaviour", "ecn_behaviour", "no_deadlock", "collective_efficiency"]
+EVERY += ["pfc_watchdog_behaviour"]
+
+
+def checked(scenario: dict[str, Any], *names: str, **params: dict[str, Any]) -> dict[str, Any]:
+    return {**scenario, "validate": {n: params.get(n, {}) for n in names}}
+
+
+def allreduce(iterations: int = 6, **extra: Any) -> dict[str, Any]:
+    phase = {"at": 0, "kind": "all_reduce", "servers": "all", "qps": 2, "message": 4_000_000}
+    return {"name": "allreduce", "traffic": [{**phase, "iterations": iterations, **extra}]}
+
+
+def storm(duration: float | None) -> dict[str, Any]:
+    fault: dict[str, Any] = {"at": 0.001, "fault": "pfc-storm", "link": "server4:nic0"}
+    if duration:
+        fault["duration"] = duration
+    return {
+        "name": "storm",
+        "traffic": [
+            {"at": 0, "duration": 0.9, "kind": "backup", "src": "server1", "dst": "server4",
+             "class": "roce", "gbps": 10},
+        ],
+        "faults": [fault],
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return small_lab(tmp_path_factory.mktemp("lab") / "small")
+
+
+def test_they_need_what_only_the_simulator_observes() -> None:
+    for name in EVERY:
+        assert get(name).needs - {"fib", "flows"}, name
+        assert not get(name).needs <= {"bgp", "counters", "fib", "flows", "pcap", "probes"}
+
+
+def test_pfc_behaviour_passes_when_ecn_tames_an_incast(lab: Path) -> None:
+    results = validate(lab, checked(incast("roce", None, 0.001), "pfc_behaviour"))
+    assert {k: r.status for k, r in results.items()} == {
+        "pfc_behaviour/lossless drops": Status.PASS,
+        "pfc_behaviour/pause storms": Status.PASS,
+        "pfc_behaviour/propagation": Status.PASS,
+    }
+
+
+def test_pfc_behaviour_fails_on_storms_spread_and_lossless_drops(lab: Path, tmp_path: Path) -> None:
+    results = validate(lab, checked(incast(), "pfc_behaviour"))
+    assert results["pfc_behaviour/lossless drops"].status is Status.PASS
+    assert results["pfc_behaviour/pause storms"].status is Status.FAIL
+    spread = results["pfc_behaviour/propagation"]
+    assert spread.status is Status.FAIL and spread.figures["hops"] == 3
+    assert spread.figures["congestion_points"] == "leaf3,leaf4"
+
+    def tiny_headroom(_: str, db: Db) -> None:
+        for profile in db["BUFFER_PROFILE"].values():
+            if "xoff" in profile:
+                profile.update(xoff="1024", size=str(1024 + 18432))
+
+    broken = copy(lab, tmp_path / "headroom")
+    edit_switches(broken, tiny_headroom)
+    drops = validate(broken, checked(incast(), "pfc_behaviour"))["pfc_behaviour/lossless drops"]
+    assert drops.status is Status.FAIL and int(drops.figures["lossless_drops"]) > 0
+
+
+def test_ecn_behaviour_passes_when_marks_come_first(lab: Path) -> None:
+    results = validate(lab, checked(incast("roce", None, 0.001), "ecn_behaviour"))
+    assert results["ecn_behaviour/ecn before pfc, priority 3"].status is Status.PASS
+    assert results["ecn_behaviour/wred curve"].status is Status.PASS
+
+
+def test_ecn_behaviour_fails_when_pauses_come_first(lab: Path, tmp_path: Path) -> None:
+    def no_ecn(_: str, db: Db) -> None:
+        for profile in db["WRED_PROFILE"].values():
+            profile.update(ecn="ecn_none")
+
+    broken = copy(lab, tmp_path / "no-ecn")
+    edit_switches(broken, no_ecn)
+    result = validate(broken, checked(incast("roce", None, 0.003), "ecn_behaviour"))
+    first = result["ecn_behaviour/ecn before pfc, priority 3"]
+    assert first.status is Status.FAIL and first.figures["ecn_marks"] == 0
+
+
+def test_ecn_behaviour_fails_when_marks_leave_the_curve(lab: Path, tmp_path: Path) -> None:
+    judged = copy(lab, tmp_path / "curve")
+    healthy = validate(judged, checked(incast("roce", None, 0.001), "ecn_behaviour"))
+    assert healthy["ecn_behaviour/wred curve"].status is Status.PASS
+
+    def gentler(_: str, db: Db) -> None:
+        db["WRED_PROFILE"]["RDMA_ECN"].update(
+            green_min_threshold="1536000",
+            green_max_threshold="15360000",
+            green_drop_probability="1",
+        )
+
+    # the same run judged against a curve the switches did not mark by
+    edit_switches(judged, gentler)
+    _, results = verdict.report_run(sorted((judged / "runs").iterdir())[-1])
+    curve = next(r for r in results if r.scope == "wred curve")
+    assert curve.status is Status.FAIL
+
+
+def test_no_deadlock_passes_on_a_healthy_fabric(lab: Path) -> None:
+    results = validate(lab, checked(allreduce(2), "no_deadlock"))
+    assert results["no_deadlock/run"].status is Status.PASS
+    assert results["no_deadlock/agreement"].status is Status.PASS
+
+
+def test_collective_efficiency_passes_on_a_quiet_fabric(lab: Path) -> None:
+    result = validate(lab, checked(allreduce(), "collective_efficiency"))
+    (only,) = result.values()
+    assert only.status is Status.PASS
+    assert only.figures["finished"] == 6 and float(only.figures["busbw_gbps"]) > 100
+
+
+def test_collective_efficiency_fails_under_a_lossless_backup(lab: Path) -> None:
+    scenario = allreduce(6)
+    scenario["traffic"].append(
+        {"at": 0.0001, "duration": 0.0004, "kind": "backup", "src": "server1", "dst": "server3",
+         "class": "storage", "dscp": 26, "qps": 4},
+    )  # fmt: skip
+    result = validate(
+        lab, checked(scenario, "collective_efficiency", collective_efficiency={"max_cv": 0.1})
+    )
+    (only,) = result.values()
+    assert only.status is Status.FAIL
+    assert float(only.figures["cv"]) > 0.1
+
+
+def test_pfc_watchdog_behaviour_catches_and_restores(lab: Path) -> None:
+    results = validate(lab, checked(storm(0.3), "pfc_watchdog_behaviour"))
+    (only,) = results.values()
+    assert only.status is Status.PASS
+    assert 200 <= float(only.figures["detected_ms"]) <= 400
+    assert "restored_ms" in only.figures
+
+
+def test_pfc_watchdog_behaviour_fails_without_a_watchdog(lab: Path, tmp_path: Path) -> None:
+    broken = copy(lab, tmp_path / "no-wd")
+    edit_switches(broken, lambda _, db: db.pop("PFC_WD", None))
+    (only,) = validate(broken, checked(storm(None), "pfc_watchdog_behaviour")).values()
+    assert only.status is Status.FAIL
+    assert int(only.figures["other_ports_paused"]) > 0
+
+
+def test_not_observable_without_the_traffic_they_judge(lab: Path) -> None:
+    results = validate(lab, checked(incast("roce", None, 0.0002), *EVERY))
+    assert results["collective_efficiency/collectives"].status is Status.NOT_OBSERVABLE
+    assert results["pfc_watchdog_behaviour/storms"].status is Status.NOT_OBSERVABLE

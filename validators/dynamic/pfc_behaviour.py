@@ -1,0 +1,150 @@
+"""`pfc_behaviour`: PFC kept the lossless classes lossless, without storms, close to where
+congestion was.
+
+From a run's per port and priority PFC counters (`pfc.json`) and its flows:
+
+- `lossless drops`: no packet of a lossless class dropped by buffer overflow (a lossless drop
+  means headroom or thresholds too small for the cables and speeds);
+- `pause storms`: no port paused (as an egress, by its peer) for more than `storm_share`
+  (0.2) of the run's (simulated) time on any priority;
+- `propagation`: pauses travel at most `max_hops` (2) hops from the congestion point. The
+  congestion points are the nodes that sent pauses without being paused themselves (or a
+  port that storms); a node paused by one at distance d is at d+1. Victim flows are flows of a
+  paused priority that were slowed at a paused sender NIC while their destination was not
+  behind a congestion point: they name whom the pauses hurt.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from twin.labdir import Lab
+from twin.scenario.observations import Observations
+from validators.registry import Params, dynamic
+from validators.result import Finding, Result, Status, verdict
+
+NAME = "pfc_behaviour"
+
+
+def _rows(obs: Observations) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = obs.extra("pfc") or []
+    return rows
+
+
+def peers(lab: Lab) -> dict[str, str]:
+    """`node:port` -> the node at its other end."""
+    out = {}
+    for _, _, e in lab.graph.edges(data=True):
+        out[f"{e['a']}:{e['a_port']}"] = e["b"]
+        out[f"{e['b']}:{e['b_port']}"] = e["a"]
+    return out
+
+
+def depths(lab: Lab, rows: list[dict[str, Any]]) -> tuple[dict[str, int], set[str]]:
+    """Per node reached by pauses, its distance in hops from a congestion point; and the
+    congestion points."""
+    far = peers(lab)
+    senders = {r["port"].split(":")[0] for r in rows if r["pause_sent"]}
+    paused_by: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        if r["pause_received"]:
+            paused_by[r["port"].split(":")[0]].add(far.get(r["port"], ""))
+    roots = {n for n in senders if not paused_by.get(n)}
+    depth = dict.fromkeys(roots, 0)
+    frontier = sorted(roots)
+    while frontier:
+        nxt = []
+        for node, by in sorted(paused_by.items()):
+            if node not in depth and by & set(frontier):
+                depth[node] = min(depth[b] for b in by if b in depth) + 1
+                nxt.append(node)
+        frontier = nxt
+    return depth, roots
+
+
+def victims(obs: Observations, lab: Lab, rows: list[dict[str, Any]], roots: set[str]) -> list[str]:
+    """Flows sent from a NIC that was paused, to a destination not behind a congestion point."""
+    far = peers(lab)
+    servers = set(lab.nodes("server"))
+    paused_nics = {r["port"].split(":")[0] for r in rows if r["pause_received"]}
+    hot = {far[r["port"]] for r in rows if r["port"].split(":")[0] in roots and r["port"] in far}
+    hot |= roots & servers
+    return sorted(
+        {
+            f"{f['src']}->{f['dst']} ({f['phase']})"
+            for f in obs.flows
+            if f["src"] in paused_nics & servers and f["dst"] not in hot
+        }
+    )
+
+
+def _at(row: dict[str, Any], message: str) -> Finding:
+    """A finding on a pfc.json row's port and priority."""
+    node, _, port = row["port"].partition(":")
+    return Finding(node, message, port, f"priority {row['priority']}")
+
+
+@dynamic(NAME, needs={"pfc", "flows"}, storm_share=0.2, max_hops=2)
+def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
+    """Lossless drops, pause storms and how far pauses spread."""
+    rows = _rows(obs)
+    sim = obs.extra("sim") or {}
+    duration = max(float(sim.get("simulated_s", obs.duration)), 1e-12)
+    drops = [
+        _at(r, f"{r['drops']['lossless']} lossless drops") for r in rows if r["drops"]["lossless"]
+    ]
+    sent = sum(r["pause_sent"] for r in rows)
+    results = [
+        verdict(
+            NAME,
+            "lossless drops",
+            drops,
+            f"no lossless drop ({sent} pause frames sent)",
+            {"lossless_drops": sum(r["drops"]["lossless"] for r in rows), "pause_frames": sent},
+        )
+    ]
+    share = float(params["storm_share"])
+    worst = max(rows, key=lambda r: r["paused_s"], default=None)
+    storms = [
+        _at(r, f"paused {r['paused_s'] / duration:.0%} of the run")
+        for r in sorted(rows, key=lambda r: -r["paused_s"])
+        if r["paused_s"] > share * duration
+    ]
+    results.append(
+        verdict(
+            NAME,
+            "pause storms",
+            storms,
+            f"no port paused over {share:.0%} of the run"
+            + (f" (most: {worst['port']} {worst['paused_s'] / duration:.1%})" if worst else ""),
+            {
+                "ports_over": len(storms),
+                "max_paused_share": round((worst["paused_s"] if worst else 0.0) / duration, 4),
+            },
+        )
+    )
+    if not sent:
+        results.append(
+            Result(NAME, "propagation", Status.PASS, "no pause frame was sent", {"hops": 0})
+        )
+        return results
+    depth, roots = depths(lab, rows)
+    hops = max(depth.values(), default=0)
+    hurt = victims(obs, lab, rows, roots)
+    limit = int(params["max_hops"])
+    figures: dict[str, int | float | str] = {
+        "hops": hops,
+        "congestion_points": ",".join(sorted(roots)),
+        "victim_flows": len(hurt),
+        "paused_nodes": len(depth),
+    }
+    spread = [
+        Finding(node, f"paused {d} hops from {', '.join(sorted(roots))}")
+        for node, d in sorted(depth.items(), key=lambda i: -i[1])
+        if d > limit
+    ]
+    spread += [Finding(v.split("->")[0], f"victim flow {v}") for v in hurt[:5]] if spread else []
+    ok = f"pauses reached {hops} hops from {', '.join(sorted(roots))} (at most {limit})"
+    results.append(verdict(NAME, "propagation", spread, ok, figures))
+    return results
