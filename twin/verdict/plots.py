@@ -5,7 +5,8 @@
 - `throughput.png`: packets per second received by all servers over time, each fault marked
   with what it did and to which link or node;
 - `loss.png`: each fault's loss window (the longest sequence gap of any flow after it), or
-  "no loss" when no fault cost a packet.
+  "no loss" when no fault cost a packet;
+- what a simulator observed: `pause.png`, `queues.png`, `iterations.png` (`sim_plots`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 from twin.scenario.observations import Observations
+from twin.verdict import sim_plots
 
 
 def uplink_packets(obs: Observations) -> dict[str, dict[str, int]]:
@@ -135,6 +137,7 @@ def draw(obs: Observations, loss_ms: dict[str, float] | None = None) -> list[tup
         plots.append(("throughput.png", (10, 4), lambda ax: _throughput(ax, obs, rate)))
     if loss_ms:
         plots.append(("loss.png", (8, 3), lambda ax: _loss(ax, loss_ms)))
+    plots += sim_plots.plots(obs)
     figures = []
     for name, size, paint in plots:
         fig, ax = pyplot().subplots(figsize=size)

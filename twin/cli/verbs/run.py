@@ -1,6 +1,9 @@
 """`twin run [DIR [SCENARIO]]`: deploy if needed, play a scenario, validate and report.
 
 With no arguments: the reference fabric, generated into ./twin-reference, and the default
+scenario, played on netns (the live control plane) and then on the packet simulator, fed by
+the FIBs the live twin recorded (the data plane: PFC, ECN, buffers, collective iterations),
+one verdict over both (`twin.scenario.hybrid`); `--sim` does the same for any lab and
 scenario. A twin this command deployed is destroyed at the end (unless --keep); a twin that
 was already running is left running.
 """
@@ -13,12 +16,14 @@ import threading
 import time
 from pathlib import Path
 
+from labs import registry
 from twin import labdir
 from twin.cli.options import add_backend, backend
 from twin.cli.text import table
 from twin.cli.verbs.deploy import progress
 from twin.intent import fabric as intent
 from twin.labdir import Lab
+from twin.scenario import hybrid
 from twin.scenario import model as scenarios
 from twin.scenario import player as runs
 from twin.verdict import report, verdict
@@ -45,6 +50,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="scenario.yaml (default: the default scenario)",
     )
     p.add_argument("--keep", action="store_true", help="leave the twin running afterwards")
+    p.add_argument(
+        "--sim",
+        action="store_true",
+        help="then play the data plane on the simulator with the live FIBs (default: no lab given)",
+    )
     p.add_argument(
         "--timeout",
         type=float,
@@ -93,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         if deployed and not args.keep:
             chosen.destroy(lab)
             progress(f"{lab.name}: destroyed")
+    if (args.sim or args.lab is None) and chosen.name != "sim":
+        hybrid.add_data_plane(run_dir, lab, scenario, registry.get("sim"), progress)
     code, results = verdict.report_run(run_dir)
     rows = [[r.validator, r.scope, r.status.value, r.reason[:90]] for r in results]
     print("\n".join(table(rows, ["validator", "scope", "status", "reason"])))

@@ -1,0 +1,75 @@
+"""The incidents of examples/incidents before and after their fix, on the simulator: prints
+each one's figures (the table in docs/simulator.md) and copies each run's plots into
+docs/img/incidents/<incident>-<before|after>-<plot>.png.
+
+    .venv/bin/python bench/bench_incidents.py [OUT_DIR]
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from twin.incident import build  # noqa: E402
+
+IMAGES = REPO / "docs" / "img" / "incidents"
+
+
+def figures(run: Path) -> dict[str, Any]:
+    """What a run shows: verdicts, PFC, drops, iterations, events."""
+    report = json.loads((run / "report.json").read_text())["results"]
+    pfc = json.loads((run / "pfc.json").read_text())
+    events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines() if x]
+    out: dict[str, Any] = {
+        "failed": sorted(
+            {f"{r['validator']}/{r['scope']}" for r in report if r["status"] == "fail"}
+        ),
+        "pause_frames": sum(r["pause_sent"] for r in pfc),
+        "paused_ms_max": round(max((r["paused_s"] for r in pfc), default=0.0) * 1e3, 3),
+        "ports_paused": sum(1 for r in pfc if r["paused_s"] > 0),
+        "lossless_drops": sum(r["drops"]["lossless"] for r in pfc),
+        "events": sorted({e["event"] for e in events if e["event"] not in ("run-start", "fault")}),
+    }
+    iterations = run / "iterations.json"
+    if iterations.exists():
+        for label, it in json.loads(iterations.read_text()).items():
+            times = [t for t in it["times_s"] if t is not None]
+            out[f"{label}_mean_ms"] = round(statistics.fmean(times) * 1e3, 3)
+            out[f"{label}_std_ms"] = round(statistics.pstdev(times) * 1e3, 3)
+            out[f"{label}_max_ms"] = round(max(times) * 1e3, 3)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[0]) if argv else Path(tempfile.mkdtemp(prefix="incidents-"))
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    for incident in sorted(p for p in (REPO / "examples" / "incidents").iterdir() if p.is_dir()):
+        labs = build(incident, out / incident.name)
+        for which, lab in zip(("before", "after"), labs, strict=True):
+            started = time.monotonic()
+            subprocess.run(
+                [sys.executable, "-m", "twin.cli.main", "run", "--backend", "sim", str(lab),
+                 str(incident / "scenario.yaml")],
+                capture_output=True, text=True, env={"PYTHONPATH": str(REPO)}, check=False,
+            )  # fmt: skip
+            wall = time.monotonic() - started
+            run = sorted((lab / "runs").iterdir())[-1]
+            print(f"{incident.name} {which} ({wall:.1f} s): {json.dumps(figures(run))}")
+            for png in run.glob("*.png"):
+                if png.name in ("pause.png", "queues.png", "iterations.png"):
+                    shutil.copyfile(png, IMAGES / f"{incident.name}-{which}-{png.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
