@@ -65,11 +65,13 @@ def write_lab(out: Path, name: str, leaves: int = 4) -> Path:
     return out
 
 
-def twin_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run the `twin` command in a new process."""
+def twin_cli(
+    *args: str, timeout: float = 120, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the `twin` command in a new process (in `cwd`, else here)."""
     argv = [str(TWIN)] if TWIN.exists() else [sys.executable, "-m", "twin.cli.main"]
     return subprocess.run(
-        [*argv, *args], capture_output=True, text=True, timeout=timeout, check=False
+        [*argv, *args], capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd
     )
 
 

@@ -125,8 +125,9 @@ def test_counters_add_up_to_the_flows(lab: Lab, tmp_path: Path) -> None:
 
 
 def test_ecmp_is_deterministic_and_spreads_over_the_spines(lab: Lab, tmp_path: Path) -> None:
-    first = play(lab, tmp_path, {"name": "a", "traffic": [ALLREDUCE]})
-    second = play(lab, tmp_path, {"name": "b", "traffic": [ALLREDUCE]})
+    many = {"kind": "all_to_all", "duration": 2, "qps": 8, "pps": 100}  # 96 flows
+    first = play(lab, tmp_path, {"name": "a", "traffic": [many]})
+    second = play(lab, tmp_path, {"name": "b", "traffic": [many]})
     strip = ("gaps",)
     assert [{k: v for k, v in f.items() if k not in strip} for f in first.flows] == [
         {k: v for k, v in f.items() if k not in strip} for f in second.flows
@@ -186,3 +187,12 @@ def test_the_cli_plays_a_scenario_on_the_fake_backend(tmp_path: Path) -> None:
     assert other.returncode == 2 and "runs on the fake backend" in other.stderr
     assert twin_cli("destroy", str(path)).returncode == 0
     assert not (path / "state.json").exists()
+
+
+def test_the_default_run_of_the_reference_passes_on_the_fake_backend(tmp_path: Path) -> None:
+    """`twin run --backend fake` with no lab: the reference fabric and the default scenario;
+    nothing fails, and what the fake cannot see (BGP, probes) is not-observable."""
+    done = twin_cli("run", "--backend", "fake", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ", 0 failed, 3 not observable" in done.stdout
+    assert "the fake backend does not observe probes" in done.stdout

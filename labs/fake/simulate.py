@@ -10,8 +10,8 @@ the flows crossing each port; nothing queues, nothing is delayed, nothing is re-
 
 from __future__ import annotations
 
+import hashlib
 import math
-import zlib
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import Any
@@ -43,7 +43,8 @@ def path(net: Network, flow: FlowSpec, address: IPv4Address) -> list[tuple[str, 
         if not choices or len(hops) >= MAX_HOPS:
             return None
         key = f"{flow.src}>{flow.dst}/{flow.qp}@{node}".encode()
-        hop = choices[zlib.crc32(key) % len(choices)]
+        digest = hashlib.blake2b(key, digest_size=8).digest()
+        hop = choices[int.from_bytes(digest, "big") % len(choices)]
         hops.append((node, hop.port))
         node = hop.node
     return hops
