@@ -37,6 +37,7 @@ def figures(run: Path) -> dict[str, Any]:
         "pause_frames": sum(r["pause_sent"] for r in pfc),
         "paused_ms_max": round(max((r["paused_s"] for r in pfc), default=0.0) * 1e3, 3),
         "ports_paused": sum(1 for r in pfc if r["paused_s"] > 0),
+        "paused_ms_total": round(sum(r["paused_s"] for r in pfc) * 1e3, 3),
         "lossless_drops": sum(r["drops"]["lossless"] for r in pfc),
         "events": sorted({e["event"] for e in events if e["event"] not in ("run-start", "fault")}),
     }
