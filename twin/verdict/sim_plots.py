@@ -55,19 +55,18 @@ def _marks(ax: Axes, obs: Observations) -> None:
             va="top",
             transform=ax.get_xaxis_transform(),
         )
-    for phase in obs.run.get("phases", []):
-        if phase["kind"] in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
-            continue
+    bulk = [
+        p
+        for p in obs.run.get("phases", [])
+        if p["kind"] not in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+    ]
+    for i, phase in enumerate(bulk):
         lo, hi = sim_ms(obs, float(phase["start"])), sim_ms(obs, float(phase["end"]))
-        ax.axvspan(lo, hi, color="grey", alpha=0.15)
+        ax.axvspan(lo, hi, color="grey", alpha=0.12)
         ax.text(
-            lo,
-            0.02,
-            f" {phase['label']} ({phase['kind']})",
-            fontsize=7,
-            color="dimgrey",
-            transform=ax.get_xaxis_transform(),
-        )
+            lo, 0.02 + 0.06 * i, f" {phase['label']} ({phase['kind']})", fontsize=7,
+            color="dimgrey", transform=ax.get_xaxis_transform(),
+        )  # fmt: skip
 
 
 def _pause(ax: Axes, rows: list[dict[str, Any]], peers: dict[str, str]) -> None:
