@@ -40,15 +40,6 @@ INTERFACES = {
 NETNS_VERB = "twin.cli.verbs.cleanup"
 """`twin cleanup` removes what crashed netns twins left (namespaces, processes by their lab
 tag): a verb of the netns backend itself, the one module outside labs/netns/ that calls it."""
-TO_MOVE = {
-    ("traffic.nsproc", "labs.netns.processes"),
-    ("traffic.nsproc", "twin.intent.fabric"),
-    ("twin.cli.verbs.diff", "validators.static.config_drift"),
-}
-"""Known exceptions, to be moved: the namespace workers of `traffic` tag themselves with their
-lab (`TWIN_LAB`, from the netns backend's processes) when the namespace name holds a valid
-lab name (from the intent), both of which belong below `traffic`, `labs` and `twin`; and
-`twin diff` reads config differences from a validator's module rather than from `twin`."""
 
 
 def modules() -> dict[str, Path]:
@@ -106,7 +97,7 @@ def test_packages_depend_on_each_other_only_one_way_but_for_the_interfaces() -> 
     packages = nx.DiGraph()
     for a, b in graph().edges:
         pa, pb = a.split(".")[0], b.split(".")[0]
-        if pa != pb and b not in INTERFACES and a != NETNS_VERB and (a, b) not in TO_MOVE:
+        if pa != pb and b not in INTERFACES and a != NETNS_VERB:
             packages.add_edge(pa, pb)
     assert list(nx.simple_cycles(packages)) == []
     # What the interfaces are for: the pipeline calls backends and validators through them.
@@ -121,7 +112,6 @@ def test_nothing_outside_a_backend_imports_its_internals() -> None:
     for a, b in g.edges:
         for backend in backends:
             inside = a in (backend, NETNS_VERB) or a.startswith(backend + ".")
-            inside = inside or (a, b) in TO_MOVE
             assert not b.startswith(backend + ".") or inside, f"{a} imports {b}"
 
 

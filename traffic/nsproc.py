@@ -23,9 +23,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from labs.netns.processes import TAG
-from twin.intent.fabric import is_lab_name
-
+TAG = "TWIN_LAB"
+"""The environment variable naming the lab a process belongs to (read back by cleanup)."""
 _CTX = multiprocessing.get_context("fork")
 _SOCKET_BUFFER = 64 << 20
 # asm-generic values (x86-64, arm64); Python's socket module lacks these constants.
@@ -83,7 +82,7 @@ def lab_of(netns: str) -> str | None:
     ('small', None)
     """
     lab, dot, _ = netns.partition(".")
-    return lab if dot and is_lab_name(lab) else None
+    return lab if dot and lab else None
 
 
 def tag_environ(lab: str) -> bool:

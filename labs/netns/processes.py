@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-TAG = "TWIN_LAB"
+from traffic.nsproc import TAG
 
 
 def lab_env(lab: str) -> dict[str, str]:

@@ -7,10 +7,10 @@ import argparse
 from pathlib import Path
 
 from twin.cli.verbs.validate import add_selection, selection
+from twin.labdiff import differences, lab_configs
 from twin.labdir import Lab
 from twin.verdict import report
 from validators import registry
-from validators.static.config_drift import differences, lab_configs
 
 HELP = "show the config differences between two labs and each static verdict that changed"
 
