@@ -1,7 +1,7 @@
 """A lab under failures, as the routing model sees it: which links, nodes and daemons faults
 took down, the FIB the routing model gives for that state, and faults as runs record them.
-Shared by the backends that compute their FIBs (fake, sim); the fake twin keeps its failures
-in the lab directory (`fake.json`), so that every verb sees them.
+Shared by the backends that compute their FIBs (fake, sim), whose twin keeps its failures in
+the lab directory (`failures.json`), so that every verb sees them.
 
 A link is taken down by its physical links (`node:peer` fails every link between the two, a
 PortChannel its members); a node down fails all its links; a killed bgpd or zebra takes the
@@ -12,19 +12,21 @@ changes nothing. Loss and rate are recorded, not modelled.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from ipaddress import IPv4Address
 from typing import Any
 
-from labs.backend import Fault
+from labs import events
+from labs.backend import Fault, LinkState, Status
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.fib import Fib, Hops, Link, Lpm, applied
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links
 
-STATE = "fake.json"
+STATE = "failures.json"
 CHANGES_ROUTING = ("link-down", "link-up", "node-down", "node-up", "daemon-kill", "daemon-restart")
 """Faults that change the FIBs."""
 ROUTED = ("bgpd", "zebra")
@@ -160,3 +162,23 @@ def fault_record(net: Network, index: int, t: float, fault: Fault) -> dict[str, 
         fields["ends"] = [f"{a}:{w.logical(a, a_port)}", f"{b}:{w.logical(b, b_port)}"]
     kind = "link-flap-done" if fault.kind == "link-flap" else fault.kind
     return {"index": index, "began": t, "t": t, "event": "fault", "fault": kind, **fields}
+
+
+def inject(lab: Lab, fault: Fault) -> dict[str, Any]:
+    """Apply a fault to the failures a twin holds and log it: the event it logged."""
+    net = Network(lab, Failures.load(lab))
+    net.fire(fault).save(lab)
+    record = fault_record(net, 0, time.time(), fault)
+    fields = {k: v for k, v in record.items() if k not in ("index", "began", "t", "event", "fault")}
+    return events.append(lab.path, "fault", fault=record["fault"], **fields)
+
+
+def status(lab: Lab, backend: str, running: bool) -> Status:
+    """Nodes up or down and links as the failures a twin holds leave them (no sessions)."""
+    net = Network(lab, Failures.load(lab))
+    failed = net.failed()
+    nodes = {n: "down" if n in net.failures.nodes else "up" for n in lab.graph.nodes}
+    for node, daemons in net.failures.daemons.items():
+        nodes[node] = "down: " + ",".join(daemons)
+    states = [LinkState(a, ap, b, bp, (a, ap, b, bp) not in failed) for a, ap, b, bp in links(lab)]
+    return Status(lab.name, backend, running, nodes, states, [])

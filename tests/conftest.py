@@ -98,9 +98,10 @@ BACKENDS = [
         ],
     ),
     "fake",
+    "sim",
 ]
 """Backends a backend-neutral test runs on (`@pytest.mark.parametrize("backend", BACKENDS)`
-or a fixture's `params`): netns as an integration test, fake everywhere."""
+or a fixture's `params`): netns as an integration test, fake and sim everywhere."""
 
 
 def tagged(name: str) -> list[int]:

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from labs import events, state
-from labs.backend import Deployed, LinkState, Status
-from labs.failures import STATE, Failures, Network, fault_record
+from labs import events, failures, state
+from labs.backend import Deployed, Status
+from labs.failures import STATE, Failures, Network
 from labs.fake.simulate import Simulation
 from twin import labcheck
 from twin.errors import LabError
@@ -123,15 +123,7 @@ class FakeBackend:
 
     def status(self, lab: Lab) -> Status:
         """Nodes up or down, links as the failures leave them; sessions are not observed."""
-        net = Network(lab, Failures.load(lab))
-        failed = net.failed()
-        nodes = {n: "down" if n in net.failures.nodes else "up" for n in lab.graph.nodes}
-        for node, daemons in net.failures.daemons.items():
-            nodes[node] = "down: " + ",".join(daemons)
-        states = [
-            LinkState(a, ap, b, bp, (a, ap, b, bp) not in failed) for a, ap, b, bp in links(lab)
-        ]
-        return Status(lab.name, self.name, self.running(lab), nodes, states, [])
+        return failures.status(lab, self.name, self.running(lab))
 
     def exec(self, lab: Lab, node: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
         """Refused: the fake twin runs no processes."""
@@ -139,14 +131,7 @@ class FakeBackend:
 
     def fault(self, lab: Lab, fault: Fault) -> dict[str, Any]:
         """Apply a fault to the twin's failures and log it."""
-        net = Network(lab, Failures.load(lab))
-        after = net.fire(fault)
-        after.save(lab)
-        record = fault_record(net, 0, time.time(), fault)
-        fields = {
-            k: v for k, v in record.items() if k not in ("index", "began", "t", "event", "fault")
-        }
-        return events.append(lab.path, "fault", fault=record["fault"], **fields)
+        return failures.inject(lab, fault)
 
     def observer(self, lab: Lab) -> FakeObserver:
         """The twin's FIB."""

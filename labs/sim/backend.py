@@ -5,7 +5,8 @@ switch port's QoS, buffers, WRED/ECN, schedulers and PFC watchdog, every NIC's R
 DCQCN settings, the cables) and records the twin in the lab's state; nothing runs between
 scenarios. A scenario is played at once in simulated time (`play`): its timeline becomes one
 experiment (`labs.sim.timeline`), the C core runs it, and its outputs become the run's
-observations (`labs.sim.played`). Faults are played from a scenario's timeline only.
+observations (`labs.sim.played`). `twin fault` records a failure in the twin's state, as on
+the fake backend (`labs.failures`); a scenario starts from the failures recorded.
 
 It observes FIBs (the routing model's, under the faults in force), port counters, flows,
 queues, PFC, ECN, and deadlock and watchdog events; not BGP sessions, captures or probes.
@@ -19,11 +20,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from labs import events, state
+from labs import events, failures, state
 from labs.backend import (
     Deployed,
     Fault,
-    LinkState,
     Phase,
     Played,
     Progress,
@@ -31,7 +31,7 @@ from labs.backend import (
     Status,
     Timeline,
 )
-from labs.failures import Failures, Network
+from labs.failures import STATE, Failures, Network
 from labs.sim import lab as simlab
 from labs.sim.engine import simulate
 from labs.sim.played import played
@@ -39,7 +39,6 @@ from labs.sim.timeline import plan, scaled
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.fib import Fib
-from twin.model.wiring import links
 
 
 def _quiet(_: str) -> None:
@@ -53,8 +52,8 @@ class SimObserver:
         self.lab = lab
 
     def fib(self) -> Fib:
-        """Every node's FIB with every link up."""
-        return Network(self.lab, Failures()).fib
+        """Every node's FIB under the failures the twin holds."""
+        return Network(self.lab, Failures.load(self.lab)).fib
 
     def counters(self) -> dict[str, list[int]]:
         """Nothing runs between scenarios: nothing counted."""
@@ -82,7 +81,7 @@ def run(
     started = time.monotonic()
     timeline = scaled(timeline)
     net = simlab.network(lab)
-    base = Network(lab, Failures())
+    base = Network(lab, Failures.load(lab))
     p = plan(lab, timeline, net, base, fibs)
     progress(
         f"simulating {len(p.experiment.flows)} flows on {len(net.links)} links "
@@ -132,6 +131,7 @@ class SimBackend:
     def destroy(self, lab: Lab) -> dict[str, int]:
         """Forget the twin."""
         was = self.running(lab)
+        (lab.path / STATE).unlink(missing_ok=True)
         state.clear(lab.path)
         if was:
             events.append(lab.path, "destroyed", backend=self.name)
@@ -142,21 +142,16 @@ class SimBackend:
         return state.running(lab.path, self.name)
 
     def status(self, lab: Lab) -> Status:
-        """Every node and link up (faults live only on a scenario's timeline)."""
-        nodes = dict.fromkeys(lab.graph.nodes, "up")
-        states = [LinkState(a, ap, b, bp, True) for a, ap, b, bp in links(lab)]
-        return Status(lab.name, self.name, self.running(lab), nodes, states, [])
+        """Nodes and links as the failures the twin holds leave them (no sessions)."""
+        return failures.status(lab, self.name, self.running(lab))
 
     def exec(self, lab: Lab, node: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
         """Refused: the simulator runs no processes."""
         raise LabError(f"the sim backend runs no processes: cannot run {argv[0]} in {node}")
 
     def fault(self, lab: Lab, fault: Fault) -> dict[str, Any]:
-        """Refused: faults are played on a scenario's timeline."""
-        raise LabError(
-            f"the sim backend plays faults on a scenario's timeline only: put {fault.kind} "
-            "in a scenario's faults"
-        )
+        """Record a fault in the twin's failures (the next scenario starts from them)."""
+        return failures.inject(lab, fault)
 
     def observer(self, lab: Lab) -> SimObserver:
         """The FIBs of the lab's configs."""

@@ -256,8 +256,9 @@ def played(timeline: Timeline, plan: Plan, result: Result, base: Network, wall: 
     start = {"t": 0.0, "event": "run-start", "scenario": timeline.scenario}
     logged = [{k: v for k, v in f.items() if k not in ("index", "began")} for f in faults]
     events = sorted([start, *logged, *_events(result)], key=lambda e: float(e["t"]))
+    ended = max([result.end_time, *(t for t, _ in timeline.faults), *(t for t, _, _ in plan.fibs)])
     fibs = {label: (t, fib) for t, label, fib in plan.fibs}
-    fibs["end"] = (result.end_time, plan.fibs[-1][2])
+    fibs["end"] = (ended, plan.fibs[-1][2])
     interval = plan.experiment.monitor.interval
     extra = {
         "pfc": _pfc(result, wiring),
@@ -281,7 +282,7 @@ def played(timeline: Timeline, plan: Plan, result: Result, base: Network, wall: 
     }
     return Played(
         started=0.0,
-        ended=result.end_time,
+        ended=ended,
         phases=_phase_records(timeline, plan, result),
         faults=faults,
         flows=_flows(timeline, plan, result, packet),

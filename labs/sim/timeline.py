@@ -221,7 +221,10 @@ class _Faults:
         self.storms: list[PfcStorm] = []
         self.fibs: list[tuple[float, str, Fib]] = [(0.0, "start", base.fib)]
         self.notes: list[str] = []
-        self.down: set[Link] = set()
+        held = set(base.failures.nodes)
+        self.down: set[Link] = {tuple(x) for x in base.failures.links}  # type: ignore[misc]
+        self.down |= {x for x in links(lab) if {x[0], x[2]} & held}
+        self.plan_links += [(0.0, f"{a}:{ap}", False) for a, ap, _, _ in sorted(self.down)]
         self.current = base
 
     def _set(self, t: float, named: Sequence[Link], up: bool) -> None:

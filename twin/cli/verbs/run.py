@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sim",
         action="store_true",
-        help="then play the data plane on the simulator with the live FIBs (default: no lab given)",
+        help="then play the data plane on the simulator with the live FIBs (as with no arguments)",
     )
     p.add_argument(
         "--timeout",
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         if deployed and not args.keep:
             chosen.destroy(lab)
             progress(f"{lab.name}: destroyed")
-    if (args.sim or args.lab is None) and chosen.name != "sim":
+    if (args.sim or (args.lab is None and args.backend is None)) and chosen.name != "sim":
         hybrid.add_data_plane(run_dir, lab, scenario, registry.get("sim"), progress)
     code, results = verdict.report_run(run_dir)
     rows = [[r.validator, r.scope, r.status.value, r.reason[:90]] for r in results]
