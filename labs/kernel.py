@@ -4,7 +4,8 @@ clab).
 
 A device name maps back to its port through `ifmap.json` (a netns veth name) or is the port
 itself (SONiC-VS names its netdevs after the ports); a next hop is the neighbour cabled to
-that port; next hops flagged `linkdown` or `dead` are left out, as the kernel ignores them.
+that port; next hops flagged `linkdown` or `dead` are left out, as the kernel ignores them,
+and of a prefix's routes (listed best first) the first usable one is taken.
 Servers' routes come from their host files (their kernel routes are those, unchanged).
 """
 
@@ -29,6 +30,8 @@ def from_snapshot(wiring: Wiring, snapshot: Mapping[str, list[dict[str, Any]]]) 
             if ":" in dst or entry.get("type", "unicast") not in ("unicast", "blackhole"):
                 continue
             prefix = IPv4Network("0.0.0.0/0" if dst == "default" else dst)
+            if prefix in routes:  # a prefix's routes come best first; the first usable is used
+                continue
             hops = []
             for hop in entry.get("nexthops") or (
                 [] if entry.get("type") == "blackhole" else [entry]

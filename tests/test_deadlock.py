@@ -197,6 +197,21 @@ def test_a_fib_written_as_json_reads_back_as_the_same_fib(small: Lab) -> None:
     assert from_json(json.loads(json.dumps(to_json(fib)))) == fib
 
 
+def test_a_prefix_takes_its_first_usable_route_as_the_kernel_does(small: Lab) -> None:
+    """The twin holds an SVI's subnet on the peer-link and, after it, a fallback blackhole
+    (metric 4000): the kernel lists a prefix's routes best first and uses the first whose next
+    hop is usable."""
+    fib = Routing(Wiring(small)).fib
+    subnet = small.graph.nodes["leaf1"]["subnet"]
+    routes = ip_route_json(fib, small, "leaf1")
+    fallback = {"type": "blackhole", "dst": subnet, "metric": 4000, "flags": []}
+    svi = next(i for i, e in enumerate(routes) if e["dst"] == subnet)
+    routes.insert(svi + 1, fallback)
+    assert from_snapshot(Wiring(small), {"leaf1": routes})["leaf1"] == fib["leaf1"]
+    routes[svi]["flags"] = ["linkdown"]
+    assert from_snapshot(Wiring(small), {"leaf1": routes})["leaf1"][IPv4Network(subnet)] == ()
+
+
 def test_small_lab_graph_has_one_queue_per_port_and_no_cycle(small: Lab) -> None:
     wiring = Wiring(small)
     graph = BufferGraph(wiring, Routing(wiring).fib, dscps(small))

@@ -111,8 +111,9 @@ def test_an_edited_admin_down_port_is_down(edited: Twin) -> None:
     assert link(edited, "leaf1", "Ethernet16")["operstate"] == "UP"  # the rest is up
     # server1 is still reachable over its other NIC, from its pair and the other pair.
     server1 = edited.servers()["server1"]
-    for src in ("server2", "server3"):
-        done = ping(edited, src, server1, "-M", "do", "-s", "8972", "-c1", "-W2")
+    # (server2's own port on leaf1 has the edited MTU: its pings fit that.)
+    for src, size in (("server2", SERVER_PORT_MTU - 28), ("server3", 8972)):
+        done = ping(edited, src, server1, "-M", "do", "-s", str(size), "-c1", "-W2")
         assert done.returncode == 0, f"{src}: {done.stdout}"
 
 

@@ -79,6 +79,9 @@ def test_the_plan_of_the_generated_lab(lab: Lab) -> None:
     assert leaf.proxy_arp == [peerlink]
     assert (peerlink, "10.2.0.1/29") in leaf.addresses
     assert Route("10.2.0.3/32", dev="Ethernet0") in leaf.routes
+    # The SVI's fallback route: held while any member of the VLAN has carrier.
+    members = (peerlink, "Ethernet0", "Ethernet8")
+    assert Route("10.2.0.0/29", blackhole=True, metric=4000, carriers=members) in leaf.routes
     server = plan.nodes["server1"]
     assert server.mtu == {"nic0": 9000, "nic1": 9000}
     assert server.addresses == [("nic0", "10.2.0.3/32"), ("nic1", "10.2.0.3/32")]

@@ -4,7 +4,9 @@ Links are named from either end: `leaf1:Ethernet40` (a SONiC port or PortChannel
 `server3:nic0`, or `leaf1:spine2` (the link between two nodes). Faults:
 
 - link down / up: both ends lose carrier (admin down on both veth ends); up restores the
-  routes the twin owns on those ports (FRR restores its own);
+  routes the twin owns on those ports (FRR restores its own). Down may be detected late: with
+  a delay (loss-of-signal detection plus FIB programming on a real switch), the link drops
+  every frame for that long before its ends go down;
 - link flap: down and up `count` times, `period` seconds apart;
 - node down / up: every link of the node down and its FRR daemons killed / the reverse;
 - daemon kill / restart: one FRR daemon of a switch (`bgpd`, `bfdd`, `zebra`);
@@ -14,6 +16,7 @@ Links are named from either end: `leaf1:Ethernet40` (a SONiC port or PortChannel
 
 from __future__ import annotations
 
+import subprocess
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +30,7 @@ from twin.errors import LabError
 from twin.labdir import Lab
 
 COMMENT = "twin-fault"
+CUT = f"{COMMENT}-cut"  # a cut link, until it is detected down (`clear` removes it too)
 
 
 @dataclass(frozen=True)
@@ -93,29 +97,63 @@ class Faults:
     def _log(self, fault: str, **fields: Any) -> dict[str, Any]:
         return events.append(self.lab.path, "fault", fault=fault, **fields)
 
-    def _set(self, end: End, up: bool) -> None:
-        ns = self.plan.netns(end.node)
-        self.sockets[ns].link(
-            "set", index=self.sockets.index(ns, end.ifname), state="up" if up else "down"
-        )
-        if up:
+    def _set(self, ends: list[End], up: bool, touched: list[End] | None = None) -> None:
+        """Set link ends admin up or down, then put the twin's routes on them (and on the
+        `touched` ends, whose carrier follows) in line: static routes restored on up, an SVI's
+        fallback route held or removed with its members' carrier."""
+        for end in ends:
+            ns = self.plan.netns(end.node)
+            self.sockets[ns].link(
+                "set", index=self.sockets.index(ns, end.ifname), state="up" if up else "down"
+            )
+        for end in [*ends, *(touched or [])]:
             self.sockets.routes(self.plan.nodes[end.node], only_dev=end.ifname)
 
-    def link(self, spec: str, up: bool) -> dict[str, Any]:
-        """Take a link down or bring it back up (both ends)."""
-        a, b = resolve_link(self.lab, self.plan, spec)
-        for end in (a, b):
-            self._set(end, up)
-        return self._log(
-            "link-up" if up else "link-down",
-            link=spec,
-            ends=self._ends(a, b),
-        )
+    def link(self, spec: str, up: bool, delay_ms: float = 0.0) -> dict[str, Any]:
+        """Take a link down or bring it back up (both ends).
 
-    def flap(self, spec: str, period: float, count: int) -> dict[str, Any]:
-        """Take a link down and up `count` times, `period` seconds per half-cycle."""
+        Down with `delay_ms`: the link first drops every frame both ways while both ends still
+        have carrier (a cut nothing has noticed yet), and goes down `delay_ms` later, when a
+        switch would have detected the loss of signal and programmed its FIB; the fault is
+        logged when the cut starts.
+        """
+        a, b = resolve_link(self.lab, self.plan, spec)
+        ends = {"link": spec, "ends": self._ends(a, b)}
+        if up or delay_ms <= 0:
+            self._set([a, b], up)
+            return self._log("link-up" if up else "link-down", **ends)
+        self._cut([a, b], True)
+        try:
+            event = self._log("link-down", **ends, delay_ms=delay_ms)
+            time.sleep(delay_ms / 1000)
+            self._set([a, b], False)
+        finally:
+            self._cut([a, b], False)
+        return event
+
+    def _cut(self, ends: list[End], on: bool) -> None:
+        """Drop every frame leaving these ends (iptables, both ends at once), or stop."""
+        verb = "-A" if on else "-D"
+        procs = []
+        for end in ends:
+            rules = "".join(
+                f"{verb} {chain} -o {end.ifname} -m comment --comment {CUT} -j DROP\n"
+                for chain in ("FORWARD", "OUTPUT")
+            )
+            argv = ["ip", "netns", "exec", self.plan.netns(end.node), "iptables-restore", "-n"]
+            procs.append((end, subprocess.Popen(argv, stdin=subprocess.PIPE, text=True)))
+            assert procs[-1][1].stdin
+            procs[-1][1].stdin.write(f"*filter\n{rules}COMMIT\n")
+            procs[-1][1].stdin.close()
+        for end, proc in procs:
+            if proc.wait(timeout=30) != 0:
+                raise LabError(f"{end.node}: iptables-restore: cannot {'cut' if on else 'mend'}")
+
+    def flap(self, spec: str, period: float, count: int, delay_ms: float = 0.0) -> dict[str, Any]:
+        """Take a link down and up `count` times, `period` seconds per half-cycle (each down
+        detected `delay_ms` after the cut, as `link`)."""
         for _ in range(count):
-            self.link(spec, up=False)
+            self.link(spec, up=False, delay_ms=delay_ms)
             time.sleep(period)
             self.link(spec, up=True)
             time.sleep(period)
@@ -136,16 +174,14 @@ class Faults:
             End(v.b, v.b_if) if v.a == name else End(v.a, v.a_if) for v in self._veths_of(name)
         ]
         if not up:
-            for end in ends:
-                self._set(end, False)
+            self._set(ends, False, touched=peers)
             ended = list(self.state.pids.get(name, {}).values())
             processes.end(ended, self.lab.name)
             frr.remove_tmp(ended)
         else:
             if name in self.state.pids:
                 self._start_daemons(name)
-            for end in ends + peers:
-                self._set(end, True)
+            self._set(ends + peers, True)
         return self._log("node-up" if up else "node-down", node=name)
 
     def _start_daemons(self, name: str, only: list[str] | None = None) -> None:

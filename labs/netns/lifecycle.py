@@ -56,6 +56,14 @@ def _ns_exec(
     )
 
 
+def proxy_arp_sysctls(interfaces: list[str]) -> dict[str, str]:
+    """Proxy ARP on these interfaces, answering at once: the kernel would otherwise hold each
+    answer for a random time up to `proxy_delay` (0.8 s), a delay real MCLAG does not have
+    (its peer forwards over the peer-link as soon as the server's link is down)."""
+    on = {f"net.ipv4.conf.{i}.proxy_arp": "1" for i in interfaces}
+    return on | {f"net.ipv4.neigh.{i}.proxy_delay": "0" for i in interfaces}
+
+
 def is_running(lab: Lab) -> bool:
     """Whether a twin of this lab is recorded and its namespaces exist."""
     st = state.load(lab.path)
@@ -104,9 +112,9 @@ def deploy(lab: Lab, timeout: float | None = None, progress: Progress = _quiet) 
             netlink.set_sysctls(node.netns, node.sysctls)
             sockets.configure(node)
             if node.proxy_arp:
-                netlink.set_sysctls(
-                    node.netns, {f"net.ipv4.conf.{i}.proxy_arp": "1" for i in node.proxy_arp}
-                )
+                netlink.set_sysctls(node.netns, proxy_arp_sysctls(node.proxy_arp))
+        for node in plan.nodes.values():
+            sockets.routes(node)
         built = time.monotonic() - start
         progress("starting FRR")
 

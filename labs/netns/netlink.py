@@ -23,6 +23,7 @@ from labs.netns.plan import Node, Route, Veth
 NETNS_DIR = Path("/var/run/netns")
 CLONE_NEWNET = 0x40000000
 NETLINK_ROUTE = 0
+IFF_UP = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -146,7 +147,8 @@ class Sockets:
         )
 
     def configure(self, node: Node) -> None:
-        """Addresses, MTUs, link state and routes of one namespace."""
+        """Addresses, MTUs and link state of one namespace (its routes are installed by
+        `routes` once every namespace's links are up, so that carriers can be read)."""
         sock = self[node.netns]
         sock.link("set", index=self.index(node.netns, "lo"), state="up")
         for ifname, mtu in node.mtu.items():
@@ -163,20 +165,30 @@ class Sockets:
         for ifname in node.mtu:
             state = "down" if ifname in node.down else "up"
             sock.link("set", index=self.index(node.netns, ifname), state=state)
-        self.routes(node)
 
     def routes(self, node: Node, only_dev: str | None = None) -> None:
-        """Install the node's static routes (those on `only_dev` when given); idempotent."""
+        """Install the node's static routes (those on `only_dev` when given), and remove those
+        held by carriers none of which is up; idempotent."""
         sock = self[node.netns]
         for route in node.routes:
-            devs = {route.dev} | {dev for _, dev in route.gateways}
+            devs = {route.dev, *route.carriers} | {dev for _, dev in route.gateways}
             if only_dev is not None and only_dev not in devs:
                 continue
+            args = self._route_args(node.netns, route)
+            if route.carriers and not any(self.carrier(node.netns, d) for d in route.carriers):
+                with contextlib.suppress(NetlinkError):
+                    sock.route("del", **args)
+                continue
             try:
-                sock.route("replace", **self._route_args(node.netns, route))
+                sock.route("replace", **args)
             except NetlinkError as exc:
                 if exc.code not in (errno.ENETDOWN, errno.ENETUNREACH, errno.EINVAL):
                     raise
+
+    def carrier(self, name: str, ifname: str) -> bool:
+        """Whether an interface is up with carrier (its peer end is up too)."""
+        link = self[name].get_links(self.index(name, ifname))[0]
+        return bool(link["flags"] & IFF_UP) and link.get_attr("IFLA_CARRIER") == 1
 
     def _route_args(self, ns: str, route: Route) -> dict[str, object]:
         args: dict[str, object] = {"dst": route.dst}

@@ -10,7 +10,10 @@ and routes over both with ECMP. A leaf routes each server's /32 onto the port th
 on, holds its SVI address on those ports, and holds the SVI subnet on the peer-link with proxy
 ARP, so that when a server link fails, traffic that reaches that leaf crosses the peer-link to
 the other leaf of the pair, as MLAG forwards over its peer-link. Both leaves advertise the
-subnet. Not emulated: LACP, the MCLAG control plane (iccpd), MAC sync, split-brain handling.
+subnet while their SVI is up, as SONiC's is: while any member of its VLAN (a server port or
+the peer-link) has carrier, which a fallback route for the subnet (blackhole, kept only while
+a member has carrier) stands for when the peer-link is gone. Not emulated: LACP, the MCLAG
+control plane (iccpd), MAC sync, split-brain handling.
 """
 
 from __future__ import annotations
@@ -21,9 +24,13 @@ from dataclasses import dataclass, field
 from twin.errors import LabError
 from twin.labdir import Lab
 
+# Switches hash ECMP on each packet's 5-tuple (policy 3: these fields, 0x37), as an ASIC
+# does. Policy 1 would reuse a hash the sending socket left on the packet, which crosses veths
+# with it: paths would depend on a random per-socket value, not on the 5-tuple.
 SWITCH_SYSCTLS = {
     "net.ipv4.ip_forward": "1",
-    "net.ipv4.fib_multipath_hash_policy": "1",
+    "net.ipv4.fib_multipath_hash_policy": "3",
+    "net.ipv4.fib_multipath_hash_fields": "0x0037",
     "net.ipv4.conf.all.ignore_routes_with_linkdown": "1",
     "net.ipv4.conf.default.ignore_routes_with_linkdown": "1",
     "net.ipv4.conf.all.rp_filter": "0",
@@ -36,17 +43,24 @@ SERVER_SYSCTLS = {
     "net.ipv4.conf.all.rp_filter": "0",
     "net.ipv4.conf.default.rp_filter": "0",
 }
+# Metric of an SVI's fallback route: above the kernel's connected route on the peer-link (0).
+SVI_FALLBACK_METRIC = 4000
 
 
 @dataclass(frozen=True)
 class Route:
-    """A kernel route: onto a device, via gateways (ECMP when several), or a blackhole."""
+    """A kernel route: onto a device, via gateways (ECMP when several), or a blackhole.
+
+    A route with `carriers` is held only while one of those devices is up with carrier (the
+    fallback route of an SVI: up while a member of its VLAN is).
+    """
 
     dst: str
     dev: str | None = None
     gateways: tuple[tuple[str, str], ...] = ()  # (gateway, device)
     blackhole: bool = False
     metric: int = 0
+    carriers: tuple[str, ...] = ()
 
 
 @dataclass
@@ -202,7 +216,8 @@ def _vlans(
     node: Node,
     servers: dict[str, str],
 ) -> None:
-    """Server VLANs: SVI on the peer-link (proxy ARP) and /32 routes onto server ports."""
+    """Server VLANs: SVI on the peer-link (proxy ARP), /32 routes onto server ports, and the
+    subnet's fallback route, held while a member of the VLAN has carrier."""
     members: dict[str, list[str]] = {}
     for key in db.get("VLAN_MEMBER", {}):
         vlan, member = key.split("|")
@@ -228,8 +243,14 @@ def _vlans(
             if server in servers and ipaddress.IPv4Address(servers[server]) in svi.network:
                 node.addresses.append((member, f"{svi.ip}/32"))
                 node.routes.append(Route(f"{servers[server]}/32", dev=member))
-        if not on_peer_link:
-            node.routes.append(Route(str(svi.network), blackhole=True, metric=4000))
+        node.routes.append(
+            Route(
+                str(svi.network),
+                blackhole=True,
+                metric=SVI_FALLBACK_METRIC,
+                carriers=tuple(dict.fromkeys(members.get(vlan, []))),
+            )
+        )
 
 
 def _peer_of(lab: Lab, node: str, linux: str) -> str | None:

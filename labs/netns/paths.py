@@ -1,0 +1,117 @@
+"""Which way a UDP flow goes through a running netns twin, asked of the kernels on its way.
+
+Each hop is the kernel's own lookup for the flow's 5-tuple (`ip route get ... iif IN ipproto
+udp sport S dport D`), so the answer carries the multipath hash every switch applies. A flow
+is traced from the server that sends it (its own ECMP over its NICs) to the node that holds
+the destination address. `pin` picks source ports whose flows cross a given element: that is
+how probe flows are made to go through a link or switch before it is failed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from labs.netns.faults import End
+from labs.netns.plan import Plan
+from twin.errors import LabError
+
+MAX_HOPS = 12
+
+
+@dataclass(frozen=True)
+class UdpFlow:
+    """A UDP flow from a server's address to another address."""
+
+    src: str  # the sending server
+    dst: str  # the node holding dst_ip
+    src_ip: str
+    dst_ip: str
+    sport: int
+    dport: int
+
+
+def _peer(plan: Plan, node: str, ifname: str) -> End:
+    for v in plan.veths:
+        if (v.a, v.a_if) == (node, ifname):
+            return End(v.b, v.b_if)
+        if (v.b, v.b_if) == (node, ifname):
+            return End(v.a, v.a_if)
+    raise LabError(f"{node}: {ifname} is not a link of the twin")
+
+
+def _lookups(netns: str, lines: list[str]) -> list[dict[str, str]]:
+    """One `ip route get` per line, in one `ip -batch` process; {} where a lookup failed."""
+    done = subprocess.run(
+        ["ip", "-n", netns, "-j", "-force", "-batch", "-"],
+        input="".join(f"route get {line}\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    answers = [json.loads(out)[0] for out in done.stdout.splitlines() if out.startswith("[")]
+    if len(answers) != len(lines):
+        raise LabError(f"{netns}: ip route get: {done.stderr.strip() or 'no answer'}")
+    return answers
+
+
+def trace(plan: Plan, flows: Iterable[UdpFlow]) -> dict[UdpFlow, list[End]]:
+    """Each flow's way: the egress (node, interface) of every hop, from its server on, up to
+    the node that holds the destination (empty where a node drops it)."""
+    paths: dict[UdpFlow, list[End]] = {}
+    at: dict[UdpFlow, tuple[str, str | None]] = {}  # flow -> (node, ingress interface)
+    for flow in flows:
+        paths[flow], at[flow] = [], (flow.src, None)
+    for _ in range(MAX_HOPS):
+        by_node: dict[str, list[UdpFlow]] = {}
+        for flow, (node, _) in at.items():
+            by_node.setdefault(node, []).append(flow)
+        moving: dict[UdpFlow, tuple[str, str | None]] = {}
+        for node, here in by_node.items():
+            lines = [
+                f"{f.dst_ip} from {f.src_ip}"
+                + (f" iif {at[f][1]}" if at[f][1] else "")
+                + f" ipproto udp sport {f.sport} dport {f.dport}"
+                for f in here
+            ]
+            for flow, answer in zip(here, _lookups(plan.netns(node), lines), strict=True):
+                dev = answer.get("dev")
+                if not dev or dev == "lo" or answer.get("type") in ("local", "blackhole"):
+                    continue
+                paths[flow].append(End(node, dev))
+                nxt = _peer(plan, node, dev)
+                moving[flow] = (nxt.node, nxt.ifname)
+        if not moving:
+            return paths
+        at = moving
+    raise LabError(f"flows still on their way after {MAX_HOPS} hops (a loop?)")
+
+
+def crosses(path: list[End], element: tuple[End, End] | str) -> bool:
+    """Whether a traced way crosses a switch (by name: it forwards the flow) or a link (the
+    flow leaves by either end)."""
+    if isinstance(element, str):
+        return any(hop.node == element for hop in path)
+    return any(hop in element for hop in path)
+
+
+def pin(
+    plan: Plan,
+    template: UdpFlow,
+    element: tuple[End, End] | str,
+    count: int,
+    ports: range = range(33000, 34024),
+) -> list[UdpFlow]:
+    """`count` flows like `template`, differing in source port, that cross `element`."""
+    candidates = [replace(template, sport=p) for p in ports]
+    paths = trace(plan, candidates)
+    chosen = [f for f in candidates if crosses(paths[f], element)][:count]
+    if len(chosen) < count:
+        raise LabError(
+            f"{template.src} -> {template.dst_ip}: only {len(chosen)} of {len(candidates)} "
+            f"source ports cross {element}"
+        )
+    return chosen
