@@ -69,6 +69,7 @@ class Fault:
     count: int = 1
     priority: int = 3  # pfc-storm: the priority paused
     duration: float | None = None  # pfc-storm: seconds it lasts (None: to the end)
+    delay_ms: float = 0.0  # link-down: loss-of-signal detection plus FIB programming
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,8 @@ class Network:
         """The failures after a fault."""
         now = self.failures
         f = Failures(list(now.links), list(now.nodes), dict(now.daemons))
+        if fault.delay_ms:
+            raise LabError("the routing model has no detection delay: give delay_ms 0")
         match fault.kind:
             case "link-down":
                 named = resolve(self.lab, self.wiring, str(fault.link))
@@ -156,6 +158,8 @@ def fault_record(net: Network, index: int, t: float, fault: Fault) -> dict[str, 
         fields.pop("count", None)
     if fault.kind != "pfc-storm":
         fields.pop("priority", None)
+    if not fault.delay_ms:
+        fields.pop("delay_ms", None)
     if fault.link:
         a, a_port, b, b_port = resolve(net.lab, net.wiring, fault.link)[0]
         w = net.wiring

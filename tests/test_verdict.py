@@ -222,6 +222,10 @@ CASES = {
         "faults.0: link-down needs link: NODE:PORT or NODE:PEER",
     ),
     "unknown node": (bad("faults.0.link", "leaf9:spine1"), "faults.0: no node 'leaf9'"),
+    "negative detection delay": (
+        bad("faults.0.delay_ms", -1),
+        "faults.0.delay_ms: Input should be greater than or equal to 0",
+    ),
     "unknown validator": (
         bad("validate.ecmp", {}),
         "validate.ecmp: no validator (known: ",

@@ -74,9 +74,9 @@ class Faults:
         """Inject one fault; the event it logged (the one place a fault kind becomes a verb)."""
         match fault.kind:
             case "link-down" | "link-up":
-                return self.link(str(fault.link), up=fault.kind == "link-up")
+                return self.link(str(fault.link), fault.kind == "link-up", fault.delay_ms)
             case "link-flap":
-                return self.flap(str(fault.link), fault.period, fault.count)
+                return self.flap(str(fault.link), fault.period, fault.count, fault.delay_ms)
             case "node-down" | "node-up":
                 return self.node(str(fault.node), up=fault.kind == "node-up")
             case "daemon-kill" | "daemon-restart":

@@ -11,7 +11,6 @@ included), so `labs.netns.paths.pin` can choose flows that cross a given element
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from typing import Any
 
 from labs.netns.paths import UdpFlow
 from labs.netns.plan import Plan
-from labs.netns.processes import TAG
+from labs.netns.processes import lab_env
 
 SENDER = r"""
 import json, socket, struct, sys, time
@@ -128,7 +127,7 @@ class Probe:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, TAG: self.lab},
+            env=lab_env(self.lab),
         )
 
     def start(self) -> float:

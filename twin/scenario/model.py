@@ -148,6 +148,12 @@ class Fault(_Model):
     duration: float | None = Field(
         None, gt=0, le=MAX_TIME, description="pfc-storm: seconds it lasts (none: to the end)"
     )
+    delay_ms: float = Field(
+        0.0,
+        ge=0,
+        le=10_000,
+        description="link-down, link-flap: loss-of-signal detection plus FIB programming, ms",
+    )
 
     @model_validator(mode="after")
     def _target(self) -> Fault:
@@ -165,6 +171,8 @@ class Fault(_Model):
             raise ValueError("loss needs percent")
         if self.fault == "rate" and self.mbit is None:
             raise ValueError("rate needs mbit")
+        if self.delay_ms and self.fault not in ("link-down", "link-flap"):
+            raise ValueError("delay_ms is for link-down and link-flap")
         if self.fault == "link-flap" and self.count * self.period > MAX_TIME:
             raise ValueError(f"a flap of count x period beyond {MAX_TIME:g} s")
         return self

@@ -136,6 +136,7 @@ def fault(f: Fault) -> backend.Fault:
         count=f.count,
         priority=f.priority,
         duration=f.duration,
+        delay_ms=f.delay_ms,
     )
 
 

@@ -12,6 +12,7 @@ from twin.cli.options import add_backend, running
 from twin.labdir import Lab
 
 LIMIT_S = 15.0  # watch at most this long after the fault
+DELAY = "ms the link drops frames before its ends see it down (detection plus FIB programming)"
 HELP = "inject a fault (link, node, daemon, loss, rate) and log the state changes it causes"
 
 
@@ -25,8 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     verbs = p.add_subparsers(dest="fault", required=True, metavar="FAULT")
     add = functools.partial(verbs.add_parser, parents=[watch_for])
+    down = add("link-down", help="take a link down")
+    down.add_argument("link", help="NODE:PORT or NODE:PEER")
+    down.add_argument("--delay-ms", type=float, default=0.0, help=DELAY)
     for name, what in (
-        ("link-down", "take a link down"),
         ("link-up", "bring a link up"),
         ("clear", "remove loss and rate limits from a link"),
     ):
@@ -35,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     flap.add_argument("link")
     flap.add_argument("--period", type=float, default=1.0, help="seconds down, then up")
     flap.add_argument("--count", type=int, default=3)
+    flap.add_argument("--delay-ms", type=float, default=0.0, help=DELAY)
     for name, what in (("node-down", "power a node off"), ("node-up", "power a node on")):
         add(name, help=what).add_argument("node")
     for name, what in (
@@ -62,6 +66,7 @@ def _fault(args: argparse.Namespace) -> Fault:
         mbit=getattr(args, "mbit", None),
         period=getattr(args, "period", 1.0),
         count=getattr(args, "count", 1),
+        delay_ms=getattr(args, "delay_ms", 0.0),
     )
 
 
