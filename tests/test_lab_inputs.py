@@ -122,6 +122,14 @@ CASES: dict[str, tuple[Edit, str]] = {
         "ifmap.json: leaf1.",
     ),
     "a node missing from ifmap.json": (_ifmap(lambda m: m.pop("spine1")), "ifmap.json: spine1: "),
+    "a design link without its kind": (
+        _edit("design.json", lambda d: d["graph"]["links"][0].pop("kind")),
+        "design.json: graph.links.",
+    ),
+    "a design link with a speed of zero": (
+        _edit("design.json", lambda d: d["graph"]["links"][0].update(speed=0)),
+        "design.json: graph.links.",
+    ),
     "frr.conf missing": (
         lambda lab: (lab / "configs" / "leaf1" / "frr.conf").unlink(),
         "frr.conf: missing",

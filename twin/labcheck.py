@@ -29,6 +29,7 @@ NODE_NAME = re.compile(r"[a-z][a-z0-9]{0,31}")
 LINUX_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$"
 """A Linux interface name: at most 15 characters, never `/` or white space."""
 ROLES = ("superspine", "spine", "leaf", "server")
+LINK_KINDS = ("server", "peerlink", "fabric", "superfabric")
 ADDRESS_TABLES = ("INTERFACE", "PORTCHANNEL_INTERFACE", "LOOPBACK_INTERFACE", "VLAN_INTERFACE")
 
 
@@ -181,9 +182,16 @@ def _design(lab: Lab) -> nx.MultiGraph:
         if attrs.get("role") not in ROLES:
             raise InputError(file, f"graph.nodes.{node}.role", f"must be one of {ROLES}")
     for a, b, attrs in graph.edges(data=True):
+        where = f"graph.links.{a}-{b}"
         for end in ("a", "b"):
             if attrs.get(end) not in (a, b) or not isinstance(attrs.get(f"{end}_port"), str):
-                raise InputError(file, f"graph.links.{a}-{b}", f"needs {end} and {end}_port")
+                raise InputError(file, where, f"needs {end} and {end}_port")
+        if attrs.get("kind") not in LINK_KINDS:
+            raise InputError(file, f"{where}.kind", f"must be one of {LINK_KINDS}")
+        for number in ("speed", "cable_m"):
+            value = attrs.get(number)
+            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+                raise InputError(file, f"{where}.{number}", "must be a positive number")
     return graph
 
 
