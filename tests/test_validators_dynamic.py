@@ -29,6 +29,7 @@ from twin.scenario.observations import Observations
 from validators import registry
 from validators.dynamic import bgp_health, failover
 from validators.examples import edit_json
+from validators.frr_timers import Detection, detection
 from validators.result import Result, Status
 
 REPO = Path(__file__).resolve().parent.parent
@@ -318,7 +319,12 @@ def test_every_dynamic_validator_is_registered_with_documented_thresholds() -> N
         "bgp_health": {"max_flaps": 0},
         "dscp_preserved": {},
         "ecmp_spread": {"max_over_mean": 1.5, "p_min": 0.001, "min_packets": 200},
-        "failover": {"max_loss_ms": 1000.0, "recovery_s": 5.0, "blackhole_s": 1.0},
+        "failover": {
+            "max_loss_ms": 0.0,
+            "margin_ms": 500.0,
+            "recovery_s": 5.0,
+            "blackhole_s": 1.0,
+        },
         "mtu": {},
         "reachability": {},
     }
@@ -438,6 +444,41 @@ def test_failover_fails_a_300_packet_gap_after_link_down_at_100_pps(
     )
 
 
+def test_failover_limit_comes_from_the_bfd_timers_of_the_faulted_link(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """A gray failure (loss, carrier up) is found by BFD: 3 x 300 ms in the generated configs.
+    The default limit is that detection time plus a convergence margin (500 ms): a fabric
+    working as designed passes; slower than that fails, naming where the limit comes from."""
+    run.fault(
+        1.0,
+        "loss",
+        link="leaf1:spine1",
+        percent=100.0,
+        ends=["leaf1:Ethernet24", "spine1:Ethernet0"],
+    )
+    run.flows = [flow("server1", "server3", 0, gaps=[(2.25, 123)])]  # 1230 ms at 100 pps
+    fault = by_scope(check("failover", lab, run.write()))["fault1 loss leaf1:spine1"]
+    assert fault.status is Status.PASS, fault.reason
+    assert fault.figures["limit_ms"] == 1400.0
+    run.flows = [flow("server1", "server3", 0, gaps=[(2.6, 150)])]  # 1500 ms
+    fault = by_scope(check("failover", lab, run.write()))["fault1 loss leaf1:spine1"]
+    assert fault.status is Status.FAIL
+    assert "1500 ms > 1400 ms (BFD 3 x 300 ms on leaf1, spine1 + 500 ms)" in fault.reason
+    # A limit given in the scenario is used as it is.
+    given = by_scope(check("failover", lab, run.write(), max_loss_ms=2000))
+    assert given["fault1 loss leaf1:spine1"].status is Status.PASS
+
+
+def test_detection_is_the_bgp_hold_time_without_bfd(lab: Lab, tmp_path: Path) -> None:
+    copy = Lab.open(Path(shutil.copytree(lab.path, tmp_path / "lab")))
+    conf = copy.path / "configs" / "leaf1" / "frr.conf"
+    lines = conf.read_text().splitlines()
+    conf.write_text("\n".join(x for x in lines if "bfd" not in x) + "\n")
+    assert detection(copy, "leaf1") == Detection(9000.0, "BGP hold 9 s")
+    assert detection(copy, "spine1") == Detection(900.0, "BFD 3 x 300 ms")
+
+
 def test_failover_passes_a_short_gap(lab: Lab, run: SyntheticRun) -> None:
     run.fault(1.0, "link-down", link="leaf1:spine1")
     run.fault(3.0, "link-up", link="leaf1:spine1")
@@ -447,7 +488,12 @@ def test_failover_passes_a_short_gap(lab: Lab, run: SyntheticRun) -> None:
         ("fault1 link-down leaf1:spine1", Status.PASS),  # link-up takes nothing: no result
         ("convergence", Status.PASS),
     ]
-    assert results[0].figures == {"loss_window_ms": 400.0, "recovery_s": 0.45, "flows_hit": 1}
+    assert results[0].figures == {
+        "loss_window_ms": 400.0,
+        "limit_ms": 1400.0,
+        "recovery_s": 0.45,
+        "flows_hit": 1,
+    }
 
 
 def test_failover_counts_a_gap_that_closed_only_when_the_loss_was_cleared(
@@ -488,7 +534,9 @@ def test_failover_counts_a_flap_from_its_first_down(lab: Lab, run: SyntheticRun)
     run.duration = 9.0
     run.fault(7.0, "link-flap-done", link="leaf1:spine1", period=1.0, count=3)
     run.flows = [flow("server1", "server3", 0, sent=900, gaps=[(2.1, 110)])]
-    fault = by_scope(check("failover", lab, run.write()))["fault1 link-flap-done leaf1:spine1"]
+    fault = by_scope(check("failover", lab, run.write(), max_loss_ms=1000))[
+        "fault1 link-flap-done leaf1:spine1"
+    ]
     assert fault.figures["loss_window_ms"] == 1100.0
     assert fault.status is Status.FAIL
 

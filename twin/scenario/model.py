@@ -9,7 +9,7 @@
       - {at: 8, fault: link-up, link: leaf1:spine1}
     validate:
       ecmp_spread: {max_over_mean: 1.5}
-      failover: {max_loss_ms: 1000}
+      failover: {max_loss_ms: 1500}
 
 Times are seconds from the start of the run. Rates on wall-clock backends (netns) are packets
 per second per flow (`pps`): veth links are not 400G, so a scenario keeps the ratios between

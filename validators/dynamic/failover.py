@@ -5,8 +5,12 @@ For each fault that takes something away (link down or flap, node down, daemon k
 the loss window is the longest sequence gap of any flow that the fault caused (gaps that
 began after the fault and before the next one, whenever they closed: a loss is often cleared
 by the next fault), in milliseconds at the flow's rate; recovery is the time from the fault
-until the last such gap closed. A flap counts from its first down. Fails above
-`max_loss_ms` (default 1000) or `recovery_s` (default 5). A flow black-holed after
+until the last such gap closed. A flap counts from its first down. Fails above the loss
+limit or `recovery_s` (default 5). The loss limit is `max_loss_ms` when given; by default
+(0) it comes from the configs: the dead-neighbour detection time of the switches at the
+fault (BFD detect multiplier x receive interval in their frr.conf, or the BGP hold time
+without BFD; `validators.frr_timers`) plus `margin_ms` (default 500: BGP withdrawal and FIB
+programming after detection), so a fabric working as designed passes. A flow black-holed after
 convergence (nothing received during its last `blackhole_s`, default 1 s, or nothing at all)
 fails the `convergence` scope.
 """
@@ -17,6 +21,7 @@ from typing import Any
 
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
+from validators.frr_timers import detection
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 
@@ -74,10 +79,28 @@ def windows(obs: Observations) -> list[tuple[dict[str, Any], float, float, list[
     return out
 
 
-@dynamic(NAME, needs={"flows"}, max_loss_ms=1000.0, recovery_s=5.0, blackhole_s=1.0)
+def limit(lab: Lab, fault: dict[str, Any], margin_ms: float) -> tuple[float, str]:
+    """The default loss limit for a fault, and where it comes from: the slowest detection of
+    the switches at its link ends (or the node), plus the margin."""
+    named = [e.split(":")[0] for e in fault.get("ends", [])] or [fault.get("node", "")]
+    switches = [n for n in named if n in lab.switches()] or lab.switches()
+    found = {n: detection(lab, n) for n in switches}
+    slowest = max(found.values(), key=lambda d: d.ms)
+    where = ", ".join(n for n, d in found.items() if d == slowest)
+    return slowest.ms + margin_ms, f"{slowest.source} on {where} + {margin_ms:.0f} ms"
+
+
+@dynamic(
+    NAME,
+    needs={"flows"},
+    max_loss_ms=0.0,
+    margin_ms=500.0,
+    recovery_s=5.0,
+    blackhole_s=1.0,
+)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """One result per fault, and one for black-holed flows after convergence."""
-    max_loss_ms = float(params["max_loss_ms"])
+    given_ms, margin_ms = float(params["max_loss_ms"]), float(params["margin_ms"])
     max_recovery = float(params["recovery_s"])
     blackhole_s = float(params["blackhole_s"])
     if not obs.flows:
@@ -86,14 +109,17 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     for i, (fault, loss_ms, recovery, hit) in enumerate(windows(obs)):
         target = fault.get("link") or fault.get("node", "")
         scope = f"fault{i + 1} {fault['fault']} {target}"
+        max_loss_ms, source = (given_ms, "") if given_ms else limit(lab, fault, margin_ms)
         figures: dict[str, int | float | str] = {
             "loss_window_ms": round(loss_ms, 1),
+            "limit_ms": round(max_loss_ms, 1),
             "recovery_s": round(recovery, 3),
             "flows_hit": len(hit),
         }
         problems = []
         if loss_ms > max_loss_ms:
-            problems.append(f"loss window {loss_ms:.0f} ms > {max_loss_ms:.0f} ms")
+            why = f" ({source})" if source else ""
+            problems.append(f"loss window {loss_ms:.0f} ms > {max_loss_ms:.0f} ms{why}")
         if recovery > max_recovery:
             problems.append(f"recovery {recovery:.2f} s > {max_recovery} s")
         status = Status.FAIL if problems else Status.PASS
