@@ -109,6 +109,7 @@ CASES: dict[str, tuple[Edit, str]] = {
         "config_db.json: INTERFACE.Ethernet999",
     ),
     "host mtu a string": (_host(lambda h: h.update(mtu="9000")), "host.json: mtu: "),
+    "host.json without routes": (_host(lambda h: h.pop("routes")), "host.json: routes: "),
     "a route over no NIC": (
         _host(lambda h: h["routes"][0]["nexthops"][0].update(dev="eth7")),
         "host.json: routes.0.nexthops.0.dev: ",

@@ -128,7 +128,7 @@ class Host(_Model):
     address: Cidr
     bond: Bond | None = None
     interfaces: list[Nic] = Field(min_length=1)
-    routes: list[HostRoute] = Field(default_factory=list)
+    routes: list[HostRoute]
     dscp_marking: list[Marking] = Field(default_factory=list)
     rdma: Rdma | None = None
 
