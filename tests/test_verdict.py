@@ -232,7 +232,8 @@ CASES = {
     ),
     "unknown threshold": (
         bad("validate.failover", {"max_loss_ms": 1, "loss_ms": 2}),
-        "failover.loss_ms: unknown threshold (known: max_loss_ms, margin_ms, recovery_s, blackhole_s)",
+        "failover.loss_ms: unknown threshold "
+        "(known: max_loss_ms, margin_ms, recovery_s, blackhole_s)",
     ),
     "negative time": (bad("faults.0.at", -1), "faults.0.at: "),
     "backup without dst": (bad("traffic.1.dst", None), "backup needs src: SERVER and dst: SERVER"),
