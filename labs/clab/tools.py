@@ -99,8 +99,13 @@ def inspect(lab: Lab) -> list[Record]:
 
 def client() -> docker.DockerClient:
     """A Docker client that has answered a ping, or one line saying there is no daemon."""
-    import docker
-    from docker.errors import DockerException
+    try:
+        import docker
+        from docker.errors import DockerException
+    except ImportError:
+        raise LabError(
+            "the Docker SDK is not installed (pip install docker; scripts/setup.sh does)"
+        ) from None
 
     where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
     try:
