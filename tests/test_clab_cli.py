@@ -106,16 +106,22 @@ def test_deploy_inspect_fault_scenario_destroy(cli: Cli, tmp_path: Path) -> None
     assert fake_clab.load_state() == {}
 
 
-@pytest.mark.parametrize("broken", ["containerlab", "docker", "image"])
+@pytest.mark.parametrize("broken", ["containerlab", "docker", "sdk", "image"])
 def test_refusals_are_one_line_exit_2(cli: Cli, broken: str, tmp_path: Path) -> None:
     if broken == "containerlab":
         cli.env["PATH"] = "/usr/bin:/bin"
     elif broken == "docker":
         cli.env["DOCKER_HOST"] = f"unix://{tmp_path}/none.sock"
+    elif broken == "sdk":
+        shadow = tmp_path / "no-sdk" / "docker"
+        shadow.mkdir(parents=True)
+        (shadow / "__init__.py").write_text("raise ImportError('no docker SDK here')\n")
+        cli.env["PYTHONPATH"] = f"{shadow.parent}:{cli.env['PYTHONPATH']}"
     else:
         cli.engine.images.clear()
     done = cli("deploy", str(cli.lab), "--backend", "clab")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("twin: ")
+    assert broken != "sdk" or "Docker SDK is not installed" in done.stderr
     assert fake_clab.calls() == []
     assert not (cli.lab / "state.json").exists()
