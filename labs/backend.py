@@ -26,6 +26,11 @@ from twin.model.fib import Fib
 
 Progress = Callable[[str], None]
 
+
+def quiet(_: str) -> None:
+    """Progress sink that says nothing."""
+
+
 Capability = Literal[
     "fib",  # forwarding tables (Fib) at any time
     "bgp",  # BGP sessions and their state

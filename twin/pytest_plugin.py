@@ -32,7 +32,7 @@ import pytest
 import yaml
 
 from labs import events, registry
-from labs.backend import Backend, Session
+from labs.backend import Backend, Session, quiet
 from twin import labdir
 from twin.intent import fabric as intent
 from twin.labdir import Lab
@@ -40,10 +40,6 @@ from twin.model.fib import Fib
 from twin.scenario import model as scenarios
 from twin.scenario import player as runs
 from twin.scenario.observations import Observations
-
-
-def _quiet(_: str) -> None:
-    """Progress sink that says nothing."""
 
 
 class Twin:
@@ -160,7 +156,7 @@ def twin_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 def twin(twin_lab: Lab, request: pytest.FixtureRequest) -> Iterator[Twin]:
     """The lab deployed for the session (the netns backend needs root and FRR)."""
     backend = registry.get(request.config.getoption("--twin-backend"))
-    backend.deploy(twin_lab, _quiet)
+    backend.deploy(twin_lab, quiet)
     try:
         yield Twin(twin_lab, backend)
     finally:

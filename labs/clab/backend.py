@@ -20,7 +20,17 @@ from typing import Any, ClassVar
 import yaml
 
 from labs import events, state
-from labs.backend import Deployed, Fault, LinkState, Phase, Played, Progress, Status, Timeline
+from labs.backend import (
+    Deployed,
+    Fault,
+    LinkState,
+    Phase,
+    Played,
+    Progress,
+    Status,
+    Timeline,
+    quiet,
+)
 from labs.clab import faults, namespace, switches, tools
 from labs.clab.containers import Containers
 from labs.clab.observer import ClabObserver
@@ -32,10 +42,6 @@ BOOT_ALLOWANCE = 240.0
 """Seconds SONiC-VS may take to start (redis, syncd, orchagent) on top of the convergence
 timeout: docker-sonic-vs starts in tens of seconds to minutes, by machine."""
 NO_ARP_REPLY = "8"  # arp_ignore 8: do not reply for any local address (ip-sysctl.rst)
-
-
-def _quiet(_: str) -> None:
-    """Progress sink that says nothing."""
 
 
 def _images(lab: Lab) -> list[str]:
@@ -65,7 +71,7 @@ class ClabBackend:
         return Containers(lab, engine)
 
     def deploy(
-        self, lab: Lab, progress: Progress = _quiet, timeout: float | None = None
+        self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
     ) -> Deployed:
         """Deploy, configure, and wait until every BGP session is Established (`timeout`: 60 s
         by default, beyond the boot allowance)."""
@@ -157,7 +163,7 @@ class ClabBackend:
             "scenarios on netns, or faults-only scenarios here"
         )
 
-    def play(self, lab: Lab, timeline: Timeline, progress: Progress = _quiet) -> Played:
+    def play(self, lab: Lab, timeline: Timeline, progress: Progress = quiet) -> Played:
         """Play on the wall clock through `labs.timeline`."""
         wallclock = importlib.import_module("labs.timeline")
         played: Played = wallclock.play(self, lab, timeline, progress)

@@ -18,7 +18,7 @@ import time
 from typing import Any, ClassVar
 
 from labs import events, state
-from labs.backend import Deployed, Fault, Phase, Played, Progress, Status, Timeline
+from labs.backend import Deployed, Fault, Phase, Played, Progress, Status, Timeline, quiet
 from labs.clab.tools import deploying, not_running
 from twin.errors import LabError
 from twin.labdir import Lab, clab_refusal
@@ -27,10 +27,6 @@ from twin.render import clab
 KUBECTL = "kubectl"
 FILE = "clabernetes.yml"
 POLL = 2.0
-
-
-def _quiet(_: str) -> None:
-    """Progress sink that says nothing."""
 
 
 def kubectl(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -63,7 +59,7 @@ class ClabernetesBackend:
         return data
 
     def deploy(
-        self, lab: Lab, progress: Progress = _quiet, timeout: float | None = None
+        self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
     ) -> Deployed:
         """Apply the Clabernetes form and wait until the controller reports it ready."""
         timeout = 60.0 if timeout is None else timeout
@@ -150,6 +146,6 @@ class ClabernetesBackend:
         """Not on this target."""
         raise self._unsupported("traffic")
 
-    def play(self, lab: Lab, timeline: Timeline, progress: Progress = _quiet) -> Played:
+    def play(self, lab: Lab, timeline: Timeline, progress: Progress = quiet) -> Played:
         """Not on this target."""
         raise self._unsupported("scenarios")

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from labs import events, failures, state
-from labs.backend import Deployed, Status
+from labs.backend import Deployed, Status, quiet
 from labs.failures import STATE, Failures, Network
 from labs.fake.simulate import Simulation
 from twin import labcheck
@@ -29,10 +29,6 @@ from twin.model.wiring import links
 
 if TYPE_CHECKING:
     from labs.backend import Fault, Phase, Played, Progress, Session, Timeline
-
-
-def _quiet(_: str) -> None:
-    """Progress sink that says nothing."""
 
 
 class FakeObserver:
@@ -85,7 +81,7 @@ class FakeBackend:
     capabilities: ClassVar[frozenset[str]] = frozenset({"fib", "counters", "flows"})
 
     def deploy(
-        self, lab: Lab, progress: Progress = _quiet, timeout: float | None = None
+        self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
     ) -> Deployed:
         """Record the twin and compute its converged FIB."""
         labcheck.check(lab, live=True)
@@ -141,7 +137,7 @@ class FakeBackend:
         """A phase's flows, counted as sent."""
         return FakeTraffic(phase)
 
-    def play(self, lab: Lab, timeline: Timeline, progress: Progress = _quiet) -> Played:
+    def play(self, lab: Lab, timeline: Timeline, progress: Progress = quiet) -> Played:
         """The whole timeline at once, in model time from now; the twin keeps the failures
         the timeline leaves."""
         net = Network(lab, Failures.load(lab))

@@ -21,6 +21,7 @@ from labs.backend import (
     Session,
     Status,
     Timeline,
+    quiet,
 )
 from labs.netns import lifecycle
 from labs.netns.faults import Faults
@@ -33,10 +34,6 @@ if TYPE_CHECKING:
     from traffic.receiver import Receiver
 
 
-def _quiet(_: str) -> None:
-    """Progress sink that says nothing."""
-
-
 class NetnsBackend:
     """A lab as network namespaces, veth pairs and FRR daemons (root needed)."""
 
@@ -46,7 +43,7 @@ class NetnsBackend:
     )
 
     def deploy(
-        self, lab: Lab, progress: Progress = _quiet, timeout: float | None = None
+        self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
     ) -> Deployed:
         """Build the twin and wait until BGP and ECMP have converged."""
         figures = lifecycle.deploy(lab, timeout=timeout, progress=progress)
@@ -102,7 +99,7 @@ class NetnsBackend:
 
         return PhaseTraffic(lab, phase)
 
-    def play(self, lab: Lab, timeline: Timeline, progress: Progress = _quiet) -> Played:
+    def play(self, lab: Lab, timeline: Timeline, progress: Progress = quiet) -> Played:
         """Play on the wall clock, with receivers in every server, captures and probes."""
         from labs.netns import probes
         from labs.netns import traffic as netns_traffic

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from labs import events, state
+from labs.backend import quiet
 from labs.netns import frr, neighbours, netlink, processes
 from labs.netns.cleanup import claim, cleanup, namespaces_of
 from labs.netns.plan import Plan, build
@@ -28,10 +29,6 @@ from twin.labdir import Lab
 
 Progress = Callable[[str], None]
 LOGS = "logs"
-
-
-def _quiet(_: str) -> None:
-    """Progress sink that says nothing."""
 
 
 def check_root() -> None:
@@ -77,7 +74,7 @@ def convergence_timeout(lab: Lab) -> float:
     return 60.0 + 2.0 * max(0, len(lab.switches()) - 12)
 
 
-def deploy(lab: Lab, timeout: float | None = None, progress: Progress = _quiet) -> dict[str, Any]:
+def deploy(lab: Lab, timeout: float | None = None, progress: Progress = quiet) -> dict[str, Any]:
     """Build the twin and wait until BGP and ECMP have converged (at most `timeout` seconds,
     `convergence_timeout` by default); returns figures."""
     timeout = timeout or convergence_timeout(lab)

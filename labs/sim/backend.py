@@ -30,6 +30,7 @@ from labs.backend import (
     Session,
     Status,
     Timeline,
+    quiet,
 )
 from labs.failures import STATE, Failures, Network
 from labs.sim import lab as simlab
@@ -39,10 +40,6 @@ from labs.sim.timeline import plan, scaled
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.fib import Fib
-
-
-def _quiet(_: str) -> None:
-    """Progress sink that says nothing."""
 
 
 class SimObserver:
@@ -72,7 +69,7 @@ class SimObserver:
 def run(
     lab: Lab,
     timeline: Timeline,
-    progress: Progress = _quiet,
+    progress: Progress = quiet,
     fibs: list[tuple[float, str, Fib]] | None = None,
 ) -> Played:
     """Simulate a timeline (its times scaled by `sim.time_scale`) on a lab; FIBs from the
@@ -108,7 +105,7 @@ class SimBackend:
         {"fib", "counters", "flows", "queues", "pfc", "ecn", "deadlock", "iterations"}
     )
 
-    def deploy(self, lab: Lab, progress: Progress = _quiet, timeout: float = 60.0) -> Deployed:
+    def deploy(self, lab: Lab, progress: Progress = quiet, timeout: float = 60.0) -> Deployed:
         """Read the lab into the simulator's network (refusing what it cannot model) and
         record the twin."""
         if self.running(lab):
@@ -161,6 +158,6 @@ class SimBackend:
         """Refused: traffic is played in simulated time by `play`."""
         raise LabError(f"the sim backend plays {phase.label} in simulated time only (twin run)")
 
-    def play(self, lab: Lab, timeline: Timeline, progress: Progress = _quiet) -> Played:
+    def play(self, lab: Lab, timeline: Timeline, progress: Progress = quiet) -> Played:
         """The whole timeline in simulated time (with the live twin's FIBs, when given)."""
         return run(lab, timeline, progress, timeline.fibs)

@@ -14,17 +14,13 @@ from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
-from labs.backend import Backend, Played, Progress
+from labs.backend import Backend, Played, Progress, quiet
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.fib import to_json
 from twin.scenario import model as scenarios
 from twin.scenario import plan
 from twin.scenario.model import Scenario
-
-
-def _quiet(_: str) -> None:
-    """Progress sink that says nothing."""
 
 
 def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Played) -> None:
@@ -64,7 +60,7 @@ def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Play
     shutil.copyfile(lab.path / "fabric.yaml", out / "fabric.yaml")
 
 
-def play(lab: Lab, scenario: Scenario, backend: Backend, progress: Progress = _quiet) -> Path:
+def play(lab: Lab, scenario: Scenario, backend: Backend, progress: Progress = quiet) -> Path:
     """Run the scenario on the lab's running twin; returns the run directory."""
     if not backend.running(lab):
         raise LabError(f"lab {lab.name} is not running on {backend.name} (twin deploy {lab.path})")
