@@ -11,13 +11,13 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from labs import events, state
-from labs.backend import quiet
+from labs.backend import Progress, quiet
 from labs.netns import frr, neighbours, netlink, processes
 from labs.netns.cleanup import claim, cleanup, namespaces_of
 from labs.netns.plan import Plan, build
@@ -27,7 +27,6 @@ from twin.design.graph import remote_subnets, uplink_width
 from twin.errors import LabError
 from twin.labdir import Lab
 
-Progress = Callable[[str], None]
 LOGS = "logs"
 
 
