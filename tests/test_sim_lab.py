@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from labs.backend import Played
-from labs.sim.backend import SimObserver, run
+from labs.modelled import ModelledObserver
+from labs.sim.backend import run
 from tests.simlab import Db, copy, edit_hosts, edit_switches, incast, play, small_lab, total
 from twin.intent.inputs import parse_model
 from twin.labdir import Lab
@@ -319,7 +320,7 @@ def test_fib_epochs_apply_at_their_times(base: Path) -> None:
     lab = Lab.open(base)
     scenario = parse_model(Scenario, {"settle": 0, **to_server4(0.0004)}, "test")
     timeline = plan.timeline(lab, scenario)
-    start = SimObserver(lab).fib()
+    start = ModelledObserver(lab).fib()
     dropped: Fib = {
         **start,
         **{leaf: dict.fromkeys(start[leaf], ()) for leaf in ("leaf1", "leaf2")},

@@ -11,43 +11,27 @@ events, packet captures, probes, queues, PFC, ECN, latency, DSCP rewriting.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from labs import events, failures, state
-from labs.backend import Deployed, Status, quiet
-from labs.failures import STATE, Failures, Network
+from labs import events, state
+from labs.backend import Deployed, quiet
+from labs.failures import Failures, Network
 from labs.fake.simulate import Simulation
+from labs.modelled import ModelledBackend, ModelledObserver
 from twin import labcheck
 from twin.errors import LabError
 from twin.labdir import Lab
-from twin.model.fib import Fib
 from twin.model.wiring import links
 
 if TYPE_CHECKING:
-    from labs.backend import Fault, Phase, Played, Progress, Session, Timeline
+    from labs.backend import Phase, Played, Progress, Timeline
 
 
-class FakeObserver:
-    """`labs.backend.Observer` of a fake twin: its FIB; no traffic runs outside a play."""
-
-    def __init__(self, lab: Lab) -> None:
-        self.lab = lab
-
-    def fib(self) -> Fib:
-        """Every node's FIB under the twin's current failures."""
-        return Network(self.lab, Failures.load(self.lab)).fib
-
-    def counters(self) -> dict[str, list[int]]:
-        """No traffic outside a play: nothing counted."""
-        return {}
-
-    def bgp(self) -> list[Session]:
-        """Not observed (no BGP daemons)."""
-        return []
+class FakeObserver(ModelledObserver):
+    """`labs.backend.Observer` of a fake twin: its FIB, and the faults logged while watching."""
 
     @contextmanager
     def watch(self) -> Iterator[list[dict[str, Any]]]:
@@ -74,7 +58,7 @@ class FakeTraffic:
         return {f.flow_id: n for f in self.phase.flows}
 
 
-class FakeBackend:
+class FakeBackend(ModelledBackend):
     """A lab as the routing model sees it."""
 
     name: ClassVar[str] = "fake"
@@ -103,31 +87,6 @@ class FakeBackend:
             seconds,
             {"links": len(links(lab)), "routes": sum(len(r) for r in net.fib.values())},
         )
-
-    def destroy(self, lab: Lab) -> dict[str, int]:
-        """Forget the twin."""
-        was = self.running(lab)
-        (lab.path / STATE).unlink(missing_ok=True)
-        state.clear(lab.path)
-        if was:
-            events.append(lab.path, "destroyed", backend=self.name)
-        return {"twins": int(was)}
-
-    def running(self, lab: Lab) -> bool:
-        """Whether the lab's state records a running fake twin."""
-        return state.running(lab.path, self.name)
-
-    def status(self, lab: Lab) -> Status:
-        """Nodes up or down, links as the failures leave them; sessions are not observed."""
-        return failures.status(lab, self.name, self.running(lab))
-
-    def exec(self, lab: Lab, node: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
-        """Refused: the fake twin runs no processes."""
-        raise LabError(f"the fake backend runs no processes: cannot run {argv[0]} in {node}")
-
-    def fault(self, lab: Lab, fault: Fault) -> dict[str, Any]:
-        """Apply a fault to the twin's failures and log it."""
-        return failures.inject(lab, fault)
 
     def observer(self, lab: Lab) -> FakeObserver:
         """The twin's FIB."""

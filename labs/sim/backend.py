@@ -14,25 +14,20 @@ queues, PFC, ECN, and deadlock and watchdog events; not BGP sessions, captures o
 
 from __future__ import annotations
 
-import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from labs import events, failures, state
+from labs import events, state
 from labs.backend import (
     Deployed,
-    Fault,
     Phase,
     Played,
     Progress,
-    Session,
-    Status,
     Timeline,
     quiet,
 )
-from labs.failures import STATE, Failures, Network
+from labs.failures import Failures, Network
+from labs.modelled import ModelledBackend, ModelledObserver
 from labs.sim import lab as simlab
 from labs.sim.engine import simulate
 from labs.sim.played import played
@@ -40,30 +35,6 @@ from labs.sim.timeline import plan, scaled
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.fib import Fib
-
-
-class SimObserver:
-    """`labs.backend.Observer` of a simulated twin: the FIB its configs converge to."""
-
-    def __init__(self, lab: Lab) -> None:
-        self.lab = lab
-
-    def fib(self) -> Fib:
-        """Every node's FIB under the failures the twin holds."""
-        return Network(self.lab, Failures.load(self.lab)).fib
-
-    def counters(self) -> dict[str, list[int]]:
-        """Nothing runs between scenarios: nothing counted."""
-        return {}
-
-    def bgp(self) -> list[Session]:
-        """Not observed (no BGP daemons)."""
-        return []
-
-    @contextmanager
-    def watch(self) -> Iterator[list[dict[str, Any]]]:
-        """No state changes happen outside a play."""
-        yield []
 
 
 def run(
@@ -97,7 +68,7 @@ def run(
     return played(timeline, p, result, base, wall)
 
 
-class SimBackend:
+class SimBackend(ModelledBackend):
     """A lab's data plane in the packet-level simulator."""
 
     name: ClassVar[str] = "sim"
@@ -125,34 +96,9 @@ class SimBackend:
             {"links": len(net.links)},
         )
 
-    def destroy(self, lab: Lab) -> dict[str, int]:
-        """Forget the twin."""
-        was = self.running(lab)
-        (lab.path / STATE).unlink(missing_ok=True)
-        state.clear(lab.path)
-        if was:
-            events.append(lab.path, "destroyed", backend=self.name)
-        return {"twins": int(was)}
-
-    def running(self, lab: Lab) -> bool:
-        """Whether the lab's state records a simulated twin."""
-        return state.running(lab.path, self.name)
-
-    def status(self, lab: Lab) -> Status:
-        """Nodes and links as the failures the twin holds leave them (no sessions)."""
-        return failures.status(lab, self.name, self.running(lab))
-
-    def exec(self, lab: Lab, node: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
-        """Refused: the simulator runs no processes."""
-        raise LabError(f"the sim backend runs no processes: cannot run {argv[0]} in {node}")
-
-    def fault(self, lab: Lab, fault: Fault) -> dict[str, Any]:
-        """Record a fault in the twin's failures (the next scenario starts from them)."""
-        return failures.inject(lab, fault)
-
-    def observer(self, lab: Lab) -> SimObserver:
+    def observer(self, lab: Lab) -> ModelledObserver:
         """The FIBs of the lab's configs."""
-        return SimObserver(lab)
+        return ModelledObserver(lab)
 
     def traffic(self, lab: Lab, phase: Phase) -> Any:
         """Refused: traffic is played in simulated time by `play`."""
