@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import orjson
 
 from twin.design.graph import Design, design, figures, ports_of
 from twin.errors import LabError
@@ -58,8 +59,10 @@ def ifmap(d: Design) -> dict[str, dict[str, dict[str, str]]]:
 
 
 def _write_json(path: Path, data: Any) -> None:
+    """Indented JSON as `json.dumps(data, indent=2)` writes it, at orjson's speed (the
+    standard library's encoder is pure Python when it indents)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
 
 
 def generate(

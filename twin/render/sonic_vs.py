@@ -50,7 +50,7 @@ SKU_FIELDS = ("lanes", "alias", "index", "speed")
 @functools.cache
 def image() -> dict[str, Any]:
     """Facts about docker-sonic-vs (SKU port tables, paths, management network)."""
-    data: dict[str, Any] = yaml.safe_load(IMAGE_FACTS.read_text())
+    data: dict[str, Any] = yaml.load(IMAGE_FACTS.read_text(), Loader=yaml.CSafeLoader)
     return data
 
 
@@ -81,11 +81,12 @@ class Sku:
         )
 
 
-def skus() -> list[Sku]:
+@functools.cache
+def skus() -> tuple[Sku, ...]:
     """The SKUs the container flavour chooses from, smallest first."""
-    return [
+    return tuple(
         Sku(name, tuple(Row(*row) for row in sku["ports"])) for name, sku in image()["skus"].items()
-    ]
+    )
 
 
 class Refused(Exception):
