@@ -1,4 +1,4 @@
-"""RoCEv2 frames: ICRC, UDP source port, template patching, CNPs."""
+"""RoCEv2 frames: ICRC, UDP source port, template patching, CNPs (messages: test_traffic_rc)."""
 
 import pickle
 
@@ -12,10 +12,15 @@ from scapy.packet import Raw
 
 from traffic.checksums import icrc, icrc_ok, ipv4_checksum, ipv4_checksum_ok
 from traffic.frames import FixedFrame, RoceFlow
-from traffic.layout import PAYLOAD_HEADER, PAYLOAD_MAGIC, PAYLOAD_OFF
-from traffic.roce import (
+from traffic.layout import (
     CNP_OPCODE,
-    RC_SEND_ONLY,
+    PAYLOAD_HEADER,
+    PAYLOAD_MAGIC,
+    PAYLOAD_OFF,
+    RC_WRITE_ONLY,
+    RETH,
+)
+from traffic.roce import (
     RoceFlowSpec,
     cnp_frame,
     roce_flow,
@@ -85,14 +90,16 @@ def test_icrc_ignores_the_fields_routers_rewrite() -> None:
 @given(
     dscp=st.integers(0, 63),
     ecn=st.integers(0, 3),
-    payload=st.integers(6, 300).map(lambda n: 4 * n),
+    payload=st.integers(7, 300).map(lambda n: 4 * n),
     psn0=st.integers(0, 0xFFFFFF),
     seq=st.integers(0, 2**40),
+    packets=st.integers(1, 64),
 )
 def test_icrc_and_checksum_match_scapy(
-    dscp: int, ecn: int, payload: int, psn0: int, seq: int
+    dscp: int, ecn: int, payload: int, psn0: int, seq: int, packets: int
 ) -> None:
-    frame = bytes(spec(dscp=dscp, ecn=ecn, payload_len=payload, psn0=psn0).packet(seq, 99))
+    s = spec(dscp=dscp, ecn=ecn, payload_len=payload, psn0=psn0, message_packets=packets)
+    frame = bytes(s.packet(seq, 99))
     assert icrc(frame) == scapy_icrc(frame)
     assert ipv4_checksum(frame) == Ether(frame)[IP].chksum
     assert ipv4_checksum_ok(frame)
@@ -119,29 +126,31 @@ def test_spec_puts_sport_dscp_ecn_and_qp_in_the_frame() -> None:
     assert pkt[BTH].dqpn == 0x456
 
 
+@pytest.mark.parametrize("packets", [1, 2, 3, 16])
 @pytest.mark.parametrize("seq", [0, 1, 255, 65535, 65536, 0xFFFFFF, 0x1000005, 2**63])
-def test_patched_frame_equals_scapy_build(seq: int) -> None:
-    s = spec(psn0=0xFFFFF0, payload_len=256)
+def test_patched_frame_equals_scapy_build(seq: int, packets: int) -> None:
+    s = spec(psn0=0xFFFFF0, payload_len=256, message_packets=packets)
     frame = roce_flow(s).frame(seq, ts_ns=1_700_000_000_123_456_789)
     assert frame == bytes(s.packet(seq, 1_700_000_000_123_456_789))
 
 
 def test_patched_frame_redissects_valid() -> None:
-    frame = roce_flow(spec(psn0=5, opcode=RC_SEND_ONLY)).frame(seq=70_000, ts_ns=123)
+    frame = roce_flow(spec(psn0=5, message_packets=1)).frame(seq=70_000, ts_ns=123)
     assert scapy_icrc(frame) == int.from_bytes(frame[-4:], "little")
     pkt = Ether(frame)
     assert pkt[BTH].psn == 70_005
-    assert pkt[BTH].opcode == RC_SEND_ONLY
+    assert pkt[BTH].opcode == RC_WRITE_ONLY
     assert pkt[IP].id == 70_000 & 0xFFFF
     chk = pkt[IP].chksum
     del pkt[IP].chksum
     assert Ether(bytes(pkt))[IP].chksum == chk
-    assert PAYLOAD_HEADER.unpack_from(frame, PAYLOAD_OFF) == (PAYLOAD_MAGIC, 42, 70_000, 123)
+    header = PAYLOAD_HEADER.unpack_from(frame, PAYLOAD_OFF + RETH.size)
+    assert header == (PAYLOAD_MAGIC, 42, 70_000, 123, 0x123)
 
 
 def test_frames_are_consecutive_and_distinct() -> None:
-    frames = roce_flow(spec()).frames(100, start_seq=10)
-    seqs = [PAYLOAD_HEADER.unpack_from(f, PAYLOAD_OFF)[2] for f in frames]
+    frames = roce_flow(spec(message_packets=1)).frames(100, start_seq=10)
+    seqs = [PAYLOAD_HEADER.unpack_from(f, PAYLOAD_OFF + RETH.size)[2] for f in frames]
     assert seqs == list(range(10, 110))
     assert all(icrc_ok(f) and ipv4_checksum_ok(f) for f in frames)
 
@@ -154,18 +163,34 @@ def test_flow_survives_pickling() -> None:
 
 
 def test_template_must_be_valid() -> None:
-    good = bytes(spec().packet())
+    s = spec(message_packets=3)
+    first, middle, last = (bytes(s.packet(seq)) for seq in (0, 1, 2))
     with pytest.raises(ValueError, match="ICRC"):
-        RoceFlow(good[:-1] + bytes([good[-1] ^ 1]))
-    foreign = spec().packet()
+        RoceFlow((first, middle, last[:-1] + bytes([last[-1] ^ 1])), 3)
+    foreign = s.packet(1)
     foreign[Raw].load = b"NOPE" + foreign[Raw].load[4:]
     with pytest.raises(ValueError, match="TWIN"):
-        RoceFlow(bytes(foreign))
+        RoceFlow((first, bytes(foreign), last), 3)
+    with pytest.raises(ValueError, match="First"):
+        RoceFlow((middle, middle, last), 3)
+    cnp = cnp_frame(
+        "02:00:00:00:00:02", "02:00:00:00:00:01", "10.2.0.1", "10.1.0.1", dst_qpn=1, src_qpn=2
+    )
+    with pytest.raises(ValueError, match="RDMA WRITE"):
+        RoceFlow((first, middle, cnp), 3)
 
 
 @pytest.mark.parametrize(
     "bad",
-    [{"payload_len": 30}, {"payload_len": 8}, {"opcode": 0x06}, {"dscp": 64}, {"src_qpn": 0}],
+    [
+        {"payload_len": 30},
+        {"payload_len": 8},
+        {"message_packets": 0},
+        {"rkey": 2**32},
+        {"va": 2**64 - 1},
+        {"dscp": 64},
+        {"src_qpn": 0},
+    ],
 )
 def test_spec_rejects_bad_values(bad: dict[str, int]) -> None:
     with pytest.raises(ValueError):

@@ -48,7 +48,7 @@ def test_each_flow_sends_count_frames_in_sequence() -> None:
         got = receive_all(rx).result()
     assert (result.packets, result.retries) == (120, 0)
     assert result.flow_packets == {0: 40, 1: 40, 2: 40}
-    assert result.bytes == 120 * 122
+    assert result.bytes == 120 * 122 + 3 * 3 * 16  # seqs 0, 16, 32 start messages (RETH)
     assert sorted(got.flows) == [0, 1, 2]
     for stats in got.flows.values():
         assert (stats.packets, stats.lost, stats.reordered, stats.max_seq) == (40, 0, 0, 39)

@@ -1,16 +1,16 @@
 """Per-flow receive accounting: packets, bytes, loss, reordering, latency, DSCP/ECN.
 
 :class:`Tally` is fed raw frames (from a socket or a capture) with their arrival times
-and produces a :class:`ReceiverResult` of plain, JSON-serializable dataclasses.
+and produces a :class:`ReceiverResult` of plain, JSON-serializable dataclasses. Only RDMA
+WRITE frames count as a flow's data; CNPs and ACKs coming back are counted apart.
 
->>> from traffic.frames import RoceFlow
->>> from traffic.roce import RoceFlowSpec
+>>> from traffic.roce import RoceFlowSpec, roce_flow
 >>> spec = RoceFlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.0.0.2",
 ...                     src_qpn=1, dst_qpn=2, flow_id=5, payload_len=64)
->>> flow = RoceFlow(bytes(spec.packet()))
+>>> flow = roce_flow(spec)
 >>> tally = Tally()
 >>> for seq in (0, 1, 3, 2):
-...     tally.add(flow.frame(seq, ts_ns=1_000), rx_ns=1_500)
+...     _ = tally.add(flow.frame(seq, ts_ns=1_000), rx_ns=1_500)
 >>> s = tally.result().flows[5]
 >>> s.packets, s.lost, s.reordered, s.latency_mean_ns, s.dscp, s.ecn
 (4, 0, 1, 500.0, {26: 4}, {2: 4})
@@ -22,25 +22,26 @@ from dataclasses import asdict, dataclass
 from traffic.checksums import Buffer, icrc_ok
 from traffic.layout import (
     BTH_OPCODE,
+    CNP_OPCODE,
     ETH_P_IP,
     FRAME_OVERHEAD,
     IP_OFF,
     IP_PROTO,
     IP_TOS,
+    PAYLOAD_AT,
     PAYLOAD_HEADER,
     PAYLOAD_MAGIC,
-    PAYLOAD_OFF,
+    RC_ACKNOWLEDGE,
     ROCE_UDP_PORT,
     UDP_DPORT,
 )
 
-_CNP_OPCODE = 0x81
 MAX_GAPS = 256  # sequence gaps kept per flow, each (arrival ns of the frame after it, missing)
 _IPV4_NO_OPTIONS = 0x45
 _UDP = 17
 _ETHERTYPE = ETH_P_IP.to_bytes(2, "big")
 _DPORT = ROCE_UDP_PORT.to_bytes(2, "big")
-_MIN_DATA = FRAME_OVERHEAD + PAYLOAD_HEADER.size
+_TAIL = PAYLOAD_HEADER.size + 4  # payload header and ICRC after the payload offset
 
 
 def _split_tos(tos_counts: dict[int, int]) -> tuple[dict[int, int], dict[int, int]]:
@@ -52,9 +53,14 @@ def _split_tos(tos_counts: dict[int, int]) -> tuple[dict[int, int], dict[int, in
     return dscp, ecn
 
 
+def _marks(tos_counts: dict[int, int]) -> "MarkCounts":
+    dscp, ecn = _split_tos(tos_counts)
+    return MarkCounts(sum(tos_counts.values()), dscp, ecn)
+
+
 @dataclass(frozen=True)
 class MarkCounts:
-    """Packets of one class (CNPs) by DSCP and by ECN codepoint as received."""
+    """Packets of one kind (CNPs, ACKs) by DSCP and by ECN codepoint as received."""
 
     packets: int
     dscp: dict[int, int]
@@ -90,12 +96,18 @@ class FlowStats:
 
 @dataclass(frozen=True)
 class ReceiverResult:
-    """Everything a receiver counted; ``other_packets`` were not RoCEv2 over IPv4."""
+    """Everything a receiver counted; ``other_packets`` were not RoCEv2 over IPv4 (or not
+    an opcode it counts). ``acks`` are RC ACKs that arrived (answers to this namespace's
+    senders); ``acks_sent`` the ACKs it sent back as a responder, ``acks_withheld`` those
+    it did not send (requester outside the lab's addresses, or the kernel refused)."""
 
     flows: dict[int, FlowStats]
     cnp: MarkCounts
     bad_icrc: int
     other_packets: int
+    acks: MarkCounts
+    acks_sent: int = 0
+    acks_withheld: int = 0
 
     @property
     def packets(self) -> int:
@@ -169,11 +181,13 @@ class Tally:
     def __init__(self) -> None:
         self._flows: dict[int, _FlowTally] = {}
         self._cnp_tos: dict[int, int] = {}
+        self._ack_tos: dict[int, int] = {}
         self._bad_icrc = 0
         self._other = 0
 
-    def add(self, frame: Buffer, rx_ns: int) -> None:
-        """Account one received Ethernet frame that arrived at ``rx_ns`` (CLOCK_REALTIME)."""
+    def add(self, frame: Buffer, rx_ns: int) -> bool:
+        """Account one received Ethernet frame that arrived at ``rx_ns`` (CLOCK_REALTIME);
+        True when it was a flow's data frame."""
         if (
             len(frame) < FRAME_OVERHEAD
             or frame[12:14] != _ETHERTYPE
@@ -182,32 +196,36 @@ class Tally:
             or frame[UDP_DPORT : UDP_DPORT + 2] != _DPORT
         ):
             self._other += 1
-            return
+            return False
         if not icrc_ok(frame):
             self._bad_icrc += 1
-            return
-        tos = frame[IP_TOS]
-        if frame[BTH_OPCODE] == _CNP_OPCODE:
-            self._cnp_tos[tos] = self._cnp_tos.get(tos, 0) + 1
-            return
-        if len(frame) < _MIN_DATA:
-            self._other += 1
-            return
-        magic, flow_id, seq, ts_ns = PAYLOAD_HEADER.unpack_from(frame, PAYLOAD_OFF)
+            return False
+        tos, opcode = frame[IP_TOS], frame[BTH_OPCODE]
+        at = PAYLOAD_AT[opcode]
+        if not at or len(frame) < at + _TAIL:
+            if opcode == CNP_OPCODE:
+                self._cnp_tos[tos] = self._cnp_tos.get(tos, 0) + 1
+            elif opcode == RC_ACKNOWLEDGE:
+                self._ack_tos[tos] = self._ack_tos.get(tos, 0) + 1
+            else:
+                self._other += 1
+            return False
+        magic, flow_id, seq, ts_ns, _ = PAYLOAD_HEADER.unpack_from(frame, at)
         if magic != PAYLOAD_MAGIC:
             self._other += 1
-            return
+            return False
         tally = self._flows.get(flow_id)
         if tally is None:
             tally = self._flows[flow_id] = _FlowTally(seq)
         tally.add(seq, len(frame), rx_ns - ts_ns, tos, rx_ns)
+        return True
 
     def result(self) -> ReceiverResult:
         """Counts so far."""
-        dscp, ecn = _split_tos(self._cnp_tos)
         return ReceiverResult(
             flows={fid: t.finish(fid) for fid, t in sorted(self._flows.items())},
-            cnp=MarkCounts(sum(self._cnp_tos.values()), dscp, ecn),
+            cnp=_marks(self._cnp_tos),
             bad_icrc=self._bad_icrc,
             other_packets=self._other,
+            acks=_marks(self._ack_tos),
         )

@@ -1,8 +1,9 @@
 """Fast per-frame patching of prebuilt RoCEv2 templates (no scapy needed here).
 
-A :class:`RoceFlow` holds one flow's template frame and stamps copies of it with a
-sequence number, the matching PSN and IP identification, and a send timestamp, then
-recomputes the IPv4 checksum and the ICRC incrementally from precomputed pieces.
+A :class:`RoceFlow` holds one queue pair's templates (the First, Middle and Last packet of
+an RDMA WRITE message, or its Only packet) and stamps copies of them with a sequence
+number, the matching PSN, IP identification and remote address, and a send timestamp,
+then recomputes the IPv4 checksum and the ICRC incrementally from precomputed pieces.
 """
 
 import struct
@@ -13,21 +14,27 @@ from typing import Protocol
 
 from traffic.checksums import IPV4_WORDS, PSEUDO_SHIFT, fold, icrc_ok, masked_headers
 from traffic.layout import (
+    BTH_OPCODE,
     BTH_PSN,
-    FRAME_OVERHEAD,
     IP_CSUM,
     IP_ID,
     IP_OFF,
     PAYLOAD_HEADER,
     PAYLOAD_MAGIC,
-    PAYLOAD_OFF,
     PAYLOAD_SEQ,
+    RETH,
+    RETH_OFF,
+    payload_at,
 )
 
 PSN_MASK = 0xFFFFFF
+BUFFER_SLOTS = 8
+"""Slots of the remote buffer a QP writes into, one message each, in turn (NCCL's
+``NCCL_STEPS``): message k writes at ``va + (k % 8) * dma_length``."""
 
 _U16 = struct.Struct("!H")
 _U32 = struct.Struct("!I")
+_U64 = struct.Struct("!Q")
 _SEQ_TS = struct.Struct("!QQ")
 _ICRC = struct.Struct("<I")
 _ID_AT = IP_ID - PSEUDO_SHIFT
@@ -59,42 +66,94 @@ class FixedFrame:
         return self.data
 
 
-class RoceFlow:
-    """Stamps copies of one flow's template frame; see :func:`traffic.roce.roce_flow`."""
+class _Stamp:
+    """One template and the pieces of its checksums that do not change from frame to frame."""
 
-    __slots__ = ("_crc_head", "_ip_sum", "_masked_mid", "_psn_word", "flow_id", "psn0", "template")
+    __slots__ = ("crc_head", "ip_sum", "masked_mid", "psn_word", "reth", "seq_at", "template")
 
     def __init__(self, template: bytes) -> None:
-        if len(template) < FRAME_OVERHEAD + PAYLOAD_HEADER.size or not icrc_ok(template):
+        if not icrc_ok(template):
             raise ValueError("template is not a RoCEv2 data frame with a valid ICRC")
-        magic, flow_id, _, _ = PAYLOAD_HEADER.unpack_from(template, PAYLOAD_OFF)
-        if magic != PAYLOAD_MAGIC:
+        at = payload_at(template[BTH_OPCODE])
+        if not at or len(template) < at + PAYLOAD_HEADER.size + 4:
+            raise ValueError(f"template opcode {template[BTH_OPCODE]:#x} is not an RDMA WRITE")
+        if template[at : at + 4] != PAYLOAD_MAGIC:
             raise ValueError("template payload does not start with the TWIN header")
-        self.template = bytes(template)
-        self.flow_id: int = flow_id
-        word = _U32.unpack_from(template, BTH_PSN - 1)[0]
-        self.psn0 = word & PSN_MASK
-        self._psn_word = word & ~PSN_MASK
+        self.template = template
+        self.seq_at = at + PAYLOAD_SEQ
+        self.reth = at != RETH_OFF
+        self.psn_word = _U32.unpack_from(template, BTH_PSN - 1)[0] & ~PSN_MASK
         words = list(IPV4_WORDS.unpack_from(template, IP_OFF))
         words[(IP_ID - IP_OFF) // 2] = words[(IP_CSUM - IP_OFF) // 2] = 0
-        self._ip_sum = sum(words)
+        self.ip_sum = sum(words)
         pseudo = masked_headers(template)
-        self._crc_head = zlib.crc32(pseudo[:_ID_AT])
-        self._masked_mid = pseudo[_ID_AT + 2 : _PSN_AT]
+        self.crc_head = zlib.crc32(pseudo[:_ID_AT])
+        self.masked_mid = pseudo[_ID_AT + 2 : _PSN_AT]
 
-    def __reduce__(self) -> tuple[type["RoceFlow"], tuple[bytes]]:
-        return (RoceFlow, (self.template,))
+
+class RoceFlow:
+    """Stamps the frames of one QP's RDMA WRITE messages; see :func:`traffic.roce.roce_flow`.
+
+    ``templates`` are the frames with sequence numbers 0, 1 and ``message_packets - 1`` (the
+    First, a Middle and the Last packet; for shorter messages the same frame may repeat).
+    Frame ``seq`` is packet ``seq % message_packets`` of message ``seq // message_packets``,
+    with PSN ``psn0 + seq`` (mod 2**24).
+    """
+
+    __slots__ = (
+        "_first",
+        "_last",
+        "_middle",
+        "dma_len",
+        "flow_id",
+        "message_packets",
+        "psn0",
+        "src_qpn",
+        "templates",
+        "va0",
+    )
+
+    def __init__(self, templates: tuple[bytes, bytes, bytes], message_packets: int) -> None:
+        if message_packets < 1:
+            raise ValueError("message_packets must be at least 1")
+        first, middle, last = (_Stamp(bytes(t)) for t in templates)
+        if not first.reth or (message_packets > 1 and last.reth):
+            raise ValueError("templates are not the First, a Middle and the Last of a message")
+        self.templates = templates
+        self.message_packets = message_packets
+        self._first, self._middle, self._last = first, middle, last
+        _, flow_id, _, _, src_qpn = PAYLOAD_HEADER.unpack_from(
+            first.template, first.seq_at - PAYLOAD_SEQ
+        )
+        self.flow_id: int = flow_id
+        self.src_qpn: int = src_qpn
+        self.psn0 = _U32.unpack_from(first.template, BTH_PSN - 1)[0] & PSN_MASK
+        self.va0, _, self.dma_len = RETH.unpack_from(first.template, RETH_OFF)
+
+    def __reduce__(self) -> tuple[type["RoceFlow"], tuple[tuple[bytes, bytes, bytes], int]]:
+        return (RoceFlow, (self.templates, self.message_packets))
+
+    @property
+    def template(self) -> bytes:
+        """The message's first frame as built (sequence 0)."""
+        return self._first.template
 
     def frame(self, seq: int, ts_ns: int) -> bytes:
-        """Template stamped with ``seq`` (PSN = psn0 + seq, IP id = seq mod 2**16)."""
-        buf = bytearray(self.template)
+        """Frame ``seq``: PSN ``psn0 + seq``, IP id ``seq`` mod 2**16, opcode by its place in
+        its message, and on a First/Only packet the address of the message's buffer slot."""
+        m = self.message_packets
+        pos = seq % m
+        st = self._first if pos == 0 else self._last if pos == m - 1 else self._middle
+        buf = bytearray(st.template)
         ip_id = seq & 0xFFFF
         _U16.pack_into(buf, IP_ID, ip_id)
-        _U16.pack_into(buf, IP_CSUM, fold(self._ip_sum + ip_id))
-        _U32.pack_into(buf, BTH_PSN - 1, self._psn_word | ((self.psn0 + seq) & PSN_MASK))
-        _SEQ_TS.pack_into(buf, PAYLOAD_SEQ, seq, ts_ns)
-        crc = zlib.crc32(buf[IP_ID : IP_ID + 2], self._crc_head)
-        crc = zlib.crc32(memoryview(buf)[BTH_PSN:-4], zlib.crc32(self._masked_mid, crc))
+        _U16.pack_into(buf, IP_CSUM, fold(st.ip_sum + ip_id))
+        _U32.pack_into(buf, BTH_PSN - 1, st.psn_word | ((self.psn0 + seq) & PSN_MASK))
+        if st.reth:
+            _U64.pack_into(buf, RETH_OFF, self.va0 + (seq // m) % BUFFER_SLOTS * self.dma_len)
+        _SEQ_TS.pack_into(buf, st.seq_at, seq, ts_ns)
+        crc = zlib.crc32(buf[IP_ID : IP_ID + 2], st.crc_head)
+        crc = zlib.crc32(memoryview(buf)[BTH_PSN:-4], zlib.crc32(st.masked_mid, crc))
         _ICRC.pack_into(buf, len(buf) - 4, crc)
         return bytes(buf)
 

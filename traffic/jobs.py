@@ -3,7 +3,9 @@
 QP numbers follow a NIC-like scheme: a server's QP toward the peer with index ``j``
 (its place in the endpoint list) on channel ``qp`` is ``0x100 + j * qps + qp``; the UDP
 source port then follows from the QP pair as Linux derives it. Flow ids hash the
-(source, destination, qp) names, so they stay distinct across concurrent senders.
+(source, destination, qp) names, so they stay distinct across concurrent senders. A QP's
+first PSN and its remote key come from its flow id too (the low 24 and all 32 bits): as
+arbitrary as the random ones a NIC picks, and the same from run to run.
 
 >>> eps = [Endpoint("s0", "ns0", "10.0.0.1"), Endpoint("s1", "ns1", "10.0.1.1")]
 >>> fake = lambda netns, ip: NextHop("eth0", "02:00:00:00:00:01", "02:00:00:00:00:fe")
@@ -18,20 +20,22 @@ from dataclasses import dataclass
 
 from traffic.collectives import flow_id
 from traffic.endpoints import Endpoint, NextHop, Resolver, next_hop
-from traffic.frames import RoceFlow
-from traffic.roce import ECT0, ROCE_DSCP, RoceFlowSpec, roce_flow
+from traffic.frames import PSN_MASK, RoceFlow
+from traffic.roce import ECT0, MESSAGE_PACKETS, ROCE_DSCP, RoceFlowSpec, roce_flow
 
 QPN_BASE = 0x100
 
 
 @dataclass(frozen=True)
 class TrafficClass:
-    """How a workload's frames are marked and cut: DSCP, ECN, payload size, QPs per peer."""
+    """How a workload's frames are marked and cut: DSCP, ECN, payload size, QPs per peer,
+    packets per RDMA WRITE message."""
 
     dscp: int = ROCE_DSCP
     ecn: int = ECT0
     payload_len: int = 1024
     qps_per_peer: int = 1
+    message_packets: int = MESSAGE_PACKETS
 
 
 ROCE = TrafficClass()
@@ -67,6 +71,7 @@ class FlowFactory:
         if not 0 <= qp < qps:
             raise ValueError(f"qp {qp} outside 0..{qps - 1}")
         hop = self.hop(src, dst)
+        fid = flow_id(src, dst, qp)
         spec = RoceFlowSpec(
             hop.src_mac,
             hop.dst_mac,
@@ -74,10 +79,13 @@ class FlowFactory:
             self.endpoints[dst].ip,
             src_qpn=QPN_BASE + self.index[dst] * qps + qp,
             dst_qpn=QPN_BASE + self.index[src] * qps + qp,
-            flow_id=flow_id(src, dst, qp),
+            flow_id=fid,
             dscp=self.tc.dscp,
             ecn=self.tc.ecn,
             payload_len=self.tc.payload_len,
+            message_packets=self.tc.message_packets,
+            psn0=fid & PSN_MASK,
+            rkey=fid,
         )
         return roce_flow(spec)
 

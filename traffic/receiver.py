@@ -7,23 +7,31 @@ kernel (SO_TIMESTAMPNS, CLOCK_REALTIME) so receiver scheduling does not inflate 
 While it runs it also holds a UDP socket on port 4791, like an RDMA NIC would, so the
 kernel does not answer every frame with an ICMP port-unreachable.
 
+Given the addresses it may answer (``answer``: the lab's servers), it is also the
+responder of the queue pairs whose data it receives: it sends an RC ACK back for every
+message (:mod:`traffic.responder`). ACKs arriving for this namespace's own senders are
+counted apart from data (``ReceiverResult.acks``).
+
 Use (as root, in namespaces you created)::
 
-    with start_receiver("lab-b", "eth0") as rx:
+    with start_receiver("lab-b", "eth0", answer=["10.0.0.1"]) as rx:
         run_sender("lab-a", "eth0", flows, ConstantRate(20_000), count=1000)
         result = rx.stop()
 """
 
+import dataclasses
 import select
 import socket
 import struct
 import time
+from collections.abc import Iterable
 from multiprocessing.connection import Connection
 from types import TracebackType
 
 from traffic.flowstats import ReceiverResult, Tally
 from traffic.layout import ETH_P_IP, ROCE_UDP_PORT
 from traffic.nsproc import NetnsChild, packet_socket
+from traffic.responder import Responder
 
 SO_TIMESTAMPNS = 35  # asm-generic value; Python's socket module lacks the constant
 _TIMESPEC = struct.Struct("@qq")
@@ -50,9 +58,15 @@ def _udp_sink() -> socket.socket:
     return sink
 
 
-def receive_loop(sock: socket.socket, conn: Connection, quiet_s: float, drain_s: float) -> Tally:
-    """Tally frames until told to stop, then until ``quiet_s``
-    passes without a frame, but no longer than ``drain_s``."""
+def receive_loop(
+    sock: socket.socket,
+    conn: Connection,
+    quiet_s: float,
+    drain_s: float,
+    responder: Responder | None = None,
+) -> Tally:
+    """Tally frames (and answer them with ``responder``) until told to stop, then until
+    ``quiet_s`` passes without a frame, but no longer than ``drain_s``."""
     tally = Tally()
     buf = bytearray(65536)
     view = memoryview(buf)
@@ -74,24 +88,47 @@ def receive_loop(sock: socket.socket, conn: Connection, quiet_s: float, drain_s:
             except BlockingIOError:
                 break
             if addr[2] != _PACKET_OUTGOING:
-                tally.add(view[:n], _arrival_ns(ancdata))
+                frame = view[:n]
+                if tally.add(frame, _arrival_ns(ancdata)) and responder is not None:
+                    responder.answer(frame)
 
 
-def _worker(conn: Connection, iface: str | None, quiet_s: float, drain_s: float) -> None:
-    with packet_socket(iface, ETH_P_IP, receive=True) as sock, _udp_sink():
-        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        sock.setblocking(False)
-        conn.send(("ready", None))
-        conn.send(("result", receive_loop(sock, conn, quiet_s, drain_s).result()))
+def _worker(
+    conn: Connection, iface: str | None, quiet_s: float, drain_s: float, answer: frozenset[str]
+) -> None:
+    responder = Responder(answer) if answer else None
+    try:
+        with packet_socket(iface, ETH_P_IP, receive=True) as sock, _udp_sink():
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            sock.setblocking(False)
+            conn.send(("ready", None))
+            result = receive_loop(sock, conn, quiet_s, drain_s, responder).result()
+    finally:
+        if responder is not None:
+            responder.close()
+    if responder is not None:
+        result = dataclasses.replace(
+            result, acks_sent=responder.sent, acks_withheld=responder.withheld
+        )
+    conn.send(("result", result))
 
 
 class Receiver:
-    """A receiver running inside ``netns``; :meth:`stop` returns what it counted."""
+    """A receiver running inside ``netns``; :meth:`stop` returns what it counted.
+
+    It ACKs the messages it receives from the addresses in ``answer`` (none: no ACKs).
+    """
 
     def __init__(
-        self, netns: str, iface: str | None = None, *, quiet_s: float = 0.1, drain_s: float = 5.0
+        self,
+        netns: str,
+        iface: str | None = None,
+        *,
+        quiet_s: float = 0.1,
+        drain_s: float = 5.0,
+        answer: Iterable[str] = (),
     ) -> None:
-        self._child = NetnsChild(netns, _worker, (iface, quiet_s, drain_s))
+        self._child = NetnsChild(netns, _worker, (iface, quiet_s, drain_s, frozenset(answer)))
         try:
             self._child.expect("ready", timeout_s=30)
         except BaseException:
@@ -122,7 +159,13 @@ class Receiver:
 
 
 def start_receiver(
-    netns: str, iface: str | None = None, *, quiet_s: float = 0.1, drain_s: float = 5.0
+    netns: str,
+    iface: str | None = None,
+    *,
+    quiet_s: float = 0.1,
+    drain_s: float = 5.0,
+    answer: Iterable[str] = (),
 ) -> Receiver:
-    """Start counting on ``iface`` (all interfaces if None) of ``netns``; returns when ready."""
-    return Receiver(netns, iface, quiet_s=quiet_s, drain_s=drain_s)
+    """Start counting on ``iface`` (all interfaces if None) of ``netns``, ACKing messages from
+    the addresses in ``answer``; returns when ready."""
+    return Receiver(netns, iface, quiet_s=quiet_s, drain_s=drain_s, answer=answer)

@@ -1,36 +1,68 @@
-"""RoCEv2 frames built with scapy: one template per flow, plus CNPs.
+"""RoCEv2 frames built with scapy: one QP's RDMA WRITE messages, plus CNPs.
 
-Build a flow's template once with scapy (milliseconds), then stamp frames from it with
+A queue pair sends messages of ``message_packets`` packets: RDMA WRITE First, Middle...,
+Last (or one WRITE Only), PSNs counting on across messages. Build a flow's templates once
+with scapy (milliseconds), then stamp frames from them with
 :class:`traffic.frames.RoceFlow` (microseconds each).
 
 >>> spec = RoceFlowSpec("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.0.0.2",
-...                     src_qpn=0x11, dst_qpn=0x22, flow_id=7, payload_len=64)
->>> spec.sport, len(roce_flow(spec).frame(seq=1, ts_ns=0))
-(49730, 122)
+...                     src_qpn=0x11, dst_qpn=0x22, flow_id=7, payload_len=64,
+...                     message_packets=3)
+>>> from traffic.layout import BTH_OPCODE
+>>> flow = roce_flow(spec)
+>>> [(f[BTH_OPCODE], len(f)) for f in flow.frames(4, ts_ns=0)]
+[(6, 138), (7, 122), (8, 122), (6, 138)]
+>>> spec.sport
+49730
 """
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from scapy.contrib.roce import BTH, cnp
+from scapy.fields import IntField, XIntField, XLongField
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
-from scapy.packet import Packet, Raw
+from scapy.packet import Packet, Raw, bind_layers
 
-from traffic.frames import PSN_MASK, RoceFlow
-from traffic.layout import PAYLOAD_HEADER, PAYLOAD_MAGIC, ROCE_UDP_PORT
+from traffic.frames import BUFFER_SLOTS, PSN_MASK, RoceFlow
+from traffic.layout import CE as CE
+from traffic.layout import ECT0 as ECT0
+from traffic.layout import ECT1 as ECT1
+from traffic.layout import NOT_ECT as NOT_ECT
+from traffic.layout import (
+    PAYLOAD_HEADER,
+    PAYLOAD_MAGIC,
+    RC_WRITE_FIRST,
+    RC_WRITE_LAST,
+    RC_WRITE_MIDDLE,
+    RC_WRITE_ONLY,
+    ROCE_UDP_PORT,
+)
 
 ROCE_DSCP = 26  # AF31: host RoCE default (ToS 106 with ECT(0)), switch priority 3
 CNP_DSCP = 48  # NIC default for CNPs, switch priority 6
 BULK_DSCP = 8  # CS1: background/bulk class
-NOT_ECT, ECT1, ECT0, CE = 0, 1, 2, 3
+MESSAGE_PACKETS = 16
+"""Packets per RDMA WRITE message unless told (16 KiB messages of 1 KiB packets)."""
+REMOTE_VA = 0x7F00_0000_0000
+"""Start of the remote buffer a QP writes into (a user-space address, as ibverbs gives)."""
 
-RC_SEND_ONLY = 0x04
-RC_RDMA_WRITE_MIDDLE = 0x07
-CNP_OPCODE = 0x81
-# Opcodes whose payload follows the BTH directly (no RETH/DETH/AETH/immediate).
-PLAIN_OPCODES = frozenset(
-    transport | op for transport in (0x00, 0x20) for op in (0x00, 0x01, 0x02, 0x04, 0x07, 0x08)
-)
+
+class RETH(Packet):
+    """RDMA Extended Transport Header (16 B after the BTH of WRITE First/Only): remote
+    virtual address, R_Key, DMA length of the whole message. scapy has no layer for it."""
+
+    name = "RETH"
+    fields_desc: ClassVar[list[Any]] = [
+        XLongField("va", 0),
+        XIntField("rkey", 0),
+        IntField("dlen", 0),
+    ]
+
+
+bind_layers(BTH, RETH, opcode=RC_WRITE_FIRST)
+bind_layers(BTH, RETH, opcode=RC_WRITE_ONLY)
 
 QPN_MASK = 0xFFFFFF
 UDP_SPORT_MIN = 0xC000
@@ -70,7 +102,12 @@ def _tos(dscp: int, ecn: int) -> int:
 
 @dataclass(frozen=True)
 class RoceFlowSpec:
-    """One RoCEv2 data flow (a QP pair) from a source to its next hop toward ``dst_ip``."""
+    """One RoCEv2 data flow (an RC queue pair) from a source to its next hop toward ``dst_ip``.
+
+    It sends RDMA WRITE messages of ``message_packets`` packets of ``payload_len`` bytes
+    each into ``BUFFER_SLOTS`` slots of the remote buffer at ``va`` (key ``rkey``); its
+    first PSN is ``psn0``.
+    """
 
     src_mac: str
     dst_mac: str
@@ -82,8 +119,10 @@ class RoceFlowSpec:
     dscp: int = ROCE_DSCP
     ecn: int = ECT0
     payload_len: int = 1024
-    opcode: int = RC_RDMA_WRITE_MIDDLE
+    message_packets: int = MESSAGE_PACKETS
     psn0: int = 0
+    rkey: int = 0x100
+    va: int = REMOTE_VA
     ttl: int = 64
 
     def __post_init__(self) -> None:
@@ -92,19 +131,53 @@ class RoceFlowSpec:
             raise ValueError("QPNs must be 24-bit and non-zero")
         if self.payload_len < PAYLOAD_HEADER.size or self.payload_len % 4:
             raise ValueError(f"payload_len must be a multiple of 4, >= {PAYLOAD_HEADER.size}")
-        if self.opcode not in PLAIN_OPCODES:
-            raise ValueError(f"opcode {self.opcode:#x} needs extension headers")
+        if self.message_packets < 1 or self.dma_len >= 2**32:
+            raise ValueError("message_packets must be >= 1 and a message under 4 GiB")
         if not (0 <= self.psn0 <= PSN_MASK and 0 <= self.flow_id < 2**32):
             raise ValueError("psn0 must be 24-bit and flow_id 32-bit")
+        if not (0 <= self.rkey < 2**32 and 0 <= self.va <= 2**64 - BUFFER_SLOTS * self.dma_len):
+            raise ValueError("rkey must be 32-bit and the remote buffer inside 64-bit space")
 
     @property
     def sport(self) -> int:
         """UDP source port of this QP pair."""
         return udp_sport(self.src_qpn, self.dst_qpn)
 
+    @property
+    def dma_len(self) -> int:
+        """Bytes of one message (the RETH's DMA length)."""
+        return self.message_packets * self.payload_len
+
+    def opcode(self, seq: int) -> int:
+        """BTH opcode of frame ``seq``: its place in its message.
+
+        >>> s = RoceFlowSpec("a", "b", "10.0.0.1", "10.0.0.2", 1, 2, 0, message_packets=3)
+        >>> from dataclasses import replace
+        >>> [s.opcode(i) for i in range(4)], replace(s, message_packets=1).opcode(5)
+        ([6, 7, 8, 6], 10)
+        """
+        m = self.message_packets
+        pos = seq % m
+        if m == 1:
+            return RC_WRITE_ONLY
+        return RC_WRITE_FIRST if pos == 0 else RC_WRITE_LAST if pos == m - 1 else RC_WRITE_MIDDLE
+
     def packet(self, seq: int = 0, ts_ns: int = 0) -> Packet:
-        """The scapy packet for frame ``seq`` (slow; use :func:`roce_flow` for many)."""
-        header = PAYLOAD_HEADER.pack(PAYLOAD_MAGIC, self.flow_id, seq, ts_ns)
+        """The scapy packet for frame ``seq`` (slow; use :func:`roce_flow` for many).
+
+        Last and Only packets ask for an ACK (BTH AckReq), First and Only carry the RETH.
+        """
+        opcode = self.opcode(seq)
+        header = PAYLOAD_HEADER.pack(PAYLOAD_MAGIC, self.flow_id, seq, ts_ns, self.src_qpn)
+        bth = BTH(
+            opcode=opcode,
+            dqpn=self.dst_qpn,
+            ackreq=int(opcode in (RC_WRITE_LAST, RC_WRITE_ONLY)),
+            psn=(self.psn0 + seq) & PSN_MASK,
+        )
+        if opcode in (RC_WRITE_FIRST, RC_WRITE_ONLY):
+            slot = seq // self.message_packets % BUFFER_SLOTS
+            bth = bth / RETH(va=self.va + slot * self.dma_len, rkey=self.rkey, dlen=self.dma_len)
         return (
             Ether(src=self.src_mac, dst=self.dst_mac)
             / IP(
@@ -116,14 +189,19 @@ class RoceFlowSpec:
                 flags="DF",
             )
             / UDP(sport=self.sport, dport=ROCE_UDP_PORT, chksum=0)
-            / BTH(opcode=self.opcode, dqpn=self.dst_qpn, psn=(self.psn0 + seq) & PSN_MASK)
+            / bth
             / Raw(header.ljust(self.payload_len, b"\0"))
         )
 
 
 def roce_flow(spec: RoceFlowSpec) -> RoceFlow:
-    """Fast frame factory for ``spec`` (scapy builds the template once)."""
-    return RoceFlow(bytes(spec.packet()))
+    """Fast frame factory for ``spec`` (scapy builds the First, a Middle and the Last once)."""
+    last = spec.message_packets - 1
+    seqs = (0, min(1, last), last)
+    return RoceFlow(
+        (bytes(spec.packet(seqs[0])), bytes(spec.packet(seqs[1])), bytes(spec.packet(seqs[2]))),
+        spec.message_packets,
+    )
 
 
 def cnp_frame(

@@ -90,11 +90,14 @@ class PhaseTraffic:
 
 
 def start_receivers(lab: Lab) -> dict[str, Receiver]:
-    """A receiver in every server, counting every flow that reaches it."""
+    """A receiver in every server, counting every flow that reaches it and ACKing its
+    messages to the lab's servers (and nowhere else)."""
+    servers = lab.nodes("server")
+    addresses = [lab.host(s)["address"].split("/")[0] for s in servers]
     receivers: dict[str, Receiver] = {}
     try:
-        for s in lab.nodes("server"):
-            receivers[s] = start_receiver(netns_name(lab.name, s), drain_s=2.0)
+        for s in servers:
+            receivers[s] = start_receiver(netns_name(lab.name, s), drain_s=2.0, answer=addresses)
     except BaseException:
         for r in receivers.values():
             r.close()
