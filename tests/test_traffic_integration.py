@@ -93,6 +93,7 @@ def test_2000_frames_arrive_complete_in_order_with_marks(pair: list[Endpoint]) -
     assert sent.packets == 2000 and sent.retries == 0
     assert sent.flow_packets == {f.flow_id: 500 for f in flows}
     assert (got.packets, got.bad_icrc) == (2000, 0)
+    assert (got.acks_sent, got.acks_withheld) == (0, 0)  # told no address to answer
     assert sorted(got.flows) == sorted(f.flow_id for f in flows)
     for stats in got.flows.values():
         assert (stats.packets, stats.lost, stats.reordered) == (500, 0, 0)
