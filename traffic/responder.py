@@ -101,7 +101,10 @@ class Responder:
 
     def __init__(self, peers: Iterable[str], sock: socket.socket | None = None) -> None:
         self.peers = frozenset(socket.inet_aton(p) for p in peers)
-        self.sock = sock or socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+        if sock is None:  # non-blocking: a full send queue costs an ACK, never the receiver
+            sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+            sock.setblocking(False)
+        self.sock = sock
         self.sent = self.withheld = 0
         self._msn: dict[tuple[bytes, int], int] = {}
 
@@ -129,7 +132,7 @@ class Responder:
         )
         try:
             self.sock.sendto(ack, (socket.inet_ntoa(requester), 0))
-        except OSError:  # no route, full queue: the requester times out, as on a real NIC
+        except OSError:  # no route, full queue: the ACK is lost, as a dropped one would be
             self.withheld += 1
             return
         self.sent += 1
