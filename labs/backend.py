@@ -135,6 +135,21 @@ class FlowSpec:
 
 
 @dataclass(frozen=True)
+class ProbePair:
+    """ecmp_probe: `flows` UDP flows from `src` to `dst` (destination port 4791, source ports
+    `sport`, `sport` + 1, ...), sent out of `src`'s NIC `nic` into leaf `leaf`; their packets
+    are counted under `flow_id`."""
+
+    flow_id: int
+    leaf: str
+    src: str
+    nic: str
+    dst: str
+    sport: int
+    flows: int
+
+
+@dataclass(frozen=True)
 class Phase:
     """A traffic phase as a backend plays it: flows, class, pacing, time on the timeline.
 
@@ -144,7 +159,8 @@ class Phase:
 
     index: int
     label: str
-    kind: str  # all_reduce, all_gather, reduce_scatter, all_to_all, backup, micro_bursts, incast
+    kind: str  # all_reduce, all_gather, reduce_scatter, all_to_all, backup, micro_bursts, incast,
+    # ecmp_probe
     traffic_class: str
     dscp: dict[str, int]  # per source server
     flows: list[FlowSpec]
@@ -159,6 +175,7 @@ class Phase:
     period: float | None = None  # micro_bursts: seconds between bursts
     ranks: list[str] = field(default_factory=list)
     iterations: int = 1  # a collective's iterations in a row (simulated time)
+    probe: list[ProbePair] = field(default_factory=list)  # ecmp_probe: its pairs (no `flows`)
 
 
 @dataclass(frozen=True)

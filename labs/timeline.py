@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
 from labs import events
@@ -92,7 +93,8 @@ class _Run:
     def play_phase(self, phase: Phase, traffic: Traffic, t0: float) -> None:
         """Start a phase's prepared flows at its time and stop them after its duration."""
         time.sleep(max(0.0, t0 + phase.at - time.time()))
-        self.progress(f"t={time.time() - t0:5.1f}s  {phase.label}: {len(phase.flows)} flows")
+        flows = len(phase.flows) + sum(p.flows for p in phase.probe)
+        self.progress(f"t={time.time() - t0:5.1f}s  {phase.label}: {flows} flows")
         start = time.time()
         traffic.start()
         time.sleep(max(0.0, start + phase.duration - time.time()))
@@ -111,6 +113,8 @@ class _Run:
             ],
             "sent": {str(fid): n for fid, n in sent.items()},
         }
+        if phase.probe:
+            record["probe"] = [asdict(p) for p in phase.probe]
         with self.lock:
             self.phases.append(record)
 

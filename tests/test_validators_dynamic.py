@@ -318,7 +318,12 @@ def test_every_dynamic_validator_is_registered_with_documented_thresholds() -> N
     assert {k: v for k, v in dynamic.items() if k in SIX} == {
         "bgp_health": {"max_flaps": 0},
         "dscp_preserved": {},
-        "ecmp_spread": {"max_over_mean": 1.5, "p_min": 0.001, "min_packets": 200},
+        "ecmp_spread": {
+            "tolerance": 0.25,
+            "max_over_mean": 1.5,
+            "p_min": 0.001,
+            "min_packets": 200,
+        },
         "failover": {
             "max_loss_ms": 0.0,
             "margin_ms": 500.0,

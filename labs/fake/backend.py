@@ -55,7 +55,9 @@ class FakeTraffic:
     def stop(self) -> dict[int, int]:
         """Packets each flow sends in the phase."""
         n = int(float(self.phase.pps or 0) * self.phase.duration)
-        return {f.flow_id: n for f in self.phase.flows}
+        return {f.flow_id: n for f in self.phase.flows} | {
+            p.flow_id: n * p.flows for p in self.phase.probe
+        }
 
 
 class FakeBackend(ModelledBackend):

@@ -6,21 +6,25 @@ picking among ECMP next hops by a hash of the flow's 5-tuple and the node (deter
 A flow whose path ends without a route, or loops, loses its packets for that stretch. Every
 flow sends `pps` packets per second for its phase; counters are the packets and bytes of
 the flows crossing each port; nothing queues, nothing is delayed, nothing is re-marked.
+An ECMP probe's tuples enter at their leaf from the pair's NIC and are hashed the same way,
+counted on the ports they cross (no flow records: they are judged by the uplink counters).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import asdict, dataclass
 from ipaddress import IPv4Address
 from typing import Any
 
-from labs.backend import COUNTER_FIELDS, FlowSpec, Phase, Played, Timeline
+from labs.backend import COUNTER_FIELDS, FlowSpec, Phase, Played, ProbePair, Timeline
 from labs.failures import CHANGES_ROUTING, Network, fault_record
 from twin.labdir import Lab
 
 FRAME_OVERHEAD = 58  # Ethernet, IPv4, UDP, BTH and ICRC around a RoCE payload
+PROBE_FRAME = 50  # an ECMP probe's frame: Ethernet, IPv4, UDP and 8 bytes
 MAX_HOPS = 64
 SNAPSHOT_AFTER = 0.5
 ECT0 = 2
@@ -34,10 +38,12 @@ class Epoch:
     net: Network
 
 
-def path(net: Network, flow: FlowSpec, address: IPv4Address) -> list[tuple[str, str]] | None:
-    """The (node, egress port) hops from the flow's source to its destination, or None when
-    it is dropped (no route, or a loop)."""
-    node, hops = flow.src, list[tuple[str, str]]()
+def path(
+    net: Network, flow: FlowSpec, address: IPv4Address, start: str | None = None
+) -> list[tuple[str, str]] | None:
+    """The (node, egress port) hops from the flow's source (or node `start`) to its
+    destination, or None when it is dropped (no route, or a loop)."""
+    node, hops = start or flow.src, list[tuple[str, str]]()
     while node != flow.dst:
         choices = net.hops(node, address)
         if not choices or len(hops) >= MAX_HOPS:
@@ -128,10 +134,29 @@ class Simulation:
             "gaps": gaps,
         }
 
+    def probe(self, phase: Phase, pair: ProbePair) -> int:
+        """Send one pair of an ECMP probe: each tuple (source port) from the pair's NIC into
+        its leaf, then hashed like any flow; packets sent."""
+        pps = float(phase.pps or 0)
+        for lo, hi, net in self.stretches(phase.at, phase.at + phase.duration):
+            ways: Counter[tuple[tuple[str, str], ...]] = Counter()
+            for sport in range(pair.sport, pair.sport + pair.flows):
+                tuple_ = FlowSpec(pair.flow_id, pair.src, pair.dst, sport)
+                way = path(net, tuple_, self.addresses[pair.dst], start=pair.leaf)
+                ways[((pair.src, pair.nic), *(way or []))] += 1
+            for hops, n in ways.items():
+                for node, port in hops:
+                    far = net.wiring.far(node, port)
+                    rx = f"{far[0]}:{far[1]}" if far else ""
+                    self.rates.append((f"{node}:{port}", rx, pps * n, lo, hi, PROBE_FRAME))
+        return _sent(pps, phase.duration) * pair.flows
+
     def run(self) -> None:
         """Play every phase."""
         for phase in self.timeline.phases:
             records = [self.flow(phase, f) for f in phase.flows]
+            sent = {str(r["flow_id"]): r["sent"] for r in records}
+            sent |= {str(p.flow_id): self.probe(phase, p) for p in phase.probe}
             self.flows += records
             self.phases.append(
                 {
@@ -147,7 +172,8 @@ class Simulation:
                         {"flow_id": f.flow_id, "src": f.src, "dst": f.dst, "qp": f.qp}
                         for f in phase.flows
                     ],
-                    "sent": {str(r["flow_id"]): r["sent"] for r in records},
+                    "sent": sent,
+                    **({"probe": [asdict(p) for p in phase.probe]} if phase.probe else {}),
                 }
             )
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from labs.backend import FlowSpec, Phase
+from labs.netns import ecmpprobe
 from labs.netns.faults import resolve_link
 from labs.netns.plan import build, netns_name, port_names
 from labs.netns.processes import lab_env
@@ -66,7 +67,7 @@ class PhaseTraffic:
     (the senders stop by themselves after the phase's duration)."""
 
     def __init__(self, lab: Lab, phase: Phase) -> None:
-        self.jobs = _jobs(lab, phase)
+        self.jobs = ecmpprobe.jobs(lab, phase) if phase.probe else _jobs(lab, phase)
         self.results: list[SenderResult] = []
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._send, name=f"phase{phase.index}", daemon=True)

@@ -277,8 +277,11 @@ def plan(
     options: dict[str, Any] = timeline.sim
     packet = int(options.get("packet_bytes", 4096))
     flows = _Flows(timeline, packet)
+    skipped = []
     for phase in timeline.phases:
-        if phase.ranks and phase.message:
+        if phase.kind == "ecmp_probe":
+            skipped.append(f"{phase.label}: ecmp_probe not played (ECMP is judged on a live twin)")
+        elif phase.ranks and phase.message:
             flows.collective(phase)
         else:
             flows.open_loop(phase)
@@ -318,7 +321,7 @@ def plan(
         link_events=faults.plan_links,
         rate_events=faults.rates,
         fibs=fibs or faults.fibs,
-        notes=faults.notes,
+        notes=[*skipped, *faults.notes],
     )
 
 

@@ -47,7 +47,9 @@ MAX_PPS = 100_000
 MAX_NAMES = 4096
 
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
-TrafficKind = Literal[Collective, "backup", "micro_bursts", "incast"]
+TrafficKind = Literal[Collective, "backup", "micro_bursts", "incast", "ecmp_probe"]
+PROBE_PPS = 1.0
+"""ecmp_probe: packets per second per flow unless `pps` is given (a probe has thousands)."""
 
 
 class _Model(BaseModel):
@@ -88,6 +90,12 @@ class Traffic(_Model):
         1.0, gt=0, le=MAX_TIME, description="micro_bursts: seconds between bursts"
     )
     burst: float = Field(0.1, gt=0, le=MAX_TIME, description="micro_bursts: seconds a burst")
+    tuples: int = Field(
+        3000, ge=1, le=16384, description="ecmp_probe: distinct 5-tuples sent into each leaf"
+    )
+    pairs: int = Field(
+        1, ge=1, le=16, description="ecmp_probe: (source, destination) server pairs per leaf"
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
@@ -105,16 +113,20 @@ class Traffic(_Model):
                 raise ValueError("a server is named twice")
         if self.burst > self.period:
             raise ValueError("burst must not be longer than period")
+        if self.kind == "ecmp_probe" and "pps" not in self.model_fields_set:
+            self.pps = PROBE_PPS
         return self
 
-    def flows(self, servers: int) -> int:
-        """The (src, dst, qp) flows the phase sends, on a lab with `servers` servers: a
-        collective's ring sends to one neighbour per rank, halving-doubling to log2(n)
-        partners, all-to-all to every other rank.
+    def flows(self, servers: int, leaves: int = 0) -> int:
+        """The (src, dst, qp) flows the phase sends, on a lab with `servers` servers and
+        `leaves` leaves: a collective's ring sends to one neighbour per rank, halving-doubling
+        to log2(n) partners, all-to-all to every other rank; an ECMP probe `tuples` per leaf.
 
         >>> Traffic(kind="all_to_all", qps=2).flows(4), Traffic(kind="all_reduce").flows(4)
         (24, 8)
         """
+        if self.kind == "ecmp_probe":
+            return leaves * self.tuples
         if self.kind in ("backup", "micro_bursts"):
             return self.qps
         if self.kind == "incast":
@@ -278,14 +290,14 @@ def _check_rate(scenario: Scenario, lab: Lab, file: str) -> None:
     rates = []
     for i, t in enumerate(scenario.traffic):
         n = servers if t.servers == "all" else len(t.servers)
-        collective = t.kind not in ("backup", "micro_bursts", "incast")
+        collective = t.kind not in ("backup", "micro_bursts", "incast", "ecmp_probe")
         if collective and n < 2:
             raise InputError(file, f"traffic.{i}", f"{t.kind} needs two servers or more")
         if t.kind == "all_reduce" and t.algorithm == "halving_doubling" and n & (n - 1):
             raise InputError(
                 file, f"traffic.{i}", f"halving_doubling needs a power of two ranks, not {n}"
             )
-        rates.append(t.flows(servers) * t.pps)
+        rates.append(t.flows(servers, len(lab.nodes("leaf"))) * t.pps)
     for i, t in enumerate(scenario.traffic):
         now = sum(
             rate
@@ -299,6 +311,27 @@ def _check_rate(scenario: Scenario, lab: Lab, file: str) -> None:
                 f"{now:,.0f} frames/s from t={t.at:g} s (flows x pps of the phases running "
                 f"then); this machine sends at most {MAX_PPS:,}",
             )
+
+
+def _check_probes(scenario: Scenario, lab: Lab, file: str) -> None:
+    """An ECMP probe runs alone (the uplink counters it is judged by would count any other
+    phase's packets too) on a lab with servers behind two leaf groups or more."""
+    groups = {lab.graph.nodes[s]["group"] for s in lab.nodes("server")}
+    for i, t in enumerate(scenario.traffic):
+        if t.kind != "ecmp_probe":
+            continue
+        if len(groups) < 2:
+            raise InputError(
+                file, f"traffic.{i}", "ecmp_probe needs servers behind two leaf groups"
+            )
+        for j, other in enumerate(scenario.traffic):
+            if j != i and other.at < t.at + t.duration and t.at < other.at + other.duration:
+                raise InputError(
+                    file,
+                    f"traffic.{i}",
+                    f"ecmp_probe overlaps traffic.{j} ({other.label}): the uplink counters "
+                    "it is judged by would count both",
+                )
 
 
 def _check_thresholds(scenario: Scenario, file: str) -> None:
@@ -353,6 +386,7 @@ def load(path: Path, lab: Lab) -> Scenario:
     scenario = parse_model(Scenario, data, str(path))
     _check_names(scenario, lab, str(path))
     _check_rate(scenario, lab, str(path))
+    _check_probes(scenario, lab, str(path))
     _check_thresholds(scenario, str(path))
     verdict.check_names(scenario.validate_, str(path))
     return scenario

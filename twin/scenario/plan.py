@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from labs import backend
-from labs.backend import FlowSpec, Phase, Timeline
+from labs.backend import FlowSpec, Phase, ProbePair, Timeline
 from traffic import collectives
 from traffic.collectives import Flow, flow_id
 from twin.labdir import Lab
@@ -24,6 +24,7 @@ SCHEDULES = {
     ("all_to_all", "ring"): collectives.all_to_all,
 }
 PROBED_BY = {"reachability", "mtu"}  # validators that need the end-of-run probes
+PROBE_SPORT = 0xC000  # an ECMP probe's first UDP source port (RoCE's range, 0xC000-0xFFFF)
 
 
 def ranks(lab: Lab, phase: Traffic) -> list[str]:
@@ -57,8 +58,39 @@ def analytical(lab: Lab, phase: Traffic) -> dict[str, float] | None:
     }
 
 
+def probe_pairs(lab: Lab, phase: Traffic) -> list[ProbePair]:
+    """An ECMP probe's pairs: per leaf, `pairs` servers behind it, each sending out of its NIC
+    to that leaf, to servers behind other leaf groups (a leaf's MLAG peer uses other servers
+    of the group); the leaf's `tuples` source ports are split over its pairs."""
+    servers = lab.nodes("server")
+    out = []
+    for index, leaf in enumerate(lab.nodes("leaf")):
+        group = lab.graph.nodes[leaf]["group"]
+        peers = [n for n in lab.nodes("leaf") if lab.graph.nodes[n]["group"] == group]
+        behind = [
+            (s, nic["name"])
+            for s in servers
+            for nic in lab.host(s)["interfaces"]
+            if nic["peer"] == leaf
+        ]
+        remote = [s for s in servers if lab.graph.nodes[s]["group"] != group]
+        sport = PROBE_SPORT
+        for j in range(phase.pairs if behind and remote else 0):
+            src, nic = behind[(peers.index(leaf) * phase.pairs + j) % len(behind)]
+            dst = remote[(index * phase.pairs + j) % len(remote)]
+            flows = phase.tuples // phase.pairs + (j < phase.tuples % phase.pairs)
+            out.append(
+                ProbePair(flow_id(f"{src}.{nic}", dst, sport), leaf, src, nic, dst, sport, flows)
+            )
+            sport += flows
+    return out
+
+
 def phase_flows(lab: Lab, phase: Traffic) -> list[Flow]:
-    """The (src, dst, qp) flows of a phase; a collective's are those of its schedule."""
+    """The (src, dst, qp) flows of a phase; a collective's are those of its schedule (an
+    ECMP probe has none: its flows are `probe_pairs`)."""
+    if phase.kind == "ecmp_probe":
+        return []
     if phase.kind in ("backup", "micro_bursts"):
         assert isinstance(phase.src, str) and phase.dst
         return [Flow(phase.src, phase.dst, 0, qp) for qp in range(phase.qps)]
@@ -101,13 +133,15 @@ def uplinks(lab: Lab) -> dict[str, list[str]]:
 def phase(lab: Lab, index: int, traffic: Traffic) -> Phase:
     """One traffic phase as a backend plays it."""
     flows = phase_flows(lab, traffic)
+    probe = probe_pairs(lab, traffic) if traffic.kind == "ecmp_probe" else []
+    sources = {f.src for f in flows} | {p.src for p in probe}
     collective = traffic.kind in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
     return Phase(
         index=index,
         label=traffic.label,
         kind=traffic.kind,
         traffic_class=traffic.traffic_class,
-        dscp={src: host_dscp(lab, src, traffic) for src in sorted({f.src for f in flows})},
+        dscp={src: host_dscp(lab, src, traffic) for src in sorted(sources)},
         flows=[FlowSpec(flow_id(f.src, f.dst, f.qp), f.src, f.dst, f.qp) for f in flows],
         at=traffic.at,
         duration=traffic.duration,
@@ -120,6 +154,7 @@ def phase(lab: Lab, index: int, traffic: Traffic) -> Phase:
         period=traffic.period if traffic.kind == "micro_bursts" else None,
         ranks=ranks(lab, traffic) if collective else [],
         iterations=traffic.iterations if collective else 1,
+        probe=probe,
     )
 
 

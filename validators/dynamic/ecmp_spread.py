@@ -1,28 +1,44 @@
-"""`ecmp_spread`: did each leaf spread the collective's traffic evenly over its uplinks?
+"""`ecmp_spread`: does each leaf spread flows evenly over its uplinks?
 
-Per leaf, the packets sent on each uplink (one routed bundle per spine) during the collective
-phases, judged two ways: max/mean (fails above `max_over_mean`, default 1.5) and a chi-square
-test against an even split, counted in flows (packets of one flow share a path; fails below
-`p_min`, default 0.001). Also fails when a leaf's FIB at the start holds fewer ECMP next hops
-to a remote server subnet than it has spines. Leaves that carried fewer than `min_packets`
-(default 200) uplink packets are left out: too few to judge.
+From the scenario's ECMP probe (`kind: ecmp_probe`) when it has one: per leaf, the packets
+of the thousands of 5-tuples its probe sent into it, counted on each uplink (one routed bundle
+per spine: tx_packets over the probe's window, which no other phase overlaps). A leaf passes
+when max/mean <= 1 + `tolerance` and min/mean >= 1 - `tolerance` (default 0.25, the +-25 %
+of sonic-mgmt's ECMP tests). It is not observable when its probe had too few tuples for that
+to be decisive (an even hash spreads F tuples over n uplinks with a relative deviation of
+sqrt((n - 1) / F) per uplink; at least `SIGMAS` of those must fit in the tolerance), when its
+uplinks saw fewer than half the packets sent into it, or when the backend did not play the
+probe (sim).
+
+Without a probe, from the collective phases' flows, as the probe was not there: max/mean
+(fails above `max_over_mean`) and a chi-square test against an even split counted in flows
+(fails below `p_min`), leaves with fewer than `min_packets` uplink packets left out. A
+collective crosses a leaf with tens of flows, too few to be decisive (docs/validators.md):
+each such result says it was judged from collective flows.
+
+Also fails when a leaf's FIB at the start holds fewer ECMP next hops to a remote server subnet
+than it has spines.
 """
 
 from __future__ import annotations
 
+import math
 from ipaddress import IPv4Network
+from typing import Any
 
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
 from validators.dynamic.stats import chi_square_uniform
 from validators.registry import Params, dynamic
-from validators.result import Finding, Result, Status
+from validators.result import Figure, Finding, Result, Status
 
 NAME = "ecmp_spread"
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+SIGMAS = 4.0
+"""A probe is decisive when the tolerance is this many standard deviations of an even hash."""
 
 
-def _fib_findings(lab: Lab, obs: Observations) -> list[Finding]:
+def _fib_result(lab: Lab, obs: Observations) -> Result:
     fib = obs.fib("start")
     findings = []
     for leaf in lab.nodes("leaf"):
@@ -38,37 +54,115 @@ def _fib_findings(lab: Lab, obs: Observations) -> list[Finding]:
                         leaf, f"{subnet} has {hops} ECMP next hops, {spines} spines", where="FIB"
                     )
                 )
-    return findings
+    return Result(
+        NAME,
+        "fib",
+        Status.FAIL if findings else Status.PASS,
+        f"{len(findings)} remote subnets short of ECMP width: {findings[0]}"
+        if findings
+        else "every leaf has an ECMP route per spine to every remote subnet",
+        {"short_routes": len(findings)},
+        findings,
+    )
 
 
-@dynamic(NAME, needs={"fib", "counters"}, max_over_mean=1.5, p_min=0.001, min_packets=200)
-def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
-    """One result per leaf that carried enough uplink traffic, plus the FIB width check."""
+def needed_flows(uplinks: int, tolerance: float) -> int:
+    """Tuples a probe needs on `uplinks` uplinks for +-`tolerance` to be decisive.
+
+    >>> needed_flows(4, 0.25), needed_flows(2, 0.25), needed_flows(4, 0.1)
+    (768, 256, 4800)
+    """
+    return math.ceil(SIGMAS**2 * (uplinks - 1) / tolerance**2 - 1e-9)
+
+
+def _window(obs: Observations, phase: dict[str, Any]) -> tuple[float, float]:
+    """The probe's time span widened by a counter interval on each side (so the samples
+    around its first and last packets count), but not into another phase."""
+    interval = float(obs.counters.get("interval", 0.0))
+    others = [p for p in obs.run["phases"] if p["index"] != phase["index"]]
+    start, end = float(phase["start"]), float(phase["end"])
+    lo = max([start - interval] + [float(p["end"]) for p in others if p["end"] <= start])
+    hi = min([end + interval] + [float(p["start"]) for p in others if p["start"] >= end])
+    return lo, hi
+
+
+def _probe_leaf(
+    leaf: str,
+    ports: list[str],
+    counts: list[int],
+    pairs: list[dict[str, Any]],
+    sent: int,
+    tolerance: float,
+) -> tuple[Status, str, dict[str, Figure], list[Finding]]:
+    """One leaf's verdict from its probe's uplink counts."""
+    flows, total, n = sum(int(p["flows"]) for p in pairs), sum(counts), len(counts)
+    figures: dict[str, Figure] = {"source": "ecmp_probe", "flows": flows, "pairs": len(pairs)}
+    figures |= {"sent": sent, "packets": total}
+    if n < 2:
+        return Status.NOT_OBSERVABLE, f"{n} uplink: nothing to spread", figures, []
+    if flows < needed_flows(n, tolerance):
+        why = (
+            f"{flows} probe flows over {n} uplinks: {needed_flows(n, tolerance)} needed for "
+            f"+-{tolerance:.0%} to be decisive"
+        )
+        return Status.NOT_OBSERVABLE, why, figures, []
+    if total < sent / 2:
+        why = f"its uplinks counted {total} packets of the {sent} its probe sent into it"
+        return Status.NOT_OBSERVABLE, why, figures, []
+    mean = total / n
+    high, low = max(counts) / mean, min(counts) / mean
+    _, p = chi_square_uniform(counts, flows / total)
+    figures |= {"max_over_mean": round(high, 3), "min_over_mean": round(low, 3)}
+    figures |= {"p_value": round(p, 5), **dict(zip(ports, counts, strict=True))}
+    findings, bounds = [], []
+    if high > 1 + tolerance:
+        bounds.append(f"max/mean {high:.2f} > {1 + tolerance:.2f}")
+        where = ports[counts.index(max(counts))]
+        findings.append(Finding(leaf, f"uplink {bounds[-1]}", where, "uplinks"))
+    if low < 1 - tolerance:
+        bounds.append(f"min/mean {low:.2f} < {1 - tolerance:.2f}")
+        where = ports[counts.index(min(counts))]
+        findings.append(Finding(leaf, f"uplink {bounds[-1]}", where, "uplinks"))
+    spread = ", ".join(bounds) or f"max/mean {high:.2f}, min/mean {low:.2f}"
+    reason = f"{spread} over {n} uplinks ({flows} probe flows, {total} packets)"
+    return (Status.FAIL if findings else Status.PASS), reason, figures, findings
+
+
+def _from_probe(
+    obs: Observations, phase: dict[str, Any], tolerance: float, tag: str
+) -> list[Result]:
+    """Per leaf the probe entered, its verdict."""
+    if "probe" not in phase:
+        backend = obs.run.get("backend", "this")
+        why = f"{phase['label']}: the {backend} backend did not play the ecmp_probe"
+        return [Result(NAME, f"{tag}probe", Status.NOT_OBSERVABLE, why)]
+    start, end = _window(obs, phase)
+    results = []
+    for leaf, ports in sorted(obs.run.get("uplinks", {}).items()):
+        pairs = [p for p in phase["probe"] if p["leaf"] == leaf]
+        if not pairs:
+            why = "the probe sent nothing into it (no server behind it, or none elsewhere)"
+            results.append(Result(NAME, f"{tag}{leaf}", Status.NOT_OBSERVABLE, why))
+            continue
+        counts = [obs.delta(f"{leaf}:{port}", "tx_packets", start, end) for port in ports]
+        sent = sum(int(phase["sent"].get(str(p["flow_id"]), 0)) for p in pairs)
+        status, reason, figures, findings = _probe_leaf(leaf, ports, counts, pairs, sent, tolerance)
+        results.append(Result(NAME, f"{tag}{leaf}", status, reason, figures, findings))
+    return results
+
+
+def _from_collectives(lab: Lab, obs: Observations, params: Params) -> list[Result]:
+    """Per leaf that carried `min_packets` on its uplinks in the collectives, its verdict."""
     max_over_mean = float(params["max_over_mean"])
     p_min = float(params["p_min"])
     min_packets = int(params["min_packets"])
     phases = [p for p in obs.run["phases"] if p["kind"] in COLLECTIVES]
-    results = []
-    fib = _fib_findings(lab, obs)
-    results.append(
-        Result(
-            NAME,
-            "fib",
-            Status.FAIL if fib else Status.PASS,
-            f"{len(fib)} remote subnets short of ECMP width: {fib[0]}"
-            if fib
-            else "every leaf has an ECMP route per spine to every remote subnet",
-            {"short_routes": len(fib)},
-            fib,
-        )
-    )
     if not phases:
-        results.append(
-            Result(NAME, "traffic", Status.NOT_OBSERVABLE, "no collective phase in the scenario")
-        )
-        return results
+        why = "no ecmp_probe or collective phase in the scenario"
+        return [Result(NAME, "traffic", Status.NOT_OBSERVABLE, why)]
     start, end = min(p["start"] for p in phases), max(p["end"] for p in phases)
     flows = [f for p in phases for f in p["flows"]]
+    results = []
     for leaf, ports in sorted(obs.run.get("uplinks", {}).items()):
         counts = [obs.delta(f"{leaf}:{port}", "tx_packets", start, end) for port in ports]
         total = sum(counts)
@@ -81,7 +175,8 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
         samples = max(len(counts), crossing / peers)
         stat, p = chi_square_uniform(counts, samples / total)
         ratio = max(counts) / (total / len(counts))
-        figures: dict[str, int | float | str] = {
+        figures: dict[str, Figure] = {
+            "source": "collectives",
             "max_over_mean": round(ratio, 3),
             "chi_square": round(stat, 2),
             "p_value": round(p, 5),
@@ -98,17 +193,37 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
             findings.append(
                 Finding(leaf, f"chi-square p={p:.2g} < {p_min} (uneven split)", where="uplinks")
             )
-        ok = f"max/mean {ratio:.2f}, chi-square p={p:.2g} over {len(counts)} uplinks"
+        source = f"from {round(samples)} collective flows"
+        ok = f"max/mean {ratio:.2f}, chi-square p={p:.2g} over {len(counts)} uplinks ({source})"
         status = Status.FAIL if findings else Status.PASS
-        reason = f"{findings[0]}" if findings else ok
+        reason = f"{findings[0]} ({source})" if findings else ok
         results.append(Result(NAME, leaf, status, reason, figures, findings))
-    if len(results) == 1:
-        results.append(
-            Result(
-                NAME,
-                "traffic",
-                Status.NOT_OBSERVABLE,
-                f"no leaf sent {min_packets} packets on its uplinks",
-            )
-        )
+    if not results:
+        why = f"no leaf sent {min_packets} packets on its uplinks"
+        results.append(Result(NAME, "traffic", Status.NOT_OBSERVABLE, why))
+    return results
+
+
+@dynamic(
+    NAME,
+    needs={"fib", "counters"},
+    tolerance=0.25,
+    max_over_mean=1.5,
+    p_min=0.001,
+    min_packets=200,
+)
+def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
+    """The FIB width check, then one result per leaf: from the ECMP probe phases (each), or
+    from the collectives' flows when there is none."""
+    probes = [p for p in obs.run["phases"] if p["kind"] == "ecmp_probe"]
+    results = [_fib_result(lab, obs)]
+    if not probes:
+        return results + _from_collectives(lab, obs, params)
+    tolerance = float(params["tolerance"])
+    if not 0 < tolerance < 1:
+        why = f"tolerance {tolerance:g} is not between 0 and 1"
+        return [*results, Result(NAME, "probe", Status.NOT_OBSERVABLE, why)]
+    for phase in probes:
+        tag = f"{phase['label']} " if len(probes) > 1 else ""
+        results += _from_probe(obs, phase, tolerance, tag)
     return results
