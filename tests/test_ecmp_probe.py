@@ -18,7 +18,7 @@ import yaml
 from conftest import REPO, lab_name
 
 from labs import registry
-from labs.backend import COUNTER_FIELDS
+from labs.backend import COUNTER_FIELDS, Fault
 from twin import labdir
 from twin.errors import InputError
 from twin.intent import fabric as intent
@@ -236,3 +236,43 @@ def test_the_sim_skips_the_probe_with_a_note_and_the_verdict_is_not_observable(
     probe = judge(lab, obs)["probe"]
     assert probe.status is Status.NOT_OBSERVABLE
     assert "sim backend did not play" in probe.reason
+
+
+def test_a_probe_that_ran_into_another_phase_is_not_observable(lab: Lab, tmp_path: Path) -> None:
+    obs = play(lab, tmp_path)
+    run = json.loads((obs.path / "run.json").read_text())
+    probe = run["phases"][0]
+    late = {**probe, "index": 1, "label": "ar", "kind": "all_reduce", "probe": None}
+    late["start"] = probe["end"] - 0.5  # started as planned, after the probe's nominal end
+    late["end"] = probe["end"] + 5
+    run["phases"].append({k: v for k, v in late.items() if v is not None})
+    (obs.path / "run.json").write_text(json.dumps(run))
+    results = judge(lab, Observations.open(obs.path))
+    assert results["probe"].status is Status.NOT_OBSERVABLE
+    assert "with ar" in results["probe"].reason and "count both" in results["probe"].reason
+    assert not any(scope.startswith("leaf") for scope in results)
+
+
+def test_a_fault_in_force_or_a_route_change_during_the_probe_is_not_observable(
+    lab: Lab, tmp_path: Path
+) -> None:
+    path = scenario_file(tmp_path, [{**PROBE, "at": 1}])
+    body = yaml.safe_load(path.read_text())
+    body["faults"] = [{"at": 0, "fault": "link-down", "link": "leaf1:spine1"}]
+    path.write_text(yaml.safe_dump(body))
+    try:
+        obs = Observations.open(player.play(lab, scenarios.load(path, lab), FAKE))
+    finally:
+        FAKE.fault(lab, Fault("link-up", link="leaf1:spine1"))
+    leaf3 = lab.graph.nodes["leaf3"]["subnet"]
+    during = {"t": obs.run["phases"][0]["start"] + 1, "event": "route", "node": "leaf3"}
+    during |= {"prefix": lab.graph.nodes["leaf1"]["subnet"], "paths": 3, "was": 4}
+    with open(obs.path / "events.jsonl", "a") as log:
+        log.write(json.dumps(during) + "\n")
+    results = judge(lab, Observations.open(obs.path))
+    assert results["leaf1"].status is Status.NOT_OBSERVABLE
+    assert "had 3 of 4 next hops at the probe (FIB fault1-link-down)" in results["leaf1"].reason
+    assert results["leaf3"].status is Status.NOT_OBSERVABLE
+    assert "changed during the probe (4 -> 3 paths)" in results["leaf3"].reason
+    assert {results[s].status for s in ("leaf2", "leaf4")} == {Status.PASS}
+    assert leaf3 != during["prefix"]

@@ -7,8 +7,11 @@ when max/mean <= 1 + `tolerance` and min/mean >= 1 - `tolerance` (default 0.25, 
 of sonic-mgmt's ECMP tests). It is not observable when its probe had too few tuples for that
 to be decisive (an even hash spreads F tuples over n uplinks with a relative deviation of
 sqrt((n - 1) / F) per uplink; at least `SIGMAS` of those must fit in the tolerance), when its
-uplinks saw fewer than half the packets sent into it, or when the backend did not play the
-probe (sim).
+uplinks saw fewer than half the packets sent into it, when its routes to remote subnets were
+not whole and steady through the probe (the FIB snapshot before it short of a next hop per
+spine: a fault in force; a route event during it), or when the backend did not play the probe
+(sim). A probe that ran at the same time as another phase (one that started late or ran long
+on a loaded machine) is not observable as a whole: its counters count both.
 
 Without a probe, from the collective phases' flows, as the probe was not there: max/mean
 (fails above `max_over_mean`) and a chi-square test against an even split counted in flows
@@ -27,6 +30,7 @@ from ipaddress import IPv4Network
 from typing import Any
 
 from twin.labdir import Lab
+from twin.model.fib import Fib
 from twin.scenario.observations import Observations
 from validators.dynamic.stats import chi_square_uniform
 from validators.registry import Params, dynamic
@@ -38,22 +42,28 @@ SIGMAS = 4.0
 """A probe is decisive when the tolerance is this many standard deviations of an even hash."""
 
 
+def _remote(lab: Lab, leaf: str) -> set[str]:
+    """The server subnets of the other leaf groups."""
+    mine = lab.graph.nodes[leaf]["subnet"]
+    return {lab.graph.nodes[o]["subnet"] for o in lab.nodes("leaf")} - {mine}
+
+
+def _short(lab: Lab, fib: Fib, leaf: str) -> list[tuple[str, int, int]]:
+    """(subnet, next hops, spines) of the leaf's routes to remote subnets narrower than its
+    spines."""
+    spines = sum(1 for n in lab.graph.neighbors(leaf) if lab.graph.nodes[n]["role"] == "spine")
+    routes = fib.get(leaf, {})
+    hops = {subnet: len(routes.get(IPv4Network(subnet), ())) for subnet in _remote(lab, leaf)}
+    return [(subnet, n, spines) for subnet, n in sorted(hops.items()) if n < spines]
+
+
 def _fib_result(lab: Lab, obs: Observations) -> Result:
     fib = obs.fib("start")
-    findings = []
-    for leaf in lab.nodes("leaf"):
-        spines = sum(1 for n in lab.graph.neighbors(leaf) if lab.graph.nodes[n]["role"] == "spine")
-        mine = lab.graph.nodes[leaf]["subnet"]
-        remote = {lab.graph.nodes[o]["subnet"] for o in lab.nodes("leaf")} - {mine}
-        routes = fib.get(leaf, {})
-        for subnet in sorted(remote):
-            hops = len(routes.get(IPv4Network(subnet), ()))
-            if hops < spines:
-                findings.append(
-                    Finding(
-                        leaf, f"{subnet} has {hops} ECMP next hops, {spines} spines", where="FIB"
-                    )
-                )
+    findings = [
+        Finding(leaf, f"{subnet} has {hops} ECMP next hops, {spines} spines", where="FIB")
+        for leaf in lab.nodes("leaf")
+        for subnet, hops, spines in _short(lab, fib, leaf)
+    ]
     return Result(
         NAME,
         "fib",
@@ -128,20 +138,59 @@ def _probe_leaf(
     return (Status.FAIL if findings else Status.PASS), reason, figures, findings
 
 
+def _overlapping(obs: Observations, phase: dict[str, Any]) -> str | None:
+    """Why the probe's counters also count another phase's packets (one that ran late), or
+    None."""
+    start, end = float(phase["start"]), float(phase["end"])
+    for other in obs.run["phases"]:
+        if other["index"] != phase["index"] and other["start"] < end and start < other["end"]:
+            t0 = float(obs.run["started"])
+            return (
+                f"{phase['label']} ran {start - t0:.1f}-{end - t0:.1f} s with {other['label']} "
+                f"(until {float(other['end']) - t0:.1f} s): its uplink counters count both"
+            )
+    return None
+
+
+def _disturbed(lab: Lab, obs: Observations, leaf: str, start: float, end: float) -> str | None:
+    """Why a leaf's routes to remote subnets were not whole and steady through the probe (a
+    fault in force, or a route change during it), or None."""
+    before = [label for label in obs.fib_labels() if obs.run["fibs"][label] <= start]
+    if before:
+        short = _short(lab, obs.fib(before[-1]), leaf)
+        if short:
+            subnet, hops, spines = short[0]
+            return f"{subnet} had {hops} of {spines} next hops at the probe (FIB {before[-1]})"
+    remote = _remote(lab, leaf)
+    for e in obs.events:
+        changed = e["event"] == "route" and e.get("node") == leaf and e.get("prefix") in remote
+        if changed and start <= float(e["t"]) <= end:
+            paths = f"{e['was']} -> {e['paths']} paths"
+            return f"its route to {e['prefix']} changed during the probe ({paths})"
+    return None
+
+
 def _from_probe(
-    obs: Observations, phase: dict[str, Any], tolerance: float, tag: str
+    lab: Lab, obs: Observations, phase: dict[str, Any], tolerance: float, tag: str
 ) -> list[Result]:
     """Per leaf the probe entered, its verdict."""
     if "probe" not in phase:
         backend = obs.run.get("backend", "this")
         why = f"{phase['label']}: the {backend} backend did not play the ecmp_probe"
         return [Result(NAME, f"{tag}probe", Status.NOT_OBSERVABLE, why)]
+    overlap = _overlapping(obs, phase)
+    if overlap:
+        return [Result(NAME, f"{tag}probe", Status.NOT_OBSERVABLE, overlap)]
     start, end = _window(obs, phase)
     results = []
     for leaf, ports in sorted(obs.run.get("uplinks", {}).items()):
         pairs = [p for p in phase["probe"] if p["leaf"] == leaf]
-        if not pairs:
-            why = "the probe sent nothing into it (no server behind it, or none elsewhere)"
+        disturbed = _disturbed(lab, obs, leaf, start, end)
+        if not pairs or disturbed:
+            why = (
+                disturbed
+                or "the probe sent nothing into it (no server behind it, or none elsewhere)"
+            )
             results.append(Result(NAME, f"{tag}{leaf}", Status.NOT_OBSERVABLE, why))
             continue
         counts = [obs.delta(f"{leaf}:{port}", "tx_packets", start, end) for port in ports]
@@ -158,7 +207,7 @@ def _from_collectives(lab: Lab, obs: Observations, params: Params) -> list[Resul
     min_packets = int(params["min_packets"])
     phases = [p for p in obs.run["phases"] if p["kind"] in COLLECTIVES]
     if not phases:
-        why = "no ecmp_probe or collective phase in the scenario"
+        why = "no collective or ecmp_probe phase in the scenario"
         return [Result(NAME, "traffic", Status.NOT_OBSERVABLE, why)]
     start, end = min(p["start"] for p in phases), max(p["end"] for p in phases)
     flows = [f for p in phases for f in p["flows"]]
@@ -225,5 +274,5 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
         return [*results, Result(NAME, "probe", Status.NOT_OBSERVABLE, why)]
     for phase in probes:
         tag = f"{phase['label']} " if len(probes) > 1 else ""
-        results += _from_probe(obs, phase, tolerance, tag)
+        results += _from_probe(lab, obs, phase, tolerance, tag)
     return results
