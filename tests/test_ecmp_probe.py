@@ -196,7 +196,7 @@ def test_too_few_tuples_are_not_observable_saying_how_many_are_needed(
     obs = play(lab, tmp_path, {**PROBE, "tuples": 700})
     results = judge(lab, obs)
     assert {results[s].status for s in lab.nodes("leaf")} == {Status.NOT_OBSERVABLE}
-    assert "700 probe flows over 4 uplinks: 768 needed for +-25%" in results["leaf1"].reason
+    assert "700 probe flows sent over 4 uplinks: 768 needed for +-25%" in results["leaf1"].reason
     assert judge(lab, obs, tolerance=0.3)["leaf1"].status is Status.PASS  # 534 needed
 
 
@@ -276,3 +276,17 @@ def test_a_fault_in_force_or_a_route_change_during_the_probe_is_not_observable(
     assert "changed during the probe (4 -> 3 paths)" in results["leaf3"].reason
     assert {results[s].status for s in ("leaf2", "leaf4")} == {Status.PASS}
     assert leaf3 != during["prefix"]
+
+
+def test_a_sender_that_sent_fewer_packets_than_tuples_counts_only_the_tuples_it_sent(
+    lab: Lab, tmp_path: Path
+) -> None:
+    obs = play(lab, tmp_path)
+    run = json.loads((obs.path / "run.json").read_text())
+    (pair,) = [p for p in run["phases"][0]["probe"] if p["leaf"] == "leaf1"]
+    run["phases"][0]["sent"][str(pair["flow_id"])] = 500  # the first 500 tuples, once each
+    (obs.path / "run.json").write_text(json.dumps(run))
+    results = judge(lab, Observations.open(obs.path))
+    assert results["leaf1"].status is Status.NOT_OBSERVABLE
+    assert "500 probe flows sent over 4 uplinks: 768 needed" in results["leaf1"].reason
+    assert results["leaf2"].status is Status.PASS

@@ -6,7 +6,8 @@ per spine: tx_packets over the probe's window, which no other phase overlaps). A
 when max/mean <= 1 + `tolerance` and min/mean >= 1 - `tolerance` (default 0.25, the +-25 %
 of sonic-mgmt's ECMP tests). It is not observable when its probe had too few tuples for that
 to be decisive (an even hash spreads F tuples over n uplinks with a relative deviation of
-sqrt((n - 1) / F) per uplink; at least `SIGMAS` of those must fit in the tolerance), when its
+sqrt((n - 1) / F) per uplink; at least `SIGMAS` of those must fit in the tolerance; a sender
+that fell behind its schedule sent only its first tuples, one packet each), when its
 uplinks saw fewer than half the packets sent into it, when its routes to remote subnets were
 not whole and steady through the probe (the FIB snapshot before it short of a next hop per
 spine: a fault in force; a route event during it), or when the backend did not play the probe
@@ -106,14 +107,15 @@ def _probe_leaf(
 ) -> tuple[Status, str, dict[str, Figure], list[Finding]]:
     """One leaf's verdict from its probe's uplink counts."""
     flows, total, n = sum(int(p["flows"]) for p in pairs), sum(counts), len(counts)
+    sent_tuples = min(flows, sent) if sent else flows  # a sender that fell behind sends fewer
     figures: dict[str, Figure] = {"source": "ecmp_probe", "flows": flows, "pairs": len(pairs)}
     figures |= {"sent": sent, "packets": total}
     if n < 2:
         return Status.NOT_OBSERVABLE, f"{n} uplink: nothing to spread", figures, []
-    if flows < needed_flows(n, tolerance):
+    if sent_tuples < needed_flows(n, tolerance):
         why = (
-            f"{flows} probe flows over {n} uplinks: {needed_flows(n, tolerance)} needed for "
-            f"+-{tolerance:.0%} to be decisive"
+            f"{sent_tuples} probe flows sent over {n} uplinks: {needed_flows(n, tolerance)} "
+            f"needed for +-{tolerance:.0%} to be decisive"
         )
         return Status.NOT_OBSERVABLE, why, figures, []
     if total < sent / 2:
@@ -121,7 +123,7 @@ def _probe_leaf(
         return Status.NOT_OBSERVABLE, why, figures, []
     mean = total / n
     high, low = max(counts) / mean, min(counts) / mean
-    _, p = chi_square_uniform(counts, flows / total)
+    _, p = chi_square_uniform(counts, sent_tuples / total)
     figures |= {"max_over_mean": round(high, 3), "min_over_mean": round(low, 3)}
     figures |= {"p_value": round(p, 5), **dict(zip(ports, counts, strict=True))}
     findings, bounds = [], []
