@@ -38,6 +38,7 @@ Capability = Literal[
     "flows",  # per flow sent, received, lost, latency, DSCP/ECN received
     "pcap",  # packet captures of a link
     "probes",  # reachability and MTU probes between servers
+    "failover-probes",  # paced probe flows pinned through each faulted element (FailoverProbes)
     "queues",  # per port and queue occupancy over time
     "pfc",  # pause frames sent/received, paused time per port and priority
     "ecn",  # ECN marks per port and queue
@@ -179,6 +180,17 @@ class Phase:
 
 
 @dataclass(frozen=True)
+class FailoverProbes:
+    """Probe flows around each fault that takes something away, where the backend has
+    "failover-probes": `flows` flows each way at `pps`, chosen (just before the fault, on the
+    twin as it is then) among those that cross the faulted element, sending from shortly
+    before the fault until the next one (or the end of the run)."""
+
+    pps: float = 1000.0
+    flows: int = 4
+
+
+@dataclass(frozen=True)
 class Timeline:
     """Everything a scenario asks a backend to do, in scenario time (seconds from start)."""
 
@@ -189,6 +201,7 @@ class Timeline:
     faults: list[tuple[float, Fault]]
     captures: list[str]  # links to capture (`node:node`), where the backend has "pcap"
     probes: bool  # probe every server pair at the end, where the backend has "probes"
+    failover_probes: FailoverProbes | None = None  # where the backend has "failover-probes"
     files: Path | None = None  # where a backend writes files of the run (capture/*.pcap)
     sim: dict[str, Any] = field(default_factory=dict)  # the scenario's `sim:` settings
     fibs: list[tuple[float, str, Fib]] | None = None

@@ -4,7 +4,9 @@ Threads on one clock: each traffic phase starts its flows (`backend.traffic`) at
 stops them after its `duration`; the faults fire in time order (`backend.fault`), each
 followed by a FIB snapshot; a sampler reads every port's counters each `sample_interval`; the
 observer logs BGP and route changes meanwhile. What a backend observes besides (received
-flows, probes, captures) it adds to the `Played` record this returns.
+flows, probes, captures) it adds to the `Played` record this returns; a backend that acts
+just before each fault (failover probes) passes `before_fault`, called `PREPARE_S` seconds
+before the fault is due (and never before the previous fault has fired).
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ from twin.labdir import Lab
 from twin.model.fib import Fib
 
 SETTLE_BEFORE_SNAPSHOT = 0.5
+PREPARE_S = 1.0
+
+BeforeFault = Callable[[int, Fault, float], None]
+"""Called with a fault's index, the fault and when it is due (epoch seconds)."""
 
 
 class _Sampler(threading.Thread):
@@ -59,8 +65,16 @@ class _Sampler(threading.Thread):
 class _Run:
     """What the timeline's threads record, under one lock."""
 
-    def __init__(self, backend: Backend, lab: Lab, observer: Observer, progress: Progress) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        lab: Lab,
+        observer: Observer,
+        progress: Progress,
+        before_fault: BeforeFault | None = None,
+    ) -> None:
         self.backend, self.lab, self.observer, self.progress = backend, lab, observer, progress
+        self.before_fault = before_fault
         self.phases: list[dict[str, Any]] = []
         self.faults: list[dict[str, Any]] = []
         self.fibs: dict[str, tuple[float, Fib]] = {}
@@ -121,6 +135,9 @@ class _Run:
     def play_faults(self, faults: list[tuple[float, Fault]], t0: float) -> None:
         """Fire the faults in time order, each followed by a FIB snapshot."""
         for index, (at, fault) in enumerate(sorted(faults, key=lambda f: f[0])):
+            if self.before_fault is not None:
+                time.sleep(max(0.0, t0 + at - PREPARE_S - time.time()))
+                self.before_fault(index, fault, t0 + at)
             time.sleep(max(0.0, t0 + at - time.time()))
             target = fault.link or fault.node
             self.progress(f"t={time.time() - t0:5.1f}s  fault {fault.kind} {target}")
@@ -132,10 +149,16 @@ class _Run:
             self.snapshot(f"fault{index + 1}-{fault.kind}")
 
 
-def play(backend: Backend, lab: Lab, timeline: Timeline, progress: Progress) -> Played:
+def play(
+    backend: Backend,
+    lab: Lab,
+    timeline: Timeline,
+    progress: Progress,
+    before_fault: BeforeFault | None = None,
+) -> Played:
     """Play the timeline on a running twin; flows, probes and files are left to the backend."""
     observer = backend.observer(lab)
-    run = _Run(backend, lab, observer, progress)
+    run = _Run(backend, lab, observer, progress, before_fault)
     sampler = _Sampler(observer, timeline.sample_interval)
     bgp_start = observer.bgp()
     progress(f"preparing {len(timeline.phases)} traffic phases")

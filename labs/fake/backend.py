@@ -3,7 +3,8 @@
 Deploying records the twin in the lab's state; its FIBs are what the routing model
 (`twin.model.routing`) computes from the lab's configs, recomputed when a fault takes links,
 nodes or routing daemons down. A scenario is played at once in model time
-(`labs.fake.simulate`): deterministic per-flow results and port counters.
+(`labs.fake.simulate`): deterministic per-flow results and port counters, and failover
+probes pinned through each fault it models (`labs.fake.probes`).
 
 What it cannot observe, and says so through its capabilities: BGP sessions and their
 events, packet captures, probes, queues, PFC, ECN, latency, DSCP rewriting.
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from labs import events, state
 from labs.backend import Deployed, quiet
 from labs.failures import Failures, Network
+from labs.fake import probes
 from labs.fake.simulate import Simulation
 from labs.modelled import ModelledBackend, ModelledObserver
 from twin import labcheck
@@ -64,7 +66,9 @@ class FakeBackend(ModelledBackend):
     """A lab as the routing model sees it."""
 
     name: ClassVar[str] = "fake"
-    capabilities: ClassVar[frozenset[str]] = frozenset({"fib", "counters", "flows"})
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {"fib", "counters", "flows", "failover-probes"}
+    )
 
     def deploy(
         self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
@@ -106,4 +110,7 @@ class FakeBackend(ModelledBackend):
         sim = Simulation(lab, timeline, net, time.time())
         sim.run()
         sim.epochs[-1].net.failures.save(lab)
-        return sim.played()
+        played = sim.played()
+        if timeline.failover_probes is not None:
+            played.extra["failover_probes"] = probes.probe(sim, timeline.failover_probes)
+        return played

@@ -2,7 +2,8 @@
 
 Everything here wraps the modules of this folder (lifecycle, faults, observer, traffic,
 probes); scenarios are played on the wall clock by `labs.timeline`, with receivers in every
-server, tcpdump captures and end-of-run probes around it.
+server, tcpdump captures, failover probes pinned through each faulted element
+(`labs.netns.failprobes`) and end-of-run probes around it.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class NetnsBackend:
 
     name: ClassVar[str] = "netns"
     capabilities: ClassVar[frozenset[str]] = frozenset(
-        {"fib", "bgp", "counters", "flows", "pcap", "probes"}
+        {"fib", "bgp", "counters", "flows", "pcap", "probes", "failover-probes"}
     )
 
     def deploy(
@@ -100,17 +101,27 @@ class NetnsBackend:
         return PhaseTraffic(lab, phase)
 
     def play(self, lab: Lab, timeline: Timeline, progress: Progress = quiet) -> Played:
-        """Play on the wall clock, with receivers in every server, captures and probes."""
+        """Play on the wall clock, with receivers in every server, captures, failover probes
+        and end-of-run probes."""
         from labs.netns import probes
         from labs.netns import traffic as netns_traffic
+        from labs.netns.failprobes import FailoverProber
 
         receivers: dict[str, Receiver] = {}
         captures: list[subprocess.Popen[bytes]] = []
+        prober = None
+        if timeline.failover_probes is not None and timeline.faults:
+            prober = FailoverProber(
+                lab, timeline.failover_probes, timeline.faults, timeline.duration, progress
+            )
         try:
             receivers = netns_traffic.start_receivers(lab)
             if timeline.captures and timeline.files is not None:
                 captures = netns_traffic.start_captures(lab, timeline.captures, timeline.files)
-            played = wallclock.play(self, lab, timeline, progress)
+            before = prober.before if prober else None
+            played = wallclock.play(self, lab, timeline, progress, before)
+            if prober is not None:
+                played.extra["failover_probes"] = prober.collect()
             received = {s: r.stop().flows for s, r in receivers.items()}
             receivers.clear()
             netns_traffic.stop_captures(captures)
@@ -122,4 +133,6 @@ class NetnsBackend:
             for r in receivers.values():
                 r.close()
             netns_traffic.stop_captures(captures)
+            if prober is not None:
+                prober.stop()
         return played

@@ -218,6 +218,18 @@ class SimOptions(_Model):
     )
 
 
+class FailoverProbing(_Model):
+    """The failover probes played when `failover` is validated, on backends that pin them."""
+
+    pps: float = Field(
+        default=1000,
+        ge=200,
+        le=5000,
+        description="packets per second per probe flow (1/pps resolution)",
+    )
+    flows: int = Field(default=4, ge=1, le=8, description="probe flows each way through each fault")
+
+
 class Scenario(_Model):
     """A scenario: the root of `scenario.yaml`."""
 
@@ -233,6 +245,7 @@ class Scenario(_Model):
     traffic: list[Traffic] = Field(default_factory=list, max_length=256)
     faults: list[Fault] = Field(default_factory=list, max_length=1024)
     sim: SimOptions = Field(default_factory=SimOptions)
+    failover_probes: FailoverProbing = Field(default_factory=FailoverProbing)
     validate_: dict[str, dict[str, Any]] = Field(
         default_factory=dict, alias="validate", description="validator name -> thresholds"
     )

@@ -185,6 +185,11 @@ def timeline(lab: Lab, scenario: Scenario, files: Path | None = None) -> Timelin
         faults=[(f.at, fault(f)) for f in scenario.faults],
         captures=list(scenario.capture),
         probes=bool(PROBED_BY & set(scenario.validate_)),
+        failover_probes=(
+            backend.FailoverProbes(scenario.failover_probes.pps, scenario.failover_probes.flows)
+            if "failover" in scenario.validate_
+            else None
+        ),
         files=files,
         sim=scenario.sim.model_dump(),
     )

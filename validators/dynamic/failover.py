@@ -1,22 +1,30 @@
 """`failover`: how much traffic each fault cost, how long until it flowed again, and whether
-any flow stayed black-holed.
+any flow stayed black-holed, judged from probe flows pinned through the faulted element.
 
-For each fault that takes something away (link down or flap, node down, daemon kill, loss),
-the loss window is the longest sequence gap of any flow that the fault caused (gaps that
-began after the fault and before the next one, whenever they closed: a loss is often cleared
-by the next fault), in milliseconds at the flow's rate; recovery is the time from the fault
-until the last such gap closed. A flap counts from its first down. Fails above the loss
-limit or `recovery_s` (default 5). The loss limit is `max_loss_ms` when given; by default
-(0) it comes from the configs: the dead-neighbour detection time of the switches at the
-fault (BFD detect multiplier x receive interval in their frr.conf, or the BGP hold time
-without BFD; `validators.frr_timers`) plus `margin_ms` (default 500: BGP withdrawal and FIB
-programming after detection), so a fabric working as designed passes. A flow black-holed after
-convergence (nothing received during its last `blackhole_s`, default 1 s, or nothing at all)
-fails the `convergence` scope.
+For each fault that takes something away (link down or flap, node down, daemon kill, loss,
+rate), the backend probed it (`failover_probes.json`, capability "failover-probes"): flows
+at 1,000 pps or more that, traced on the twin just before the fault, crossed the faulted
+element, sending from before the fault until the next one. The loss window is the longest
+run of packets any probe flow lost from the fault on, in ms at its rate (1 ms at 1,000 pps);
+recovery is the time from the fault until the last such run closed. Fails above the loss
+limit or `recovery_s` (default 5); fails "never recovered" when a probe flow was still
+losing everything when its probe ended (a run of at least `OPEN_TAIL_S`). A pass names the
+ports the probe flows crossed; without probe flows through the element (the backend cannot
+pin them, or no flow crosses it) the fault is not-observable, saying why. The collective
+flows' worst gap during the fault is kept as a secondary figure (`flows_loss_window_ms`,
+at their own, coarser, rate).
+
+The loss limit is `max_loss_ms` when given; by default (0) it comes from the configs: the
+dead-neighbour detection time of the switches at the fault (BFD detect multiplier x receive
+interval in their frr.conf, or the BGP hold time without BFD; `validators.frr_timers`) plus
+`margin_ms` (default 500: BGP withdrawal and FIB programming after detection), so a fabric
+working as designed passes. A collective flow black-holed after convergence (nothing received
+during its last `blackhole_s`, default 1 s, or nothing at all) fails the `convergence` scope.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from twin.labdir import Lab
@@ -27,6 +35,9 @@ from validators.result import Finding, Result, Status, verdict
 
 NAME = "failover"
 TAKES = ("link-down", "link-flap-done", "node-down", "daemon-kill", "loss", "rate")
+OPEN_TAIL_S = 0.05
+"""A probe flow whose last run of losses, still open when it ended, is this long or longer
+never recovered (a shorter one is its last packets still in flight)."""
 
 
 def _began(fault: dict[str, Any]) -> float:
@@ -90,6 +101,59 @@ def limit(lab: Lab, fault: dict[str, Any], margin_ms: float) -> tuple[float, str
     return slowest.ms + margin_ms, f"{slowest.source} on {where} + {margin_ms:.0f} ms"
 
 
+@dataclass(frozen=True)
+class Probed:
+    """What a fault's probe flows lost from the fault on."""
+
+    flows: list[dict[str, Any]]
+    window_ms: float
+    recovery_s: float
+    never: list[tuple[dict[str, Any], float, int]]  # (flow, gap start, packets) open at the end
+    hit: list[Finding]
+
+
+def probed(record: dict[str, Any], began: float) -> Probed:
+    """Loss windows, recovery and flows never recovered from a fault's probe record: each
+    flow's runs of losses that were still open at the fault (`[first lost sent at, packets,
+    first packet after it arrived at | null]`)."""
+    window, recovery = 0.0, 0.0
+    never, hit = [], []
+    for flow in record["flows"]:
+        pps = float(flow["pps"])
+        for t, lost, after in flow["gaps"]:
+            if after is not None and after < began:
+                continue  # over before the fault
+            window = max(window, lost / pps * 1000)
+            if after is None:
+                if lost / pps >= OPEN_TAIL_S:
+                    never.append((flow, float(t), int(lost)))
+            else:
+                recovery = max(recovery, after - began)
+            hit.append(
+                Finding(
+                    f"{flow['src']}->{flow['dst']}",
+                    f"{lost} packets lost ({lost / pps * 1000:.0f} ms)"
+                    + (", never recovered" if after is None else ""),
+                    port=f"udp {flow['sport']}",
+                    where=f"crossed {flow['crossed']}",
+                )
+            )
+    return Probed(record["flows"], window, recovery, never, hit)
+
+
+def unobserved(obs: Observations, record: dict[str, Any] | None, began: float) -> str | None:
+    """Why a fault's probes show nothing about it, or None when they do."""
+    if record is None:
+        if "failover-probes" not in obs.capabilities:
+            return f"the {obs.run['backend']} backend cannot pin probe flows through a fault"
+        return "the run has no failover probes"
+    if not record["flows"]:
+        return str(record.get("why") or "no probe flow crossed the faulted element")
+    if float(record.get("started", began)) > began:
+        return "the probe flows started only after the fault"
+    return None
+
+
 @dynamic(
     NAME,
     needs={"flows"},
@@ -99,34 +163,67 @@ def limit(lab: Lab, fault: dict[str, Any], margin_ms: float) -> tuple[float, str
     blackhole_s=1.0,
 )
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
-    """One result per fault, and one for black-holed flows after convergence."""
+    """One result per fault that takes something away, and one for black-holed flows."""
     given_ms, margin_ms = float(params["max_loss_ms"]), float(params["margin_ms"])
     max_recovery = float(params["recovery_s"])
-    blackhole_s = float(params["blackhole_s"])
-    if not obs.flows:
-        return [Result(NAME, "run", Status.NOT_OBSERVABLE, "the scenario sent no traffic")]
+    records = {int(r["index"]): r for r in obs.extra("failover_probes") or []}
     results = []
-    for i, (fault, loss_ms, recovery, hit) in enumerate(windows(obs)):
+    for i, (fault, flows_ms, _, flows_hit) in enumerate(windows(obs)):
         target = fault.get("link") or fault.get("node", "")
         scope = f"fault{i + 1} {fault['fault']} {target}"
+        began = _began(fault)
         max_loss_ms, source = (given_ms, "") if given_ms else limit(lab, fault, margin_ms)
         figures: dict[str, int | float | str] = {
-            "loss_window_ms": round(loss_ms, 1),
             "limit_ms": round(max_loss_ms, 1),
-            "recovery_s": round(recovery, 3),
-            "flows_hit": len(hit),
+            "flows_loss_window_ms": round(flows_ms, 1),
+            "flows_hit": len(flows_hit),
+        }
+        record = records.get(int(fault.get("index", -1)))
+        why = unobserved(obs, record, began)
+        if why is not None or record is None:
+            results.append(Result(NAME, scope, Status.NOT_OBSERVABLE, str(why), figures))
+            continue
+        seen = probed(record, began)
+        crossed = sorted({str(f["crossed"]) for f in seen.flows})
+        figures |= {
+            "loss_window_ms": round(seen.window_ms, 1),
+            "recovery_s": round(seen.recovery_s, 3),
+            "probe_pps": float(record["pps"]),
+            "probe_flows": len(seen.flows),
+            "never_recovered": len(seen.never),
+            "crossed": ", ".join(crossed),
         }
         problems = []
-        if loss_ms > max_loss_ms:
-            why = f" ({source})" if source else ""
-            problems.append(f"loss window {loss_ms:.0f} ms > {max_loss_ms:.0f} ms{why}")
-        if recovery > max_recovery:
-            problems.append(f"recovery {recovery:.2f} s > {max_recovery} s")
+        if seen.never:
+            flow, t, lost = seen.never[0]
+            problems.append(
+                f"never recovered: {len(seen.never)} of {len(seen.flows)} probe flows "
+                f"({flow['src']}->{flow['dst']} udp {flow['sport']}, ...) lost everything from "
+                f"{max(0.0, t - began):.2f} s after the fault until they ended "
+                f"({lost / float(flow['pps']):.2f} s later)"
+            )
+        if seen.window_ms > max_loss_ms:
+            why_limit = f" ({source})" if source else ""
+            problems.append(
+                f"loss window {seen.window_ms:.0f} ms > {max_loss_ms:.0f} ms{why_limit}"
+            )
+        if seen.recovery_s > max_recovery:
+            problems.append(f"recovery {seen.recovery_s:.2f} s > {max_recovery} s")
         status = Status.FAIL if problems else Status.PASS
         reason = "; ".join(problems) or (
-            f"worst loss window {loss_ms:.0f} ms, traffic flowing again after {recovery:.2f} s"
+            f"{len(seen.flows)} probe flows at {float(record['pps']):g} pps crossed "
+            f"{', '.join(crossed)} before the fault: worst loss window {seen.window_ms:.0f} ms "
+            f"(limit {max_loss_ms:.0f} ms), flowing again after {seen.recovery_s:.2f} s"
         )
-        results.append(Result(NAME, scope, status, reason, figures, hit if problems else []))
+        results.append(Result(NAME, scope, status, reason, figures, seen.hit if problems else []))
+    results.append(convergence(obs, float(params["blackhole_s"])))
+    return results
+
+
+def convergence(obs: Observations, blackhole_s: float) -> Result:
+    """The collective flows black-holed after convergence."""
+    if not obs.flows:
+        return Result(NAME, "convergence", Status.NOT_OBSERVABLE, "the scenario sent no traffic")
     holes = [
         Finding(
             f"{f['src']}->{f['dst']}",
@@ -137,13 +234,10 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
         for f in obs.flows
         if f["received"] == 0 or f["tail_lost"] / f["pps"] > blackhole_s
     ]
-    results.append(
-        verdict(
-            NAME,
-            "convergence",
-            holes,
-            "no flow black-holed after convergence",
-            {"flows": len(obs.flows), "black_holed": len(holes)},
-        )
+    return verdict(
+        NAME,
+        "convergence",
+        holes,
+        "no flow black-holed after convergence",
+        {"flows": len(obs.flows), "black_holed": len(holes)},
     )
-    return results

@@ -1,0 +1,134 @@
+"""Failover probes on the fake backend: flows pinned through each faulted element by the
+routing model, played across its epochs like the phases' flows.
+
+For a fault the model plays (`MODELLED`: it changes the FIBs), the network just before it
+is searched, server pair by server pair (`PORTS` source ports each, a port being the flow's
+ECMP key as a queue pair is for a phase's flows), for flows whose way leaves by either end
+of the faulted link, or crosses or ends at the faulted node; the first two pairs with
+`flows` such flows are probed at `pps` from `LEAD_S` before the fault until the next fault
+(or the run's end). A flow loses what it sends while no way leads to its destination. The
+records are those of the netns backend (docs/observations.md, `failover_probes.json`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from labs.backend import FailoverProbes, Fault, FlowSpec
+from labs.failures import CHANGES_ROUTING, Network
+from labs.fake.simulate import Simulation, path
+
+TAKES = ("link-down", "link-flap", "node-down", "daemon-kill", "loss", "rate")
+MODELLED = tuple(k for k in TAKES if k in CHANGES_ROUTING)
+PORTS = range(20000, 20032)
+DPORT = 47000
+LEAD_S = 0.5
+
+
+def _crosses(hops: list[tuple[str, str]], flow: FlowSpec, record: dict[str, Any]) -> str | None:
+    """Where a way crosses the faulted element (`node:port`, or the node), or None."""
+    if "ends" in record:
+        return next((f"{n}:{p}" for n, p in hops if f"{n}:{p}" in record["ends"]), None)
+    node = str(record["node"])
+    if flow.dst == node:
+        return node
+    return next((f"{n}:{p}" for n, p in hops if n == node), None)
+
+
+def _pinned(
+    sim: Simulation, net: Network, record: dict[str, Any], count: int
+) -> list[tuple[FlowSpec, list[tuple[str, str]], str]]:
+    """Flows of the first two server pairs with `count` flows across the element."""
+    servers = sim.lab.nodes("server")
+    chosen: list[tuple[FlowSpec, list[tuple[str, str]], str]] = []
+    pairs = 0
+    for src in servers:
+        for dst in servers:
+            if src == dst or pairs == 2:
+                continue
+            found = []
+            for sport in PORTS:
+                flow = FlowSpec(sport, src, dst, sport)
+                hops = path(net, flow, sim.addresses[dst])
+                where = _crosses(hops, flow, record) if hops else None
+                if where:
+                    found.append((flow, hops or [], where))
+            if len(found) >= count:
+                chosen += found[:count]
+                pairs += 1
+    return chosen
+
+
+def _played(
+    sim: Simulation, flow: FlowSpec, pps: float, start: float, until: float
+) -> tuple[int, int, list[list[Any]]]:
+    """Sent, received and gaps (`[first lost sent at, packets, next arrival | None]`) of a
+    probe flow over the model's epochs."""
+    sent = received = 0
+    gaps: list[list[Any]] = []
+    for lo, hi, net in sim.stretches(start, until):
+        n = math.floor(pps * (hi - start) + 1e-9) - math.floor(pps * (lo - start) + 1e-9)
+        sent += n
+        if path(net, flow, sim.addresses[flow.dst]) is None:
+            if gaps and gaps[-1][2] is None:
+                gaps[-1][1] += n
+            elif n:
+                gaps.append([round(sim.t0 + lo, 4), n, None])
+            continue
+        if gaps and gaps[-1][2] is None:
+            gaps[-1][2] = round(sim.t0 + lo + 1 / pps, 4)
+        received += n
+    return sent, received, gaps
+
+
+def probe(sim: Simulation, settings: FailoverProbes) -> list[dict[str, Any]]:
+    """The failover probe records of a played timeline."""
+    faults = sorted(sim.timeline.faults, key=lambda f: f[0])
+    records = []
+    for i, ((at, fault), record) in enumerate(zip(faults, sim.faults, strict=True)):
+        if fault.kind not in TAKES:
+            continue
+        until = faults[i + 1][0] if i + 1 < len(faults) else sim.timeline.duration
+        out = _record(i, fault, settings, sim.t0 + until)
+        records.append(out)
+        if fault.kind not in MODELLED:
+            out["why"] = f"the fake backend does not model {fault.kind}"
+            continue
+        pinned = _pinned(sim, sim.epochs[i].net, record, settings.flows)
+        if not pinned:
+            out["why"] = f"no flow between servers crosses {out['element']} before the fault"
+            continue
+        start = max(0.0, at - LEAD_S)
+        out["started"] = sim.t0 + start
+        for flow, hops, where in pinned:
+            sent, received, gaps = _played(sim, flow, settings.pps, start, until)
+            out["flows"].append(
+                {
+                    "src": flow.src,
+                    "dst": flow.dst,
+                    "src_ip": str(sim.addresses[flow.src]),
+                    "dst_ip": str(sim.addresses[flow.dst]),
+                    "sport": flow.qp,
+                    "dport": DPORT,
+                    "path": [f"{n}:{p}" for n, p in hops],
+                    "crossed": where,
+                    "pps": settings.pps,
+                    "sent": sent,
+                    "received": received,
+                    "gaps": gaps,
+                }
+            )
+    return records
+
+
+def _record(index: int, fault: Fault, settings: FailoverProbes, until: float) -> dict[str, Any]:
+    return {
+        "index": index,
+        "fault": fault.kind,
+        "element": fault.link or fault.node,
+        "pps": settings.pps,
+        "until": round(until, 4),
+        "flows": [],
+        "why": None,
+    }

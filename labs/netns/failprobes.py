@@ -1,0 +1,230 @@
+"""Failover probes on a netns twin: paced UDP flows pinned through each faulted element.
+
+Just before a fault that takes something away (`PROBED`), the twin as it is then is asked
+which flows cross the faulted element (`labs.netns.paths`: the kernels' own lookups; a link
+is crossed by a flow that leaves by either end, a node by a flow it forwards or receives).
+Candidates are the server pairs between the servers at the element (its server, or the
+servers of its leaf) and those behind other leaves, each way, `CANDIDATE_PORTS` source
+ports each; per direction the pair with the most crossing flows is probed with `flows` of
+them at `pps` (`labs.netns.udpprobe`) from then until the next fault is due, or the run
+ends; a fault waits until they have sent for `LEAD_S`. Each fault's record
+(`failover_probes.json`, docs/observations.md) holds the element, every flow's traced way
+before the fault (the evidence that it crossed), its rate, sent and received counts and
+gaps with their times; or, when no flow could be pinned, why.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from labs.backend import FailoverProbes, Fault, Progress
+from labs.netns.faults import End, resolve_link
+from labs.netns.paths import UdpFlow, trace
+from labs.netns.plan import Plan, build, port_names
+from labs.netns.udpprobe import FlowLoss, Probe
+from twin.errors import LabError
+from twin.labdir import Lab
+
+PROBED = ("link-down", "link-flap", "node-down", "daemon-kill", "loss", "rate")
+"""Faults that take something away: the ones probed."""
+CANDIDATE_PAIRS = 6  # server pairs tried per direction
+CANDIDATE_PORTS = 128  # source ports traced per pair
+FIRST_SPORT = 20000  # below the servers' ephemeral ports
+FIRST_DPORT = 47000
+MIN_SECONDS = 0.5  # a probe shorter than this is not started
+LEAD_S = 0.3  # the probe flows send at least this long before the fault
+
+Element = tuple[End, End] | str
+
+
+@dataclass
+class _Probed:
+    """One direction's probe of one fault: the flows, their traced ways, the sender."""
+
+    probe: Probe
+    paths: dict[UdpFlow, list[str]]
+    crossed: dict[UdpFlow, str]
+
+
+def _element(lab: Lab, plan: Plan, fault: Fault) -> tuple[str, Element, list[str]]:
+    """The faulted element's name, as `crosses` takes it, and the nodes at it."""
+    if fault.link:
+        a, b = resolve_link(lab, plan, fault.link)
+        return fault.link, (a, b), [a.node, b.node]
+    name = str(fault.node)
+    return name, name, [name]
+
+
+def _hop(lab: Lab, end: End) -> str:
+    return f"{end.node}:{port_names(lab, end.node).get(end.ifname, end.ifname)}"
+
+
+def _crossing(lab: Lab, flow: UdpFlow, path: list[End], element: Element) -> str | None:
+    """Where a traced way crosses the element (`node:port` of the hop, or the node), or None."""
+    if isinstance(element, str):
+        if flow.dst == element:
+            return element
+        return next((_hop(lab, h) for h in path if h.node == element), None)
+    return next((_hop(lab, h) for h in path if h in element), None)
+
+
+def candidates(lab: Lab, at: list[str]) -> list[list[tuple[str, str]]]:
+    """Server pairs to try, (towards the element's side, from it): from the servers at the
+    element (a server end, or the servers of a leaf end; every server for a spine) to the
+    servers behind other leaves, then to their rack-mates; and the reverse."""
+    servers = lab.nodes("server")
+
+    def leaves(node: str) -> set[str]:
+        return {n for n in lab.graph[node] if lab.graph.nodes[n]["role"] == "leaf"}
+
+    near = [n for n in at if n in servers]
+    near += [s for n in at if lab.graph.nodes[n]["role"] == "leaf" for s in sorted(lab.graph[n])]
+    near = [s for s in near if s in servers]
+    near = list(dict.fromkeys(near)) or servers
+    far = [(s, d) for s in near for d in servers if d != s and not leaves(s) & leaves(d)]
+    mates = [(s, d) for s in near for d in servers if d != s and leaves(s) & leaves(d)]
+    pairs = list(dict.fromkeys(far + mates))
+    return [[(d, s) for s, d in pairs][:CANDIDATE_PAIRS], pairs[:CANDIDATE_PAIRS]]
+
+
+class FailoverProber:
+    """Probes the faults of one timeline: `before` each fault (the wall-clock player's
+    `before_fault`), then `collect` once the run is over."""
+
+    def __init__(
+        self,
+        lab: Lab,
+        settings: FailoverProbes,
+        faults: list[tuple[float, Fault]],
+        duration: float,
+        progress: Progress,
+    ) -> None:
+        self.lab, self.settings, self.duration = lab, settings, duration
+        self.progress = progress
+        self.ats = sorted(at for at, _ in faults)
+        self.plan = build(lab)
+        self.records: list[dict[str, Any]] = []
+        self.probed: dict[int, list[_Probed]] = {}
+
+    def before(self, index: int, fault: Fault, due: float) -> None:
+        """Pin and start the probe flows of a fault due at `due` (epoch seconds)."""
+        if fault.kind not in PROBED:
+            return
+        t0 = due - self.ats[index]
+        until = t0 + (self.ats[index + 1] if index + 1 < len(self.ats) else self.duration)
+        name, element, at = _element(self.lab, self.plan, fault)
+        record: dict[str, Any] = {
+            "index": index,
+            "fault": fault.kind,
+            "element": name,
+            "pps": self.settings.pps,
+            "until": round(until, 4),
+            "flows": [],
+            "why": None,
+        }
+        self.records.append(record)
+        started = time.time()
+        try:
+            chosen = self._pin(index, element, at)
+        except LabError as exc:
+            record["why"] = f"could not trace flows through {name}: {exc}"
+            self.progress(f"failover probes: {record['why']}")
+            return
+        record["pinned_s"] = round(time.time() - started, 3)
+        if not chosen:
+            tried = sum(map(len, candidates(self.lab, at)))
+            record["why"] = (
+                f"no flow of {tried} server pairs x {CANDIDATE_PORTS} source ports crosses "
+                f"{name} before the fault"
+            )
+            self.progress(f"failover probes: {record['why']}")
+            return
+        seconds = until - time.time()
+        if seconds < MIN_SECONDS:
+            record["why"] = f"pinned {seconds:.2f} s before the next fault: too late to probe"
+            return
+        pairs = ", ".join(f"{flows[0].src}->{flows[0].dst}" for flows, _, _ in chosen)
+        count = sum(len(flows) for flows, _, _ in chosen)
+        self.progress(
+            f"failover probes: {count} flows at {self.settings.pps:g} pps through {name} "
+            f"({pairs}) for {seconds:.1f} s"
+        )
+        self.probed[index] = []
+        for flows, paths, crossed in chosen:
+            probe = Probe(self.plan, flows, self.settings.pps, seconds)
+            self.probed[index].append(_Probed(probe, paths, crossed))
+            last = probe.start()
+        time.sleep(max(0.0, last + LEAD_S - time.time()))  # the player then waits for `due`
+
+    def _pin(
+        self, index: int, element: Element, at: list[str]
+    ) -> list[tuple[list[UdpFlow], dict[UdpFlow, list[str]], dict[UdpFlow, str]]]:
+        """Per direction, the flows of the pair with most crossings (at most `flows`)."""
+        address = {s: self.lab.host(s)["address"].split("/")[0] for s in self.lab.nodes("server")}
+        tried: list[list[UdpFlow]] = []
+        for way, pairs in enumerate(candidates(self.lab, at)):
+            first = FIRST_SPORT + 1000 * (index % 4) + 500 * way
+            dport = FIRST_DPORT + 2 * (index % 100) + way
+            tried.append(
+                [
+                    UdpFlow(s, d, address[s], address[d], sport, dport)
+                    for s, d in pairs
+                    for sport in range(first, first + CANDIDATE_PORTS)
+                ]
+            )
+        traced = trace(self.plan, [f for flows in tried for f in flows])
+        chosen = []
+        for flows in tried:
+            by_pair: dict[tuple[str, str], list[tuple[UdpFlow, str]]] = {}
+            for f in flows:
+                where = _crossing(self.lab, f, traced[f], element)
+                if where is not None:
+                    by_pair.setdefault((f.src, f.dst), []).append((f, where))
+            if by_pair:
+                best = max(by_pair.values(), key=len)[: self.settings.flows]
+                chosen.append(
+                    (
+                        [f for f, _ in best],
+                        {f: [_hop(self.lab, h) for h in traced[f]] for f, _ in best},
+                        dict(best),
+                    )
+                )
+        return chosen
+
+    def collect(self) -> list[dict[str, Any]]:
+        """Wait for every probe to end; the records of every probed fault."""
+        for record in self.records:
+            for probed in self.probed.get(record["index"], []):
+                record["started"] = round(probed.probe.started, 4)
+                for loss in probed.probe.wait():
+                    record["flows"].append(self._flow(probed, loss))
+        return self.records
+
+    def _flow(self, probed: _Probed, loss: FlowLoss) -> dict[str, Any]:
+        """One probe flow's record: its way before the fault and what it lost when."""
+        f, started = loss.flow, probed.probe.started
+        return {
+            "src": f.src,
+            "dst": f.dst,
+            "src_ip": f.src_ip,
+            "dst_ip": f.dst_ip,
+            "sport": f.sport,
+            "dport": f.dport,
+            "path": probed.paths[f],
+            "crossed": probed.crossed[f],
+            "pps": loss.pps,
+            "sent": loss.sent,
+            "received": loss.received,
+            "gaps": [
+                [round(started + first / loss.pps, 4), lost, round(after, 4) if after else None]
+                for first, lost, _, after in loss.gaps
+            ],
+        }
+
+    def stop(self) -> None:
+        """End every probe still running (after an error)."""
+        for probes in self.probed.values():
+            for probed in probes:
+                probed.probe.stop()
