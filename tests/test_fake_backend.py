@@ -156,11 +156,14 @@ def test_validators_the_fake_cannot_feed_are_not_observable(lab: Lab, tmp_path: 
     assert judged[0].figures["snapshots"] == 5
     one_nic = by[("failover", "fault1 link-down server1:leaf1")]
     assert one_nic.status is Status.PASS and one_nic.figures["loss_window_ms"] == 0.0
+    assert one_nic.figures["probe_flows"] == 8  # pinned through the link by the routing model
     cut = by[("failover", "fault2 link-down server1:leaf2")]
     assert cut.status is Status.FAIL and cut.figures["loss_window_ms"] == 2000.0
+    assert cut.reason.startswith("never recovered: 8 of 8 probe flows")
     assert code == 1
     assert json.loads((obs.path / "run.json").read_text())["capabilities"] == [
         "counters",
+        "failover-probes",
         "fib",
         "flows",
     ]

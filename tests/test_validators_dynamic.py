@@ -35,7 +35,7 @@ from validators.result import Result, Status
 REPO = Path(__file__).resolve().parent.parent
 T0 = 1_800_000_000.0  # the runs' clock: seconds since the epoch
 PHASE = "allreduce"
-NETNS = {"bgp", "counters", "fib", "flows", "pcap", "probes"}  # what the netns backend observes
+NETNS = {"bgp", "counters", "fib", "flows", "pcap", "probes", "failover-probes"}  # netns observes
 SIX = ("bgp_health", "dscp_preserved", "ecmp_spread", "failover", "mtu", "reachability")
 
 
@@ -166,6 +166,46 @@ def flow(
     }
 
 
+def probed(
+    index: int,
+    element: str,
+    crossed: str,
+    *gaps: tuple[float, int, float | None],
+    flows: int = 2,
+    pps: float = 1000.0,
+    started: float = 0.5,
+) -> dict[str, Any]:
+    """A fault's failover_probes.json record: `flows` probe flows server2->server3 that
+    crossed `crossed`, each with the same gaps (seconds after T0 the first lost packet was
+    sent, packets lost, seconds after T0 the next one arrived or None: never)."""
+    return {
+        "index": index,
+        "fault": "link-down",
+        "element": element,
+        "pps": pps,
+        "started": T0 + started,
+        "until": T0 + 10.0,
+        "why": None,
+        "flows": [
+            {
+                "src": "server2",
+                "dst": "server3",
+                "src_ip": "10.2.0.2",
+                "dst_ip": "10.2.0.35",
+                "sport": 20000 + i,
+                "dport": 47000,
+                "path": ["server2:nic0", crossed, "spine1:Ethernet16"],
+                "crossed": crossed,
+                "pps": pps,
+                "sent": 5000,
+                "received": 5000 - sum(n for _, n, _ in gaps),
+                "gaps": [[T0 + t, n, None if a is None else T0 + a] for t, n, a in gaps],
+            }
+            for i in range(flows)
+        ],
+    }
+
+
 @dataclass
 class SyntheticRun:
     """A run directory written by hand: every file `twin.scenario.observations` reads."""
@@ -182,6 +222,7 @@ class SyntheticRun:
     fib_start: Fib | None = None
     fib_end: Fib | None = None
     probes: list[dict[str, Any]] | None = None
+    failover_probes: list[dict[str, Any]] | None = None
     validate: dict[str, dict[str, Any]] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
     """Kinds of phases other than PHASE (which is `kind`), by label."""
@@ -265,6 +306,8 @@ class SyntheticRun:
         (out / "counters.json").write_text(json.dumps(self.counters(start, end)))
         if self.probes is not None:
             (out / "probes.json").write_text(json.dumps(self.probes))
+        if self.failover_probes is not None:
+            (out / "failover_probes.json").write_text(json.dumps(self.failover_probes))
         (out / "scenario.yaml").write_text(
             yaml.safe_dump({"name": self.name, "validate": self.validate}, sort_keys=False)
         )
@@ -420,32 +463,32 @@ def test_ecmp_spread_is_not_observable_without_collective_or_enough_packets(
 # -- failover ---------------------------------------------------------------------------------
 
 
-def test_failover_fails_a_300_packet_gap_after_link_down_at_100_pps(
-    lab: Lab, run: SyntheticRun
-) -> None:
-    run.fault(1.0, "link-down", link="leaf1:spine1", ends=["leaf1:Ethernet24", "spine1:Ethernet0"])
-    run.flows = [
-        flow("server1", "server3", 0, gaps=[(4.02, 300)]),  # 300 packets at 100 pps: 3000 ms
-        flow("server1", "server3", 1, gaps=[(1.3, 20)]),
-        flow("server2", "server4", 0),
-    ]
+UPLINK = ["leaf1:Ethernet24", "spine1:Ethernet0"]
+
+
+def test_failover_judges_a_fault_from_its_probe_flows(lab: Lab, run: SyntheticRun) -> None:
+    run.fault(1.0, "link-down", link="leaf1:spine1", ends=UPLINK)
+    run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (1.0, 3000, 4.0))]
+    # The collective flows, at 100 pps, lost 300 packets too: a secondary figure.
+    run.flows = [flow("server1", "server3", 0, gaps=[(4.02, 300)]), flow("server2", "server4")]
     results = by_scope(check("failover", lab, run.write(), max_loss_ms=1000))
     fault = results["fault1 link-down leaf1:spine1"]
     assert fault.status is Status.FAIL
     assert fault.figures["loss_window_ms"] == 3000.0
-    assert fault.figures["flows_hit"] == 2
+    assert fault.figures["recovery_s"] == 3.0
+    assert fault.figures["probe_flows"] == 2
+    assert fault.figures["flows_loss_window_ms"] == 3000.0
     assert "loss window 3000 ms > 1000 ms" in fault.reason
-    assert [(f.device, f.port) for f in fault.findings] == [
-        ("server1->server3", "qp0"),
-        ("server1->server3", "qp1"),
+    assert [(f.device, f.port, f.where) for f in fault.findings] == [
+        ("server2->server3", "udp 20000", "crossed leaf1:Ethernet24"),
+        ("server2->server3", "udp 20001", "crossed leaf1:Ethernet24"),
     ]
     assert results["convergence"].status is Status.PASS
-    # The same run passes a threshold above its loss window.
-    assert (
-        by_scope(check("failover", lab, run.write(), max_loss_ms=3500))[
-            "fault1 link-down leaf1:spine1"
-        ].status
-        is Status.PASS
+    # The same run passes a threshold above its loss window, naming what the probes crossed.
+    passed = by_scope(check("failover", lab, run.write(), max_loss_ms=3500))
+    assert passed["fault1 link-down leaf1:spine1"].status is Status.PASS
+    assert passed["fault1 link-down leaf1:spine1"].reason.startswith(
+        "2 probe flows at 1000 pps crossed leaf1:Ethernet24 before the fault"
     )
 
 
@@ -455,18 +498,12 @@ def test_failover_limit_comes_from_the_bfd_timers_of_the_faulted_link(
     """A gray failure (loss, carrier up) is found by BFD: 3 x 300 ms in the generated configs.
     The default limit is that detection time plus a convergence margin (500 ms): a fabric
     working as designed passes; slower than that fails, naming where the limit comes from."""
-    run.fault(
-        1.0,
-        "loss",
-        link="leaf1:spine1",
-        percent=100.0,
-        ends=["leaf1:Ethernet24", "spine1:Ethernet0"],
-    )
-    run.flows = [flow("server1", "server3", 0, gaps=[(2.25, 123)])]  # 1230 ms at 100 pps
+    run.fault(1.0, "loss", link="leaf1:spine1", percent=100.0, ends=UPLINK)
+    run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (1.0, 1230, 2.23))]
     fault = by_scope(check("failover", lab, run.write()))["fault1 loss leaf1:spine1"]
     assert fault.status is Status.PASS, fault.reason
     assert fault.figures["limit_ms"] == 1400.0
-    run.flows = [flow("server1", "server3", 0, gaps=[(2.6, 150)])]  # 1500 ms
+    run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (1.0, 1500, 2.5))]
     fault = by_scope(check("failover", lab, run.write()))["fault1 loss leaf1:spine1"]
     assert fault.status is Status.FAIL
     assert "1500 ms > 1400 ms (BFD 3 x 300 ms on leaf1, spine1 + 500 ms)" in fault.reason
@@ -485,8 +522,9 @@ def test_detection_is_the_bgp_hold_time_without_bfd(lab: Lab, tmp_path: Path) ->
 
 
 def test_failover_passes_a_short_gap(lab: Lab, run: SyntheticRun) -> None:
-    run.fault(1.0, "link-down", link="leaf1:spine1")
+    run.fault(1.0, "link-down", link="leaf1:spine1", ends=UPLINK)
     run.fault(3.0, "link-up", link="leaf1:spine1")
+    run.failover_probes = [probed(0, "leaf1:spine1", "spine1:Ethernet0", (1.0, 400, 1.45))]
     run.flows = [flow("server1", "server3", 0, gaps=[(1.45, 40)]), flow("server3", "server1")]
     results = check("failover", lab, run.write())
     assert [(r.scope, r.status) for r in results] == [
@@ -494,40 +532,60 @@ def test_failover_passes_a_short_gap(lab: Lab, run: SyntheticRun) -> None:
         ("convergence", Status.PASS),
     ]
     assert results[0].figures == {
-        "loss_window_ms": 400.0,
         "limit_ms": 1400.0,
-        "recovery_s": 0.45,
+        "flows_loss_window_ms": 400.0,
         "flows_hit": 1,
+        "loss_window_ms": 400.0,
+        "recovery_s": 0.45,
+        "probe_pps": 1000.0,
+        "probe_flows": 2,
+        "never_recovered": 0,
+        "crossed": "spine1:Ethernet0",
     }
+    assert results[0].reason == (
+        "2 probe flows at 1000 pps crossed spine1:Ethernet0 before the fault: worst loss "
+        "window 400 ms (limit 1400 ms), flowing again after 0.45 s"
+    )
 
 
-def test_failover_counts_a_gap_that_closed_only_when_the_loss_was_cleared(
-    lab: Lab, run: SyntheticRun
-) -> None:
-    # A silent failure (loss 100 %) at 1 s, cleared at 4 s: the flows' gaps close just after
-    # the clear; they still belong to the loss.
-    run.fault(1.0, "loss", link="leaf1:spine1", percent=100)
+def test_failover_fails_a_probe_flow_that_never_recovered(lab: Lab, run: SyntheticRun) -> None:
+    # A silent failure (loss 100 %) at 1 s, cleared at 4 s: the probes, sent until the clear,
+    # never got through again; the fabric did not route around it.
+    run.fault(1.0, "loss", link="leaf1:spine1", percent=100, ends=UPLINK)
     run.fault(4.0, "clear", link="leaf1:spine1")
-    run.flows = [flow("server1", "server3", 0, gaps=[(4.05, 305)])]
-    results = by_scope(check("failover", lab, run.write(), max_loss_ms=2000))
-    loss = results["fault1 loss leaf1:spine1"]
+    run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (1.0, 3000, None))]
+    loss = by_scope(check("failover", lab, run.write(), max_loss_ms=5000))[
+        "fault1 loss leaf1:spine1"
+    ]
     assert loss.status is Status.FAIL
-    assert loss.figures["loss_window_ms"] == 3050.0
-    assert loss.figures["recovery_s"] == 3.05
+    assert loss.reason.startswith(
+        "never recovered: 2 of 2 probe flows (server2->server3 udp 20000, ...) lost everything "
+        "from 0.00 s after the fault until they ended (3.00 s later)"
+    )
+    assert loss.figures["never_recovered"] == 2
+    assert all("never recovered" in f.message for f in loss.findings)
+    # The last few packets of a probe still on their way when it ended are not a black hole.
+    run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (3.999, 1, None))]
+    tail = by_scope(check("failover", lab, run.write()))["fault1 loss leaf1:spine1"]
+    assert tail.status is Status.PASS, tail.reason
 
 
-def test_failover_ignores_gaps_before_the_first_fault(lab: Lab, run: SyntheticRun) -> None:
-    run.fault(3.0, "link-down", link="leaf1:spine1")
+def test_failover_ignores_gaps_over_before_the_fault(lab: Lab, run: SyntheticRun) -> None:
+    run.fault(3.0, "link-down", link="leaf1:spine1", ends=UPLINK)
+    run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (2.6, 100, 2.7))]
     run.flows = [flow("server1", "server3", 0, gaps=[(1.5, 100)])]  # 0.5 s to 1.5 s
     fault = by_scope(check("failover", lab, run.write()))["fault1 link-down leaf1:spine1"]
     assert fault.status is Status.PASS
+    assert fault.figures["loss_window_ms"] == 0.0
     assert fault.figures["flows_hit"] == 0
 
 
 def test_failover_fails_a_slow_recovery(lab: Lab, run: SyntheticRun) -> None:
     run.duration = 12.0
     run.fault(1.0, "daemon-kill", node="spine1", daemon="bgpd")
-    run.flows = [flow("server1", "server3", 0, sent=1200, gaps=[(1.2, 10), (8.0, 10)])]
+    run.failover_probes = [
+        probed(0, "spine1", "spine1:Ethernet16", (1.1, 100, 1.2), (7.9, 100, 8.0))
+    ]
     fault = by_scope(check("failover", lab, run.write()))["fault1 daemon-kill spine1"]
     assert fault.status is Status.FAIL
     assert fault.figures["loss_window_ms"] == 100.0
@@ -537,13 +595,46 @@ def test_failover_fails_a_slow_recovery(lab: Lab, run: SyntheticRun) -> None:
 def test_failover_counts_a_flap_from_its_first_down(lab: Lab, run: SyntheticRun) -> None:
     # link-flap is logged once done: 3 cycles of 1 s down, 1 s up from 1 s to 7 s.
     run.duration = 9.0
-    run.fault(7.0, "link-flap-done", link="leaf1:spine1", period=1.0, count=3)
-    run.flows = [flow("server1", "server3", 0, sent=900, gaps=[(2.1, 110)])]
+    run.fault(7.0, "link-flap-done", link="leaf1:spine1", period=1.0, count=3, ends=UPLINK)
+    run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (1.0, 1100, 2.1))]
     fault = by_scope(check("failover", lab, run.write(), max_loss_ms=1000))[
         "fault1 link-flap-done leaf1:spine1"
     ]
     assert fault.figures["loss_window_ms"] == 1100.0
     assert fault.status is Status.FAIL
+
+
+def test_failover_is_not_observable_without_probe_flows_through_the_element(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    run.fault(1.0, "link-down", link="leaf1:leaf2")
+    run.fault(2.0, "link-down", link="leaf1:spine1", ends=UPLINK)
+    run.fault(3.0, "link-down", link="leaf2:spine1")
+    run.flows = [flow("server1", "server3", 0, gaps=[(1.5, 10)])]
+    nothing = probed(0, "leaf1:leaf2", "")
+    nothing |= {"flows": [], "why": "no flow of 12 server pairs crosses leaf1:leaf2"}
+    late = probed(1, "leaf1:spine1", "leaf1:Ethernet24", started=2.5)
+    run.failover_probes = [nothing, late]
+    results = by_scope(check("failover", lab, run.write()))
+    assert {s: (r.status, r.reason) for s, r in results.items() if s != "convergence"} == {
+        "fault1 link-down leaf1:leaf2": (
+            Status.NOT_OBSERVABLE,
+            "no flow of 12 server pairs crosses leaf1:leaf2",
+        ),
+        "fault2 link-down leaf1:spine1": (
+            Status.NOT_OBSERVABLE,
+            "the probe flows started only after the fault",
+        ),
+        "fault3 link-down leaf2:spine1": (Status.NOT_OBSERVABLE, "the run has no failover probes"),
+    }
+    # What the collective flows saw is kept, as a secondary figure.
+    assert results["fault1 link-down leaf1:leaf2"].figures["flows_loss_window_ms"] == 100.0
+    # A backend that cannot pin probes says so.
+    run.capabilities = sorted(NETNS - {"failover-probes"})
+    run.failover_probes = None
+    fault = by_scope(check("failover", lab, run.write()))["fault1 link-down leaf1:leaf2"]
+    assert fault.status is Status.NOT_OBSERVABLE
+    assert fault.reason == "the netns backend cannot pin probe flows through a fault"
 
 
 def test_failover_fails_black_holed_flows(lab: Lab, run: SyntheticRun) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_validators_dynamic import SyntheticRun, flow, generate_lab, probe_all
+from test_validators_dynamic import SyntheticRun, flow, generate_lab, probe_all, probed
 
 from twin.cli import main as cli
 from twin.errors import InputError
@@ -50,6 +50,7 @@ def failing_run(lab: Lab, name: str = "failing") -> SyntheticRun:
     run.flows = [
         flow("server2", "server3", qp, gaps=[(4.1, 300)] if qp == 0 else None) for qp in range(8)
     ]
+    run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (1.0, 3000, 4.0))]
     run.uplink_tx = {"leaf2": [2000, 2000]}
     run.probes = probe_all(lab)
     run.validate = {
