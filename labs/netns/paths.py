@@ -43,7 +43,8 @@ def _peer(plan: Plan, node: str, ifname: str) -> End:
 
 
 def _lookups(netns: str, lines: list[str]) -> list[dict[str, str]]:
-    """One `ip route get` per line, in one `ip -batch` process; {} where a lookup failed."""
+    """One `ip route get` per line, in one `ip -batch` process; {} where a lookup found no
+    route (then asked one by one: the batch's answers do not say which failed)."""
     done = subprocess.run(
         ["ip", "-n", netns, "-j", "-force", "-batch", "-"],
         input="".join(f"route get {line}\n" for line in lines),
@@ -53,9 +54,24 @@ def _lookups(netns: str, lines: list[str]) -> list[dict[str, str]]:
         check=False,
     )
     answers = [json.loads(out)[0] for out in done.stdout.splitlines() if out.startswith("[")]
-    if len(answers) != len(lines):
+    if len(answers) == len(lines):
+        return answers
+    if not answers:
         raise LabError(f"{netns}: ip route get: {done.stderr.strip() or 'no answer'}")
-    return answers
+    return [_lookup(netns, line) for line in lines]  # some have no route: which, one by one
+
+
+def _lookup(netns: str, line: str) -> dict[str, str]:
+    """One `ip route get`; {} when there is no route."""
+    done = subprocess.run(
+        ["ip", "-n", netns, "-j", "route", "get", *line.split()],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    found: list[dict[str, str]] = json.loads(done.stdout) if done.returncode == 0 else [{}]
+    return found[0]
 
 
 def trace(plan: Plan, flows: Iterable[UdpFlow]) -> dict[UdpFlow, list[End]]:

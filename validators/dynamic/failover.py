@@ -8,11 +8,12 @@ element, sending from before the fault until the next one. The loss window is th
 run of packets any probe flow lost from the fault on, in ms at its rate (1 ms at 1,000 pps);
 recovery is the time from the fault until the last such run closed. Fails above the loss
 limit or `recovery_s` (default 5); fails "never recovered" when a probe flow was still
-losing everything when its probe ended (a run of at least `OPEN_TAIL_S`). A pass names the
-ports the probe flows crossed; without probe flows through the element (the backend cannot
-pin them, or no flow crosses it) the fault is not-observable, saying why. The collective
-flows' worst gap during the fault is kept as a secondary figure (`flows_loss_window_ms`,
-at their own, coarser, rate).
+losing everything when its probe ended (a run of at least `OPEN_TAIL_S`), or got through
+again only once the next fault was due (a `clear` or `link-up` ended the loss, not the
+fabric). A pass names the ports the probe flows crossed; without probe flows through the
+element (the backend cannot pin them, or no flow crosses it) the fault is not-observable,
+saying why. The collective flows' worst gap during the fault is kept as a secondary figure
+(`flows_loss_window_ms`, at their own, coarser, rate).
 
 The loss limit is `max_loss_ms` when given; by default (0) it comes from the configs: the
 dead-neighbour detection time of the switches at the fault (BFD detect multiplier x receive
@@ -115,14 +116,17 @@ class Probed:
 def probed(record: dict[str, Any], began: float) -> Probed:
     """Loss windows, recovery and flows never recovered from a fault's probe record: each
     flow's runs of losses that were still open at the fault (`[first lost sent at, packets,
-    first packet after it arrived at | null]`)."""
+    first packet after it arrived at | null]`). A run that closed only once the next fault
+    was due (`until`: a `clear` or `link-up` ended it, not the fabric) never recovered."""
     window, recovery = 0.0, 0.0
     never, hit = [], []
+    until = float(record["until"])
     for flow in record["flows"]:
         pps = float(flow["pps"])
-        for t, lost, after in flow["gaps"]:
-            if after is not None and after < began:
+        for t, lost, closed in flow["gaps"]:
+            if closed is not None and closed < began:
                 continue  # over before the fault
+            after = None if closed is None or closed >= until else closed
             window = max(window, lost / pps * 1000)
             if after is None:
                 if lost / pps >= OPEN_TAIL_S:
