@@ -176,8 +176,9 @@ def test_a_gray_failure_without_bfd_never_recovers_and_with_bfd_passes(
     time.sleep(2)  # the BFD sessions up again
     healthy = judged(own_twin.play(scenario("gray-bfd", faults, 5.5), tmp_path))[scope]
     assert healthy.status is Status.PASS, healthy.reason
-    # BFD (3 x 300 ms) noticed, BGP withdrew: about a second, under the 1400 ms limit.
-    assert 800 <= float(healthy.figures["loss_window_ms"]) <= 1400
+    # BFD (3 x 300 ms after the last packet it got: 600-900 ms after the loss began)
+    # noticed, BGP withdrew: under a second and a half, the limit.
+    assert 500 <= float(healthy.figures["loss_window_ms"]) <= 1400
 
 
 def test_a_fault_no_flow_crosses_is_not_observable_and_a_black_hole_never_recovers(
