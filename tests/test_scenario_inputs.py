@@ -49,6 +49,7 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
     "at inf": (changed("traffic.0.at", float("inf")), "traffic.0.at: "),
     "at 1e308": (changed("faults.0.at", 1e308), "faults.0.at: "),
     "duration nan": (changed("traffic.0.duration", float("nan")), "traffic.0.duration: "),
+    "a payload not whole 32-bit words": (changed("traffic.0.payload", 65), "traffic.0.payload: "),
     "an unknown daemon": (changed("faults.1.daemon", "sshd"), "faults.1.daemon: "),
     "a link to no port": (changed("faults.0.link", "leaf1:nowhere"), "faults.0.link: "),
     "a capture of no port": (changed("capture.0", "leaf1:Ethernet999"), "capture.0: "),

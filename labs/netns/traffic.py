@@ -142,7 +142,7 @@ def flow_records(
 
 def start_captures(lab: Lab, links: list[str], out: Path) -> list[subprocess.Popen[bytes]]:
     """tcpdump on one end of each link into OUT/capture/<node>_<port>.pcap (Wireshark opens
-    them)."""
+    them); in immediate mode, so frames of the run's last second are not left in its buffer."""
     if not links:
         return []
     plan = build(lab)
@@ -162,6 +162,7 @@ def start_captures(lab: Lab, links: list[str], out: Path) -> list[subprocess.Pop
                     "tcpdump",
                     "-q",
                     "-U",
+                    "--immediate-mode",
                     "-i",
                     end.ifname,
                     "-w",

@@ -85,7 +85,9 @@ class Traffic(_Model):
         None, gt=0, le=3200, description="sim: Gb/s per flow (none: line rate)"
     )
     iterations: int = Field(1, ge=1, le=1000, description="sim: collective iterations in a row")
-    payload: int = Field(1024, ge=64, le=8900, description="RoCE payload bytes per frame")
+    payload: int = Field(
+        1024, ge=64, le=8900, multiple_of=4, description="RoCE payload bytes per frame"
+    )
     period: float = Field(
         1.0, gt=0, le=MAX_TIME, description="micro_bursts: seconds between bursts"
     )
