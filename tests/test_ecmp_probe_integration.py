@@ -6,7 +6,9 @@ addresses alone leaves an uplink empty).
 
 Each run is also measured here, independently of the validator: the tx_packets of every
 leaf's uplink bundles (found from the design graph) read with `ip -s -j link` in the leaf's
-namespace before and after the run, and the verdict of the same +-25 % bounds on them.
+namespace before and after the run, and the verdict of the same +-25 % bounds on them; and
+the leaves' kernels are asked which uplink they pick for 200 of each pair's source ports
+(`ip route get ... iif ... sport ...`): every uplink with 5-tuple hashing, one with L3-only.
 
 Skipped, with the reason, without root or FRR.
 """
@@ -29,7 +31,8 @@ from twin.intent import fabric as intent
 from twin.labdir import Lab
 from twin.pytest_plugin import Twin
 from twin.scenario import model as scenarios
-from twin.scenario import player
+from twin.scenario import plan, player
+from twin.scenario.model import Traffic
 from twin.verdict import verdict
 from validators.result import Result, Status
 
@@ -117,6 +120,36 @@ def probe_run(twin: Twin, tmp: Path, pairs: int) -> tuple[dict[str, Result], dic
     return judged, own
 
 
+def kernel_ways(lab: Lab, pairs: int, tuples: int = 200) -> dict[str, list[set[str]]]:
+    """Per leaf, per probe pair, the uplinks the leaf's kernel picks for the pair's first
+    `tuples` source ports, asked of it here (`ip route get ... iif ... sport ...`)."""
+    spec = Traffic.model_validate({"kind": "ecmp_probe", "pairs": pairs})
+    ways: dict[str, list[set[str]]] = {}
+    for p in plan.probe_pairs(lab, spec):
+        nic = next(i for i in lab.host(p.src)["interfaces"] if i["name"] == p.nic)
+        iif = lab.ifmap[p.leaf][nic["peer_port"]]["netns"]
+        src, dst = (str(lab.host(s)["address"]).split("/")[0] for s in (p.src, p.dst))
+        lines = "".join(
+            f"route get {dst} from {src} iif {iif} ipproto udp sport {sport} dport 4791\n"
+            for sport in range(p.sport, p.sport + tuples)
+        )
+        done = subprocess.run(
+            ["ip", "-n", f"{lab.name}.{p.leaf}", "-j", "-batch", "-"],
+            input=lines,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        answers = [json.loads(line)[0] for line in done.stdout.splitlines() if line.startswith("[")]
+        assert len(answers) == tuples, done.stderr
+        ways.setdefault(p.leaf, []).append({a["dev"] for a in answers})
+    return ways
+
+
+def reasons(judged: dict[str, Result]) -> dict[str, str]:
+    return {scope: f"{r.status}: {r.reason}" for scope, r in judged.items()}
+
+
 def within(ratios: tuple[float, float]) -> bool:
     high, low = ratios
     return high <= 1 + TOLERANCE and low >= 1 - TOLERANCE
@@ -127,7 +160,10 @@ def test_every_leaf_passes_with_5_tuple_hashing_every_run(reference: Twin, tmp_p
     for pairs in PAIRS:
         judged, own = probe_run(reference, tmp_path, pairs)
         assert judged["fib"].status is Status.PASS
-        assert {leaf: judged[leaf].status for leaf in leaves} == dict.fromkeys(leaves, Status.PASS)
+        statuses = {leaf: judged[leaf].status for leaf in leaves}
+        assert statuses == dict.fromkeys(leaves, Status.PASS), reasons(judged)
+        for leaf, ways in kernel_ways(reference.lab, pairs).items():
+            assert ways == [uplinks(reference.lab)[leaf]] * pairs  # every pair on every uplink
         for leaf in leaves:
             figures = judged[leaf].figures
             assert figures["flows"] == 3000 and figures["pairs"] == pairs
@@ -150,10 +186,16 @@ def test_every_leaf_fails_with_l3_only_hashing_every_run(reference: Twin, tmp_pa
     policy(0)
     try:
         runs = [probe_run(reference, tmp_path, pairs) for pairs in PAIRS]
+        ways = kernel_ways(reference.lab, max(PAIRS))
     finally:
         policy(3)  # the twin's own: the 5-tuple
+    # The leaves' own lookups: all of a pair's source ports take one uplink.
+    assert {leaf: [len(w) for w in found] for leaf, found in ways.items()} == {
+        leaf: [1] * max(PAIRS) for leaf in leaves
+    }
     for pairs, (judged, own) in zip(PAIRS, runs, strict=True):
-        assert {leaf: judged[leaf].status for leaf in leaves} == dict.fromkeys(leaves, Status.FAIL)
+        statuses = {leaf: judged[leaf].status for leaf in leaves}
+        assert statuses == dict.fromkeys(leaves, Status.FAIL), reasons(judged)
         for leaf in leaves:
             assert judged[leaf].findings[0].device == leaf
             # At most `pairs` of the 4 uplinks carry the probe: one has only control packets.
