@@ -14,7 +14,7 @@ spine: a fault in force; a route event during it), or when the backend did not p
 (sim). A probe that ran at the same time as another phase (one that started late or ran long
 on a loaded machine) is not observable as a whole: its counters count both.
 
-Without a probe, from the collective phases' flows, as the probe was not there: max/mean
+Without a probe, from the collective phases' flows, as before probes existed: max/mean
 (fails above `max_over_mean`) and a chi-square test against an even split counted in flows
 (fails below `p_min`), leaves with fewer than `min_packets` uplink packets left out. A
 collective crosses a leaf with tens of flows, too few to be decisive (docs/validators.md):
