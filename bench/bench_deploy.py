@@ -34,7 +34,8 @@ from pathlib import Path
 
 import yaml
 
-from labs.netns import cleanup, processes
+from labs import processes
+from labs.netns import cleanup
 from labs.netns import lifecycle as netns
 from twin import labdir
 from twin.errors import TwinError

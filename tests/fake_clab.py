@@ -14,6 +14,7 @@ Formats follow srl-labs/containerlab @39ff2b7:
 A "container" here is a network namespace `<lab>.<node>` with a `sleep` process in it (its
 pid is the container's pid) and the topology's links as veth pairs named by their endpoints.
 `stop` sets the node's interfaces down where containerlab parks them in another namespace.
+A docker-sonic-vs container gets its ports and forwarding as tests/fake_vs.py describes.
 State and the call log live in `$FAKE_CLAB_STATE` (state.json, calls.jsonl), which the fake
 Docker engine (tests/fake_docker.py) reads.
 """
@@ -30,6 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import fake_vs
 import yaml
 
 
@@ -123,6 +125,9 @@ def _deploy(argv: list[str]) -> int:
         )  # fmt: skip
         _ip("-n", f"{lab}.{a}", "link", "set", a_if, "up")
         _ip("-n", f"{lab}.{b}", "link", "set", b_if, "up")
+    for box in state.values():
+        if box["lab"] == lab and box["kind"] == "sonic-vs":
+            fake_vs.bring_up_ports(box["netns"], fake_vs.config(box))
     _save(state)
     print(f"deployed {len(topo['topology']['nodes'])} nodes")
     return 0

@@ -14,9 +14,10 @@ docker-sonic-vs container are answered as the image would, from what the topolog
 it and from the real state of its interfaces: `redis-cli ping`, `supervisorctl status|start|
 signal`, `sonic-cfggen -d -v DEVICE_METADATA.localhost.hostname` (the hostname of the config
 bound at /var/sonic/config_db.json, which start.sh loads), `vtysh -f FILE` (FILE must be
-bound), `vtysh -c 'show bgp summary json'` (FRR's JSON: a peer is Established when the
-config was pushed, bgpd runs, and the port toward it is up), `ip -j route show` (iproute2's
-JSON: connected routes of the config's addresses, `linkdown` when the port is down).
+bound), `vtysh -c 'show bgp summary json'` (FRR's JSON: a peer is Established when both
+ends' configs were pushed, both bgpds run, and the ports between them are up), `ip -j route
+show` (the container's kernel routes, which tests/fake_vs.py keeps what the switch's FRR
+would install; it also gives the switches ports that forward frames).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import re
 import secrets
 import socketserver
 import struct
+import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
@@ -35,6 +37,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import fake_clab
+import fake_vs
 
 API = "1.45"
 IMAGES = frozenset({"docker-sonic-vs:latest", "ghcr.io/hellt/network-multitool:latest"})
@@ -53,7 +56,12 @@ class Engine:
         self.requests: list[tuple[str, str, Any]] = []
         self.pushed: set[str] = set()  # containers whose frr.conf vtysh loaded
         self.stopped: dict[str, set[str]] = {}  # container -> daemons not running
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
+
+    def alive(self, name: str) -> bool:
+        """Whether a switch container's bgpd runs with its frr.conf pushed."""
+        with self.lock:
+            return name in self.pushed and "bgpd" not in self.stopped.get(name, set())
 
     def executed(self) -> list[tuple[str, list[str]]]:
         """(container name, argv) of every exec started, in order."""
@@ -94,53 +102,25 @@ def _inspect(box: dict[str, Any]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the image
-def _operstate(box: dict[str, Any]) -> dict[str, bool]:
-    from pyroute2 import NetNS
-
-    with NetNS(box["netns"], flags=0) as ns:
-        return {
-            link.get_attr("IFLA_IFNAME"): link.get_attr("IFLA_OPERSTATE") == "UP"
-            for link in ns.get_links()
-        }
-
-
-def _config(box: dict[str, Any]) -> dict[str, Any]:
-    source = box["binds"].get("/var/sonic/config_db.json")
-    data: dict[str, Any] = json.loads(Path(source).read_text()) if source else {}
-    return data
-
-
-def _ports_up(box: dict[str, Any], db: dict[str, Any]) -> dict[str, bool]:
-    """SONiC interface (port or PortChannel) -> carrier, from its ethN (eth<PORT index>)."""
-    up = _operstate(box)
-    ports = {p: up.get(f"eth{int(v['index'])}", False) for p, v in db.get("PORT", {}).items()}
-    for key in db.get("PORTCHANNEL_MEMBER", {}):
-        channel, member = key.split("|")
-        ports[channel] = ports.get(channel, False) or ports.get(member, False)
-    return ports
-
-
-def _addresses(db: dict[str, Any]) -> list[tuple[str, ipaddress.IPv4Interface]]:
-    found = []
-    for table in ("INTERFACE", "PORTCHANNEL_INTERFACE"):
-        for key in db.get(table, {}):
-            if "|" in key:
-                name, cidr = key.split("|")
-                found.append((name, ipaddress.IPv4Interface(cidr)))
-    return found
-
-
 def _bgp_summary(engine: Engine, box: dict[str, Any]) -> str:
-    conf = Path(box["binds"]["/etc/twin/frr.conf"]).read_text()
-    db = _config(box)
-    up = _ports_up(box, db)
-    alive = box["name"] in engine.pushed and "bgpd" not in engine.stopped.get(box["name"], set())
+    """FRR's JSON: a peer is Established when bgpd runs with its frr.conf pushed on both
+    ends and both ports toward each other are up."""
+    db = fake_vs.config(box)
+    up = fake_vs.ports_up(db, fake_vs.operstate(box["netns"]))
     peers = {}
-    for peer, desc in re.findall(r"^ neighbor (\S+) description (\S+)$", conf, re.M):
+    for peer, desc in fake_vs.neighbours(box).items():
+        other = _box(f"clab-{box['lab']}-{desc}")
         port = next(
-            (n for n, a in _addresses(db) if ipaddress.IPv4Address(peer) in a.network), None
+            (n for n, a in fake_vs.addresses(db) if ipaddress.IPv4Address(peer) in a.network),
+            None,
         )
-        established = alive and port is not None and up.get(port, False)
+        established = (
+            engine.alive(box["name"])
+            and other is not None
+            and engine.alive(other["name"])
+            and port is not None
+            and up.get(port, False)
+        )
         peers[peer] = {
             "remoteAs": 65000,
             "state": "Established" if established else "Active",
@@ -152,23 +132,12 @@ def _bgp_summary(engine: Engine, box: dict[str, Any]) -> str:
 
 
 def _routes(box: dict[str, Any]) -> str:
-    db = _config(box)
-    up = _ports_up(box, db)
-    routes: list[dict[str, Any]] = [
-        {"dst": "default", "gateway": "172.20.20.1", "dev": "eth0", "flags": []}
-    ]
-    for name, address in _addresses(db):
-        routes.append(
-            {
-                "dst": str(address.network),
-                "dev": name,
-                "protocol": "kernel",
-                "scope": "link",
-                "prefsrc": str(address.ip),
-                "flags": [] if up.get(name, False) else ["linkdown"],
-            }
-        )
-    return json.dumps(routes)
+    """The container's kernel routes, as `ip -j route show` prints them (tests/fake_vs.py
+    keeps them what FRR would install)."""
+    done = subprocess.run(
+        ["ip", "-n", box["netns"], "-j", "route", "show"], capture_output=True, text=True
+    )
+    return done.stdout
 
 
 def answer(engine: Engine, box: dict[str, Any], argv: list[str]) -> tuple[int, str, str]:
@@ -193,7 +162,8 @@ def answer(engine: Engine, box: dict[str, Any], argv: list[str]) -> tuple[int, s
     if argv == ["sonic-cfggen", "-d", "-v", "DEVICE_METADATA.localhost.hostname"]:
         return (
             0,
-            _config(box).get("DEVICE_METADATA", {}).get("localhost", {}).get("hostname", "") + "\n",
+            fake_vs.config(box).get("DEVICE_METADATA", {}).get("localhost", {}).get("hostname", "")
+            + "\n",
             "",
         )
     if argv[:1] == ["/usr/lib/frr/bfdd"]:
@@ -317,12 +287,20 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     request_queue_size = 128  # a scenario's threads connect at once (dockerd listens wider)
     engine: Engine
+    routing: fake_vs.Routing
+
+    def shutdown(self) -> None:
+        """Stop serving and stop the switches' routing."""
+        super().shutdown()
+        self.routing.stop()
 
 
 def serve(socket_path: Path) -> tuple[Engine, _Server]:
-    """Start the fake engine on `socket_path` in a thread, with `IMAGES` loaded; (its state,
-    the server to stop)."""
+    """Start the fake engine on `socket_path` in a thread, with `IMAGES` loaded, and the
+    switches' routing (tests/fake_vs.py); (its state, the server to stop)."""
     server = _Server(str(socket_path), _Handler)
     server.engine = Engine(set(IMAGES))
+    server.routing = fake_vs.Routing(fake_clab.load_state, server.engine.alive)
+    server.routing.start()
     threading.Thread(target=server.serve_forever, name="fake-docker", daemon=True).start()
     return server.engine, server

@@ -24,8 +24,8 @@ import pytest
 import yaml
 from conftest import lab_name, wait_for, write_lab
 
-from labs import registry, state
-from labs.backend import Fault
+from labs import processes, registry, state
+from labs.backend import Fault, FlowSpec, Phase
 from twin.errors import LabError
 from twin.labdir import Lab
 
@@ -150,7 +150,7 @@ def test_deploy_configures_everything_then_a_link_fault_then_destroy(fakes: Fake
     wait_for(lambda: all(s.state == "Established" for s in observer.bgp()), "BGP back", 10)
 
     removed = backend.destroy(lab)
-    assert removed == {"containers": 10}
+    assert removed == {"containers": 10, "processes": 0}
     assert fakes.clab_calls()[-1] == ["destroy", "-t", topo, "--cleanup"]
     assert not backend.running(lab) and state.load(lab.path) is None
     assert fake_clab.load_state() == {}
@@ -181,6 +181,52 @@ def test_daemon_kill_and_node_restart(fakes: Fakes) -> None:
     observer = backend.observer(lab)
     wait_for(lambda: all(s.state == "Established" for s in observer.bgp()), "BGP back", 10)
     backend.destroy(lab)
+
+
+def test_traffic_in_the_server_containers_then_destroy_ends_its_workers(fakes: Fakes) -> None:
+    from labs.clab.containers import Containers
+    from labs.clab.traffic import servers
+    from labs.flows import start_receivers
+    from traffic.collectives import flow_id
+
+    lab = fakes.lab
+    backend = registry.get("clab")
+    assert "flows" in backend.capabilities
+    backend.deploy(lab, lambda _: None)
+    # Routes follow the sessions (the fake's routing polls, as zebra follows bgpd).
+    where = servers(Containers(lab))
+    wanted = {host["address"].split("/")[0] for host in where.hosts.values()}
+    wait_for(
+        lambda: all(wanted <= set(fakes.ns(sw, "route").split()) for sw in lab.switches()),
+        "routes to every server on every switch",
+        10,
+    )
+    receivers = start_receivers(where)
+    try:
+        # One receiver per server, tagged with the lab, inside that server's container.
+        workers = processes.tagged(lab.name)
+        boxes = fake_clab.load_state()
+        inside = {
+            os.stat(f"/proc/{boxes[f'clab-{lab.name}-{s}']['pid']}/ns/net").st_ino
+            for s in lab.nodes("server")
+        }
+        assert len(workers) == 4
+        assert {os.stat(f"/proc/{pid}/ns/net").st_ino for pid in workers} == inside
+        fid = flow_id("server1", "server3", 0)
+        flow = FlowSpec(fid, "server1", "server3", 0)
+        phase = Phase(0, "p", "all_to_all", "roce", {"server1": 26}, [flow], 0.0, 1.0, 512, 200)
+        traffic = backend.traffic(lab, phase)
+        traffic.start()
+        sent = traffic.stop()
+        counted = receivers.pop("server3").stop().flows
+        assert sent[fid] > 150 and counted[fid].packets == sent[fid]
+        assert counted[fid].dscp == {26: sent[fid]}
+        # Destroy ends the workers still running (the other receivers), by the lab's tag.
+        assert backend.destroy(lab) == {"containers": 10, "processes": 3}
+        assert processes.tagged(lab.name) == []
+    finally:
+        for receiver in receivers.values():
+            receiver.close()
 
 
 # --------------------------------------------------------------------------- bad input

@@ -1,8 +1,10 @@
 """`twin ... --backend clab` from the command line, against the fakes of test_clab_backend.
 
 A new `twin` process per verb, as a user runs them: deploy, inspect, a fault, a faults-only
-scenario played on the wall clock (`twin run`), destroy; and the one-line refusals with exit
-code 2 when containerlab, Docker or an image is missing.
+scenario and a RoCEv2 all-reduce across a link fault played on the wall clock (`twin run`:
+real frames through the fake switches, which forward as tests/fake_vs.py describes),
+destroy; and the one-line refusals with exit code 2 when containerlab, Docker or an image is
+missing.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import fake_docker
 import pytest
 from conftest import lab_name, write_lab
 
+from labs import processes
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 
 SCENARIO = """\
@@ -26,6 +30,18 @@ name: clab-link-fault
 faults:
   - {at: 1, fault: link-down, link: "leaf1:spine1"}
   - {at: 3, fault: link-up, link: "leaf1:spine1"}
+validate:
+  bgp_health: {}
+"""
+
+ALLREDUCE = """\
+name: clab-allreduce-link-fault
+traffic:
+  - {name: allreduce, at: 0, duration: 5, kind: all_reduce, algorithm: ring, servers: all,
+     order: interleaved, qps: 8, pps: 100}
+faults:
+  - {at: 1.5, fault: link-down, link: "leaf1:spine1"}
+  - {at: 3.5, fault: link-up, link: "leaf1:spine1"}
 validate:
   bgp_health: {}
 """
@@ -125,3 +141,43 @@ def test_refusals_are_one_line_exit_2(cli: Cli, broken: str, tmp_path: Path) -> 
     assert broken != "sdk" or "Docker SDK is not installed" in done.stderr
     assert fake_clab.calls() == []
     assert not (cli.lab / "state.json").exists()
+
+
+def _namespaces(lab: str) -> list[str]:
+    listed = subprocess.run(["ip", "-j", "netns", "list"], capture_output=True, text=True)
+    return [n["name"] for n in json.loads(listed.stdout or "[]") if n["name"].startswith(lab)]
+
+
+def test_allreduce_across_a_link_fault(cli: Cli, tmp_path: Path) -> None:
+    lab = str(cli.lab)
+    name = cli.lab.name
+    assert cli("deploy", lab, "--backend", "clab").returncode == 0
+    scenario = tmp_path / "allreduce.yaml"
+    scenario.write_text(ALLREDUCE)
+    played = cli("run", lab, str(scenario))
+    assert played.returncode in (0, 1), played.stderr
+    (run_dir,) = sorted((cli.lab / "runs").iterdir())
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["backend"] == "clab" and "flows" in run["capabilities"]
+    flows = json.loads((run_dir / "flows.json").read_text())
+    # Ring all-reduce over 4 servers, interleaved across the leaf pairs, 8 QPs each.
+    assert len(flows) == 4 * 8
+    assert {(f["src"], f["dst"]) for f in flows} == {
+        ("server1", "server3"), ("server3", "server2"), ("server2", "server4"),
+        ("server4", "server1"),
+    }  # fmt: skip
+    for f in flows:
+        assert f["sent"] > 300 and f["received"] > 0.8 * f["sent"], f
+        assert f["dscp_received"] == {str(f["dscp_sent"]): f["received"]}, f
+    # Frames hashed onto leaf1-spine1 are lost only between the link going down and the
+    # fake's routing moving them (its next poll); none before, none after it came back.
+    down, up = (fault["began"] for fault in run["faults"])
+    gaps = [(t, n) for f in flows for t, n in f["gaps"]]
+    assert sum(f["lost"] for f in flows) == sum(n for _, n in gaps) > 0
+    assert all(down < t < up for t, _ in gaps), (down, up, gaps)
+    assert all(f["tail_lost"] == 0 for f in flows)
+
+    assert cli("destroy", lab).returncode == 0
+    assert processes.tagged(name) == []
+    assert _namespaces(name) == []
+    assert fake_clab.load_state() == {}

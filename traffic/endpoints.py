@@ -16,7 +16,7 @@ _DISCARD_PORT = 9
 
 @dataclass(frozen=True)
 class Endpoint:
-    """A server (rank): its name, network namespace and RoCE address."""
+    """A server (rank): its name, network namespace (a name or a path) and RoCE address."""
 
     name: str
     netns: str

@@ -2,13 +2,16 @@
 
 Children are forked (so callers need no ``__main__`` guard and start-up is fast) and
 enter the namespace with ``setns`` before opening any socket; ``setns`` moves only the
-calling thread, which is all a fresh fork has. Each child talks to its parent over a
-pipe with ``(kind, value)`` messages; ``"error"`` carries a traceback.
+calling thread, which is all a fresh fork has. A namespace is named (``<lab>.<node>``, bound
+under /run/netns) or given by path (``/proc/<pid>/ns/net``: a container's, entered by the pid
+of its main process). Each child talks to its parent over a pipe with ``(kind, value)``
+messages; ``"error"`` carries a traceback.
 
-A child belongs to the lab whose namespace (``<lab>.<node>``) it works in: it carries the
-lab's tag ``TWIN_LAB=<lab>`` in its environment, so ``twin cleanup`` finds it, and it is
-killed when the thread that forked it ends (``PR_SET_PDEATHSIG``), so a parent killed with
-SIGKILL leaves no worker behind. Start children from a thread that outlives them.
+A child belongs to a lab (the one given, else the one whose namespace ``<lab>.<node>`` it
+works in): it carries the lab's tag ``TWIN_LAB=<lab>`` in its environment, so ``twin
+cleanup`` finds it, and it is killed when the thread that forked it ends
+(``PR_SET_PDEATHSIG``), so a parent killed with SIGKILL leaves no worker behind. Start
+children from a thread that outlives them.
 """
 
 import contextlib
@@ -42,7 +45,8 @@ class ChildError(RuntimeError):
 
 
 def enter_netns(name: str) -> None:
-    """Move the calling process into network namespace ``name`` (never creates one)."""
+    """Move the calling process into network namespace ``name``, a name or a path such as
+    ``/proc/<pid>/ns/net`` (never creates one)."""
     from pyroute2 import netns
 
     netns.setns(name, flags=0)
@@ -112,11 +116,16 @@ def tag_environ(lab: str) -> bool:
 
 
 def _child_main(
-    netns: str, parent: int, target: ChildTarget, conn: Connection, args: tuple[Any, ...]
+    netns: str,
+    lab: str | None,
+    parent: int,
+    target: ChildTarget,
+    conn: Connection,
+    args: tuple[Any, ...],
 ) -> None:
     try:
         die_with_parent(parent)
-        lab = lab_of(netns)
+        lab = lab or lab_of(netns)
         if lab is not None:
             tag_environ(lab)
         enter_netns(netns)
@@ -129,12 +138,17 @@ def _child_main(
 
 
 class NetnsChild:
-    """``target(conn, *args)`` running in a forked process inside ``netns``."""
+    """``target(conn, *args)`` running in a forked process inside ``netns`` (a name or a
+    path), tagged with ``lab`` (default: the lab the namespace's name gives)."""
 
-    def __init__(self, netns: str, target: ChildTarget, args: tuple[Any, ...]) -> None:
+    def __init__(
+        self, netns: str, target: ChildTarget, args: tuple[Any, ...], lab: str | None = None
+    ) -> None:
         self.conn, child_conn = _CTX.Pipe()
         self.process = _CTX.Process(
-            target=_child_main, args=(netns, os.getpid(), target, child_conn, args), daemon=True
+            target=_child_main,
+            args=(netns, lab, os.getpid(), target, child_conn, args),
+            daemon=True,
         )
         self.process.start()
         child_conn.close()

@@ -114,7 +114,8 @@ def _worker(
 
 
 class Receiver:
-    """A receiver running inside ``netns``; :meth:`stop` returns what it counted.
+    """A receiver running inside ``netns`` (a name or a path); :meth:`stop` returns what it
+    counted.
 
     It ACKs the messages it receives from the addresses in ``answer`` (none: no ACKs).
     """
@@ -127,8 +128,9 @@ class Receiver:
         quiet_s: float = 0.1,
         drain_s: float = 5.0,
         answer: Iterable[str] = (),
+        lab: str | None = None,
     ) -> None:
-        self._child = NetnsChild(netns, _worker, (iface, quiet_s, drain_s, frozenset(answer)))
+        self._child = NetnsChild(netns, _worker, (iface, quiet_s, drain_s, frozenset(answer)), lab)
         try:
             self._child.expect("ready", timeout_s=30)
         except BaseException:
@@ -165,7 +167,9 @@ def start_receiver(
     quiet_s: float = 0.1,
     drain_s: float = 5.0,
     answer: Iterable[str] = (),
+    lab: str | None = None,
 ) -> Receiver:
-    """Start counting on ``iface`` (all interfaces if None) of ``netns``, ACKing messages from
-    the addresses in ``answer``; returns when ready."""
-    return Receiver(netns, iface, quiet_s=quiet_s, drain_s=drain_s, answer=answer)
+    """Start counting on ``iface`` (all interfaces if None) of ``netns`` (a name or a path),
+    ACKing messages from the addresses in ``answer``, tagged with ``lab`` (see
+    :class:`~traffic.nsproc.NetnsChild`); returns when ready."""
+    return Receiver(netns, iface, quiet_s=quiet_s, drain_s=drain_s, answer=answer, lab=lab)

@@ -25,10 +25,11 @@ _ENOBUFS_BACKOFF_S = 0.0001
 
 @dataclass(frozen=True)
 class SendJob:
-    """Send ``flows`` round-robin from ``iface`` in ``netns``.
+    """Send ``flows`` round-robin from ``iface`` in ``netns`` (a name or a path).
 
     ``count`` is frames per flow; ``duration_s`` caps the run time; give at least one.
-    ``pacing`` is the whole job's rate.
+    ``pacing`` is the whole job's rate. ``lab`` tags the processes (see
+    :class:`~traffic.nsproc.NetnsChild`).
     """
 
     netns: str
@@ -39,6 +40,7 @@ class SendJob:
     duration_s: float | None = None
     processes: int = 1
     standby: tuple[NextHop, ...] = ()
+    lab: str | None = None
 
     def __post_init__(self) -> None:
         if self.count is None and self.duration_s is None:
@@ -203,7 +205,7 @@ def run_senders(jobs: Sequence[SendJob]) -> list[SenderResult]:
                     job.duration_s,
                     job.standby,
                 )
-                children.append((j, NetnsChild(job.netns, _worker, args)))
+                children.append((j, NetnsChild(job.netns, _worker, args, job.lab)))
         for _, child in children:
             child.expect("ready", timeout_s=30)
         start_ns = time.monotonic_ns() + _START_DELAY_NS

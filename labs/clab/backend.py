@@ -6,7 +6,9 @@ derive the container flavour from the lab's configs as they are now (`clab/`); `
 deploy`; turn ARP replies off on the switches' `ethN` (the image's TAP answers for the port,
 containerlab pull request 3390); wait until each switch is ready, push its frr.conf; set up the
 servers through their namespaces; wait until every BGP session is Established. A failure on
-the way destroys what was deployed. Destroy is `containerlab destroy --cleanup`.
+the way destroys what was deployed. Destroy ends the lab's traffic processes (by its tag), then
+runs `containerlab destroy --cleanup`. Traffic phases are sent and received by the netns
+backend's traffic workers entered into the server containers' namespaces (`traffic.py`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ import importlib
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import yaml
 
-from labs import events, state
+from labs import events, processes, state
 from labs.backend import (
     Deployed,
     Fault,
@@ -37,6 +39,10 @@ from labs.clab.observer import ClabObserver
 from twin.errors import LabError
 from twin.labdir import Lab, clab_refusal
 from twin.render import clab
+
+if TYPE_CHECKING:
+    from labs.flows import PhaseTraffic
+    from traffic.receiver import Receiver
 
 BOOT_ALLOWANCE = 240.0
 """Seconds SONiC-VS may take to start (redis, syncd, orchagent) on top of the convergence
@@ -56,7 +62,7 @@ class ClabBackend:
     """A lab as containerlab containers: docker-sonic-vs switches, Linux servers."""
 
     name: ClassVar[str] = "clab"
-    capabilities: ClassVar[frozenset[str]] = frozenset({"fib", "bgp", "counters"})
+    capabilities: ClassVar[frozenset[str]] = frozenset({"fib", "bgp", "counters", "flows"})
 
     def preflight(self, lab: Lab) -> Containers:
         """Every check that can refuse the lab, in the order a user would fix them."""
@@ -111,13 +117,16 @@ class ClabBackend:
         return Deployed(lab.name, self.name, nodes, len(sessions), seconds, details)
 
     def destroy(self, lab: Lab) -> dict[str, int]:
-        """`containerlab destroy --cleanup`; the containers removed."""
+        """End the lab's traffic processes (by its tag), then `containerlab destroy
+        --cleanup`; the processes and containers removed."""
+        workers = processes.tagged(lab.name)
+        processes.end(workers, lab.name)
         before = tools.inspect(lab)
         tools.run(["destroy", "-t", str(tools.topology(lab)), "--cleanup"])
         if state.load(lab.path) is not None:
             events.append(lab.path, "destroyed", backend=self.name, containers=len(before))
         state.clear(lab.path)
-        return {"containers": len(before)}
+        return {"containers": len(before), "processes": len(workers)}
 
     def running(self, lab: Lab) -> bool:
         """Whether the lab's state says clab and containerlab lists its containers."""
@@ -156,15 +165,38 @@ class ClabBackend:
         """FIBs, counters and BGP sessions of the running twin."""
         return ClabObserver(Containers(lab))
 
-    def traffic(self, lab: Lab, phase: Phase) -> Any:
-        """Traffic is not sent on this backend yet (its capabilities have no "flows")."""
-        raise LabError(
-            f"the clab backend sends no traffic yet (phase {phase.label!r}); run traffic "
-            "scenarios on netns, or faults-only scenarios here"
-        )
+    def traffic(self, lab: Lab, phase: Phase) -> PhaseTraffic:
+        """A phase's sender jobs, prepared in the server containers' namespaces (the traffic
+        modules are imported for traffic only: scapy is slow to import); an ECMP probe phase
+        is refused in one line."""
+        from labs.clab.traffic import servers
+        from labs.flows import PhaseTraffic, jobs
+
+        if phase.probe:
+            raise LabError(
+                f"the clab backend sends no ECMP probe yet (phase {phase.label!r}); run it on "
+                "netns, or leave the ecmp_probe phase out"
+            )
+        return PhaseTraffic(jobs(servers(Containers(lab)), phase), phase.index)
 
     def play(self, lab: Lab, timeline: Timeline, progress: Progress = quiet) -> Played:
-        """Play on the wall clock through `labs.timeline`."""
+        """Play on the wall clock through `labs.timeline`, with a receiver in every server
+        container when the timeline has traffic; its tallies become the flow records."""
         wallclock = importlib.import_module("labs.timeline")
-        played: Played = wallclock.play(self, lab, timeline, progress)
+        if not timeline.phases:
+            played: Played = wallclock.play(self, lab, timeline, progress)
+            return played
+        from labs import flows
+        from labs.clab.traffic import servers
+
+        receivers: dict[str, Receiver] = {}
+        try:
+            receivers = flows.start_receivers(servers(Containers(lab)))
+            played = wallclock.play(self, lab, timeline, progress)
+            received = {s: r.stop().flows for s, r in receivers.items()}
+            receivers.clear()
+            played.flows = flows.flow_records(played.phases, received)
+        finally:
+            for r in receivers.values():
+                r.close()
         return played

@@ -22,6 +22,7 @@ from labs.backend import Fault
 from labs.clab import namespace, switches, tools
 from labs.clab.containers import Containers
 from twin.errors import LabError
+from twin.labdir import Lab
 from twin.render import sonic_vs
 
 NODE_UP_TIMEOUT = 300.0
@@ -52,10 +53,17 @@ def bring_up_switch(boxes: Containers, node: str, timeout: float) -> None:
     switches.configure_frr(boxes.run, boxes.lab, node)
 
 
+def host(lab: Lab, node: str) -> dict[str, Any]:
+    """A server's container host file (`clab/<node>/host.json`: its routed /31 NICs)."""
+    data: dict[str, Any] = json.loads(
+        (lab.path / sonic_vs.FLAVOUR / node / "host.json").read_text()
+    )
+    return data
+
+
 def set_up_server(boxes: Containers, node: str) -> str:
     """Configure a server container from its container host file; what RDMA got."""
-    path = boxes.lab.path / sonic_vs.FLAVOUR / node / "host.json"
-    return namespace.configure_host(boxes.pid(node), json.loads(path.read_text()))
+    return namespace.configure_host(boxes.pid(node), host(boxes.lab, node))
 
 
 def _netem(boxes: Containers, fault: Fault, values: list[str]) -> None:

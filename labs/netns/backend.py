@@ -31,7 +31,7 @@ from labs.netns.plan import port_names
 from twin.labdir import Lab
 
 if TYPE_CHECKING:
-    from labs.netns.traffic import PhaseTraffic
+    from labs.flows import PhaseTraffic
     from traffic.receiver import Receiver
 
 
@@ -96,13 +96,17 @@ class NetnsBackend:
     def traffic(self, lab: Lab, phase: Phase) -> PhaseTraffic:
         """A phase's sender jobs, prepared (the traffic modules are imported for traffic
         only: scapy is slow to import)."""
-        from labs.netns.traffic import PhaseTraffic
+        from labs.flows import PhaseTraffic, jobs
+        from labs.netns import ecmpprobe
+        from labs.netns.traffic import servers
 
-        return PhaseTraffic(lab, phase)
+        made = ecmpprobe.jobs(lab, phase) if phase.probe else jobs(servers(lab), phase)
+        return PhaseTraffic(made, phase.index)
 
     def play(self, lab: Lab, timeline: Timeline, progress: Progress = quiet) -> Played:
         """Play on the wall clock, with receivers in every server, captures, failover probes
         and end-of-run probes."""
+        from labs import flows
         from labs.netns import probes
         from labs.netns import traffic as netns_traffic
         from labs.netns.failprobes import FailoverProber
@@ -115,7 +119,7 @@ class NetnsBackend:
                 lab, timeline.failover_probes, timeline.faults, timeline.duration, progress
             )
         try:
-            receivers = netns_traffic.start_receivers(lab)
+            receivers = flows.start_receivers(netns_traffic.servers(lab))
             if timeline.captures and timeline.files is not None:
                 captures = netns_traffic.start_captures(lab, timeline.captures, timeline.files)
             before = prober.before if prober else None
@@ -125,7 +129,7 @@ class NetnsBackend:
             received = {s: r.stop().flows for s, r in receivers.items()}
             receivers.clear()
             netns_traffic.stop_captures(captures)
-            played.flows = netns_traffic.flow_records(played.phases, received)
+            played.flows = flows.flow_records(played.phases, received)
             if timeline.probes:
                 progress("probing every server pair (reachability, jumbo frames with DF)")
                 played.probes = probes.ping_all(lab)

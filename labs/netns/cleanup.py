@@ -18,8 +18,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from labs import state
-from labs.netns import frr, netlink, processes
+from labs import processes, state
+from labs.netns import frr, netlink
 from twin.intent.fabric import is_lab_name
 
 OWNER = ".owner"

@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from labs import events, state
+from labs import events, processes, state
 from labs.backend import Fault
-from labs.netns import frr, netlink, processes
+from labs.netns import frr, netlink
 from labs.netns.lifecycle import exec_in
 from labs.netns.plan import Plan, Veth, build, port_names
 from twin.errors import LabError

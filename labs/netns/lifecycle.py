@@ -16,9 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from labs import events, state
+from labs import events, processes, state
 from labs.backend import Progress, quiet
-from labs.netns import frr, neighbours, netlink, processes
+from labs.netns import frr, neighbours, netlink
 from labs.netns.cleanup import claim, cleanup, namespaces_of
 from labs.netns.plan import Plan, build
 from labs.ready import not_ready

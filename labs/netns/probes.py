@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from labs.netns.plan import netns_name
-from labs.netns.processes import lab_env
+from labs.processes import lab_env
 from twin.labdir import Lab
 
 ICMP_OVERHEAD = 28

@@ -18,7 +18,7 @@ from typing import Any
 
 from labs.netns.paths import UdpFlow
 from labs.netns.plan import Plan
-from labs.netns.processes import lab_env
+from labs.processes import lab_env
 
 SENDER = r"""
 import json, socket, struct, sys, time
