@@ -18,6 +18,7 @@ from scapy.layers.inet import IP
 from scapy.packet import Packet
 from scapy.utils import rdpcap
 
+from labs.flows import start_receivers
 from labs.netns import traffic as netns_traffic
 from labs.netns.faults import resolve_link
 from labs.netns.plan import build, netns_name
@@ -77,7 +78,7 @@ def test_messages_and_acks_on_the_wire(small_twin: Twin, tmp_path: Path) -> None
     iface, flows = factory.pair(SRC, DST)
     links = [f"{SRC}:{leaf}" for leaf in sorted(small_twin.pair_of(SRC))]
     pcaps = [tmp_path / f"{link.replace(':', '_')}.pcap" for link in links]
-    receivers = netns_traffic.start_receivers(small_twin.lab)
+    receivers = start_receivers(netns_traffic.servers(small_twin.lab))
     dumps: list[subprocess.Popen[str]] = []
     try:
         dumps = [_tcpdump(small_twin, link, pcap) for link, pcap in zip(links, pcaps, strict=True)]
