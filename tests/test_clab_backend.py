@@ -15,7 +15,7 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import fake_clab
@@ -25,7 +25,7 @@ import yaml
 from conftest import lab_name, wait_for, write_lab
 
 from labs import processes, registry, state
-from labs.backend import Fault, FlowSpec, Phase
+from labs.backend import Fault, FlowSpec, Phase, ProbePair
 from twin.errors import LabError
 from twin.labdir import Lab
 
@@ -221,6 +221,9 @@ def test_traffic_in_the_server_containers_then_destroy_ends_its_workers(fakes: F
         counted = receivers.pop("server3").stop().flows
         assert sent[fid] > 150 and counted[fid].packets == sent[fid]
         assert counted[fid].dscp == {26: sent[fid]}
+        probe = ProbePair(1, "leaf1", "server1", "nic0", "server3", 0xC000, 8)
+        with pytest.raises(LabError, match=r"^the clab backend sends no ECMP probe yet"):
+            backend.traffic(lab, replace(phase, kind="ecmp_probe", flows=[], probe=[probe]))
         # Destroy ends the workers still running (the other receivers), by the lab's tag.
         assert backend.destroy(lab) == {"containers": 10, "processes": 3}
         assert processes.tagged(lab.name) == []
