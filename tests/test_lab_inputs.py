@@ -108,6 +108,18 @@ CASES: dict[str, tuple[Edit, str]] = {
         _db(lambda db: db["INTERFACE"].update({"Ethernet999|10.9.9.0/31": {}})),
         "config_db.json: INTERFACE.Ethernet999",
     ),
+    "a DSCP_TO_TC_MAP entry empty": (
+        _db(lambda db: db["DSCP_TO_TC_MAP"]["RDMA"].update({"0": ""})),
+        "config_db.json: DSCP_TO_TC_MAP.RDMA.0: must be a number, not ''",
+    ),
+    "a TC_TO_QUEUE_MAP entry a list": (
+        _db(lambda db: db["TC_TO_QUEUE_MAP"]["RDMA"].update({"3": []})),
+        "config_db.json: TC_TO_QUEUE_MAP.RDMA.3: must be a number",
+    ),
+    "a DSCP_TO_TC_MAP key not a number": (
+        _db(lambda db: db["DSCP_TO_TC_MAP"]["RDMA"].update({"af41": "3"})),
+        "config_db.json: DSCP_TO_TC_MAP.RDMA.af41: the key must be a number",
+    ),
     "host mtu a string": (_host(lambda h: h.update(mtu="9000")), "host.json: mtu: "),
     "host.json without routes": (_host(lambda h: h.pop("routes")), "host.json: routes: "),
     "a route over no NIC": (

@@ -2,8 +2,8 @@
 
 Empty files, NUL bytes, alias bombs and nesting deeper than any fabric needs are refused
 before any model sees the data: before, an empty fabric silently became the default one, a
-NUL byte gave a two-line error, eight levels of anchors took 20 s and 126 MB, and a 5,000-deep
-list raised RecursionError.
+NUL byte or a newline in a key gave a two-line error, eight levels of anchors took 20 s and
+126 MB, and a 5,000-deep list raised RecursionError.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ CASES = {
         "".join(f"{' ' * i}k{i}:\n" for i in range(400)) + " " * 400 + "v\n",
         "nested",
     ),
+    "a key that is a newline": ('"\\n": 1\n', "\\n: unknown key"),
 }
 
 

@@ -23,6 +23,7 @@ from twin.errors import InputError
 from twin.intent.fabric import Dcqcn
 from twin.intent.inputs import parse_model
 from twin.labdir import Lab
+from twin.render.config_db import QOS_MAPS
 
 NODE_NAME = re.compile(r"[a-z][a-z0-9]{0,31}")
 """A node of the design: it names namespaces (`<lab>.<node>`) and run directories."""
@@ -294,6 +295,7 @@ def _config_db(
                     isinstance(value, list) and all(isinstance(v, str) for v in value)
                 ):
                     raise InputError(file, f"{table}.{key}.{field}", "must be a string")
+    _maps(file, db)
     channels = db.get("PORTCHANNEL", {})
     _fields(file, "PORT", db.get("PORT", {}), live)
     _fields(file, "PORTCHANNEL", channels, live)
@@ -327,6 +329,18 @@ def _config_db(
                     raise InputError(file, f"{table}.{key}", f"overlaps {other_key}")
             held.append((f"{table}.{key}", name, address))
             _claim(addresses, str(address.ip), file, f"{table}.{key}", node)
+
+
+def _maps(file: str, db: dict[str, Any]) -> None:
+    """Every QoS map (DSCP_TO_TC_MAP, TC_TO_QUEUE_MAP, ...) maps whole numbers to whole numbers."""
+    for table in QOS_MAPS.values():
+        for name, entries in db.get(table, {}).items():
+            for key, value in entries.items():
+                where = f"{table}.{name}.{key}"
+                if not key.isdigit():
+                    raise InputError(file, where, "the key must be a number")
+                if not (isinstance(value, str) and value.isdigit()):
+                    raise InputError(file, where, f"must be a number, not {value!r}")
 
 
 def _pair(file: str, table: str, key: str) -> tuple[str, str]:

@@ -20,15 +20,7 @@ from typing import Any
 
 from twin.design.graph import ports_of
 from twin.labdir import Lab
-from twin.render.config_db import ConfigDb
-
-MAP_TABLES = {
-    "dscp_to_tc_map": "DSCP_TO_TC_MAP",
-    "tc_to_pg_map": "TC_TO_PRIORITY_GROUP_MAP",
-    "tc_to_queue_map": "TC_TO_QUEUE_MAP",
-    "pfc_to_queue_map": "MAP_PFC_PRIORITY_TO_QUEUE",
-    "pfc_to_pg_map": "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
-}
+from twin.render.config_db import QOS_MAPS, ConfigDb
 
 
 def switch_ports(lab: Lab) -> Iterator[tuple[str, ConfigDb, list[str]]]:
@@ -65,7 +57,7 @@ def map_name(db: ConfigDb, port: str, field: str) -> str | None:
 def qos_map(db: ConfigDb, port: str, field: str) -> dict[int, int] | None:
     """The map a port uses for `field`, as ints; None when it names none or a missing one."""
     name = map_name(db, port, field)
-    table = db.get(MAP_TABLES[field], {})
+    table = db.get(QOS_MAPS[field], {})
     if name is None or name not in table:
         return None
     return {int(k): int(v) for k, v in table[name].items()}

@@ -69,13 +69,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except TwinError as exc:
-        print(f"twin: {exc}", file=sys.stderr)
+        refuse(str(exc))
         return 2
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"twin: {where}{exc.strerror or exc}", file=sys.stderr)
+        refuse(f"{where}{exc.strerror or exc}")
         return 2
     return code
+
+
+def refuse(message: str) -> None:
+    """Print a refusal as one line on stderr."""
+    print(f"twin: {one_line(message)}", file=sys.stderr)
+
+
+def one_line(message: str) -> str:
+    r"""The message with characters that are not printable (a newline in a key of the user's
+    file) shown escaped.
+
+    >>> print(one_line("fabric.yaml: \n: unknown key"))
+    fabric.yaml: \n: unknown key
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,14 @@ Table = dict[str, dict[str, Any]]
 ConfigDb = dict[str, Table]
 
 MAP = "RDMA"
+QOS_MAPS = {
+    "dscp_to_tc_map": "DSCP_TO_TC_MAP",
+    "tc_to_pg_map": "TC_TO_PRIORITY_GROUP_MAP",
+    "tc_to_queue_map": "TC_TO_QUEUE_MAP",
+    "pfc_to_queue_map": "MAP_PFC_PRIORITY_TO_QUEUE",
+    "pfc_to_pg_map": "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
+}
+"""The table of the map each PORT_QOS_MAP field names (maps of whole numbers to whole numbers)."""
 KEEPALIVE_VLAN = 4094
 DEVICE_TYPE = {
     "leaf": "BackEndToRRouter",
