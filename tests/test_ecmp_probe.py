@@ -18,7 +18,7 @@ import yaml
 from conftest import REPO, lab_name
 
 from labs import registry
-from labs.backend import COUNTER_FIELDS, Fault
+from labs.backend import COUNTER_FIELDS, Fault, quiet
 from twin import labdir
 from twin.errors import InputError
 from twin.intent import fabric as intent
@@ -33,10 +33,6 @@ from validators.result import Result, Status
 
 FAKE = registry.get("fake")
 PROBE = {"name": "probe", "at": 0, "duration": 2, "kind": "ecmp_probe"}
-
-
-def QUIET(_: str) -> None:
-    """Progress sink that says nothing."""
 
 
 def generate(out: Path) -> Lab:
@@ -54,7 +50,7 @@ def generate(out: Path) -> Lab:
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """The lab deployed on the fake backend."""
     lab = generate(tmp_path_factory.mktemp("probe") / "lab")
-    FAKE.deploy(lab, QUIET)
+    FAKE.deploy(lab, quiet)
     yield lab
     FAKE.destroy(lab)
 
@@ -226,7 +222,7 @@ def test_the_sim_skips_the_probe_with_a_note_and_the_verdict_is_not_observable(
     tmp_path: Path,
 ) -> None:
     sim, lab = registry.get("sim"), generate(tmp_path / "sim")
-    sim.deploy(lab, QUIET)
+    sim.deploy(lab, quiet)
     try:
         scenario = scenarios.load(scenario_file(tmp_path, [PROBE]), lab)
         obs = Observations.open(player.play(lab, scenario, sim))
@@ -290,3 +286,14 @@ def test_a_sender_that_sent_fewer_packets_than_tuples_counts_only_the_tuples_it_
     assert results["leaf1"].status is Status.NOT_OBSERVABLE
     assert "500 probe flows sent over 4 uplinks: 768 needed" in results["leaf1"].reason
     assert results["leaf2"].status is Status.PASS
+
+
+def test_a_probe_is_not_a_bulk_phase_for_lossless_isolation(lab: Lab, tmp_path: Path) -> None:
+    backup = {"at": 3, "duration": 1, "kind": "backup", "src": "server1", "dst": "server3"}
+    obs = play(lab, tmp_path, PROBE, backup)
+    (bulk,) = [
+        r
+        for r in validators.run_dynamic(lab, obs, [validators.get("lossless_isolation")], {})
+        if r.scope == "bulk"
+    ]
+    assert bulk.figures["bulk_phases"] == 1, bulk.reason

@@ -28,7 +28,8 @@ from validators.registry import Params, dynamic
 from validators.result import Figure, Finding, Result, Status, merged, verdict
 
 NAME = "lossless_isolation"
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+NOT_BULK = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "ecmp_probe")
+"""Phases that are not bulk traffic: the collectives, and an ECMP probe (no flows of its own)."""
 
 Ingress = tuple[str, str]
 """A switch and the physical port a packet enters it by."""
@@ -178,7 +179,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     bulk = {
         label
         for label, kind in kinds.items()
-        if kind not in COLLECTIVES and not (kind == "incast" and params["allow_incast"])
+        if kind not in NOT_BULK and not (kind == "incast" and params["allow_incast"])
     }
     results = []
     if bulk:
