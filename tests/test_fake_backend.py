@@ -13,7 +13,7 @@ import yaml
 from conftest import lab_name, twin_cli, write_lab
 
 from labs import registry, state
-from labs.backend import COUNTER_FIELDS, Fault
+from labs.backend import COUNTER_FIELDS, Fault, quiet
 from twin.labdir import Lab
 from twin.model.fib import applied
 from twin.model.routing import Routing
@@ -27,15 +27,11 @@ from validators.result import Status
 FAKE = registry.get("fake")
 
 
-def QUIET(_: str) -> None:
-    """Progress sink that says nothing."""
-
-
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[Lab]:
     """The small lab (two MLAG pairs) deployed on the fake backend."""
     lab = Lab.open(write_lab(tmp_path / "lab", lab_name("fk")))
-    FAKE.deploy(lab, QUIET)
+    FAKE.deploy(lab, quiet)
     yield lab
     FAKE.destroy(lab)
 
@@ -59,7 +55,7 @@ def test_deploy_records_the_backend_and_refuses_a_second_deploy(lab: Lab) -> Non
     assert recorded is not None and (recorded.backend, recorded.status) == ("fake", "running")
     assert FAKE.running(lab) and registry.of(lab).name == "fake"
     with pytest.raises(Exception, match="already running"):
-        FAKE.deploy(lab, QUIET)
+        FAKE.deploy(lab, quiet)
 
 
 def test_the_fib_is_the_routing_models_and_follows_link_faults(lab: Lab) -> None:
