@@ -34,7 +34,7 @@ from twin.labdir import Lab
 from twin.model.fib import Fib
 
 SETTLE_BEFORE_SNAPSHOT = 0.5
-PREPARE_S = 1.0
+PREPARE_S = 3.0
 
 BeforeFault = Callable[[int, Fault, float], None]
 """Called with a fault's index, the fault and when it is due (epoch seconds)."""

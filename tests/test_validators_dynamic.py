@@ -564,7 +564,7 @@ def test_failover_fails_a_probe_flow_that_never_recovered(lab: Lab, run: Synthet
     )
     assert loss.figures["never_recovered"] == 2
     assert all("never recovered" in f.message for f in loss.findings)
-    # Nor did a flow whose loss ended only when the clear was due (`until`).
+    # Nor did a flow whose loss ended only once the clear had begun.
     run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (1.0, 3000, 10.1))]
     cleared = by_scope(check("failover", lab, run.write(), max_loss_ms=5000))
     assert cleared["fault1 loss leaf1:spine1"].reason.startswith("never recovered: 2 of 2")

@@ -16,6 +16,7 @@ gaps with their times; or, when no flow could be pinned, why.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +30,8 @@ from twin.labdir import Lab
 
 PROBED = ("link-down", "link-flap", "node-down", "daemon-kill", "loss", "rate")
 """Faults that take something away: the ones probed."""
-CANDIDATE_PAIRS = 6  # server pairs tried per direction
-CANDIDATE_PORTS = 128  # source ports traced per pair
+CANDIDATE_PAIRS = 4  # server pairs tried per direction
+CANDIDATE_PORTS = 64  # source ports traced per pair
 FIRST_SPORT = 20000  # below the servers' ephemeral ports
 FIRST_DPORT = 47000
 MIN_SECONDS = 0.5  # a probe shorter than this is not started
@@ -143,7 +144,11 @@ class FailoverProber:
             return
         seconds = until - time.time()
         if seconds < MIN_SECONDS:
-            record["why"] = f"pinned {seconds:.2f} s before the next fault: too late to probe"
+            record["why"] = (
+                f"pinning took {record['pinned_s']:.2f} s: the next fault was due "
+                f"{seconds:.2f} s later, too late to probe"
+            )
+            self.progress(f"failover probes: {record['why']}")
             return
         pairs = ", ".join(f"{flows[0].src}->{flows[0].dst}" for flows, _, _ in chosen)
         count = sum(len(flows) for flows, _, _ in chosen)
@@ -151,11 +156,12 @@ class FailoverProber:
             f"failover probes: {count} flows at {self.settings.pps:g} pps through {name} "
             f"({pairs}) for {seconds:.1f} s"
         )
-        self.probed[index] = []
-        for flows, paths, crossed in chosen:
-            probe = Probe(self.plan, flows, self.settings.pps, seconds)
-            self.probed[index].append(_Probed(probe, paths, crossed))
-            last = probe.start()
+        self.probed[index] = [
+            _Probed(Probe(self.plan, flows, self.settings.pps, seconds), paths, crossed)
+            for flows, paths, crossed in chosen
+        ]
+        with ThreadPoolExecutor(len(chosen)) as pool:  # each waits for its processes to start
+            last = max(pool.map(lambda p: p.probe.start(), self.probed[index]))
         time.sleep(max(0.0, last + LEAD_S - time.time()))  # the player then waits for `due`
 
     def _pin(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from labs.netns.faults import End
@@ -19,6 +20,7 @@ from labs.netns.plan import Plan
 from twin.errors import LabError
 
 MAX_HOPS = 12
+LOOKUPS_AT_ONCE = 8  # nodes asked at once (one `ip -batch` process each)
 
 
 @dataclass(frozen=True)
@@ -33,13 +35,13 @@ class UdpFlow:
     dport: int
 
 
-def _peer(plan: Plan, node: str, ifname: str) -> End:
+def _peers(plan: Plan) -> dict[tuple[str, str], tuple[str, str | None]]:
+    """Each link end's far end, as (node, interface)."""
+    out: dict[tuple[str, str], tuple[str, str | None]] = {}
     for v in plan.veths:
-        if (v.a, v.a_if) == (node, ifname):
-            return End(v.b, v.b_if)
-        if (v.b, v.b_if) == (node, ifname):
-            return End(v.a, v.a_if)
-    raise LabError(f"{node}: {ifname} is not a link of the twin")
+        out[(v.a, v.a_if)] = (v.b, v.b_if)
+        out[(v.b, v.b_if)] = (v.a, v.a_if)
+    return out
 
 
 def _lookups(netns: str, lines: list[str]) -> list[dict[str, str]]:
@@ -81,25 +83,32 @@ def trace(plan: Plan, flows: Iterable[UdpFlow]) -> dict[UdpFlow, list[End]]:
     at: dict[UdpFlow, tuple[str, str | None]] = {}  # flow -> (node, ingress interface)
     for flow in flows:
         paths[flow], at[flow] = [], (flow.src, None)
+    peers = _peers(plan)
     for _ in range(MAX_HOPS):
         by_node: dict[str, list[UdpFlow]] = {}
         for flow, (node, _) in at.items():
             by_node.setdefault(node, []).append(flow)
-        moving: dict[UdpFlow, tuple[str, str | None]] = {}
-        for node, here in by_node.items():
-            lines = [
+        asked = [
+            [
                 f"{f.dst_ip} from {f.src_ip}"
                 + (f" iif {at[f][1]}" if at[f][1] else "")
                 + f" ipproto udp sport {f.sport} dport {f.dport}"
                 for f in here
             ]
-            for flow, answer in zip(here, _lookups(plan.netns(node), lines), strict=True):
+            for here in by_node.values()
+        ]
+        with ThreadPoolExecutor(LOOKUPS_AT_ONCE) as pool:
+            answers = list(pool.map(_lookups, map(plan.netns, by_node), asked))
+        moving: dict[UdpFlow, tuple[str, str | None]] = {}
+        for (node, here), found in zip(by_node.items(), answers, strict=True):
+            for flow, answer in zip(here, found, strict=True):
                 dev = answer.get("dev")
                 if not dev or dev == "lo" or answer.get("type") in ("local", "blackhole"):
                     continue
                 paths[flow].append(End(node, dev))
-                nxt = _peer(plan, node, dev)
-                moving[flow] = (nxt.node, nxt.ifname)
+                if (node, dev) not in peers:
+                    raise LabError(f"{node}: {dev} is not a link of the twin")
+                moving[flow] = peers[(node, dev)]
         if not moving:
             return paths
         at = moving

@@ -9,7 +9,7 @@ run of packets any probe flow lost from the fault on, in ms at its rate (1 ms at
 recovery is the time from the fault until the last such run closed. Fails above the loss
 limit or `recovery_s` (default 5); fails "never recovered" when a probe flow was still
 losing everything when its probe ended (a run of at least `OPEN_TAIL_S`), or got through
-again only once the next fault was due (a `clear` or `link-up` ended the loss, not the
+again only once the next fault had begun (a `clear` or `link-up` ended the loss, not the
 fabric). A pass names the ports the probe flows crossed; without probe flows through the
 element (the backend cannot pin them, or no flow crosses it) the fault is not-observable,
 saying why. The collective flows' worst gap during the fault is kept as a secondary figure
@@ -25,6 +25,7 @@ during its last `blackhole_s`, default 1 s, or nothing at all) fails the `conver
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,20 +114,20 @@ class Probed:
     hit: list[Finding]
 
 
-def probed(record: dict[str, Any], began: float) -> Probed:
+def probed(record: dict[str, Any], began: float, next_began: float) -> Probed:
     """Loss windows, recovery and flows never recovered from a fault's probe record: each
     flow's runs of losses that were still open at the fault (`[first lost sent at, packets,
     first packet after it arrived at | null]`). A run that closed only once the next fault
-    was due (`until`: a `clear` or `link-up` ended it, not the fabric) never recovered."""
+    had begun (`next_began`: a `clear` or `link-up` ended it, not the fabric) never
+    recovered."""
     window, recovery = 0.0, 0.0
     never, hit = [], []
-    until = float(record["until"])
     for flow in record["flows"]:
         pps = float(flow["pps"])
         for t, lost, closed in flow["gaps"]:
             if closed is not None and closed < began:
                 continue  # over before the fault
-            after = None if closed is None or closed >= until else closed
+            after = None if closed is None or closed >= next_began else closed
             window = max(window, lost / pps * 1000)
             if after is None:
                 if lost / pps >= OPEN_TAIL_S:
@@ -187,7 +188,8 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
         if why is not None or record is None:
             results.append(Result(NAME, scope, Status.NOT_OBSERVABLE, str(why), figures))
             continue
-        seen = probed(record, began)
+        later = [_began(f) for f in obs.run.get("faults", []) if _began(f) > began]
+        seen = probed(record, began, min(later, default=math.inf))
         crossed = sorted({str(f["crossed"]) for f in seen.flows})
         figures |= {
             "loss_window_ms": round(seen.window_ms, 1),
