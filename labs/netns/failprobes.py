@@ -7,7 +7,8 @@ Candidates are the server pairs between the servers at the element (its server, 
 servers of its leaf) and those behind other leaves, each way, `CANDIDATE_PORTS` source
 ports each; per direction the pair with the most crossing flows is probed with `flows` of
 them at `pps` (`labs.netns.udpprobe`) from then until the next fault is due, or the run
-ends; a fault waits until they have sent for `LEAD_S`. Each fault's record
+ends; a fault waits until they have sent for `LEAD_S`, but never more than `MAX_DELAY_S`
+past its time (then it fires without them, and the record says why). Each fault's record
 (`failover_probes.json`, docs/observations.md) holds the element, every flow's traced way
 before the fault (the evidence that it crossed), its rate, sent and received counts and
 gaps with their times; or, when no flow could be pinned, why.
@@ -15,6 +16,7 @@ gaps with their times; or, when no flow could be pinned, why.
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,6 +38,7 @@ FIRST_SPORT = 20000  # below the servers' ephemeral ports
 FIRST_DPORT = 47000
 MIN_SECONDS = 0.5  # a probe shorter than this is not started
 LEAD_S = 0.3  # the probe flows send at least this long before the fault
+MAX_DELAY_S = 1.0  # a fault waits at most this long past its time for its probes
 
 Element = tuple[End, End] | str
 
@@ -108,47 +111,61 @@ class FailoverProber:
         self.plan = build(lab)
         self.records: list[dict[str, Any]] = []
         self.probed: dict[int, list[_Probed]] = {}
+        self.workers: list[threading.Thread] = []
+        self.fired: set[int] = set()  # faults that fired before their probes were ready
+        self.lock = threading.Lock()
 
     def before(self, index: int, fault: Fault, due: float) -> None:
-        """Pin and start the probe flows of a fault due at `due` (epoch seconds)."""
+        """Pin and start the probe flows of a fault due at `due` (epoch seconds), in the
+        background; return once they have sent for `LEAD_S`, or `MAX_DELAY_S` after `due`
+        (the fault then fires without them: a loaded machine pins slowly)."""
         if fault.kind not in PROBED:
             return
         t0 = due - self.ats[index]
         until = t0 + (self.ats[index + 1] if index + 1 < len(self.ats) else self.duration)
-        name, element, at = _element(self.lab, self.plan, fault)
         record: dict[str, Any] = {
             "index": index,
             "fault": fault.kind,
-            "element": name,
+            "element": fault.link or fault.node,
             "pps": self.settings.pps,
             "until": round(until, 4),
             "flows": [],
             "why": None,
         }
         self.records.append(record)
+        ready = threading.Event()
+        worker = threading.Thread(
+            target=self._prepare, args=(index, fault, until, record, ready), daemon=True
+        )
+        worker.start()
+        self.workers.append(worker)
+        if not ready.wait(max(0.0, due + MAX_DELAY_S - time.time())):
+            with self.lock:
+                self.fired.add(index)
+
+    def _prepare(
+        self, index: int, fault: Fault, until: float, record: dict[str, Any], ready: threading.Event
+    ) -> None:
+        """Pin a fault's probe flows and start them, unless the fault fired meanwhile."""
         started = time.time()
         try:
+            name, element, at = _element(self.lab, self.plan, fault)
             chosen = self._pin(index, element, at)
         except LabError as exc:
-            record["why"] = f"could not trace flows through {name}: {exc}"
-            self.progress(f"failover probes: {record['why']}")
+            self._skip(record, f"could not trace flows through {record['element']}: {exc}", ready)
             return
         record["pinned_s"] = round(time.time() - started, 3)
         if not chosen:
             tried = sum(map(len, candidates(self.lab, at)))
-            record["why"] = (
-                f"no flow of {tried} server pairs x {CANDIDATE_PORTS} source ports crosses "
-                f"{name} before the fault"
-            )
-            self.progress(f"failover probes: {record['why']}")
+            why = f"no flow of {tried} server pairs x {CANDIDATE_PORTS} source ports crosses "
+            self._skip(record, why + f"{name} before the fault", ready)
             return
         seconds = until - time.time()
-        if seconds < MIN_SECONDS:
-            record["why"] = (
-                f"pinning took {record['pinned_s']:.2f} s: the next fault was due "
-                f"{seconds:.2f} s later, too late to probe"
-            )
-            self.progress(f"failover probes: {record['why']}")
+        with self.lock:
+            late = index in self.fired
+        if late or seconds < MIN_SECONDS:
+            why = f"pinning took {record['pinned_s']:.2f} s (a loaded machine): the fault fired "
+            self._skip(record, why + "before the probe flows could start", ready)
             return
         pairs = ", ".join(f"{flows[0].src}->{flows[0].dst}" for flows, _, _ in chosen)
         count = sum(len(flows) for flows, _, _ in chosen)
@@ -156,13 +173,26 @@ class FailoverProber:
             f"failover probes: {count} flows at {self.settings.pps:g} pps through {name} "
             f"({pairs}) for {seconds:.1f} s"
         )
-        self.probed[index] = [
+        probed = [
             _Probed(Probe(self.plan, flows, self.settings.pps, seconds), paths, crossed)
             for flows, paths, crossed in chosen
         ]
-        with ThreadPoolExecutor(len(chosen)) as pool:  # each waits for its processes to start
-            last = max(pool.map(lambda p: p.probe.start(), self.probed[index]))
+        with self.lock:
+            self.probed[index] = probed
+        try:
+            with ThreadPoolExecutor(len(chosen)) as pool:  # each waits for its processes
+                last = max(pool.map(lambda p: p.probe.start(), probed))
+        except (OSError, RuntimeError) as exc:
+            self._skip(record, f"the probe flows did not start: {exc}", ready)
+            return
         time.sleep(max(0.0, last + LEAD_S - time.time()))  # the player then waits for `due`
+        ready.set()
+
+    def _skip(self, record: dict[str, Any], why: str, ready: threading.Event) -> None:
+        """A fault not probed, and why."""
+        record["why"] = why
+        self.progress(f"failover probes: {why}")
+        ready.set()
 
     def _pin(
         self, index: int, element: Element, at: list[str]
@@ -201,6 +231,8 @@ class FailoverProber:
 
     def collect(self) -> list[dict[str, Any]]:
         """Wait for every probe to end; the records of every probed fault."""
+        for worker in self.workers:
+            worker.join()
         for record in self.records:
             for probed in self.probed.get(record["index"], []):
                 record["started"] = round(probed.probe.started, 4)
@@ -230,7 +262,9 @@ class FailoverProber:
         }
 
     def stop(self) -> None:
-        """End every probe still running (after an error)."""
-        for probes in self.probed.values():
+        """End every probe still running (after an error), once no worker can start more."""
+        for worker in self.workers:
+            worker.join()
+        for probes in list(self.probed.values()):
             for probed in probes:
                 probed.probe.stop()
