@@ -147,7 +147,7 @@ class FailoverProber:
         self, index: int, fault: Fault, until: float, record: dict[str, Any], ready: threading.Event
     ) -> None:
         """Pin a fault's probe flows and start them, unless the fault fired meanwhile."""
-        started = time.time()
+        started, cpu = time.time(), time.thread_time()
         try:
             name, element, at = _element(self.lab, self.plan, fault)
             chosen = self._pin(index, element, at)
@@ -155,6 +155,7 @@ class FailoverProber:
             self._skip(record, f"could not trace flows through {record['element']}: {exc}", ready)
             return
         record["pinned_s"] = round(time.time() - started, 3)
+        record["pinned_cpu_s"] = round(time.thread_time() - cpu, 3)
         if not chosen:
             tried = sum(map(len, candidates(self.lab, at)))
             why = f"no flow of {tried} server pairs x {CANDIDATE_PORTS} source ports crosses "
