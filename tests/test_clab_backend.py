@@ -221,9 +221,19 @@ def test_traffic_in_the_server_containers_then_destroy_ends_its_workers(fakes: F
         counted = receivers.pop("server3").stop().flows
         assert sent[fid] > 150 and counted[fid].packets == sent[fid]
         assert counted[fid].dscp == {26: sent[fid]}
-        probe = ProbePair(1, "leaf1", "server1", "nic0", "server3", 0xC000, 8)
-        with pytest.raises(LabError, match=r"^the clab backend sends no ECMP probe yet"):
-            backend.traffic(lab, replace(phase, kind="ecmp_probe", flows=[], probe=[probe]))
+        # An ECMP probe: 64 UDP 5-tuples out of server1's nic0 into leaf1, which spreads them
+        # over both its uplinks (the fake's kernel hashes L4, as SONiC does).
+        observer = backend.observer(lab)
+        uplinks = ["leaf1:Ethernet24", "leaf1:Ethernet32"]
+        before = observer.counters()
+        probe = ProbePair(99, "leaf1", "server1", "nic0", "server3", 0xC000, 64)
+        probing = backend.traffic(lab, replace(phase, kind="ecmp_probe", flows=[], probe=[probe]))
+        probing.start()
+        probed = probing.stop()[99]
+        after = observer.counters()
+        tx = [after[u][1] - before[u][1] for u in uplinks]  # tx_packets
+        assert probed > 150 and sum(tx) >= probed
+        assert all(n > 0.2 * probed for n in tx), tx
         # Destroy ends the workers still running (the other receivers), by the lab's tag.
         assert backend.destroy(lab) == {"containers": 10, "processes": 3}
         assert processes.tagged(lab.name) == []

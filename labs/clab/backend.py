@@ -167,17 +167,14 @@ class ClabBackend:
 
     def traffic(self, lab: Lab, phase: Phase) -> PhaseTraffic:
         """A phase's sender jobs, prepared in the server containers' namespaces (the traffic
-        modules are imported for traffic only: scapy is slow to import); an ECMP probe phase
-        is refused in one line."""
+        modules are imported for traffic only: scapy is slow to import)."""
+        from labs import ecmpprobe
         from labs.clab.traffic import servers
         from labs.flows import PhaseTraffic, jobs
 
-        if phase.probe:
-            raise LabError(
-                f"the clab backend sends no ECMP probe yet (phase {phase.label!r}); run it on "
-                "netns, or leave the ecmp_probe phase out"
-            )
-        return PhaseTraffic(jobs(servers(Containers(lab)), phase), phase.index)
+        where = servers(Containers(lab))
+        made = ecmpprobe.jobs(where, phase) if phase.probe else jobs(where, phase)
+        return PhaseTraffic(made, phase.index)
 
     def play(self, lab: Lab, timeline: Timeline, progress: Progress = quiet) -> Played:
         """Play on the wall clock through `labs.timeline`, with a receiver in every server

@@ -96,11 +96,12 @@ class NetnsBackend:
     def traffic(self, lab: Lab, phase: Phase) -> PhaseTraffic:
         """A phase's sender jobs, prepared (the traffic modules are imported for traffic
         only: scapy is slow to import)."""
+        from labs import ecmpprobe
         from labs.flows import PhaseTraffic, jobs
-        from labs.netns import ecmpprobe
         from labs.netns.traffic import servers
 
-        made = ecmpprobe.jobs(lab, phase) if phase.probe else jobs(servers(lab), phase)
+        where = servers(lab)
+        made = ecmpprobe.jobs(where, phase) if phase.probe else jobs(where, phase)
         return PhaseTraffic(made, phase.index)
 
     def play(self, lab: Lab, timeline: Timeline, progress: Progress = quiet) -> Played:

@@ -1,6 +1,6 @@
-"""An ECMP probe on a netns twin: thousands of UDP 5-tuples over a few address pairs, sent
-from servers into their leaves, so that each leaf's multipath hash picks an uplink per tuple
-(the uplinks' tx_packets count where they went).
+"""An ECMP probe on a wall-clock twin (netns, clab): thousands of UDP 5-tuples over a few
+address pairs, sent from servers into their leaves, so that each leaf's multipath hash picks
+an uplink per tuple (the uplinks' tx_packets count where they went).
 
 Each pair is one sender job on the source server's NIC facing the leaf, its frames addressed
 to that leaf's MAC: the server's own ECMP over its NICs is bypassed, so every tuple enters the
@@ -15,7 +15,7 @@ import struct
 from ipaddress import IPv4Address
 
 from labs.backend import Phase, ProbePair
-from labs.netns.plan import netns_name
+from labs.flows import Servers
 from traffic.checksums import fold
 from traffic.endpoints import NextHop, next_hop
 from traffic.frames import FixedFrame
@@ -23,7 +23,6 @@ from traffic.layout import ETH_P_IP, ROCE_UDP_PORT
 from traffic.pacing import ConstantRate
 from traffic.sender import SendJob
 from twin.errors import LabError
-from twin.labdir import Lab
 
 PAYLOAD = bytes(8)
 _IPV4 = struct.Struct("!BBHHHBBH4s4s")
@@ -52,26 +51,29 @@ def frame(hop: NextHop, src_ip: str, dst_ip: str, sport: int, dscp: int) -> byte
     return eth + ETH_P_IP.to_bytes(2, "big") + _IPV4.pack(*fields) + udp
 
 
-def _address(lab: Lab, server: str) -> str:
-    return str(lab.host(server)["address"]).split("/")[0]
+def _address(where: Servers, server: str) -> str:
+    return str(where.hosts[server]["address"]).split("/")[0]
 
 
-def job(lab: Lab, phase: Phase, pair: ProbePair) -> SendJob:
-    """The sender job of one pair: its tuples round-robin at `pps` each, out of its NIC."""
-    ns = netns_name(lab.name, pair.src)
-    nics = {i["name"]: i["gateway"] for i in lab.host(pair.src)["interfaces"]}
-    hop = next_hop(ns, nics[pair.nic])
-    if hop.iface != pair.nic:
+def job(where: Servers, phase: Phase, pair: ProbePair) -> SendJob:
+    """The sender job of one pair: its tuples round-robin at `pps` each, out of its NIC (the
+    host file's interface whose `nic`, else `name`, is the pair's)."""
+    ns = where.netns[pair.src]
+    nics = {i.get("nic", i["name"]): i for i in where.hosts[pair.src]["interfaces"]}
+    iface, gateway = nics[pair.nic]["name"], nics[pair.nic]["gateway"]
+    hop = next_hop(ns, gateway)
+    if hop.iface != iface:
         raise LabError(f"{pair.src}: the gateway of {pair.nic} is reached over {hop.iface}")
-    src_ip, dst_ip, dscp = _address(lab, pair.src), _address(lab, pair.dst), phase.dscp[pair.src]
+    src_ip, dst_ip = _address(where, pair.src), _address(where, pair.dst)
+    dscp = phase.dscp[pair.src]
     frames = tuple(
         FixedFrame(frame(hop, src_ip, dst_ip, sport, dscp), pair.flow_id)
         for sport in range(pair.sport, pair.sport + pair.flows)
     )
     rate = float(phase.pps or 0) * pair.flows
-    return SendJob(ns, pair.nic, frames, ConstantRate(rate), duration_s=phase.duration)
+    return SendJob(ns, iface, frames, ConstantRate(rate), duration_s=phase.duration, lab=where.lab)
 
 
-def jobs(lab: Lab, phase: Phase) -> list[SendJob]:
+def jobs(where: Servers, phase: Phase) -> list[SendJob]:
     """One sender job per pair of the probe."""
-    return [job(lab, phase, pair) for pair in phase.probe]
+    return [job(where, phase, pair) for pair in phase.probe]
