@@ -27,6 +27,7 @@ from labs.netns.faults import End, resolve_link
 from labs.netns.paths import UdpFlow, trace
 from labs.netns.plan import Plan, build, port_names
 from labs.netns.udpprobe import FlowLoss, Probe
+from labs.timeline import PREPARE_S
 from twin.errors import LabError
 from twin.labdir import Lab
 
@@ -38,7 +39,7 @@ FIRST_SPORT = 20000  # below the servers' ephemeral ports
 FIRST_DPORT = 47000
 MIN_SECONDS = 0.5  # a probe shorter than this is not started
 LEAD_S = 0.3  # the probe flows send at least this long before the fault
-MAX_DELAY_S = 5.0  # a fault waits at most this long past its time for its probes
+MAX_DELAY_S = 10.0  # a fault waits at most this long past its time for its probes
 
 Element = tuple[End, End] | str
 
@@ -123,6 +124,7 @@ class FailoverProber:
             return
         t0 = due - self.ats[index]
         until = t0 + (self.ats[index + 1] if index + 1 < len(self.ats) else self.duration)
+        until += max(0.0, time.time() + PREPARE_S - due)  # a late timeline: the next fault too
         record: dict[str, Any] = {
             "index": index,
             "fault": fault.kind,
