@@ -27,7 +27,6 @@ from labs.netns.faults import End, resolve_link
 from labs.netns.paths import UdpFlow, trace
 from labs.netns.plan import Plan, build, port_names
 from labs.netns.udpprobe import FlowLoss, Probe
-from labs.timeline import PREPARE_S
 from twin.errors import LabError
 from twin.labdir import Lab
 
@@ -124,7 +123,6 @@ class FailoverProber:
             return
         t0 = due - self.ats[index]
         until = t0 + (self.ats[index + 1] if index + 1 < len(self.ats) else self.duration)
-        until += max(0.0, time.time() + PREPARE_S - due)  # a late timeline: the next fault too
         record: dict[str, Any] = {
             "index": index,
             "fault": fault.kind,
@@ -137,7 +135,7 @@ class FailoverProber:
         self.records.append(record)
         ready = threading.Event()
         worker = threading.Thread(
-            target=self._prepare, args=(index, fault, until, record, ready), daemon=True
+            target=self._prepare, args=(index, fault, due, until, record, ready), daemon=True
         )
         worker.start()
         self.workers.append(worker)
@@ -146,7 +144,13 @@ class FailoverProber:
                 self.fired.add(index)
 
     def _prepare(
-        self, index: int, fault: Fault, until: float, record: dict[str, Any], ready: threading.Event
+        self,
+        index: int,
+        fault: Fault,
+        due: float,
+        until: float,
+        record: dict[str, Any],
+        ready: threading.Event,
     ) -> None:
         """Pin a fault's probe flows and start them, unless the fault fired meanwhile."""
         started, cpu = time.time(), time.thread_time()
@@ -163,6 +167,9 @@ class FailoverProber:
             why = f"no flow of {tried} server pairs x {CANDIDATE_PORTS} source ports crosses "
             self._skip(record, why + f"{name} before the fault", ready)
             return
+        # A fault fired late is followed late by the next one: probe as long after it.
+        until = max(until, time.time() + until - due)
+        record["until"] = round(until, 4)
         seconds = until - time.time()
         with self.lock:
             late = index in self.fired
