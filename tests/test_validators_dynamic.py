@@ -618,7 +618,9 @@ def test_failover_is_not_observable_without_probe_flows_through_the_element(
     nothing = probed(0, "leaf1:leaf2", "")
     nothing |= {"flows": [], "why": "no flow of 12 server pairs crosses leaf1:leaf2"}
     late = probed(1, "leaf1:spine1", "leaf1:Ethernet24", started=2.5)
-    run.failover_probes = [nothing, late]
+    run.fault(4.0, "link-down", link="leaf3:spine1")
+    short = probed(3, "leaf3:spine1", "leaf3:Ethernet24", started=3.5) | {"ends": T0 + 4.05}
+    run.failover_probes = [nothing, late, short]
     results = by_scope(check("failover", lab, run.write()))
     assert {s: (r.status, r.reason) for s, r in results.items() if s != "convergence"} == {
         "fault1 link-down leaf1:leaf2": (
@@ -630,6 +632,10 @@ def test_failover_is_not_observable_without_probe_flows_through_the_element(
             "the probe flows started only after the fault",
         ),
         "fault3 link-down leaf2:spine1": (Status.NOT_OBSERVABLE, "the run has no failover probes"),
+        "fault4 link-down leaf3:spine1": (
+            Status.NOT_OBSERVABLE,
+            "the probe flows had stopped before the fault was done (a slow fault verb)",
+        ),
     }
     # What the collective flows saw is kept, as a secondary figure.
     assert results["fault1 link-down leaf1:leaf2"].figures["flows_loss_window_ms"] == 100.0

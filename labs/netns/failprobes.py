@@ -39,6 +39,7 @@ FIRST_DPORT = 47000
 MIN_SECONDS = 0.5  # a probe shorter than this is not started
 LEAD_S = 0.3  # the probe flows send at least this long before the fault
 MAX_DELAY_S = 10.0  # a fault waits at most this long past its time for its probes
+AFTER_S = 2.0  # the probe flows send this long past the next fault's time
 
 Element = tuple[End, End] | str
 
@@ -167,10 +168,13 @@ class FailoverProber:
             why = f"no flow of {tried} server pairs x {CANDIDATE_PORTS} source ports crosses "
             self._skip(record, why + f"{name} before the fault", ready)
             return
-        # A fault fired late is followed late by the next one: probe as long after it.
+        # A fault fired late is followed late by the next one: probe as long after it, and
+        # `AFTER_S` more (the fault verb itself may be slow; what the next fault causes is
+        # told apart by when it began).
         until = max(until, time.time() + until - due)
         record["until"] = round(until, 4)
         seconds = until - time.time()
+        record["ends"] = round(time.time() + seconds + AFTER_S, 4)
         with self.lock:
             late = index in self.fired
         if late or seconds < MIN_SECONDS:
@@ -184,7 +188,7 @@ class FailoverProber:
             f"({pairs}) for {seconds:.1f} s"
         )
         probed = [
-            _Probed(Probe(self.plan, flows, self.settings.pps, seconds), paths, crossed)
+            _Probed(Probe(self.plan, flows, self.settings.pps, seconds + AFTER_S), paths, crossed)
             for flows, paths, crossed in chosen
         ]
         with self.lock:

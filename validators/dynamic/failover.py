@@ -125,8 +125,8 @@ def probed(record: dict[str, Any], began: float, next_began: float) -> Probed:
     for flow in record["flows"]:
         pps = float(flow["pps"])
         for t, lost, closed in flow["gaps"]:
-            if closed is not None and closed < began:
-                continue  # over before the fault
+            if (closed is not None and closed < began) or t >= next_began:
+                continue  # over before the fault, or the next fault's
             after = None if closed is None or closed >= next_began else closed
             window = max(window, lost / pps * 1000)
             if after is None:
@@ -146,7 +146,9 @@ def probed(record: dict[str, Any], began: float, next_began: float) -> Probed:
     return Probed(record["flows"], window, recovery, never, hit)
 
 
-def unobserved(obs: Observations, record: dict[str, Any] | None, began: float) -> str | None:
+def unobserved(
+    obs: Observations, fault: dict[str, Any], record: dict[str, Any] | None, began: float
+) -> str | None:
     """Why a fault's probes show nothing about it, or None when they do."""
     if record is None:
         if "failover-probes" not in obs.capabilities:
@@ -156,6 +158,9 @@ def unobserved(obs: Observations, record: dict[str, Any] | None, began: float) -
         return str(record.get("why") or "no probe flow crossed the faulted element")
     if float(record.get("started", began)) > began:
         return "the probe flows started only after the fault"
+    done = float(fault["t"]) if fault["fault"] != "link-flap-done" else began
+    if float(record.get("ends", math.inf)) < done + 0.1:
+        return "the probe flows had stopped before the fault was done (a slow fault verb)"
     return None
 
 
@@ -184,7 +189,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
             "flows_hit": len(flows_hit),
         }
         record = records.get(int(fault.get("index", -1)))
-        why = unobserved(obs, record, began)
+        why = unobserved(obs, fault, record, began)
         if why is not None or record is None:
             results.append(Result(NAME, scope, Status.NOT_OBSERVABLE, str(why), figures))
             continue
