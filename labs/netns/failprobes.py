@@ -174,7 +174,6 @@ class FailoverProber:
         until = max(until, time.time() + until - due)
         record["until"] = round(until, 4)
         seconds = until - time.time()
-        record["ends"] = round(time.time() + seconds + AFTER_S, 4)
         with self.lock:
             late = index in self.fired
         if late or seconds < MIN_SECONDS:
@@ -250,6 +249,7 @@ class FailoverProber:
         for record in self.records:
             for probed in self.probed.get(record["index"], []):
                 record["started"] = round(probed.probe.started, 4)
+                record["ends"] = round(probed.probe.started + probed.probe.duration, 4)
                 for loss in probed.probe.wait():
                     record["flows"].append(self._flow(probed, loss))
         return self.records
