@@ -39,7 +39,7 @@ FIRST_DPORT = 47000
 MIN_SECONDS = 0.5  # a probe shorter than this is not started
 LEAD_S = 0.3  # the probe flows send at least this long before the fault
 MAX_DELAY_S = 10.0  # a fault waits at most this long past its time for its probes
-AFTER_S = 2.0  # the probe flows send this long past the next fault's time
+AFTER_S = 6.0  # the probe flows send this long past the next fault's time
 
 Element = tuple[End, End] | str
 
