@@ -5,10 +5,11 @@ daemon, an image not loaded, a fabric beyond the image's port tables or manageme
 derive the container flavour from the lab's configs as they are now (`clab/`); `containerlab
 deploy`; turn ARP replies off on the switches' `ethN` (the image's TAP answers for the port,
 containerlab pull request 3390); wait until each switch is ready, push its frr.conf; set up the
-servers through their namespaces; wait until every BGP session is Established. A failure on
-the way destroys what was deployed. Destroy ends the lab's traffic processes (by its tag), then
-runs `containerlab destroy --cleanup`. Traffic phases are sent and received by the netns
-backend's traffic workers entered into the server containers' namespaces (`traffic.py`).
+servers through their namespaces; wait until every BGP session is Established, then until
+every switch has a route to every server. A failure on the way destroys what was deployed.
+Destroy ends the lab's traffic processes (by its tag), then runs `containerlab destroy
+--cleanup`. Traffic phases are sent and received by the wall-clock traffic workers
+(`labs.flows`, as on netns) entered into the server containers' namespaces (`traffic.py`).
 """
 
 from __future__ import annotations
@@ -79,8 +80,9 @@ class ClabBackend:
     def deploy(
         self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
     ) -> Deployed:
-        """Deploy, configure, and wait until every BGP session is Established (`timeout`: 60 s
-        by default, beyond the boot allowance)."""
+        """Deploy, configure, and wait until every BGP session is Established and every switch
+        routes to every server (`timeout`: 60 s by default for each, beyond the boot
+        allowance)."""
         timeout = 60.0 if timeout is None else timeout
         tools.not_running(lab)
         boxes = self.preflight(lab)
@@ -106,6 +108,9 @@ class ClabBackend:
                 timeout + BOOT_ALLOWANCE,
                 lambda node: switches.configure_frr(boxes.run, lab, node),
             )
+            progress("waiting for every switch's routes to every server")
+            servers = {faults.host(lab, s)["address"].split("/")[0] for s in lab.nodes("server")}
+            switches.wait_routes(boxes.run, lab, servers, timeout)
         seconds = round(time.monotonic() - start, 2)
         details: dict[str, Any] = {
             "rdma": "; ".join(sorted(rdma)),

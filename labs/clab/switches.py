@@ -3,7 +3,9 @@
 Containerlab's post-deploy starts `supervisord` (which runs the image's start.sh) and bgpd.
 A switch is ready when redis answers, orchagent runs, its config was loaded (the hostname in
 CONFIG_DB is the node's) and bgpd runs. Then its `frr.conf` is pushed: bfdd first when the
-config uses BFD (the image's supervisord has no bfdd program), then `vtysh -f`. Everything
+config uses BFD (the image's supervisord has no bfdd program), then `vtysh -f`. The fabric
+has converged when every session is Established and every switch's kernel has a route to
+every server. Everything
 here runs in the container (`docker exec`), argv lists only.
 """
 
@@ -122,3 +124,30 @@ def wait(run: Exec, lab: Lab, timeout: float, on_ready: Callable[[str], None]) -
     if lacking:
         raise not_ready(lab.name, "come up", timeout, lacking)
     return established
+
+
+def missing_routes(run: Exec, node: str, addresses: set[str]) -> list[str]:
+    """The addresses a switch's kernel has no usable route to (`ip -j route show`: zebra
+    installs the fabric's routes there)."""
+    done = run(node, ["ip", "-j", "route", "show"])
+    try:
+        entries: list[dict[str, Any]] = json.loads(done.stdout or "[]")
+    except json.JSONDecodeError:
+        entries = []
+    have = {e.get("dst") for e in entries if "linkdown" not in e.get("flags", [])}
+    return [f"{node}: no route to {a}" for a in sorted(addresses - have)]
+
+
+def wait_routes(run: Exec, lab: Lab, addresses: set[str], timeout: float) -> None:
+    """Poll every switch until it has a route to each of `addresses` (BGP's routes follow its
+    sessions); after `timeout` s, one line naming what is missing."""
+    deadline = time.monotonic() + timeout
+    with ThreadPoolExecutor(8) as pool:
+        while True:
+            found = pool.map(lambda n: missing_routes(run, n, addresses), lab.switches())
+            lacking = [gap for gaps in found for gap in gaps]
+            if not lacking:
+                return
+            if time.monotonic() > deadline:
+                raise not_ready(lab.name, "install routes to every server", timeout, lacking)
+            time.sleep(0.5)
