@@ -20,6 +20,7 @@ from pathlib import Path
 
 import fake_clab
 import fake_docker
+import fake_vs
 import pytest
 import yaml
 from conftest import lab_name, wait_for, write_lab
@@ -44,11 +45,12 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network n
 
 @dataclass
 class Fakes:
-    """A lab directory, the fakes' state and the fake engine."""
+    """A lab directory, the fakes' state, the fake engine and the switches' routing."""
 
     lab: Lab
     state: Path
     engine: fake_docker.Engine
+    routing: fake_vs.Routing
 
     def clab_calls(self) -> list[list[str]]:
         return fake_clab.calls()
@@ -78,7 +80,7 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fakes]:
     engine, server = fake_docker.serve(socket)
     monkeypatch.setenv("DOCKER_HOST", f"unix://{socket}")
     try:
-        yield Fakes(lab, fake_state, engine)
+        yield Fakes(lab, fake_state, engine, server.routing)
     finally:
         server.shutdown()
         server.server_close()
@@ -265,6 +267,17 @@ def test_image_missing(fakes: Fakes) -> None:
     fakes.engine.images.discard("docker-sonic-vs:latest")
     assert _refused(fakes.lab).startswith("image docker-sonic-vs:latest is not loaded in Docker")
     assert fakes.clab_calls() == []
+
+
+def test_no_routes_after_the_sessions(fakes: Fakes) -> None:
+    fakes.routing.stop()  # sessions come up, but nothing installs their routes
+    with pytest.raises(LabError) as info:
+        registry.get("clab").deploy(fakes.lab, lambda _: None, timeout=2)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"lab {fakes.lab.name} did not install routes to every server")
+    assert "spine1: no route to 10.2.0.3" in message
+    assert state.load(fakes.lab.path) is None and fake_clab.load_state() == {}
 
 
 def test_fabric_too_large(fakes: Fakes, tmp_path: Path) -> None:
