@@ -172,6 +172,7 @@ class FailoverProber:
         # `AFTER_S` more (the fault verb itself may be slow; what the next fault causes is
         # told apart by when it began).
         until = max(until, time.time() + until - due)
+        after = AFTER_S if index + 1 < len(self.ats) else 0.0  # the last: until the run ends
         record["until"] = round(until, 4)
         seconds = until - time.time()
         with self.lock:
@@ -187,7 +188,7 @@ class FailoverProber:
             f"({pairs}) for {seconds:.1f} s"
         )
         probed = [
-            _Probed(Probe(self.plan, flows, self.settings.pps, seconds + AFTER_S), paths, crossed)
+            _Probed(Probe(self.plan, flows, self.settings.pps, seconds + after), paths, crossed)
             for flows, paths, crossed in chosen
         ]
         with self.lock:
