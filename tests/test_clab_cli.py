@@ -176,6 +176,13 @@ def test_allreduce_across_a_link_fault(cli: Cli, tmp_path: Path) -> None:
     assert sum(f["lost"] for f in flows) == sum(n for _, n in gaps) > 0
     assert all(down < t < up for t, _ in gaps), (down, up, gaps)
     assert all(f["tail_lost"] == 0 for f in flows)
+    # Counters by SONiC port: leaf1's uplink to spine1 carried frames, and none while down.
+    counters = json.loads((run_dir / "counters.json").read_text())
+    tx = counters["fields"].index("tx_packets")
+    uplink = [(c["t"], c["c"]["leaf1:Ethernet24"][tx]) for c in counters["samples"]]
+    assert uplink[-1][1] > uplink[0][1]
+    during = {n for t, n in uplink if down + 0.5 < t < up}
+    assert len(during) == 1, uplink
 
     assert cli("destroy", lab).returncode == 0
     assert processes.tagged(name) == []
