@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 from conftest import lab_name, leftovers, twin_cli, write_lab
 
+from labs.netns.plan import build
 from twin import labcheck
 from twin.cli import main as cli
 from twin.errors import InputError
 from twin.labdir import Lab
+from twin.render import sonic_vs
 
 Edit = Callable[[Path], object]
 
@@ -173,6 +175,14 @@ def edited(pristine: Path, tmp_path: Path) -> Callable[[Edit], Path]:
 
 def test_the_generated_lab_passes(pristine: Path) -> None:
     labcheck.check(Lab.open(pristine), live=True)
+
+
+def test_a_server_without_rdma_settings_is_planned(edited: Callable[[Edit], Path]) -> None:
+    lab = Lab.open(edited(_host(lambda h: h.update(rdma=None))))
+    labcheck.check(lab, live=True)
+    assert build(lab).nodes["server1"].rdma == []
+    links = sonic_vs.server_links(lab)
+    assert sonic_vs.host(lab, "server1", links)["rdma"] is None
 
 
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))

@@ -163,7 +163,7 @@ def _mark_dscp(pid: int, host: dict[str, Any]) -> None:
 
 
 def _rdma(pid: int, host: dict[str, Any]) -> str:
-    devices = host.get("rdma", {}).get("devices", [])
+    devices = (host.get("rdma") or {}).get("devices", [])
     if not devices:
         return "no RDMA devices asked for"
     if not Path("/sys/module/rdma_rxe").exists() or shutil.which("rdma") is None:

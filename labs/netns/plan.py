@@ -281,7 +281,7 @@ def _server(lab: Lab, name: str) -> Node:
                     f"-A OUTPUT -p {proto} --dport {port} -j DSCP --set-dscp {mark['dscp']}"
                 )
     node.iptables = rules
-    node.rdma = [(d["name"], d["netdev"]) for d in host.get("rdma", {}).get("devices", [])]
+    node.rdma = [(d["name"], d["netdev"]) for d in (host.get("rdma") or {}).get("devices", [])]
     return node
 
 

@@ -293,6 +293,7 @@ def host(lab: Lab, server: str, links: list[ServerLink]) -> dict[str, Any]:
     eth = {nic: names["clab"] for nic, names in lab.ifmap[server].items()}
     address = own["address"].split("/")[0]
     gateway = {nic: link.leaf_ip.split("/")[0] for nic, link in mine.items()}
+    rdma: dict[str, Any] | None = own.get("rdma")
     return {
         "hostname": own["hostname"],
         "mtu": own["mtu"],
@@ -320,11 +321,12 @@ def host(lab: Lab, server: str, links: list[ServerLink]) -> dict[str, Any]:
             for route in own["routes"]
         ],
         "dscp_marking": own.get("dscp_marking", []),
-        "rdma": {
-            **own.get("rdma", {}),
+        "rdma": rdma
+        and {
+            **rdma,
             "devices": [
                 {"name": d["name"], "netdev": eth.get(d["netdev"], d["netdev"])}
-                for d in own.get("rdma", {}).get("devices", [])
+                for d in rdma.get("devices", [])
             ],
         },
     }

@@ -109,8 +109,9 @@ def host_dscp(lab: Lab, server: str, phase: Traffic) -> int:
     if phase.dscp is not None:
         return phase.dscp
     host = lab.host(server)
-    if phase.traffic_class == "roce":
-        return int(host["rdma"]["dscp"])
+    rdma = host.get("rdma") or {}
+    if phase.traffic_class == "roce" and "dscp" in rdma:
+        return int(rdma["dscp"])
     for mark in host.get("dscp_marking", []):
         if mark["class"] == phase.traffic_class:
             return int(mark["dscp"])
