@@ -24,7 +24,7 @@ from pyroute2 import IPRoute, netns
 from traffic.endpoints import Endpoint
 from traffic.jobs import FlowFactory, TrafficClass
 from traffic.nsproc import NetnsChild
-from traffic.receiver import start_receiver
+from traffic.receiver import Receiver
 from traffic.roce import RoceFlowSpec, roce_flow
 from traffic.sender import run_sender
 
@@ -149,7 +149,7 @@ def small_fabric() -> Iterator[list[Endpoint]]:
 
 
 def _measured(name: str, ep: list[Endpoint], send: Callable[[], float]) -> float:
-    with start_receiver(ep[1].netns) as rx:
+    with Receiver(ep[1].netns) as rx:
         pps = send()
         got = rx.stop()
     print(f"{name:<28} {pps:>10,.0f} pps   received {got.packets:,} (bad ICRC {got.bad_icrc})")

@@ -19,7 +19,7 @@ from traffic.endpoints import Endpoint, next_hop
 from traffic.flowstats import FlowStats
 from traffic.jobs import FlowFactory, TrafficClass
 from traffic.pacing import ConstantRate, PeriodicBursts
-from traffic.receiver import Receiver, start_receiver
+from traffic.receiver import Receiver
 from traffic.roce import ECT0
 from traffic.sender import SenderResult, SendJob, run_senders
 
@@ -110,7 +110,7 @@ def start_receivers(where: Servers) -> dict[str, Receiver]:
     receivers: dict[str, Receiver] = {}
     try:
         for s, ns in where.netns.items():
-            receivers[s] = start_receiver(ns, drain_s=2.0, answer=addresses, lab=where.lab)
+            receivers[s] = Receiver(ns, drain_s=2.0, answer=addresses, lab=where.lab)
     except BaseException:
         for r in receivers.values():
             r.close()

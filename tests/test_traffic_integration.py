@@ -15,7 +15,7 @@ from traffic.frames import FixedFrame
 from traffic.jobs import ROCE, FlowFactory, TrafficClass
 from traffic.nsproc import ChildError
 from traffic.pacing import ConstantRate
-from traffic.receiver import start_receiver
+from traffic.receiver import Receiver
 from traffic.roce import CNP_DSCP, ECT0, ROCE_DSCP, cnp_frame
 from traffic.sender import run_sender
 
@@ -87,7 +87,7 @@ def test_2000_frames_arrive_complete_in_order_with_marks(pair: list[Endpoint]) -
     factory = FlowFactory(pair, TrafficClass(qps_per_peer=4))
     iface, flows = factory.pair("sa", "sb")
     assert iface == "veth-a"
-    with start_receiver(pair[1].netns, "veth-b") as rx:
+    with Receiver(pair[1].netns, "veth-b") as rx:
         sent = run_sender(pair[0].netns, iface, flows, ConstantRate(20_000), count=500, processes=2)
         got = rx.stop()
     assert sent.packets == 2000 and sent.retries == 0
@@ -106,7 +106,7 @@ def test_2000_frames_arrive_complete_in_order_with_marks(pair: list[Endpoint]) -
 def test_cnps_are_counted_with_their_dscp(pair: list[Endpoint]) -> None:
     hop = next_hop(pair[0].netns, pair[1].ip)
     cnp = cnp_frame(hop.src_mac, hop.dst_mac, pair[0].ip, pair[1].ip, dst_qpn=0x101, src_qpn=0x202)
-    with start_receiver(pair[1].netns) as rx:  # every interface
+    with Receiver(pair[1].netns) as rx:  # every interface
         run_sender(pair[0].netns, hop.iface, [FixedFrame(cnp)], count=50)
         got = rx.stop()
     assert (got.cnp.packets, got.cnp.dscp, got.packets) == (50, {CNP_DSCP: 50}, 0)
@@ -118,7 +118,7 @@ def test_routed_frames_keep_a_valid_icrc(routed: list[Endpoint]) -> None:
         router_mac = ipr.get_links(ifname="veth-ra")[0].get("IFLA_ADDRESS")
     assert hop.dst_mac == router_mac
     iface, flows = FlowFactory(routed, ROCE).pair(routed[0].name, routed[1].name)
-    with start_receiver(routed[1].netns, "veth-b") as rx:
+    with Receiver(routed[1].netns, "veth-b") as rx:
         sent = run_sender(routed[0].netns, iface, flows, ConstantRate(10000), count=300)
         got = rx.stop()
     [stats] = got.flows.values()
@@ -130,5 +130,5 @@ def test_routed_frames_keep_a_valid_icrc(routed: list[Endpoint]) -> None:
 def test_unknown_namespace_is_an_error_not_a_new_namespace() -> None:
     missing = _ns("missing")
     with pytest.raises(ChildError, match="FileNotFoundError"):
-        start_receiver(missing)
+        Receiver(missing)
     assert missing not in netns.listnetns()

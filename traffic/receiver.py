@@ -14,7 +14,7 @@ counted apart from data (``ReceiverResult.acks``).
 
 Use (as root, in namespaces you created)::
 
-    with start_receiver("lab-b", "eth0", answer=["10.0.0.1"]) as rx:
+    with Receiver("lab-b", "eth0", answer=["10.0.0.1"]) as rx:
         run_sender("lab-a", "eth0", flows, ConstantRate(20_000), count=1000)
         result = rx.stop()
 """
@@ -114,10 +114,11 @@ def _worker(
 
 
 class Receiver:
-    """A receiver running inside ``netns`` (a name or a path); :meth:`stop` returns what it
-    counted.
+    """A receiver counting on ``iface`` (all interfaces if None) of ``netns`` (a name or a
+    path), ready when constructed; :meth:`stop` returns what it counted.
 
-    It ACKs the messages it receives from the addresses in ``answer`` (none: no ACKs).
+    It ACKs the messages it receives from the addresses in ``answer`` (none: no ACKs); its
+    process is tagged with ``lab`` (see :class:`~traffic.nsproc.NetnsChild`).
     """
 
     def __init__(
@@ -158,18 +159,3 @@ class Receiver:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-
-def start_receiver(
-    netns: str,
-    iface: str | None = None,
-    *,
-    quiet_s: float = 0.1,
-    drain_s: float = 5.0,
-    answer: Iterable[str] = (),
-    lab: str | None = None,
-) -> Receiver:
-    """Start counting on ``iface`` (all interfaces if None) of ``netns`` (a name or a path),
-    ACKing messages from the addresses in ``answer``, tagged with ``lab`` (see
-    :class:`~traffic.nsproc.NetnsChild`); returns when ready."""
-    return Receiver(netns, iface, quiet_s=quiet_s, drain_s=drain_s, answer=answer, lab=lab)
