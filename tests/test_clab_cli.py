@@ -181,8 +181,9 @@ def test_allreduce_across_a_link_fault(cli: Cli, tmp_path: Path) -> None:
     tx = counters["fields"].index("tx_packets")
     uplink = [(c["t"], c["c"]["leaf1:Ethernet24"][tx]) for c in counters["samples"]]
     assert uplink[-1][1] > uplink[0][1]
+    # (A loaded machine may take no sample while the link is down: then there is none to see.)
     during = {n for t, n in uplink if down + 0.5 < t < up}
-    assert len(during) == 1, uplink
+    assert len(during) <= 1, uplink
 
     assert cli("destroy", lab).returncode == 0
     assert processes.tagged(name) == []
