@@ -88,6 +88,8 @@ def _flows(
     out = (native.F64 * (native.FLOW_FIELDS * max(len(exp.flows), 1)))()
     lib.sim_flow_stats(h, out)
     stats = list(out)
+    dropped_at = (native.F64 * max(len(exp.flows), 1))()
+    lib.sim_flow_drops(h, dropped_at)
     base = len(layout.sampled_ports) * 2 * NPRIO
     interval = exp.monitor.interval
     flows = []
@@ -114,6 +116,7 @@ def _flows(
                 rate=rate,
                 alpha=alpha,
                 rate_series=series,
+                first_drop=None if dropped_at[i] < 0 else dropped_at[i] * 1e-12,
             )
         )
     return flows

@@ -41,6 +41,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_now": (F64, [P]),
     "sim_port_stats": (None, [P, PI64]),
     "sim_flow_stats": (None, [P, PF64]),
+    "sim_flow_drops": (None, [P, PF64]),
     "sim_counts": (None, [P, PI64]),
     "sim_samples": (PI64, [P]),
     "sim_cycles": (PI32, [P]),
@@ -63,6 +64,12 @@ def library() -> ctypes.CDLL:
             f"labs.sim: the C core is not built ({exc}); run `bash scripts/setup.sh` "
             "or `pip install -e .` (needs gcc and python3-dev)"
         ) from None
+    missing = [name for name in _SIGNATURES if not hasattr(lib, name)]
+    if missing:
+        raise EngineUnavailable(
+            f"labs.sim: the C core is older than its sources (no {', '.join(missing)}); "
+            "run `pip install -e .`"
+        )
     for name, (restype, argtypes) in _SIGNATURES.items():
         function = getattr(lib, name)
         function.restype = restype

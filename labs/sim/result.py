@@ -28,6 +28,8 @@ class FlowResult:
     alpha: float
     rate_series: list[float] = field(default_factory=list)
     """Delivered b/s in each sample interval (the first covers [0, interval))."""
+    first_drop: float | None = None
+    """When its first packet was dropped (any cause); None if none was."""
 
     @property
     def fct(self) -> float | None:

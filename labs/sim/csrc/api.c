@@ -162,7 +162,7 @@ static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
     f->stop = ps(nums[3]);
     f->dep_delay = ps(nums[4]);
     f->last_cnp = f->np_last_window = -1;
-    f->t_start = f->t_done = -1;
+    f->t_start = f->t_done = f->t_drop = -1;
 }
 
 /* every flow: rows of 11 ints (src, dst, port, dscp, prio, dcqcn, ect, pkt_size, ttl, n_deps,
@@ -302,6 +302,11 @@ void sim_flow_stats(const Sim *s, double *out) {
                       f->dcqcn ? f->rc : f->line, f->alpha};
         memcpy(out + 10 * i, v, sizeof(v));
     }
+}
+
+/* out: per flow, when its first packet was dropped (ps; -1: never) */
+void sim_flow_drops(const Sim *s, double *out) {
+    for (int i = 0; i < s->n_flows; i++) out[i] = (double)s->flows[i].t_drop;
 }
 
 /* out: events, packet hops, samples, log entries, cycle entries, peak packets */

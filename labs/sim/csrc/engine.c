@@ -122,6 +122,7 @@ void drop_pkt(Sim *s, int pk, int port, int counter) {
         sim_log(s, LOG_LOSSLESS_DROP, port, K->prio, 0);
     }
     if (!(K->flags & PK_CNP)) {
+        if (s->flows[K->flow].t_drop < 0) s->flows[K->flow].t_drop = s->now;
         s->flows[K->flow].dropped += K->size;
         flow_account(s, K->flow);
     }

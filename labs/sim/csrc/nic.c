@@ -96,10 +96,9 @@ static void flow_stop_sending(Sim *s, Port *P, int f) {
     if (F->dcqcn) alpha_catch_up(s, F);
     F->state = FL_SENT;
     port_remove_active(P, f);
-    if (F->size < 0)
-        flow_done(s, f);
-    else if (F->sent < F->size)
-        F->size = F->sent; /* stopped early: done when what was sent is accounted */
+    /* open-ended or stopped early: done when what was sent is delivered or dropped */
+    if (F->size < 0 || F->sent < F->size) F->size = F->sent;
+    flow_account(s, f);
 }
 
 static int nic_make_packet(Sim *s, Port *P, int f) {

@@ -145,6 +145,7 @@ typedef struct {
     /* progress */
     int64_t sent, delivered, dropped, cnps, ce;
     ps_t next_time, t_start, t_done, last_cnp;
+    ps_t t_drop; /* when its first packet was dropped; -1: never */
     /* DCQCN reaction point */
     double rc, rt, alpha, line;
     int32_t t_stage, b_stage, timer_gen;
