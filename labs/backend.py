@@ -230,6 +230,9 @@ class Played:
     events: list[dict[str, Any]]
     probes: list[dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    fault_margin: float = 0.5
+    """Seconds by which a loss may begin before its fault fired (or before the next fault)
+    and still be that fault's: a live twin's fault times and loss times are that coarse."""
 
 
 class Observer(Protocol):

@@ -64,7 +64,13 @@ def _phase_records(timeline: Timeline, plan: Plan, result: Result) -> list[dict[
 
 
 def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[dict[str, Any]]:
-    """One record per flow of a phase, summed over the engine flows (steps, bursts) it ran."""
+    """One record per flow of a phase, summed over the engine flows (steps, bursts) it ran.
+
+    Packets are not numbered: `lost` counts the dropped ones as one gap that begins at the
+    flow's first drop (`[first drop + lost / pps, lost]`, the neutral form), so the validators
+    can tell a fault's drops from others; `tail_lost` is what was neither delivered nor
+    dropped by the end (held in a paused or deadlocked queue).
+    """
     phases = {p.index: p for p in timeline.phases}
     acc: dict[tuple[int, int], dict[str, Any]] = {}
     for f in result.flows:
@@ -84,6 +90,8 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
                 "first": math.inf,
                 "last": 0.0,
                 "done": True,
+                "dropped": 0,
+                "first_drop": math.inf,
             },
         )
         r["bytes_sent"] += f.bytes_sent
@@ -91,6 +99,9 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
         r["bytes_dropped"] += f.bytes_dropped
         r["sent"] += -(-f.bytes_sent // packet)
         r["received"] += -(-f.bytes_delivered // packet)
+        r["dropped"] += -(-f.bytes_dropped // packet)
+        if f.first_drop is not None:
+            r["first_drop"] = min(r["first_drop"], f.first_drop)
         r["cnps"] += f.cnps
         r["ce"] += f.ecn_marks
         if f.start is not None:
@@ -105,6 +116,8 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
             r = acc[(p.index, spec.flow_id)]
             active = r["last"] - r["first"] if r["first"] < math.inf else 0.0
             received, ce = r["received"], min(r["ce"], r["received"])
+            pps = max(r["sent"] / active, 1.0) if active > 0 else 1.0
+            dropped = r["dropped"]
             dscp = phases[p.index].dscp[spec.src]
             ecn = (
                 {str(CE): ce, str(ECT0): received - ce}
@@ -120,13 +133,13 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
                     "phase": p.label,
                     "class": p.traffic_class,
                     "dscp_sent": dscp,
-                    "pps": max(r["sent"] / active, 1.0) if active > 0 else 1.0,
+                    "pps": pps,
                     "sent": r["sent"],
                     "received": received,
-                    "lost": max(0, r["sent"] - received),
-                    "tail_lost": max(0, r["sent"] - received),
+                    "lost": dropped,
+                    "tail_lost": max(0, r["sent"] - received - dropped),
                     "reordered": 0,
-                    "gaps": [],
+                    "gaps": [[r["first_drop"] + dropped / pps, dropped]] if dropped else [],
                     "dscp_received": {str(dscp): received} if received else {},
                     "ecn_received": {k: v for k, v in ecn.items() if v},
                     "bytes_sent": r["bytes_sent"],
@@ -281,6 +294,7 @@ def played(timeline: Timeline, plan: Plan, result: Result, base: Network, wall: 
         },
     }
     return Played(
+        fault_margin=0.0,
         started=0.0,
         ended=ended,
         phases=_phase_records(timeline, plan, result),

@@ -37,6 +37,7 @@ def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Play
         "scenario": scenario.name,
         "started": played.started,
         "ended": played.ended,
+        "fault_margin": played.fault_margin,
         "phases": phases,
         "faults": played.faults,
         "fibs": {label: t for label, (t, _) in played.fibs.items()},

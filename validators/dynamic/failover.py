@@ -55,11 +55,13 @@ def _began(fault: dict[str, Any]) -> float:
 def spans(obs: Observations) -> list[tuple[dict[str, Any], float, float]]:
     """Per fault that takes something away: (fault, from, until), the time during which a gap
     that begins belongs to it: from half a second before it fired until half a second before
-    the next fault (a minute after the run for the last one)."""
+    the next fault (a minute after the run for the last one). Half a second is run.json's
+    `fault_margin` (the live twins' default; the simulator's fault and drop times are exact: 0)."""
+    margin = float(obs.run.get("fault_margin", 0.5))
     faults = sorted(obs.run.get("faults", []), key=_began)
-    ends = [_began(f) - 0.5 for f in faults[1:]] + [obs.run["ended"] + 60] * bool(faults)
+    ends = [_began(f) - margin for f in faults[1:]] + [obs.run["ended"] + 60] * bool(faults)
     return [
-        (fault, _began(fault) - 0.5, until)
+        (fault, _began(fault) - margin, until)
         for fault, until in zip(faults, ends, strict=True)
         if fault["fault"] in TAKES
     ]
@@ -79,7 +81,7 @@ def windows(obs: Observations) -> list[tuple[dict[str, Any], float, float, list[
                 if start <= t - missing / flow["pps"] < until:
                     ms = missing / flow["pps"] * 1000
                     worst_ms = max(worst_ms, ms)
-                    recovered = max(recovered, t - start - 0.5)
+                    recovered = max(recovered, t - _began(fault))
                     hit.append(
                         Finding(
                             f"{flow['src']}->{flow['dst']}",

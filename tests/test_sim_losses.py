@@ -1,0 +1,73 @@
+"""What a flow lost on the simulator, told apart as the validators need: drops while a fault
+is in force are the fault's, drops outside any fault are not, and an open-ended flow's packets
+still in flight when it stops arrive (within the scenario's `settle`) rather than count as
+lost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.simlab import Db, copy, edit_switches, incast, play, small_lab, validate
+from validators.result import Status
+
+DOWN, UP = 0.0005, 0.001
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return small_lab(tmp_path_factory.mktemp("lab") / "small")
+
+
+def newest_flows(lab: Path) -> list[dict[str, Any]]:
+    run = max((lab / "runs").iterdir())
+    flows: list[dict[str, Any]] = json.loads((run / "flows.json").read_text())
+    return flows
+
+
+def test_drops_while_a_link_is_down_are_the_faults(lab: Path) -> None:
+    scenario = {
+        "name": "server-link-down",
+        "traffic": [{"at": 0, "kind": "all_reduce", "servers": "all", "qps": 2,
+                     "message": 4_000_000, "iterations": 6}],
+        "faults": [{"at": DOWN, "fault": "link-down", "link": "server2:nic0"},
+                   {"at": UP, "fault": "link-up", "link": "server2:nic0"}],
+        "validate": {"lossless_isolation": {}},
+    }  # fmt: skip
+    loss = validate(lab, scenario)["lossless_isolation/loss roce"]
+    assert loss.status is Status.PASS, loss.reason
+    hit = [f for f in newest_flows(lab) if f["lost"]]
+    assert hit, "the link went down under the collective: packets toward it are dropped"
+    for f in hit:
+        ((t, missing),) = f["gaps"]
+        assert missing == f["lost"] and f["tail_lost"] == 0
+        assert DOWN <= t - missing / f["pps"] < UP  # the gap begins at the first drop
+
+
+def test_lossless_drops_outside_any_fault_fail(lab: Path, tmp_path: Path) -> None:
+    def tiny_headroom(_: str, db: Db) -> None:
+        for profile in db["BUFFER_PROFILE"].values():
+            if "xoff" in profile:
+                profile.update(xoff="1024", size=str(1024 + 18432))
+
+    broken = copy(lab, tmp_path / "headroom")
+    edit_switches(broken, tiny_headroom)
+    # storage traffic marked DSCP 26 (lossless) at line rate, no DCQCN: the headroom overflows
+    results = validate(broken, {**incast(), "validate": {"lossless_isolation": {}}})
+    loss = results["lossless_isolation/loss storage"]
+    assert loss.status is Status.FAIL and int(loss.figures["lossless_lost"]) > 0
+    assert "outside any fault" in loss.reason
+
+
+def test_an_open_ended_flow_delivers_what_it_sent_before_the_run_ends(lab: Path) -> None:
+    backup = {"at": 0, "duration": 0.002, "kind": "backup", "src": "server1",
+              "dst": "server4", "class": "roce", "gbps": 100}  # fmt: skip
+    played = play(lab, {"name": "backup", "traffic": [backup], "settle": 0.001})
+    assert played.flows
+    for f in played.flows:
+        assert f["sent"] > 0 and f["lost"] == f["tail_lost"] == 0
+        assert f["bytes_delivered"] == f["bytes_sent"] and f["completed"]
+    assert played.ended > 0.002  # its last packets arrived after it stopped sending
