@@ -1,18 +1,26 @@
 """The state file of a running twin: what was created, so destroy works from a new process.
 
 It is written before anything is created and updated as things are, so a deploy killed
-part-way leaves a record; `twin cleanup` also finds leftovers by tag without it.
+part-way leaves a record; `twin cleanup` also finds leftovers by tag without it. Reading it
+refuses, in one line, anything twin did not write: a link, a file that is not JSON or has
+other keys or types (its lists of namespaces and pids are what destroy acts on).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from twin.errors import LabError
 from twin.labdir import STATE_FILE
+
+MAX_BYTES = 1 << 20
+"""A state file is a few kilobytes; one larger than this was not written by twin."""
 
 
 @dataclass
@@ -34,11 +42,48 @@ class State:
 
 
 def load(lab_dir: Path) -> State | None:
-    """The state of the lab's twin, or None when none was recorded."""
+    """The state of the lab's twin, or None when none was recorded; a state file twin did not
+    write (a link, not a regular file, not JSON, other keys or types) is refused in one line."""
     path = lab_dir / STATE_FILE
-    if not path.exists():
+    refused = LabError(
+        f"{path}: not a state file written by twin (if no twin of it runs, remove it)"
+    )
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
         return None
-    return State(**json.loads(path.read_text()))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise refused from None
+        raise
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise refused
+        raw = file.read(MAX_BYTES + 1)
+    try:
+        if len(raw) > MAX_BYTES:
+            raise ValueError("too large")
+        return _parse(json.loads(raw))
+    except (ValueError, TypeError):
+        raise refused from None
+
+
+def _parse(data: object) -> State:
+    """A state from its JSON, every field of its type (ValueError or TypeError otherwise)."""
+    if not isinstance(data, dict):
+        raise TypeError("not an object")
+    st = State(**data)
+    names = [st.lab, st.backend, st.status, *st.namespaces]
+    if not isinstance(st.namespaces, list) or not all(isinstance(n, str) for n in names):
+        raise TypeError("a name that is not a string")
+    if not isinstance(st.pids, dict) or not all(isinstance(d, dict) for d in st.pids.values()):
+        raise TypeError("pids is not an object of objects")
+    pids = [pid for daemons in st.pids.values() for pid in daemons.values()]
+    if not all(type(pid) is int and pid > 0 for pid in pids):
+        raise ValueError("a pid that is not a positive integer")
+    if type(st.started) not in (int, float):
+        raise TypeError("started is not a number")
+    return st
 
 
 def running(lab_dir: Path, backend: str) -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from labs import processes, state
 from labs.netns import frr, netlink
+from twin.errors import TwinError
 from twin.intent.fabric import is_lab_name
 
 OWNER = ".owner"
@@ -65,7 +66,7 @@ def _state(lab: str, lab_dir: Path | None) -> state.State | None:
         return None
     try:
         st = state.load(lab_dir)
-    except (OSError, ValueError, TypeError):
+    except (OSError, TwinError):
         return None
     return st if st is not None and st.lab == lab else None
 
