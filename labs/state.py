@@ -56,9 +56,10 @@ def load(lab_dir: Path) -> State | None:
         if exc.errno == errno.ELOOP:
             raise refused from None
         raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise refused
     with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise refused
         raw = file.read(MAX_BYTES + 1)
     try:
         if len(raw) > MAX_BYTES:

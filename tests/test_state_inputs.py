@@ -42,6 +42,7 @@ CASES: dict[str, Plant] = {
         victim.parent / "good.json"
     ),
     "a FIFO": lambda path, victim: os.mkfifo(path),
+    "a directory": lambda path, victim: path.mkdir(),
     "not JSON": _write("{"),
     "a list": _write("[1, 2]"),
     "null": _write("null"),

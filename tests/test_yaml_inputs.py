@@ -3,11 +3,15 @@
 Empty files, NUL bytes, alias bombs and nesting deeper than any fabric needs are refused
 before any model sees the data: before, an empty fabric silently became the default one, a
 NUL byte or a newline in a key gave a two-line error, eight levels of anchors took 20 s and
-126 MB, and a 5,000-deep list raised RecursionError.
+126 MB, and a 5,000-deep list raised RecursionError. A file that is not a regular file (a FIFO
+would block the reader for ever, a device never end) or is larger than any fabric or scenario
+needs is refused before it is read.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,6 +39,8 @@ CASES = {
         "nested",
     ),
     "a key that is a newline": ('"\\n": 1\n', "\\n: unknown key"),
+    "too large": ("x: [" + "1, " * 100_000 + "]\n", "larger than 256 KiB"),
+    "many values, no alias": ("x: [" + "1," * 100_001 + "]\n", "100,000 values (aliases expanded)"),
 }
 
 
@@ -50,3 +56,21 @@ def test_generate_refuses_with_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"twin: {source}: ") and expected in err, err
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["fabric.yaml"]
+
+
+SPECIAL: dict[str, Callable[[Path], object]] = {
+    "a FIFO": os.mkfifo,
+    "a directory": lambda path: path.mkdir(),
+    "a link to a device": lambda path: path.symlink_to("/dev/zero"),
+}
+
+
+@pytest.mark.parametrize("case", SPECIAL, ids=list(SPECIAL))
+def test_what_is_not_a_regular_file_is_refused_unread(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "fabric.yaml"
+    SPECIAL[case](source)
+    assert cli.main(["generate", str(source), "-o", str(tmp_path / "lab")]) == 2
+    assert capsys.readouterr().err == f"twin: {source}: not a regular file\n"
+    assert not (tmp_path / "lab").exists()

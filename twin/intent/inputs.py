@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -64,6 +66,9 @@ MAX_DEPTH = 64
 """Levels of nesting a file may have (a fabric needs five)."""
 MAX_VALUES = 100_000
 """Values a file may hold once its aliases are expanded (a billion laughs is refused)."""
+MAX_BYTES = 256 * 1024
+"""Bytes a file may hold: the largest scenario the bounds allow (1,024 faults, 256 phases) is
+about 90 KB, and a larger file would take seconds to parse before a bound refused it."""
 
 
 def _bounded(node: yaml.Node, file: str) -> None:
@@ -75,7 +80,7 @@ def _bounded(node: yaml.Node, file: str) -> None:
         here, depth = stack.pop()
         seen += 1
         if seen > MAX_VALUES:
-            raise InputError(file, "", f"aliases expand to more than {MAX_VALUES:,} values")
+            raise InputError(file, "", f"more than {MAX_VALUES:,} values (aliases expanded)")
         if depth > MAX_DEPTH:
             line = here.start_mark.line + 1
             raise InputError(file, f"line {line}", f"nested deeper than {MAX_DEPTH} levels")
@@ -85,15 +90,30 @@ def _bounded(node: yaml.Node, file: str) -> None:
             stack += [(child, depth + 1) for child in here.value]
 
 
+def _read(path: Path) -> bytes:
+    """The bytes of a regular file of at most `MAX_BYTES` (a FIFO or a device is refused
+    before it is read: it could block or never end)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise InputError(str(path), "", exc.strerror or str(exc)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(str(path), "", "not a regular file")
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise InputError(str(path), "", f"larger than {MAX_BYTES // 1024} KiB")
+    return data
+
+
 def strict_yaml(path: Path) -> Any:
-    """Read a YAML file, refusing what cannot be meant: an empty file (or only comments),
-    text that is not UTF-8 or holds a NUL byte, nesting or alias expansion beyond the
-    bounds, and duplicate keys."""
+    """Read a YAML file, refusing what cannot be meant: not a regular file (a FIFO, a
+    device), larger than `MAX_BYTES`, empty (or only comments), text that is not UTF-8 or
+    holds a NUL byte, nesting or alias expansion beyond the bounds, and duplicate keys."""
     file = str(path)
     try:
-        text = path.read_bytes().decode()
-    except OSError as exc:
-        raise InputError(file, "", exc.strerror or str(exc)) from None
+        text = _read(path).decode()
     except UnicodeDecodeError as exc:
         raise InputError(file, f"byte {exc.start}", "not UTF-8 text") from None
     if not text.strip():
