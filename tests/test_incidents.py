@@ -29,16 +29,37 @@ def last_run(lab: Path) -> Path:
     return sorted((lab / "runs").iterdir())[-1]
 
 
+SHOWN = {
+    "1-pause-storm": ("pfc_behaviour/pause storms", "dscp_marking"),
+    "2-micro-bursts": ("pfc_behaviour/lossless drops", "| headroom | fabric | fail | pass |"),
+    "3-deadlock": ("no_deadlock/run", "| deadlock | priority 3, 1-link failures | fail | pass |"),
+    "4-pfc-storm": (
+        "pfc_watchdog_behaviour/storm server6:nic0 -> leaf3:Ethernet8",
+        "| pfc_watchdog | fabric | fail | pass |",
+    ),
+}
+"""Per incident: the dynamic verdict that fails before its fix, and what `twin diff` shows."""
+
+
+def failed(lab: Path) -> set[str]:
+    report = json.loads((last_run(lab) / "report.json").read_text())["results"]
+    return {f"{r['validator']}/{r['scope']}" for r in report if r["status"] == "fail"}
+
+
 @pytest.mark.parametrize("incident", INCIDENTS, ids=lambda p: p.name)
 def test_fails_before_the_fix_and_passes_after(incident: Path, tmp_path: Path) -> None:
     before, after = build(incident, tmp_path)
     scenario = str(incident / "scenario.yaml")
+    verdict, shown = SHOWN[incident.name]
     broken = twin("run", "--backend", "sim", str(before), scenario)
     assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert verdict in failed(before), broken.stdout
     fixed = twin("run", "--backend", "sim", str(after), scenario)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert not failed(after)
     diff = twin("diff", str(before), str(after))
     assert diff.returncode == 0 and "config difference" in diff.stdout, diff.stdout + diff.stderr
+    assert shown in diff.stdout, diff.stdout
 
 
 def test_pause_storm_fix_cuts_iteration_spread(tmp_path: Path) -> None:
