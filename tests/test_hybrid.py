@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -15,7 +16,7 @@ import yaml
 from tests.simlab import small_lab
 
 REPO = Path(__file__).resolve().parent.parent
-SCENARIO = {
+SCENARIO: dict[str, Any] = {
     "name": "hybrid",
     "settle": 1,
     "traffic": [
@@ -28,9 +29,11 @@ SCENARIO = {
         {"at": 6, "fault": "link-up", "link": "server2:nic0"},
     ],
     "sim": {"time_scale": 0.0001},
-    "validate": {"pfc_behaviour": {}, "no_deadlock": {}, "collective_efficiency": {},
-                 "deadlock_observed": {}},
+    "validate": {"pfc_behaviour": {}, "ecn_behaviour": {}, "no_deadlock": {},
+                 "collective_efficiency": {}, "deadlock_observed": {}},
 }  # fmt: skip
+DATA_PLANE = ["pfc_behaviour", "ecn_behaviour", "no_deadlock", "collective_efficiency"]
+"""The rows the main job's table adds from the simulator."""
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +45,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     argv = [sys.executable, "-m", "twin.cli.main", "run", "--backend", "fake", "--sim"]
     done = subprocess.run([*argv, str(lab), str(scenario)], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
+    (lab.parent / "stdout.txt").write_text(done.stdout)
     return sorted((lab / "runs").iterdir())[-1]
 
 
@@ -52,8 +56,22 @@ def test_one_run_holds_both_planes(run_dir: Path) -> None:
     times = json.loads((run_dir / "iterations.json").read_text())["allreduce"]["times_s"]
     assert len(times) == 8 and all(t is not None for t in times)
     report = json.loads((run_dir / "report.json").read_text())["results"]
-    assert {r["validator"] for r in report} == set(SCENARIO["validate"])  # type: ignore[arg-type]
-    assert all(r["status"] == "pass" for r in report)
+    assert {r["validator"] for r in report} == set(SCENARIO["validate"])
+    assert all(r["status"] != "fail" for r in report)
+
+
+def test_the_table_has_the_data_plane_rows(run_dir: Path) -> None:
+    printed = (run_dir.parents[2] / "stdout.txt").read_text().splitlines()
+    for name in DATA_PLANE:
+        rows = [line.split() for line in printed if line.startswith(f"{name} ")]
+        assert any("pass" in row for row in rows), (name, printed)
+        assert not any("fail" in row for row in rows), (name, printed)
+
+
+def test_the_main_job_judges_the_data_plane() -> None:
+    default = yaml.safe_load((REPO / "twin" / "defaults" / "default-scenario.yaml").read_text())
+    assert set(DATA_PLANE) <= set(default["validate"])
+    assert default["sim"]["time_scale"] < 1  # seconds of the live run as ms of 400G traffic
 
 
 def test_the_live_fibs_apply_on_the_scenario_clock(run_dir: Path) -> None:
