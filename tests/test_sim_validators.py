@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.simlab import Db, copy, edit_switches, incast, small_lab, validate
+from tests.simlab import Db, copy, edit_hosts, edit_switches, incast, small_lab, validate
 from twin.verdict import verdict
 from validators.registry import get
 from validators.result import Status
@@ -164,3 +164,19 @@ def test_not_observable_without_the_traffic_they_judge(lab: Path) -> None:
     results = validate(lab, checked(incast("roce", None, 0.0002), *EVERY))
     assert results["collective_efficiency/collectives"].status is Status.NOT_OBSERVABLE
     assert results["pfc_watchdog_behaviour/storms"].status is Status.NOT_OBSERVABLE
+
+
+def test_dscp_preserved_fails_when_a_host_marks_roce_24(lab: Path, tmp_path: Path) -> None:
+    """test_run_integration's host-file case, on the simulator."""
+    scenario = checked(allreduce(2), "dscp_preserved")
+    assert validate(lab, scenario)["dscp_preserved/roce"].status is Status.PASS
+
+    def wrong(server: str, host: Db) -> None:
+        if server == "server2":
+            host["rdma"].update(dscp=24, traffic_class=24 << 2)
+
+    broken = copy(lab, tmp_path / "dscp24")
+    edit_hosts(broken, wrong)
+    result = validate(broken, scenario)["dscp_preserved/roce"]
+    assert result.status is Status.FAIL and result.findings[0].device == "server2"
+    assert "DSCP 24" in result.findings[0].message
