@@ -125,3 +125,11 @@ def test_bound_adds_step_latency() -> None:
     s = ring_all_reduce(ranks(4), 4_000_000)
     assert s.completion_bound_s(100e9, step_latency_s=1e-5) == pytest.approx(480e-6 + 6e-5)
     assert ring_all_reduce(["solo"], 1000).completion_bound_s(100e9) == 0
+
+
+def test_a_step_waits_for_its_slowest_pair() -> None:
+    s = ring_all_reduce(ranks(4), 4_000_000)  # 6 steps, every pair in each
+    far = {("s3", "s0"): 1e-5}
+    assert s.completion_bound_s(100e9, lambda a, b: far.get((a, b), 1e-6)) == pytest.approx(
+        480e-6 + 6e-5
+    )

@@ -13,7 +13,7 @@ over one link of the given rate through a non-blocking fabric.
 """
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -90,16 +90,23 @@ class Schedule:
         """Bytes ``rank`` sends over the whole schedule."""
         return sum(f.bytes for step in self.steps for f in step if f.src == rank)
 
-    def completion_bound_s(self, link_bps: float, step_latency_s: float = 0.0) -> float:
+    def completion_bound_s(
+        self, link_bps: float, step_latency_s: float | Callable[[str, str], float] = 0.0
+    ) -> float:
         """Lower bound on the run time: per step, the busiest rank's egress or ingress
-        bytes at ``link_bps``, plus ``step_latency_s``."""
+        bytes at ``link_bps``, plus ``step_latency_s``: seconds per step, or per (src, dst)
+        pair (a step then waits for its slowest pair's)."""
         total = 0.0
         for step in self.steps:
             load: dict[tuple[str, bool], int] = {}
             for f in step:
                 load[f.src, True] = load.get((f.src, True), 0) + f.bytes
                 load[f.dst, False] = load.get((f.dst, False), 0) + f.bytes
-            total += step_latency_s + 8 * max(load.values(), default=0) / link_bps
+            if callable(step_latency_s):
+                latency = max((step_latency_s(f.src, f.dst) for f in step), default=0.0)
+            else:
+                latency = step_latency_s
+            total += latency + 8 * max(load.values(), default=0) / link_bps
         return total
 
     def algbw(self, seconds: float) -> float:

@@ -6,7 +6,12 @@ Pure: reads the lab directory, runs nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
+from typing import Any
+
+import networkx as nx
 
 from labs import backend
 from labs.backend import FlowSpec, Phase, ProbePair, Timeline
@@ -25,6 +30,7 @@ SCHEDULES = {
 }
 PROBED_BY = {"reachability", "mtu"}  # validators that need the end-of-run probes
 PROBE_SPORT = 0xC000  # an ECMP probe's first UDP source port (RoCE's range, 0xC000-0xFFFF)
+PROPAGATION_S_PER_M = 5e-9  # physics.md 1.3
 
 
 def ranks(lab: Lab, phase: Traffic) -> list[str]:
@@ -40,19 +46,41 @@ def ranks(lab: Lab, phase: Traffic) -> list[str]:
     return [col[i] for i in range(max(map(len, columns))) for col in columns if i < len(col)]
 
 
+def propagation(lab: Lab) -> Callable[[str, str], float]:
+    """One-way propagation delay (s) between two servers: the cables of the shortest way
+    through the switches (no server transits), at 5 ns/m."""
+    servers = set(lab.nodes("server"))
+
+    @cache
+    def reach(src: str) -> dict[str, float]:
+        def cable(u: str, _: str, edges: dict[Any, dict[str, Any]]) -> float | None:
+            if u in servers and u != src:
+                return None  # a server is where a path ends
+            return PROPAGATION_S_PER_M * min(float(e["cable_m"]) for e in edges.values())
+
+        found: dict[str, float] = nx.single_source_dijkstra_path_length(
+            lab.graph, src, weight=cable
+        )
+        return found
+
+    return lambda src, dst: reach(src).get(dst, 0.0)
+
+
 def analytical(lab: Lab, phase: Traffic) -> dict[str, float] | None:
-    """A collective's completion bound at a server's NIC bandwidth (all its NICs), and
-    nccl-tests' algbw and busbw at that bound (Gb/s), for `message` bytes per rank."""
+    """A collective's completion bound at a server's NIC bandwidth (all its NICs) plus, per
+    step, the cables' propagation delay between its farthest pair, and nccl-tests' algbw and
+    busbw at that bound (Gb/s), for `message` bytes per rank."""
     if phase.kind not in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
         return None
     build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
     schedule = build(ranks(lab, phase), phase.message, phase.qps)
     link_bps = lab.fabric.servers.nic_speed * lab.fabric.servers.nics * 1e6
-    bound = schedule.completion_bound_s(link_bps)
+    bound = schedule.completion_bound_s(link_bps, propagation(lab))
     return {
         "message_bytes": phase.message,
         "link_gbps": link_bps / 1e9,
         "bound_s": round(bound, 6),
+        "latency_s": round(bound - schedule.completion_bound_s(link_bps), 6),
         "algbw_gbps": round(8 * schedule.algbw(bound) / 1e9, 2),
         "busbw_gbps": round(8 * schedule.busbw(bound) / 1e9, 2),
     }

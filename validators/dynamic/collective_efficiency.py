@@ -2,14 +2,15 @@
 iteration, whatever else the fabric carries.
 
 Per collective phase, from its iteration times (`iterations.json`) and its analytical bound
-(run.json: `message` bytes per rank at the servers' NIC bandwidth, nccl-tests' algbw and
-busbw at that bound):
+(run.json: `message` bytes per rank at the servers' NIC bandwidth plus each step's
+propagation delay over the cables, nccl-tests' algbw and busbw at that bound):
 
 - every iteration finished;
 - the mean iteration is at most `max_slowdown` (4) times the bound; the figures give the
   bus bandwidth nccl-tests would report (S/t x 2(n-1)/n for All-Reduce). The bound counts
   every NIC of a server at line rate; queue pairs placed on the NICs by a hash often leave
-  one idle for a step (2x), and each of the 2(n-1) steps adds its latency;
+  one idle for a step (2x), and each of the 2(n-1) steps adds switching and serialisation
+  to its cables' delay;
 - the spread under background traffic: p99/p50 at most `max_p99_over_p50` (1.5) and the
   coefficient of variation (std dev / mean) at most `max_cv` (0.25).
 """
