@@ -188,6 +188,23 @@ def test_unnamed_cleanup_takes_only_provable_leftovers(
     assert not (run_root / running).exists() and not (running_dir / "state.json").exists()
 
 
+def test_unnamed_cleanup_keeps_a_live_lab_whose_state_file_is_gone(
+    run_root: Path,
+    tmp_path: Path,
+    tagged_sleeper: Callable[[str], subprocess.Popen[bytes]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Its deploy has ended and its lab directory was moved: its daemons still run.
+    moved, moved_dir = _lab_with_state(tmp_path, "moved", "running")
+    daemon = tagged_sleeper(moved)
+    moved_dir.rename(tmp_path / "elsewhere")
+    assert cli.main(["cleanup"]) == 0
+    assert f"{moved}: unknown, kept" in capsys.readouterr().out
+    assert daemon.poll() is None and (run_root / moved).is_dir()
+    assert cli.main(["cleanup", moved]) == 0
+    assert daemon.wait(timeout=10) is not None and not (run_root / moved).exists()
+
+
 def _dead_pid() -> int:
     proc = subprocess.Popen(["true"])
     proc.wait()

@@ -73,7 +73,9 @@ def _state(lab: str, lab_dir: Path | None) -> state.State | None:
 
 def status(lab: str) -> str:
     """`deploying` (its deploying process lives), `running` (its state says running and its
-    daemons live), `unknown` (no record, but processes of it live) or `left over`."""
+    daemons live), `unknown` (processes of it live, but no record or state file says what
+    they are: its lab directory moved, say) or `left over` (nothing of it lives, or its state
+    says its deploy died)."""
     record = owner(lab)
     alive = bool(processes.tagged(lab))
     if record is None:
@@ -81,9 +83,9 @@ def status(lab: str) -> str:
     if record.start is not None and processes.start_time(record.pid) == record.start:
         return "deploying"
     st = _state(lab, Path(record.lab_dir))
-    if st is not None and st.status == "running" and alive:
-        return "running"
-    return "left over"
+    if st is None:
+        return "unknown" if alive else "left over"
+    return "running" if st.status == "running" and alive else "left over"
 
 
 def labs_left() -> list[str]:
