@@ -111,3 +111,18 @@ def test_save_logs_moves_regular_files_only(
     assert not (dest / "leaf1" / "bgpd.log").exists()
     assert not (dest / "leaf1" / "bgpd.log").is_symlink()
     assert _untouched(victim)
+
+
+def test_a_log_swapped_for_a_link_after_it_was_listed_is_not_read(
+    setting: tuple[str, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lab, rundir, victim = setting
+    (rundir / "bgpd.log").symlink_to(victim)
+    # What a check made before the swap saw: a regular file.
+    regular = os.stat(victim)
+    monkeypatch.setattr(Path, "lstat", lambda self: regular)
+    dest = tmp_path / "lab" / "logs"
+    frr.save_logs(lab, dest)
+    saved = dest / "leaf1" / "bgpd.log"
+    assert not saved.is_symlink() and not (saved.exists() and saved.read_text() == "mine\n")
+    assert _untouched(victim)

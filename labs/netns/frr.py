@@ -226,10 +226,24 @@ def save_logs(lab: str, dest: Path) -> None:
         if rundir.name == CONF_DIR or rundir.is_symlink() or not rundir.is_dir():
             continue
         for log in rundir.glob("*.log"):
-            if not stat.S_ISREG(log.lstat().st_mode):
-                continue
-            (dest / rundir.name).mkdir(parents=True, exist_ok=True)
-            shutil.move(log, dest / rundir.name / log.name)
+            _move_log(log, dest / rundir.name)
+
+
+def _move_log(log: Path, dest: Path) -> None:
+    """Copy a log into `dest` and remove it, if it is a regular file when opened: the check
+    and the read are one (opened without following a link), so a file frr swaps for a link
+    after it was listed is never read through."""
+    try:
+        fd = os.open(log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return
+    with os.fdopen(fd, "rb") as source:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
+        dest.mkdir(parents=True, exist_ok=True)
+        with (dest / log.name).open("wb") as copy:
+            shutil.copyfileobj(source, copy)
+    log.unlink(missing_ok=True)
 
 
 def remove_tmp(pids: list[int]) -> None:
