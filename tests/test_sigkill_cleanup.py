@@ -4,8 +4,10 @@ The command is started in its own session (as `setsid twin run ... &` would) and
 SIGKILL, so none of its own clean-up runs, right after it reports reaching a point: namespaces
 being created, FRR starting, waiting for convergence, and (for `run`) in the middle of the
 scenario, with traffic workers and a fault in flight. Then `twin cleanup LAB` (by name) must
-leave none of: live processes the command started (zombies do not count), namespaces, the run
-directory, FRR crash-log directories of the lab's daemons, `state.json`.
+leave none of: live processes the command started (zombies do not count), live processes in
+any of the lab's network namespaces (a process left there keeps a removed namespace alive in
+the kernel), namespaces, the run directory, FRR crash-log directories of what it started,
+`state.json`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,17 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import TWIN, alive, lab_name, leftovers, root_and_frr, tagged, twin_cli, write_lab
+from conftest import (
+    TWIN,
+    alive,
+    lab_name,
+    leftovers,
+    namespaces,
+    root_and_frr,
+    tagged,
+    twin_cli,
+    write_lab,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -68,6 +80,25 @@ def descendants(root: int) -> set[int]:
     return found
 
 
+def netns_ids(name: str) -> set[int]:
+    """Inodes of the lab's network namespaces that exist now."""
+    found = set()
+    for space in namespaces(name):
+        with contextlib.suppress(OSError):
+            found.add(Path("/var/run/netns", space).stat().st_ino)
+    return found
+
+
+def inside(ids: set[int]) -> list[int]:
+    """Live processes whose network namespace is one of `ids` (bound or not)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and (entry / "ns" / "net").stat().st_ino in ids:
+                found.append(int(entry.name))
+    return [pid for pid in found if alive(pid)]
+
+
 def _wait_for_line(proc: subprocess.Popen[str], marker: str, timeout: float = 120) -> str:
     """Read the command's stderr until a line containing `marker`; fail if it ends first."""
     assert proc.stderr is not None
@@ -110,12 +141,14 @@ def test_cleanup_after_sigkill_leaves_nothing(
     )
     started: set[int] = set()
     daemons: list[int] = []
+    spaces: set[int] = set()
     try:
         _wait_for_line(proc, marker)
         deadline = time.monotonic() + after
         while time.monotonic() < deadline:  # note what it starts until the kill
             started |= descendants(proc.pid)
             daemons = sorted(set(daemons) | set(tagged(name)))
+            spaces |= netns_ids(name)
             time.sleep(0.05)
         assert proc.poll() is None, "the command ended before it could be killed"
         proc.send_signal(signal.SIGKILL)
@@ -125,7 +158,9 @@ def test_cleanup_after_sigkill_leaves_nothing(
         assert done.stdout.startswith(f"{name}: removed "), done.stdout
         survivors = sorted(p for p in started | set(daemons) if alive(p))
         assert survivors == [], [Path(f"/proc/{p}/cmdline").read_bytes() for p in survivors]
-        assert leftovers(name, daemons) == []
+        stuck = inside(spaces)
+        assert stuck == [], [Path(f"/proc/{p}/cmdline").read_bytes() for p in stuck]
+        assert leftovers(name, sorted(started | set(daemons))) == []
         assert not (path / "state.json").exists()
     finally:
         if proc.poll() is None:
