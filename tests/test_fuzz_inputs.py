@@ -92,7 +92,10 @@ def _listing(root: Path) -> list[str]:
 @given(data=st.data())
 @FUZZ
 def test_generate_never_traces_back(
-    data: st.DataObject, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    data: st.DataObject,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     work = tmp_path / "generate"
     shutil.rmtree(work, ignore_errors=True)
@@ -101,6 +104,7 @@ def test_generate_never_traces_back(
     source = work / "fabric.yaml"
     source.write_text(_edited_text(data, fabric, as_yaml=True))
     out = work / "out" / "lab"
+    monkeypatch.chdir(work)
     code = cli.main(["generate", str(source), "-o", str(out)])
     _one_line_refusal(code, capsys.readouterr().err)
     made = _listing(work)
@@ -142,12 +146,30 @@ def test_a_scenario_is_loaded_or_refused_in_one_line(
 
 
 LAB_FILES = [
+    "fabric.yaml",
     "ifmap.json",
     "design.json",
     "configs/leaf1/config_db.json",
     "configs/spine1/config_db.json",
     "configs/server1/host.json",
+    "configs/leaf1/frr.conf",
 ]
+
+
+def _edited_file(data: st.DataObject, path: Path) -> str:
+    """The file's text with one edit: YAML and JSON documents by value, frr.conf by line (one
+    replaced or dropped), any of them possibly replaced whole."""
+    text = path.read_text()
+    if path.suffix == ".yaml":
+        return _edited_text(data, yaml.safe_load(text), as_yaml=True)
+    if path.suffix == ".json":
+        return _edited_text(data, json.loads(text), as_yaml=False)
+    lines = text.splitlines()
+    if data.draw(st.integers(0, 4), label="whole file") == 0:
+        return data.draw(TEXT, label="text")
+    i = data.draw(st.integers(0, len(lines) - 1), label="line")
+    lines[i : i + 1] = data.draw(st.lists(st.text(max_size=40), max_size=1), label="new line")
+    return "\n".join(lines) + "\n"
 
 
 @given(data=st.data(), file=st.sampled_from(LAB_FILES))
@@ -158,24 +180,28 @@ def test_an_edited_lab_is_validated_or_refused_before_deploy(
     pristine: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     lab_dir = tmp_path / "lab"
     shutil.rmtree(lab_dir, ignore_errors=True)
     shutil.copytree(pristine, lab_dir)
     target = lab_dir / file
-    target.write_text(_edited_text(data, json.loads(target.read_text()), as_yaml=False))
-    before = _listing(lab_dir)
+    target.write_text(_edited_file(data, target))
+    monkeypatch.chdir(tmp_path)
+    before = _listing(tmp_path)
     code = cli.main(["validate", str(lab_dir), "--only", "mtu_consistency", "pfc_consistency"])
     _one_line_refusal(code, capsys.readouterr().err)
-    after = _listing(lab_dir)
+    after = _listing(tmp_path)
     if code == 2:
         assert after == before
     else:
-        assert all(p in before or p.startswith("validate") for p in after), after
-    # What deploy does before it creates anything: the check, then the plan of the configs.
+        assert all(p in before or p.startswith("lab/validate") for p in after), after
+    # What deploy does before it creates anything: the check, the lab's name (its tag), then
+    # the plan of the configs (which a lab that passed the check must give).
     lab = Lab.open(lab_dir)
     try:
         labcheck.check(lab, live=True)
+        assert lab.name
     except TwinError as exc:
         assert "\n" not in str(exc)
         return
