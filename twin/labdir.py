@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -112,6 +113,21 @@ def clab_refusal(lab: Lab) -> str | None:
     return None
 
 
+WRITTEN = ("configs", "logs", "validate", "runs")
+"""Folders of a lab directory searched whole for links."""
+
+
+def refuse_links(root: Path, folders: tuple[str, ...] = ()) -> None:
+    """Refuse a symbolic link among the entries of `root` or anywhere in its `folders`: twin
+    reads and writes there as root (state, event log, logs, reports) and follows no link."""
+    found = [entry for entry in root.iterdir() if entry.is_symlink()]
+    for folder in folders:
+        for here, dirs, files in os.walk(root / folder):
+            found += [Path(here, n) for n in dirs + files if Path(here, n).is_symlink()]
+    if found:
+        raise LabError(f"{found[0]}: a symbolic link (twin writes here and follows no link)")
+
+
 def lab_target(target: str) -> tuple[str, Lab | None]:
     """The lab a command line names: a lab directory (its name is read from it) or a lab
     name; anything else is refused, so a path can never be taken for a name."""
@@ -134,10 +150,11 @@ class Lab:
 
     @classmethod
     def open(cls, path: Path) -> Lab:
-        """Open a lab directory, or say what is missing."""
+        """Open a lab directory, or say what is missing or planted."""
         for needed in ("fabric.yaml", "design.json", "ifmap.json"):
             if not (path / needed).is_file():
                 raise LabError(f"{path}: not a lab directory ({needed} missing; run twin generate)")
+        refuse_links(path, WRITTEN)
         return cls(path)
 
     @cached_property

@@ -12,7 +12,7 @@ from typing import Any
 
 from twin.errors import InputError
 from twin.intent.inputs import strict_yaml
-from twin.labdir import Lab
+from twin.labdir import Lab, refuse_links
 from twin.scenario.observations import Observations
 from twin.verdict import plots, report
 from validators import registry
@@ -53,6 +53,7 @@ def _lab_of(run_dir: Path, obs: Observations) -> Lab:
 def report_run(run_dir: Path) -> tuple[int, list[Result]]:
     """Validate a run from its saved observations and write its reports into it."""
     obs = Observations.open(run_dir)
+    refuse_links(run_dir, ("",))
     lab = _lab_of(run_dir, obs)
     saved = run_dir / "scenario.yaml"
     wanted: dict[str, dict[str, Any]] = strict_yaml(saved).get("validate") or {}

@@ -1,0 +1,103 @@
+"""No verb writes through a symbolic link planted in a lab directory or a run directory.
+
+Twin runs as root and writes into the lab directory (state, event log, logs, validation
+reports, runs), so a link there (a lab directory received from someone else) would have root
+append to or overwrite any file. A lab or run directory holding a link is refused in one line
+naming it, exit code 2, before anything is written; the file it points to is left untouched.
+Before, `twin deploy --backend fake` appended its event to the link's target.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import lab_name, write_lab
+
+from twin.cli import main as cli
+
+SCENARIO = {
+    "name": "short",
+    "settle": 0,
+    "traffic": [{"at": 0, "duration": 1, "kind": "backup", "src": "server1", "dst": "server3"}],
+    "validate": {"bgp_health": {}},
+}
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lab directory with one run of a short scenario on the fake backend."""
+    root = tmp_path_factory.mktemp("links")
+    lab = write_lab(root / "lab", lab_name())
+    scenario = root / "short.yaml"
+    scenario.write_text(yaml.safe_dump(SCENARIO))
+    assert cli.main(["run", str(lab), str(scenario), "--backend", "fake"]) in (0, 1)
+    return lab
+
+
+@pytest.fixture
+def lab(played: Path, tmp_path: Path) -> Path:
+    """A copy of the played lab, a victim file beside it."""
+    (tmp_path / "victim").write_text("mine\n")
+    return Path(shutil.copytree(played, tmp_path / "lab", symlinks=True))
+
+
+def _run_dir(lab: Path) -> Path:
+    return next((lab / "runs").iterdir())
+
+
+PLANTS: dict[str, Callable[[Path], Path]] = {
+    "events.jsonl": lambda lab: lab / "events.jsonl",
+    "failures.json": lambda lab: lab / "failures.json",
+    "a log folder": lambda lab: lab / "logs" / "leaf1",
+    "a validation report": lambda lab: lab / "validate" / "report.md",
+    "a run's report": lambda lab: _run_dir(lab) / "report.md",
+}
+
+
+def _plant(lab: Path, case: str) -> Path:
+    link = PLANTS[case](lab)
+    if link.exists():
+        shutil.rmtree(link) if link.is_dir() else link.unlink()
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(lab.parent / "victim")
+    return link
+
+
+@pytest.mark.parametrize("case", PLANTS, ids=list(PLANTS))
+@pytest.mark.parametrize(
+    "verb", [["deploy", "--backend", "fake"], ["validate"], ["show"]], ids=lambda v: v[0]
+)
+def test_a_lab_directory_holding_a_link_is_refused(
+    lab: Path, case: str, verb: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    link = _plant(lab, case)
+    assert cli.main([verb[0], str(lab), *verb[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err == f"twin: {link}: a symbolic link (twin writes here and follows no link)\n"
+    assert (lab.parent / "victim").read_text() == "mine\n"
+    assert not (lab / "state.json").exists()
+
+
+def test_a_run_directory_holding_a_link_is_refused_by_report(
+    lab: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _run_dir(lab)
+    moved = lab.parent / "run"
+    run.rename(moved)  # a run directory copied out of its lab
+    link = moved / "report.json"
+    link.unlink()
+    link.symlink_to(lab.parent / "victim")
+    assert cli.main(["report", str(moved)]) == 2
+    assert capsys.readouterr().err.startswith(f"twin: {link}: a symbolic link")
+    assert (lab.parent / "victim").read_text() == "mine\n"
+
+
+def test_the_played_lab_has_no_link_and_reports_again(
+    lab: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["report", str(_run_dir(lab))]) in (0, 1)
+    assert cli.main(["show", str(lab)]) == 0
