@@ -64,12 +64,23 @@ def test_fails_before_the_fix_and_passes_after(incident: Path, tmp_path: Path) -
 
 def test_pause_storm_fix_cuts_iteration_spread(tmp_path: Path) -> None:
     incident = REPO / "examples" / "incidents" / "1-pause-storm"
+    before, after = build(incident, tmp_path)
     spread = []
-    for lab in build(incident, tmp_path):
+    for lab in (before, after):
         twin("run", "--backend", "sim", str(lab), str(incident / "scenario.yaml"))
         times = json.loads((last_run(lab) / "iterations.json").read_text())["allreduce"]["times_s"]
         spread.append(statistics.pstdev(times))
     assert spread[1] < 0.3 * spread[0]
+    # the All-Reduce flows whose senders the storm paused, though their receivers were not
+    # where it began (leaf3's port to server6, the backup's target)
+    report = json.loads((last_run(before) / "report.json").read_text())["results"]
+    by_scope = {(r["validator"], r["scope"]): r for r in report}
+    named = {f["message"] for f in by_scope[("pfc_behaviour", "propagation")]["findings"]}
+    victims = {
+        f"victim flow {pair} (allreduce)" for pair in ("server3->server7", "server4->server8")
+    }
+    assert victims <= named, named
+    assert not any("->server6" in message for message in named)
 
 
 def test_deadlock_is_the_cycle_the_static_check_predicted(tmp_path: Path) -> None:

@@ -9,9 +9,11 @@ From a run's per port and priority PFC counters (`pfc.json`) and its flows:
   (0.2) of the run's (simulated) time on any priority;
 - `propagation`: pauses travel at most `max_hops` (2) hops from the congestion point. The
   congestion points are the nodes that sent pauses without being paused themselves (or a
-  port that storms); a node paused by one at distance d is at d+1. Victim flows are flows of a
-  paused priority that were slowed at a paused sender NIC while their destination was not
-  behind a congestion point: they name whom the pauses hurt.
+  port that storms); a node paused by one at distance d is at d+1. Victim flows are flows
+  sent from a paused NIC to a destination other than the far end of a congested port (a
+  congestion point's egress port whose queue filled to at least half the fullest one's, by
+  `queues.json`; without queue samples, any port of a congestion point): they name whom the
+  pauses hurt.
 """
 
 from __future__ import annotations
@@ -63,13 +65,27 @@ def depths(lab: Lab, rows: list[dict[str, Any]]) -> tuple[dict[str, int], set[st
     return depth, roots
 
 
+def congested(obs: Observations, roots: set[str]) -> set[str]:
+    """The congestion points' egress ports whose queue peaked at half the fullest one's or
+    more (none without queue samples)."""
+    queues: dict[str, dict[str, list[int]]] = (obs.extra("queues") or {}).get("queues", {})
+    peaks = {
+        port: max((max(series, default=0) for series in by_queue.values()), default=0)
+        for port, by_queue in queues.items()
+        if port.split(":")[0] in roots
+    }
+    top = max(peaks.values(), default=0)
+    return {port for port, peak in peaks.items() if top and peak >= top / 2}
+
+
 def victims(obs: Observations, lab: Lab, rows: list[dict[str, Any]], roots: set[str]) -> list[str]:
-    """Flows sent from a NIC that was paused, to a destination not behind a congestion point."""
+    """Flows sent from a NIC that was paused, to a destination other than the far end of a
+    congested port."""
     far = peers(lab)
     servers = set(lab.nodes("server"))
     paused_nics = {r["port"].split(":")[0] for r in rows if r["pause_received"]}
-    hot = {far[r["port"]] for r in rows if r["port"].split(":")[0] in roots and r["port"] in far}
-    hot |= roots & servers
+    ports = congested(obs, roots) or {r["port"] for r in rows if r["port"].split(":")[0] in roots}
+    hot = {far[port] for port in ports if port in far} | (roots & servers)
     return sorted(
         {
             f"{f['src']}->{f['dst']} ({f['phase']})"
