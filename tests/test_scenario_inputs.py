@@ -15,6 +15,7 @@ import pytest
 import yaml
 from conftest import lab_name, write_lab
 
+from twin.cli import main as cli
 from twin.errors import InputError
 from twin.labdir import Lab
 from twin.scenario import model as scenarios
@@ -112,3 +113,31 @@ def test_a_scenario_out_of_bounds_is_refused(lab: Lab, tmp_path: Path, case: str
         scenarios.load(path, lab)
     message = str(refused.value)
     assert message.startswith(f"{path}: ") and expected in message and "\n" not in message
+
+
+FAULT_ARGS = {
+    "a delay that is not finite": (["link-down", "leaf1:spine1", "--delay-ms", "nan"], "delay_ms"),
+    "a period that is not finite": (["link-flap", "leaf1:spine1", "--period", "nan"], "period"),
+    "a flap that never ends": (
+        ["link-flap", "leaf1:spine1", "--period", "1", "--count", "99999999999"],
+        "count",
+    ),
+    "a loss that is not finite": (["loss", "leaf1:spine1", "inf"], "percent"),
+    "a rate of zero": (["rate", "leaf1:spine1", "0"], "mbit"),
+    "a daemon FRR does not run": (["daemon-kill", "leaf1", "rm -rf"], "daemon"),
+}
+
+
+@pytest.mark.parametrize("case", FAULT_ARGS, ids=list(FAULT_ARGS))
+def test_twin_fault_takes_a_scenarios_bounds(
+    lab: Lab, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv, key = FAULT_ARGS[case]
+    assert cli.main(["deploy", str(lab.path), "--backend", "fake"]) == 0
+    capsys.readouterr()
+    try:
+        assert cli.main(["fault", str(lab.path), "--backend", "fake", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"twin: fault {argv[0]}: {key}: "), err
+    finally:
+        assert cli.main(["destroy", str(lab.path), "--backend", "fake"]) == 0

@@ -9,7 +9,9 @@ from pathlib import Path
 
 from labs.backend import Fault
 from twin.cli.options import add_backend, running
+from twin.intent.inputs import parse_model
 from twin.labdir import Lab
+from twin.scenario import model as scenarios
 
 LIMIT_S = 15.0  # watch at most this long after the fault
 DELAY = "ms the link drops frames before its ends see it down (detection plus FIB programming)"
@@ -56,7 +58,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rate.add_argument("mbit", type=float, help="Mb/s")
 
 
+GIVEN = ("link", "node", "daemon", "percent", "mbit", "period", "count", "delay_ms")
+"""The fault's arguments, bounded and typed as a scenario's fault is."""
+
+
 def _fault(args: argparse.Namespace) -> Fault:
+    """The fault the command line asks for, refused in one line beyond a scenario's bounds
+    (a period that is not finite, a daemon FRR does not run, a flap that never ends)."""
+    given = {k: getattr(args, k) for k in GIVEN if getattr(args, k, None) is not None}
+    parse_model(scenarios.Fault, {"at": 0, "fault": args.fault, **given}, f"fault {args.fault}")
     return Fault(
         kind=args.fault,
         link=getattr(args, "link", None),
