@@ -37,6 +37,7 @@ from labs import registry
 from labs.netns import frr
 from labs.netns.plan import Plan, build
 from twin import labdir
+from twin.cli import main as twin_main
 from twin.errors import LabError
 from twin.intent import fabric as intent
 from twin.labdir import Lab
@@ -253,3 +254,22 @@ def any_twin(
     path = write_lab(tmp_path_factory.mktemp("any") / "lab", lab_name("any"))
     with running_twin(path, request.param) as twin:
         yield twin
+
+
+SHORT = {
+    "name": "short",
+    "settle": 0,
+    "traffic": [{"at": 0, "duration": 1, "kind": "backup", "src": "server1", "dst": "server3"}],
+    "validate": {"bgp_health": {}},
+}
+
+
+@pytest.fixture(scope="module")
+def played_lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lab directory with one run (`runs/<time>`) of a short scenario on the fake backend."""
+    root = tmp_path_factory.mktemp("played")
+    lab = write_lab(root / "lab", lab_name())
+    scenario = root / "short.yaml"
+    scenario.write_text(yaml.safe_dump(SHORT))
+    assert twin_main.main(["run", str(lab), str(scenario), "--backend", "fake"]) in (0, 1)
+    return lab

@@ -14,35 +14,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import lab_name, write_lab
 
 from twin.cli import main as cli
 
-SCENARIO = {
-    "name": "short",
-    "settle": 0,
-    "traffic": [{"at": 0, "duration": 1, "kind": "backup", "src": "server1", "dst": "server3"}],
-    "validate": {"bgp_health": {}},
-}
-
-
-@pytest.fixture(scope="module")
-def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A lab directory with one run of a short scenario on the fake backend."""
-    root = tmp_path_factory.mktemp("links")
-    lab = write_lab(root / "lab", lab_name())
-    scenario = root / "short.yaml"
-    scenario.write_text(yaml.safe_dump(SCENARIO))
-    assert cli.main(["run", str(lab), str(scenario), "--backend", "fake"]) in (0, 1)
-    return lab
-
 
 @pytest.fixture
-def lab(played: Path, tmp_path: Path) -> Path:
+def lab(played_lab: Path, tmp_path: Path) -> Path:
     """A copy of the played lab, a victim file beside it."""
     (tmp_path / "victim").write_text("mine\n")
-    return Path(shutil.copytree(played, tmp_path / "lab", symlinks=True))
+    return Path(shutil.copytree(played_lab, tmp_path / "lab", symlinks=True))
 
 
 def _run_dir(lab: Path) -> Path:

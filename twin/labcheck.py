@@ -11,9 +11,7 @@ subnets on a switch, no address on two nodes). The first problem is raised as on
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
-from pathlib import Path
 from typing import Annotated, Any
 
 import networkx as nx
@@ -21,7 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from twin.errors import InputError
 from twin.intent.fabric import Dcqcn
-from twin.intent.inputs import parse_model
+from twin.intent.inputs import parse_model, read_json
 from twin.labdir import Lab
 from twin.render.config_db import QOS_MAPS
 
@@ -134,20 +132,6 @@ class Host(_Model):
     rdma: Rdma | None = None
 
 
-def _read_json(path: Path) -> Any:
-    file = str(path)
-    if not path.is_file():
-        raise InputError(file, "", "missing")
-    try:
-        return json.loads(path.read_text())
-    except UnicodeDecodeError:
-        raise InputError(file, "", "not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(file, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise InputError(file, "", "nested too deeply") from None
-
-
 def _mapping(value: Any, file: str, key: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InputError(file, key, f"must be an object, not {type(value).__name__}")
@@ -172,7 +156,7 @@ def check(lab: Lab, live: bool = False) -> None:
 def _design(lab: Lab) -> nx.MultiGraph:
     path = lab.path / "design.json"
     file = str(path)
-    data = _mapping(_read_json(path), file, "")
+    data = _mapping(read_json(path), file, "")
     try:
         graph: nx.MultiGraph = nx.node_link_graph(data["graph"], edges="links", multigraph=True)
     except (KeyError, TypeError, ValueError, AttributeError, nx.NetworkXError):
@@ -200,7 +184,7 @@ def _ifmap(lab: Lab, graph: nx.MultiGraph) -> dict[str, dict[str, str]]:
     """Node -> port -> Linux name, checked against the design."""
     path = lab.path / "ifmap.json"
     file = str(path)
-    data = _mapping(_read_json(path), file, "")
+    data = _mapping(read_json(path), file, "")
     linux: dict[str, dict[str, str]] = {}
     for node in graph.nodes:
         if node not in data:
@@ -255,7 +239,7 @@ def _host(
 ) -> None:
     path = lab.path / "configs" / node / "host.json"
     file = str(path)
-    host = parse_model(Host, _read_json(path), file)
+    host = parse_model(Host, read_json(path), file)
     own = set(ifmap[node].values())
     nics = [nic.name for nic in host.interfaces]
     for i, nic in enumerate(host.interfaces):
@@ -287,7 +271,7 @@ def _config_db(
 ) -> None:
     path = lab.path / "configs" / node / "config_db.json"
     file = str(path)
-    db = _mapping(_read_json(path), file, "")
+    db = _mapping(read_json(path), file, "")
     for table, entries in db.items():
         for key, fields in _mapping(entries, file, table).items():
             for field, value in _mapping(fields, file, f"{table}.{key}").items():

@@ -142,3 +142,18 @@ def strict_yaml(path: Path) -> Any:
     if data is None:
         raise InputError(file, "", "the file is empty (null)")
     return data
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file, or one line naming it and what is wrong (missing, not UTF-8, not JSON)."""
+    file = str(path)
+    if not path.is_file():
+        raise InputError(file, "", "missing")
+    try:
+        return json.loads(path.read_text())
+    except UnicodeDecodeError:
+        raise InputError(file, "", "not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(file, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(file, "", "nested too deeply") from None

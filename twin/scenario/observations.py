@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from labs.backend import Session
-from twin.errors import LabError
+from twin.errors import InputError, LabError
+from twin.intent.inputs import read_json
 from twin.model.fib import Fib, from_json
 
 
@@ -31,8 +32,10 @@ class Observations:
             raise LabError(f"{path}: not a run directory (run.json missing)")
         return cls(path)
 
-    def _json(self, name: str) -> Any:
-        return json.loads((self.path / name).read_text())
+    def _json(self, name: str, shape: type = dict) -> Any:
+        """A file of the run, refused in one line when it is not JSON of the `shape` its
+        readers take (a run killed while writing, or an edited file)."""
+        return _shaped(read_json(self.path / name), shape, self.path / name)
 
     @cached_property
     def run(self) -> dict[str, Any]:
@@ -49,7 +52,9 @@ class Observations:
     @cached_property
     def flows(self) -> list[dict[str, Any]]:
         """Per-flow results."""
-        data: list[dict[str, Any]] = self._json("flows.json")
+        data: list[dict[str, Any]] = self._json("flows.json", list)
+        for i, flow in enumerate(data):
+            _shaped(flow, dict, self.path / "flows.json", str(i))
         return data
 
     @cached_property
@@ -57,13 +62,26 @@ class Observations:
         """Faults and state changes, in time order."""
         path = self.path / "events.jsonl"
         lines = path.read_text().splitlines() if path.exists() else []
-        return [json.loads(line) for line in lines if line.strip()]
+        events = []
+        for number, line in enumerate(lines, 1):
+            try:
+                event = json.loads(line) if line.strip() else None
+            except json.JSONDecodeError as exc:
+                raise InputError(
+                    str(path), f"line {number}", f"not valid JSON: {exc.msg}"
+                ) from None
+            if event is not None:
+                events.append(_shaped(event, dict, path, f"line {number}"))
+        return events
 
     @cached_property
     def bgp(self) -> dict[str, list[Session]]:
         """BGP sessions at `start` and `end`."""
         data: dict[str, list[dict[str, Any]]] = self._json("bgp.json")
-        return {when: [Session(**s) for s in sessions] for when, sessions in data.items()}
+        try:
+            return {when: [Session(**s) for s in sessions] for when, sessions in data.items()}
+        except TypeError:
+            raise InputError(str(self.path / "bgp.json"), "", "not BGP sessions by time") from None
 
     @property
     def capabilities(self) -> set[str]:
@@ -73,15 +91,16 @@ class Observations:
     @cached_property
     def probes(self) -> list[dict[str, Any]] | None:
         """Pairwise probe results, or None when the run did not probe."""
-        path = self.path / "probes.json"
-        data: list[dict[str, Any]] | None = json.loads(path.read_text()) if path.exists() else None
+        if not (self.path / "probes.json").exists():
+            return None
+        data: list[dict[str, Any]] = self._json("probes.json", list)
         return data
 
     def extra(self, key: str) -> Any:
         """What only some backends observe (`KEY.json`: pfc, queues, iterations, sim), None
         when the run has no such file."""
         path = self.path / f"{key}.json"
-        return json.loads(path.read_text()) if path.exists() else None
+        return read_json(path) if path.exists() else None
 
     @property
     def duration(self) -> float:
@@ -113,3 +132,11 @@ class Observations:
                 found: dict[str, Any] = phase
                 return found
         raise LabError(f"{self.path}: no phase {label!r}")
+
+
+def _shaped(data: Any, shape: type, path: Path, key: str = "") -> Any:
+    """`data` if it is a JSON object (`dict`) or array (`list`) as `shape` says."""
+    if not isinstance(data, shape):
+        kind = "an object" if shape is dict else "an array"
+        raise InputError(str(path), key, f"must be {kind}, not {type(data).__name__}")
+    return data

@@ -1,0 +1,96 @@
+"""`twin report RUN` refuses a run directory whose files are not the JSON it wrote, in one line.
+
+A run killed while writing, or a file edited by hand, left a truncated or differently shaped
+file; `twin report` traced back on each case below (those of `READ` when a validator reads
+that file). Now the line names the file, where in it
+(line or entry) and what is wrong, exit code 2. Deeper shapes (the keys of a flow or a FIB
+entry) are not checked here.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from twin.cli import main as cli
+from twin.errors import InputError
+from twin.scenario.observations import Observations
+
+CASES = {
+    "run.json cut short": ("run.json", "[1,", "run.json: line 1: not valid JSON"),
+    "run.json null": ("run.json", "null", "run.json: must be an object"),
+    "counters.json null": ("counters.json", "null", "counters.json: must be an object"),
+    "counters.json cut short": ("counters.json", '{"fields": [', "counters.json: line 1: "),
+}
+
+
+@pytest.fixture
+def run(played_lab: Path, tmp_path: Path) -> Path:
+    """A copy of the played lab's run directory."""
+    lab = Path(shutil.copytree(played_lab, tmp_path / "lab"))
+    return next((lab / "runs").iterdir())
+
+
+def test_the_played_run_reports(run: Path) -> None:
+    assert cli.main(["report", str(run)]) in (0, 1)
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_a_broken_run_file_is_refused_in_one_line(
+    run: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name, text, expected = CASES[case]
+    assert (run / name).exists()
+    (run / name).write_text(text)
+    capsys.readouterr()
+    assert cli.main(["report", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"twin: {run / name}: "), err
+    assert expected in err, err
+
+
+READ: dict[str, tuple[str, str, Callable[[Observations], object], str]] = {
+    "flows.json entries not objects": (
+        "flows.json",
+        "[1]",
+        lambda obs: obs.flows,
+        "flows.json: 0: must be an object",
+    ),
+    "bgp.json sessions not sessions": (
+        "bgp.json",
+        '{"start": [{"a": 1}]}',
+        lambda obs: obs.bgp,
+        "bgp.json: not BGP sessions by time",
+    ),
+    "events.jsonl a line not JSON": (
+        "events.jsonl",
+        "{}\ngarbage\n",
+        lambda obs: obs.events,
+        "events.jsonl: line 2: not valid JSON",
+    ),
+    "events.jsonl a line not an object": (
+        "events.jsonl",
+        "[]\n",
+        lambda obs: obs.events,
+        "events.jsonl: line 1: must be an object",
+    ),
+    "a FIB null": ("fib/start.json", "null", lambda obs: obs.fib("start"), "must be an object"),
+    "an extra file cut short": (
+        "pfc.json",
+        "[1",
+        lambda obs: obs.extra("pfc"),
+        "pfc.json: line 1: not valid JSON",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", READ, ids=list(READ))
+def test_files_only_some_validators_read_are_refused_as_read(run: Path, case: str) -> None:
+    name, text, read, expected = READ[case]
+    (run / name).write_text(text)
+    with pytest.raises(InputError) as refused:
+        read(Observations.open(run))
+    assert str(refused.value).startswith(f"{run / name}: ") and expected in str(refused.value)
