@@ -126,3 +126,20 @@ def test_a_log_swapped_for_a_link_after_it_was_listed_is_not_read(
     saved = dest / "leaf1" / "bgpd.log"
     assert not saved.is_symlink() and not (saved.exists() and saved.read_text() == "mine\n")
     assert _untouched(victim)
+
+
+@pytest.mark.parametrize("planted", ["a link", "a FIFO"])
+def test_the_event_log_is_read_only_as_a_regular_file(
+    setting: tuple[str, Path, Path], planted: str
+) -> None:
+    _, rundir, victim = setting
+    log = rundir / frr.EVENT_LOG
+    if planted == "a link":
+        log.symlink_to(victim)
+    else:
+        os.mkfifo(log)
+    assert frr.read_log(log, 0) == ([], 0)  # neither read through nor waited on
+    log.unlink()
+    log.write_text("one\ntwo\n")
+    assert frr.read_log(log, 0) == (["one\n", "two\n"], 8)
+    assert frr.read_log(log, 4) == (["two\n"], 8)

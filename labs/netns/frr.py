@@ -246,6 +246,23 @@ def _move_log(log: Path, dest: Path) -> None:
     log.unlink(missing_ok=True)
 
 
+def read_log(path: Path, offset: int) -> tuple[list[str], int]:
+    """The lines a daemon log in frr's run directory gained since `offset`, and the new
+    offset: nothing when it is not a regular file (a link or a FIFO frr planted is not read
+    through, nor waited on)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return [], offset
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return [], offset
+    with os.fdopen(fd, errors="replace") as log:
+        log.seek(offset)
+        lines = log.readlines()
+        return lines, log.tell()
+
+
 def remove_tmp(pids: list[int]) -> None:
     """Remove the crash-log directories of ended daemons (those a SIGKILL left behind)."""
     for pid in pids:

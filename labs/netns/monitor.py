@@ -84,10 +84,7 @@ class Monitor:
 
     def _bgp(self) -> None:
         for log in self._logs():
-            with open(log, errors="replace") as f:
-                f.seek(self._offsets.get(log, 0))
-                lines = f.readlines()
-                self._offsets[log] = f.tell()
+            lines, self._offsets[log] = frr.read_log(log, self._offsets.get(log, 0))
             for line in lines:
                 change = parse_adjchange(line)
                 if change:
