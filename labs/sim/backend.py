@@ -76,7 +76,9 @@ class SimBackend(ModelledBackend):
         {"fib", "counters", "flows", "queues", "pfc", "ecn", "deadlock", "iterations"}
     )
 
-    def deploy(self, lab: Lab, progress: Progress = quiet, timeout: float | None = None) -> Deployed:
+    def deploy(
+        self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
+    ) -> Deployed:
         """Read the lab into the simulator's network (refusing what it cannot model) and
         record the twin."""
         if self.running(lab):
