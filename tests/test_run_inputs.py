@@ -2,9 +2,9 @@
 
 A run killed while writing, or a file edited by hand, left a truncated or differently shaped
 file; `twin report` traced back on each case below (those of `READ` when a validator reads
-that file). Now the line names the file, where in it
-(line or entry) and what is wrong, exit code 2. Deeper shapes (the keys of a flow or a FIB
-entry) are not checked here.
+that file). Now the line names the file, where in it (line, entry or key) and what is wrong,
+exit code 2: the counters and FIBs by their whole shape, the other files as objects or
+arrays (the keys of a flow record are not checked).
 """
 
 from __future__ import annotations
@@ -24,6 +24,21 @@ CASES = {
     "run.json null": ("run.json", "null", "run.json: must be an object"),
     "counters.json null": ("counters.json", "null", "counters.json: must be an object"),
     "counters.json cut short": ("counters.json", '{"fields": [', "counters.json: line 1: "),
+    "counters.json fields not a list": (
+        "counters.json",
+        '{"fields": 1, "samples": []}',
+        "counters.json: fields: ",
+    ),
+    "a counter that is not a number": (
+        "counters.json",
+        '{"fields": ["rx_packets"], "samples": [{"t": 1, "c": {"leaf1:Ethernet0": ["z"]}}]}',
+        "counters.json: samples.0.c.leaf1:Ethernet0.0: ",
+    ),
+    "a sample short of its fields": (
+        "counters.json",
+        '{"fields": ["rx_packets", "tx_packets"], "samples": [{"t": 1, "c": {"x:y": [1]}}]}',
+        "samples.0.c.x:y: 1 values, not one a field",
+    ),
 }
 
 
@@ -78,6 +93,24 @@ READ: dict[str, tuple[str, str, Callable[[Observations], object], str]] = {
         "events.jsonl: line 1: must be an object",
     ),
     "a FIB null": ("fib/start.json", "null", lambda obs: obs.fib("start"), "must be an object"),
+    "a FIB entry null": (
+        "fib/start.json",
+        '{"leaf1": null}',
+        lambda obs: obs.fib("start"),
+        "leaf1: ",
+    ),
+    "a FIB prefix not a network": (
+        "fib/start.json",
+        '{"leaf1": {"10.0.0.300/8": []}}',
+        lambda obs: obs.fib("start"),
+        "not a valid IPv4 network",
+    ),
+    "a FIB next hop without its port": (
+        "fib/start.json",
+        '{"leaf1": {"10.0.0.0/8": [{"node": "spine1"}]}}',
+        lambda obs: obs.fib("start"),
+        "leaf1.10.0.0.0/8.0.port: ",
+    ),
     "an extra file cut short": (
         "pfc.json",
         "[1",

@@ -10,13 +10,45 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cached_property
+from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, RootModel, model_validator
+
 from labs.backend import Session
 from twin.errors import InputError, LabError
-from twin.intent.inputs import read_json
+from twin.intent.inputs import parse_model, read_json
 from twin.model.fib import Fib, from_json
+
+
+class _Sample(BaseModel):
+    t: float
+    c: dict[str, list[float]]
+
+
+class _Counters(BaseModel):
+    """What `counters.json` holds (docs/observations.md), as its readers take it."""
+
+    fields: list[str]
+    samples: list[_Sample]
+
+    @model_validator(mode="after")
+    def _columns(self) -> _Counters:
+        for i, sample in enumerate(self.samples):
+            for port, values in sample.c.items():
+                if len(values) != len(self.fields):
+                    raise ValueError(f"samples.{i}.c.{port}: {len(values)} values, not one a field")
+        return self
+
+
+class _Hop(BaseModel):
+    node: str
+    port: str
+
+
+class _Fib(RootModel[dict[str, dict[IPv4Network, list[_Hop]]]]):
+    """What `fib/LABEL.json` holds: node -> prefix -> next hops."""
 
 
 @dataclass
@@ -47,6 +79,7 @@ class Observations:
     def counters(self) -> dict[str, Any]:
         """Counter samples over time."""
         data: dict[str, Any] = self._json("counters.json")
+        parse_model(_Counters, data, str(self.path / "counters.json"))
         return data
 
     @cached_property
@@ -109,7 +142,10 @@ class Observations:
 
     def fib(self, label: str) -> Fib:
         """Every node's FIB at a snapshot (`start`, `end`, `fault1-link-down`...)."""
-        return from_json(self._json(f"fib/{label}.json"))
+        path = self.path / f"fib/{label}.json"
+        data = self._json(f"fib/{label}.json")
+        parse_model(_Fib, data, str(path))
+        return from_json(data)
 
     def fib_labels(self) -> list[str]:
         """Snapshot labels in time order."""
