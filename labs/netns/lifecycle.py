@@ -6,6 +6,7 @@ are routed by real FRR daemons (zebra, bgpd, bfdd) and servers are set up with p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,6 +22,7 @@ from labs.backend import Progress, quiet
 from labs.netns import frr, neighbours, netlink
 from labs.netns.cleanup import claim, cleanup, namespaces_of
 from labs.netns.plan import Plan, build
+from labs.netns.rtnl import Rtnl
 from labs.ready import not_ready
 from twin import labcheck
 from twin.design.graph import remote_subnets, uplink_width
@@ -130,7 +132,7 @@ def deploy(lab: Lab, timeout: float | None = None, progress: Progress = quiet) -
                 list(pool.map(lambda name: frr.apply(lab.name, name), lab.nodes(tier)))
         rdma = _servers(plan)
         progress("waiting for BGP and ECMP")
-        converge = _converge(lab, plan, sockets, timeout)
+        converge = _converge(lab, plan, timeout)
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda name: _hold_bfd(plan.netns(name), False), lab.switches()))
     except BaseException:
@@ -195,32 +197,7 @@ def _servers(plan: Plan) -> str:
     return "soft-RoCE devices added"
 
 
-RTNH_F_DEAD = 1
-RTNH_F_LINKDOWN = 16
-UNUSABLE = RTNH_F_DEAD | RTNH_F_LINKDOWN
-
-
-def ecmp_routes(sockets: netlink.Sockets, netns: str) -> dict[str, int]:
-    """Prefix -> number of usable next hops of the namespace's IPv4 main-table routes.
-
-    Next hops the kernel marks dead or linkdown (a port just went down, before zebra
-    reinstalls the route) do not forward, so they are not counted.
-    """
-    routes = {}
-    for msg in sockets[netns].get_routes(family=2, table=254):
-        dst = msg.get_attr("RTA_DST")
-        if dst is None:
-            continue
-        multipath = msg.get_attr("RTA_MULTIPATH")
-        if multipath:
-            width = sum(1 for hop in multipath if not hop["flags"] & UNUSABLE)
-        else:
-            width = 0 if msg["flags"] & UNUSABLE else 1
-        routes[f"{dst}/{msg['dst_len']}"] = width
-    return routes
-
-
-def _converge(lab: Lab, plan: Plan, sockets: netlink.Sockets, timeout: float) -> dict[str, Any]:
+def _converge(lab: Lab, plan: Plan, timeout: float) -> dict[str, Any]:
     """Poll until every leaf has full-width ECMP to every remote server subnet and every BGP
     session is Established; raise naming what is missing at the deadline."""
     start = time.monotonic()
@@ -228,27 +205,20 @@ def _converge(lab: Lab, plan: Plan, sockets: netlink.Sockets, timeout: float) ->
     missing: list[str] = ["not checked"]
     routes_s = sessions_s = 0.0
     sessions: list[dict[str, Any]] = []
-    while missing and time.monotonic() < deadline:
-        missing = []
-        for leaf in lab.nodes("leaf"):
-            routes = ecmp_routes(sockets, plan.netns(leaf))
-            width = uplink_width(lab.graph, leaf)
-            missing += [
-                f"{leaf}: {s} has {routes.get(s, 0)}/{width} paths"
-                for s in remote_subnets(lab.graph, leaf)
-                if routes.get(s, 0) != width
-            ]
-        routes_s = time.monotonic() - start
-        if not missing:
-            sessions = bgp_sessions(lab)
-            missing = [
-                f"{s['node']} -> {s['name'] or s['peer']} {s['state']}"
-                for s in sessions
-                if s["state"] != "Established"
-            ]
-            sessions_s = time.monotonic() - start
-        if missing:
-            time.sleep(0.2)
+    with contextlib.closing(Rtnl()) as rtnl:
+        while missing and time.monotonic() < deadline:
+            missing = _unconverged(lab, plan, rtnl)
+            routes_s = time.monotonic() - start
+            if not missing:
+                sessions = bgp_sessions(lab)
+                missing = [
+                    f"{s['node']} -> {s['name'] or s['peer']} {s['state']}"
+                    for s in sessions
+                    if s["state"] != "Established"
+                ]
+                sessions_s = time.monotonic() - start
+            if missing:
+                time.sleep(0.2)
     if missing:
         raise not_ready(lab.name, "converge", timeout, missing)
     return {
@@ -256,6 +226,20 @@ def _converge(lab: Lab, plan: Plan, sockets: netlink.Sockets, timeout: float) ->
         "bgp_established_s": round(sessions_s, 2),
         "bgp_sessions": len(sessions),
     }
+
+
+def _unconverged(lab: Lab, plan: Plan, rtnl: Rtnl) -> list[str]:
+    """Each remote server subnet a leaf does not reach over its full uplink width."""
+    missing = []
+    for leaf in lab.nodes("leaf"):
+        routes = rtnl.widths(plan.netns(leaf))
+        width = uplink_width(lab.graph, leaf)
+        missing += [
+            f"{leaf}: {s} has {routes.get(s, 0)}/{width} paths"
+            for s in remote_subnets(lab.graph, leaf)
+            if routes.get(s, 0) != width
+        ]
+    return missing
 
 
 def bgp_sessions(lab: Lab, skip: Iterable[str] = ()) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ number of next hops changes, appears or is withdrawn.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from datetime import datetime
@@ -14,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from labs import events
-from labs.netns import frr, netlink
-from labs.netns.lifecycle import ecmp_routes
+from labs.netns import frr
 from labs.netns.plan import netns_name
+from labs.netns.rtnl import Rtnl
 from twin.labdir import Lab
 
 ADJCHANGE = re.compile(
@@ -63,11 +64,8 @@ class Monitor:
         """Take the baseline and start watching."""
         for log in self._logs():
             self._offsets[log] = log.stat().st_size
-        sockets = netlink.Sockets()
-        try:
-            self._fib(sockets)
-        finally:
-            sockets.close()
+        with contextlib.closing(Rtnl()) as rtnl:
+            self._fib(rtnl)
         self._thread.start()
 
     def stop(self) -> None:
@@ -90,9 +88,9 @@ class Monitor:
                 if change:
                     self._record("bgp", node=log.parent.name, **change)
 
-    def _fib(self, sockets: netlink.Sockets) -> None:
+    def _fib(self, rtnl: Rtnl) -> None:
         for leaf in self.lab.nodes("leaf"):
-            now = ecmp_routes(sockets, netns_name(self.lab.name, leaf))
+            now = rtnl.widths(netns_name(self.lab.name, leaf))
             before = self._routes.get(leaf)
             self._routes[leaf] = now
             if before is None:
@@ -108,14 +106,11 @@ class Monitor:
                     )
 
     def _run(self) -> None:
-        sockets = netlink.Sockets()
-        try:
+        with contextlib.closing(Rtnl()) as rtnl:
             while True:
                 stopping = self._stop.is_set()
                 self._bgp()
-                self._fib(sockets)
+                self._fib(rtnl)
                 if stopping:
                     break
                 self._stop.wait(self.interval)
-        finally:
-            sockets.close()

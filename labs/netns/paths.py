@@ -1,7 +1,7 @@
 """Which way a UDP flow goes through a running netns twin, asked of the kernels on its way.
 
 Each hop is the kernel's own lookup for the flow's 5-tuple (what `ip route get ... iif IN
-ipproto udp sport S dport D` asks, sent over netlink by `labs.netns.routeget`), so the answer
+ipproto udp sport S dport D` asks, sent over netlink by `labs.netns.rtnl`), so the answer
 carries the multipath hash every switch applies. A flow is traced from the server that sends
 it (its own ECMP over its NICs) to the node that holds the destination address. `pin` picks
 source ports whose flows cross a given element: that is how probe flows are made to go
@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from labs.netns.faults import End
 from labs.netns.plan import Plan
-from labs.netns.routeget import Lookups, Query
+from labs.netns.rtnl import Query, Rtnl
 from twin.errors import LabError
 
 MAX_HOPS = 12
@@ -50,7 +50,7 @@ def trace(plan: Plan, flows: Iterable[UdpFlow]) -> dict[UdpFlow, list[End]]:
     for flow in flows:
         paths[flow], at[flow] = [], (flow.src, None)
     peers = _peers(plan)
-    lookups = Lookups()
+    lookups = Rtnl()
     try:
         for _ in range(MAX_HOPS):
             by_node: dict[str, list[UdpFlow]] = {}
@@ -59,7 +59,7 @@ def trace(plan: Plan, flows: Iterable[UdpFlow]) -> dict[UdpFlow, list[End]]:
             moving: dict[UdpFlow, tuple[str, str | None]] = {}
             for node, here in by_node.items():
                 asked = [Query(f.dst_ip, f.src_ip, at[f][1], f.sport, f.dport) for f in here]
-                for flow, dev in zip(here, lookups.get(plan.netns(node), asked), strict=True):
+                for flow, dev in zip(here, lookups.lookup(plan.netns(node), asked), strict=True):
                     if dev is None or dev == "lo":
                         continue
                     if (node, dev) not in peers:

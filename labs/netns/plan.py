@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
+from typing import Any
 
 from twin.errors import LabError
 from twin.labdir import Lab
+from twin.render.config_db import ConfigDb
 
 # Switches hash ECMP on each packet's 5-tuple (policy 3: these fields, 0x37), as an ASIC
 # does. Policy 1 would reuse a hash the sending socket left on the packet, which crosses veths
@@ -131,13 +133,11 @@ def _veths(lab: Lab) -> list[Veth]:
     return list(seen.values())
 
 
-def _linux(lab: Lab, node: str, name: str) -> str:
-    """Linux name of a SONiC port or PortChannel on a switch."""
+def _linux(lab: Lab, node: str, db: ConfigDb, name: str) -> str:
+    """Linux name of a SONiC port or PortChannel on a switch (`db`: its config)."""
     if name.startswith("PortChannel"):
         members = [
-            k.split("|")[1]
-            for k in lab.config_db(node).get("PORTCHANNEL_MEMBER", {})
-            if k.split("|")[0] == name
+            k.split("|")[1] for k in db.get("PORTCHANNEL_MEMBER", {}) if k.split("|")[0] == name
         ]
         names = {lab.ifmap[node][m]["netns"] for m in members if m in lab.ifmap[node]}
         if len(names) != 1:
@@ -162,7 +162,7 @@ def _switch(lab: Lab, name: str, veths: list[Veth], servers: dict[str, str]) -> 
         for key in db.get(table, {}):
             if "|" in key:
                 ifname, cidr = key.split("|")
-                node.addresses.append((_linux(lab, name, ifname), cidr))
+                node.addresses.append((_linux(lab, name, db, ifname), cidr))
     for key in db.get("LOOPBACK_INTERFACE", {}):
         if "|" in key:
             node.addresses.append(("lo", key.split("|")[1]))
@@ -221,7 +221,7 @@ def _vlans(
     members: dict[str, list[str]] = {}
     for key in db.get("VLAN_MEMBER", {}):
         vlan, member = key.split("|")
-        members.setdefault(vlan, []).append(_linux(lab, name, member))
+        members.setdefault(vlan, []).append(_linux(lab, name, db, member))
     peers = {
         p
         for v in members.values()
@@ -262,8 +262,7 @@ def _peer_of(lab: Lab, node: str, linux: str) -> str | None:
     return None
 
 
-def _server(lab: Lab, name: str) -> Node:
-    host = lab.host(name)
+def _server(lab: Lab, name: str, host: dict[str, Any]) -> Node:
     node = Node(name, "server", netns_name(lab.name, name), dict(SERVER_SYSCTLS))
     address = host["address"].split("/")[0]
     for nic in host["interfaces"]:
@@ -288,7 +287,8 @@ def _server(lab: Lab, name: str) -> Node:
 def build(lab: Lab) -> Plan:
     """The plan of a lab's netns twin, from its configs."""
     veths = _veths(lab)
-    servers = {s: lab.host(s)["address"].split("/")[0] for s in lab.nodes("server")}
+    hosts = {s: lab.host(s) for s in lab.nodes("server")}
+    servers = {s: host["address"].split("/")[0] for s, host in hosts.items()}
     nodes = {s: _switch(lab, s, veths, servers) for s in lab.switches()}
-    nodes.update({s: _server(lab, s) for s in servers})
+    nodes.update({s: _server(lab, s, host) for s, host in hosts.items()})
     return Plan(lab.name, nodes, veths)
