@@ -84,6 +84,7 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "a backup to itself": (changed("traffic.1.dst", "server1"), "traffic.1: "),
     "a server twice": (changed("traffic.0.servers", ["server1", "server1"]), "traffic.0: "),
+    "a key that is a newline": ({**GOOD, "\n": 1}, "\\n: unknown key"),
 }
 
 

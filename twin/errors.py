@@ -12,8 +12,22 @@ one line. The tree::
 from __future__ import annotations
 
 
+def one_line(message: str) -> str:
+    r"""The message with characters that are not printable (a newline in a key of the user's
+    file) shown escaped.
+
+    >>> print(one_line("fabric.yaml: \n: unknown key"))
+    fabric.yaml: \n: unknown key
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 class TwinError(Exception):
-    """Base of every error reported to the user as one line."""
+    """Base of every error reported to the user as one line (what is not printable in it,
+    escaped)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(message))
 
 
 class InputError(TwinError):

@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Iterable, Sequence
 
-from twin.errors import TwinError
+from twin.errors import TwinError, one_line
 
 VERBS = {
     "cleanup": "remove leftovers of crashed runs (by lab name or lab directory; without one, all "
@@ -81,16 +81,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def refuse(message: str) -> None:
     """Print a refusal as one line on stderr."""
     print(f"twin: {one_line(message)}", file=sys.stderr)
-
-
-def one_line(message: str) -> str:
-    r"""The message with characters that are not printable (a newline in a key of the user's
-    file) shown escaped.
-
-    >>> print(one_line("fabric.yaml: \n: unknown key"))
-    fabric.yaml: \n: unknown key
-    """
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
 
 
 if __name__ == "__main__":
