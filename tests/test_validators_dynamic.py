@@ -735,6 +735,17 @@ def test_bgp_health_explains_downs_on_both_ends_of_a_faulted_link(
     assert by_scope(check("bgp_health", lab, run.write()))["flaps"].status is Status.PASS
 
 
+def test_bgp_health_explains_a_down_while_a_slow_fault_verb_was_running(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    # The run fired the link-down at 1 s; its verb, slow on a loaded machine, took the link
+    # down only at 6.5 s and logged the fault at 9 s: the session went down in between.
+    run.fault(9.0, "link-down", link="leaf1:spine1", ends=UPLINK)
+    run.faults[-1]["began"] = T0 + 1.0
+    run.bgp_down(6.5, "leaf1", "spine1", "Interface down")
+    assert by_scope(check("bgp_health", lab, run.write()))["flaps"].status is Status.PASS
+
+
 def test_bgp_health_explains_the_neighbours_downs_after_a_daemon_kill(
     lab: Lab, run: SyntheticRun
 ) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
+from validators.dynamic.failover import fault_began
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 
@@ -97,7 +98,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
         explained = any(
             ends & _touched(lab, f) or f.get("fault") == "node-down"
             for f in faults
-            if -1.0 <= event["t"] - f["t"] <= window
+            if fault_began(f) - 1.0 <= event["t"] <= f["t"] + window
         )
         if not explained:
             flaps.append(

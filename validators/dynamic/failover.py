@@ -42,7 +42,7 @@ OPEN_TAIL_S = 0.05
 never recovered (a shorter one is its last packets still in flight)."""
 
 
-def _began(fault: dict[str, Any]) -> float:
+def fault_began(fault: dict[str, Any]) -> float:
     """When a fault started acting: when the run fired it (the event log's time comes once
     the action is done; a flap is logged once it is over)."""
     if "began" in fault:
@@ -58,10 +58,10 @@ def spans(obs: Observations) -> list[tuple[dict[str, Any], float, float]]:
     the next fault (a minute after the run for the last one). Half a second is run.json's
     `fault_margin` (the live twins' default; the simulator's fault and drop times are exact: 0)."""
     margin = float(obs.run.get("fault_margin", 0.5))
-    faults = sorted(obs.run.get("faults", []), key=_began)
-    ends = [_began(f) - margin for f in faults[1:]] + [obs.run["ended"] + 60] * bool(faults)
+    faults = sorted(obs.run.get("faults", []), key=fault_began)
+    ends = [fault_began(f) - margin for f in faults[1:]] + [obs.run["ended"] + 60] * bool(faults)
     return [
-        (fault, _began(fault) - margin, until)
+        (fault, fault_began(fault) - margin, until)
         for fault, until in zip(faults, ends, strict=True)
         if fault["fault"] in TAKES
     ]
@@ -81,7 +81,7 @@ def windows(obs: Observations) -> list[tuple[dict[str, Any], float, float, list[
                 if start <= t - missing / flow["pps"] < until:
                     ms = missing / flow["pps"] * 1000
                     worst_ms = max(worst_ms, ms)
-                    recovered = max(recovered, t - _began(fault))
+                    recovered = max(recovered, t - fault_began(fault))
                     hit.append(
                         Finding(
                             f"{flow['src']}->{flow['dst']}",
@@ -183,7 +183,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     for i, (fault, flows_ms, _, flows_hit) in enumerate(windows(obs)):
         target = fault.get("link") or fault.get("node", "")
         scope = f"fault{i + 1} {fault['fault']} {target}"
-        began = _began(fault)
+        began = fault_began(fault)
         max_loss_ms, source = (given_ms, "") if given_ms else limit(lab, fault, margin_ms)
         figures: dict[str, int | float | str] = {
             "limit_ms": round(max_loss_ms, 1),
@@ -195,7 +195,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
         if why is not None or record is None:
             results.append(Result(NAME, scope, Status.NOT_OBSERVABLE, str(why), figures))
             continue
-        later = [_began(f) for f in obs.run.get("faults", []) if _began(f) > began]
+        later = [fault_began(f) for f in obs.run.get("faults", []) if fault_began(f) > began]
         seen = probed(record, began, min(later, default=math.inf))
         crossed = sorted({str(f["crossed"]) for f in seen.flows})
         figures |= {
