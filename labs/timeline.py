@@ -5,8 +5,9 @@ stops them after its `duration`; the faults fire in time order (`backend.fault`)
 followed by a FIB snapshot; a sampler reads every port's counters each `sample_interval`; the
 observer logs BGP and route changes meanwhile. What a backend observes besides (received
 flows, probes, captures) it adds to the `Played` record this returns; a backend that acts
-just before each fault (failover probes) passes `before_fault`, called `PREPARE_S` seconds
-before the fault is due (and never before the previous fault has fired).
+around each fault (failover probes) passes `FaultHooks`: `before`, called `PREPARE_S`
+seconds before the fault is due (and never before the previous fault's verb has returned),
+and `after`, once the fault's verb has returned.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Protocol
 
 from labs import events
 from labs.backend import (
@@ -36,8 +37,15 @@ from twin.model.fib import Fib
 SETTLE_BEFORE_SNAPSHOT = 0.5
 PREPARE_S = 3.0
 
-BeforeFault = Callable[[int, Fault, float], None]
-"""Called with a fault's index, the fault and when it is due (epoch seconds)."""
+
+class FaultHooks(Protocol):
+    """What a backend does around each fault of a timeline (by the fault's index)."""
+
+    def before(self, index: int, fault: Fault, due: float) -> None:
+        """Just before the fault, due at `due` (epoch seconds); the fault waits for it."""
+
+    def after(self, index: int, fault: Fault) -> None:
+        """Once the fault's verb has returned."""
 
 
 class _Sampler(threading.Thread):
@@ -71,10 +79,10 @@ class _Run:
         lab: Lab,
         observer: Observer,
         progress: Progress,
-        before_fault: BeforeFault | None = None,
+        hooks: FaultHooks | None = None,
     ) -> None:
         self.backend, self.lab, self.observer, self.progress = backend, lab, observer, progress
-        self.before_fault = before_fault
+        self.hooks = hooks
         self.phases: list[dict[str, Any]] = []
         self.faults: list[dict[str, Any]] = []
         self.fibs: dict[str, tuple[float, Fib]] = {}
@@ -135,14 +143,16 @@ class _Run:
     def play_faults(self, faults: list[tuple[float, Fault]], t0: float) -> None:
         """Fire the faults in time order, each followed by a FIB snapshot."""
         for index, (at, fault) in enumerate(sorted(faults, key=lambda f: f[0])):
-            if self.before_fault is not None:
+            if self.hooks is not None:
                 time.sleep(max(0.0, t0 + at - PREPARE_S - time.time()))
-                self.before_fault(index, fault, t0 + at)
+                self.hooks.before(index, fault, t0 + at)
             time.sleep(max(0.0, t0 + at - time.time()))
             target = fault.link or fault.node
             self.progress(f"t={time.time() - t0:5.1f}s  fault {fault.kind} {target}")
             began = time.time()
             record = self.backend.fault(self.lab, fault)
+            if self.hooks is not None:
+                self.hooks.after(index, fault)
             with self.lock:
                 self.faults.append({"index": index, "began": began, **record})
             time.sleep(SETTLE_BEFORE_SNAPSHOT)
@@ -154,11 +164,11 @@ def play(
     lab: Lab,
     timeline: Timeline,
     progress: Progress,
-    before_fault: BeforeFault | None = None,
+    hooks: FaultHooks | None = None,
 ) -> Played:
     """Play the timeline on a running twin; flows, probes and files are left to the backend."""
     observer = backend.observer(lab)
-    run = _Run(backend, lab, observer, progress, before_fault)
+    run = _Run(backend, lab, observer, progress, hooks)
     sampler = _Sampler(observer, timeline.sample_interval)
     bgp_start = observer.bgp()
     progress(f"preparing {len(timeline.phases)} traffic phases")

@@ -15,7 +15,10 @@ servers and ports) and compare what both lost. Cases:
   same fault passes;
 - a fault no flow can cross (the peer-link of a healthy pair) is not-observable, saying so;
 - a server link that drops everything while its carrier stays up black-holes the flows to
-  that server behind it: fails "never recovered".
+  that server behind it: fails "never recovered";
+- a slow fault verb (a cut whose loss of signal is noticed only 10 s later: the verb returns
+  long after the next fault was due): the probes are held until the next fault's verb has
+  returned, and show BFD routing around the cut within its limit.
 """
 
 from __future__ import annotations
@@ -130,6 +133,23 @@ def test_a_healthy_uplink_cut_passes_with_probes_that_crossed_it(
     mine = max(loss.window_ms for loss in own)
     assert abs(mine - window) <= 100, (mine, window, [loss.as_dict() for loss in own])
     assert all(loss.recovered for loss in own)
+
+
+def test_probes_are_held_until_a_slow_fault_verb_returns(own_twin: Twin, tmp_path: Path) -> None:
+    link, delay = "leaf1:spine1", 10_000
+    faults = [
+        {"at": 2, "fault": "link-down", "link": link, "delay_ms": delay},
+        {"at": 4, "fault": "link-up", "link": link},
+    ]
+    obs = own_twin.play(scenario("slow-verb", faults, 5), tmp_path)
+    down, up = obs.run["faults"]
+    assert up["began"] - down["began"] >= delay / 1000  # the up waited for the down's verb
+    record = probe_records(obs)[link]
+    assert record["ends"] >= up["t"]
+    result = judged(obs)[f"fault1 link-down {link}"]
+    assert result.status is Status.PASS, result.reason
+    assert result.figures["never_recovered"] == 0
+    assert 0 < float(result.figures["loss_window_ms"]) <= float(result.figures["limit_ms"])
 
 
 def bfd(twin: Twin, nodes: list[str], on: bool) -> None:

@@ -81,8 +81,14 @@ class NetnsBackend:
         """Run a command in a node's namespace (`vtysh` on a switch reaches its FRR)."""
         return lifecycle.exec_in(lab, node, argv)
 
+    def __init__(self) -> None:
+        self._playing: Faults | None = None  # the faults of the scenario being played
+
     def fault(self, lab: Lab, fault: Fault) -> dict[str, Any]:
-        """Inject a fault now; the event it logged."""
+        """Inject a fault now; the event it logged (while a scenario plays, with the plan and
+        sockets of its run: building them for every fault is slow on a loaded machine)."""
+        if self._playing is not None and self._playing.lab.path == lab.path:
+            return self._playing.fire(fault)
         faults = Faults(lab)
         try:
             return faults.fire(fault)
@@ -115,16 +121,17 @@ class NetnsBackend:
         receivers: dict[str, Receiver] = {}
         captures: list[subprocess.Popen[bytes]] = []
         prober = None
-        if timeline.failover_probes is not None and timeline.faults:
-            prober = FailoverProber(
-                lab, timeline.failover_probes, timeline.faults, timeline.duration, progress
-            )
         try:
+            self._playing = Faults(lab)
+            if timeline.failover_probes is not None and timeline.faults:
+                prober = FailoverProber(
+                    lab, timeline.failover_probes, timeline.faults, timeline.duration, progress
+                )
+                prober.spawn()
             receivers = flows.start_receivers(netns_traffic.servers(lab))
             if timeline.captures and timeline.files is not None:
                 captures = netns_traffic.start_captures(lab, timeline.captures, timeline.files)
-            before = prober.before if prober else None
-            played = wallclock.play(self, lab, timeline, progress, before)
+            played = wallclock.play(self, lab, timeline, progress, prober)
             if prober is not None:
                 played.extra["failover_probes"] = prober.collect()
             received = {s: r.stop().flows for s, r in receivers.items()}
@@ -140,4 +147,7 @@ class NetnsBackend:
             netns_traffic.stop_captures(captures)
             if prober is not None:
                 prober.stop()
+            if self._playing is not None:
+                self._playing.close()
+                self._playing = None
         return played

@@ -1,21 +1,28 @@
 """Failover probes on a netns twin: paced UDP flows pinned through each faulted element.
 
-Just before a fault that takes something away (`PROBED`), the twin as it is then is asked
-which flows cross the faulted element (`labs.netns.paths`: the kernels' own lookups; a link
-is crossed by a flow that leaves by either end, a node by a flow it forwards or receives).
-Candidates are the server pairs between the servers at the element (its server, or the
-servers of its leaf) and those behind other leaves, each way, `CANDIDATE_PORTS` source
-ports each; per direction the pair with the most crossing flows is probed with `flows` of
-them at `pps` (`labs.netns.udpprobe`) from then until the next fault is due, or the run
-ends; a fault waits until they have sent for `LEAD_S`, but never more than `MAX_DELAY_S`
-past its time (then it fires without them, and the record says why). Each fault's record
-(`failover_probes.json`, docs/observations.md) holds the element, every flow's traced way
-before the fault (the evidence that it crossed), its rate, sent and received counts and
-gaps with their times; or, when no flow could be pinned, why.
+For each fault that takes something away (`PROBED`), the twin is asked which flows cross
+the faulted element (`labs.netns.paths`: the kernels' own lookups; a link is crossed by a
+flow that leaves by either end, a node by a flow it forwards or receives). Candidates are
+the server pairs between the servers at the element (its server, or the servers of its
+leaf) and those behind other leaves, each way, `CANDIDATE_PORTS` source ports each; per
+direction the pair with the most crossing flows is chosen, `flows` of them. They are chosen
+before the run, while the machine is idle (thousands of lookups), and their senders and
+receivers started then, idle (`spawn`); just before the fault they are traced again (a few
+dozen lookups) and, still crossing, told to send: a loaded machine starts no process then.
+Flows that no longer cross are replaced by a choice made anew. The probes send at `pps`
+(`labs.netns.udpprobe`) from just before the fault until `TAIL_S` after the verb of the
+next fault has returned (however slow the verbs: `after`), or, for the last fault, until
+the run ends and at least `AFTER_S` after its own verb returned. A fault waits until they
+have sent for `LEAD_S`, but never more than `MAX_DELAY_S` past its time (then it fires
+without them, and the record says why). Each fault's record (`failover_probes.json`,
+docs/observations.md) holds the element, every flow's traced way before the fault (the
+evidence that it crossed), its rate, sent and received counts and gaps with their times;
+or, when no flow could be pinned, why.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -39,9 +46,13 @@ FIRST_DPORT = 47000
 MIN_SECONDS = 0.5  # a probe shorter than this is not started
 LEAD_S = 0.3  # the probe flows send at least this long before the fault
 MAX_DELAY_S = 10.0  # a fault waits at most this long past its time for its probes
-AFTER_S = 6.0  # the probe flows send this long past the next fault's time
+TAIL_S = 1.0  # the probe flows send this long after the next fault's verb returned
+AFTER_S = 6.0  # the last fault's probe flows send at least this long after its verb returned
+HOLD_S = 120.0  # a sender never told when to stop (an error) stops this long past its plan
 
 Element = tuple[End, End] | str
+_Chosen = tuple[list[UdpFlow], dict[UdpFlow, list[str]], dict[UdpFlow, str]]
+"""One direction's flows, each one's traced way and where it crosses the element."""
 
 
 @dataclass
@@ -94,9 +105,17 @@ def candidates(lab: Lab, at: list[str]) -> list[list[tuple[str, str]]]:
     return [[(d, s) for s, d in pairs][:CANDIDATE_PAIRS], pairs[:CANDIDATE_PAIRS]]
 
 
+def _go(probe: Probe, spawned: bool) -> float:
+    """Start a probe (told to go, if spawned ahead); when it began sending."""
+    if not spawned:
+        return probe.start()
+    probe.go()
+    return probe.confirm()
+
+
 class FailoverProber:
-    """Probes the faults of one timeline: `before` each fault (the wall-clock player's
-    `before_fault`), then `collect` once the run is over."""
+    """Probes the faults of one timeline (the wall-clock player's `FaultHooks`): `before`
+    and `after` each fault, then `collect` once the run is over."""
 
     def __init__(
         self,
@@ -110,11 +129,32 @@ class FailoverProber:
         self.progress = progress
         self.ats = sorted(at for at, _ in faults)
         self.plan = build(lab)
+        self.early: dict[int, list[_Chosen]] = {}  # flows chosen before the run, by fault
+        for index, (_, fault) in enumerate(sorted(faults, key=lambda f: f[0])):
+            if fault.kind in PROBED:
+                with contextlib.suppress(LabError):  # chosen again before the fault, or why not
+                    _, element, at = _element(lab, self.plan, fault)
+                    self.early[index] = self._pin(index, element, at)
         self.records: list[dict[str, Any]] = []
+        self.spawned: dict[int, list[_Probed]] = {}  # started idle before the run, by fault
         self.probed: dict[int, list[_Probed]] = {}
         self.workers: list[threading.Thread] = []
         self.fired: set[int] = set()  # faults that fired before their probes were ready
+        self.ending: dict[int, float] = {}  # when each fault's probes stop (epoch seconds)
         self.lock = threading.Lock()
+
+    def spawn(self) -> None:
+        """Start the senders and receivers of the flows chosen before the run, idle."""
+        for index, chosen in self.early.items():
+            if not chosen:
+                continue
+            with self.lock:
+                self.spawned[index] = [
+                    _Probed(Probe(self.plan, flows, self.settings.pps, HOLD_S), paths, crossed)
+                    for flows, paths, crossed in chosen
+                ]
+            with ThreadPoolExecutor(len(chosen)) as pool:  # each waits for its processes
+                list(pool.map(lambda p: p.probe.spawn(), self.spawned[index]))
 
     def before(self, index: int, fault: Fault, due: float) -> None:
         """Pin and start the probe flows of a fault due at `due` (epoch seconds), in the
@@ -157,61 +197,105 @@ class FailoverProber:
         started, cpu = time.time(), time.thread_time()
         try:
             name, element, at = _element(self.lab, self.plan, fault)
-            chosen = self._pin(index, element, at)
+            chosen = self._still(index, element)
+            record["traced_again"] = chosen is not None
+            if chosen is None:
+                self._drop(index)
+                chosen = self._pin(index, element, at)
         except LabError as exc:
-            self._skip(record, f"could not trace flows through {record['element']}: {exc}", ready)
+            why = f"could not trace flows through {record['element']}: {exc}"
+            self._skip(index, record, why, ready)
             return
         record["pinned_s"] = round(time.time() - started, 3)
         record["pinned_cpu_s"] = round(time.thread_time() - cpu, 3)
         if not chosen:
             tried = sum(map(len, candidates(self.lab, at)))
             why = f"no flow of {tried} server pairs x {CANDIDATE_PORTS} source ports crosses "
-            self._skip(record, why + f"{name} before the fault", ready)
+            self._skip(index, record, why + f"{name} before the fault", ready)
             return
-        # A fault fired late is followed late by the next one: probe as long after it, and
-        # `AFTER_S` more (the fault verb itself may be slow; what the next fault causes is
-        # told apart by when it began).
+        # A fault fired late is followed late by the next one: plan as long after it (`after`
+        # says when the probes stop).
         until = max(until, time.time() + until - due)
-        after = AFTER_S if index + 1 < len(self.ats) else 0.0  # the last: until the run ends
         record["until"] = round(until, 4)
-        seconds = until - time.time()
         with self.lock:
             late = index in self.fired
-        if late or seconds < MIN_SECONDS:
-            why = f"pinning took {record['pinned_s']:.2f} s (a loaded machine): the fault fired "
-            self._skip(record, why + "before the probe flows could start", ready)
+        if late or until - time.time() < MIN_SECONDS:
+            why = f"choosing flows took {record['pinned_s']:.2f} s (a loaded machine): the fault "
+            self._skip(index, record, why + "fired before the probe flows could start", ready)
             return
         pairs = ", ".join(f"{flows[0].src}->{flows[0].dst}" for flows, _, _ in chosen)
         count = sum(len(flows) for flows, _, _ in chosen)
         self.progress(
             f"failover probes: {count} flows at {self.settings.pps:g} pps through {name} "
-            f"({pairs}) for {seconds:.1f} s"
+            f"({pairs}) until after the next fault"
         )
-        probed = [
-            _Probed(Probe(self.plan, flows, self.settings.pps, seconds + after), paths, crossed)
-            for flows, paths, crossed in chosen
-        ]
         with self.lock:
+            spawned = [p.probe for p in self.spawned.pop(index, [])]
+            probes = spawned or [
+                Probe(self.plan, flows, self.settings.pps, HOLD_S) for flows, _, _ in chosen
+            ]
+            probed = [
+                _Probed(probe, paths, crossed)
+                for probe, (_, paths, crossed) in zip(probes, chosen, strict=True)
+            ]
             self.probed[index] = probed
+            if index in self.ending:  # the next fault has come and gone meanwhile
+                for p in probed:
+                    p.probe.until(self.ending[index])
         try:
-            with ThreadPoolExecutor(len(chosen)) as pool:  # each waits for its processes
-                last = max(pool.map(lambda p: p.probe.start(), probed))
+            with ThreadPoolExecutor(len(probed)) as pool:  # each waits for its processes
+                last = max(pool.map(lambda p: _go(p.probe, spawned=bool(spawned)), probed))
         except (OSError, RuntimeError) as exc:
-            self._skip(record, f"the probe flows did not start: {exc}", ready)
+            self._skip(index, record, f"the probe flows did not start: {exc}", ready)
             return
         time.sleep(max(0.0, last + LEAD_S - time.time()))  # the player then waits for `due`
         ready.set()
 
-    def _skip(self, record: dict[str, Any], why: str, ready: threading.Event) -> None:
+    def after(self, index: int, fault: Fault) -> None:
+        """A fault's verb has returned: the probes of the faults before it stop `TAIL_S`
+        later; the last fault's, at the run's end but no sooner than `AFTER_S` from now."""
+        now = time.time()
+        with self.lock:
+            for earlier in range(index):
+                self._end(earlier, now + TAIL_S)
+            if index + 1 == len(self.ats):
+                until = next((r["until"] for r in self.records if r["index"] == index), now)
+                self._end(index, max(until, now + AFTER_S))
+
+    def _end(self, index: int, at: float) -> None:
+        """Stop a fault's probes at `at`, unless told already (under the lock)."""
+        if index not in self.ending:
+            self.ending[index] = at
+            for probed in self.probed.get(index, []):
+                probed.probe.until(at)
+
+    def _drop(self, index: int) -> None:
+        """End the idle probes spawned for a fault (their flows are not used)."""
+        with self.lock:
+            dropped = self.spawned.pop(index, [])
+        for p in dropped:
+            p.probe.stop()
+
+    def _skip(self, index: int, record: dict[str, Any], why: str, ready: threading.Event) -> None:
         """A fault not probed, and why."""
+        self._drop(index)
+        with self.lock:
+            for p in self.probed.pop(index, []):
+                p.probe.stop()
         record["why"] = why
         self.progress(f"failover probes: {why}")
         ready.set()
 
-    def _pin(
-        self, index: int, element: Element, at: list[str]
-    ) -> list[tuple[list[UdpFlow], dict[UdpFlow, list[str]], dict[UdpFlow, str]]]:
-        """Per direction, the flows of the pair with most crossings (at most `flows`)."""
+    def _still(self, index: int, element: Element) -> list[_Chosen] | None:
+        """The flows chosen before the run, traced again now, if every one still crosses."""
+        early = self.early.get(index)
+        if not early:
+            return None
+        again = self._choose([flows for flows, _, _ in early], element)
+        return again if [len(c[0]) for c in again] == [len(c[0]) for c in early] else None
+
+    def _pin(self, index: int, element: Element, at: list[str]) -> list[_Chosen]:
+        """Per direction, the flows of the candidate pair with most crossings."""
         address = {s: self.lab.host(s)["address"].split("/")[0] for s in self.lab.nodes("server")}
         tried: list[list[UdpFlow]] = []
         for way, pairs in enumerate(candidates(self.lab, at)):
@@ -224,6 +308,11 @@ class FailoverProber:
                     for sport in range(first, first + CANDIDATE_PORTS)
                 ]
             )
+        return self._choose(tried, element)
+
+    def _choose(self, tried: list[list[UdpFlow]], element: Element) -> list[_Chosen]:
+        """Per direction tried, the flows of the pair with most crossings (at most `flows`),
+        with their ways now."""
         traced = trace(self.plan, [f for flows in tried for f in flows])
         chosen = []
         for flows in tried:
@@ -247,12 +336,14 @@ class FailoverProber:
         """Wait for every probe to end; the records of every probed fault."""
         for worker in self.workers:
             worker.join()
+        for index in list(self.spawned):
+            self._drop(index)
         for record in self.records:
             for probed in self.probed.get(record["index"], []):
+                losses = probed.probe.wait()
                 record["started"] = round(probed.probe.started, 4)
-                record["ends"] = round(probed.probe.started + probed.probe.duration, 4)
-                for loss in probed.probe.wait():
-                    record["flows"].append(self._flow(probed, loss))
+                record["ends"] = round(probed.probe.ended, 4)
+                record["flows"] += [self._flow(probed, loss) for loss in losses]
         return self.records
 
     def _flow(self, probed: _Probed, loss: FlowLoss) -> dict[str, Any]:
@@ -280,6 +371,6 @@ class FailoverProber:
         """End every probe still running (after an error), once no worker can start more."""
         for worker in self.workers:
             worker.join()
-        for probes in list(self.probed.values()):
+        for probes in [*self.spawned.values(), *self.probed.values()]:
             for probed in probes:
                 probed.probe.stop()

@@ -4,15 +4,19 @@ A sender in the source server's namespace sends each flow (one UDP socket per so
 at `pps` packets per second, a sequence number and send time in each packet; a receiver in
 the destination's namespace counts them and records every run of missing sequence numbers.
 A flow's loss window is its longest such run, in packets, divided by its rate: at 1,000 pps
-it resolves to 1 ms. The probes go through the kernels' own routing (the servers' ECMP
-included), so `labs.netns.paths.pin` can choose flows that cross a given element.
+it resolves to 1 ms. The sender stops at the end it was started with, or at the one it is
+given later (`until`): a probe can be held until something slow it observes has happened.
+The probes go through the kernels' own routing (the servers' ECMP included), so
+`labs.netns.paths.pin` can choose flows that cross a given element.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +25,7 @@ from labs.netns.plan import Plan
 from labs.processes import lab_env
 
 SENDER = r"""
-import json, socket, struct, sys, time
+import json, os, select, socket, struct, sys, time
 src, dst, dport = sys.argv[1], sys.argv[2], int(sys.argv[3])
 pps, duration = float(sys.argv[4]), float(sys.argv[5])
 socks = []
@@ -31,33 +35,53 @@ for sport in json.loads(sys.argv[6]):
     s.connect((dst, dport))
     s.setblocking(False)
     socks.append(s)
-pack, sent, start = struct.Struct("!Id").pack, [0] * len(socks), time.time()
-print("started", start, flush=True)
-for seq in range(int(duration * pps)):
+told, watch = {}, [0]
+def listen(timeout):
+    global watch
+    if select.select(watch, [], [], timeout)[0]:
+        data = os.read(0, 4096).decode()
+        if not data:
+            watch = []
+        for line in data.splitlines():
+            key, value = line.split()
+            told[key] = float(value)
+print("ready", flush=True)
+while "start" not in told and watch:
+    listen(None)
+pack, sent = struct.Struct("!Id").pack, [0] * len(socks)
+start = max(told.get("start", 0.0), time.time())
+seq = 0
+if "start" in told:
+    print("started", start, flush=True)
+while "start" in told:
     due = start + seq / pps
-    pause = due - time.time()
-    if pause > 0:
-        time.sleep(pause)
+    end = told.get("end", start + duration)
+    if due >= end:
+        break
+    wait = due - time.time()
+    if wait > 0 or watch:
+        listen(max(0.0, wait))
+        if time.time() < due:
+            continue
     for i, s in enumerate(socks):
         try:
             s.send(pack(seq, time.time()) + bytes(52))
             sent[i] += 1
         except OSError:
             pass
-print(json.dumps({"sent": sent}))
+    seq += 1
+print(json.dumps({"sent": sent, "started": start, "ended": time.time()}))
 """
 
 RECEIVER = r"""
-import json, select, socket, struct, sys, time
+import json, os, select, socket, struct, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
 s.bind((sys.argv[1], int(sys.argv[2])))
 unpack, flows = struct.Struct("!Id").unpack_from, {}
 print("ready", flush=True)
 while True:
-    ready, _, _ = select.select([s, sys.stdin], [], [], 0.5)
-    if sys.stdin in ready and not sys.stdin.read():
-        break
+    ready, _, _ = select.select([s, 0], [], [], 0.5)
     while s in ready:
         try:
             data, (_, sport) = s.recvfrom(2048, socket.MSG_DONTWAIT)
@@ -70,6 +94,9 @@ while True:
         if seq > f["last"] + 1:
             f["gaps"].append([f["last"] + 1, seq - f["last"] - 1, f["at"], now])
         f["last"], f["at"] = max(seq, f["last"]), now
+    if 0 in ready:  # told to stop (a line), or the end of its input; what arrived is read
+        os.read(0, 4096)
+        break
 print(json.dumps(flows))
 """
 
@@ -108,7 +135,8 @@ class FlowLoss:
 
 
 class Probe:
-    """Paced UDP flows from one server to one address; `start`, then `wait` for the figures."""
+    """Paced UDP flows from one server to one address; `start` (or `spawn` ahead, then `go`
+    and `confirm`), then `wait` for the figures (with `started` and `ended` as they were)."""
 
     def __init__(self, plan: Plan, flows: list[UdpFlow], pps: float, duration: float):
         ends = {(f.src, f.dst, f.dst_ip, f.dport) for f in flows}
@@ -118,7 +146,7 @@ class Probe:
         self.src_ns, self.dst_ns = plan.netns(flows[0].src), plan.netns(flows[0].dst)
         self._rx: subprocess.Popen[str] | None = None
         self._tx: subprocess.Popen[str] | None = None
-        self.started = 0.0
+        self.started = self.ended = self.ends = 0.0
 
     def _spawn(self, netns: str, script: str, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
@@ -130,8 +158,8 @@ class Probe:
             env=lab_env(self.lab),
         )
 
-    def start(self) -> float:
-        """Start the receiver, then the sender; returns when the first packets leave (epoch)."""
+    def spawn(self) -> None:
+        """Start the receiver, then the sender, which waits to be told when to send (`go`)."""
         flow = self.flows[0]
         self._rx = self._spawn(self.dst_ns, RECEIVER, flow.dst_ip, str(flow.dport))
         assert self._rx.stdout
@@ -149,21 +177,53 @@ class Probe:
             sports,
         )
         assert self._tx.stdout
+        if self._tx.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"probe sender in {self.src_ns}: {self._tx.communicate()[1]}")
+
+    def go(self) -> None:
+        """Have the spawned sender start sending now, for `duration` unless told (`until`)."""
+        self._tell("start", time.time())
+
+    def confirm(self) -> float:
+        """When the sender began (epoch seconds), once it has."""
+        assert self._tx and self._tx.stdout
         line = self._tx.stdout.readline().split()
         if line[:1] != ["started"]:
             raise RuntimeError(f"probe sender in {self.src_ns}: {self._tx.communicate()[1]}")
         self.started = float(line[1])
+        self.ends = self.ends or self.started + self.duration
         return self.started
 
+    def start(self) -> float:
+        """Spawn and go; returns when the first packets left (epoch seconds)."""
+        self.spawn()
+        self.go()
+        return self.confirm()
+
+    def until(self, end: float) -> None:
+        """Stop sending at `end` (epoch seconds) instead: sooner or later than planned."""
+        self.ends = end
+        self._tell("end", end)
+
+    def _tell(self, key: str, value: float) -> None:
+        if self._tx is not None and self._tx.stdin is not None:
+            with contextlib.suppress(BrokenPipeError, ValueError):  # the sender has ended
+                self._tx.stdin.write(f"{key} {value}\n")
+                self._tx.stdin.flush()
+
     def wait(self) -> list[FlowLoss]:
-        """Wait for the sender to finish, stop the receiver; each flow's losses."""
+        """Wait for the sender to finish (`ended` is then when), stop the receiver; each
+        flow's losses."""
         assert self._tx and self._rx
-        out, err = self._tx.communicate(timeout=self.duration + 30)
+        out, err = self._tx.communicate(timeout=max(0.0, self.ends - time.time()) + 30)
         if self._tx.returncode != 0:
             self._rx.kill()
             raise RuntimeError(f"probe sender in {self.src_ns}: {err.strip()}")
-        sent = json.loads(out)["sent"]
-        got, err = self._rx.communicate("", timeout=30)
+        told = json.loads(out.splitlines()[-1])  # after a "started" line nobody read
+        sent, self.started, self.ended = told["sent"], float(told["started"]), told["ended"]
+        # Told to stop in words: the end of its input may never come while processes forked
+        # from this one (traffic workers) hold a copy of the pipe.
+        got, err = self._rx.communicate("stop\n", timeout=30)
         if self._rx.returncode != 0:
             raise RuntimeError(f"probe receiver in {self.dst_ns}: {err.strip()}")
         seen = json.loads(got)
