@@ -4,11 +4,12 @@ A run killed while writing, or a file edited by hand, left a truncated or differ
 file; `twin report` traced back on each case below (those of `READ` when a validator reads
 that file). Now the line names the file, where in it (line, entry or key) and what is wrong,
 exit code 2: the counters and FIBs by their whole shape, the other files as objects or
-arrays (the keys of a flow record are not checked).
+arrays; a flow record by the keys validators read.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -67,12 +68,41 @@ def test_a_broken_run_file_is_refused_in_one_line(
     assert expected in err, err
 
 
+FLOW = {
+    "flow_id": 1,
+    "src": "server1",
+    "dst": "server3",
+    "phase": "backup@0",
+    "class": "roce",
+    "dscp_sent": 26,
+    "pps": 150,
+    "sent": 150,
+    "received": 150,
+    "lost": 0,
+    "tail_lost": 0,
+    "gaps": [],
+    "dscp_received": {"26": 150},
+}
+"""A flow record as the backends write it (they add more keys)."""
+
 READ: dict[str, tuple[str, str, Callable[[Observations], object], str]] = {
     "flows.json entries not objects": (
         "flows.json",
         "[1]",
         lambda obs: obs.flows,
         "flows.json: 0: must be an object",
+    ),
+    "a flow missing its keys": (
+        "flows.json",
+        '[{"flow_id": 1, "src": "server1"}]',
+        lambda obs: obs.flows,
+        "flows.json: 0.dst: Field required",
+    ),
+    "a flow's sent count not a number": (
+        "flows.json",
+        json.dumps([{**FLOW, "sent": "many"}]),
+        lambda obs: obs.flows,
+        "flows.json: 0.sent: ",
     ),
     "bgp.json sessions not sessions": (
         "bgp.json",
@@ -127,3 +157,8 @@ def test_files_only_some_validators_read_are_refused_as_read(run: Path, case: st
     with pytest.raises(InputError) as refused:
         read(Observations.open(run))
     assert str(refused.value).startswith(f"{run / name}: ") and expected in str(refused.value)
+
+
+def test_a_flow_record_as_the_backends_write_it_is_taken(run: Path) -> None:
+    (run / "flows.json").write_text(json.dumps([{**FLOW, "qp": 0, "ecn_received": {}}]))
+    assert Observations.open(run).flows[0]["qp"] == 0

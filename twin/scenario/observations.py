@@ -14,7 +14,7 @@ from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, RootModel, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
 from labs.backend import Session
 from twin.errors import InputError, LabError
@@ -40,6 +40,26 @@ class _Counters(BaseModel):
                 if len(values) != len(self.fields):
                     raise ValueError(f"samples.{i}.c.{port}: {len(values)} values, not one a field")
         return self
+
+
+class _Flow(BaseModel):
+    """The keys of a flow record that validators read (backends add more)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    flow_id: int
+    src: str
+    dst: str
+    phase: str
+    traffic_class: str = Field(alias="class")
+    dscp_sent: int | None
+    pps: float
+    sent: float
+    received: float
+    lost: float
+    tail_lost: float
+    gaps: list[list[float]]
+    dscp_received: dict[str, float]
 
 
 class _Hop(BaseModel):
@@ -88,6 +108,11 @@ class Observations:
         data: list[dict[str, Any]] = self._json("flows.json", list)
         for i, flow in enumerate(data):
             _shaped(flow, dict, self.path / "flows.json", str(i))
+            try:
+                parse_model(_Flow, flow, "")
+            except InputError as exc:
+                key = ".".join(k for k in (str(i), exc.key) if k)
+                raise InputError(str(self.path / "flows.json"), key, exc.problem) from None
         return data
 
     @cached_property
