@@ -78,6 +78,14 @@ def _messages(data: bytes) -> Iterator[tuple[int, int, int, int]]:
         at += (length + 3) & ~3
 
 
+def _receive(sock: socket.socket, silence: str) -> bytes:
+    """One datagram of answers; `silence` is the error when none comes in time."""
+    try:
+        return sock.recv(1 << 20)
+    except TimeoutError as exc:
+        raise LabError(silence) from exc
+
+
 def _width(data: bytes, start: int, end: int) -> int:
     """Usable next hops of an RTA_MULTIPATH value."""
     width, at = 0, start
@@ -124,10 +132,7 @@ class Rtnl:
             )
         answers: dict[int, str | None] = {}
         while len(answers) < len(queries):
-            try:
-                data = sock.recv(1 << 20)
-            except TimeoutError as exc:
-                raise LabError(f"{netns}: no answer to {len(queries)} route lookups") from exc
+            data = _receive(sock, f"{netns}: no answer to {len(queries)} route lookups")
             for kind, seq, start, end in _messages(data):
                 if kind == RTM_NEWROUTE:
                     answers[seq] = self._egress(data[start:end], names)
@@ -146,10 +151,7 @@ class Rtnl:
         )
         routes: dict[str, int] = {}
         while True:
-            try:
-                data = sock.recv(1 << 20)
-            except TimeoutError as exc:
-                raise LabError(f"{netns}: no answer to a route dump") from exc
+            data = _receive(sock, f"{netns}: no answer to a route dump")
             for kind, _, start, end in _messages(data):
                 if kind == NLMSG_DONE:
                     return routes
