@@ -105,14 +105,6 @@ def candidates(lab: Lab, at: list[str]) -> list[list[tuple[str, str]]]:
     return [[(d, s) for s, d in pairs][:CANDIDATE_PAIRS], pairs[:CANDIDATE_PAIRS]]
 
 
-def _go(probe: Probe, spawned: bool) -> float:
-    """Start a probe (told to go, if spawned ahead); when it began sending."""
-    if not spawned:
-        return probe.start()
-    probe.go()
-    return probe.confirm()
-
-
 class FailoverProber:
     """Probes the faults of one timeline (the wall-clock player's `FaultHooks`): `before`
     and `after` each fault, then `collect` once the run is over."""
@@ -244,7 +236,7 @@ class FailoverProber:
                     p.probe.until(self.ending[index])
         try:
             with ThreadPoolExecutor(len(probed)) as pool:  # each waits for its processes
-                last = max(pool.map(lambda p: _go(p.probe, spawned=bool(spawned)), probed))
+                last = max(pool.map(lambda p: p.probe.start(), probed))
         except (OSError, RuntimeError) as exc:
             self._skip(index, record, f"the probe flows did not start: {exc}", ready)
             return

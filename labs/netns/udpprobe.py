@@ -135,8 +135,8 @@ class FlowLoss:
 
 
 class Probe:
-    """Paced UDP flows from one server to one address; `start` (or `spawn` ahead, then `go`
-    and `confirm`), then `wait` for the figures (with `started` and `ended` as they were)."""
+    """Paced UDP flows from one server to one address; `start` (after `spawn` ahead, or not),
+    then `wait` for the figures (with `started` and `ended` as they were)."""
 
     def __init__(self, plan: Plan, flows: list[UdpFlow], pps: float, duration: float):
         ends = {(f.src, f.dst, f.dst_ip, f.dport) for f in flows}
@@ -180,12 +180,12 @@ class Probe:
         if self._tx.stdout.readline().strip() != "ready":
             raise RuntimeError(f"probe sender in {self.src_ns}: {self._tx.communicate()[1]}")
 
-    def go(self) -> None:
-        """Have the spawned sender start sending now, for `duration` unless told (`until`)."""
+    def start(self) -> float:
+        """Spawn (unless spawned ahead) and have the sender start sending now, for `duration`
+        unless told otherwise (`until`); returns when it began (epoch seconds)."""
+        if self._tx is None:
+            self.spawn()
         self._tell("start", time.time())
-
-    def confirm(self) -> float:
-        """When the sender began (epoch seconds), once it has."""
         assert self._tx and self._tx.stdout
         line = self._tx.stdout.readline().split()
         if line[:1] != ["started"]:
@@ -193,12 +193,6 @@ class Probe:
         self.started = float(line[1])
         self.ends = self.ends or self.started + self.duration
         return self.started
-
-    def start(self) -> float:
-        """Spawn and go; returns when the first packets left (epoch seconds)."""
-        self.spawn()
-        self.go()
-        return self.confirm()
 
     def until(self, end: float) -> None:
         """Stop sending at `end` (epoch seconds) instead: sooner or later than planned."""
