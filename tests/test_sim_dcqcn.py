@@ -2,10 +2,13 @@
 
 Over 50-100 ms each flow's mean delivered rate must be within 5 % of 40/N Gb/s and the mean
 queue within 15 % of the fluid model's fixed point (20.2 KB for N = 2, 122.6 KB for N = 10).
+At N = 10 the 50 ms bound is not met (DCQCN's own rate noise, docs/simulator.md); over half a
+second each flow is within it, which a per-flow bias would not allow.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from pathlib import Path
@@ -47,9 +50,10 @@ def test_fixed_points_are_the_fluid_models(n: int) -> None:
 
 
 @functools.cache
-def run(n: int) -> tuple[Result, str]:
-    """The incast of N senders (run once for both tests)."""
+def run(n: int, duration: float = 0.1) -> tuple[Result, str]:
+    """The incast of N senders for `duration` seconds (run once for all tests)."""
     exp, seed = load(EXAMPLES / f"dcqcn_incast_{n}.yaml")
+    exp = dataclasses.replace(exp, duration=duration)
     return simulate(exp, seed or 1), exp.monitor.ports[0]
 
 
@@ -72,11 +76,13 @@ UNFAIR_AT_10 = pytest.mark.xfail(
 )
 
 
-@pytest.mark.parametrize("n", [2, pytest.param(10, marks=UNFAIR_AT_10)])
-def test_each_flow_gets_its_fair_share(n: int) -> None:
-    result, _ = run(n)
+@pytest.mark.parametrize(
+    ("n", "end"), [(2, 0.1), pytest.param(10, 0.1, marks=UNFAIR_AT_10), (10, 0.55)]
+)
+def test_each_flow_gets_its_fair_share(n: int, end: float) -> None:
+    result, _ = run(n, end)
     fair = 40e9 / n
-    rates = {f.name: result.mean_rate(f.name, 0.05, 0.1) for f in result.flows}
+    rates = {f.name: result.mean_rate(f.name, 0.05, end) for f in result.flows}
     assert len(rates) == n
     assert abs(sum(rates.values()) - 40e9) < 0.01 * 40e9
     for name, rate in rates.items():
