@@ -2,12 +2,12 @@
 
 Threads on one clock: each traffic phase starts its flows (`backend.traffic`) at its `at` and
 stops them after its `duration`; the faults fire in time order (`backend.fault`), each
-followed by a FIB snapshot; a sampler reads every port's counters each `sample_interval`; the
-observer logs BGP and route changes meanwhile. What a backend observes besides (received
-flows, probes, captures) it adds to the `Played` record this returns; a backend that acts
-around each fault (failover probes) passes `FaultHooks`: `before`, called `PREPARE_S`
-seconds before the fault is due (and never before the previous fault's verb has returned),
-and `after`, once the fault's verb has returned.
+followed by a FIB snapshot; a sampler reads every port's counters once before the run starts
+and then each `sample_interval`; the observer logs BGP and route changes meanwhile. What a
+backend observes besides (received flows, probes, captures) it adds to the `Played` record
+this returns; a backend that acts around each fault (failover probes) passes `FaultHooks`:
+`before`, called `PREPARE_S` seconds before the fault is due (and never before the previous
+fault's verb has returned), and `after`, once the fault's verb has returned.
 """
 
 from __future__ import annotations
@@ -58,15 +58,17 @@ class _Sampler(threading.Thread):
         self.stopped = threading.Event()
 
     def sample(self) -> None:
-        t = time.time()
-        self.samples.append({"t": round(t, 4), "c": self.observer.counters()})
+        """One sample, stamped when its read ended (a slow read holds later values)."""
+        counters = self.observer.counters()
+        self.samples.append({"t": round(time.time(), 4), "c": counters})
 
     def run(self) -> None:
         next_at = time.monotonic()
-        while not self.stopped.is_set():
-            self.sample()
+        while True:
             next_at += self.interval
-            self.stopped.wait(max(0.0, next_at - time.monotonic()))
+            if self.stopped.wait(max(0.0, next_at - time.monotonic())):
+                break
+            self.sample()
         self.sample()
 
 
@@ -174,6 +176,7 @@ def play(
     progress(f"preparing {len(timeline.phases)} traffic phases")
     prepared = [(phase, backend.traffic(lab, phase)) for phase in timeline.phases]
     run.snapshot("start")
+    sampler.sample()  # the baseline, before any traffic (and the observer's first lookups)
     try:
         with observer.watch():
             t0 = time.time()
