@@ -72,7 +72,8 @@ def test_mean_queue_matches_fluid_model(n: int) -> None:
 UNFAIR_AT_10 = pytest.mark.xfail(
     strict=True,
     reason="N=10: each flow's 50-100 ms mean is 8-15 % off 40/N, DCQCN's own rate noise at these "
-    "parameters (an engine-free model of the algorithm spreads as much; docs/simulator.md)",
+    "parameters (an engine-free model of the algorithm and HPCC's ns-3 DCQCN spread as much; "
+    "docs/simulator.md)",
 )
 
 
