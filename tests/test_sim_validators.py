@@ -61,6 +61,21 @@ def test_pfc_behaviour_passes_when_ecn_tames_an_incast(lab: Path) -> None:
     }
 
 
+def test_pfc_propagation_is_not_observable_without_congestion(lab: Path) -> None:
+    light = {
+        "name": "light",
+        "traffic": [
+            {"at": 0, "duration": 0.001, "kind": "backup", "src": "server1", "dst": "server4",
+             "class": "roce", "gbps": 10},
+        ],
+    }  # fmt: skip
+    results = validate(lab, checked(light, "pfc_behaviour"))
+    spread = results["pfc_behaviour/propagation"]
+    assert spread.status is Status.NOT_OBSERVABLE, spread.reason
+    assert spread.figures == {"hops": 0, "ecn_marks": 0}
+    assert results["pfc_behaviour/lossless drops"].status is Status.PASS
+
+
 def test_pfc_behaviour_fails_on_storms_spread_and_lossless_drops(lab: Path, tmp_path: Path) -> None:
     results = validate(lab, checked(incast(), "pfc_behaviour"))
     assert results["pfc_behaviour/lossless drops"].status is Status.PASS

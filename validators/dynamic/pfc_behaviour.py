@@ -13,7 +13,8 @@ From a run's per port and priority PFC counters (`pfc.json`) and its flows:
   sent from a paused NIC to a destination other than the far end of a congested port (a
   congestion point's egress port whose queue filled to at least half the fullest one's, by
   `queues.json`; without queue samples, any port of a congestion point): they name whom the
-  pauses hurt.
+  pauses hurt. With no pause frame at all, a pass needs ECN marks (congestion that paused
+  nothing); with neither, nothing was congested and propagation is not observable.
 """
 
 from __future__ import annotations
@@ -141,8 +142,17 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
         )
     )
     if not sent:
+        marks = sum(r["ecn_marks"] for r in rows)
         results.append(
-            Result(NAME, "propagation", Status.PASS, "no pause frame was sent", {"hops": 0})
+            Result(
+                NAME,
+                "propagation",
+                Status.PASS if marks else Status.NOT_OBSERVABLE,
+                f"no pause frame was sent ({marks} ECN marks: congestion without a pause)"
+                if marks
+                else "no queue congested: no pause frame, no ECN mark",
+                {"hops": 0, "ecn_marks": marks},
+            )
         )
         return results
     depth, roots = depths(lab, rows)
