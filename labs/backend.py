@@ -61,6 +61,10 @@ FaultKind = Literal[
 ]
 
 
+RESTORES = {"link-up": "link-down", "node-up": "node-down"}
+"""A fault that gives back what one of the other kind took (the same link or node)."""
+
+
 @dataclass(frozen=True)
 class Fault:
     """One fault: `link` is `node:node` or `node:port` (SONiC or NIC name), `node` a device."""

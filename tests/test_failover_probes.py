@@ -18,12 +18,16 @@ servers and ports) and compare what both lost. Cases:
   that server behind it: fails "never recovered";
 - a slow fault verb (a cut whose loss of signal is noticed only 10 s later: the verb returns
   long after the next fault was due): the probes are held until the next fault's verb has
-  returned, and show BFD routing around the cut within its limit.
+  returned, and show BFD routing around the cut within its limit;
+- a restore (link-up after link-down): the cut's probe flows, followed until BGP routes them
+  back through the link, pass; dropped on that link once it is back (iptables, on both ends,
+  inserted while it is down), they fail "never recovered", as the test's own flows lose too.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -229,7 +233,7 @@ def test_a_fault_no_flow_crosses_is_not_observable_and_a_black_hole_never_recove
     assert peer.status is Status.NOT_OBSERVABLE
     assert "crosses leaf1:leaf2 before the fault" in peer.reason
     assert probe_records(obs)["leaf1:leaf2"]["flows"] == []
-    hole = results[f"fault2 loss {server_link}"]
+    hole = results[f"fault3 loss {server_link}"]
     assert hole.status is Status.FAIL, hole.reason
     assert "never recovered" in hole.reason
     ends = obs.run["faults"][2]["ends"]
@@ -241,3 +245,94 @@ def test_a_fault_no_flow_crosses_is_not_observable_and_a_black_hole_never_recove
     until = float(probe_records(obs)[server_link]["until"])
     assert max(x.window_ms for x in own) >= 800 * (clear - loss), [x.as_dict() for x in own]
     assert float(hole.figures["loss_window_ms"]) >= 800 * (until - loss)
+
+
+PROBE_DPORTS = "47000:47999,5700"  # the player's probe flows and the test's own
+
+
+def drop_probes_once_down(twin: Twin, link: str, stop: threading.Event) -> Callable[[], None]:
+    """Once `link` has gone down, drop the probe flows leaving by either of its ends
+    (iptables in each end's namespace); returns what removes the rules."""
+    ends = resolve_link(twin.lab, plan(twin), link)
+    since = time.time()
+
+    def rule(verb: str) -> None:
+        for end in ends:
+            argv = ["iptables", verb, "FORWARD", "-o", end.ifname, "-p", "udp", "-m"]
+            done = twin.exec(end.node, *argv, "multiport", "--dports", PROBE_DPORTS, "-j", "DROP")
+            assert done.returncode == 0 or verb == "-D", done.stderr
+
+    def watch() -> None:
+        while not stop.wait(0.05):
+            if any(e.get("fault") == "link-down" for e in twin.events(since)):
+                rule("-I")
+                return
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+
+    def undo() -> None:
+        stop.set()
+        thread.join()
+        rule("-D")
+
+    return undo
+
+
+def lost_after(own: list[FlowLoss], t: float) -> list[float]:
+    """Per test flow, the longest run of losses (seconds) that began after `t`, the loss
+    still open at its end included."""
+    out = []
+    for loss in own:
+        runs = [lost / loss.pps for _, lost, before, _ in loss.gaps if before >= t]
+        if not loss.recovered:
+            runs.append((loss.sent - 1 - loss.last_seq) / loss.pps)
+        out.append(max(runs, default=0.0))
+    return out
+
+
+def test_a_restore_passes_when_the_flows_come_back_and_fails_when_dropped_there(
+    own_twin: Twin, tmp_path: Path
+) -> None:
+    link = "leaf1:spine1"
+    faults = [
+        {"at": 2, "fault": "link-down", "link": link},
+        {"at": 4, "fault": "link-up", "link": link},
+    ]
+    scope = f"fault2 link-up {link}"
+
+    def play(name: str) -> tuple[Observations, list[FlowLoss]]:
+        return with_own_probe(
+            own_twin,
+            link,
+            "server3",
+            "server2",
+            16.0,
+            lambda: own_twin.play(scenario(name, faults, 9), tmp_path),
+        )
+
+    obs, own = play("restore")
+    healthy = judged(obs)[scope]
+    assert healthy.status is Status.PASS, healthy.reason
+    record = probe_records(obs)[link]
+    up = float(obs.run["faults"][1]["began"])
+    assert record["restore"]["index"] == 1 and record["restore"]["back"] > up
+    assert int(healthy.figures["flows_back"]) >= 1
+    assert record["ends"] >= record["restore"]["back"] + 1.5
+    assert healthy.reason.startswith("8 probe flows at 1000 pps, routed back through leaf1:spine1")
+    # The test's own flows, pinned through the link before the run, lost nothing worth a
+    # verdict after the restore either.
+    assert max(lost_after(own, up)) <= 0.5, [x.as_dict() for x in own]
+
+    wait_for(lambda: own_twin.established() and own_twin.converged(), "converged again", 90)
+    undo = drop_probes_once_down(own_twin, link, threading.Event())
+    try:
+        obs, own = play("restore-dropped")
+    finally:
+        undo()
+    broken = judged(obs)[scope]
+    assert broken.status is Status.FAIL, broken.reason
+    assert broken.reason.startswith("never recovered: ") and "after the restore" in broken.reason
+    assert judged(obs)[f"fault1 link-down {link}"].status is Status.PASS
+    up = float(obs.run["faults"][1]["began"])
+    assert max(lost_after(own, up)) >= 1.0, [x.as_dict() for x in own]

@@ -4,6 +4,7 @@ end to end in model time, its observations and verdicts, and the CLI verbs on it
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,10 @@ def test_validators_the_fake_cannot_feed_are_not_observable(lab: Lab, tmp_path: 
     cut = by[("failover", "fault2 link-down server1:leaf2")]
     assert cut.status is Status.FAIL and cut.figures["loss_window_ms"] == 2000.0
     assert cut.reason.startswith("never recovered: 8 of 8 probe flows")
+    # The link-up gives back fault1's link, but fault2 came between: its probes had ended.
+    back = by[("failover", "fault3 link-up server1:leaf1")]
+    assert back.status is Status.NOT_OBSERVABLE
+    assert back.reason == "the probe flows of fault1 ended at the fault after it, before this one"
     assert code == 1
     assert json.loads((obs.path / "run.json").read_text())["capabilities"] == [
         "counters",
@@ -195,4 +200,7 @@ def test_the_default_run_of_the_reference_passes_on_the_fake_backend(tmp_path: P
     done = twin_cli("run", "--backend", "fake", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert ", 0 failed, 7 not observable" in done.stdout
+    # Each link-up is judged from the probe flows of the link-down before it, routed back.
+    for scope in ("fault2 link-up leaf1:spine1", "fault4 link-up server2:nic0"):
+        assert re.search(rf"failover +{scope} +pass +8 probe flows", done.stdout), scope
     assert "the fake backend does not observe probes" in done.stdout

@@ -528,9 +528,11 @@ def test_failover_passes_a_short_gap(lab: Lab, run: SyntheticRun) -> None:
     run.flows = [flow("server1", "server3", 0, gaps=[(1.45, 40)]), flow("server3", "server1")]
     results = check("failover", lab, run.write())
     assert [(r.scope, r.status) for r in results] == [
-        ("fault1 link-down leaf1:spine1", Status.PASS),  # link-up takes nothing: no result
+        ("fault1 link-down leaf1:spine1", Status.PASS),
+        ("fault2 link-up leaf1:spine1", Status.NOT_OBSERVABLE),  # its probes were not followed
         ("convergence", Status.PASS),
     ]
+    assert results[1].reason == "the netns backend did not follow the probe flows of fault1 back"
     assert results[0].figures == {
         "limit_ms": 1400.0,
         "flows_loss_window_ms": 400.0,
@@ -546,6 +548,51 @@ def test_failover_passes_a_short_gap(lab: Lab, run: SyntheticRun) -> None:
         "2 probe flows at 1000 pps crossed spine1:Ethernet0 before the fault: worst loss "
         "window 400 ms (limit 1400 ms), flowing again after 0.45 s"
     )
+
+
+def test_failover_judges_a_restore_from_the_flows_routed_back(lab: Lab, run: SyntheticRun) -> None:
+    # The link-down's probe flows, traced after the link-up (3 s), were back on the link at
+    # 4 s; they lost 300 ms at the cut and then what the restore cost.
+    run.fault(1.0, "link-down", link="leaf1:spine1", ends=UPLINK)
+    run.fault(3.0, "link-up", link="leaf1:spine1")
+    run.fault(8.0, "link-down", link="leaf2:spine1")
+    back = {"index": 1, "fault": "link-up", "back": T0 + 4.0, "flows_back": 2, "watched_s": 1.0}
+
+    def judged(*gaps: tuple[float, int, float | None], **restore: Any) -> Result:
+        record = probed(0, "leaf1:spine1", "leaf1:Ethernet24", (1.0, 300, 1.3), *gaps)
+        run.failover_probes = [record | {"ends": T0 + 6.0, "restore": back | restore}]
+        return by_scope(check("failover", lab, run.write()))["fault2 link-up leaf1:spine1"]
+
+    clean = judged()
+    assert clean.status is Status.PASS, clean.reason
+    assert clean.reason == (
+        "2 probe flows at 1000 pps, routed back through leaf1:spine1 1.00 s after the restore: "
+        "worst loss window 0 ms (limit 500 ms)"
+    )
+    assert clean.figures["back_s"] == 1.0 and clean.figures["flows_back"] == 2
+    # 840 ms lost when the traffic moved back: over the limit (the margin, 500 ms).
+    lossy = judged((4.0, 840, 4.84))
+    assert lossy.status is Status.FAIL
+    assert lossy.reason == "loss window 840 ms > 500 ms"
+    assert [f.where for f in lossy.findings] == ["crossed leaf1:Ethernet24"] * 2
+    # Black-holed once back: lost everything until the probes ended.
+    hole = judged((4.0, 2000, None))
+    assert hole.status is Status.FAIL
+    assert hole.reason.startswith(
+        "never recovered: 2 of 2 probe flows"
+    ) and "after the restore" in (hole.reason)
+    # Loss of the next fault is not the restore's.
+    assert judged((8.2, 900, 9.1)).status is Status.PASS
+    # Not observable: flows never seen back, or not sent long enough after they were.
+    gone = judged(back=None, flows_back=0, watched_s=5.0)
+    assert gone.status is Status.NOT_OBSERVABLE
+    assert (
+        gone.reason
+        == "no probe flow was routed back through leaf1:spine1 within 5.0 s of the restore"
+    )
+    late = judged(back=T0 + 5.5)
+    assert late.status is Status.NOT_OBSERVABLE
+    assert late.reason == "the probe flows ended less than 1 s after they were back"
 
 
 def test_failover_fails_a_probe_flow_that_never_recovered(lab: Lab, run: SyntheticRun) -> None:

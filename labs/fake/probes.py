@@ -6,8 +6,11 @@ is searched, server pair by server pair (`PORTS` source ports each, a port being
 ECMP key as a queue pair is for a phase's flows), for flows whose way leaves by either end
 of the faulted link, or crosses or ends at the faulted node; the first two pairs with
 `flows` such flows are probed at `pps` from `LEAD_S` before the fault until the next fault
-(or the run's end). A flow loses what it sends while no way leads to its destination. The
-records are those of the netns backend (docs/observations.md, `failover_probes.json`).
+(or the run's end). A fault followed by the one that gives back what it took (`RESTORES`:
+the same link or node) keeps its probes until `BACK_S` after that one, and records whether
+their ways cross the element again once it is back (`restore`). A flow loses what it sends
+while no way leads to its destination. The records are those of the netns backend
+(docs/observations.md, `failover_probes.json`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from labs.backend import FailoverProbes, Fault, FlowSpec
+from labs.backend import RESTORES, FailoverProbes, Fault, FlowSpec
 from labs.failures import CHANGES_ROUTING, Network
 from labs.fake.simulate import Simulation, path
 
@@ -24,6 +27,7 @@ MODELLED = tuple(k for k in TAKES if k in CHANGES_ROUTING)
 PORTS = range(20000, 20032)
 DPORT = 47000
 LEAD_S = 0.5
+BACK_S = 2.0
 
 
 def _crosses(hops: list[tuple[str, str]], flow: FlowSpec, record: dict[str, Any]) -> str | None:
@@ -90,6 +94,10 @@ def probe(sim: Simulation, settings: FailoverProbes) -> list[dict[str, Any]]:
         if fault.kind not in TAKES:
             continue
         until = faults[i + 1][0] if i + 1 < len(faults) else sim.timeline.duration
+        restored = i + 1 < len(faults) and _restores(sim, i + 1, i)
+        if restored:
+            later = faults[i + 2][0] if i + 2 < len(faults) else math.inf
+            until = min(until + BACK_S, later)
         out = _record(i, fault, settings, sim.t0 + until)
         records.append(out)
         if fault.kind not in MODELLED:
@@ -119,7 +127,42 @@ def probe(sim: Simulation, settings: FailoverProbes) -> list[dict[str, Any]]:
                     "gaps": gaps,
                 }
             )
+        if restored:
+            out["restore"] = _back(sim, i + 1, record, pinned)
     return records
+
+
+def _restores(sim: Simulation, index: int, taken: int) -> bool:
+    """Whether fault `index` gives back the link or node that fault `taken` took away."""
+    fault, before = sim.faults[index], sim.faults[taken]
+    if RESTORES.get(fault["fault"]) != before["fault"]:
+        return False
+    if "ends" in fault or "ends" in before:
+        return set(fault.get("ends", [])) == set(before.get("ends", []))
+    return bool(fault.get("node") == before.get("node"))
+
+
+def _back(
+    sim: Simulation,
+    index: int,
+    record: dict[str, Any],
+    pinned: list[tuple[FlowSpec, list[tuple[str, str]], str]],
+) -> dict[str, Any]:
+    """Whether the pinned flows cross the element again once fault `index` gave it back."""
+    net = sim.epochs[index + 1].net
+    back = 0
+    for flow, _, _ in pinned:
+        hops = path(net, flow, sim.addresses[flow.dst])
+        back += bool(hops and _crosses(hops, flow, record))
+    restore = sim.faults[index]
+    return {
+        "index": index,
+        "fault": restore["fault"],
+        "back": restore["t"] if back else None,
+        "flows_back": back,
+        "watched_s": 0.0,
+        "why": None,
+    }
 
 
 def _record(index: int, fault: Fault, settings: FailoverProbes, until: float) -> dict[str, Any]:

@@ -14,10 +14,12 @@ Flows that no longer cross are replaced by a choice made anew. The probes send a
 next fault has returned (however slow the verbs: `after`), or, for the last fault, until
 the run ends and at least `AFTER_S` after its own verb returned. A fault waits until they
 have sent for `LEAD_S`, but never more than `MAX_DELAY_S` past its time (then it fires
-without them, and the record says why). Each fault's record (`failover_probes.json`,
-docs/observations.md) holds the element, every flow's traced way before the fault (the
-evidence that it crossed), its rate, sent and received counts and gaps with their times;
-or, when no flow could be pinned, why.
+without them, and the record says why). When the next fault gives back what the probed one
+took (`RESTORES`), the probes are traced after its verb until they cross the element again
+(`BACK_WAIT_S` at most) and send `BACK_TAIL_S` more: the record's `restore` says when.
+Each fault's record (`failover_probes.json`, docs/observations.md) holds the element, every
+flow's traced way before the fault (the evidence that it crossed), its rate, sent and
+received counts and gaps with their times; or, when no flow could be pinned, why.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from labs.backend import FailoverProbes, Fault, Progress
+from labs.backend import RESTORES, FailoverProbes, Fault, Progress
 from labs.netns.faults import End, resolve_link
 from labs.netns.paths import UdpFlow, trace
 from labs.netns.plan import Plan, build, port_names
@@ -49,6 +51,9 @@ MAX_DELAY_S = 10.0  # a fault waits at most this long past its time for its prob
 TAIL_S = 1.0  # the probe flows send this long after the next fault's verb returned
 AFTER_S = 6.0  # the last fault's probe flows send at least this long after its verb returned
 HOLD_S = 120.0  # a sender never told when to stop (an error) stops this long past its plan
+BACK_WAIT_S = 8.0  # how long a restore's probes are traced for their way back (BGP connect 5 s)
+BACK_POLL_S = 0.2
+BACK_TAIL_S = 2.0  # the probe flows send this long after they are seen back on the element
 
 Element = tuple[End, End] | str
 _Chosen = tuple[list[UdpFlow], dict[UdpFlow, list[str]], dict[UdpFlow, str]]
@@ -120,6 +125,7 @@ class FailoverProber:
         self.lab, self.settings, self.duration = lab, settings, duration
         self.progress = progress
         self.ats = sorted(at for at, _ in faults)
+        self.faults = [fault for _, fault in sorted(faults, key=lambda f: f[0])]
         self.plan = build(lab)
         self.early: dict[int, list[_Chosen]] = {}  # flows chosen before the run, by fault
         for index, (_, fault) in enumerate(sorted(faults, key=lambda f: f[0])):
@@ -133,6 +139,7 @@ class FailoverProber:
         self.workers: list[threading.Thread] = []
         self.fired: set[int] = set()  # faults that fired before their probes were ready
         self.ending: dict[int, float] = {}  # when each fault's probes stop (epoch seconds)
+        self.t0: float | None = None  # when the run started (epoch seconds), from `before`
         self.lock = threading.Lock()
 
     def spawn(self) -> None:
@@ -152,9 +159,9 @@ class FailoverProber:
         """Pin and start the probe flows of a fault due at `due` (epoch seconds), in the
         background; return once they have sent for `LEAD_S`, or `MAX_DELAY_S` after `due`
         (or after now, for a timeline already late): the fault then fires without them."""
+        self.t0 = t0 = due - self.ats[index]
         if fault.kind not in PROBED:
             return
-        t0 = due - self.ats[index]
         until = t0 + (self.ats[index + 1] if index + 1 < len(self.ats) else self.duration)
         record: dict[str, Any] = {
             "index": index,
@@ -245,14 +252,71 @@ class FailoverProber:
 
     def after(self, index: int, fault: Fault) -> None:
         """A fault's verb has returned: the probes of the faults before it stop `TAIL_S`
-        later; the last fault's, at the run's end but no sooner than `AFTER_S` from now."""
+        later; the last fault's, at the run's end but no sooner than `AFTER_S` from now. A
+        fault that gives back what the one before it took (`RESTORES`) has that one's probes
+        traced until they are back on the element, then sending `BACK_TAIL_S` more (`_back`)."""
         now = time.time()
         with self.lock:
+            taken = index - 1
+            watched = taken in self.probed and self._restores(fault, taken)
             for earlier in range(index):
-                self._end(earlier, now + TAIL_S)
+                if not (watched and earlier == taken):
+                    self._end(earlier, now + TAIL_S)
             if index + 1 == len(self.ats):
                 until = next((r["until"] for r in self.records if r["index"] == index), now)
                 self._end(index, max(until, now + AFTER_S))
+        if watched:
+            watcher = threading.Thread(target=self._back, args=(taken, index, fault), daemon=True)
+            watcher.start()
+            self.workers.append(watcher)
+
+    def _restores(self, fault: Fault, taken: int) -> bool:
+        """Whether `fault` gives back the link or node that fault `taken` took away."""
+        before = self.faults[taken]
+        if RESTORES.get(fault.kind) != before.kind:
+            return False
+        if fault.node or before.node:
+            return fault.node == before.node
+        try:
+            ends = [resolve_link(self.lab, self.plan, str(f.link)) for f in (fault, before)]
+        except LabError:
+            return False
+        return len({frozenset((e.node, e.ifname) for e in pair) for pair in ends}) == 1
+
+    def _back(self, taken: int, index: int, fault: Fault) -> None:
+        """Trace the probe flows of fault `taken` until one crosses its element again, for at
+        most `BACK_WAIT_S` (or until the next fault is due); record when (`restore`); they
+        then send `BACK_TAIL_S` more, or stop `TAIL_S` after the watch when none came back."""
+        since = time.time()
+        deadline = since + BACK_WAIT_S
+        if index + 1 < len(self.ats) and self.t0 is not None:
+            deadline = min(deadline, self.t0 + self.ats[index + 1])
+        flows = [f for p in self.probed[taken] for f in p.paths]
+        back, crossing, why = None, 0, None
+        try:
+            _, element, _ = _element(self.lab, self.plan, self.faults[taken])
+            while back is None and time.time() < deadline:
+                traced = trace(self.plan, flows)
+                crossing = sum(
+                    _crossing(self.lab, f, traced[f], element) is not None for f in flows
+                )
+                if crossing:
+                    back = time.time()
+                else:
+                    time.sleep(BACK_POLL_S)
+        except LabError as exc:
+            why = f"could not trace the probe flows after the restore: {exc}"
+        record = next(r for r in self.records if r["index"] == taken)
+        record["restore"] = {
+            "index": index,
+            "fault": fault.kind,
+            "back": round(back, 4) if back else None,
+            "flows_back": crossing,
+            "watched_s": round(time.time() - since, 3),
+            "why": why,
+        }
+        with self.lock:
+            self._end(taken, back + BACK_TAIL_S if back else time.time() + TAIL_S)
 
     def _end(self, index: int, at: float) -> None:
         """Stop a fault's probes at `at`, unless told already (under the lock)."""

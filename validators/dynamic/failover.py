@@ -1,5 +1,6 @@
-"""`failover`: how much traffic each fault cost, how long until it flowed again, and whether
-any flow stayed black-holed, judged from probe flows pinned through the faulted element.
+"""`failover`: how much traffic each fault cost, how long until it flowed again, whether
+any flow stayed black-holed, and what giving the element back cost, judged from probe flows
+pinned through the faulted element.
 
 For each fault that takes something away (link down or flap, node down, daemon kill, loss,
 rate), the backend probed it (`failover_probes.json`, capability "failover-probes"): flows
@@ -14,6 +15,13 @@ fabric). A pass names the ports the probe flows crossed; without probe flows thr
 element (the backend cannot pin them, or no flow crosses it) the fault is not-observable,
 saying why. The collective flows' worst gap during the fault is kept as a secondary figure
 (`flows_loss_window_ms`, at their own, coarser, rate).
+
+A fault that gives back what the fault right before it took (`RESTORES`: `link-up` of its
+link, `node-up` of its node) is judged from that fault's probe flows, which the backend
+followed until they crossed the element again (`restore` in their record): they may lose
+at most `max_loss_ms` (default `margin_ms`) from the restore until the next fault, and none
+may be black-holed once back; not-observable when none came back in time or another fault
+came between. Scopes are numbered by the run's faults, in time order.
 
 The loss limit is `max_loss_ms` when given; by default (0) it comes from the configs: the
 dead-neighbour detection time of the switches at the fault (BFD detect multiplier x receive
@@ -37,6 +45,9 @@ from validators.result import Finding, Result, Status, verdict
 
 NAME = "failover"
 TAKES = ("link-down", "link-flap-done", "node-down", "daemon-kill", "loss", "rate")
+RESTORES = ("link-up", "node-up")
+MIN_BACK_S = 1.0
+"""A restore is judged from probe flows that sent at least this long after they were back."""
 OPEN_TAIL_S = 0.05
 """A probe flow whose last run of losses, still open when it ended, is this long or longer
 never recovered (a shorter one is its last packets still in flight)."""
@@ -116,19 +127,21 @@ class Probed:
     hit: list[Finding]
 
 
-def probed(record: dict[str, Any], began: float, next_began: float) -> Probed:
+def probed(
+    record: dict[str, Any], began: float, next_began: float, since: float = -math.inf
+) -> Probed:
     """Loss windows, recovery and flows never recovered from a fault's probe record: each
     flow's runs of losses that were still open at the fault (`[first lost sent at, packets,
-    first packet after it arrived at | null]`). A run that closed only once the next fault
-    had begun (`next_began`: a `clear` or `link-up` ended it, not the fabric) never
-    recovered."""
+    first packet after it arrived at | null]`) and began at `since` or later. A run that
+    closed only once the next fault had begun (`next_began`: a `clear` or `link-up` ended
+    it, not the fabric) never recovered."""
     window, recovery = 0.0, 0.0
     never, hit = [], []
     for flow in record["flows"]:
         pps = float(flow["pps"])
         for t, lost, closed in flow["gaps"]:
-            if (closed is not None and closed < began) or t >= next_began:
-                continue  # over before the fault, or the next fault's
+            if (closed is not None and closed < began) or not since <= t < next_began:
+                continue  # over before the fault, begun before `since`, or the next fault's
             after = None if closed is None or closed >= next_began else closed
             window = max(window, lost / pps * 1000)
             if after is None:
@@ -175,62 +188,164 @@ def unobserved(
     blackhole_s=1.0,
 )
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
-    """One result per fault that takes something away, and one for black-holed flows."""
-    given_ms, margin_ms = float(params["max_loss_ms"]), float(params["margin_ms"])
-    max_recovery = float(params["recovery_s"])
+    """One result per fault that takes something away or gives it back, and one for
+    black-holed flows."""
     records = {int(r["index"]): r for r in obs.extra("failover_probes") or []}
+    order = sorted(obs.run.get("faults", []), key=fault_began)
+    number = {id(f): n for n, f in enumerate(order, 1)}
     results = []
-    for i, (fault, flows_ms, _, flows_hit) in enumerate(windows(obs)):
-        target = fault.get("link") or fault.get("node", "")
-        scope = f"fault{i + 1} {fault['fault']} {target}"
-        began = fault_began(fault)
-        max_loss_ms, source = (given_ms, "") if given_ms else limit(lab, fault, margin_ms)
+    for fault, flows_ms, _, flows_hit in windows(obs):
+        scope = f"fault{number[id(fault)]} {fault['fault']} {target_of(fault)}"
         figures: dict[str, int | float | str] = {
-            "limit_ms": round(max_loss_ms, 1),
             "flows_loss_window_ms": round(flows_ms, 1),
             "flows_hit": len(flows_hit),
         }
-        record = records.get(int(fault.get("index", -1)))
-        why = unobserved(obs, fault, record, began)
-        if why is not None or record is None:
-            results.append(Result(NAME, scope, Status.NOT_OBSERVABLE, str(why), figures))
-            continue
-        later = [fault_began(f) for f in obs.run.get("faults", []) if fault_began(f) > began]
-        seen = probed(record, began, min(later, default=math.inf))
-        crossed = sorted({str(f["crossed"]) for f in seen.flows})
-        figures |= {
-            "loss_window_ms": round(seen.window_ms, 1),
-            "recovery_s": round(seen.recovery_s, 3),
-            "probe_pps": float(record["pps"]),
-            "probe_flows": len(seen.flows),
-            "never_recovered": len(seen.never),
-            "crossed": ", ".join(crossed),
-        }
-        problems = []
-        if seen.never:
-            flow, t, lost = seen.never[0]
-            problems.append(
-                f"never recovered: {len(seen.never)} of {len(seen.flows)} probe flows "
-                f"({flow['src']}->{flow['dst']} udp {flow['sport']}, ...) lost everything from "
-                f"{max(0.0, t - began):.2f} s after the fault until they ended "
-                f"({lost / float(flow['pps']):.2f} s later)"
-            )
-        if seen.window_ms > max_loss_ms:
-            why_limit = f" ({source})" if source else ""
-            problems.append(
-                f"loss window {seen.window_ms:.0f} ms > {max_loss_ms:.0f} ms{why_limit}"
-            )
-        if seen.recovery_s > max_recovery:
-            problems.append(f"recovery {seen.recovery_s:.2f} s > {max_recovery} s")
-        status = Status.FAIL if problems else Status.PASS
-        reason = "; ".join(problems) or (
-            f"{len(seen.flows)} probe flows at {float(record['pps']):g} pps crossed "
-            f"{', '.join(crossed)} before the fault: worst loss window {seen.window_ms:.0f} ms "
-            f"(limit {max_loss_ms:.0f} ms), flowing again after {seen.recovery_s:.2f} s"
+        results.append((number[id(fault)], taken(lab, obs, fault, scope, figures, records, params)))
+    for n, fault in enumerate(order, 1):
+        if fault["fault"] in RESTORES:
+            scope = f"fault{n} {fault['fault']} {target_of(fault)}"
+            results.append((n, restored(obs, fault, n - 1, scope, records, params)))
+    return [r for _, r in sorted(results, key=lambda nr: nr[0])] + [
+        convergence(obs, float(params["blackhole_s"]))
+    ]
+
+
+def target_of(fault: dict[str, Any]) -> str:
+    """The link or node a fault acts on."""
+    return str(fault.get("link") or fault.get("node", ""))
+
+
+def _next_began(obs: Observations, began: float) -> float:
+    later = [fault_began(f) for f in obs.run.get("faults", []) if fault_began(f) > began]
+    return min(later, default=math.inf)
+
+
+def _never(seen: Probed, began: float, what: str) -> str:
+    """The problem of probe flows that lost everything until they ended."""
+    flow, t, lost = seen.never[0]
+    return (
+        f"never recovered: {len(seen.never)} of {len(seen.flows)} probe flows "
+        f"({flow['src']}->{flow['dst']} udp {flow['sport']}, ...) lost everything from "
+        f"{max(0.0, t - began):.2f} s after the {what} until they ended "
+        f"({lost / float(flow['pps']):.2f} s later)"
+    )
+
+
+def taken(
+    lab: Lab,
+    obs: Observations,
+    fault: dict[str, Any],
+    scope: str,
+    figures: dict[str, int | float | str],
+    records: dict[int, dict[str, Any]],
+    params: Params,
+) -> Result:
+    """The verdict on a fault that takes something away, from its probe flows."""
+    given_ms, margin_ms = float(params["max_loss_ms"]), float(params["margin_ms"])
+    max_recovery = float(params["recovery_s"])
+    began = fault_began(fault)
+    max_loss_ms, source = (given_ms, "") if given_ms else limit(lab, fault, margin_ms)
+    head: dict[str, int | float | str] = {"limit_ms": round(max_loss_ms, 1)}
+    figures = head | figures
+    record = records.get(int(fault.get("index", -1)))
+    why = unobserved(obs, fault, record, began)
+    if why is not None or record is None:
+        return Result(NAME, scope, Status.NOT_OBSERVABLE, str(why), figures)
+    seen = probed(record, began, _next_began(obs, began))
+    crossed = sorted({str(f["crossed"]) for f in seen.flows})
+    figures |= {
+        "loss_window_ms": round(seen.window_ms, 1),
+        "recovery_s": round(seen.recovery_s, 3),
+        "probe_pps": float(record["pps"]),
+        "probe_flows": len(seen.flows),
+        "never_recovered": len(seen.never),
+        "crossed": ", ".join(crossed),
+    }
+    problems = [_never(seen, began, "fault")] if seen.never else []
+    if seen.window_ms > max_loss_ms:
+        why_limit = f" ({source})" if source else ""
+        problems.append(f"loss window {seen.window_ms:.0f} ms > {max_loss_ms:.0f} ms{why_limit}")
+    if seen.recovery_s > max_recovery:
+        problems.append(f"recovery {seen.recovery_s:.2f} s > {max_recovery} s")
+    status = Status.FAIL if problems else Status.PASS
+    reason = "; ".join(problems) or (
+        f"{len(seen.flows)} probe flows at {float(record['pps']):g} pps crossed "
+        f"{', '.join(crossed)} before the fault: worst loss window {seen.window_ms:.0f} ms "
+        f"(limit {max_loss_ms:.0f} ms), flowing again after {seen.recovery_s:.2f} s"
+    )
+    return Result(NAME, scope, status, reason, figures, seen.hit if problems else [])
+
+
+def _given_back(
+    obs: Observations, fault: dict[str, Any], index: int, records: dict[int, dict[str, Any]]
+) -> tuple[dict[str, Any] | None, str]:
+    """The probe record of the fault that took away what `fault` gives back, followed
+    through the restore; or None and why not."""
+    target, backend = target_of(fault), obs.run["backend"]
+    if "failover-probes" not in obs.capabilities:
+        return None, f"the {backend} backend cannot pin probe flows through a fault"
+    index = int(fault.get("index", index))
+    for record in records.values():
+        if (record.get("restore") or {}).get("index") == index:
+            return record, ""
+    earlier = [r for i, r in sorted(records.items()) if i < index and r["element"] == target]
+    if not earlier or not earlier[-1]["flows"]:
+        return None, f"no probe flow went through {target} before it was taken away"
+    taken = int(earlier[-1]["index"]) + 1
+    if taken != index:
+        return None, f"the probe flows of fault{taken} ended at the fault after it, before this one"
+    return None, f"the {backend} backend did not follow the probe flows of fault{taken} back"
+
+
+def restored(
+    obs: Observations,
+    fault: dict[str, Any],
+    index: int,
+    scope: str,
+    records: dict[int, dict[str, Any]],
+    params: Params,
+) -> Result:
+    """The verdict on a fault that gives back a link or node: the probe flows of the fault
+    that took it, followed until the fabric routed them through it again, lost at most
+    `max_loss_ms` (default `margin_ms`: moving traffic back should cost next to nothing)
+    from the restore on, and none was black-holed."""
+    target, began = target_of(fault), fault_began(fault)
+    max_loss_ms = float(params["max_loss_ms"]) or float(params["margin_ms"])
+    figures: dict[str, int | float | str] = {"limit_ms": round(max_loss_ms, 1)}
+    record, why = _given_back(obs, fault, index, records)
+    back = (record or {}).get("restore") or {}
+    if record is not None and back.get("why"):
+        why = str(back["why"])
+    elif record is not None and back.get("back") is None:
+        why = (
+            f"no probe flow was routed back through {target} within "
+            f"{float(back['watched_s']):.1f} s of the restore"
         )
-        results.append(Result(NAME, scope, status, reason, figures, seen.hit if problems else []))
-    results.append(convergence(obs, float(params["blackhole_s"])))
-    return results
+    elif record is not None and record.get("ends", math.inf) < float(back["back"]) + MIN_BACK_S:
+        why = f"the probe flows ended less than {MIN_BACK_S:g} s after they were back"
+    if record is None or why:
+        return Result(NAME, scope, Status.NOT_OBSERVABLE, why, figures)
+    margin = float(obs.run.get("fault_margin", 0.5))
+    seen = probed(record, began, _next_began(obs, began), since=began - margin)
+    back_s = float(back["back"]) - began
+    figures |= {
+        "loss_window_ms": round(seen.window_ms, 1),
+        "back_s": round(back_s, 3),
+        "probe_pps": float(record["pps"]),
+        "probe_flows": len(seen.flows),
+        "flows_back": int(back["flows_back"]),
+        "never_recovered": len(seen.never),
+    }
+    problems = [_never(seen, began, "restore")] if seen.never else []
+    if seen.window_ms > max_loss_ms:
+        problems.append(f"loss window {seen.window_ms:.0f} ms > {max_loss_ms:.0f} ms")
+    reason = "; ".join(problems) or (
+        f"{len(seen.flows)} probe flows at {float(record['pps']):g} pps, routed back through "
+        f"{target} {back_s:.2f} s after the restore: worst loss window "
+        f"{seen.window_ms:.0f} ms (limit {max_loss_ms:.0f} ms)"
+    )
+    status = Status.FAIL if problems else Status.PASS
+    return Result(NAME, scope, status, reason, figures, seen.hit if problems else [])
 
 
 def convergence(obs: Observations, blackhole_s: float) -> Result:
