@@ -45,6 +45,14 @@ def edit_switches(lab: Path, change: Callable[[str, Db], None]) -> None:
         path.write_text(json.dumps(db, indent=2))
 
 
+def small_xoff(_: str, db: Db) -> None:
+    """An `edit_switches` change: every lossless profile's headroom (xoff) down to 1 KB, far
+    below what its cables need."""
+    for profile in db["BUFFER_PROFILE"].values():
+        if "xoff" in profile:
+            profile.update(xoff="1024", size=str(1024 + 18432))
+
+
 def edit_hosts(lab: Path, change: Callable[[str, Db], None]) -> None:
     """Apply `change(server, host)` to every server's host.json."""
     for path in sorted((lab / "configs").glob("*/host.json")):

@@ -13,7 +13,17 @@ import pytest
 from labs.backend import Played
 from labs.modelled import ModelledObserver
 from labs.sim.backend import run
-from tests.simlab import Db, copy, edit_hosts, edit_switches, incast, play, small_lab, total
+from tests.simlab import (
+    Db,
+    copy,
+    edit_hosts,
+    edit_switches,
+    incast,
+    play,
+    small_lab,
+    small_xoff,
+    total,
+)
 from twin.intent.inputs import parse_model
 from twin.labdir import Lab
 from twin.model.fib import Fib
@@ -145,11 +155,6 @@ def test_pfc_priority_to_pg_map_mismatch_is_lossy(base: Path, tmp_path: Path) ->
 
 
 def test_undersized_xoff_headroom_drops_lossless(base: Path, tmp_path: Path) -> None:
-    def small_xoff(_: str, db: Db) -> None:
-        for profile in db["BUFFER_PROFILE"].values():
-            if "xoff" in profile:
-                profile.update(xoff="1024", size=str(1024 + 18432))
-
     after = play(edited(base, tmp_path, small_xoff), incast())
     assert total(after, "drops.lossless") > 0
 

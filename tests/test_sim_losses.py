@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.simlab import Db, copy, edit_switches, incast, play, small_lab, validate
+from tests.simlab import copy, edit_switches, incast, play, small_lab, small_xoff, validate
 from validators.result import Status
 
 DOWN, UP = 0.0005, 0.001
@@ -48,13 +48,8 @@ def test_drops_while_a_link_is_down_are_the_faults(lab: Path) -> None:
 
 
 def test_lossless_drops_outside_any_fault_fail(lab: Path, tmp_path: Path) -> None:
-    def tiny_headroom(_: str, db: Db) -> None:
-        for profile in db["BUFFER_PROFILE"].values():
-            if "xoff" in profile:
-                profile.update(xoff="1024", size=str(1024 + 18432))
-
     broken = copy(lab, tmp_path / "headroom")
-    edit_switches(broken, tiny_headroom)
+    edit_switches(broken, small_xoff)
     # storage traffic marked DSCP 26 (lossless) at line rate, no DCQCN: the headroom overflows
     results = validate(broken, {**incast(), "validate": {"lossless_isolation": {}}})
     loss = results["lossless_isolation/loss storage"]

@@ -9,7 +9,16 @@ from typing import Any
 
 import pytest
 
-from tests.simlab import Db, copy, edit_hosts, edit_switches, incast, small_lab, validate
+from tests.simlab import (
+    Db,
+    copy,
+    edit_hosts,
+    edit_switches,
+    incast,
+    small_lab,
+    small_xoff,
+    validate,
+)
 from twin.verdict import verdict
 from validators.registry import get
 from validators.result import Status
@@ -84,13 +93,8 @@ def test_pfc_behaviour_fails_on_storms_spread_and_lossless_drops(lab: Path, tmp_
     assert spread.status is Status.FAIL and spread.figures["hops"] == 3
     assert spread.figures["congestion_points"] == "leaf3,leaf4"
 
-    def tiny_headroom(_: str, db: Db) -> None:
-        for profile in db["BUFFER_PROFILE"].values():
-            if "xoff" in profile:
-                profile.update(xoff="1024", size=str(1024 + 18432))
-
     broken = copy(lab, tmp_path / "headroom")
-    edit_switches(broken, tiny_headroom)
+    edit_switches(broken, small_xoff)
     drops = validate(broken, checked(incast(), "pfc_behaviour"))["pfc_behaviour/lossless drops"]
     assert drops.status is Status.FAIL and int(drops.figures["lossless_drops"]) > 0
 
