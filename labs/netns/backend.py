@@ -43,6 +43,9 @@ class NetnsBackend:
         {"fib", "bgp", "counters", "flows", "pcap", "probes", "failover-probes"}
     )
 
+    def __init__(self) -> None:
+        self._playing: Faults | None = None  # the faults of the scenario being played
+
     def deploy(
         self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
     ) -> Deployed:
@@ -80,9 +83,6 @@ class NetnsBackend:
     def exec(self, lab: Lab, node: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
         """Run a command in a node's namespace (`vtysh` on a switch reaches its FRR)."""
         return lifecycle.exec_in(lab, node, argv)
-
-    def __init__(self) -> None:
-        self._playing: Faults | None = None  # the faults of the scenario being played
 
     def fault(self, lab: Lab, fault: Fault) -> dict[str, Any]:
         """Inject a fault now; the event it logged (while a scenario plays, with the plan and

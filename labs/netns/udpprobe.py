@@ -159,7 +159,7 @@ class Probe:
         )
 
     def spawn(self) -> None:
-        """Start the receiver, then the sender, which waits to be told when to send (`go`)."""
+        """Start the receiver, then the sender, which waits to be told when to send (`start`)."""
         flow = self.flows[0]
         self._rx = self._spawn(self.dst_ns, RECEIVER, flow.dst_ip, str(flow.dport))
         assert self._rx.stdout

@@ -278,23 +278,36 @@ def taken(
 
 def _given_back(
     obs: Observations, fault: dict[str, Any], index: int, records: dict[int, dict[str, Any]]
-) -> tuple[dict[str, Any] | None, str]:
-    """The probe record of the fault that took away what `fault` gives back, followed
-    through the restore; or None and why not."""
+) -> tuple[dict[str, Any], dict[str, Any]] | str:
+    """The probe record of the fault that took away what `fault` gives back, and its
+    `restore` (the flows followed until they crossed the element again); or why there is
+    none to judge from."""
     target, backend = target_of(fault), obs.run["backend"]
     if "failover-probes" not in obs.capabilities:
-        return None, f"the {backend} backend cannot pin probe flows through a fault"
+        return f"the {backend} backend cannot pin probe flows through a fault"
     index = int(fault.get("index", index))
     for record in records.values():
-        if (record.get("restore") or {}).get("index") == index:
-            return record, ""
+        back = record.get("restore") or {}
+        if back.get("index") != index:
+            continue
+        if back.get("why"):
+            return str(back["why"])
+        if back.get("back") is None:
+            waited = float(back["watched_s"])
+            return (
+                f"no probe flow was routed back through {target} within {waited:.1f} s of "
+                "the restore"
+            )
+        if record.get("ends", math.inf) < float(back["back"]) + MIN_BACK_S:
+            return f"the probe flows ended less than {MIN_BACK_S:g} s after they were back"
+        return record, back
     earlier = [r for i, r in sorted(records.items()) if i < index and r["element"] == target]
     if not earlier or not earlier[-1]["flows"]:
-        return None, f"no probe flow went through {target} before it was taken away"
+        return f"no probe flow went through {target} before it was taken away"
     taken = int(earlier[-1]["index"]) + 1
     if taken != index:
-        return None, f"the probe flows of fault{taken} ended at the fault after it, before this one"
-    return None, f"the {backend} backend did not follow the probe flows of fault{taken} back"
+        return f"the probe flows of fault{taken} ended at the fault after it, before this one"
+    return f"the {backend} backend did not follow the probe flows of fault{taken} back"
 
 
 def restored(
@@ -312,19 +325,10 @@ def restored(
     target, began = target_of(fault), fault_began(fault)
     max_loss_ms = float(params["max_loss_ms"]) or float(params["margin_ms"])
     figures: dict[str, int | float | str] = {"limit_ms": round(max_loss_ms, 1)}
-    record, why = _given_back(obs, fault, index, records)
-    back = (record or {}).get("restore") or {}
-    if record is not None and back.get("why"):
-        why = str(back["why"])
-    elif record is not None and back.get("back") is None:
-        why = (
-            f"no probe flow was routed back through {target} within "
-            f"{float(back['watched_s']):.1f} s of the restore"
-        )
-    elif record is not None and record.get("ends", math.inf) < float(back["back"]) + MIN_BACK_S:
-        why = f"the probe flows ended less than {MIN_BACK_S:g} s after they were back"
-    if record is None or why:
-        return Result(NAME, scope, Status.NOT_OBSERVABLE, why, figures)
+    found = _given_back(obs, fault, index, records)
+    if isinstance(found, str):
+        return Result(NAME, scope, Status.NOT_OBSERVABLE, found, figures)
+    record, back = found
     margin = float(obs.run.get("fault_margin", 0.5))
     seen = probed(record, began, _next_began(obs, began), since=began - margin)
     back_s = float(back["back"]) - began
