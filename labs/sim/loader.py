@@ -99,6 +99,7 @@ def _fields(
 PG_FIELDS: dict[str, Convert] = {
     "reserved": units.size,
     "headroom": lambda v: None if v in (None, "auto") else units.size(v),
+    "xon": units.size,
     "xon_offset": units.size,
     "alpha": _float,
     "static_threshold": _optional(units.size),
@@ -155,6 +156,7 @@ def qos(where: str, data: Any, base: QosProfile) -> QosProfile:
         "pause_quanta": _int,
         "refresh_fraction": _float,
         "dwrr_quantum": units.size,
+        "ecn_at": lambda v: _choice(v, ("dequeue", "enqueue")),
         "watchdog": lambda v: (
             None if v is None else _fields(Watchdog, f"{where}.watchdog", v, WATCHDOG_FIELDS)
         ),
@@ -241,6 +243,8 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
         "duration",
         "stop_when_done",
         "packet_bytes",
+        "header_bytes",
+        "gap_bytes",
         "qos",
         "switches",
         "hosts",
@@ -324,6 +328,8 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
         duration=units.seconds(data.get("duration", 1.0)),
         stop_when_done=_bool(data.get("stop_when_done", True)),
         packet_bytes=units.size(data.get("packet_bytes", 4096)),
+        header_bytes=units.size(data.get("header_bytes", 62)),
+        gap_bytes=units.size(data.get("gap_bytes", 20)),
         monitor=monitor,
         checks=checks,
         name=_str(data.get("name", name)),

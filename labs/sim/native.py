@@ -37,6 +37,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_add_storm": (None, [P, I32, I32, I32, F64, F64, F64]),
     "sim_set_monitor": (None, [P, F64, PI32, I32, I32]),
     "sim_set_checks": (None, [P, F64, I32, F64, I32, F64]),
+    "sim_set_wire": (None, [P, I32, I32]),
     "sim_run": (I32, [P, F64, I32]),
     "sim_now": (F64, [P]),
     "sim_port_stats": (None, [P, PI64]),

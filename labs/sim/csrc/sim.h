@@ -13,7 +13,7 @@
 #define NPRIO 8
 #define T_INF INT64_MAX
 #define PFC_FRAME_BYTES 84 /* 64 B frame + preamble + IFG */
-#define CNP_BYTES 64
+#define CNP_BYTES 64       /* a CNP's frame (its wire time adds Sim.gap_bytes) */
 
 typedef int64_t ps_t;
 
@@ -46,7 +46,6 @@ enum LogKind {
 };
 
 enum PktFlag { PK_ECT = 1, PK_CE = 2, PK_CNP = 4 };
-enum Charge { CH_RESERVED, CH_SHARED, CH_HEADROOM };
 enum WdState { WD_OFF, WD_DROP, WD_FORWARD };
 enum FlowState { FL_WAITING, FL_SENDING, FL_SENT, FL_DONE };
 enum DropCounter { DR_LOSSLESS, DR_LOSSY, DR_TTL, DR_NOROUTE, DR_LINK, DR_WATCHDOG, DR_N };
@@ -82,9 +81,9 @@ typedef struct { /* see eventq.c */
 } EventQueue;
 
 typedef struct {
-    int32_t next, flow, size, dst, in_port;
+    int32_t next, flow, size, dst, in_port; /* size: the frame's bytes, as a buffer holds them */
     uint32_t hash;
-    uint8_t dscp, prio, pg, ttl, flags, charge;
+    uint8_t dscp, prio, pg, ttl, flags;
 } Pkt;
 
 typedef struct {
@@ -95,9 +94,9 @@ typedef struct {
 
 typedef struct {
     uint8_t dscp_to_tc[64], tc_to_queue[NPRIO], tc_to_pg[NPRIO], lossless[NPRIO];
-    int64_t pg_reserved[NPRIO], pg_headroom[NPRIO], pg_xon_offset[NPRIO], pg_static[NPRIO];
+    int64_t pg_reserved[NPRIO], pg_headroom[NPRIO], pg_xon[NPRIO], pg_xon_offset[NPRIO], pg_static[NPRIO];
     double pg_alpha[NPRIO];
-    uint8_t q_strict[NPRIO], q_ecn[NPRIO], q_wred_drop[NPRIO], strict_mask;
+    uint8_t q_strict[NPRIO], q_ecn[NPRIO], q_wred_drop[NPRIO], strict_mask, ecn_enqueue;
     int64_t q_quantum[NPRIO], q_max[NPRIO];
     double q_kmin[NPRIO], q_kmax[NPRIO], q_pmax[NPRIO];
     int32_t pause_quanta;
@@ -199,6 +198,8 @@ typedef struct {
     /* packet pool */
     Pkt *pkts;
     int32_t pkt_cap, pkt_free;
+    /* frames: header bytes a data packet adds to its payload, preamble + IFG on the wire */
+    int32_t hdr_bytes, gap_bytes;
     /* run control */
     int32_t open_flows;       /* flows not yet done (open-ended ones count until stopped) */
     uint8_t stop_when_done, stopped;
@@ -228,6 +229,7 @@ void evq_free(EventQueue *q);
 /* engine.c */
 double rng_uniform(Sim *s);
 void sim_log(Sim *s, int kind, int a, int b, int c);
+void sim_log_at(Sim *s, ps_t t, int kind, int a, int b, int c);
 int pkt_alloc(Sim *s);
 void pkt_free(Sim *s, int pk);
 void q_push(Sim *s, Port *P, int qi, int pk);
