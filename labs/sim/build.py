@@ -11,12 +11,13 @@ from labs.sim import native
 from labs.sim.headroom import headroom_bytes
 from labs.sim.model import NPRIO, Experiment, Flow, Host, LinkFault, PfcStorm, QosProfile, Switch
 from labs.sim.routing import forwarding, split_port
+from twin.errors import TwinError
 
 NEVER = 1e30
 """A time past any run (the core treats >= 9e6 s as never)."""
 
 
-class ExperimentError(ValueError):
+class ExperimentError(TwinError, ValueError):
     """An experiment that names unknown nodes, ports or flows, or has impossible values."""
 
 

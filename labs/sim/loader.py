@@ -325,15 +325,23 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
         flows=flows,
         faults=[_fault(i, x) for i, x in enumerate(_list(data, "faults"))],
         dcqcn=dcqcn,
-        duration=units.seconds(data.get("duration", 1.0)),
-        stop_when_done=_bool(data.get("stop_when_done", True)),
-        packet_bytes=units.size(data.get("packet_bytes", 4096)),
-        header_bytes=units.size(data.get("header_bytes", 62)),
-        gap_bytes=units.size(data.get("gap_bytes", 20)),
+        duration=_top(data, "duration", units.seconds, 1.0),
+        stop_when_done=_top(data, "stop_when_done", _bool, True),
+        packet_bytes=_top(data, "packet_bytes", units.size, 4096),
+        header_bytes=_top(data, "header_bytes", units.size, 62),
+        gap_bytes=_top(data, "gap_bytes", units.size, 20),
         monitor=monitor,
         checks=checks,
-        name=_str(data.get("name", name)),
+        name=_top(data, "name", _str, name),
     )
+
+
+def _top(data: dict[str, Any], key: str, convert: Callable[[Any], T], default: Any) -> T:
+    """A top-level value converted, or a one-line error naming its key."""
+    try:
+        return convert(data.get(key, default))
+    except (units.UnitError, ValueError, TypeError) as exc:
+        raise ExperimentError(f"{key}: {exc}") from None
 
 
 def load(path: str | Path) -> tuple[Experiment, int | None]:
@@ -343,6 +351,9 @@ def load(path: str | Path) -> tuple[Experiment, int | None]:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise ExperimentError(f"{path}: not YAML ({exc})") from None
-    exp = experiment(data, name=path.stem)
-    seed = data.get("seed") if isinstance(data, dict) else None
-    return exp, None if seed is None else _int(seed)
+    try:
+        exp = experiment(data, name=path.stem)
+        seed = _top(data, "seed", _optional(_int), None)
+    except ExperimentError as exc:
+        raise ExperimentError(f"{path}: {exc}") from None
+    return exp, seed

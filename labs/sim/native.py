@@ -8,6 +8,8 @@ from array import array
 from collections.abc import Sequence
 from functools import cache
 
+from twin.errors import TwinError
+
 P = ctypes.c_void_p
 I32 = ctypes.c_int32
 I64 = ctypes.c_int64
@@ -50,7 +52,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
 }
 
 
-class EngineUnavailable(RuntimeError):
+class EngineUnavailable(TwinError, RuntimeError):
     """The compiled core is missing or cannot be loaded."""
 
 
