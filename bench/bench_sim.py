@@ -114,7 +114,9 @@ def fidelity() -> None:
         print(f"{name}: deadlock {cycles or 'none'}")
         for f in r.flows:
             rate = r.mean_rate(f.name, 1e-3, r.end_time)
-            print(f"  {f.name}: {rate * wire / 1e9:.2f} Gb/s on the wire ({rate / 1e9:.2f} payload)")
+            print(
+                f"  {f.name}: {rate * wire / 1e9:.2f} Gb/s on the wire ({rate / 1e9:.2f} payload)"
+            )
         for p in r.ports:
             c = p.priorities.get(3)
             if c is not None and c.pause_received and p.node in "ABCD":

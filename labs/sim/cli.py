@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 from labs.sim.engine import simulate
 from labs.sim.loader import load

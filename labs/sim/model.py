@@ -35,7 +35,8 @@ class PgParams:
     reserved: int = 0
     """Bytes guaranteed to the PG before it draws on the shared pool."""
     headroom: int | None = None
-    """Bytes absorbed after XOFF (lossless PGs); None sizes it by the physics formula."""
+    """Bytes absorbed after XOFF (lossless PGs); None sizes it by the headroom formula
+    (docs/physics.md 1.3)."""
     xon: int = 0
     """XON floor (SAI XON_TH): XON is sent once shared use is at most max(xon, threshold -
     xon_offset) and the headroom is empty."""
@@ -182,7 +183,7 @@ class Flow:
 
 @dataclass(frozen=True)
 class Dcqcn:
-    """DCQCN reaction and notification point parameters (physics 3.2)."""
+    """DCQCN reaction and notification point parameters (docs/physics.md 3.2)."""
 
     g: float = 1 / 256
     alpha_period: float = 55e-6
