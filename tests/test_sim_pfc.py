@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from labs.sim import Result, load, simulate
+from labs.sim import QueueParams, Result, load, simulate
 from labs.sim.headroom import headroom_bytes
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "sim"
@@ -80,3 +80,20 @@ def test_pfc_incast_senders_paused_and_queue_steady(delay: float) -> None:
     # the egress queue holds steady near the PGs' XOFF points, not filling and draining
     queue = result.queues["sw:Ethernet32"][3][round(2e-3 / result.sample_interval) :]
     assert min(queue) > 0.8 * max(queue), (min(queue), max(queue))
+
+
+def test_ecn_at_enqueue_judges_the_queue_a_packet_joins() -> None:
+    # marking from any queued byte: at dequeue a packet leaving an empty queue behind is
+    # unmarked, at enqueue one joining an empty queue is
+    exp, seed = load(EXAMPLES / "dcqcn_incast_2.yaml")
+    red = QueueParams(ecn=True, kmin=0, kmax=1, pmax=1.0)
+    marks = {}
+    for at in ("dequeue", "enqueue"):
+        switches = [
+            dataclasses.replace(s, qos=dataclasses.replace(s.qos, ecn_at=at, queues={3: red}))
+            for s in exp.switches
+        ]
+        run = dataclasses.replace(exp, switches=switches, duration=1e-3)
+        marks[at] = simulate(run, seed or 1).port("sw:Ethernet8").priorities[3].ecn_marks
+    assert marks["dequeue"] > 0 and marks["enqueue"] > 0
+    assert marks["dequeue"] != marks["enqueue"]
