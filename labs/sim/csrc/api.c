@@ -137,7 +137,7 @@ void sim_set_port(Sim *s, int i, int node, int peer, int profile, double speed, 
     p->prop = ps(prop);
     p->up = 1;
     p->next_kick = T_INF;
-    for (int q = 0; q < NPRIO; q++) p->q[q] = (Queue){-1, -1, 0, 0, 0};
+    for (int q = 0; q < NPRIO; q++) p->q[q] = (Queue){-1, -1, 0, 0, 0, 0};
 }
 
 void sim_set_link_ports(Sim *s, int link, int a, int b) {

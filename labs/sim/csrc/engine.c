@@ -60,10 +60,12 @@ void q_push(Sim *s, Port *P, int qi, int pk) {
     P->nonempty |= (uint8_t)(1u << qi);
     s->pkts[pk].next = -1;
     if (q->count == 0) q->last_deq = s->now; /* a stall is timed from the first wait */
-    if (q->tail >= 0)
+    if (q->tail >= 0) {
         s->pkts[q->tail].next = pk;
-    else
+    } else {
         q->head = pk;
+        q->head_prio = s->pkts[pk].prio;
+    }
     q->tail = pk;
     q->count++;
     q->bytes += s->pkts[pk].size;
@@ -73,6 +75,7 @@ int q_pop(Sim *s, Port *P, int qi) {
     Queue *q = &P->q[qi];
     int pk = q->head;
     q->head = s->pkts[pk].next;
+    if (q->head >= 0) q->head_prio = s->pkts[q->head].prio;
     if (q->head < 0) {
         q->tail = -1;
         P->nonempty &= (uint8_t)~(1u << qi);

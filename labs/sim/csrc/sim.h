@@ -88,6 +88,7 @@ typedef struct {
 
 typedef struct {
     int32_t head, tail, count;
+    uint8_t head_prio; /* the head packet's priority, read without touching the packet */
     int64_t bytes;
     ps_t last_deq;
 } Queue;
@@ -249,7 +250,6 @@ void release_pkt(Sim *s, int pk);
 void on_pfc(Sim *s, int port, int prio, int quanta);
 void on_pfc_refresh(Sim *s, int port, int pg, int gen);
 void switch_receive(Sim *s, int port, int pk);
-int queue_ready(const Sim *s, const Port *P, int q);
 int switch_dequeue(Sim *s, int port);
 
 /* nic.c */
@@ -271,6 +271,11 @@ static inline ps_t to_ps(double x) { return (ps_t)(x + 0.5); }
 
 static inline int port_paused(const Sim *s, const Port *p, int prio) {
     return p->pause_until[prio] > s->now && p->wd_state[prio] != WD_FORWARD;
+}
+
+/* a queue holding packets whose head's priority is not paused */
+static inline int queue_ready(const Sim *s, const Port *P, int q) {
+    return P->q[q].count > 0 && !port_paused(s, P, P->q[q].head_prio);
 }
 
 #endif

@@ -205,10 +205,6 @@ void switch_receive(Sim *s, int port, int pk) {
     try_send(s, e);
 }
 
-int queue_ready(const Sim *s, const Port *P, int q) {
-    return P->q[q].count > 0 && !port_paused(s, P, s->pkts[P->q[q].head].prio);
-}
-
 /* strict-priority queues first (highest index first), then DWRR over the others */
 static int pick_queue(Sim *s, Port *P, const Profile *pr) {
     for (unsigned strict = P->nonempty & pr->strict_mask; strict;) {
