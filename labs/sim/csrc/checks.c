@@ -15,7 +15,7 @@ void on_sample(Sim *s) {
     for (int i = 0; i < s->n_sample_ports; i++) {
         const Port *P = &s->ports[s->sample_ports[i]];
         for (int q = 0; q < NPRIO; q++) *row++ = P->q[q].bytes;
-        for (int pg = 0; pg < NPRIO; pg++) *row++ = P->pg_res[pg] + P->pg_shared[pg] + P->pg_hdrm[pg];
+        for (int pg = 0; pg < NPRIO; pg++) *row++ = P->pg[pg].res + P->pg[pg].shared + P->pg[pg].hdrm;
     }
     if (s->flow_series)
         for (int f = 0; f < s->n_flows; f++) *row++ = s->flows[f].delivered;

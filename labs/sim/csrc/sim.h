@@ -93,6 +93,10 @@ typedef struct {
     ps_t last_deq;
 } Queue;
 
+typedef struct { /* a PG's bytes in use, together in one cache line */
+    int64_t res, shared, hdrm;
+} PgUse;
+
 typedef struct {
     uint8_t dscp_to_tc[64], tc_to_queue[NPRIO], tc_to_pg[NPRIO], lossless[NPRIO];
     int64_t pg_reserved[NPRIO], pg_headroom[NPRIO], pg_xon[NPRIO], pg_xon_offset[NPRIO], pg_static[NPRIO];
@@ -118,7 +122,7 @@ typedef struct {
     ps_t pause_from[NPRIO], pause_until[NPRIO], paused_total[NPRIO], last_pfc_rx[NPRIO];
     uint8_t wd_state[NPRIO], storm_reported[NPRIO];
     /* ingress side: PG accounting and pauses sent to the peer */
-    int64_t pg_res[NPRIO], pg_shared[NPRIO], pg_hdrm[NPRIO];
+    PgUse pg[NPRIO];
     uint8_t pg_paused[NPRIO], drop_logged[NPRIO];
     int32_t pg_gen[NPRIO];
     /* counters per priority */

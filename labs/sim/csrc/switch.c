@@ -55,10 +55,10 @@ static void pg_xoff(Sim *s, int port, int pg) {
  * max(xon, threshold - xon_offset), as SAI's XON_TH and XON_OFFSET_TH define it */
 static int pg_may_resume(const Sim *s, const Port *P, int pg) {
     const Profile *pr = &s->profiles[P->profile];
-    if (P->pg_hdrm[pg] > 0) return 0;
+    if (P->pg[pg].hdrm > 0) return 0;
     int64_t xon = pg_threshold(s, P, pg) - pr->pg_xon_offset[pg];
     if (xon < pr->pg_xon[pg]) xon = pr->pg_xon[pg];
-    return P->pg_shared[pg] <= xon;
+    return P->pg[pg].shared <= xon;
 }
 
 static void pg_xon(Sim *s, int port, int pg) {
@@ -85,13 +85,13 @@ void release_pkt(Sim *s, int pk) {
     Port *I = &s->ports[K->in_port];
     int pg = K->pg;
     int64_t left = K->size;
-    int64_t h = I->pg_hdrm[pg] < left ? I->pg_hdrm[pg] : left;
-    I->pg_hdrm[pg] -= h;
+    int64_t h = I->pg[pg].hdrm < left ? I->pg[pg].hdrm : left;
+    I->pg[pg].hdrm -= h;
     left -= h;
-    int64_t sh = I->pg_shared[pg] < left ? I->pg_shared[pg] : left;
-    I->pg_shared[pg] -= sh;
+    int64_t sh = I->pg[pg].shared < left ? I->pg[pg].shared : left;
+    I->pg[pg].shared -= sh;
     s->nodes[I->node].pool_used -= sh;
-    I->pg_res[pg] -= left - sh;
+    I->pg[pg].res -= left - sh;
     if (I->pg_paused[pg] && I->up && pg_may_resume(s, I, pg)) pg_xon(s, K->in_port, pg);
 }
 
@@ -183,15 +183,15 @@ void switch_receive(Sim *s, int port, int pk) {
     /* admission: the reserved bytes left, the rest to the shared pool within the PG's
      * threshold, else (lossless) all of it to the headroom, else a drop */
     int64_t thr = pg_threshold(s, P, pg), size = K->size;
-    int64_t res = pin->pg_reserved[pg] - P->pg_res[pg];
+    int64_t res = pin->pg_reserved[pg] - P->pg[pg].res;
     res = res < 0 ? 0 : res > size ? size : res;
     int64_t rest = size - res;
-    if (rest == 0 || P->pg_shared[pg] + rest <= thr) {
-        P->pg_res[pg] += res;
-        P->pg_shared[pg] += rest;
+    if (rest == 0 || P->pg[pg].shared + rest <= thr) {
+        P->pg[pg].res += res;
+        P->pg[pg].shared += rest;
         N->pool_used += rest;
-    } else if (lossless && P->pg_hdrm[pg] + size <= pin->pg_headroom[pg]) {
-        P->pg_hdrm[pg] += size;
+    } else if (lossless && P->pg[pg].hdrm + size <= pin->pg_headroom[pg]) {
+        P->pg[pg].hdrm += size;
     } else {
         drop_pkt(s, pk, port, lossless ? DR_LOSSLESS : DR_LOSSY);
         if (lossless && !P->pg_paused[pg]) pg_xoff(s, port, pg);
@@ -201,7 +201,7 @@ void switch_receive(Sim *s, int port, int pk) {
     K->pg = (uint8_t)pg;
     if (pe->ecn_enqueue) mark_ecn(s, E, pe, q, K); /* from the queue it joins */
     q_push(s, E, q, pk);
-    if (lossless && !P->pg_paused[pg] && (P->pg_hdrm[pg] > 0 || P->pg_shared[pg] >= thr)) pg_xoff(s, port, pg);
+    if (lossless && !P->pg_paused[pg] && (P->pg[pg].hdrm > 0 || P->pg[pg].shared >= thr)) pg_xoff(s, port, pg);
     try_send(s, e);
 }
 
