@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_sim.py            # every figure (about two minutes)
     .venv/bin/python bench/bench_sim.py --quick    # the dumbbell and a small All-Reduce
+    .venv/bin/python bench/bench_sim.py --fidelity # the ring and incast figures
 
 1. Packet hops per wall second on an 8:1 dumbbell at 40 Gb/s with PFC, ECN and DCQCN
    (goal >= 1.6 M/s, ten times ns-3's ~160 k/s on this kind of machine).
@@ -10,6 +11,10 @@
    in the lossless class into one NIC), to completion (goal <= 60 s wall, <= 2 GB memory).
 3. Wall time against simulated bytes (All-Reduce of 32..256 MB per rank) and against fabric
    size (the reference fabric and a 3-tier Clos of 200 servers at 64 MB per rank).
+
+4. `--fidelity`: the published cases of examples/sim/ and their figures: the HotNets'16 ring
+   (throughput per flow, occupancy bands, pause fractions; with a third flow, the deadlock)
+   and the PFC-only 8:1 incast's goodput against C x payload / (payload + overhead).
 
 Each case runs in a child process so its peak memory (max RSS) is its own. Wall and CPU time
 cover building the experiment in Python, the run, and reading the results back; CPU time is
@@ -26,12 +31,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from labs.sim import Experiment, Flow, QosProfile, QueueParams, simulate  # noqa: E402
+from labs.sim import Experiment, Flow, QosProfile, QueueParams, load, simulate  # noqa: E402
 from labs.sim.fabrics import clos3, dumbbell, leaf_spine, ring_allreduce, with_flows  # noqa: E402
 
 RED_40G = QueueParams(ecn=True, kmin=5_000, kmax=200_000, pmax=0.01)
@@ -97,6 +103,39 @@ def run_case(name: str) -> dict[str, float | int | str]:
     }
 
 
+def fidelity() -> None:
+    """Print the ring's and the incast's figures (examples/sim, tests/test_sim_ring.py and
+    tests/test_sim_pfc.py assert them)."""
+    wire = (1000 + 62 + 20) / 1000  # bytes on the wire per payload byte at 1000-byte payloads
+    for name in ("ring_two_flows", "ring_three_flows"):
+        exp, seed = load(REPO / "examples" / "sim" / f"{name}.yaml")
+        r = simulate(exp, seed or 1)
+        cycles = [(round(e.time * 1e3, 3), e.cycle) for e in r.events_of("deadlock")]
+        print(f"{name}: deadlock {cycles or 'none'}")
+        for f in r.flows:
+            rate = r.mean_rate(f.name, 1e-3, r.end_time)
+            print(
+                f"  {f.name}: {rate * wire / 1e9:.2f} Gb/s on the wire ({rate / 1e9:.2f} payload)"
+            )
+        for p in r.ports:
+            c = p.priorities.get(3)
+            if c is not None and c.pause_received and p.node in "ABCD":
+                print(f"  {p.node}:{p.port} paused {c.paused_time / r.end_time:.1%} of the run")
+        for port, what in (("A:Ethernet8", "A's ingress from D"), ("B:Ethernet8", "B's from A")):
+            s = r.pgs[port][3][round(1e-3 / r.sample_interval) :]
+            print(f"  {what}: {min(s) / 1e3:.1f}-{max(s) / 1e3:.1f} KB after 1 ms")
+    exp, seed = load(REPO / "examples" / "sim" / "pfc_incast_8_40g.yaml")
+    formula = 40e9 / wire
+    for delay in (1e-6, 10e-6):
+        links = [replace(link, delay=delay) for link in exp.links]
+        r = simulate(replace(exp, links=links), seed or 1)
+        goodput = sum(r.mean_rate(f.name, 2e-3, r.end_time) for f in r.flows)
+        print(
+            f"pfc_incast_8_40g, {delay * 1e6:.0f} us links: goodput {goodput / 1e9:.3f} Gb/s, "
+            f"formula {formula / 1e9:.3f} ({goodput / formula - 1:+.3%})"
+        )
+
+
 def in_child(name: str) -> dict[str, float | int | str]:
     out = subprocess.run(
         [sys.executable, __file__, "--case", name], capture_output=True, text=True, check=True
@@ -109,7 +148,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="the dumbbell and an 8 MB All-Reduce")
     parser.add_argument("--case", choices=CASES, help=argparse.SUPPRESS)
+    parser.add_argument("--fidelity", action="store_true", help="the published cases' figures")
     args = parser.parse_args()
+    if args.fidelity:
+        fidelity()
+        return 0
     if args.case:
         print(json.dumps(run_case(args.case)))
         return 0

@@ -56,6 +56,9 @@ def test_qos_merges_over_defaults() -> None:
         ({"links": [["a:p", "b:q"]]}, r"links\[0\]"),
         ({"flows": [{"name": "f", "src": "a", "dst": "b", "cc": "reno"}]}, r"flows\[0\].cc"),
         ({"faults": [{"flap": "a:p"}]}, r"faults\[0\]"),
+        ({"qos": {"ecn_at": "ingress"}}, r"qos.ecn_at: 'ingress' is not one of dequeue, enqueue"),
+        ({"duration": "soon"}, r"^duration: "),
+        ({"packet_bytes": "big"}, r"^packet_bytes: "),
     ],
 )
 def test_errors_name_the_place(data: dict[str, object], message: str) -> None:

@@ -11,12 +11,13 @@ from labs.sim import native
 from labs.sim.headroom import headroom_bytes
 from labs.sim.model import NPRIO, Experiment, Flow, Host, LinkFault, PfcStorm, QosProfile, Switch
 from labs.sim.routing import forwarding, split_port
+from twin.errors import TwinError
 
 NEVER = 1e30
 """A time past any run (the core treats >= 9e6 s as never)."""
 
 
-class ExperimentError(ValueError):
+class ExperimentError(TwinError, ValueError):
     """An experiment that names unknown nodes, ports or flows, or has impossible values."""
 
 
@@ -38,7 +39,8 @@ class Built:
 
 
 def _mtu(exp: Experiment) -> int:
-    return max([exp.packet_bytes, *(f.packet_bytes or 0 for f in exp.flows)])
+    """The largest data frame (payload and headers)."""
+    return max([exp.packet_bytes, *(f.packet_bytes or 0 for f in exp.flows)]) + exp.header_bytes
 
 
 def profile_arrays(
@@ -67,7 +69,7 @@ def profile_arrays(
             auto = headroom_bytes(speed, propagation / 5e-9, mtu)
             headroom = auto if index in lossless_pgs else 0
         static = -1 if p.static_threshold is None else p.static_threshold
-        pg += [p.reserved, headroom, p.xon_offset, static, p.alpha]
+        pg += [p.reserved, headroom, p.xon, p.xon_offset, static, p.alpha]
     q: list[float] = []
     for index in range(NPRIO):
         w = qos.queue(index)
@@ -80,6 +82,7 @@ def profile_arrays(
         if wd is None
         else [1, 1 if wd.action == "drop" else 2, wd.detection, wd.restoration]
     )
+    other.append(int(qos.ecn_at == "enqueue"))
     return maps, pg, q, other
 
 
@@ -156,6 +159,8 @@ def _check_times(exp: Experiment) -> None:
             raise ExperimentError(f"{name} must be positive, not {value}")
     if exp.monitor.interval < 0 or c.stall < 0:
         raise ExperimentError("monitor.interval and checks.stall must not be negative")
+    if not (0 <= exp.header_bytes <= 1024 and 0 <= exp.gap_bytes <= 1024):
+        raise ExperimentError("header_bytes and gap_bytes must be 0-1024")
 
 
 def build(exp: Experiment, seed: int) -> Built:
@@ -215,6 +220,7 @@ def _configure(
         host_idx = i - len(switches) if n in hosts else -1
         lib.sim_set_node(handle, i, int(n in switches), host_idx, pool)
     mtu = _mtu(exp)
+    lib.sim_set_wire(handle, exp.header_bytes, exp.gap_bytes)
     for li, link in enumerate(exp.links):
         if link.speed <= 0:
             raise ExperimentError(f"link {link.a} - {link.b}: speed must be positive")

@@ -162,4 +162,5 @@ def _events(lib: ctypes.CDLL, h: int, layout: Layout, n_log: int, n_cycles: int)
             node, pname = layout.ports[a]
             detail = {1: "drop", 2: "forward"}.get(c) if name == "watchdog_detect" else None
             events.append(Event(time, name, node, pname, b, detail))
+    events.sort(key=lambda e: e.time)  # a deadlock is logged at its formation, found later
     return events

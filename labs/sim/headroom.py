@@ -1,4 +1,4 @@
-"""Headroom of a lossless PG: the physics reference's formula (physics.md 1.3).
+"""Headroom of a lossless PG: the formula of docs/physics.md 1.3.
 
     H = MTU_R + 84 + 2*D_intf*R/8 + 2*L*5ns*R/8 + Q_resp*64 + MTU_S
 

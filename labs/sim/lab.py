@@ -10,9 +10,10 @@ Per switch port (SONiC CONFIG_DB):
   is simulated as lossy;
 - buffers: the ingress pool of BUFFER_POOL (the one lossless profiles draw on) is the
   switch's shared pool; BUFFER_PG's profile gives a PG its headroom (`xoff`), reserved bytes
-  (`size` - `xoff`), XON offset (`xon_offset`, else `xon`) and threshold (`dynamic_th` n:
-  alpha 2^n, or `static_th`); a lossless PG without a profile has no headroom; a lossy
-  queue's BUFFER_QUEUE profile caps it (`static_th`, or alpha/(1+alpha) of its pool);
+  (`size` - `xoff`), XON floor (`xon`) and offset (`xon_offset`; absent, the model's
+  default, as SAI leaves it to the ASIC) and threshold (`dynamic_th` n: alpha 2^n, or
+  `static_th`); a lossless PG without a profile has no headroom; a lossy queue's
+  BUFFER_QUEUE profile caps it (`static_th`, or alpha/(1+alpha) of its pool);
 - scheduling and marking: QUEUE's SCHEDULER (STRICT or DWRR weight) and WRED_PROFILE (green
   thresholds and drop probability; `ecn` ecn_green/ecn_all marks, else WRED drops lossy
   packets);
@@ -107,7 +108,8 @@ def _pgs(
         pgs[pg] = PgParams(
             reserved=max(0, _int(prof.get("size")) - xoff),
             headroom=headroom,
-            xon_offset=_int(prof.get("xon_offset", prof.get("xon")), 0),
+            xon=_int(prof.get("xon"), 0),
+            xon_offset=_int(prof.get("xon_offset"), PgParams.xon_offset),
             alpha=_alpha(prof),
             static_threshold=None if static is None else _int(static),
         )

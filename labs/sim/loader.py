@@ -99,6 +99,7 @@ def _fields(
 PG_FIELDS: dict[str, Convert] = {
     "reserved": units.size,
     "headroom": lambda v: None if v in (None, "auto") else units.size(v),
+    "xon": units.size,
     "xon_offset": units.size,
     "alpha": _float,
     "static_threshold": _optional(units.size),
@@ -155,6 +156,7 @@ def qos(where: str, data: Any, base: QosProfile) -> QosProfile:
         "pause_quanta": _int,
         "refresh_fraction": _float,
         "dwrr_quantum": units.size,
+        "ecn_at": lambda v: _choice(v, ("dequeue", "enqueue")),
         "watchdog": lambda v: (
             None if v is None else _fields(Watchdog, f"{where}.watchdog", v, WATCHDOG_FIELDS)
         ),
@@ -241,6 +243,8 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
         "duration",
         "stop_when_done",
         "packet_bytes",
+        "header_bytes",
+        "gap_bytes",
         "qos",
         "switches",
         "hosts",
@@ -321,13 +325,23 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
         flows=flows,
         faults=[_fault(i, x) for i, x in enumerate(_list(data, "faults"))],
         dcqcn=dcqcn,
-        duration=units.seconds(data.get("duration", 1.0)),
-        stop_when_done=_bool(data.get("stop_when_done", True)),
-        packet_bytes=units.size(data.get("packet_bytes", 4096)),
+        duration=_top(data, "duration", units.seconds, 1.0),
+        stop_when_done=_top(data, "stop_when_done", _bool, True),
+        packet_bytes=_top(data, "packet_bytes", units.size, 4096),
+        header_bytes=_top(data, "header_bytes", units.size, 62),
+        gap_bytes=_top(data, "gap_bytes", units.size, 20),
         monitor=monitor,
         checks=checks,
-        name=_str(data.get("name", name)),
+        name=_top(data, "name", _str, name),
     )
+
+
+def _top(data: dict[str, Any], key: str, convert: Callable[[Any], T], default: Any) -> T:
+    """A top-level value converted, or a one-line error naming its key."""
+    try:
+        return convert(data.get(key, default))
+    except (units.UnitError, ValueError, TypeError) as exc:
+        raise ExperimentError(f"{key}: {exc}") from None
 
 
 def load(path: str | Path) -> tuple[Experiment, int | None]:
@@ -337,6 +351,9 @@ def load(path: str | Path) -> tuple[Experiment, int | None]:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise ExperimentError(f"{path}: not YAML ({exc})") from None
-    exp = experiment(data, name=path.stem)
-    seed = data.get("seed") if isinstance(data, dict) else None
-    return exp, None if seed is None else _int(seed)
+    try:
+        exp = experiment(data, name=path.stem)
+        seed = _top(data, "seed", _optional(_int), None)
+    except ExperimentError as exc:
+        raise ExperimentError(f"{path}: {exc}") from None
+    return exp, seed

@@ -35,9 +35,13 @@ class PgParams:
     reserved: int = 0
     """Bytes guaranteed to the PG before it draws on the shared pool."""
     headroom: int | None = None
-    """Bytes absorbed after XOFF (lossless PGs); None sizes it by the physics formula."""
+    """Bytes absorbed after XOFF (lossless PGs); None sizes it by the headroom formula
+    (docs/physics.md 1.3)."""
+    xon: int = 0
+    """XON floor (SAI XON_TH): XON is sent once shared use is at most max(xon, threshold -
+    xon_offset) and the headroom is empty."""
     xon_offset: int = 18432
-    """XON is sent when shared use is at least this far below the threshold."""
+    """XON hysteresis (SAI XON_OFFSET_TH): how far below the threshold shared use must fall."""
     alpha: float = 1.0
     """Dynamic threshold: the PG may use alpha x (free shared pool); SONiC dynamic_th n = log2."""
     static_threshold: int | None = None
@@ -46,7 +50,7 @@ class PgParams:
 
 @dataclass(frozen=True)
 class QueueParams:
-    """One egress queue: its scheduler and WRED/ECN (marking is decided at dequeue)."""
+    """One egress queue: its scheduler and WRED/ECN (marked where QosProfile.ecn_at says)."""
 
     strict: bool = False
     weight: int = 1
@@ -97,6 +101,9 @@ class QosProfile:
     """XOFF is re-sent after this fraction of the pause time while the PG stays congested."""
     dwrr_quantum: int = 9216
     watchdog: Watchdog | None = None
+    ecn_at: Literal["dequeue", "enqueue"] = "dequeue"
+    """Where the egress queues decide ECN marks: dequeue (from the queue the packet leaves
+    behind, as HPCC's ns-3 switch and the CoNEXT'16 model) or enqueue (from the queue it joins)."""
 
     def pg(self, index: int) -> PgParams:
         return self.pgs.get(index, PgParams())
@@ -176,7 +183,7 @@ class Flow:
 
 @dataclass(frozen=True)
 class Dcqcn:
-    """DCQCN reaction and notification point parameters (physics 3.2)."""
+    """DCQCN reaction and notification point parameters (docs/physics.md 3.2)."""
 
     g: float = 1 / 256
     alpha_period: float = 55e-6
@@ -263,7 +270,13 @@ class Experiment:
     stop_when_done: bool = True
     """End as soon as every flow has completed (open-ended flows: stopped)."""
     packet_bytes: int = 4096
-    """Frame size of flows that do not set their own."""
+    """Payload bytes per packet of flows that do not set their own."""
+    header_bytes: int = 62
+    """Headers a data frame adds to its payload, held in buffers and sent: Ethernet 14 + FCS 4
+    + IPv4 20 + UDP 8 + InfiniBand BTH 12 + ICRC 4 (RoCEv2)."""
+    gap_bytes: int = 20
+    """What every frame also takes on the wire, never in a buffer: preamble and SFD 8 +
+    inter-frame gap 12."""
     monitor: Monitor = field(default_factory=Monitor)
     checks: Checks = field(default_factory=Checks)
     name: str = "experiment"

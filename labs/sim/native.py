@@ -8,6 +8,8 @@ from array import array
 from collections.abc import Sequence
 from functools import cache
 
+from twin.errors import TwinError
+
 P = ctypes.c_void_p
 I32 = ctypes.c_int32
 I64 = ctypes.c_int64
@@ -37,6 +39,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_add_storm": (None, [P, I32, I32, I32, F64, F64, F64]),
     "sim_set_monitor": (None, [P, F64, PI32, I32, I32]),
     "sim_set_checks": (None, [P, F64, I32, F64, I32, F64]),
+    "sim_set_wire": (None, [P, I32, I32]),
     "sim_run": (I32, [P, F64, I32]),
     "sim_now": (F64, [P]),
     "sim_port_stats": (None, [P, PI64]),
@@ -49,7 +52,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
 }
 
 
-class EngineUnavailable(RuntimeError):
+class EngineUnavailable(TwinError, RuntimeError):
     """The compiled core is missing or cannot be loaded."""
 
 

@@ -29,6 +29,7 @@ VERBS = {
     "run": "deploy if needed, play a scenario, validate, report (no arguments: the reference)",
     "schema": "print the JSON Schema of fabric.yaml",
     "show": "print a lab's figures, nodes, links and addresses",
+    "sim": "run a packet-level simulation of an experiment file (labs.sim)",
     "validate": "run the static validators on a lab's configs; write JSON, JUnit and Markdown "
     "reports",
 }

@@ -82,9 +82,10 @@ void sim_set_node(Sim *s, int i, int is_switch, int host_idx, int64_t pool) {
 }
 
 /* maps: dscp_to_tc[64] tc_to_queue[8] tc_to_pg[8] lossless[8];
- * pg: 8 rows of (reserved, headroom, xon_offset, static threshold or -1, alpha);
+ * pg: 8 rows of (reserved, headroom, xon, xon_offset, static threshold or -1, alpha);
  * q: 8 rows of (strict, quantum, ecn, wred_drop, max bytes, kmin, kmax, pmax);
- * other: pause quanta, refresh fraction, watchdog on, action (1 drop, 2 forward), detect, restore */
+ * other: pause quanta, refresh fraction, watchdog on, action (1 drop, 2 forward), detect, restore,
+ * ECN at enqueue (1) or dequeue (0) */
 void sim_set_profile(Sim *s, int i, const int32_t *maps, const double *pg, const double *q, const double *other) {
     Profile *p = &s->profiles[i];
     for (int k = 0; k < 64; k++) p->dscp_to_tc[k] = (uint8_t)maps[k];
@@ -92,12 +93,13 @@ void sim_set_profile(Sim *s, int i, const int32_t *maps, const double *pg, const
         p->tc_to_queue[k] = (uint8_t)maps[64 + k];
         p->tc_to_pg[k] = (uint8_t)maps[72 + k];
         p->lossless[k] = (uint8_t)maps[80 + k];
-        const double *r = pg + 5 * k;
+        const double *r = pg + 6 * k;
         p->pg_reserved[k] = (int64_t)r[0];
         p->pg_headroom[k] = (int64_t)r[1];
-        p->pg_xon_offset[k] = (int64_t)r[2];
-        p->pg_static[k] = (int64_t)r[3];
-        p->pg_alpha[k] = r[4];
+        p->pg_xon[k] = (int64_t)r[2];
+        p->pg_xon_offset[k] = (int64_t)r[3];
+        p->pg_static[k] = (int64_t)r[4];
+        p->pg_alpha[k] = r[5];
         const double *w = q + 8 * k;
         p->q_strict[k] = (uint8_t)w[0];
         if (w[0] != 0) p->strict_mask |= (uint8_t)(1u << k);
@@ -115,6 +117,14 @@ void sim_set_profile(Sim *s, int i, const int32_t *maps, const double *pg, const
     p->wd_action = (uint8_t)other[3];
     p->wd_detect = ps(other[4]);
     p->wd_restore = ps(other[5]);
+    p->ecn_enqueue = (uint8_t)other[6];
+}
+
+/* a data frame is its payload plus hdr bytes of headers; on the wire every frame also takes
+ * gap bytes of preamble and inter-frame gap */
+void sim_set_wire(Sim *s, int hdr, int gap) {
+    s->hdr_bytes = hdr;
+    s->gap_bytes = gap;
 }
 
 void sim_set_port(Sim *s, int i, int node, int peer, int profile, double speed, double prop) {
@@ -127,7 +137,7 @@ void sim_set_port(Sim *s, int i, int node, int peer, int profile, double speed, 
     p->prop = ps(prop);
     p->up = 1;
     p->next_kick = T_INF;
-    for (int q = 0; q < NPRIO; q++) p->q[q] = (Queue){-1, -1, 0, 0, 0};
+    for (int q = 0; q < NPRIO; q++) p->q[q] = (Queue){-1, -1, 0, 0, 0, 0};
 }
 
 void sim_set_link_ports(Sim *s, int link, int a, int b) {

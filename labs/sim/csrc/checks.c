@@ -1,5 +1,5 @@
 /* Periodic work: occupancy samples, PFC storm sources, pause-storm and watchdog checks, and
- * deadlock detection by a cycle of stalled paused queues (physics.md 4.4, 4.5).
+ * deadlock detection by a cycle of stalled paused queues (docs/physics.md 4.4, 4.5).
  */
 #include "sim.h"
 
@@ -15,7 +15,7 @@ void on_sample(Sim *s) {
     for (int i = 0; i < s->n_sample_ports; i++) {
         const Port *P = &s->ports[s->sample_ports[i]];
         for (int q = 0; q < NPRIO; q++) *row++ = P->q[q].bytes;
-        for (int pg = 0; pg < NPRIO; pg++) *row++ = P->pg_res[pg] + P->pg_shared[pg] + P->pg_hdrm[pg];
+        for (int pg = 0; pg < NPRIO; pg++) *row++ = P->pg[pg].res + P->pg[pg].shared + P->pg[pg].hdrm;
     }
     if (s->flow_series)
         for (int f = 0; f < s->n_flows; f++) *row++ = s->flows[f].delivered;
@@ -97,12 +97,15 @@ static void record_cycle(Sim *s, const int32_t *members, int n) {
         s->cap_cycles = (s->n_cycles + n) * 2;
         s->cycles = realloc(s->cycles, (size_t)s->cap_cycles * sizeof(int32_t));
     }
+    ps_t formed = 0; /* the cycle froze at the last departure from any of its queues */
     for (int i = 0; i < n; i++) {
         int v = members[i], p = v / NPRIO;
+        const Queue *q = &s->ports[p].q[v % NPRIO];
         s->dl_reported[v] = 1;
-        s->cycles[s->n_cycles + i] = p * NPRIO + s->pkts[s->ports[p].q[v % NPRIO].head].prio;
+        s->cycles[s->n_cycles + i] = p * NPRIO + s->pkts[q->head].prio;
+        if (q->last_deq > formed) formed = q->last_deq;
     }
-    sim_log(s, LOG_DEADLOCK, s->n_cycles, n, 0);
+    sim_log_at(s, formed, LOG_DEADLOCK, s->n_cycles, n, 0);
     s->n_cycles += n;
     if (s->stop_on_deadlock) s->stopped = 1;
 }

@@ -24,13 +24,15 @@ double rng_uniform(Sim *s) {
 
 /* ---- log of notable events ---- */
 
-void sim_log(Sim *s, int kind, int a, int b, int c) {
+void sim_log_at(Sim *s, ps_t t, int kind, int a, int b, int c) {
     if (s->n_log == s->cap_log) {
         s->cap_log = s->cap_log ? s->cap_log * 2 : 64;
         s->log = realloc(s->log, (size_t)s->cap_log * sizeof(LogEntry));
     }
-    s->log[s->n_log++] = (LogEntry){s->now, kind, a, b, c};
+    s->log[s->n_log++] = (LogEntry){t, kind, a, b, c};
 }
+
+void sim_log(Sim *s, int kind, int a, int b, int c) { sim_log_at(s, s->now, kind, a, b, c); }
 
 /* ---- packet pool ---- */
 
@@ -58,10 +60,12 @@ void q_push(Sim *s, Port *P, int qi, int pk) {
     P->nonempty |= (uint8_t)(1u << qi);
     s->pkts[pk].next = -1;
     if (q->count == 0) q->last_deq = s->now; /* a stall is timed from the first wait */
-    if (q->tail >= 0)
+    if (q->tail >= 0) {
         s->pkts[q->tail].next = pk;
-    else
+    } else {
         q->head = pk;
+        q->head_prio = s->pkts[pk].prio;
+    }
     q->tail = pk;
     q->count++;
     q->bytes += s->pkts[pk].size;
@@ -71,6 +75,7 @@ int q_pop(Sim *s, Port *P, int qi) {
     Queue *q = &P->q[qi];
     int pk = q->head;
     q->head = s->pkts[pk].next;
+    if (q->head >= 0) q->head_prio = s->pkts[q->head].prio;
     if (q->head < 0) {
         q->tail = -1;
         P->nonempty &= (uint8_t)~(1u << qi);
@@ -123,7 +128,7 @@ void drop_pkt(Sim *s, int pk, int port, int counter) {
     }
     if (!(K->flags & PK_CNP)) {
         if (s->flows[K->flow].t_drop < 0) s->flows[K->flow].t_drop = s->now;
-        s->flows[K->flow].dropped += K->size;
+        s->flows[K->flow].dropped += K->size - s->hdr_bytes;
         flow_account(s, K->flow);
     }
     pkt_free(s, pk);
@@ -146,7 +151,7 @@ void try_send(Sim *s, int port) {
     int pk = s->nodes[P->node].is_switch ? switch_dequeue(s, port) : nic_dequeue(s, port);
     if (pk < 0) return;
     Pkt *K = &s->pkts[pk];
-    ps_t ser = to_ps(K->size * P->ps_per_byte);
+    ps_t ser = to_ps((K->size + s->gap_bytes) * P->ps_per_byte);
     P->busy_until = s->now + ser;
     P->tx_bytes[K->prio] += K->size;
     P->tx_pkts[K->prio]++;

@@ -1,5 +1,5 @@
 /* A host NIC: flows (QPs) paced at their rate, the DCQCN reaction point (rate cuts and
- * increases) and notification point (CNPs), delivery. Model: physics.md section 3.2.
+ * increases) and notification point (CNPs), delivery. Model: docs/physics.md section 3.2.
  */
 #include "sim.h"
 
@@ -108,7 +108,7 @@ static int nic_make_packet(Sim *s, Port *P, int f) {
     int pk = pkt_alloc(s);
     Pkt *K = &s->pkts[pk];
     K->flow = f;
-    K->size = size;
+    K->size = size + s->hdr_bytes;
     K->dst = F->dst;
     K->in_port = -1;
     K->hash = F->hash;
@@ -118,7 +118,7 @@ static int nic_make_packet(Sim *s, Port *P, int f) {
     K->flags = F->ect ? PK_ECT : 0;
     F->sent += size;
     double rate = F->dcqcn ? F->rc : F->line;
-    F->next_time = s->now + to_ps(size * 8e12 / rate);
+    F->next_time = s->now + to_ps((K->size + s->gap_bytes) * 8e12 / rate); /* paced on the wire */
     if (F->dcqcn && (F->b_bytes += size) >= s->dcq.byte_counter) {
         F->b_bytes -= s->dcq.byte_counter;
         F->b_stage++;
@@ -183,7 +183,7 @@ void host_receive(Sim *s, int port, int pk) {
         return;
     }
     if (K->dst != s->ports[port].node) return drop_pkt(s, pk, port, DR_NOROUTE);
-    F->delivered += K->size;
+    F->delivered += K->size - s->hdr_bytes;
     int ce = (K->flags & PK_CE) != 0;
     pkt_free(s, pk);
     F->ce += ce;

@@ -13,7 +13,7 @@
 #define NPRIO 8
 #define T_INF INT64_MAX
 #define PFC_FRAME_BYTES 84 /* 64 B frame + preamble + IFG */
-#define CNP_BYTES 64
+#define CNP_BYTES 64       /* a CNP's frame (its wire time adds Sim.gap_bytes) */
 
 typedef int64_t ps_t;
 
@@ -46,7 +46,6 @@ enum LogKind {
 };
 
 enum PktFlag { PK_ECT = 1, PK_CE = 2, PK_CNP = 4 };
-enum Charge { CH_RESERVED, CH_SHARED, CH_HEADROOM };
 enum WdState { WD_OFF, WD_DROP, WD_FORWARD };
 enum FlowState { FL_WAITING, FL_SENDING, FL_SENT, FL_DONE };
 enum DropCounter { DR_LOSSLESS, DR_LOSSY, DR_TTL, DR_NOROUTE, DR_LINK, DR_WATCHDOG, DR_N };
@@ -82,22 +81,27 @@ typedef struct { /* see eventq.c */
 } EventQueue;
 
 typedef struct {
-    int32_t next, flow, size, dst, in_port;
+    int32_t next, flow, size, dst, in_port; /* size: the frame's bytes, as a buffer holds them */
     uint32_t hash;
-    uint8_t dscp, prio, pg, ttl, flags, charge;
+    uint8_t dscp, prio, pg, ttl, flags;
 } Pkt;
 
 typedef struct {
     int32_t head, tail, count;
+    uint8_t head_prio; /* the head packet's priority, read without touching the packet */
     int64_t bytes;
     ps_t last_deq;
 } Queue;
 
+typedef struct { /* a PG's bytes in use, together in one cache line */
+    int64_t res, shared, hdrm;
+} PgUse;
+
 typedef struct {
     uint8_t dscp_to_tc[64], tc_to_queue[NPRIO], tc_to_pg[NPRIO], lossless[NPRIO];
-    int64_t pg_reserved[NPRIO], pg_headroom[NPRIO], pg_xon_offset[NPRIO], pg_static[NPRIO];
+    int64_t pg_reserved[NPRIO], pg_headroom[NPRIO], pg_xon[NPRIO], pg_xon_offset[NPRIO], pg_static[NPRIO];
     double pg_alpha[NPRIO];
-    uint8_t q_strict[NPRIO], q_ecn[NPRIO], q_wred_drop[NPRIO], strict_mask;
+    uint8_t q_strict[NPRIO], q_ecn[NPRIO], q_wred_drop[NPRIO], strict_mask, ecn_enqueue;
     int64_t q_quantum[NPRIO], q_max[NPRIO];
     double q_kmin[NPRIO], q_kmax[NPRIO], q_pmax[NPRIO];
     int32_t pause_quanta;
@@ -118,7 +122,7 @@ typedef struct {
     ps_t pause_from[NPRIO], pause_until[NPRIO], paused_total[NPRIO], last_pfc_rx[NPRIO];
     uint8_t wd_state[NPRIO], storm_reported[NPRIO];
     /* ingress side: PG accounting and pauses sent to the peer */
-    int64_t pg_res[NPRIO], pg_shared[NPRIO], pg_hdrm[NPRIO];
+    PgUse pg[NPRIO];
     uint8_t pg_paused[NPRIO], drop_logged[NPRIO];
     int32_t pg_gen[NPRIO];
     /* counters per priority */
@@ -199,6 +203,8 @@ typedef struct {
     /* packet pool */
     Pkt *pkts;
     int32_t pkt_cap, pkt_free;
+    /* frames: header bytes a data packet adds to its payload, preamble + IFG on the wire */
+    int32_t hdr_bytes, gap_bytes;
     /* run control */
     int32_t open_flows;       /* flows not yet done (open-ended ones count until stopped) */
     uint8_t stop_when_done, stopped;
@@ -228,6 +234,7 @@ void evq_free(EventQueue *q);
 /* engine.c */
 double rng_uniform(Sim *s);
 void sim_log(Sim *s, int kind, int a, int b, int c);
+void sim_log_at(Sim *s, ps_t t, int kind, int a, int b, int c);
 int pkt_alloc(Sim *s);
 void pkt_free(Sim *s, int pk);
 void q_push(Sim *s, Port *P, int qi, int pk);
@@ -247,7 +254,6 @@ void release_pkt(Sim *s, int pk);
 void on_pfc(Sim *s, int port, int prio, int quanta);
 void on_pfc_refresh(Sim *s, int port, int pg, int gen);
 void switch_receive(Sim *s, int port, int pk);
-int queue_ready(const Sim *s, const Port *P, int q);
 int switch_dequeue(Sim *s, int port);
 
 /* nic.c */
@@ -269,6 +275,11 @@ static inline ps_t to_ps(double x) { return (ps_t)(x + 0.5); }
 
 static inline int port_paused(const Sim *s, const Port *p, int prio) {
     return p->pause_until[prio] > s->now && p->wd_state[prio] != WD_FORWARD;
+}
+
+/* a queue holding packets whose head's priority is not paused */
+static inline int queue_ready(const Sim *s, const Port *P, int q) {
+    return P->q[q].count > 0 && !port_paused(s, P, P->q[q].head_prio);
 }
 
 #endif

@@ -1,10 +1,10 @@
 /* A switch: ingress accounting per (port, PG) against the shared pool, PFC generation and
- * reception, forwarding (ECMP), egress schedulers (strict, DWRR) and ECN at dequeue.
- * Model: physics.md sections 1-3.
+ * reception, forwarding (ECMP), egress schedulers (strict, DWRR) and ECN at dequeue (or
+ * enqueue). Model: docs/physics.md sections 1-3, docs/simulator.md.
  */
 #include "sim.h"
 
-/* ---- ingress accounting and PFC generation (physics 1.2, 2.1) ---- */
+/* ---- ingress accounting and PFC generation (docs/physics.md 1.2, 2.1) ---- */
 
 int64_t pg_threshold(const Sim *s, const Port *p, int pg) {
     const Profile *pr = &s->profiles[p->profile];
@@ -51,10 +51,14 @@ static void pg_xoff(Sim *s, int port, int pg) {
     ev_push(s, s->now + refresh_period(s, P), EV_PFC_REFRESH, port, pg, P->pg_gen[pg]);
 }
 
+/* XON once the headroom is empty and the shared occupancy is at or below the XON point,
+ * max(xon, threshold - xon_offset), as SAI's XON_TH and XON_OFFSET_TH define it */
 static int pg_may_resume(const Sim *s, const Port *P, int pg) {
     const Profile *pr = &s->profiles[P->profile];
-    return P->pg_hdrm[pg] == 0 &&
-           (P->pg_shared[pg] == 0 || P->pg_shared[pg] + pr->pg_xon_offset[pg] <= pg_threshold(s, P, pg));
+    if (P->pg[pg].hdrm > 0) return 0;
+    int64_t xon = pg_threshold(s, P, pg) - pr->pg_xon_offset[pg];
+    if (xon < pr->pg_xon[pg]) xon = pr->pg_xon[pg];
+    return P->pg[pg].shared <= xon;
 }
 
 static void pg_xon(Sim *s, int port, int pg) {
@@ -73,22 +77,22 @@ void on_pfc_refresh(Sim *s, int port, int pg, int gen) {
         pg_xoff(s, port, pg);
 }
 
-/* give back the buffer a switch packet holds; may send XON */
+/* give back the buffer a switch packet holds, as an MMU does (HPCC's switch-mmu.cc,
+ * RemoveFromIngressAdmission): from the PG's headroom first, then its shared bytes, then its
+ * reserved bytes, whatever the packet was charged on arrival; may send XON */
 void release_pkt(Sim *s, int pk) {
-    Pkt *K = &s->pkts[pk];
+    const Pkt *K = &s->pkts[pk];
     Port *I = &s->ports[K->in_port];
-    switch (K->charge) {
-    case CH_RESERVED:
-        I->pg_res[K->pg] -= K->size;
-        break;
-    case CH_SHARED:
-        I->pg_shared[K->pg] -= K->size;
-        s->nodes[I->node].pool_used -= K->size;
-        break;
-    default:
-        I->pg_hdrm[K->pg] -= K->size;
-    }
-    if (I->pg_paused[K->pg] && I->up && pg_may_resume(s, I, K->pg)) pg_xon(s, K->in_port, K->pg);
+    int pg = K->pg;
+    int64_t left = K->size;
+    int64_t h = I->pg[pg].hdrm < left ? I->pg[pg].hdrm : left;
+    I->pg[pg].hdrm -= h;
+    left -= h;
+    int64_t sh = I->pg[pg].shared < left ? I->pg[pg].shared : left;
+    I->pg[pg].shared -= sh;
+    s->nodes[I->node].pool_used -= sh;
+    I->pg[pg].res -= left - sh;
+    if (I->pg_paused[pg] && I->up && pg_may_resume(s, I, pg)) pg_xon(s, K->in_port, pg);
 }
 
 /* ---- PFC reception (egress side) ---- */
@@ -144,6 +148,15 @@ static double red_prob(const Profile *pr, int q, int64_t bytes) {
     return pr->q_pmax[q] * (b - pr->q_kmin[q]) / (pr->q_kmax[q] - pr->q_kmin[q]);
 }
 
+/* RED/ECN on an ECN-capable packet from queue q's instantaneous length */
+static void mark_ecn(Sim *s, Port *P, const Profile *pr, int q, Pkt *K) {
+    if ((K->flags & PK_ECT) && pr->q_ecn[q] && !(K->flags & PK_CE) &&
+        rng_uniform(s) < red_prob(pr, q, P->q[q].bytes)) {
+        K->flags |= PK_CE;
+        P->ecn_marked[K->prio]++;
+    }
+}
+
 void switch_receive(Sim *s, int port, int pk) {
     Port *P = &s->ports[port];
     Node *N = &s->nodes[P->node];
@@ -167,17 +180,18 @@ void switch_receive(Sim *s, int port, int pk) {
         if (pe->q_wred_drop[q] && !(K->flags & PK_ECT) && rng_uniform(s) < red_prob(pe, q, E->q[q].bytes))
             return drop_pkt(s, pk, port, DR_LOSSY);
     }
-    int64_t thr = pg_threshold(s, P, pg);
-    if (P->pg_res[pg] + K->size <= pin->pg_reserved[pg]) {
-        K->charge = CH_RESERVED;
-        P->pg_res[pg] += K->size;
-    } else if (P->pg_shared[pg] + K->size <= thr) {
-        K->charge = CH_SHARED;
-        P->pg_shared[pg] += K->size;
-        N->pool_used += K->size;
-    } else if (lossless && P->pg_hdrm[pg] + K->size <= pin->pg_headroom[pg]) {
-        K->charge = CH_HEADROOM;
-        P->pg_hdrm[pg] += K->size;
+    /* admission: the reserved bytes left, the rest to the shared pool within the PG's
+     * threshold, else (lossless) all of it to the headroom, else a drop */
+    int64_t thr = pg_threshold(s, P, pg), size = K->size;
+    int64_t res = pin->pg_reserved[pg] - P->pg[pg].res;
+    res = res < 0 ? 0 : res > size ? size : res;
+    int64_t rest = size - res;
+    if (rest == 0 || P->pg[pg].shared + rest <= thr) {
+        P->pg[pg].res += res;
+        P->pg[pg].shared += rest;
+        N->pool_used += rest;
+    } else if (lossless && P->pg[pg].hdrm + size <= pin->pg_headroom[pg]) {
+        P->pg[pg].hdrm += size;
     } else {
         drop_pkt(s, pk, port, lossless ? DR_LOSSLESS : DR_LOSSY);
         if (lossless && !P->pg_paused[pg]) pg_xoff(s, port, pg);
@@ -185,13 +199,10 @@ void switch_receive(Sim *s, int port, int pk) {
     }
     K->in_port = port;
     K->pg = (uint8_t)pg;
+    if (pe->ecn_enqueue) mark_ecn(s, E, pe, q, K); /* from the queue it joins */
     q_push(s, E, q, pk);
-    if (lossless && !P->pg_paused[pg] && (P->pg_hdrm[pg] > 0 || P->pg_shared[pg] >= thr)) pg_xoff(s, port, pg);
+    if (lossless && !P->pg_paused[pg] && (P->pg[pg].hdrm > 0 || P->pg[pg].shared >= thr)) pg_xoff(s, port, pg);
     try_send(s, e);
-}
-
-int queue_ready(const Sim *s, const Port *P, int q) {
-    return P->q[q].count > 0 && !port_paused(s, P, s->pkts[P->q[q].head].prio);
 }
 
 /* strict-priority queues first (highest index first), then DWRR over the others */
@@ -233,11 +244,7 @@ int switch_dequeue(Sim *s, int port) {
     if (!pr->q_strict[q] && P->q[q].count > 0) P->deficit[q] -= K->size;
     P->q[q].last_deq = s->now;
     release_pkt(s, pk);
-    if ((K->flags & PK_ECT) && pr->q_ecn[q] && !(K->flags & PK_CE) &&
-        rng_uniform(s) < red_prob(pr, q, P->q[q].bytes)) {
-        K->flags |= PK_CE;
-        P->ecn_marked[K->prio]++;
-    }
+    if (!pr->ecn_enqueue) mark_ecn(s, P, pr, q, K); /* from the queue it leaves behind */
     return pk;
 }
 
