@@ -492,12 +492,10 @@ def test_failover_judges_a_fault_from_its_probe_flows(lab: Lab, run: SyntheticRu
     )
 
 
-def test_failover_limit_comes_from_the_bfd_timers_of_the_faulted_link(
-    lab: Lab, run: SyntheticRun
-) -> None:
-    """A gray failure (loss, carrier up) is found by BFD: 3 x 300 ms in the generated configs.
-    The default limit is that detection time plus a convergence margin (500 ms): a fabric
-    working as designed passes; slower than that fails, naming where the limit comes from."""
+def test_failover_limit_comes_from_the_intent_budget(lab: Lab, run: SyntheticRun) -> None:
+    """A gray failure (loss, carrier up) is judged against the intent's `failover.gray_ms`:
+    by default BFD's 3 x 300 ms plus a convergence margin (500 ms): a fabric working as
+    designed passes; slower than that fails, naming the budget."""
     run.fault(1.0, "loss", link="leaf1:spine1", percent=100.0, ends=UPLINK)
     run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (1.0, 1230, 2.23))]
     fault = by_scope(check("failover", lab, run.write()))["fault1 loss leaf1:spine1"]
@@ -506,7 +504,7 @@ def test_failover_limit_comes_from_the_bfd_timers_of_the_faulted_link(
     run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (1.0, 1500, 2.5))]
     fault = by_scope(check("failover", lab, run.write()))["fault1 loss leaf1:spine1"]
     assert fault.status is Status.FAIL
-    assert "1500 ms > 1400 ms (BFD 3 x 300 ms on leaf1, spine1 + 500 ms)" in fault.reason
+    assert "1500 ms > 1400 ms (intent failover.gray_ms)" in fault.reason
     # A limit given in the scenario is used as it is.
     given = by_scope(check("failover", lab, run.write(), max_loss_ms=2000))
     assert given["fault1 loss leaf1:spine1"].status is Status.PASS
@@ -1070,7 +1068,7 @@ def test_lossless_isolation_passes_a_backup_in_the_lossy_class(lab: Lab, run: Sy
         "bulk": Status.PASS,
         "loss storage": Status.PASS,
     }
-    assert results["loss storage"].reason == "lossy 0 of 1000 packets lost (0.00 %) outside faults"
+    assert results["loss storage"].reason == "lossy 0 of 1000 packets lost (0.00 %) outside faults (budget 1 %)"
 
 
 def test_lossless_isolation_fails_a_backup_marked_into_the_roce_priority_on_every_hop(
@@ -1114,7 +1112,7 @@ def test_lossless_isolation_reads_every_switch_on_the_path(tmp_path: Path) -> No
 
 def test_lossless_isolation_reports_loss_per_class(lab: Lab, run: SyntheticRun) -> None:
     """RoCE lost 3 packets with no fault to explain them: lossless must lose nothing; the
-    backup lost 20 in the lossy class: reported, allowed."""
+    backup lost 20 of 500 in the lossy class: 4 % is over the intent's budget (1 %)."""
     run.flows = [
         flow("server1", "server3", gaps=[(1.0, 3)]),
         backup("server2", "server4", gaps=[(2.0, 20)]),
@@ -1123,10 +1121,11 @@ def test_lossless_isolation_reports_loss_per_class(lab: Lab, run: SyntheticRun) 
     roce, storage = results["loss roce"], results["loss storage"]
     assert roce.status is Status.FAIL
     assert [str(f) for f in roce.findings] == [
-        "server1->server3 qp0 allreduce: 3 packets lost on a lossless priority, outside any fault"
+        "server1->server3 qp0 allreduce: 3 packets lost on a lossless class or DSCP, outside any fault"
     ]
-    assert storage.status is Status.PASS
-    assert storage.reason == "lossy 20 of 500 packets lost (4.00 %) outside faults"
+    assert storage.status is Status.FAIL
+    assert storage.reason.endswith("class storage lost 4.00 % outside faults > budget 1 %")
+    assert storage.figures["lossy_lost"] == 20
 
 
 def test_lossless_isolation_leaves_loss_in_a_fault_to_failover(lab: Lab, run: SyntheticRun) -> None:
