@@ -29,7 +29,7 @@ from twin.scenario.observations import Observations
 from validators import registry
 from validators.dynamic import bgp_health, failover
 from validators.examples import edit_json
-from validators.frr_timers import Detection, detection
+from validators.frr_timers import Detection, neighbours
 from validators.result import Result, Status
 
 REPO = Path(__file__).resolve().parent.parent
@@ -515,8 +515,8 @@ def test_detection_is_the_bgp_hold_time_without_bfd(lab: Lab, tmp_path: Path) ->
     conf = copy.path / "configs" / "leaf1" / "frr.conf"
     lines = conf.read_text().splitlines()
     conf.write_text("\n".join(x for x in lines if "bfd" not in x) + "\n")
-    assert detection(copy, "leaf1") == Detection(9000.0, "BGP hold 9 s")
-    assert detection(copy, "spine1") == Detection(900.0, "BFD 3 x 300 ms")
+    assert set(neighbours(copy.frr_conf("leaf1")).values()) == {Detection(9000.0, "BGP hold 9 s")}
+    assert set(neighbours(copy.frr_conf("spine1")).values()) == {Detection(900.0, "BFD 3 x 300 ms")}
 
 
 def test_failover_passes_a_short_gap(lab: Lab, run: SyntheticRun) -> None:
@@ -1068,7 +1068,10 @@ def test_lossless_isolation_passes_a_backup_in_the_lossy_class(lab: Lab, run: Sy
         "bulk": Status.PASS,
         "loss storage": Status.PASS,
     }
-    assert results["loss storage"].reason == "lossy 0 of 1000 packets lost (0.00 %) outside faults (budget 1 %)"
+    assert (
+        results["loss storage"].reason
+        == "lossy 0 of 1000 packets lost (0.00 %) outside faults (no budget: best effort)"
+    )
 
 
 def test_lossless_isolation_fails_a_backup_marked_into_the_roce_priority_on_every_hop(
@@ -1110,18 +1113,28 @@ def test_lossless_isolation_reads_every_switch_on_the_path(tmp_path: Path) -> No
     assert [(f.device, f.port) for f in result.findings] == [("spine2", "Ethernet0,Ethernet8")]
 
 
-def test_lossless_isolation_reports_loss_per_class(lab: Lab, run: SyntheticRun) -> None:
+def test_lossless_isolation_reports_loss_per_class(
+    lab: Lab, run: SyntheticRun, tmp_path: Path
+) -> None:
     """RoCE lost 3 packets with no fault to explain them: lossless must lose nothing; the
-    backup lost 20 of 500 in the lossy class: 4 % is over the intent's budget (1 %)."""
+    backup lost 20 of 500 in the lossy class: best effort by default, but 4 % is over a
+    budget of 1 % the intent gives storage."""
     run.flows = [
         flow("server1", "server3", gaps=[(1.0, 3)]),
         backup("server2", "server4", gaps=[(2.0, 20)]),
     ]
-    results = by_scope(check("lossless_isolation", lab, run.write()))
+    obs = run.write()
+    assert by_scope(check("lossless_isolation", lab, obs))["loss storage"].status is Status.PASS
+    budgeted = Lab.open(Path(shutil.copytree(lab.path, tmp_path / "lab")))
+    intent = budgeted.path / "fabric.yaml"
+    data = yaml.safe_load(intent.read_text())
+    data["qos"]["classes"]["storage"]["loss_budget_percent"] = 1.0
+    intent.write_text(yaml.safe_dump(data))
+    results = by_scope(check("lossless_isolation", budgeted, obs))
     roce, storage = results["loss roce"], results["loss storage"]
     assert roce.status is Status.FAIL
     assert [str(f) for f in roce.findings] == [
-        "server1->server3 qp0 allreduce: 3 packets lost on a lossless class or DSCP, outside any fault"
+        "server1->server3 qp0 allreduce: 3 packets lost outside any fault (lossless by the intent)"
     ]
     assert storage.status is Status.FAIL
     assert storage.reason.endswith("class storage lost 4.00 % outside faults > budget 1 %")
@@ -1150,3 +1163,28 @@ def test_lossless_isolation_tells_a_backup_from_the_all_reduce_on_its_pair(
     assert results["bulk"].status is Status.PASS
     assert results["loss roce"].figures["lossless_sent"] == 500
     assert results["loss roce"].figures["lossy_sent"] == 0
+
+
+def test_dscp_preserved_reads_each_flow_where_the_backend_counts_them_apart(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """The simulator counts each flow on its own: a backup sharing its flow id with an
+    All-Reduce flow (same pair, same queue pair) is judged by its own counts. Its DSCP 10
+    rewritten to 0 on the path fails storage, naming the pair; the All-Reduce's 26 passes."""
+    run.kinds = {"backup": "backup"}
+    run.flows = [
+        flow("server1", "server3", dscp_received={26: 500}),
+        backup(dscp_received={0: 500}, phase="backup"),
+    ]
+    results = by_scope(check("dscp_preserved", lab, run.write()))
+    assert results["roce"].status is Status.PASS
+    assert results["roce"].figures["packets"] == 500
+    storage = results["storage"]
+    assert storage.status is Status.FAIL
+    assert [str(f) for f in storage.findings] == [
+        "server1->server3 path: sent DSCP 10, received [0]"
+    ]
+    # Counted apart and kept: both arrive as sent.
+    run.flows[1] = backup(dscp_received={10: 500}, phase="backup")
+    results = by_scope(check("dscp_preserved", lab, run.write()))
+    assert (results["storage"].status, results["storage"].figures["packets"]) == (Status.PASS, 500)

@@ -251,12 +251,13 @@ class TrafficClass(_Model):
     dscp: int = Field(ge=0, le=63)
     tc: int = Field(ge=0, le=7)
     ports: list[int] = Field(default=[], description="destination TCP/UDP ports hosts mark so")
-    loss_budget_percent: float = Field(
-        default=1.0,
+    loss_budget_percent: float | None = Field(
+        default=None,
         ge=0,
         le=100,
         description="lossy classes: share of their packets they may lose outside faults "
-        "(a class on a lossless priority may lose none)",
+        "(none: best effort, loss reported, not judged); a class on a lossless priority may "
+        "lose none",
     )
 
 

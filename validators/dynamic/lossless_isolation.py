@@ -12,7 +12,8 @@ fallback; lossless when PORT_QOS_MAP `pfc_enable` has the TC): where bulk traffi
 Loss is judged against the intent, never the config under test: a flow the intent makes
 lossless (its class's TC is among `qos.lossless_priorities`, or it was sent with such a
 class's DSCP) may lose nothing outside faults, whichever switch's config says otherwise; the
-lossy flows of a class may lose at most its `loss_budget_percent` (1 % by default).
+lossy flows of a class may lose at most its `loss_budget_percent` when the intent gives one
+(by default none: best effort, reported).
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def _loss(lab: Lab, obs: Observations, cls: str, flows: list[dict[str, Any]]) ->
     """Loss of one class outside faults, against the intent: none on lossless flows, at most
     the class's loss budget on lossy ones."""
     classes = lab.fabric.qos.classes
-    budget = classes[cls].loss_budget_percent if cls in classes else 0.0
+    budget = classes[cls].loss_budget_percent if cls in classes else None
     sent: Counter[str] = Counter()
     lost: Counter[str] = Counter()
     findings, worst = [], (0, flows[0])
@@ -148,14 +149,14 @@ def _loss(lab: Lab, obs: Observations, cls: str, flows: list[dict[str, Any]]) ->
         sent[kind] += int(flow["sent"])
         lost[kind] += gone
         if kind == "lossless" and gone:
-            message = f"{gone} packets lost on a lossless class or DSCP, outside any fault"
+            message = f"{gone} packets lost outside any fault (lossless by the intent)"
             findings.append(
                 Finding(f"{flow['src']}->{flow['dst']}", message, f"qp{flow['qp']}", flow["phase"])
             )
         elif gone > worst[0]:
             worst = (gone, flow)
     share = 100 * lost["lossy"] / sent["lossy"] if sent["lossy"] else 0.0
-    if share > budget:
+    if budget is not None and share > budget:
         f = worst[1]
         message = f"class {cls} lost {share:.2f} % outside faults > budget {budget:g} %"
         findings.append(Finding(f"{f['src']}->{f['dst']}", message, f"qp{f['qp']}", f["phase"]))
@@ -169,8 +170,9 @@ def _loss(lab: Lab, obs: Observations, cls: str, flows: list[dict[str, Any]]) ->
         for kind in ("lossless", "lossy")
         for what, counts in (("sent", sent), ("lost", lost))
     }
-    figures["budget_percent"] = budget
-    ok = "; ".join(parts) + " outside faults" + (f" (budget {budget:g} %)" if sent["lossy"] else "")
+    figures["budget_percent"] = "none" if budget is None else budget
+    limit = "no budget: best effort" if budget is None else f"budget {budget:g} %"
+    ok = "; ".join(parts) + " outside faults" + (f" ({limit})" if sent["lossy"] else "")
     return verdict(NAME, f"loss {cls}", findings, ok, figures)
 
 
@@ -179,7 +181,8 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """Scope `bulk`: no flow of a bulk phase (backup, micro-bursts, incast unless
     `allow_incast`) enters a lossless priority at any port of its path, by the DSCPs it was
     seen with. Scope `loss CLASS` per class: packets lost outside faults, none by flows the
-    intent makes lossless, at most the class's `loss_budget_percent` by its lossy ones.
+    intent makes lossless, at most the class's `loss_budget_percent` (when set) by its lossy
+    ones.
 
     A gap in a flow's sequence belongs to a fault when it began in the fault's span (as
     `failover` counts it): the failover verdict judges that loss, not this one.

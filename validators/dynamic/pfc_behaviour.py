@@ -217,7 +217,9 @@ def _unpaused(rows: list[dict[str, Any]]) -> Result:
     total = sum(marks.values())
     if not total:
         reason = "no queue congested: no pause frame, no ECN mark"
-        return Result(NAME, "propagation", Status.NOT_OBSERVABLE, reason, {"hops": 0})
+        return Result(
+            NAME, "propagation", Status.NOT_OBSERVABLE, reason, {"hops": 0, "ecn_marks": 0}
+        )
     top = sorted(marks, key=lambda n: -marks[n])[:3]
     where = ", ".join(f"{n} {marks[n]}" for n in top)
     reason = f"no pause frame was sent: {total} ECN marks held congestion ({where})"
