@@ -366,6 +366,7 @@ def test_every_dynamic_validator_is_registered_with_documented_thresholds() -> N
             "max_over_mean": 1.5,
             "p_min": 0.001,
             "min_packets": 200,
+            "min_flows_per_uplink": 4,
         },
         "failover": {
             "max_loss_ms": 0.0,

@@ -327,6 +327,16 @@ class Failover(_Model):
     )
 
 
+class Collectives(_Model):
+    """How close to their analytical bound collectives must run (`collective_efficiency`)."""
+
+    max_slowdown: float = Field(
+        default=4.0, ge=1, description="mean iteration at most this times the bound"
+    )
+    max_p99_over_p50: float = Field(default=1.5, ge=1, description="iteration time spread")
+    max_cv: float = Field(default=0.25, gt=0, description="iteration std dev / mean")
+
+
 class Fabric(_Model):
     """A leaf-spine fabric for AI training: the root of `fabric.yaml`."""
 
@@ -348,6 +358,7 @@ class Fabric(_Model):
     mtu: Mtu = Field(default_factory=Mtu)
     qos: Qos = Field(default_factory=Qos)
     failover: Failover = Field(default_factory=Failover)
+    collectives: Collectives = Field(default_factory=Collectives)
 
     @model_validator(mode="after")
     def _budgets(self) -> Fabric:

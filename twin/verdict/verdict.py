@@ -54,7 +54,9 @@ def _lab_of(run_dir: Path, obs: Observations) -> Lab:
 
 def with_static(wanted: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The wanted validators, then every static validator they do not name (defaults)."""
-    rest = {v.name: {} for v in registry.available("static") if v.name not in wanted}
+    rest: dict[str, dict[str, Any]] = {
+        v.name: {} for v in registry.available("static") if v.name not in wanted
+    }
     return {**wanted, **rest}
 
 

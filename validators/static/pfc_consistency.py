@@ -80,9 +80,11 @@ def _hosts(lab: Lab, qos: Qos) -> list[Finding]:
             if dscp is None or want is None or int(dscp) == want.dscp:
                 continue
             taken = owner.get(int(dscp))
-            whose = f", class {taken}'s ({'lossless' if qos.lossless(taken) else 'lossy'})"
+            whose = ""
+            if taken is not None:
+                whose = f", class {taken}'s ({'lossless' if qos.lossless(taken) else 'lossy'})"
             message = (
-                f"marks class {cls} with DSCP {dscp}{whose if taken else ''}; "
+                f"marks class {cls} with DSCP {dscp}{whose}; "
                 f"the intent gives {cls} DSCP {want.dscp}"
             )
             found.append(Finding(server, message, "", f"host.json {where}"))
