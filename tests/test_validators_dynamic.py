@@ -394,7 +394,7 @@ def crossing_flows(qps: int = 8) -> list[dict[str, Any]]:
 
 
 def test_ecmp_spread_passes_an_even_split(lab: Lab, run: SyntheticRun) -> None:
-    run.flows = crossing_flows()
+    run.flows = crossing_flows(16)
     run.uplink_tx = {"leaf2": [2010, 1990], "leaf4": [1950, 2050]}
     results = by_scope(check("ecmp_spread", lab, run.write()))
     assert set(results) == {"fib", "leaf2", "leaf4"}  # leaves with no uplink traffic: not judged
@@ -403,10 +403,22 @@ def test_ecmp_spread_passes_an_even_split(lab: Lab, run: SyntheticRun) -> None:
     assert results["leaf4"].figures["packets"] == 4000
 
 
+def test_ecmp_spread_from_too_few_collective_flows_is_not_observable(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """8 queue pairs per crossing pair: 4 flows per leaf over 2 uplinks (the README's fake
+    example), where one flow moves max/mean by 0.5: not a verdict either way."""
+    run.flows = crossing_flows(8)
+    run.uplink_tx = {"leaf2": [3900, 100], "leaf4": [2000, 2000]}
+    results = by_scope(check("ecmp_spread", lab, run.write()))
+    assert results["leaf2"].status is Status.NOT_OBSERVABLE
+    assert results["leaf2"].reason.startswith("4 collective flows over 2 uplinks: too few")
+
+
 def test_ecmp_spread_fails_uneven_uplink_counters_naming_the_leaf(
     lab: Lab, run: SyntheticRun
 ) -> None:
-    run.flows = crossing_flows()
+    run.flows = crossing_flows(16)
     run.uplink_tx = {"leaf2": [3900, 100], "leaf4": [2000, 2000]}
     results = by_scope(check("ecmp_spread", lab, run.write()))
     assert results["leaf4"].status is Status.PASS
