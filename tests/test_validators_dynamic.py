@@ -1201,3 +1201,83 @@ def test_dscp_preserved_reads_each_flow_where_the_backend_counts_them_apart(
     run.flows[1] = backup(dscp_received={10: 500}, phase="backup")
     results = by_scope(check("dscp_preserved", lab, run.write()))
     assert (results["storage"].status, results["storage"].figures["packets"]) == (Status.PASS, 500)
+
+
+# -- pfc_behaviour and ecn_behaviour judged against the intent ----------------------------
+
+
+def pfc_row(
+    port: str, priority: int = 3, *, sent: int = 0, received: int = 0, marks: int = 0, **drops: int
+) -> dict[str, Any]:
+    """One pfc.json row as the simulator writes it."""
+    counts = {"lossless": 0, "lossy": 0, "ttl": 0, "no_route": 0, "link": 0, "watchdog": 0}
+    return {
+        "port": port,
+        "priority": priority,
+        "pause_sent": sent,
+        "pause_received": received,
+        "paused_s": 0.0,
+        "ecn_marks": marks,
+        "tx_bytes": 0,
+        "drops": counts | drops,
+    }
+
+
+def with_pfc(run: SyntheticRun, rows: list[dict[str, Any]]) -> Observations:
+    """The run written with a pfc.json (and no queue samples)."""
+    run.capabilities = sorted({*NETNS, "pfc", "ecn", "queues"})
+    run.flows = [flow("server1", "server3")]
+    obs = run.write()
+    (obs.path / "pfc.json").write_text(json.dumps(rows))
+    (obs.path / "queues.json").write_text(json.dumps({"interval": 1e-5, "queues": {}}))
+    return obs
+
+
+def test_drops_of_roce_on_a_switch_that_maps_it_lossy_are_lossless_drops(
+    lab: Lab, run: SyntheticRun, tmp_path: Path
+) -> None:
+    """spine2 maps DSCP 26 to TC 0 (no PFC): its drops on queue 0 are drops of a class the
+    intent makes lossless, whatever its config says; the same drops on spine1, which keeps
+    26 in TC 3, are storage's or the default class's and pass."""
+    broken = Lab.open(Path(shutil.copytree(lab.path, tmp_path / "lab")))
+    edit_json(broken, "spine2", lambda db: db["DSCP_TO_TC_MAP"]["RDMA"].update({"26": "0"}))
+    rows = [pfc_row("spine2:Ethernet0", 0, lossy=40), pfc_row("spine1:Ethernet0", 0, lossy=7)]
+    drops = by_scope(check("pfc_behaviour", broken, with_pfc(SyntheticRun(broken), rows)))
+    assert drops["lossless drops"].status is Status.FAIL
+    assert [str(f) for f in drops["lossless drops"].findings] == [
+        "spine2 Ethernet0 priority 0: 40 drops on a queue without PFC carrying roce "
+        "(lossless by the intent)"
+    ]
+    healthy = by_scope(check("pfc_behaviour", lab, with_pfc(run, rows)))
+    assert healthy["lossless drops"].status is Status.PASS
+
+
+def test_propagation_without_a_congestion_point_is_not_observable(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """leaf1 and spine1 pause each other and nobody else: every pausing node was paused, so
+    there is no congestion point to count hops from (it passed as '0 hops from ')."""
+    rows = [
+        pfc_row("leaf1:Ethernet24", sent=50, received=50, marks=3),
+        pfc_row("spine1:Ethernet0", sent=50, received=50, marks=3),
+    ]
+    spread = by_scope(check("pfc_behaviour", lab, with_pfc(run, rows)))["propagation"]
+    assert spread.status is Status.NOT_OBSERVABLE
+    assert spread.reason.startswith("100 pause frames, but every node that paused was itself")
+
+
+def test_ecn_before_pfc_is_judged_per_switch(lab: Lab, run: SyntheticRun) -> None:
+    """leaf3 marks plenty; leaf4 pauses without marking (ECN off): the fabric-wide ratio
+    (40 pauses for 2,000 marks) would pass, leaf4 fails, named with its pausing port."""
+    rows = [
+        pfc_row("leaf3:Ethernet0", marks=2000),
+        pfc_row("leaf4:Ethernet24", sent=40),
+        pfc_row("spine1:Ethernet0", received=40),
+    ]
+    (result,) = [
+        r for r in check("ecn_behaviour", lab, with_pfc(run, rows)) if r.scope.startswith("ecn")
+    ]
+    assert result.status is Status.FAIL
+    assert [str(f) for f in result.findings] == [
+        "leaf4 Ethernet24 queue 3: 40 pause frames sent for 0 ECN marks (at most 0.1 per mark)"
+    ]
