@@ -232,7 +232,13 @@ def _from_collectives(lab: Lab, obs: Observations, params: Params) -> list[Resul
                 f"judge (at least {params['min_flows_per_uplink']} per uplink; add an ecmp_probe)"
             )
             results.append(
-                Result(NAME, leaf, Status.NOT_OBSERVABLE, why, {"flows": round(samples)})
+                Result(
+                    NAME,
+                    leaf,
+                    Status.NOT_OBSERVABLE,
+                    why,
+                    {"source": "collectives", "flows": round(samples)},
+                )
             )
             continue
         stat, p = chi_square_uniform(counts, samples / total)
