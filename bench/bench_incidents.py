@@ -59,8 +59,8 @@ def main(argv: list[str]) -> int:
         for which, lab in zip(("before", "after"), labs, strict=True):
             started = time.monotonic()
             subprocess.run(
-                [sys.executable, "-m", "twin.cli.main", "run", "--backend", "sim", str(lab),
-                 str(incident / "scenario.yaml")],
+                [sys.executable, "-m", "twin.cli.main", "run", "--backend", "sim", "--no-static",
+                 str(lab), str(incident / "scenario.yaml")],
                 capture_output=True, text=True, env={"PYTHONPATH": str(REPO)}, check=False,
             )  # fmt: skip
             wall = time.monotonic() - started

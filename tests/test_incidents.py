@@ -51,10 +51,10 @@ def test_fails_before_the_fix_and_passes_after(incident: Path, tmp_path: Path) -
     before, after = build(incident, tmp_path)
     scenario = str(incident / "scenario.yaml")
     verdict, shown = SHOWN[incident.name]
-    broken = twin("run", "--backend", "sim", str(before), scenario)
+    broken = twin("run", "--backend", "sim", "--no-static", str(before), scenario)
     assert broken.returncode == 1, broken.stdout + broken.stderr
     assert verdict in failed(before), broken.stdout
-    fixed = twin("run", "--backend", "sim", str(after), scenario)
+    fixed = twin("run", "--backend", "sim", "--no-static", str(after), scenario)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert not failed(after)
     diff = twin("diff", str(before), str(after))
@@ -67,7 +67,7 @@ def test_pause_storm_fix_cuts_iteration_spread(tmp_path: Path) -> None:
     before, after = build(incident, tmp_path)
     spread = []
     for lab in (before, after):
-        twin("run", "--backend", "sim", str(lab), str(incident / "scenario.yaml"))
+        twin("run", "--backend", "sim", "--no-static", str(lab), str(incident / "scenario.yaml"))
         times = json.loads((last_run(lab) / "iterations.json").read_text())["allreduce"]["times_s"]
         spread.append(statistics.pstdev(times))
     assert spread[1] < 0.3 * spread[0]
@@ -86,7 +86,7 @@ def test_pause_storm_fix_cuts_iteration_spread(tmp_path: Path) -> None:
 def test_deadlock_is_the_cycle_the_static_check_predicted(tmp_path: Path) -> None:
     incident = REPO / "examples" / "incidents" / "3-deadlock"
     before, _ = build(incident, tmp_path)
-    twin("run", "--backend", "sim", str(before), str(incident / "scenario.yaml"))
+    twin("run", "--backend", "sim", "--no-static", str(before), str(incident / "scenario.yaml"))
     report = json.loads((last_run(before) / "report.json").read_text())["results"]
     by_scope = {(r["validator"], r["scope"]): r for r in report}
     assert by_scope[("no_deadlock", "run")]["status"] == "fail"

@@ -15,8 +15,11 @@ import pytest
 import yaml
 from conftest import lab_name, write_lab
 
+from twin import labdir
 from twin.cli import main as cli
+from twin.cli.verbs.run import REFERENCE
 from twin.errors import InputError
+from twin.intent import fabric
 from twin.labdir import Lab
 from twin.scenario import model as scenarios
 
@@ -100,9 +103,19 @@ def test_the_good_scenario_loads(lab: Lab, tmp_path: Path) -> None:
     assert scenarios.load(path, lab).faults[1].daemon == "bfdd"
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Lab:
+    """The reference fabric (the default scenario names its servers)."""
+    data = yaml.safe_load(REFERENCE.read_text())
+    data["name"] = lab_name()
+    out = tmp_path_factory.mktemp("reference") / "lab"
+    labdir.generate(fabric.parse(data, str(REFERENCE)), out, str(REFERENCE))
+    return Lab.open(out)
+
+
 @pytest.mark.parametrize("example", sorted(Path("examples/scenarios").glob("*.yaml")), ids=str)
-def test_the_example_scenarios_load(lab: Lab, example: Path) -> None:
-    scenarios.load(example, lab)
+def test_the_example_scenarios_load(lab: Lab, reference: Lab, example: Path) -> None:
+    scenarios.load(example, reference if example.name == "default.yaml" else lab)
 
 
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))

@@ -29,7 +29,7 @@ from twin.scenario.observations import Observations
 from validators import registry
 from validators.dynamic import bgp_health, failover
 from validators.examples import edit_json
-from validators.frr_timers import Detection, detection
+from validators.frr_timers import Detection, neighbours
 from validators.result import Result, Status
 
 REPO = Path(__file__).resolve().parent.parent
@@ -366,6 +366,7 @@ def test_every_dynamic_validator_is_registered_with_documented_thresholds() -> N
             "max_over_mean": 1.5,
             "p_min": 0.001,
             "min_packets": 200,
+            "min_flows_per_uplink": 4,
         },
         "failover": {
             "max_loss_ms": 0.0,
@@ -393,7 +394,7 @@ def crossing_flows(qps: int = 8) -> list[dict[str, Any]]:
 
 
 def test_ecmp_spread_passes_an_even_split(lab: Lab, run: SyntheticRun) -> None:
-    run.flows = crossing_flows()
+    run.flows = crossing_flows(16)
     run.uplink_tx = {"leaf2": [2010, 1990], "leaf4": [1950, 2050]}
     results = by_scope(check("ecmp_spread", lab, run.write()))
     assert set(results) == {"fib", "leaf2", "leaf4"}  # leaves with no uplink traffic: not judged
@@ -402,10 +403,22 @@ def test_ecmp_spread_passes_an_even_split(lab: Lab, run: SyntheticRun) -> None:
     assert results["leaf4"].figures["packets"] == 4000
 
 
+def test_ecmp_spread_from_too_few_collective_flows_is_not_observable(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """8 queue pairs per crossing pair: 4 flows per leaf over 2 uplinks (the README's fake
+    example), where one flow moves max/mean by 0.5: not a verdict either way."""
+    run.flows = crossing_flows(8)
+    run.uplink_tx = {"leaf2": [3900, 100], "leaf4": [2000, 2000]}
+    results = by_scope(check("ecmp_spread", lab, run.write()))
+    assert results["leaf2"].status is Status.NOT_OBSERVABLE
+    assert results["leaf2"].reason.startswith("4 collective flows over 2 uplinks: too few")
+
+
 def test_ecmp_spread_fails_uneven_uplink_counters_naming_the_leaf(
     lab: Lab, run: SyntheticRun
 ) -> None:
-    run.flows = crossing_flows()
+    run.flows = crossing_flows(16)
     run.uplink_tx = {"leaf2": [3900, 100], "leaf4": [2000, 2000]}
     results = by_scope(check("ecmp_spread", lab, run.write()))
     assert results["leaf4"].status is Status.PASS
@@ -492,12 +505,10 @@ def test_failover_judges_a_fault_from_its_probe_flows(lab: Lab, run: SyntheticRu
     )
 
 
-def test_failover_limit_comes_from_the_bfd_timers_of_the_faulted_link(
-    lab: Lab, run: SyntheticRun
-) -> None:
-    """A gray failure (loss, carrier up) is found by BFD: 3 x 300 ms in the generated configs.
-    The default limit is that detection time plus a convergence margin (500 ms): a fabric
-    working as designed passes; slower than that fails, naming where the limit comes from."""
+def test_failover_limit_comes_from_the_intent_budget(lab: Lab, run: SyntheticRun) -> None:
+    """A gray failure (loss, carrier up) is judged against the intent's `failover.gray_ms`:
+    by default BFD's 3 x 300 ms plus a convergence margin (500 ms): a fabric working as
+    designed passes; slower than that fails, naming the budget."""
     run.fault(1.0, "loss", link="leaf1:spine1", percent=100.0, ends=UPLINK)
     run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (1.0, 1230, 2.23))]
     fault = by_scope(check("failover", lab, run.write()))["fault1 loss leaf1:spine1"]
@@ -506,7 +517,7 @@ def test_failover_limit_comes_from_the_bfd_timers_of_the_faulted_link(
     run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (1.0, 1500, 2.5))]
     fault = by_scope(check("failover", lab, run.write()))["fault1 loss leaf1:spine1"]
     assert fault.status is Status.FAIL
-    assert "1500 ms > 1400 ms (BFD 3 x 300 ms on leaf1, spine1 + 500 ms)" in fault.reason
+    assert "1500 ms > 1400 ms (intent failover.gray_ms)" in fault.reason
     # A limit given in the scenario is used as it is.
     given = by_scope(check("failover", lab, run.write(), max_loss_ms=2000))
     assert given["fault1 loss leaf1:spine1"].status is Status.PASS
@@ -517,8 +528,8 @@ def test_detection_is_the_bgp_hold_time_without_bfd(lab: Lab, tmp_path: Path) ->
     conf = copy.path / "configs" / "leaf1" / "frr.conf"
     lines = conf.read_text().splitlines()
     conf.write_text("\n".join(x for x in lines if "bfd" not in x) + "\n")
-    assert detection(copy, "leaf1") == Detection(9000.0, "BGP hold 9 s")
-    assert detection(copy, "spine1") == Detection(900.0, "BFD 3 x 300 ms")
+    assert set(neighbours(copy.frr_conf("leaf1")).values()) == {Detection(9000.0, "BGP hold 9 s")}
+    assert set(neighbours(copy.frr_conf("spine1")).values()) == {Detection(900.0, "BFD 3 x 300 ms")}
 
 
 def test_failover_passes_a_short_gap(lab: Lab, run: SyntheticRun) -> None:
@@ -1070,7 +1081,10 @@ def test_lossless_isolation_passes_a_backup_in_the_lossy_class(lab: Lab, run: Sy
         "bulk": Status.PASS,
         "loss storage": Status.PASS,
     }
-    assert results["loss storage"].reason == "lossy 0 of 1000 packets lost (0.00 %) outside faults"
+    assert (
+        results["loss storage"].reason
+        == "lossy 0 of 1000 packets lost (0.00 %) outside faults (no budget: best effort)"
+    )
 
 
 def test_lossless_isolation_fails_a_backup_marked_into_the_roce_priority_on_every_hop(
@@ -1112,21 +1126,32 @@ def test_lossless_isolation_reads_every_switch_on_the_path(tmp_path: Path) -> No
     assert [(f.device, f.port) for f in result.findings] == [("spine2", "Ethernet0,Ethernet8")]
 
 
-def test_lossless_isolation_reports_loss_per_class(lab: Lab, run: SyntheticRun) -> None:
+def test_lossless_isolation_reports_loss_per_class(
+    lab: Lab, run: SyntheticRun, tmp_path: Path
+) -> None:
     """RoCE lost 3 packets with no fault to explain them: lossless must lose nothing; the
-    backup lost 20 in the lossy class: reported, allowed."""
+    backup lost 20 of 500 in the lossy class: best effort by default, but 4 % is over a
+    budget of 1 % the intent gives storage."""
     run.flows = [
         flow("server1", "server3", gaps=[(1.0, 3)]),
         backup("server2", "server4", gaps=[(2.0, 20)]),
     ]
-    results = by_scope(check("lossless_isolation", lab, run.write()))
+    obs = run.write()
+    assert by_scope(check("lossless_isolation", lab, obs))["loss storage"].status is Status.PASS
+    budgeted = Lab.open(Path(shutil.copytree(lab.path, tmp_path / "lab")))
+    intent = budgeted.path / "fabric.yaml"
+    data = yaml.safe_load(intent.read_text())
+    data["qos"]["classes"]["storage"]["loss_budget_percent"] = 1.0
+    intent.write_text(yaml.safe_dump(data))
+    results = by_scope(check("lossless_isolation", budgeted, obs))
     roce, storage = results["loss roce"], results["loss storage"]
     assert roce.status is Status.FAIL
     assert [str(f) for f in roce.findings] == [
-        "server1->server3 qp0 allreduce: 3 packets lost on a lossless priority, outside any fault"
+        "server1->server3 qp0 allreduce: 3 packets lost outside any fault (lossless by the intent)"
     ]
-    assert storage.status is Status.PASS
-    assert storage.reason == "lossy 20 of 500 packets lost (4.00 %) outside faults"
+    assert storage.status is Status.FAIL
+    assert storage.reason.endswith("class storage lost 4.00 % outside faults > budget 1 %")
+    assert storage.figures["lossy_lost"] == 20
 
 
 def test_lossless_isolation_leaves_loss_in_a_fault_to_failover(lab: Lab, run: SyntheticRun) -> None:
@@ -1151,3 +1176,108 @@ def test_lossless_isolation_tells_a_backup_from_the_all_reduce_on_its_pair(
     assert results["bulk"].status is Status.PASS
     assert results["loss roce"].figures["lossless_sent"] == 500
     assert results["loss roce"].figures["lossy_sent"] == 0
+
+
+def test_dscp_preserved_reads_each_flow_where_the_backend_counts_them_apart(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """The simulator counts each flow on its own: a backup sharing its flow id with an
+    All-Reduce flow (same pair, same queue pair) is judged by its own counts. Its DSCP 10
+    rewritten to 0 on the path fails storage, naming the pair; the All-Reduce's 26 passes."""
+    run.kinds = {"backup": "backup"}
+    run.flows = [
+        flow("server1", "server3", dscp_received={26: 500}),
+        backup(dscp_received={0: 500}, phase="backup"),
+    ]
+    results = by_scope(check("dscp_preserved", lab, run.write()))
+    assert results["roce"].status is Status.PASS
+    assert results["roce"].figures["packets"] == 500
+    storage = results["storage"]
+    assert storage.status is Status.FAIL
+    assert [str(f) for f in storage.findings] == [
+        "server1->server3 path: sent DSCP 10, received [0]"
+    ]
+    # Counted apart and kept: both arrive as sent.
+    run.flows[1] = backup(dscp_received={10: 500}, phase="backup")
+    results = by_scope(check("dscp_preserved", lab, run.write()))
+    assert (results["storage"].status, results["storage"].figures["packets"]) == (Status.PASS, 500)
+
+
+# -- pfc_behaviour and ecn_behaviour judged against the intent ----------------------------
+
+
+def pfc_row(
+    port: str, priority: int = 3, *, sent: int = 0, received: int = 0, marks: int = 0, **drops: int
+) -> dict[str, Any]:
+    """One pfc.json row as the simulator writes it."""
+    counts = {"lossless": 0, "lossy": 0, "ttl": 0, "no_route": 0, "link": 0, "watchdog": 0}
+    return {
+        "port": port,
+        "priority": priority,
+        "pause_sent": sent,
+        "pause_received": received,
+        "paused_s": 0.0,
+        "ecn_marks": marks,
+        "tx_bytes": 0,
+        "drops": counts | drops,
+    }
+
+
+def with_pfc(run: SyntheticRun, rows: list[dict[str, Any]]) -> Observations:
+    """The run written with a pfc.json (and no queue samples)."""
+    run.capabilities = sorted({*NETNS, "pfc", "ecn", "queues"})
+    run.flows = [flow("server1", "server3")]
+    obs = run.write()
+    (obs.path / "pfc.json").write_text(json.dumps(rows))
+    (obs.path / "queues.json").write_text(json.dumps({"interval": 1e-5, "queues": {}}))
+    return obs
+
+
+def test_drops_of_roce_on_a_switch_that_maps_it_lossy_are_lossless_drops(
+    lab: Lab, run: SyntheticRun, tmp_path: Path
+) -> None:
+    """spine2 maps DSCP 26 to TC 0 (no PFC): its drops on queue 0 are drops of a class the
+    intent makes lossless, whatever its config says; the same drops on spine1, which keeps
+    26 in TC 3, are storage's or the default class's and pass."""
+    broken = Lab.open(Path(shutil.copytree(lab.path, tmp_path / "lab")))
+    edit_json(broken, "spine2", lambda db: db["DSCP_TO_TC_MAP"]["RDMA"].update({"26": "0"}))
+    rows = [pfc_row("spine2:Ethernet0", 0, lossy=40), pfc_row("spine1:Ethernet0", 0, lossy=7)]
+    drops = by_scope(check("pfc_behaviour", broken, with_pfc(SyntheticRun(broken), rows)))
+    assert drops["lossless drops"].status is Status.FAIL
+    assert [str(f) for f in drops["lossless drops"].findings] == [
+        "spine2 Ethernet0 priority 0: 40 drops on a queue without PFC carrying roce "
+        "(lossless by the intent)"
+    ]
+    healthy = by_scope(check("pfc_behaviour", lab, with_pfc(run, rows)))
+    assert healthy["lossless drops"].status is Status.PASS
+
+
+def test_propagation_without_a_congestion_point_is_not_observable(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """leaf1 and spine1 pause each other and nobody else: every pausing node was paused, so
+    there is no congestion point to count hops from (it passed as '0 hops from ')."""
+    rows = [
+        pfc_row("leaf1:Ethernet24", sent=50, received=50, marks=3),
+        pfc_row("spine1:Ethernet0", sent=50, received=50, marks=3),
+    ]
+    spread = by_scope(check("pfc_behaviour", lab, with_pfc(run, rows)))["propagation"]
+    assert spread.status is Status.NOT_OBSERVABLE
+    assert spread.reason.startswith("100 pause frames, but every node that paused was itself")
+
+
+def test_ecn_before_pfc_is_judged_per_switch(lab: Lab, run: SyntheticRun) -> None:
+    """leaf3 marks plenty; leaf4 pauses without marking (ECN off): the fabric-wide ratio
+    (40 pauses for 2,000 marks) would pass, leaf4 fails, named with its pausing port."""
+    rows = [
+        pfc_row("leaf3:Ethernet0", marks=2000),
+        pfc_row("leaf4:Ethernet24", sent=40),
+        pfc_row("spine1:Ethernet0", received=40),
+    ]
+    (result,) = [
+        r for r in check("ecn_behaviour", lab, with_pfc(run, rows)) if r.scope.startswith("ecn")
+    ]
+    assert result.status is Status.FAIL
+    assert [str(f) for f in result.findings] == [
+        "leaf4 Ethernet24 queue 3: 40 pause frames sent for 0 ECN marks (at most 0.1 per mark)"
+    ]

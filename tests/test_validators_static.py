@@ -56,6 +56,7 @@ def test_reference_lab_passes_every_static_validator(tmp_path: Path) -> None:
     assert {r.validator for r in results} == {
         *QOS,
         "deadlock",
+        "failover_budget",
         "fib_reachability",
         "mlag_consistency",
         "yang",
@@ -349,7 +350,7 @@ def test_a_harmless_edit_is_listed_as_drift_and_validate_passes(
     assert cli.main(["validate", str(small.path), "--failures", "0"]) == 0
     out = capsys.readouterr().out
     assert "| config_drift | fabric | info | 1 difference on leaf1 from what the intent" in out
-    assert "9 passed, 0 failed, 0 not observable, 1 informational" in out
+    assert "11 passed, 0 failed, 0 not observable, 1 informational" in out
 
 
 def test_fib_reachability_names_what_the_deploy_would_wait_for(small: Lab) -> None:
@@ -368,3 +369,85 @@ def test_a_server_left_single_homed_is_found_under_failure(small: Lab) -> None:
     lost = {(f.device, f.where) for f in failures.findings if f.message.startswith("server1:")}
     assert ("leaf3", "leaf1:Ethernet0-server1:nic0 down") in lost
     assert ("leaf2", "leaf1:Ethernet16-leaf2:Ethernet16 down") in lost
+
+
+# -- issue 19: the static gaps ----------------------------------------------------------------
+
+
+def test_a_cable_whose_ends_declare_different_lengths_is_named(small: Lab) -> None:
+    """leaf1's end of its cable to spine1 says 100 m, spine1's end still 40 m."""
+    edit_json(small, "leaf1", lambda db: db["CABLE_LENGTH"]["AZURE"].update(Ethernet24="100m"))
+    (result,) = validate(small, ["headroom"])["headroom"]
+    assert result.status is Status.FAIL
+    assert [str(f) for f in result.findings if "other end" in f.message] == [
+        "leaf1 Ethernet24 CABLE_LENGTH|AZURE: cable length 100 m here, 40 m at its other end "
+        "spine1 Ethernet0"
+    ]
+
+
+def test_a_lossy_class_mapped_into_the_lossless_tc_is_named(small: Lab) -> None:
+    """spine2 maps storage's DSCP 10 to TC 3, the lossless priority."""
+    edit_json(small, "spine2", lambda db: db["DSCP_TO_TC_MAP"]["RDMA"].update({"10": "3"}))
+    fabric = validate(small, ["pfc_consistency"])["pfc_consistency"][0]
+    assert fabric.status is Status.FAIL
+    found = [f for f in fabric.findings if "lossy by the intent" in f.message]
+    assert [(f.device, f.where, f.message) for f in found] == [
+        (
+            "spine2",
+            "DSCP_TO_TC_MAP|RDMA",
+            "DSCP 10 (class storage, lossy by the intent) maps to lossless TC 3",
+        )
+    ]
+
+
+def test_a_host_marking_the_backup_into_the_lossless_dscp_is_named(small: Lab) -> None:
+    def backup_26(host: dict[str, Any]) -> None:
+        host["dscp_marking"][0]["dscp"] = 26
+
+    edit_json(small, "server2", backup_26, "host.json")
+    fabric, hosts = validate(small, ["pfc_consistency"])["pfc_consistency"]
+    assert fabric.status is Status.PASS
+    assert hosts.status is Status.FAIL
+    assert [str(f) for f in hosts.findings] == [
+        "server2 host.json dscp_marking[0]: marks class storage with DSCP 26, class roce's "
+        "(lossless); the intent gives storage DSCP 10"
+    ]
+
+
+def test_bfd_removed_from_a_leaf_fails_the_failover_budget(small: Lab) -> None:
+    conf = small.path / "configs" / "leaf3" / "frr.conf"
+    conf.write_text(conf.read_text().replace(" neighbor FABRIC bfd profile fabric\n", ""))
+    (result,) = validate(small, ["failover_budget"])["failover_budget"]
+    assert result.status is Status.FAIL
+    assert {f.device for f in result.findings} == {"leaf3"}
+    assert {f.port for f in result.findings} == {"Ethernet24", "Ethernet32"}  # its uplinks
+    assert result.findings[0].message.endswith(
+        "has no BFD: BGP hold 9 s + 500 ms > failover budget 1400 ms"
+    )
+
+
+def test_deadlock_judges_a_dscp_lossy_downstream_instead_of_crashing(small: Lab) -> None:
+    """leaf1 maps DSCP 26 lossy while leaf3 keeps one path per prefix: the buffer graph has a
+    DSCP lossless at one end of a hop and lossy at the other (it raised KeyError: 26)."""
+    edit_json(small, "leaf1", lambda db: db["DSCP_TO_TC_MAP"]["RDMA"].update({"26": "0"}))
+    conf = small.path / "configs" / "leaf3" / "frr.conf"
+    conf.write_text(conf.read_text().replace("maximum-paths 64", "maximum-paths 1"))
+    results = validate(small, ["deadlock"])["deadlock"]
+    assert [(r.scope, r.status) for r in results] == [
+        ("priority 3", Status.PASS),
+        ("priority 3, 1-link failures", Status.PASS),
+    ]
+
+
+def test_a_crashing_validator_is_one_line_and_exit_3(
+    small: Lab, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def crash(lab: Lab, params: Any) -> list[Result]:
+        raise KeyError(26)
+
+    real = registry.get("deadlock")
+    monkeypatch.setitem(registry._REGISTRY, "deadlock", type(real)("deadlock", "static", crash, {}))
+    assert cli.main(["validate", str(small.path), "--only", "deadlock"]) == 3
+    captured = capsys.readouterr()
+    assert captured.err == "twin: internal error in validator deadlock: KeyError: 26\n"
+    assert not (small.path / "validate").exists()

@@ -7,6 +7,9 @@ one line. The tree::
     ├── InputError             a file the user wrote (intent, scenario, lab config) is wrong
     ├── DesignError            the intent is valid but no fabric satisfies it
     └── LabError               a lab directory or a running twin is not in the expected state
+
+    InternalError              a bug of the tool (a validator or verb crashed): one line, exit 3,
+                               never a verdict
 """
 
 from __future__ import annotations
@@ -44,3 +47,10 @@ class DesignError(InputError):
 
 class LabError(TwinError):
     """A lab directory or a running twin is missing or in the wrong state."""
+
+
+class InternalError(Exception):
+    """A bug of the tool itself (a validator raised): reported as one line, exit 3."""
+
+    def __init__(self, where: str, exc: BaseException) -> None:
+        super().__init__(one_line(f"internal error in {where}: {type(exc).__name__}: {exc}"))

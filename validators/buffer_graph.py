@@ -163,8 +163,8 @@ class BufferGraph:
         dscps = [d for d, ps in self.lossless((switch, port)).items() if prio in ps]
         for end, mask in t.hops.get(switch, {}).items():
             if arriving & mask:
-                nexts = self.lossless(end)
-                for p2 in {p for d in dscps for p in nexts[d]}:
+                nexts = self.lossless(end)  # a DSCP lossy there drops: no dependency
+                for p2 in {p for d in dscps for p in nexts.get(d, ())}:
                     yield (end[0], end[1], p2), arriving & mask
 
     @cached_property

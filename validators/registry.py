@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import validators
-from twin.errors import InputError
+from twin.errors import InputError, InternalError, TwinError
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
 from validators.result import Result, Status
@@ -67,6 +67,17 @@ class Validator:
 
 
 _REGISTRY: dict[str, Validator] = {}
+
+
+def _guarded(v: Validator, *args: Any) -> list[Result]:
+    """A validator's results; a crash of its code is an `InternalError` naming it (one line,
+    exit 3), never a verdict. Errors about the user's files pass through."""
+    try:
+        return v.check(*args)
+    except TwinError:
+        raise
+    except Exception as exc:
+        raise InternalError(f"validator {v.name}", exc) from exc
 
 
 def dynamic(
@@ -130,7 +141,7 @@ def run_static(lab: Lab, chosen: Iterable[Validator], given: Mapping[str, Params
     """Run static validators on a lab, each with its thresholds (`given` by validator name)."""
     results: list[Result] = []
     for v in chosen:
-        results += v.check(lab, v.params(given.get(v.name, {})))
+        results += _guarded(v, lab, v.params(given.get(v.name, {})))
     return results
 
 
@@ -148,5 +159,5 @@ def run_dynamic(
             reason = f"the {backend} backend does not observe {', '.join(missing)}"
             results.append(Result(v.name, "run", Status.NOT_OBSERVABLE, reason))
         else:
-            results += v.check(lab, obs, params)
+            results += _guarded(v, lab, obs, params)
     return results

@@ -2,7 +2,8 @@
 
 The verbs and their one-line help are listed here, so that `twin --help` imports none of
 them and `twin VERB` imports only its own module (which imports only what it uses). Every
-error the library raises as `TwinError` is printed as one line on stderr, exit code 2.
+error the library raises as `TwinError` is printed as one line on stderr, exit code 2; an
+internal error (a bug: a validator or verb crashed) is one line too, exit code 3, never a verdict.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Iterable, Sequence
 
-from twin.errors import TwinError, one_line
+from twin.errors import InternalError, TwinError, one_line
 
 VERBS = {
     "cleanup": "remove leftovers of crashed runs (by lab name or lab directory; without one, all "
@@ -34,6 +35,8 @@ VERBS = {
     "reports",
 }
 """Verb -> its help line (each verb module's `HELP`)."""
+INTERNAL = 3
+"""Exit code of an internal error (a bug of the tool, not a verdict nor bad input)."""
 
 
 def module_of(verb: str) -> str:
@@ -76,6 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         refuse(f"{where}{exc.strerror or exc}")
         return 2
+    except InternalError as exc:
+        refuse(str(exc))
+        return INTERNAL
+    except Exception as exc:
+        refuse(str(InternalError(f"twin {args.verb}", exc)))
+        return INTERNAL
     return code
 
 

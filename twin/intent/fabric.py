@@ -23,6 +23,7 @@ from pydantic import (
     ValidationInfo,
     WithJsonSchema,
     field_validator,
+    model_validator,
 )
 
 from twin.intent.inputs import parse_model, strict_yaml
@@ -250,6 +251,14 @@ class TrafficClass(_Model):
     dscp: int = Field(ge=0, le=63)
     tc: int = Field(ge=0, le=7)
     ports: list[int] = Field(default=[], description="destination TCP/UDP ports hosts mark so")
+    loss_budget_percent: float | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="lossy classes: share of their packets they may lose outside faults "
+        "(none: best effort, loss reported, not judged); a class on a lossless priority may "
+        "lose none",
+    )
 
 
 def _default_classes() -> dict[str, TrafficClass]:
@@ -292,6 +301,41 @@ class Qos(_Model):
             raise ValueError("two classes share a DSCP")
         return value
 
+    def lossless(self, name: str) -> bool:
+        """Whether the class `name` is lossless: its TC is one of the lossless priorities."""
+        return name in self.classes and self.classes[name].tc in self.lossless_priorities
+
+
+MARGIN_MS = 500
+"""Failover budget beyond BFD detection: BGP withdrawal and FIB programming."""
+
+
+class Failover(_Model):
+    """How long a failure may cost traffic, detection and convergence together, ms: what
+    `failover` judges and the switches' detection must fit in. Unset: BFD's detection
+    (`bfd.multiplier` x `bfd.interval_ms`; the BGP hold time when BFD is off) plus 500 ms,
+    written out when the intent is resolved."""
+
+    link_ms: int | None = Field(
+        default=None, ge=1, le=600000, description="a link or node that goes down (loss of signal)"
+    )
+    gray_ms: int | None = Field(
+        default=None,
+        ge=1,
+        le=600000,
+        description="a gray failure: the link stays up (packet loss, rate, a routing daemon)",
+    )
+
+
+class Collectives(_Model):
+    """How close to their analytical bound collectives must run (`collective_efficiency`)."""
+
+    max_slowdown: float = Field(
+        default=4.0, ge=1, description="mean iteration at most this times the bound"
+    )
+    max_p99_over_p50: float = Field(default=1.5, ge=1, description="iteration time spread")
+    max_cv: float = Field(default=0.25, gt=0, description="iteration std dev / mean")
+
 
 class Fabric(_Model):
     """A leaf-spine fabric for AI training: the root of `fabric.yaml`."""
@@ -313,6 +357,18 @@ class Fabric(_Model):
     bfd: Bfd = Field(default_factory=Bfd)
     mtu: Mtu = Field(default_factory=Mtu)
     qos: Qos = Field(default_factory=Qos)
+    failover: Failover = Field(default_factory=Failover)
+    collectives: Collectives = Field(default_factory=Collectives)
+
+    @model_validator(mode="after")
+    def _budgets(self) -> Fabric:
+        bfd = self.bfd.multiplier * self.bfd.interval_ms
+        detection = (bfd if self.bfd.enabled else self.bgp.holdtime * 1000) + MARGIN_MS
+        if self.failover.link_ms is None:
+            self.failover.link_ms = detection
+        if self.failover.gray_ms is None:
+            self.failover.gray_ms = detection
+        return self
 
     @property
     def uplink_speed(self) -> int:

@@ -2,7 +2,9 @@
 
 Everything is rebuilt from the run directory alone (`twin report RUN_DIR`): the scenario
 saved with it says which validators to run with which thresholds; static validators among
-them read the lab's configs.
+them read the lab's configs. With `static` (what `twin run` and `twin report` do unless
+`--no-static`), every other static validator runs too, after the scenario's, with its
+defaults: a static finding fails the run's one verdict and its JUnit.
 """
 
 from __future__ import annotations
@@ -50,15 +52,24 @@ def _lab_of(run_dir: Path, obs: Observations) -> Lab:
     return Lab.open(home)
 
 
-def report_run(run_dir: Path) -> tuple[int, list[Result]]:
-    """Validate a run from its saved observations and write its reports into it."""
+def with_static(wanted: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The wanted validators, then every static validator they do not name (defaults)."""
+    rest: dict[str, dict[str, Any]] = {
+        v.name: {} for v in registry.available("static") if v.name not in wanted
+    }
+    return {**wanted, **rest}
+
+
+def report_run(run_dir: Path, static: bool = False) -> tuple[int, list[Result]]:
+    """Validate a run from its saved observations (and, with `static`, the lab's configs by
+    every static validator) and write its reports into it."""
     obs = Observations.open(run_dir)
     refuse_links(run_dir, ("",))
     lab = _lab_of(run_dir, obs)
     saved = run_dir / "scenario.yaml"
     wanted: dict[str, dict[str, Any]] = strict_yaml(saved).get("validate") or {}
     check_names(wanted, str(saved))
-    results = evaluate(lab, obs, wanted)
+    results = evaluate(lab, obs, with_static(wanted) if static else wanted)
     title = f"{obs.run['scenario']} on {obs.run['lab']} ({obs.run['backend']})"
     code = report.write(results, run_dir, title)
     loss = {

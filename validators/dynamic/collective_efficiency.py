@@ -1,18 +1,21 @@
 """`collective_efficiency`: collectives finish near their analytical bound, iteration after
 iteration, whatever else the fabric carries.
 
+The bounds are the intent's (`collectives:` in fabric.yaml: `max_slowdown`, `max_p99_over_p50`,
+`max_cv`); a scenario's threshold of the same name (0: the intent's) overrides one.
+
 Per collective phase, from its iteration times (`iterations.json`) and its analytical bound
 (run.json: `message` bytes per rank at the servers' NIC bandwidth plus each step's
 propagation delay over the cables, nccl-tests' algbw and busbw at that bound):
 
 - every iteration finished;
-- the mean iteration is at most `max_slowdown` (4) times the bound; the figures give the
+- the mean iteration is at most `max_slowdown` (intent: 4) times the bound; the figures give the
   bus bandwidth nccl-tests would report (S/t x 2(n-1)/n for All-Reduce). The bound counts
   every NIC of a server at line rate; queue pairs placed on the NICs by a hash often leave
   one idle for a step (2x), and each of the 2(n-1) steps adds switching and serialisation
   to its cables' delay;
 - the spread under background traffic: p99/p50 at most `max_p99_over_p50` (1.5) and the
-  coefficient of variation (std dev / mean) at most `max_cv` (0.25).
+  coefficient of variation (std dev / mean) at most `max_cv` (0.25), both the intent's.
 """
 
 from __future__ import annotations
@@ -39,9 +42,11 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[int(rank) - 1]
 
 
-@dynamic(NAME, needs={"iterations"}, max_slowdown=4.0, max_p99_over_p50=1.5, max_cv=0.25)
-def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
+@dynamic(NAME, needs={"iterations"}, max_slowdown=0.0, max_p99_over_p50=0.0, max_cv=0.0)
+def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
     """One result per collective phase."""
+    bounds = lab.fabric.collectives
+    params = {k: float(v) or float(getattr(bounds, k)) for k, v in given.items()}
     iterations = obs.extra("iterations") or {}
     if not iterations:
         return [

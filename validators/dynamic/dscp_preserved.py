@@ -17,14 +17,22 @@ from validators.result import Finding, Result, Status, verdict
 NAME = "dscp_preserved"
 
 
-def groups(flows: list[dict[str, Any]]) -> dict[tuple[str, int], list[dict[str, Any]]]:
-    """Flows by what the receiver counts them under (destination, flow id). Flows of two
-    phases between the same servers on the same queue pair share one: their DSCP counts are
-    the sum of both, so they are judged together."""
-    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+def groups(flows: list[dict[str, Any]]) -> dict[tuple[str, int, int], list[dict[str, Any]]]:
+    """Flows by what the receiver counts them under. A live receiver counts by (destination,
+    flow id): flows of two phases between the same servers on the same queue pair share one,
+    their records carry the same counts (the sum of both), and they are judged together. A
+    backend that counts each flow on its own (the simulator, the fake) gives records of one
+    flow id different counts: each is then a group of its own (key index >= 0)."""
+    by_id: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for f in flows:
-        groups.setdefault((f["dst"], int(f["flow_id"])), []).append(f)
-    return groups
+        by_id.setdefault((f["dst"], int(f["flow_id"])), []).append(f)
+    out: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    for (dst, flow_id), group in by_id.items():
+        if all(f["dscp_received"] == group[0]["dscp_received"] for f in group):
+            out[(dst, flow_id, -1)] = group
+        else:
+            out.update({(dst, flow_id, i): [f] for i, f in enumerate(group)})
+    return out
 
 
 def received(flow: dict[str, Any], group: list[dict[str, Any]]) -> set[int]:
@@ -49,7 +57,8 @@ def _rewritten(group: list[dict[str, Any]]) -> str | None:
 
 @dynamic(NAME, needs={"flows"})
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
-    """One result per traffic class seen in the run.
+    """One result per traffic class seen in the run, from each flow's own counts where the
+    backend keeps them apart (`groups`).
 
     A class fails when a server marks it with another DSCP than the policy (the host file
     is named, once per server), or when a flow of it arrives with a DSCP it was not sent with

@@ -18,7 +18,9 @@ Without a probe, from the collective phases' flows, as before probes existed: ma
 (fails above `max_over_mean`) and a chi-square test against an even split counted in flows
 (fails below `p_min`), leaves with fewer than `min_packets` uplink packets left out. A
 collective crosses a leaf with tens of flows, too few to be decisive (docs/validators.md):
-each such result says it was judged from collective flows.
+each such result says it was judged from collective flows; a leaf with fewer than
+`min_flows_per_uplink` (4) flows per uplink is not observable (with k flows per uplink one
+flow moves max/mean by 1/k: below 4, a flow or two cross `max_over_mean` by chance).
 
 Also fails when a leaf's FIB at the start holds fewer ECMP next hops to a remote server subnet
 than it has spines.
@@ -224,6 +226,21 @@ def _from_collectives(lab: Lab, obs: Observations, params: Params) -> list[Resul
         peers = sum(1 for n in lab.nodes("leaf") if lab.graph.nodes[n]["group"] == group)
         crossing = sum(1 for f in flows if f["src"] in behind and f["dst"] not in behind)
         samples = max(len(counts), crossing / peers)
+        if samples < int(params["min_flows_per_uplink"]) * len(counts):
+            why = (
+                f"{round(samples)} collective flows over {len(counts)} uplinks: too few to "
+                f"judge (at least {params['min_flows_per_uplink']} per uplink; add an ecmp_probe)"
+            )
+            results.append(
+                Result(
+                    NAME,
+                    leaf,
+                    Status.NOT_OBSERVABLE,
+                    why,
+                    {"source": "collectives", "flows": round(samples)},
+                )
+            )
+            continue
         stat, p = chi_square_uniform(counts, samples / total)
         ratio = max(counts) / (total / len(counts))
         figures: dict[str, Figure] = {
@@ -262,6 +279,7 @@ def _from_collectives(lab: Lab, obs: Observations, params: Params) -> list[Resul
     max_over_mean=1.5,
     p_min=0.001,
     min_packets=200,
+    min_flows_per_uplink=4,
 )
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """The FIB width check, then one result per leaf: from the ECMP probe phases (each), or

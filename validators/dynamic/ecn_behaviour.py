@@ -1,10 +1,14 @@
 """`ecn_behaviour`: on the lossless priorities ECN acts before PFC, and marks follow the WRED
 curve the configs set.
 
-- `ecn before pfc, priority P`: DCQCN needs marks to slow senders before buffers reach the
-  XOFF threshold; pause frames the switches sent per ECN mark on P must stay under
-  `max_pause_share` (0.1). Pauses with no mark at all fail (ECN off, or thresholds above
-  XOFF).
+- `ecn before pfc, priority P`, for each lossless priority P of the intent
+  (`qos.lossless_priorities`, whatever the configs enable): DCQCN needs marks to slow
+  senders before buffers reach the XOFF threshold. Judged per switch: every switch whose
+  ports paused their upstream on P must have marked first, at most `max_pause_share` (0.1)
+  pause frames sent per ECN mark the switch made on P (pauses leave by the ingress port whose
+  buffer filled, marks by the egress queue that filled it: the switch is where the two
+  meet). A switch with pauses and no mark (ECN off, or thresholds above XOFF) fails, named
+  with the ports that paused most, whatever the other switches marked.
 - `wred curve`: on every switch queue with at least `min_marks` (100) marks that was never
   paused (a paused queue holds bytes without sending), the marks are at most `tolerance`
   (3) times what its WRED_PROFILE (linear from green_min_threshold to green_max_threshold up
@@ -16,11 +20,12 @@ curve the configs set.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
-from validators.qos_config import by_port, pfc_enabled
+from validators.qos_config import by_port
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 
@@ -58,15 +63,6 @@ def _switch_rows(lab: Lab, obs: Observations) -> list[dict[str, Any]]:
     switches = set(lab.switches())
     rows: list[dict[str, Any]] = obs.extra("pfc") or []
     return [r for r in rows if r["port"].split(":")[0] in switches]
-
-
-def _lossless(lab: Lab) -> set[int]:
-    out: set[int] = set()
-    for switch in lab.switches():
-        db = lab.config_db(switch)
-        for port in db.get("PORT_QOS_MAP", {}):
-            out |= set(pfc_enabled(db, port))
-    return out
 
 
 def curve_check(lab: Lab, obs: Observations, rows: list[dict[str, Any]], params: Params) -> Result:
@@ -112,13 +108,37 @@ def curve_check(lab: Lab, obs: Observations, rows: list[dict[str, Any]], params:
     )
 
 
+def _per_switch(rows: list[dict[str, Any]], prio: int, limit: float) -> list[Finding]:
+    """Switches on priority `prio` that sent more than `limit` pause frames per ECN mark."""
+    marks: dict[str, int] = defaultdict(int)
+    pauses: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if r["priority"] == prio:
+            node = r["port"].split(":")[0]
+            marks[node] += r["ecn_marks"]
+            if r["pause_sent"]:
+                pauses[node].append(r)
+    findings = []
+    for node, paused in sorted(pauses.items()):
+        sent = sum(r["pause_sent"] for r in paused)
+        if sent > limit * marks[node]:
+            top = sorted(paused, key=lambda r: -r["pause_sent"])[:4]
+            ports = ",".join(r["port"].split(":")[1] for r in top)
+            what = f"{sent} pause frames sent for {marks[node]} ECN marks"
+            findings.append(
+                Finding(node, f"{what} (at most {limit} per mark)", ports, f"queue {prio}")
+            )
+    return findings
+
+
 @dynamic(NAME, needs={"ecn", "pfc", "queues"}, max_pause_share=0.1, min_marks=100, tolerance=3.0)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
-    """ECN before PFC per lossless priority, and marks along the WRED curve."""
+    """ECN before PFC per lossless priority of the intent and switch, and marks along the WRED
+    curve."""
     rows = _switch_rows(lab, obs)
     limit = float(params["max_pause_share"])
     results = []
-    for prio in sorted(_lossless(lab)):
+    for prio in lab.fabric.qos.lossless_priorities:
         marks = sum(r["ecn_marks"] for r in rows if r["priority"] == prio)
         pauses = sum(r["pause_sent"] for r in rows if r["priority"] == prio)
         scope = f"ecn before pfc, priority {prio}"
@@ -134,19 +154,18 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
                 )
             )
             continue
-        share = pauses / marks if marks else float("inf")
-        figures["pauses_per_mark"] = round(share, 4) if marks else "inf"
-        findings = []
-        if share > limit:
-            top = max((r for r in rows if r["priority"] == prio), key=lambda r: r["pause_sent"])
-            node, port = top["port"].split(":")
-            what = (
-                f"{pauses} pause frames for {marks} ECN marks"
-                if marks
-                else f"{pauses} pauses, no mark"
-            )
-            findings.append(Finding(node, f"{what} (most pauses here: {top['pause_sent']})", port))
-        ok = f"{marks} ECN marks, {pauses} pause frames ({share:.3f} per mark, at most {limit})"
+        findings = _per_switch(rows, prio, limit)
+        pausing = len(
+            {r["port"].split(":")[0] for r in rows if r["priority"] == prio and r["pause_sent"]}
+        )
+        figures["switches_pausing"] = pausing
+        figures["switches_over"] = len(findings)
+        ok = (
+            f"{marks} ECN marks, {pauses} pause frames: every switch that paused "
+            f"({pausing}) marked first (at most {limit} pauses per mark)"
+            if pauses
+            else f"{marks} ECN marks, no pause frame"
+        )
         results.append(verdict(NAME, scope, findings, ok, figures))
     results.append(curve_check(lab, obs, rows, params))
     return results

@@ -23,12 +23,13 @@ at most `max_loss_ms` (default `margin_ms`) from the restore until the next faul
 may be black-holed once back; not-observable when none came back in time or another fault
 came between. Scopes are numbered by the run's faults, in time order.
 
-The loss limit is `max_loss_ms` when given; by default (0) it comes from the configs: the
-dead-neighbour detection time of the switches at the fault (BFD detect multiplier x receive
-interval in their frr.conf, or the BGP hold time without BFD; `validators.frr_timers`) plus
-`margin_ms` (default 500: BGP withdrawal and FIB programming after detection), so a fabric
-working as designed passes. A collective flow black-holed after convergence (nothing received
-during its last `blackhole_s`, default 1 s, or nothing at all) fails the `convergence` scope.
+The loss limit is `max_loss_ms` when given; by default (0) it is the intent's failover
+budget, never the timers of the configs under test: `failover.link_ms` for a link, flap or
+node that goes down, `failover.gray_ms` for a gray failure (daemon kill, loss, rate); both
+default to BFD's detection (3 x 300 ms) plus 500 ms. A switch whose BFD was removed detects
+with the BGP hold time and fails here (and in the static `failover_budget`). A collective
+flow black-holed after convergence (nothing received during its last `blackhole_s`, default
+1 s, or nothing at all) fails the `convergence` scope.
 """
 
 from __future__ import annotations
@@ -39,13 +40,15 @@ from typing import Any
 
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
-from validators.frr_timers import detection
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 
 NAME = "failover"
 TAKES = ("link-down", "link-flap-done", "node-down", "daemon-kill", "loss", "rate")
 RESTORES = ("link-up", "node-up")
+LINK_LOSS = ("link-down", "link-flap-done", "node-down")
+"""Faults the neighbours see as loss of signal (the intent's `failover.link_ms`); the other
+taking faults are gray (`failover.gray_ms`)."""
 MIN_BACK_S = 1.0
 """A restore is judged from probe flows that sent at least this long after they were back."""
 OPEN_TAIL_S = 0.05
@@ -105,15 +108,10 @@ def windows(obs: Observations) -> list[tuple[dict[str, Any], float, float, list[
     return out
 
 
-def limit(lab: Lab, fault: dict[str, Any], margin_ms: float) -> tuple[float, str]:
-    """The default loss limit for a fault, and where it comes from: the slowest detection of
-    the switches at its link ends (or the node), plus the margin."""
-    named = [e.split(":")[0] for e in fault.get("ends", [])] or [fault.get("node", "")]
-    switches = [n for n in named if n in lab.switches()] or lab.switches()
-    found = {n: detection(lab, n) for n in switches}
-    slowest = max(found.values(), key=lambda d: d.ms)
-    where = ", ".join(n for n, d in found.items() if d == slowest)
-    return slowest.ms + margin_ms, f"{slowest.source} on {where} + {margin_ms:.0f} ms"
+def limit(lab: Lab, fault: dict[str, Any]) -> tuple[float, str]:
+    """The intent's loss budget for a fault, and its name."""
+    key = "link_ms" if fault["fault"] in LINK_LOSS else "gray_ms"
+    return float(getattr(lab.fabric.failover, key) or 0), f"intent failover.{key}"
 
 
 @dataclass(frozen=True)
@@ -241,10 +239,10 @@ def taken(
     params: Params,
 ) -> Result:
     """The verdict on a fault that takes something away, from its probe flows."""
-    given_ms, margin_ms = float(params["max_loss_ms"]), float(params["margin_ms"])
+    given_ms = float(params["max_loss_ms"])
     max_recovery = float(params["recovery_s"])
     began = fault_began(fault)
-    max_loss_ms, source = (given_ms, "") if given_ms else limit(lab, fault, margin_ms)
+    max_loss_ms, source = (given_ms, "") if given_ms else limit(lab, fault)
     head: dict[str, int | float | str] = {"limit_ms": round(max_loss_ms, 1)}
     figures = head | figures
     record = records.get(int(fault.get("index", -1)))

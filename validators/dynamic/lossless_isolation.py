@@ -7,8 +7,13 @@ switch port it can enter (every ECMP branch of the FIB the configs converge to, 
 source server to its destination); at each, the DSCPs the flow was observed with (sent and
 received, as far as the receiver's counts tell flows apart: `dscp_preserved.received`) are
 classified as that port's config does (DSCP_TO_TC_MAP through PORT_QOS_MAP, `global` as
-fallback; lossless when PORT_QOS_MAP `pfc_enable` has the TC). The scenario's
-`class:` names only what is reported.
+fallback; lossless when PORT_QOS_MAP `pfc_enable` has the TC): where bulk traffic went.
+
+Loss is judged against the intent, never the config under test: a flow the intent makes
+lossless (its class's TC is among `qos.lossless_priorities`, or it was sent with such a
+class's DSCP) may lose nothing outside faults, whichever switch's config says otherwise; the
+lossy flows of a class may lose at most its `loss_budget_percent` when the intent gives one
+(by default none: best effort, reported).
 """
 
 from __future__ import annotations
@@ -87,14 +92,6 @@ class _Paths:
             self._paths[key] = ingresses(self.wiring, self.fib, *key)
         return self._paths[key]
 
-    def lossless(self, flow: dict[str, Any]) -> bool:
-        """Whether every DSCP the flow arrived with is lossless at every port of its path."""
-        dscps = self.received[id(flow)] or {int(flow["dscp_sent"])}
-        points = self(flow)
-        return bool(points) and all(
-            lossless_at(self.wiring, p, d) is not None for p in points for d in dscps
-        )
-
 
 def _bulk(obs: Observations, paths: _Paths, bulk: set[str]) -> list[Finding]:
     """Bulk flows that enter a lossless priority somewhere on their path."""
@@ -130,25 +127,39 @@ def _unexplained(obs: Observations, flow: dict[str, Any]) -> int:
     return lost
 
 
-def _loss(obs: Observations, paths: _Paths, cls: str, flows: list[dict[str, Any]]) -> Result:
-    """Loss of one class: none allowed on lossless flows outside faults; lossy reported."""
+def lossless_by_intent(lab: Lab, flow: dict[str, Any]) -> bool:
+    """Whether the intent makes a flow lossless: its class is, or the DSCP it was sent with
+    is a lossless class's (what hosts mark decides where the fabric puts it)."""
+    qos = lab.fabric.qos
+    dscps = {c.dscp for name, c in qos.classes.items() if qos.lossless(name)}
+    return qos.lossless(flow["class"]) or int(flow["dscp_sent"]) in dscps
+
+
+def _loss(lab: Lab, obs: Observations, cls: str, flows: list[dict[str, Any]]) -> Result:
+    """Loss of one class outside faults, against the intent: none on lossless flows, at most
+    the class's loss budget on lossy ones."""
+    classes = lab.fabric.qos.classes
+    budget = classes[cls].loss_budget_percent if cls in classes else None
     sent: Counter[str] = Counter()
     lost: Counter[str] = Counter()
-    findings = []
+    findings, worst = [], (0, flows[0])
     for flow in flows:
-        kind = "lossless" if paths.lossless(flow) else "lossy"
-        sent[kind] += int(flow["sent"])
+        kind = "lossless" if lossless_by_intent(lab, flow) else "lossy"
         gone = _unexplained(obs, flow)
+        sent[kind] += int(flow["sent"])
         lost[kind] += gone
         if kind == "lossless" and gone:
+            message = f"{gone} packets lost outside any fault (lossless by the intent)"
             findings.append(
-                Finding(
-                    f"{flow['src']}->{flow['dst']}",
-                    f"{gone} packets lost on a lossless priority, outside any fault",
-                    f"qp{flow['qp']}",
-                    flow["phase"],
-                )
+                Finding(f"{flow['src']}->{flow['dst']}", message, f"qp{flow['qp']}", flow["phase"])
             )
+        elif gone > worst[0]:
+            worst = (gone, flow)
+    share = 100 * lost["lossy"] / sent["lossy"] if sent["lossy"] else 0.0
+    if budget is not None and share > budget:
+        f = worst[1]
+        message = f"class {cls} lost {share:.2f} % outside faults > budget {budget:g} %"
+        findings.append(Finding(f"{f['src']}->{f['dst']}", message, f"qp{f['qp']}", f["phase"]))
     parts = [
         f"{kind} {lost[kind]} of {sent[kind]} packets lost ({100 * lost[kind] / sent[kind]:.2f} %)"
         for kind in ("lossless", "lossy")
@@ -159,22 +170,25 @@ def _loss(obs: Observations, paths: _Paths, cls: str, flows: list[dict[str, Any]
         for kind in ("lossless", "lossy")
         for what, counts in (("sent", sent), ("lost", lost))
     }
-    return verdict(NAME, f"loss {cls}", findings, "; ".join(parts) + " outside faults", figures)
+    figures["budget_percent"] = "none" if budget is None else budget
+    limit = "no budget: best effort" if budget is None else f"budget {budget:g} %"
+    ok = "; ".join(parts) + " outside faults" + (f" ({limit})" if sent["lossy"] else "")
+    return verdict(NAME, f"loss {cls}", findings, ok, figures)
 
 
 @dynamic(NAME, needs={"flows"}, allow_incast=False)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """Scope `bulk`: no flow of a bulk phase (backup, micro-bursts, incast unless
     `allow_incast`) enters a lossless priority at any port of its path, by the DSCPs it was
-    seen with. Scope `loss CLASS` per class: packets lost outside faults, apart for flows
-    lossless at every port of their path (must be 0) and lossy flows (reported).
+    seen with. Scope `loss CLASS` per class: packets lost outside faults, none by flows the
+    intent makes lossless, at most the class's `loss_budget_percent` (when set) by its lossy
+    ones.
 
     A gap in a flow's sequence belongs to a fault when it began in the fault's span (as
     `failover` counts it): the failover verdict judges that loss, not this one.
     """
     if not obs.flows:
         return [Result(NAME, "bulk", Status.NOT_OBSERVABLE, "the scenario sent no traffic")]
-    paths = _Paths(lab, obs)
     kinds = {p["label"]: p["kind"] for p in obs.run["phases"]}
     bulk = {
         label
@@ -183,7 +197,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     }
     results = []
     if bulk:
-        findings = _bulk(obs, paths, bulk)
+        findings = _bulk(obs, _Paths(lab, obs), bulk)
         ok = f"{len(bulk)} bulk phases stay out of the lossless priorities on every port"
         figures = {"bulk_phases": len(bulk), "ports_in_lossless": len(findings)}
         results.append(verdict(NAME, "bulk", findings, ok, figures))
@@ -193,5 +207,5 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     by_class: dict[str, list[dict[str, Any]]] = {}
     for flow in obs.flows:
         by_class.setdefault(flow["class"], []).append(flow)
-    results += [_loss(obs, paths, cls, flows) for cls, flows in sorted(by_class.items())]
+    results += [_loss(lab, obs, cls, flows) for cls, flows in sorted(by_class.items())]
     return results

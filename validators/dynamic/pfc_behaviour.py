@@ -3,18 +3,23 @@ congestion was.
 
 From a run's per port and priority PFC counters (`pfc.json`) and its flows:
 
-- `lossless drops`: no packet of a lossless class dropped by buffer overflow (a lossless drop
-  means headroom or thresholds too small for the cables and speeds);
+- `lossless drops`: no packet of a lossless class dropped by buffer overflow, judged against
+  the intent: a drop on a PFC-enabled queue (headroom or thresholds too small for the cables
+  and speeds), and a drop on any queue that carries, at that switch, the DSCP of a class the
+  intent makes lossless (its config maps the DSCP to a TC without PFC: the class is lossy
+  there whatever the config says);
 - `pause storms`: no port paused (as an egress, by its peer) for more than `storm_share`
   (0.2) of the run's (simulated) time on any priority;
 - `propagation`: pauses travel at most `max_hops` (2) hops from the congestion point. The
-  congestion points are the nodes that sent pauses without being paused themselves (or a
-  port that storms); a node paused by one at distance d is at d+1. Victim flows are flows
-  sent from a paused NIC to a destination other than the far end of a congested port (a
-  congestion point's egress port whose queue filled to at least half the fullest one's, by
-  `queues.json`; without queue samples, any port of a congestion point): they name whom the
-  pauses hurt. With no pause frame at all, a pass needs ECN marks (congestion that paused
-  nothing); with neither, nothing was congested and propagation is not observable.
+  congestion points are the nodes that sent pauses without being paused themselves; a node
+  paused by one at distance d is at d+1. When every node that paused was itself paused (a
+  loop of pauses, no congestion point to measure from), propagation is not observable.
+  Victim flows are flows sent from a paused NIC to a destination other than the far end of
+  a congested port (a congestion point's egress port whose queue filled to at least half the
+  fullest one's, by `queues.json`; without queue samples, any port of a congestion point):
+  they name whom the pauses hurt. With no pause frame at all, a pass needs ECN marks
+  (congestion that paused nothing; the reason names the switches that marked most); with
+  neither, nothing was congested and propagation is not observable.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
+from validators.qos_config import traffic_class
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 
@@ -102,22 +108,51 @@ def _at(row: dict[str, Any], message: str) -> Finding:
     return Finding(node, message, port, f"priority {row['priority']}")
 
 
+def carried(lab: Lab) -> dict[tuple[str, int], str]:
+    """(switch, TC) -> the intent's lossless classes whose DSCP some port of the switch maps
+    to that TC."""
+    qos = lab.fabric.qos
+    lossless = {name: c.dscp for name, c in qos.classes.items() if qos.lossless(name)}
+    out: dict[tuple[str, int], set[str]] = defaultdict(set)
+    switches = set(lab.switches())
+    for _, _, e in lab.graph.edges(data=True):
+        for node, port in ((e["a"], e["a_port"]), (e["b"], e["b_port"])):
+            if node in switches:
+                db = lab.config_db(node)
+                for name, dscp in lossless.items():
+                    out[(node, traffic_class(db, port, dscp))].add(name)
+    return {key: ", ".join(sorted(names)) for key, names in out.items()}
+
+
+def lossless_drops(lab: Lab, rows: list[dict[str, Any]]) -> list[Finding]:
+    """Drops on PFC queues, and drops on any queue carrying a class the intent makes
+    lossless."""
+    classes = carried(lab) if any(r["drops"]["lossy"] for r in rows) else {}
+    found = []
+    for r in rows:
+        lossy = classes.get((r["port"].split(":")[0], int(r["priority"])))
+        if r["drops"]["lossless"]:
+            found.append(_at(r, f"{r['drops']['lossless']} lossless drops"))
+        if lossy and r["drops"]["lossy"]:
+            what = f"{r['drops']['lossy']} drops on a queue without PFC carrying {lossy}"
+            found.append(_at(r, f"{what} (lossless by the intent)"))
+    return found
+
+
 @dynamic(NAME, needs={"pfc", "flows"}, storm_share=0.2, max_hops=2)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """Lossless drops, pause storms and how far pauses spread."""
     rows = _rows(obs)
     sim = obs.extra("sim") or {}
     duration = max(float(sim.get("simulated_s", obs.duration)), 1e-12)
-    drops = [
-        _at(r, f"{r['drops']['lossless']} lossless drops") for r in rows if r["drops"]["lossless"]
-    ]
+    drops = lossless_drops(lab, rows)
     sent = sum(r["pause_sent"] for r in rows)
     results = [
         verdict(
             NAME,
             "lossless drops",
             drops,
-            f"no lossless drop ({sent} pause frames sent)",
+            f"no drop of a lossless class ({sent} pause frames sent)",
             {"lossless_drops": sum(r["drops"]["lossless"] for r in rows), "pause_frames": sent},
         )
     ]
@@ -142,20 +177,17 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
         )
     )
     if not sent:
-        marks = sum(r["ecn_marks"] for r in rows)
-        results.append(
-            Result(
-                NAME,
-                "propagation",
-                Status.PASS if marks else Status.NOT_OBSERVABLE,
-                f"no pause frame was sent ({marks} ECN marks: congestion without a pause)"
-                if marks
-                else "no queue congested: no pause frame, no ECN mark",
-                {"hops": 0, "ecn_marks": marks},
-            )
-        )
+        results.append(_unpaused(rows))
         return results
     depth, roots = depths(lab, rows)
+    if not roots:
+        pausing = sorted({r["port"].split(":")[0] for r in rows if r["pause_sent"]})
+        reason = (
+            f"{sent} pause frames, but every node that paused was itself paused "
+            f"({', '.join(pausing[:6])}): no congestion point to measure from"
+        )
+        results.append(Result(NAME, "propagation", Status.NOT_OBSERVABLE, reason, {"hops": 0}))
+        return results
     hops = max(depth.values(), default=0)
     hurt = victims(obs, lab, rows, roots)
     limit = int(params["max_hops"])
@@ -174,3 +206,21 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     ok = f"pauses reached {hops} hops from {', '.join(sorted(roots))} (at most {limit})"
     results.append(verdict(NAME, "propagation", spread, ok, figures))
     return results
+
+
+def _unpaused(rows: list[dict[str, Any]]) -> Result:
+    """Propagation when no pause frame was sent: a pass when queues congested (ECN marks),
+    naming the switches that marked most; not observable without."""
+    marks: dict[str, int] = defaultdict(int)
+    for r in rows:
+        marks[r["port"].split(":")[0]] += r["ecn_marks"]
+    total = sum(marks.values())
+    if not total:
+        reason = "no queue congested: no pause frame, no ECN mark"
+        return Result(
+            NAME, "propagation", Status.NOT_OBSERVABLE, reason, {"hops": 0, "ecn_marks": 0}
+        )
+    top = sorted(marks, key=lambda n: -marks[n])[:3]
+    where = ", ".join(f"{n} {marks[n]}" for n in top)
+    reason = f"no pause frame was sent: {total} ECN marks held congestion ({where})"
+    return Result(NAME, "propagation", Status.PASS, reason, {"hops": 0, "ecn_marks": total})

@@ -13,11 +13,34 @@ from validators.registry import Params, static
 from validators.result import Finding, Result, verdict
 
 
-def _cable(db: ConfigDb, port: str) -> int | None:
-    for lengths in db.get("CABLE_LENGTH", {}).values():
+def _cable_entry(db: ConfigDb, port: str) -> tuple[str, int] | None:
+    """The CABLE_LENGTH key listing a port, and its length in metres (-1: not a number)."""
+    for key, lengths in db.get("CABLE_LENGTH", {}).items():
         if port in lengths:
-            return number(lengths[port], default=-1)
+            return key, number(lengths[port], default=-1)
     return None
+
+
+def _cable(db: ConfigDb, port: str) -> int | None:
+    entry = _cable_entry(db, port)
+    return None if entry is None else entry[1]
+
+
+def asymmetric_cables(lab: Lab) -> list[Finding]:
+    """Cables between two switches whose ends declare different lengths (each end sizes its
+    headroom by its own CABLE_LENGTH, and the cable has one length)."""
+    switches = set(lab.switches())
+    dbs = {s: lab.config_db(s) for s in switches}
+    found = []
+    for _, _, e in lab.graph.edges(data=True):
+        a, pa, b, pb = e["a"], e["a_port"], e["b"], e["b_port"]
+        if a not in switches or b not in switches:
+            continue
+        here, there = _cable_entry(dbs[a], pa), _cable_entry(dbs[b], pb)
+        if here and there and here[1] != there[1]:
+            message = f"cable length {here[1]} m here, {there[1]} m at its other end {b} {pb}"
+            found.append(Finding(a, message, pa, f"CABLE_LENGTH|{here[0]}"))
+    return found
 
 
 def _pg_findings(
@@ -92,13 +115,15 @@ def _pool_findings(switch: str, db: ConfigDb) -> tuple[list[Finding], float]:
 
 @static("headroom", intf_delay_bits=0)
 def headroom(lab: Lab, params: Params) -> list[Result]:
-    """Each lossless PG's XOFF headroom covers what arrives after it sends PFC; pools fit.
+    """Each lossless PG's XOFF headroom covers what arrives after it sends PFC; pools fit;
+    both ends of a cable declare the same CABLE_LENGTH.
 
     The need is physics.md section 1.3 (`twin.headroom.required`) from the port's speed and
     MTU (PORT) and its cable length (CABLE_LENGTH); the PG of a lossless priority is the one
     the port's TC -> PG map gives. Reserved sizes of all PG and queue profiles per pool must fit
-    in the pool (BUFFER_POOL size). Threshold: `intf_delay_bits` (0), the MAC/PHY latency
-    `D_intf` of each end in bit times.
+    in the pool (BUFFER_POOL size). A cable between two switches whose ends' CABLE_LENGTH
+    differ is a finding at the first end (the one the design lists first). Threshold:
+    `intf_delay_bits` (0), the MAC/PHY latency `D_intf` of each end in bit times.
 
     >>> from validators.examples import tiny_lab, edit_json
     >>> from validators.registry import get
@@ -124,6 +149,7 @@ def headroom(lab: Lab, params: Params) -> list[Result]:
         found, used = _pool_findings(switch, db)
         findings += found
         worst_pool = max(worst_pool, used)
+    findings += asymmetric_cables(lab)
     figures = {
         "lossless_pgs": len(margins),
         "min_margin_bytes": min(margins, default=0),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from twin.intent.fabric import Qos
 from twin.labdir import Lab
 from twin.render.config_db import ConfigDb
 from validators.qos_config import (
     by_port,
     host_dscps,
+    map_name,
     pfc_enabled,
     qos_map,
     switch_ports,
@@ -41,6 +43,51 @@ def _maps(switch: str, db: ConfigDb, port: str, lossless: list[int]) -> list[Fin
                         f"{tc_field} / {pfc_field}",
                     )
                 )
+    return found
+
+
+def _lossy(switch: str, db: ConfigDb, port: str, qos: Qos) -> list[Finding]:
+    """The DSCP of each class the intent makes lossy (CNP apart: checked with RoCE) stays out
+    of the lossless TCs and out of the TCs the port enables PFC on."""
+    found = []
+    lossless = set(qos.lossless_priorities) | pfc_enabled(db, port)
+    where = f"DSCP_TO_TC_MAP|{map_name(db, port, 'dscp_to_tc_map')}"
+    for name, cls in sorted(qos.classes.items()):
+        tc = traffic_class(db, port, cls.dscp)
+        if name != "cnp" and not qos.lossless(name) and tc in lossless:
+            message = (
+                f"DSCP {cls.dscp} (class {name}, lossy by the intent) maps to lossless TC {tc}"
+            )
+            found.append(Finding(switch, message, port, where))
+    return found
+
+
+def _hosts(lab: Lab, qos: Qos) -> list[Finding]:
+    """Each server marks every class with the intent's DSCP for it (RDMA: RoCE and CNP;
+    `dscp_marking` rules: their class), naming the class whose DSCP it took instead."""
+    owner = {c.dscp: name for name, c in qos.classes.items()}
+    found = []
+    for server in lab.nodes("server"):
+        host = lab.host(server)
+        rdma = host.get("rdma") or {}
+        marks = [("roce", rdma.get("dscp"), "rdma dscp"), ("cnp", rdma.get("cnp_dscp"), "rdma")]
+        marks += [
+            (str(r.get("class")), r.get("dscp"), f"dscp_marking[{i}]")
+            for i, r in enumerate(host.get("dscp_marking", []))
+        ]
+        for cls, dscp, where in marks:
+            want = qos.classes.get(cls)
+            if dscp is None or want is None or int(dscp) == want.dscp:
+                continue
+            taken = owner.get(int(dscp))
+            whose = ""
+            if taken is not None:
+                whose = f", class {taken}'s ({'lossless' if qos.lossless(taken) else 'lossy'})"
+            message = (
+                f"marks class {cls} with DSCP {dscp}{whose}; "
+                f"the intent gives {cls} DSCP {want.dscp}"
+            )
+            found.append(Finding(server, message, "", f"host.json {where}"))
     return found
 
 
@@ -128,7 +175,10 @@ def pfc_consistency(lab: Lab, params: Params) -> list[Result]:
     between servers, failovers included): PFC is enabled on the intent's lossless priorities;
     the DSCP servers use for RoCE maps to a lossless TC; the lossless TCs' priority group and
     queue agree with the PFC maps; CNP DSCPs map to a lossy TC on a higher queue; the lossless
-    queue has a WRED profile with ECN on. No thresholds.
+    queue has a WRED profile with ECN on; no class the intent makes lossy maps into a lossless
+    TC. The RoCE DSCPs are the intent's lossless classes' and what the servers mark for RDMA.
+    Scope `hosts`: every server marks each class with the intent's DSCP for it (a backup
+    marked into DSCP 26 rides the lossless class). No thresholds.
 
     >>> from validators.examples import tiny_lab, edit_json
     >>> lab = tiny_lab()
@@ -138,8 +188,10 @@ def pfc_consistency(lab: Lab, params: Params) -> list[Result]:
     >>> print(pfc_consistency(lab, {})[0].findings[0])
     spine1 Ethernet0 PORT_QOS_MAP: PFC is not enabled on priority 3 (pfc_enable '')
     """
-    lossless = lab.fabric.qos.lossless_priorities
+    qos = lab.fabric.qos
+    lossless = qos.lossless_priorities
     marks = host_dscps(lab)
+    roce = marks["roce"] | {c.dscp for name, c in qos.classes.items() if qos.lossless(name)}
     findings: list[Finding] = []
     ports = 0
     for switch, db, cabled in switch_ports(lab):
@@ -158,7 +210,8 @@ def pfc_consistency(lab: Lab, params: Params) -> list[Result]:
                 for p in lossless
                 if p not in enabled
             ]
-            findings += _classes(switch, db, name, lossless, marks["roce"], marks["cnp"])
+            findings += _classes(switch, db, name, lossless, roce, marks["cnp"])
+            findings += _lossy(switch, db, name, qos)
             findings += _maps(switch, db, name, lossless)
             findings += _ecn(switch, db, name, queues.get(name, {}), lossless)
     return [
@@ -168,5 +221,12 @@ def pfc_consistency(lab: Lab, params: Params) -> list[Result]:
             merged(findings),
             f"{ports} ports lossless on priority {','.join(map(str, lossless))} with ECN",
             {"switches": len(lab.switches()), "ports": ports},
-        )
+        ),
+        verdict(
+            "pfc_consistency",
+            "hosts",
+            _hosts(lab, qos),
+            f"{len(lab.nodes('server'))} servers mark every class with the intent's DSCP",
+            {"servers": len(lab.nodes("server"))},
+        ),
     ]

@@ -4,8 +4,9 @@ With no arguments: the reference fabric, generated into ./twin-reference, and th
 scenario, played on netns (the live control plane) and then on the packet simulator, fed by
 the FIBs the live twin recorded (the data plane: PFC, ECN, buffers, collective iterations),
 one verdict over both (`twin.scenario.hybrid`); `--sim` does the same for any lab and
-scenario. A twin this command deployed is destroyed at the end (unless --keep); a twin that
-was already running is left running.
+scenario. The verdict includes every static validator on the lab's configs (`--no-static`
+skips them), so a static finding fails the run. A twin this command deployed is destroyed
+at the end (unless --keep); a twin that was already running is left running.
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="scenario.yaml (default: the default scenario)",
     )
     p.add_argument("--keep", action="store_true", help="leave the twin running afterwards")
+    p.add_argument(
+        "--no-static",
+        action="store_true",
+        help="leave the static validators (twin validate) out of the verdict",
+    )
     p.add_argument(
         "--sim",
         action="store_true",
@@ -105,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             progress(f"{lab.name}: destroyed")
     if (args.sim or (args.lab is None and args.backend is None)) and chosen.name != "sim":
         hybrid.add_data_plane(run_dir, lab, scenario, registry.get("sim"), progress)
-    code, results = verdict.report_run(run_dir)
+    code, results = verdict.report_run(run_dir, static=not args.no_static)
     rows = [[r.validator, r.scope, r.status.value, r.reason[:90]] for r in results]
     print("\n".join(table(rows, ["validator", "scope", "status", "reason"])))
     print(

@@ -1,0 +1,184 @@
+"""The one verdict on broken reference labs: what the main job runs (`twin run LAB SCENARIO
+--backend sim`: the default scenario's data plane on the packet simulator, and every static
+validator) fails each break with exit 1 and a failing row naming the broken device, and
+passes the healthy reference.
+
+Each break is made as a person would make it, by editing the lab directory's configs and host
+files: PFC on the wrong priority on one leaf, RoCE's DSCP mapped lossy on one spine, 300 m
+cables with the headroom of 40 m, a static route loop, ECN off on the receiving leaves of the
+default scenario's incast only, hosts marking the backup into DSCP 26, BFD removed from one
+leaf. The reference fabric (50 servers, 12 switches) costs about 10 s a run on the simulator.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import lab_name
+
+from twin import labdir
+from twin.cli.main import main
+from twin.cli.verbs.run import DEFAULT_SCENARIO, REFERENCE
+from twin.intent import fabric as intent
+
+Db = dict[str, Any]
+Break = Callable[[Path], None]
+INCAST_LEAVES = ("leaf3", "leaf4")
+"""The MLAG pair of server14, where the default scenario's incast converges."""
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference fabric under a lab name of ours."""
+    data = yaml.safe_load(REFERENCE.read_text())
+    data["name"] = lab_name("brk")
+    out = tmp_path_factory.mktemp("reference") / "lab"
+    labdir.generate(intent.parse(data, str(REFERENCE)), out, str(REFERENCE))
+    return out
+
+
+def edit_db(lab: Path, switch: str, change: Callable[[Db], None]) -> None:
+    path = lab / "configs" / switch / "config_db.json"
+    db = json.loads(path.read_text())
+    change(db)
+    path.write_text(json.dumps(db, indent=2))
+
+
+def edit_text(lab: Path, node: str, name: str, change: Callable[[str], str]) -> None:
+    path = lab / "configs" / node / name
+    path.write_text(change(path.read_text()))
+
+
+def pfc_on_priority_4(lab: Path) -> None:
+    """leaf3 enables PFC on priority 4 instead of 3 on every port."""
+
+    def change(db: Db) -> None:
+        for entry in db["PORT_QOS_MAP"].values():
+            if entry.get("pfc_enable") == "3":
+                entry["pfc_enable"] = "4"
+
+    edit_db(lab, "leaf3", change)
+
+
+def roce_lossy_on_spine2(lab: Path) -> None:
+    """spine2 maps DSCP 26 to TC 0."""
+    edit_db(lab, "spine2", lambda db: db["DSCP_TO_TC_MAP"]["RDMA"].update({"26": "0"}))
+
+
+def cables_300m(lab: Path) -> None:
+    """Every leaf-spine cable is 300 m at both ends; the headroom stays sized for 40 m."""
+
+    def change(db: Db) -> None:
+        for lengths in db["CABLE_LENGTH"].values():
+            for port, length in lengths.items():
+                if length == "40m":
+                    lengths[port] = "300m"
+
+    for switch in sorted(p.name for p in (lab / "configs").iterdir()):
+        if switch.startswith(("leaf", "spine")):
+            edit_db(lab, switch, change)
+
+
+def static_route_loop(lab: Path) -> None:
+    """leaf1 sends server14's subnet to spine1, spine1 sends it back to leaf1."""
+    edit_text(lab, "leaf1", "frr.conf", lambda t: t + "ip route 10.2.0.32/27 10.1.0.1\n")
+    edit_text(lab, "spine1", "frr.conf", lambda t: t + "ip route 10.2.0.32/27 10.1.0.0\n")
+
+
+def ecn_off_on_incast_leaves(lab: Path) -> None:
+    """The receiving leaves of the incast stop marking: WRED/ECN off on their profiles."""
+
+    def change(db: Db) -> None:
+        for profile in db["WRED_PROFILE"].values():
+            profile.update(ecn="ecn_none", wred_green_enable="false")
+
+    for leaf in INCAST_LEAVES:
+        edit_db(lab, leaf, change)
+
+
+def backup_into_dscp_26(lab: Path) -> None:
+    """Every server marks the storage class (the backup) with RoCE's DSCP 26."""
+    for path in sorted((lab / "configs").glob("server*/host.json")):
+        host = json.loads(path.read_text())
+        for rule in host["dscp_marking"]:
+            if rule["class"] == "storage":
+                rule["dscp"] = 26
+        path.write_text(json.dumps(host, indent=2))
+
+
+def no_bfd_on_leaf2(lab: Path) -> None:
+    """leaf2's BGP sessions lose BFD (the profile line removed)."""
+    edit_text(
+        lab, "leaf2", "frr.conf", lambda t: t.replace(" neighbor FABRIC bfd profile fabric\n", "")
+    )
+
+
+BREAKS: dict[str, tuple[Break, set[str]]] = {
+    "pfc-priority-4": (pfc_on_priority_4, {"leaf3"}),
+    "roce-lossy-spine2": (roce_lossy_on_spine2, {"spine2"}),
+    "cables-300m": (cables_300m, {"leaf1", "spine1"}),
+    "static-loop": (static_route_loop, {"leaf1", "spine1"}),
+    "ecn-off-receivers": (ecn_off_on_incast_leaves, set(INCAST_LEAVES)),
+    "backup-dscp-26": (backup_into_dscp_26, {"server27"}),
+    "no-bfd-leaf2": (no_bfd_on_leaf2, {"leaf2"}),
+}
+"""Break -> (the edit, the devices a failing row must name: one of them at least)."""
+
+ROW = re.compile(r"^(\S+)\s{2,}(.+?)\s{2,}(pass|fail|not-observable|info)\s{2,}(.*)$")
+
+
+def run_sim(lab: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[tuple[str, ...]]]:
+    """`twin run LAB DEFAULT_SCENARIO --backend sim`: exit code and the table's rows."""
+    code = main(["run", str(lab), str(DEFAULT_SCENARIO), "--backend", "sim"])
+    out = capsys.readouterr().out
+    rows = [m.groups() for line in out.splitlines() if (m := ROW.match(line))]
+    return code, rows
+
+
+def failing(rows: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    return [r for r in rows if r[2] == "fail"]
+
+
+def test_the_healthy_reference_passes_and_exercises_the_lossless_plane(
+    reference: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, rows = run_sim(reference, capsys)
+    assert code == 0, failing(rows)
+    by = {(r[0], r[1]): r for r in rows}
+    assert by[("pfc_consistency", "fabric")][2] == "pass"  # the static validators are in
+    marks = by[("ecn_behaviour", "ecn before pfc, priority 3")]
+    assert marks[2] == "pass" and int(marks[3].split()[0]) > 1000, marks  # the incast marked
+    assert by[("lossless_isolation", "loss roce")][3].startswith("lossless 0 of ")
+
+
+@pytest.mark.parametrize("name", sorted(BREAKS))
+def test_a_broken_reference_fails_naming_the_device(
+    name: str, reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    edit, devices = BREAKS[name]
+    lab = Path(shutil.copytree(reference, tmp_path / name))
+    edit(lab)
+    code, rows = run_sim(lab, capsys)
+    assert code == 1, rows
+    named = [r for r in failing(rows) if any(re.search(rf"\b{d}\b", r[3]) for d in devices)]
+    assert named, failing(rows)
+
+
+def test_no_static_leaves_a_static_break_out_of_the_verdict(
+    reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """BFD removed shows only in the configs (the simulator plays no BFD): with --no-static
+    the run passes, without it fails; the row is failover_budget's."""
+    lab = Path(shutil.copytree(reference, tmp_path / "nobfd"))
+    no_bfd_on_leaf2(lab)
+    code = main(["run", str(lab), str(DEFAULT_SCENARIO), "--backend", "sim", "--no-static"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "failover_budget" not in out
