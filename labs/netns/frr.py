@@ -1,4 +1,4 @@
-"""FRR daemons per switch namespace: zebra, bgpd and (when configured) bfdd.
+"""FRR daemons per switch namespace: zebra, staticd, bgpd and (when configured) bfdd.
 
 Each switch has its own run directory (sockets, pid files, logs), owned by user frr, under
 `/run/twin/<lab>/<node>` (unix socket paths must stay short), and its configs in
@@ -46,12 +46,13 @@ def run_dir(lab: str, node: str) -> Path:
 
 
 def daemons(frr_conf: str) -> list[str]:
-    """The daemons a config needs, in start order.
+    """The daemons a config needs, in start order: staticd always, as on SONiC (FRR 8 installs
+    frr.conf's `ip route` lines through it, and vtysh refuses them without it).
 
     >>> daemons("router bgp 65000\\n"), daemons("bfd\\n profile x\\nrouter bgp 1\\n")
-    (['zebra', 'bgpd'], ['zebra', 'bfdd', 'bgpd'])
+    (['zebra', 'staticd', 'bgpd'], ['zebra', 'staticd', 'bfdd', 'bgpd'])
     """
-    needed = ["zebra"]
+    needed = ["zebra", "staticd"]
     if any(line.strip() == "bfd" or " bfd" in line for line in frr_conf.splitlines()):
         needed.append("bfdd")
     needed.append("bgpd")
@@ -60,7 +61,7 @@ def daemons(frr_conf: str) -> list[str]:
 
 def check_installed() -> None:
     """Refuse to deploy without FRR."""
-    missing = [d for d in ("zebra", "bgpd", "bfdd") if not (FRR_BIN / d).exists()]
+    missing = [d for d in ("zebra", "staticd", "bgpd", "bfdd") if not (FRR_BIN / d).exists()]
     if missing or shutil.which(VTYSH) is None:
         raise LabError(
             "FRR is not installed (apt-get install frr): " + ", ".join(missing or [VTYSH])
