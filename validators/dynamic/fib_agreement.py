@@ -1,0 +1,100 @@
+"""`fib_agreement`: every switch's live FIB is the one the routing model computes from the
+configs, at each snapshot of the run.
+
+The routing model (`twin.model.routing`) is what the static validators, the fake backend and
+the simulator route by; a live twin routes by what its daemons really installed. This check
+reads the FIB snapshots a run took (`fib/LABEL.json`: at the start, half a second after each
+fault, at the end) and compares each switch's routes with the model's under the faults fired
+so far (`labs.failures.Network`): the same prefixes, each with the same next hops (neighbour
+and egress port). Any difference fails, naming the switch, the prefix and both sets of next
+hops: a config line the twin does not run (a static route without staticd), a route the model
+does not know, or a control plane that had not converged when the snapshot was taken.
+
+Only a backend whose FIBs come from a control plane it runs (one that observes BGP) has
+anything to compare; the fake and sim backends' FIBs are the model's own, so there the check
+is not-observable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labs.backend import Fault
+from labs.failures import CHANGES_ROUTING, Failures, Network
+from twin.labdir import Lab
+from twin.model.fib import Fib, Hops
+from twin.model.routing import Routing
+from twin.model.wiring import Wiring
+from twin.scenario.observations import Observations
+from validators.registry import Params, dynamic
+from validators.result import Finding, Result, Status, verdict
+
+NAME = "fib_agreement"
+
+
+def _hops(hops: Hops | None) -> str:
+    if hops is None:
+        return "no route"
+    if not hops:
+        return "drop"
+    return ", ".join(f"{h.node}:{h.port}" for h in sorted(hops))
+
+
+def differences(lab: Lab, live: Fib, model: Fib) -> list[Finding]:
+    """One finding per switch and prefix whose next hops differ (servers are not compared:
+    their routes are the host files', set by the twin, not by a control plane)."""
+    found = []
+    for switch in lab.switches():
+        mine, theirs = live.get(switch, {}), model.get(switch, {})
+        for prefix in sorted(mine.keys() | theirs.keys()):
+            here, there = mine.get(prefix), theirs.get(prefix)
+            if here is None or there is None or set(here) != set(there):
+                message = f"{prefix}: live {_hops(here)}, model {_hops(there)}"
+                found.append(Finding(switch, message, where="FIB"))
+    return found
+
+
+def _fault(record: dict[str, Any]) -> Fault | None:
+    """The fault a run recorded, as the routing model fires it (None: it changes no route)."""
+    if record.get("fault") not in CHANGES_ROUTING:
+        return None
+    return Fault(record["fault"], record.get("link"), record.get("node"), record.get("daemon"))
+
+
+def _models(lab: Lab, obs: Observations, labels: list[str]) -> dict[str, Fib]:
+    """The model's FIB at each snapshot: `start` before any fault, `fault<N>-...` after the
+    first N faults, `end` after all of them."""
+    net = Network(lab, Failures(), Routing(Wiring(lab)))
+    after = [net]
+    for record in sorted(obs.run.get("faults", []), key=lambda r: int(r["index"])):
+        fault = _fault(record)
+        after.append(after[-1].after(fault) if fault else after[-1])
+    out = {}
+    for label in labels:
+        if label.startswith("fault"):
+            fired = int(label[5:].split("-")[0])
+        else:
+            fired = 0 if label == "start" else len(after) - 1
+        out[label] = after[fired].fib
+    return out
+
+
+@dynamic(NAME, needs={"fib"})
+def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
+    """One result per FIB snapshot: each switch's live routes are the routing model's."""
+    backend = obs.run.get("backend", "unknown")
+    if "bgp" not in obs.capabilities:
+        reason = f"the {backend} backend's FIBs are the routing model's own: nothing to compare"
+        return [Result(NAME, "run", Status.NOT_OBSERVABLE, reason)]
+    labels = obs.fib_labels()
+    if not labels:
+        return [Result(NAME, "run", Status.NOT_OBSERVABLE, "the run took no FIB snapshot")]
+    results = []
+    for label, model in _models(lab, obs, labels).items():
+        live = obs.fib(label)
+        routes = sum(len(live.get(s, {})) for s in lab.switches())
+        figures = {"switches": len(lab.switches()), "routes": routes}
+        ok = f"{routes} routes on {len(lab.switches())} switches, as the routing model has them"
+        findings = differences(lab, live, model)
+        results.append(verdict(NAME, f"FIB {label}", findings, ok, figures))
+    return results
