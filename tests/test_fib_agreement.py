@@ -143,7 +143,9 @@ def reference(out: Path, name: str) -> Path:
 
 
 @pytest.fixture(scope="module", params=["small", "3-tier", "reference"])
-def live(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Twin]:
+def live(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Twin]:
     reason = root_and_frr()
     if reason:
         pytest.skip(reason)

@@ -31,6 +31,7 @@ from twin.labdir import Lab
 
 COMMENT = "twin-fault"
 CUT = f"{COMMENT}-cut"  # a cut link, until it is detected down (`clear` removes it too)
+IN_SERVICE_S = 2.0  # longest wait for the kernel to bring ends that came up into service
 
 
 @dataclass(frozen=True)
@@ -100,14 +101,65 @@ class Faults:
     def _set(self, ends: list[End], up: bool, touched: list[End] | None = None) -> None:
         """Set link ends admin up or down, then put the twin's routes on them (and on the
         `touched` ends, whose carrier follows) in line: static routes restored on up, an SVI's
-        fallback route held or removed with its members' carrier."""
+        fallback route held or removed with its members' carrier. On up, the routes wait until
+        the kernel has brought every end with carrier into service, and the on-link neighbours
+        the twin routes to (a leaf's servers, a server's gateway) are restored with them."""
         for end in ends:
             ns = self.plan.netns(end.node)
             self.sockets[ns].link(
                 "set", index=self.sockets.index(ns, end.ifname), state="up" if up else "down"
             )
-        for end in [*ends, *(touched or [])]:
+        every = [*ends, *(touched or [])]
+        if up:
+            self._in_service(every)
+        for end in every:
             self.sockets.routes(self.plan.nodes[end.node], only_dev=end.ifname)
+        if up:
+            for end in every:
+                self._neighbours(end)
+
+    def _in_service(self, ends: list[End], timeout: float = IN_SERVICE_S) -> None:
+        """Wait until every end with carrier is operationally up (at most `timeout`).
+
+        A veth end opened before its peer gets carrier when the peer opens, but its transmit
+        queue is activated only later, by the kernel's link watcher (a work item, late on a
+        loaded machine); until then it drops every frame it sends (docs/netns-backend.md).
+        """
+        deadline = time.monotonic() + timeout
+        waiting = list(ends)
+        while waiting and time.monotonic() < deadline:
+            waiting = [
+                e
+                for e in waiting
+                if self.sockets.carrier(self.plan.netns(e.node), e.ifname)
+                and not self.sockets.operational(self.plan.netns(e.node), e.ifname)
+            ]
+            if waiting:
+                time.sleep(0.002)
+
+    def _neighbours(self, end: End) -> None:
+        """Hold, at an end that came back up, the neighbours it reaches on-link through the
+        twin's host routes (a leaf's server, a server's gateway) at the far end's MAC: what
+        MLAG keeps across a member link's outage (the server's bond stays up with its ARP
+        entries; the leaves sync ARP over the peer-link), and what spares the first packets
+        an ARP round trip, whose loss costs the kernel's 1 s retransmit timer."""
+        if not self.sockets.carrier(self.plan.netns(end.node), end.ifname):
+            return
+        far = self._far(end)
+        mac = self.sockets.mac(self.plan.netns(far.node), far.ifname)
+        for route in self.plan.nodes[end.node].routes:
+            if route.dev == end.ifname and route.dst.endswith("/32"):
+                address = route.dst.split("/")[0]
+                self.sockets.neighbour(self.plan.netns(end.node), end.ifname, address, mac)
+
+    def _far(self, end: End) -> End:
+        """The other end of an end's veth."""
+        for v in self.plan.veths:
+            if (v.a, v.a_if) == (end.node, end.ifname):
+                return End(v.b, v.b_if)
+            if (v.b, v.b_if) == (end.node, end.ifname):
+                return End(v.a, v.a_if)
+        raise LabError(f"{end.node}:{end.ifname} is no link end of the twin")
 
     def link(self, spec: str, up: bool, delay_ms: float = 0.0) -> dict[str, Any]:
         """Take a link down or bring it back up (both ends).
