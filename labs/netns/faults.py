@@ -103,7 +103,7 @@ class Faults:
         `touched` ends, whose carrier follows) in line: static routes restored on up, an SVI's
         fallback route held or removed with its members' carrier. On up, the routes wait until
         the kernel has brought every end with carrier into service, and the on-link neighbours
-        the twin routes to (a leaf's servers, a server's gateway) are restored with them."""
+        the twin routes to (a leaf's servers, a server's gateway) are restored before them."""
         for end in ends:
             ns = self.plan.netns(end.node)
             self.sockets[ns].link(
@@ -112,11 +112,10 @@ class Faults:
         every = [*ends, *(touched or [])]
         if up:
             self._in_service(every)
-        for end in every:
-            self.sockets.routes(self.plan.nodes[end.node], only_dev=end.ifname)
-        if up:
             for end in every:
                 self._neighbours(end)
+        for end in every:
+            self.sockets.routes(self.plan.nodes[end.node], only_dev=end.ifname)
 
     def _in_service(self, ends: list[End], timeout: float = IN_SERVICE_S) -> None:
         """Wait until every end with carrier is operationally up (at most `timeout`).
