@@ -1,0 +1,82 @@
+"""The main job's pass rate: `twin run` (the reference on netns, then its data plane on the
+simulator) N times in a row, optionally beside CPU-bound processes.
+
+    flock /tmp/twin-heavy.lock .venv/bin/python bench/bench_repeat.py --runs 20
+    flock /tmp/twin-heavy.lock .venv/bin/python bench/bench_repeat.py --runs 10 --load 2
+
+Each run is `twin run` with no arguments in a working directory of the bench's own (a
+temporary one unless `--dir`), so the reference is generated there once (`./twin-reference`,
+lab name `reference`: run the bench only under the heavy-job lock). `--load K` starts K
+processes that spin on the CPU (`python3 -c 'while True: pass'`) before the first run and
+ends them, by their pid, after the last. Every run's exit status, time and failing rows are
+printed as it ends, then the pass rate (a pass is exit status 0). Goal (issue 19): 20 of 20
+idle, 10 of 10 with two CPU-bound processes. Needs root and FRR; exit status 1 when a run
+did not pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TWIN = Path(sys.executable).with_name("twin")
+SPIN = "while True: pass"
+
+
+def one(cwd: Path, timeout: float) -> tuple[int, float, list[str]]:
+    """One main job in `cwd`: its exit status, seconds, and the rows that did not pass."""
+    start = time.monotonic()
+    try:
+        done = subprocess.run(
+            [str(TWIN), "run"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return -1, time.monotonic() - start, [f"timed out after {timeout:.0f} s"]
+    rows = [line.rstrip() for line in done.stdout.splitlines() if " fail " in line]
+    if done.returncode not in (0, 1):
+        rows.append(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no output")
+    return done.returncode, time.monotonic() - start, rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the main job `--runs` times and print its pass rate."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="main jobs to run (default 5)")
+    parser.add_argument("--load", type=int, default=0, help="CPU-bound processes beside them")
+    parser.add_argument("--dir", type=Path, help="working directory (default: a temporary one)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per run (600)")
+    args = parser.parse_args(argv)
+    if args.runs < 1 or args.load < 0:
+        parser.error("--runs must be at least 1 and --load at least 0")
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.load)]
+    passed = 0
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-repeat-") as tmp:
+            cwd = args.dir or Path(tmp)
+            for i in range(1, args.runs + 1):
+                code, seconds, rows = one(cwd, args.timeout)
+                passed += code == 0
+                verdict = "pass" if code == 0 else f"FAIL (exit {code})"
+                print(f"run {i:2}/{args.runs}: {verdict} in {seconds:.0f} s", flush=True)
+                for row in rows:
+                    print(f"    {row}", flush=True)
+    finally:
+        for proc in spinners:
+            proc.kill()
+            proc.wait()
+    load = f" beside {args.load} CPU-bound processes" if args.load else " (no added load)"
+    print(f"main job: {passed} of {args.runs} passed{load}")
+    return 0 if passed == args.runs else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
