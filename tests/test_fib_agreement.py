@@ -4,6 +4,7 @@ link failure and its restore."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from ipaddress import IPv4Network
 from pathlib import Path
@@ -17,7 +18,7 @@ from test_validators_dynamic import SyntheticRun
 from twin import labdir
 from twin.intent import fabric as intent
 from twin.labdir import Lab
-from twin.model.fib import Fib, NextHop
+from twin.model.fib import Fib, NextHop, to_json
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring
 from twin.pytest_plugin import Twin
@@ -93,6 +94,37 @@ def test_the_model_follows_the_faults_fired_before_each_snapshot(lab: Lab) -> No
     assert results["FIB fault1-link-down"].status is Status.FAIL
     assert {f.device for f in results["FIB fault1-link-down"].findings} >= {"leaf1", "spine1"}
     assert results["FIB end"].status is Status.FAIL  # the link never came back
+
+
+def test_after_a_restore_routes_still_coming_up_are_converging_not_wrong(lab: Lab) -> None:
+    """Half a second after a link-up, a route with fewer of the model's next hops, or none
+    yet, is converging; a next hop the model does not have fails there too, and fewer next
+    hops fail at the end."""
+    run = written(lab, "restored")
+    run.fault(1.0, "link-down", link="leaf1:spine1")
+    run.fault(2.0, "link-up", link="leaf1:spine1")
+    fib = model(lab)
+    prefix = next(p for p, hops in fib["leaf1"].items() if len(hops) == 2)
+    fib["leaf1"][prefix] = fib["leaf1"][prefix][:1]
+    gone = next(iter(fib["spine1"]))
+    del fib["spine1"][gone]
+    obs = run.write()
+    (obs.path / "fib" / "fault2-link-up.json").write_text(json.dumps(to_json(fib)))
+    obs.run["fibs"]["fault2-link-up"] = obs.run["started"] + 2.5
+    results = {r.scope: r for r in judge(obs)}
+    restored = results["FIB fault2-link-up"]
+    assert restored.status is Status.PASS, restored.reason
+    assert restored.figures["converging"] == 2 and "on their way" in restored.reason
+    wrong = {n: dict(routes) for n, routes in fib.items()}
+    other = next(h for h in model(lab)["leaf1"][prefix] if h not in fib["leaf1"][prefix])
+    wrong["leaf1"][prefix] = (NextHop("leaf2", other.port),)
+    (obs.path / "fib" / "fault2-link-up.json").write_text(json.dumps(to_json(wrong)))
+    failed = {r.scope: r for r in judge(obs)}["FIB fault2-link-up"]
+    assert failed.status is Status.FAIL
+    assert [f.device for f in failed.findings] == ["leaf1"]
+    (obs.path / "fib" / "end.json").write_text(json.dumps(to_json(fib)))
+    end = {r.scope: r for r in judge(obs)}["FIB end"]
+    assert end.status is Status.FAIL and len(end.findings) == 2
 
 
 def test_not_observable_where_the_fibs_are_the_models_own(lab: Lab) -> None:
