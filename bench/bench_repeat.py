@@ -7,12 +7,11 @@ simulator) N times in a row, optionally beside CPU-bound processes.
 Each run is `twin run` with no arguments in a working directory of the bench's own (a new
 one in /tmp unless `--dir`, kept with every run's directory), so the reference is generated
 there once (`./twin-reference`, lab name `reference`: run the bench only under the heavy-job
-lock). `--load K` starts K
-processes that spin on the CPU (`python3 -c 'while True: pass'`) before the first run and
-ends them, by their pid, after the last. Every run's exit status and time are printed as it
-ends (a failure's rows in full, from its report.json), then the pass rate (a pass is exit
-status 0). Goal (issue 19): 20 of 20 idle, 10 of 10 with two CPU-bound processes. Needs root
-and FRR; exit status 1 when a run did not pass.
+lock). `--load K` starts K processes that spin on the CPU (`python3 -c 'while True: pass'`)
+before the first run and ends them, by their pid, after the last. Every run's exit status
+and time are printed as it ends (a failure's rows in full, from its report.json), then the
+pass rate (a pass is exit status 0). Goal (issue 19): 20 of 20 idle, 10 of 10 with two
+CPU-bound processes. Needs root and FRR; exit status 1 when a run did not pass.
 """
 
 from __future__ import annotations
