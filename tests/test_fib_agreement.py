@@ -15,8 +15,6 @@ import yaml
 from conftest import lab_name, root_and_frr, running_twin, wait_for, write_lab
 from test_validators_dynamic import SyntheticRun
 
-from twin import labdir
-from twin.intent import fabric as intent
 from twin.labdir import Lab
 from twin.model.fib import Fib, NextHop, to_json
 from twin.model.routing import Routing
@@ -24,7 +22,7 @@ from twin.model.wiring import Wiring
 from twin.pytest_plugin import Twin
 from twin.scenario.observations import Observations
 from validators.dynamic import fib_agreement
-from validators.examples import add_frr_line, neighbor_address
+from validators.examples import add_frr_line, generate, neighbor_address
 from validators.registry import get
 from validators.result import Status
 
@@ -156,22 +154,13 @@ def with_statics(lab: Lab) -> None:
 
 def small_3tier(out: Path, name: str) -> Path:
     """examples/small.yaml in two pods under two super-spines (4-port spines)."""
-    fabric = yaml.safe_load((REPO / "examples" / "small.yaml").read_text())
-    fabric.update(name=name, superspines={"count": 2})
-    fabric["spines"]["ports"] = 4
-    source = out.parent / f"{out.name}.yaml"
-    source.write_text(yaml.safe_dump(fabric))
-    labdir.generate(intent.load(source), out, str(source))
-    return out
+    small = yaml.safe_load((REPO / "examples" / "small.yaml").read_text())
+    spines = {**small["spines"], "ports": 4}
+    return generate(out, small, name=name, superspines={"count": 2}, spines=spines).path
 
 
 def reference(out: Path, name: str) -> Path:
-    fabric = yaml.safe_load((REPO / "examples" / "reference.yaml").read_text())
-    fabric["name"] = name
-    source = out.parent / f"{out.name}.yaml"
-    source.write_text(yaml.safe_dump(fabric))
-    labdir.generate(intent.load(source), out, str(source))
-    return out
+    return generate(out, REPO / "examples" / "reference.yaml", name=name).path
 
 
 @pytest.fixture(scope="module", params=["small", "3-tier", "reference"])

@@ -10,15 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from conftest import lab_name, root_and_frr, running_twin
 
 from labs.netns.faults import mlag_members
-from twin import labdir
-from twin.intent import fabric as intent
 from twin.labdir import Lab
 from twin.pytest_plugin import Twin
-from validators.examples import edit_json
+from validators.examples import edit_json, generate
 from validators.registry import run_dynamic, select
 from validators.result import Result, Status
 
@@ -27,12 +24,7 @@ SCENARIO = REPO / "examples" / "scenarios" / "leaf-reboot.yaml"
 
 
 def reference(out: Path) -> Lab:
-    fabric = yaml.safe_load((REPO / "examples" / "reference.yaml").read_text())
-    fabric["name"] = lab_name()
-    source = out.parent / f"{out.name}.yaml"
-    source.write_text(yaml.safe_dump(fabric))
-    labdir.generate(intent.load(source), out, str(source))
-    return Lab.open(out)
+    return generate(out, REPO / "examples" / "reference.yaml", name=lab_name())
 
 
 def without_mlag_members(lab: Lab) -> None:
