@@ -9,9 +9,10 @@ so far (`labs.failures.Network`): the same prefixes, each with the same next hop
 and egress port). At the start and the end any difference fails, naming the switch, the
 prefix and both sets of next hops: a config line the twin does not run (a static route
 without staticd), a route the model does not know, a next hop it would not use. Half a second
-after a fault, sessions a restore brought back may still be coming up: there a route with
-some of the model's next hops but not all yet (or none yet) is counted as converging, named
-in the reason, and anything else fails as above.
+after a fault the control plane may still be on its way (sessions a restore brought back
+still coming up; on a loaded machine, the kernel not yet done with a carrier it lost): there
+a route between the model's before the fault and after it (every next hop one of either,
+keeping those both have) is counted as converging, and anything else fails as above.
 
 Only a backend whose FIBs come from a control plane it runs (one that observes BGP) has
 anything to compare; the fake and sim backends' FIBs are the model's own, so there the check
@@ -43,26 +44,41 @@ def _hops(hops: Hops | None) -> str:
     return ", ".join(f"{h.node}:{h.port}" for h in sorted(hops))
 
 
-def differences(lab: Lab, live: Fib, model: Fib) -> list[Finding]:
-    """One finding per switch and prefix whose next hops differ (servers are not compared:
-    their routes are the host files', set by the twin, not by a control plane)."""
-    return [finding for finding, _ in _compared(lab, live, model)]
-
-
-def _compared(lab: Lab, live: Fib, model: Fib) -> list[tuple[Finding, bool]]:
-    """Each difference, and whether it is a route on its way to the model's: its live next
-    hops a proper subset of the model's (none yet, or fewer), never a drop."""
+def differences(lab: Lab, live: Fib, model: Fib, before: Fib | None = None) -> list[Finding]:
+    """One finding per switch and prefix whose next hops differ from the model's (servers are
+    not compared: their routes are the host files', set by the twin, not by a control plane).
+    With `before` (the model's FIB before the fault the snapshot follows), a route on its way
+    from `before` to `model` (`in_transition`) is no finding."""
     found = []
     for switch in lab.switches():
         mine, theirs = live.get(switch, {}), model.get(switch, {})
+        old = (before or model).get(switch, {})
         for prefix in sorted(mine.keys() | theirs.keys()):
             here, there = mine.get(prefix), theirs.get(prefix)
-            if here is None or there is None or set(here) != set(there):
+            if here is not None and there is not None and set(here) == set(there):
+                continue
+            if before is None or not in_transition(here, old.get(prefix), there):
                 message = f"{prefix}: live {_hops(here)}, model {_hops(there)}"
-                fewer = here is not None and len(here) > 0 and set(here) < set(there or ())
-                on_way = bool(there) and (here is None or fewer)
-                found.append((Finding(switch, message, where="FIB"), on_way))
+                found.append(Finding(switch, message, where="FIB"))
     return found
+
+
+def in_transition(live: Hops | None, before: Hops | None, after: Hops | None) -> bool:
+    """Whether a route is between its state before a fault and after it: every next hop it
+    has is one of either, and it keeps those both have (None: no route; () drops, and is
+    only in transition where one of them drops too).
+
+    >>> from twin.model.fib import NextHop
+    >>> a, b = NextHop("spine1", "Ethernet0"), NextHop("spine2", "Ethernet8")
+    >>> in_transition((a, b), (a, b), (a,)), in_transition(None, None, (a,))
+    (True, True)
+    >>> in_transition((b,), (a,), (a, b)), in_transition((), None, (a,))
+    (False, False)
+    """
+    if live == ():
+        return () in (before, after)
+    have, old, new = set(live or ()), set(before or ()), set(after or ())
+    return have <= old | new and old & new <= have
 
 
 def _fault(record: dict[str, Any]) -> Fault | None:
@@ -72,9 +88,10 @@ def _fault(record: dict[str, Any]) -> Fault | None:
     return Fault(record["fault"], record.get("link"), record.get("node"), record.get("daemon"))
 
 
-def _models(lab: Lab, obs: Observations, labels: list[str]) -> dict[str, Fib]:
-    """The model's FIB at each snapshot: `start` before any fault, `fault<N>-...` after the
-    first N faults, `end` after all of them."""
+def _models(lab: Lab, obs: Observations, labels: list[str]) -> dict[str, tuple[Fib, Fib]]:
+    """The model's FIB at each snapshot, and before the fault it follows: `start` before any
+    fault, `fault<N>-...` after the first N faults (and before it, after N - 1), `end` after
+    all of them."""
     net = Network(lab, Failures(), Routing(Wiring(lab)))
     after = [net]
     for record in sorted(obs.run.get("faults", []), key=lambda r: int(r["index"])):
@@ -86,7 +103,7 @@ def _models(lab: Lab, obs: Observations, labels: list[str]) -> dict[str, Fib]:
             fired = int(label[5:].split("-")[0])
         else:
             fired = 0 if label == "start" else len(after) - 1
-        out[label] = after[fired].fib
+        out[label] = (after[fired].fib, after[max(0, fired - 1)].fib)
     return out
 
 
@@ -101,19 +118,18 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     if not labels:
         return [Result(NAME, "run", Status.NOT_OBSERVABLE, "the run took no FIB snapshot")]
     results = []
-    for label, model in _models(lab, obs, labels).items():
+    for label, (model, before) in _models(lab, obs, labels).items():
         live = obs.fib(label)
         routes = sum(len(live.get(s, {})) for s in lab.switches())
-        compared = _compared(lab, live, model)
-        late = [f for f, on_way in compared if on_way and label.startswith("fault")]
-        findings = [f for f, _ in compared if f not in late]
+        findings = differences(lab, live, model, before if label.startswith("fault") else None)
+        late = len(differences(lab, live, model)) - len(findings)
         figures: dict[str, Figure] = {
             "switches": len(lab.switches()),
             "routes": routes,
-            "converging": len(late),
+            "converging": late,
         }
         ok = f"{routes} routes on {len(lab.switches())} switches, as the routing model has them"
         if late:
-            ok += f" or on their way ({len(late)} with fewer next hops yet, e.g. {late[0]})"
+            ok += f" ({late} still on their way from the FIB before the fault)"
         results.append(verdict(NAME, f"FIB {label}", findings, ok, figures))
     return results
