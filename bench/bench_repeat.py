@@ -75,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     passed = 0
     try:
         cwd = args.dir or Path(tempfile.mkdtemp(prefix="bench-repeat-"))
+        cwd.mkdir(parents=True, exist_ok=True)
         print(f"working directory {cwd} (runs kept in twin-reference/runs)", flush=True)
         for i in range(1, args.runs + 1):
             code, seconds, rows = one(cwd, args.timeout)
