@@ -5,13 +5,14 @@ simulator) N times in a row, optionally beside CPU-bound processes.
     flock /tmp/twin-heavy.lock .venv/bin/python bench/bench_repeat.py --runs 10 --load 2
 
 Each run is `twin run` with no arguments in a working directory of the bench's own (a new
-one in /tmp unless `--dir`, kept with every run's directory), so the reference is generated
-there once (`./twin-reference`, lab name `reference`: run the bench only under the heavy-job
-lock). `--load K` starts K processes that spin on the CPU (`python3 -c 'while True: pass'`)
-before the first run and ends them, by their pid, after the last. Every run's exit status
-and time are printed as it ends (a failure's rows in full, from its report.json), then the
-pass rate (a pass is exit status 0). Goal (issue 19): 20 of 20 idle, 10 of 10 with two
-CPU-bound processes. Needs root and FRR; exit status 1 when a run did not pass.
+one in /tmp unless `--dir`; every run's directory is copied into its `kept/`), so the
+reference is generated there (`./twin-reference`, lab name `reference`: run the bench only
+under the heavy-job lock). `--load K` starts K processes that spin on the CPU
+(`python3 -c 'while True: pass'`) before the first run and ends them, by their pid, after
+the last. Every run's exit status and time are printed as it ends (a failure's rows in
+full, from its report.json), then the pass rate (a pass is exit status 0). Goal (issue 19):
+20 of 20 idle, 10 of 10 with two CPU-bound processes. Needs root and FRR; exit status 1
+when a run did not pass.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,8 +54,11 @@ def one(cwd: Path, timeout: float) -> tuple[int, float, list[str]]:
 
 def failed(run: Path) -> list[str]:
     """The failing results of a run's report, whole (the table cuts reasons short), with its
-    first findings."""
-    rows = [f"run directory {run}"]
+    first findings; the run directory is copied beside the lab (the next run generates the
+    lab directory again)."""
+    kept = run.parents[2] / "kept" / run.name
+    shutil.copytree(run, kept, dirs_exist_ok=True)
+    rows = [f"run directory {kept}"]
     for r in json.loads((run / "report.json").read_text())["results"]:
         if r["status"] == "fail":
             rows.append(f"{r['validator']} {r['scope']}: {r['reason']}")
@@ -76,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cwd = args.dir or Path(tempfile.mkdtemp(prefix="bench-repeat-"))
         cwd.mkdir(parents=True, exist_ok=True)
-        print(f"working directory {cwd} (runs kept in twin-reference/runs)", flush=True)
+        print(f"working directory {cwd} (runs kept in kept/)", flush=True)
         for i in range(1, args.runs + 1):
             code, seconds, rows = one(cwd, args.timeout)
             passed += code == 0
