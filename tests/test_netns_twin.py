@@ -139,7 +139,7 @@ def test_the_state_file_records_what_was_created(small_twin: Twin) -> None:
     # Every tagged process of the lab is a recorded daemon, and every daemon runs.
     assert set(tagged(small_twin.name)) == recorded
     for daemons in state["pids"].values():
-        assert {"zebra", "bgpd", "bfdd"} == set(daemons)
+        assert {"zebra", "staticd", "bgpd", "bfdd"} == set(daemons)
 
 
 def test_a_second_deploy_of_a_running_lab_is_refused_in_one_line(small_twin: Twin) -> None:

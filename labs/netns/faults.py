@@ -8,7 +8,8 @@ Links are named from either end: `leaf1:Ethernet40` (a SONiC port or PortChannel
   a delay (loss-of-signal detection plus FIB programming on a real switch), the link drops
   every frame for that long before its ends go down;
 - link flap: down and up `count` times, `period` seconds apart;
-- node down / up: every link of the node down and its FRR daemons killed / the reverse;
+- node down / up: every link of the node down and its FRR daemons killed / the reverse; a
+  leaf's MLAG member ports come up once its BGP has converged (MLAG's delay restore);
 - daemon kill / restart: one FRR daemon of a switch (`bgpd`, `bfdd`, `zebra`);
 - loss: random drop of a percentage of the frames leaving both ends (iptables `statistic`);
 - rate: both ends' egress shaped with tbf; `clear` removes loss and rate from a link.
@@ -16,6 +17,8 @@ Links are named from either end: `leaf1:Ethernet40` (a SONiC port or PortChannel
 
 from __future__ import annotations
 
+import contextlib
+import json
 import subprocess
 import time
 from dataclasses import dataclass
@@ -26,11 +29,15 @@ from labs.backend import Fault
 from labs.netns import frr, netlink
 from labs.netns.lifecycle import exec_in
 from labs.netns.plan import Plan, Veth, build, port_names
+from labs.netns.rtnl import Rtnl
+from twin.design.graph import remote_subnets
 from twin.errors import LabError
 from twin.labdir import Lab
 
 COMMENT = "twin-fault"
 CUT = f"{COMMENT}-cut"  # a cut link, until it is detected down (`clear` removes it too)
+IN_SERVICE_S = 2.0  # longest wait for the kernel to bring ends that came up into service
+DELAY_RESTORE_S = 20.0  # longest hold of a rebooted leaf's MLAG member ports (node-up)
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,21 @@ class End:
 
     node: str
     ifname: str
+
+
+def mlag_members(lab: Lab, node: str) -> set[str]:
+    """The Linux ends of a leaf's MLAG member ports: the members of the PortChannels its
+    config_db lists in MCLAG_INTERFACE (a split bundle towards a dual-homed server)."""
+    if lab.graph.nodes[node]["role"] != "leaf":
+        return set()
+    db = lab.config_db(node)
+    channels = {key.split("|")[1] for key in db.get("MCLAG_INTERFACE", {}) if "|" in key}
+    ports = [
+        key.split("|")[1]
+        for key in db.get("PORTCHANNEL_MEMBER", {})
+        if "|" in key and key.split("|")[0] in channels
+    ]
+    return {lab.ifmap[node][p]["netns"] for p in ports if p in lab.ifmap.get(node, {})}
 
 
 def resolve_link(lab: Lab, plan: Plan, spec: str) -> tuple[End, End]:
@@ -100,14 +122,64 @@ class Faults:
     def _set(self, ends: list[End], up: bool, touched: list[End] | None = None) -> None:
         """Set link ends admin up or down, then put the twin's routes on them (and on the
         `touched` ends, whose carrier follows) in line: static routes restored on up, an SVI's
-        fallback route held or removed with its members' carrier."""
+        fallback route held or removed with its members' carrier. On up, the routes wait until
+        the kernel has brought every end with carrier into service, and the on-link neighbours
+        the twin routes to (a leaf's servers, a server's gateway) are restored before them."""
         for end in ends:
             ns = self.plan.netns(end.node)
             self.sockets[ns].link(
                 "set", index=self.sockets.index(ns, end.ifname), state="up" if up else "down"
             )
-        for end in [*ends, *(touched or [])]:
+        every = [*ends, *(touched or [])]
+        if up:
+            self._in_service(every)
+            for end in every:
+                self._neighbours(end)
+        for end in every:
             self.sockets.routes(self.plan.nodes[end.node], only_dev=end.ifname)
+
+    def _in_service(self, ends: list[End], timeout: float = IN_SERVICE_S) -> None:
+        """Wait until every end with carrier is operationally up (at most `timeout`).
+
+        A veth end opened before its peer gets carrier when the peer opens, but its transmit
+        queue is activated only later, by the kernel's link watcher (a work item, late on a
+        loaded machine); until then it drops every frame it sends (docs/netns-backend.md).
+        """
+        deadline = time.monotonic() + timeout
+        waiting = list(ends)
+        while waiting and time.monotonic() < deadline:
+            waiting = [
+                e
+                for e in waiting
+                if self.sockets.carrier(self.plan.netns(e.node), e.ifname)
+                and not self.sockets.operational(self.plan.netns(e.node), e.ifname)
+            ]
+            if waiting:
+                time.sleep(0.002)
+
+    def _neighbours(self, end: End) -> None:
+        """Hold, at an end that came back up, the neighbours it reaches on-link through the
+        twin's host routes (a leaf's server, a server's gateway) at the far end's MAC: what
+        MLAG keeps across a member link's outage (the server's bond stays up with its ARP
+        entries; the leaves sync ARP over the peer-link), and what spares the first packets
+        an ARP round trip, whose loss costs the kernel's 1 s retransmit timer."""
+        if not self.sockets.carrier(self.plan.netns(end.node), end.ifname):
+            return
+        far = self._far(end)
+        mac = self.sockets.mac(self.plan.netns(far.node), far.ifname)
+        for route in self.plan.nodes[end.node].routes:
+            if route.dev == end.ifname and route.dst.endswith("/32"):
+                address = route.dst.split("/")[0]
+                self.sockets.neighbour(self.plan.netns(end.node), end.ifname, address, mac)
+
+    def _far(self, end: End) -> End:
+        """The other end of an end's veth."""
+        for v in self.plan.veths:
+            if (v.a, v.a_if) == (end.node, end.ifname):
+                return End(v.b, v.b_if)
+            if (v.b, v.b_if) == (end.node, end.ifname):
+                return End(v.a, v.a_if)
+        raise LabError(f"{end.node}:{end.ifname} is no link end of the twin")
 
     def link(self, spec: str, up: bool, delay_ms: float = 0.0) -> dict[str, Any]:
         """Take a link down or bring it back up (both ends).
@@ -166,7 +238,14 @@ class Faults:
         return [v for v in self.plan.veths if node in (v.a, v.b)]
 
     def node(self, name: str, up: bool) -> dict[str, Any]:
-        """Power a node off (links down, daemons killed) or back on."""
+        """Power a node off (links down, daemons killed) or back on.
+
+        A leaf coming back holds its MLAG member ports (towards dual-homed servers) down
+        until its BGP has converged, as MLAG switches restore them after a reboot (a delay
+        restore): with them up at once, its servers send through it before it has a route
+        to anywhere else (docs/netns-backend.md). At most `DELAY_RESTORE_S`; the event
+        records the ports held, for how long, and what was still missing if it timed out.
+        """
         if name not in self.plan.nodes:
             raise LabError(f"lab {self.lab.name} has no node {name}")
         ends = [End(v.a, v.a_if) if v.a == name else End(v.b, v.b_if) for v in self._veths_of(name)]
@@ -178,11 +257,46 @@ class Faults:
             ended = list(self.state.pids.get(name, {}).values())
             processes.end(ended, self.lab.name)
             frr.remove_tmp(ended)
-        else:
-            if name in self.state.pids:
-                self._start_daemons(name)
-            self._set(ends + peers, True)
-        return self._log("node-up" if up else "node-down", node=name)
+            return self._log("node-down", node=name)
+        if name in self.state.pids:
+            self._start_daemons(name)
+        members = mlag_members(self.lab, name)
+        held = [i for i, end in enumerate(ends) if end.ifname in members]
+        first = [i for i in range(len(ends)) if i not in held]
+        self._set([ends[i] for i in first] + [peers[i] for i in first], True)
+        if not held:
+            return self._log("node-up", node=name)
+        start = time.monotonic()
+        waiting = self._until_routed(name)
+        self._set([ends[i] for i in held] + [peers[i] for i in held], True)
+        fields = {"held": sorted(members), "held_s": round(time.monotonic() - start, 2)}
+        return self._log(
+            "node-up", node=name, **fields, **({"unrouted": waiting} if waiting else {})
+        )
+
+    def _until_routed(self, leaf: str, timeout: float = DELAY_RESTORE_S) -> list[str]:
+        """Wait until the leaf's BGP has converged (every session Established, a route to every
+        remote server subnet), at most `timeout`; what it still lacked then."""
+        deadline = time.monotonic() + timeout
+        with contextlib.closing(Rtnl()) as rtnl:
+            while True:
+                lacking = self._unrouted(leaf, rtnl)
+                if not lacking or time.monotonic() > deadline:
+                    return lacking
+                time.sleep(0.05)
+
+    def _unrouted(self, leaf: str, rtnl: Rtnl) -> list[str]:
+        try:
+            out = json.loads(frr.vtysh(self.lab.name, leaf, "show bgp summary json") or "{}")
+        except (LabError, ValueError):
+            return ["bgpd not answering"]
+        peers = out.get("ipv4Unicast", {}).get("peers", {})
+        lacking = [f"session {ip} {p.get('state')}" for ip, p in peers.items()]
+        lacking = [x for x in lacking if not x.endswith(" Established")]
+        if not peers:
+            lacking.append("no BGP session")
+        routes = rtnl.widths(self.plan.netns(leaf))
+        return lacking + [s for s in remote_subnets(self.lab.graph, leaf) if not routes.get(s)]
 
     def _start_daemons(self, name: str, only: list[str] | None = None) -> None:
         conf = self.lab.path / "configs" / name / "frr.conf"

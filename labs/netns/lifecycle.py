@@ -1,7 +1,7 @@
 """The embedded backend: a lab directory as namespaces, veths and FRR on this machine.
 
 Every switch and server is a network namespace `<lab>.<node>`, every link a veth pair, switches
-are routed by real FRR daemons (zebra, bgpd, bfdd) and servers are set up with pyroute2.
+are routed by real FRR daemons (zebra, staticd, bgpd, bfdd) and servers are set up with pyroute2.
 """
 
 from __future__ import annotations

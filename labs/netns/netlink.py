@@ -24,6 +24,7 @@ NETNS_DIR = Path("/var/run/netns")
 CLONE_NEWNET = 0x40000000
 NETLINK_ROUTE = 0
 IFF_UP = 1
+NUD_REACHABLE = 0x02
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -189,6 +190,22 @@ class Sockets:
         """Whether an interface is up with carrier (its peer end is up too)."""
         link = self[name].get_links(self.index(name, ifname))[0]
         return bool(link["flags"] & IFF_UP) and link.get_attr("IFLA_CARRIER") == 1
+
+    def operational(self, name: str, ifname: str) -> bool:
+        """Whether the kernel has brought an interface into service: operstate UP, set by
+        the link watcher that also activates its transmit queue (until then every frame sent
+        on it is dropped, unseen by captures)."""
+        link = self[name].get_links(self.index(name, ifname))[0]
+        return bool(link.get_attr("IFLA_OPERSTATE") == "UP")
+
+    def mac(self, name: str, ifname: str) -> str:
+        """An interface's MAC address."""
+        return str(self[name].get_links(self.index(name, ifname))[0].get_attr("IFLA_ADDRESS"))
+
+    def neighbour(self, name: str, ifname: str, address: str, mac: str) -> None:
+        """Hold `address` as reachable at `mac` on an interface (replacing what was there)."""
+        index = self.index(name, ifname)
+        self[name].neigh("replace", dst=address, lladdr=mac, ifindex=index, state=NUD_REACHABLE)
 
     def _route_args(self, ns: str, route: Route) -> dict[str, object]:
         args: dict[str, object] = {"dst": route.dst}
