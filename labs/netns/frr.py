@@ -16,12 +16,11 @@ import subprocess
 import time
 from pathlib import Path
 
+from labs import lifecycle
 from labs.netns.netlink import inside
 from twin.errors import LabError
-from twin.intent.fabric import is_lab_name
 
 FRR_BIN = Path("/usr/lib/frr")
-RUN_ROOT = Path("/run/twin")
 # Under a lab's run directory: the switches' configs, written by root only (see `conf_dir`).
 CONF_DIR = ".conf"
 # Each daemon keeps a crash-log directory `<daemon>.<pid>` here and removes it when it exits
@@ -273,11 +272,8 @@ def remove_tmp(pids: list[int]) -> None:
 
 
 def lab_run_dir(lab: str) -> Path:
-    """The lab's own run directory; a name that breaks the lab-name rule is refused, so the
-    path is always one entry directly under the run root."""
-    if not is_lab_name(lab):
-        raise ValueError(f"{lab!r} is not a lab name")
-    return RUN_ROOT / lab
+    """The lab's own run directory (`labs.lifecycle.run_dir`)."""
+    return lifecycle.run_dir(lab)
 
 
 def remove_run_dir(lab: str) -> None:
@@ -285,5 +281,3 @@ def remove_run_dir(lab: str) -> None:
     path = lab_run_dir(lab)
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
-    if RUN_ROOT.exists() and not any(RUN_ROOT.iterdir()):
-        RUN_ROOT.rmdir()

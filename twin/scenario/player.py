@@ -22,6 +22,9 @@ from twin.scenario import model as scenarios
 from twin.scenario import plan
 from twin.scenario.model import Scenario
 
+INTERRUPTED = "interrupted"
+"""In a run directory whose run was stopped by a signal: which one."""
+
 
 def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Played) -> None:
     """Write a played run's observations into its run directory."""
@@ -68,6 +71,10 @@ def play(lab: Lab, scenario: Scenario, backend: Backend, progress: Progress = qu
     out = lab.path / "runs" / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     out.mkdir(parents=True)
     (out / "scenario.yaml").write_text(scenarios.dump(scenario))
-    played = backend.play(lab, plan.timeline(lab, scenario, files=out), progress)
+    try:
+        played = backend.play(lab, plan.timeline(lab, scenario, files=out), progress)
+    except KeyboardInterrupt as stop:  # a signal (`twin.cli.signals`) or Ctrl-C
+        (out / INTERRUPTED).write_text(f"interrupted: {stop}\n")
+        raise
     save(out, lab, scenario, backend, played)
     return out

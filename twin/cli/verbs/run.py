@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from labs import registry
+from labs import lifecycle, registry
 from twin import labdir
 from twin.cli.options import add_backend, backend
 from twin.cli.text import table
@@ -81,6 +81,12 @@ def run(args: argparse.Namespace) -> int:
         progress(f"generated the reference fabric into {lab_dir}")
     lab = Lab.open(lab_dir)
     scenario = scenarios.load(args.scenario, lab)
+    with lifecycle.locked(lab.name, "run"):
+        return _run(args, lab, scenario)
+
+
+def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> int:
+    """Deploy unless running, play, destroy what was deployed here; the verdict."""
     chosen = backend(args, lab)
     deployed = not chosen.running(lab)
     if deployed:
