@@ -128,6 +128,7 @@ def start(
     rundir = run_dir(lab, node)
     rundir.mkdir(parents=True, exist_ok=True)
     shutil.chown(rundir, "frr", "frr")
+    rundir.chmod(0o750)  # its sockets steer the switch: frr's and root's only
     conf, text = _conf_files(lab, node, source)
     env = {
         "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
@@ -169,6 +170,7 @@ def start(
                     stderr=subprocess.STDOUT,
                     env=env,
                     start_new_session=True,
+                    umask=0o007,  # sockets (bfdd.sock too) for user and group frr only
                 )
         finally:
             os.close(out)
