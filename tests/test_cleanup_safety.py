@@ -18,7 +18,7 @@ import pytest
 from conftest import lab_name, write_lab
 
 from labs import lifecycle, state
-from labs.netns import cleanup, frr
+from labs.netns import frr
 from twin.cli import main as cli
 
 REAL_RMTREE: Callable[..., Any] = shutil.rmtree
