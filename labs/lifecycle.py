@@ -133,9 +133,9 @@ def check_owner(
 ) -> None:
     """Refuse to act on lab `lab`'s live twin from anywhere but the lab directory that
     deployed it (`lab_dir` None: by name only), naming both; a twin that is provably left
-    over, or `force`, lets anyone act."""
+    over, one whose lab directory is gone (moved or removed), or `force`, lets anyone act."""
     record = owner(lab)
-    if force or record is None:
+    if force or record is None or not (Path(record.lab_dir) / "fabric.yaml").is_file():
         return
     here = str(lab_dir.resolve()) if lab_dir is not None else None
     if here == record.lab_dir:
@@ -144,6 +144,7 @@ def check_owner(
     if why == "left over":
         return
     where = f"from {here}" if here else "by name"
+    why = "live" if why == "unknown" else why
     raise LabError(
         f"lab {lab} is {why}, deployed from {record.lab_dir}: not acting on it {where} ({hint})"
     )

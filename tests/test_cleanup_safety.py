@@ -124,7 +124,8 @@ def test_cleanup_by_name_removes_the_state_file(
     run_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     name, path = _lab_with_state(tmp_path, "lab", "deploying", True)
-    assert cli.main(["cleanup", name]) == 0
+    assert cli.main(["cleanup", name]) == 2  # live: by name only when forced
+    assert cli.main(["cleanup", name, "--force-owner"]) == 0
     assert not (path / "state.json").exists() and not (run_root / name).exists()
     # So the lab directory can be generated again.
     assert cli.main(["generate", str(path / "fabric.yaml"), "-o", str(path), "--force"]) == 0

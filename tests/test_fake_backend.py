@@ -195,11 +195,11 @@ def test_the_cli_plays_a_scenario_on_the_fake_backend(tmp_path: Path) -> None:
 
 def test_the_default_run_of_the_reference_passes_on_the_fake_backend(tmp_path: Path) -> None:
     """`twin run --backend fake` with no lab: the reference fabric and the default scenario;
-    nothing fails, and what the fake cannot see (BGP, probes, the data plane's PFC, ECN,
+    nothing fails, and what the fake cannot see (BGP, daemons, probes, the data plane's PFC, ECN,
     deadlocks and iterations) is not-observable."""
     done = twin_cli("run", "--backend", "fake", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert ", 0 failed, 7 not observable" in done.stdout
+    assert ", 0 failed, 8 not observable" in done.stdout
     # Each link-up is judged from the probe flows of the link-down before it, routed back.
     for scope in ("fault2 link-up leaf1:spine1", "fault4 link-up server2:nic0"):
         assert re.search(rf"failover +{scope} +pass +8 probe flows", done.stdout), scope

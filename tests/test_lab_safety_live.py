@@ -78,7 +78,9 @@ def test_a_same_named_directory_never_touches_the_running_twin(
     assert str(b.resolve()) in done.stderr
     assert "leftovers" not in done.stderr
     assert _state_of(twin_a) == before
-    assert twin_a.status().running and all(s == "up" for s in twin_a.status().nodes.values())
+    status = twin_a.backend.status(twin_a.lab)
+    assert status.running and set(status.nodes.values()) == {"up"}
+    assert twin_a.established()
 
 
 def test_cleanup_by_name_of_a_running_twin_is_refused(twin_a: Twin) -> None:
