@@ -150,6 +150,24 @@ def check_owner(
     )
 
 
+def check_lab_dir(path: Path, trusted: bool = False) -> None:
+    """As root, refuse a lab directory (or its `runs`, `logs`) that another user owns or
+    anyone but root can write, unless `trusted` (twin then still follows no link in it:
+    `twin.safeio`)."""
+    if os.geteuid() != 0 or trusted:
+        return
+    for directory in (path, path / "runs", path / "logs"):
+        try:
+            st = os.stat(directory)
+        except FileNotFoundError:
+            continue
+        if st.st_uid != 0 or st.st_mode & 0o022:
+            who = "another user owns it" if st.st_uid != 0 else "others can write it"
+            raise LabError(
+                f"{directory}: {who}, and twin runs as root here (--trust-lab-dir to go on)"
+            )
+
+
 _held: dict[str, int] = {}
 """Locks this process holds: lab -> descriptor of its lock file."""
 

@@ -273,3 +273,18 @@ def played_lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
     scenario.write_text(yaml.safe_dump(SHORT))
     assert twin_main.main(["run", str(lab), str(scenario), "--backend", "fake"]) in (0, 1)
     return lab
+
+
+@pytest.fixture(scope="session")
+def other_user() -> Iterator[str]:
+    """A second local user of our own (`twt` and 5 hex digits), removed afterwards."""
+    name = f"twt{secrets.token_hex(3)[:5]}"
+    subprocess.run(
+        ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield name
+    finally:
+        subprocess.run(["userdel", name], check=False, capture_output=True)

@@ -10,10 +10,13 @@ names of their own, and leave nothing.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +125,8 @@ def test_a_second_command_of_a_busy_lab_is_refused_in_one_line(
 
 CLAIMS = """
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from labs import lifecycle
@@ -234,3 +239,77 @@ def test_a_signal_stops_a_verb_in_one_line(
     assert (run / "interrupted").read_text() == f"interrupted: {sig.name}\n"
     assert not (lab / "state.json").exists()  # the fake twin it deployed is destroyed
     assert signal.getsignal(sig) == before
+
+
+SWAPPER = """
+import os, sys, time
+lab, victim, until = sys.argv[1], sys.argv[2], time.time() + float(sys.argv[3])
+swaps = 0
+while time.time() < until:
+    for name in ("events.jsonl", "state.json", "failures.json", "runs", "logs"):
+        try:
+            path = os.path.join(lab, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rename(path, os.path.join(lab, f".{name}.{swaps}"))
+            os.symlink(victim if name != "runs" else os.path.dirname(victim), f"{lab}/.swap")
+            os.replace(f"{lab}/.swap", path)
+            swaps += 1
+        except OSError:
+            pass
+    for pid in os.listdir("/proc"):  # state.json's temporary names too
+        if pid.isdigit():
+            try:
+                os.symlink(victim, f"{lab}/.state.json.{pid}.tmp")
+            except OSError:
+                pass
+print(swaps)
+"""
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A temporary directory another local user can reach (pytest's are root's only)."""
+    path = Path(tempfile.mkdtemp(prefix="twt-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+@ROOT
+def test_link_swaps_by_another_user_during_runs_never_reach_roots_files(
+    shared_tmp: Path, other_user: str
+) -> None:
+    """A lab directory another user owns: refused as root, unless trusted; trusted, runs go
+    on while that user swaps its entries for links to a root-only file, which is never
+    written (the runs may end refused, in one line)."""
+    tmp_path = shared_tmp
+    lab = write_lab(tmp_path / "lab", lab_name())
+    subprocess.run(["chown", "-R", other_user, str(lab)], check=True)
+    secret = tmp_path / "secret"
+    secret.mkdir(mode=0o700)
+    victim = secret / "shadow"
+    victim.write_text("root only\n")
+    victim.chmod(0o600)
+    scenario = tmp_path / "short.yaml"
+    scenario.write_text(yaml.safe_dump(SHORT))
+    run = ["run", str(lab), str(scenario), "--backend", "fake"]
+    refused = twin_cli(*run)
+    assert refused.returncode == 2 and "--trust-lab-dir" in refused.stderr, refused.stderr
+    swapper = subprocess.Popen(
+        ["runuser", "-u", other_user, "--", "python3", "-c", SWAPPER, str(lab), str(victim), "60"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    codes = []
+    try:
+        for _ in range(12):
+            done = twin_cli(*run, "--trust-lab-dir")
+            codes.append(done.returncode)
+            assert "Traceback" not in done.stderr, done.stderr
+            assert done.returncode in (0, 1) or done.stderr.count("\n") == 1, done.stderr
+    finally:
+        swapper.kill()
+        swaps = swapper.communicate()[0]
+    assert victim.read_text() == "root only\n" and victim.stat().st_nlink == 1
+    assert sorted(p.name for p in secret.iterdir()) == ["shadow"]
+    assert any(code == 2 for code in codes), swaps  # the swaps were met, and refused

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import signal
 import subprocess
 import time
@@ -88,21 +87,6 @@ def test_cleanup_by_name_of_a_running_twin_is_refused(twin_a: Twin) -> None:
     done = twin_cli("cleanup", twin_a.name)
     assert done.returncode == 2 and "--force-owner" in done.stderr, done.stderr
     assert _state_of(twin_a) == before
-
-
-@pytest.fixture(scope="module")
-def other_user() -> Iterator[str]:
-    """A local user of our own, removed afterwards."""
-    name = f"twt{secrets.token_hex(3)[:5]}"
-    subprocess.run(
-        ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield name
-    finally:
-        subprocess.run(["userdel", name], check=False, capture_output=True)
 
 
 CONNECT = """

@@ -3,8 +3,8 @@
 BGP session changes come from each bgpd's own log (`%ADJCHANGE` lines, millisecond
 timestamps); route changes from polling the leaves' kernel FIBs over netlink: a prefix whose
 number of next hops changes, appears or is withdrawn; FRR daemons that died from polling the
-daemons the lab's state records (`daemon` events, and one `daemons` event saying how many
-were watched, for the `daemons` validator).
+daemons the lab's state records (`daemon` events, and at the end one `daemons` event saying
+how many were watched, for the `daemons` validator).
 """
 
 from __future__ import annotations
@@ -69,14 +69,15 @@ class Monitor:
             self._offsets[log] = log.stat().st_size
         with contextlib.closing(Rtnl()) as rtnl:
             self._fib(rtnl)
-        watched = self._daemons()
-        events.append(self.lab.path, "daemons", watched=watched, interval=self.interval)
+        self._daemons()
         self._thread.start()
 
     def stop(self) -> None:
         """Stop watching (after one last look)."""
         self._stop.set()
         self._thread.join()
+        watched = self._daemons()
+        events.append(self.lab.path, "daemons", watched=watched, interval=self.interval)
 
     def _logs(self) -> list[Path]:
         logs = [frr.run_dir(self.lab.name, s) / frr.EVENT_LOG for s in self.lab.switches()]

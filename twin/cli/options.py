@@ -22,11 +22,18 @@ def add_backend(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="act on the lab's running twin even if another lab directory deployed it",
     )
+    p.add_argument(
+        "--trust-lab-dir",
+        action="store_true",
+        help="as root, act on a lab directory another user owns or can write",
+    )
 
 
 def backend(args: argparse.Namespace, lab: Lab) -> Backend:
     """The backend a verb acts through; refused when a twin of the lab's name runs from
-    another lab directory (unless --force-owner)."""
+    another lab directory (unless --force-owner), or, as root, on a lab directory another
+    user owns or can write (unless --trust-lab-dir)."""
+    lifecycle.check_lab_dir(lab.path, args.trust_lab_dir)
     lifecycle.check_owner(lab.name, lab.path, args.force_owner)
     return registry.of(lab, args.backend)
 

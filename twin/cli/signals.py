@@ -3,12 +3,15 @@
 The first of either raises `Stopped` in the main thread, so every `finally` on the way out
 runs (`twin run` destroys the twin it deployed, the scenario player marks its run directory
 interrupted); further signals are ignored while that cleanup runs. `main` then prints one
-line and exits 128 + the signal's number (130 for SIGINT, 143 for SIGTERM).
+line and exits 128 + the signal's number (130 for SIGINT, 143 for SIGTERM). A process forked
+from the command (pyroute2's helpers, traffic workers) inherits the handlers but dies of the
+signal as if it had none: it must never run the command's cleanup.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -37,7 +40,15 @@ class Stopped(KeyboardInterrupt):
         )
 
 
+_owner = [0]
+"""The process whose verb the handlers stop (a process forked from it is not that verb)."""
+
+
 def _stop(signum: int, _: FrameType | None) -> None:
+    if os.getpid() != _owner[0]:  # a forked child (pyroute2's, a traffic worker): die as
+        signal.signal(signum, signal.SIG_DFL)  # it would have without these handlers
+        os.kill(os.getpid(), signum)
+        return
     for sig in HANDLED:
         signal.signal(sig, signal.SIG_IGN)
     raise Stopped(signum)
@@ -50,6 +61,7 @@ def orderly() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _owner[0] = os.getpid()
     before = {sig: signal.signal(sig, _stop) for sig in HANDLED}
     try:
         yield

@@ -2,7 +2,7 @@
 
 A live backend that observes "daemons" polls every daemon its twin started (netns: FRR's
 zebra, bgpd and bfdd per switch, every 0.25 s) and logs a `daemon` event for each one found
-dead, and one `daemons` event saying how many it watched. A death is explained by a fault
+dead, and at the end one `daemons` event saying how many it watched. A death is explained by a fault
 that kills daemons of that switch (`daemon-kill` of that daemon, `node-down`, or a
 `daemon-restart`, which restarts them all) fired at most `grace_s` before it was seen. A
 switch whose zebra died keeps forwarding on the routes it had and passes every other check
