@@ -199,7 +199,7 @@ def test_a_sigkilled_run_leaves_no_probe_sender(tmp_path: Path) -> None:
         proc.kill()
         proc.communicate(timeout=60)
         wait_for(lambda: set(tagged(name)) <= daemons, "the run's own processes end", 10)
-        done = twin_cli("cleanup", name)
+        done = twin_cli("cleanup", str(path))  # from its directory: the twin is its own
         assert done.returncode == 0, done.stderr
         assert leftovers(name, list(daemons)) == []
 

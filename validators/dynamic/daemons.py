@@ -17,7 +17,7 @@ from twin.labdir import Lab
 from twin.scenario.observations import Observations
 from validators.dynamic.failover import fault_began
 from validators.registry import Params, dynamic
-from validators.result import Finding, Result, Status, verdict
+from validators.result import Figure, Finding, Result, Status, verdict
 
 NAME = "daemons"
 KILLS = ("daemon-kill", "daemon-restart", "node-down")
@@ -55,7 +55,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
         for e in died
         if not _explained(e, faults, float(params["grace_s"]))
     ]
-    figures = {"watched": count, "died": len(died), "unexplained": len(findings)}
+    figures: dict[str, Figure] = {"watched": count, "died": len(died), "unexplained": len(findings)}
     if count == 0:
         return [Result(NAME, "switches", Status.NOT_OBSERVABLE, "no daemon was watched", figures)]
     ok = f"all {count} daemons lived through the run ({len(died)} killed by faults)"
