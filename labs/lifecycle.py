@@ -56,6 +56,7 @@ class Owner:
     lab_dir: str
     pid: int
     start: int | None
+    transient: bool = False  # the deploying command destroys the twin when it ends
 
 
 def claim(lab: str, lab_dir: Path) -> None:
@@ -65,7 +66,8 @@ def claim(lab: str, lab_dir: Path) -> None:
     make_root()
     tmp = Path(tempfile.mkdtemp(prefix=f".{lab}.", dir=final.parent))
     tmp.chmod(0o755)
-    record = Owner(str(lab_dir.resolve()), os.getpid(), processes.start_time(os.getpid()))
+    me = os.getpid()
+    record = Owner(str(lab_dir.resolve()), me, processes.start_time(me), _transient[0])
     (tmp / OWNER).write_text(json.dumps(asdict(record)))
     try:
         tmp.rename(final)
@@ -75,6 +77,20 @@ def claim(lab: str, lab_dir: Path) -> None:
         if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
             raise LabError(f"lab {lab}: another deploy of it claimed {final} first") from None
         raise
+
+
+_transient = [False]
+
+
+@contextlib.contextmanager
+def transient() -> Iterator[None]:
+    """While inside, a twin this process deploys is recorded as its own for its lifetime
+    (`twin run` destroys it at the end): once the process is gone, it is left over."""
+    _transient[0] = True
+    try:
+        yield
+    finally:
+        _transient[0] = False
 
 
 def owner(lab: str) -> Owner | None:
@@ -92,7 +108,7 @@ def owner(lab: str) -> Owner | None:
         start = data["start"]
         if start is not None and type(start) is not int:
             return None
-        return Owner(str(data["lab_dir"]), int(data["pid"]), start)
+        return Owner(str(data["lab_dir"]), int(data["pid"]), start, data.get("transient") is True)
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -109,7 +125,8 @@ def own_state(lab: str, lab_dir: Path | None) -> state.State | None:
 
 
 def status(lab: str) -> str:
-    """`deploying` (its deploying process lives), `running` (its state says running and its
+    """`deploying` (its deploying process lives; `in use by its run` when that is a `twin
+    run` that destroys it at its end, and `left over` once that run is gone), `running` (its state says running and its
     processes live), `unknown` (processes of it live, but no record or state file says what
     they are: its lab directory moved, say) or `left over` (nothing of it lives, or its state
     says its deploy died)."""
@@ -118,7 +135,9 @@ def status(lab: str) -> str:
     if record is None:
         return "unknown" if alive else "left over"
     if record.start is not None and processes.start_time(record.pid) == record.start:
-        return "deploying"
+        return "in use by its run" if record.transient else "deploying"
+    if record.transient:  # its run died without destroying it (SIGKILL)
+        return "left over"
     st = own_state(lab, Path(record.lab_dir))
     if st is None:
         return "unknown" if alive else "left over"
@@ -168,6 +187,17 @@ def check_lab_dir(path: Path, trusted: bool = False) -> None:
             )
 
 
+def _lock_dir() -> Path:
+    """Where labs' locks are: the run root (root), else a directory of this user's own (its
+    twins, fake or sim, are only records in lab directories)."""
+    if os.geteuid() == 0:
+        make_root()
+        return RUN_ROOT
+    own = Path(tempfile.gettempdir()) / f"twin-{os.geteuid()}"
+    own.mkdir(mode=0o700, exist_ok=True)
+    return own
+
+
 _held: dict[str, int] = {}
 """Locks this process holds: lab -> descriptor of its lock file."""
 
@@ -179,8 +209,7 @@ def locked(lab: str, verb: str) -> Iterator[None]:
     if lab in _held:
         yield
         return
-    path = run_dir(lab).with_name(LOCK + lab)
-    make_root()
+    path = _lock_dir() / (LOCK + lab)
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:

@@ -24,7 +24,7 @@ import pytest
 import yaml
 from conftest import SHORT, TWIN, lab_name, twin_cli, write_lab
 
-from labs import lifecycle, state
+from labs import events, lifecycle, state
 from labs.fake.backend import FakeBackend
 from twin.cli import main as cli
 
@@ -313,3 +313,37 @@ def test_link_swaps_by_another_user_during_runs_never_reach_roots_files(
     assert victim.read_text() == "root only\n" and victim.stat().st_nlink == 1
     assert sorted(p.name for p in secret.iterdir()) == ["shadow"]
     assert any(code == 2 for code in codes), swaps  # the swaps were met, and refused
+
+
+def test_a_torn_last_event_line_is_skipped_and_the_run_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lab = write_lab(tmp_path / "lab", lab_name())
+    (lab / "events.jsonl").write_text('{"t": 1.0, "event": "deployed"}\n{"t": 2.0, "ev')
+    assert [e["event"] for e in events.read(lab)] == ["deployed"]
+    scenario = tmp_path / "short.yaml"
+    scenario.write_text(yaml.safe_dump(SHORT))
+    assert cli.main(["run", str(lab), str(scenario), "--backend", "fake"]) in (0, 1)
+    (run,) = (lab / "runs").iterdir()
+    assert (run / "report.json").is_file() and "Traceback" not in capsys.readouterr().err
+
+
+def test_a_fifo_planted_as_the_event_log_is_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lab = write_lab(tmp_path / "lab", lab_name())
+    os.mkfifo(lab / "events.jsonl")
+    assert cli.main(["deploy", str(lab), "--backend", "fake"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "events.jsonl: not a regular file" in err, err
+    assert not (lab / "state.json").exists()
+
+
+@ROOT
+def test_cleanup_of_a_plain_directory_named_like_a_lab_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "mylab").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["cleanup", "mylab"]) == 2
+    assert "not a lab directory" in capsys.readouterr().err

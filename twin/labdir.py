@@ -162,6 +162,9 @@ def refuse_links(root: Path, folders: tuple[str, ...] = ()) -> None:
             found += [Path(here, n) for n in dirs + files if Path(here, n).is_symlink()]
     if found:
         raise LabError(f"{found[0]}: a symbolic link (twin writes here and follows no link)")
+    odd = [e for e in root.iterdir() if not (e.is_file() or e.is_dir())]
+    if odd:
+        raise LabError(f"{odd[0]}: not a regular file or directory (a FIFO or socket planted?)")
 
 
 def lab_target(target: str) -> tuple[str, Lab | None]:
@@ -171,6 +174,8 @@ def lab_target(target: str) -> tuple[str, Lab | None]:
     if target and (path / "fabric.yaml").is_file():
         lab = Lab.open(path)
         return lab.name, lab
+    if path.is_dir():
+        raise LabError(f"{target}: a directory but not a lab directory (fabric.yaml missing)")
     if intent.is_lab_name(target):
         return target, None
     raise LabError(

@@ -11,6 +11,7 @@ was already running is left running.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import threading
 import time
@@ -90,7 +91,8 @@ def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> in
     chosen = backend(args, lab)
     deployed = not chosen.running(lab)
     if deployed:
-        up = chosen.deploy(lab, progress, timeout=args.timeout)
+        with contextlib.nullcontext() if args.keep else lifecycle.transient():
+            up = chosen.deploy(lab, progress, timeout=args.timeout)
         progress(
             f"{lab.name}: {up.nodes} nodes, {up.sessions} BGP sessions, "
             f"converged in {up.seconds} s ({up.backend})"
