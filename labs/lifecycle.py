@@ -126,10 +126,10 @@ def own_state(lab: str, lab_dir: Path | None) -> state.State | None:
 
 def status(lab: str) -> str:
     """`deploying` (its deploying process lives; `in use by its run` when that is a `twin
-    run` that destroys it at its end, and `left over` once that run is gone), `running` (its state says running and its
-    processes live), `unknown` (processes of it live, but no record or state file says what
-    they are: its lab directory moved, say) or `left over` (nothing of it lives, or its state
-    says its deploy died)."""
+    run` that destroys it at its end, and `left over` once that run is gone), `running` (its
+    state says running and its processes live), `unknown` (processes of it live, but no record
+    or state file says what they are: its lab directory moved, say) or `left over` (nothing
+    of it lives, or its state says its deploy died)."""
     record = owner(lab)
     alive = bool(processes.tagged(lab))
     if record is None:
