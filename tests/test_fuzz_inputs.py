@@ -6,19 +6,23 @@ and runs what reads them: `twin generate`, the scenario loader, `twin validate` 
 checks `twin deploy` runs before it creates anything (the pre-deploy check, then the plan it
 builds from the configs; nothing is deployed). Each must end with exit code 0 or 2 (1 is a
 validator's failing verdict), a refusal must be one line on stderr, and nothing may appear
-outside the output directory. Example counts are kept small so this runs in seconds.
+outside the output directory. The files of a running twin and of a played run (`state.json`,
+`events.jsonl`, `run.json` and the other observations) are edited the same way and read by
+`twin destroy` and `twin report`. Example counts are kept small (20) so this runs in
+seconds; `TWIN_FUZZ_EXAMPLES` sets them (bench/bench_fuzz.py runs 500 per strategy).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import SMALL, lab_name, write_lab
+from conftest import SHORT, SMALL, lab_name, write_lab
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,7 +34,7 @@ from twin.labdir import Lab
 from twin.scenario import model as scenarios
 
 FUZZ = settings(
-    max_examples=20,
+    max_examples=int(os.environ.get("TWIN_FUZZ_EXAMPLES", "20")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -206,3 +210,59 @@ def test_an_edited_lab_is_validated_or_refused_before_deploy(
         assert "\n" not in str(exc)
         return
     build(lab)
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lab directory with a fake twin running and one played run."""
+    root = tmp_path_factory.mktemp("played")
+    lab = write_lab(root / "lab", lab_name())
+    scenario = root / "short.yaml"
+    scenario.write_text(yaml.safe_dump(SHORT))
+    assert cli.main(["run", str(lab), str(scenario), "--backend", "fake", "--keep"]) in (0, 1)
+    return lab
+
+
+TWIN_FILES = ["lab/state.json", "lab/events.jsonl"] + [
+    f"run/{name}"
+    for name in ("run.json", "events.jsonl", "flows.json", "counters.json", "bgp.json")
+]
+
+
+def _edited_lines(data: st.DataObject, text: str) -> str:
+    """JSON lines with one line edited, dropped or torn (a process killed while writing)."""
+    lines = text.splitlines()
+    i = data.draw(st.integers(0, len(lines) - 1), label="line")
+    how = data.draw(st.sampled_from(["edit", "drop", "tear"]), label="how")
+    if how == "tear":
+        return "\n".join([*lines[:i], lines[i][: data.draw(st.integers(0, len(lines[i])))]])
+    new = [] if how == "drop" else [_edited_text(data, json.loads(lines[i]), as_yaml=False)]
+    return "\n".join(lines[:i] + new + lines[i + 1 :]) + "\n"
+
+
+@given(data=st.data(), file=st.sampled_from(TWIN_FILES))
+@FUZZ
+def test_edited_twin_and_run_files_are_read_or_refused_in_one_line(
+    data: st.DataObject,
+    file: str,
+    played: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lab_dir = tmp_path / "lab"
+    shutil.rmtree(lab_dir, ignore_errors=True)
+    shutil.copytree(played, lab_dir)
+    (run,) = (lab_dir / "runs").iterdir()
+    where, _, name = file.partition("/")
+    target = (lab_dir if where == "lab" else run) / name
+    text = target.read_text()
+    target.write_text(
+        _edited_lines(data, text)
+        if name == "events.jsonl"
+        else _edited_text(data, json.loads(text), as_yaml=False)
+    )
+    capsys.readouterr()
+    code = cli.main(["report", str(run)])
+    _one_line_refusal(code, capsys.readouterr().err)
+    code = cli.main(["destroy", str(lab_dir), "--backend", "fake"])
+    _one_line_refusal(code, capsys.readouterr().err)
