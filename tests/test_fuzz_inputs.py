@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SHORT, SMALL, lab_name, write_lab
+from conftest import SMALL, lab_name, write_lab
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from labs import state
 from labs.netns.plan import build
 from twin import labcheck
 from twin.cli import main as cli
@@ -211,17 +212,6 @@ def test_an_edited_lab_is_validated_or_refused_before_deploy(
     build(lab)
 
 
-@pytest.fixture(scope="module")
-def played(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A lab directory with a fake twin running and one played run."""
-    root = tmp_path_factory.mktemp("played")
-    lab = write_lab(root / "lab", lab_name())
-    scenario = root / "short.yaml"
-    scenario.write_text(yaml.safe_dump(SHORT))
-    assert cli.main(["run", str(lab), str(scenario), "--backend", "fake", "--keep"]) in (0, 1)
-    return lab
-
-
 TWIN_FILES = ["lab/state.json", "lab/events.jsonl", "run/events.jsonl"]
 
 
@@ -241,14 +231,15 @@ def _edited_lines(data: st.DataObject, text: str) -> str:
 def test_edited_twin_and_run_files_are_read_or_refused_in_one_line(
     data: st.DataObject,
     file: str,
-    played: Path,
+    played_lab: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     lab_dir = tmp_path / "lab"
     shutil.rmtree(lab_dir, ignore_errors=True)
-    shutil.copytree(played, lab_dir)
+    shutil.copytree(played_lab, lab_dir)
     (run,) = (lab_dir / "runs").iterdir()
+    state.State(Lab.open(lab_dir).name, "fake", status="running").save(lab_dir)  # a fake twin
     where, _, name = file.partition("/")
     target = (lab_dir if where == "lab" else run) / name
     text = target.read_text()
