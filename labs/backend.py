@@ -44,6 +44,7 @@ Capability = Literal[
     "ecn",  # ECN marks per port and queue
     "deadlock",  # deadlock and PFC watchdog events
     "iterations",  # collective iteration times
+    "daemons",  # a switch's routing daemons that died, and when
 ]
 
 FaultKind = Literal[

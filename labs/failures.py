@@ -20,6 +20,7 @@ from typing import Any
 
 from labs import events
 from labs.backend import Fault, LinkState, Status
+from twin import safeio
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.fib import Fib, Hops, Link, Lpm, applied
@@ -51,7 +52,7 @@ class Failures:
 
     def save(self, lab: Lab) -> None:
         """Record them in the lab directory."""
-        (lab.path / STATE).write_text(json.dumps(asdict(self)))
+        safeio.write(lab.path / STATE, json.dumps(asdict(self)))
 
 
 def resolve(lab: Lab, wiring: Wiring, spec: str) -> list[Link]:

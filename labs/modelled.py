@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from labs import events, failures, state
 from labs.backend import Fault, Session, Status
 from labs.failures import STATE, Failures, Network
+from twin import safeio
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.fib import Fib
@@ -48,7 +49,7 @@ class ModelledBackend:
     def destroy(self, lab: Lab) -> dict[str, int]:
         """Forget the twin."""
         was = self.running(lab)
-        (lab.path / STATE).unlink(missing_ok=True)
+        safeio.remove(lab.path / STATE)
         state.clear(lab.path)
         if was:
             events.append(lab.path, "destroyed", backend=self.name)

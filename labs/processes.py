@@ -22,12 +22,30 @@ def lab_env(lab: str) -> dict[str, str]:
     return {**os.environ, TAG: lab}
 
 
+def lineage() -> set[int]:
+    """This process and its ancestors: never a lab's to end (a CI job that exported
+    `TWIN_LAB` runs `twin cleanup` with the lab's tag in its own environment)."""
+    pids, pid = set(), os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            break
+        pid = next(
+            (int(line.split()[1]) for line in status.splitlines() if line.startswith("PPid:")), 0
+        )
+    return pids
+
+
 def tagged(lab: str) -> list[int]:
-    """Pids of live processes whose environment carries `TWIN_LAB=<lab>`."""
+    """Pids of live processes whose environment carries `TWIN_LAB=<lab>` (but this process and
+    its ancestors)."""
     needle = f"{TAG}={lab}".encode()
     found = []
+    mine = lineage()
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) in mine:
             continue
         try:
             environ = (entry / "environ").read_bytes()
@@ -105,8 +123,9 @@ def _alive(pid: int) -> bool:
 
 def end(pids: list[int], lab: str, grace: float = 2.0, netns: set[NetnsId] | None = None) -> None:
     """SIGTERM the lab's processes among `pids` (tagged, or in one of its namespaces `netns`),
-    then SIGKILL what is left after `grace` s."""
-    ours = [p for p in pids if belongs(p, lab) or _in_netns(p, netns or set())]
+    then SIGKILL what is left after `grace` s; never this process or its ancestors."""
+    mine = lineage()
+    ours = [p for p in pids if p not in mine and (belongs(p, lab) or _in_netns(p, netns or set()))]
     for pid in ours:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)

@@ -8,14 +8,12 @@ other keys or types (its lists of namespaces and pids are what destroy acts on).
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import stat
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from twin import safeio
 from twin.errors import LabError
 from twin.labdir import STATE_FILE
 
@@ -35,10 +33,8 @@ class State:
     started: float = field(default_factory=time.time)
 
     def save(self, lab_dir: Path) -> None:
-        """Write atomically."""
-        tmp = lab_dir / f".{STATE_FILE}.tmp"
-        tmp.write_text(json.dumps(asdict(self), indent=1))
-        os.replace(tmp, lab_dir / STATE_FILE)
+        """Write atomically (never through a link: `twin.safeio`)."""
+        safeio.write(lab_dir / STATE_FILE, json.dumps(asdict(self), indent=1))
 
 
 def load(lab_dir: Path) -> State | None:
@@ -49,23 +45,14 @@ def load(lab_dir: Path) -> State | None:
         f"{path}: not a state file written by twin (if no twin of it runs, remove it)"
     )
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
+        raw = safeio.read(path, MAX_BYTES)
+    except LabError:
+        raise refused from None
+    if raw is None:
         return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise refused from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise refused
-    with os.fdopen(fd, "rb") as file:
-        raw = file.read(MAX_BYTES + 1)
     try:
-        if len(raw) > MAX_BYTES:
-            raise ValueError("too large")
         return _parse(json.loads(raw))
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         raise refused from None
 
 
@@ -96,4 +83,4 @@ def running(lab_dir: Path, backend: str) -> bool:
 
 def clear(lab_dir: Path) -> None:
     """Forget the twin."""
-    (lab_dir / STATE_FILE).unlink(missing_ok=True)
+    safeio.remove(lab_dir / STATE_FILE)

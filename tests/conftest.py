@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 import yaml
 
-from labs import registry
+from labs import lifecycle, registry
 from labs.netns import frr
 from labs.netns.plan import Plan, build
 from twin import labdir
@@ -139,7 +139,7 @@ def leftovers(name: str, pids: list[int] | None = None) -> list[str]:
     entry naming the lab where a twin could write)."""
     found = [f"namespace {n}" for n in namespaces(name)]
     found += [f"process {p}" for p in tagged(name)]
-    found += [f"file {p}" for p in [frr.RUN_ROOT / name] if p.exists()]
+    found += [f"file {p}" for p in [lifecycle.RUN_ROOT / name] if p.exists()]
     for pid in pids or []:
         found += [f"file {p}" for p in frr.FRR_TMP.glob(f"*.{pid}")]
     for place in PLACES:
@@ -273,3 +273,18 @@ def played_lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
     scenario.write_text(yaml.safe_dump(SHORT))
     assert twin_main.main(["run", str(lab), str(scenario), "--backend", "fake"]) in (0, 1)
     return lab
+
+
+@pytest.fixture(scope="session")
+def other_user() -> Iterator[str]:
+    """A second local user of our own (`twt` and 5 hex digits), removed afterwards."""
+    name = f"twt{secrets.token_hex(3)[:5]}"
+    subprocess.run(
+        ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield name
+    finally:
+        subprocess.run(["userdel", name], check=False, capture_output=True)

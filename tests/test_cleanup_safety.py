@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from conftest import lab_name, write_lab
 
-from labs import state
-from labs.netns import cleanup, frr
+from labs import lifecycle, state
+from labs.netns import frr
 from twin.cli import main as cli
 
 REAL_RMTREE: Callable[..., Any] = shutil.rmtree
@@ -32,7 +32,7 @@ def run_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "run" / "twin"
     (root / "other-lab" / "leaf1").mkdir(parents=True)
     (root / "other-lab" / "leaf1" / "zserv.api").write_text("")
-    monkeypatch.setattr(frr, "RUN_ROOT", root)
+    monkeypatch.setattr(lifecycle, "RUN_ROOT", root)
 
     def guarded(path: Any, *args: Any, **kwargs: Any) -> None:
         assert Path(path).resolve().is_relative_to(tmp_path), f"rmtree({path}) outside the test"
@@ -112,11 +112,11 @@ def _lab_with_state(
     name = lab_name()
     path = write_lab(tmp_path / folder, name)
     state.State(name, "netns", status=status).save(path)
-    cleanup.claim(name, path)
+    lifecycle.claim(name, path)
     if not deploying:
         run_dir = frr.lab_run_dir(name)
-        record = json.loads((run_dir / cleanup.OWNER).read_text())
-        (run_dir / cleanup.OWNER).write_text(json.dumps({**record, "pid": _dead_pid()}))
+        record = json.loads((run_dir / lifecycle.OWNER).read_text())
+        (run_dir / lifecycle.OWNER).write_text(json.dumps({**record, "pid": _dead_pid()}))
     return name, path
 
 
@@ -124,7 +124,8 @@ def test_cleanup_by_name_removes_the_state_file(
     run_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     name, path = _lab_with_state(tmp_path, "lab", "deploying", True)
-    assert cli.main(["cleanup", name]) == 0
+    assert cli.main(["cleanup", name]) == 2  # live: by name only when forced
+    assert cli.main(["cleanup", name, "--force-owner"]) == 0
     assert not (path / "state.json").exists() and not (run_root / name).exists()
     # So the lab directory can be generated again.
     assert cli.main(["generate", str(path / "fabric.yaml"), "-o", str(path), "--force"]) == 0

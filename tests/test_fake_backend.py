@@ -195,8 +195,8 @@ def test_the_cli_plays_a_scenario_on_the_fake_backend(tmp_path: Path) -> None:
 
 def test_the_default_run_of_the_reference_passes_on_the_fake_backend(tmp_path: Path) -> None:
     """`twin run --backend fake` with no lab: the reference fabric and the default scenario;
-    nothing fails, and what the fake cannot see (BGP, probes, the data plane's PFC, ECN,
-    deadlocks and iterations, a live FIB to hold against the model's) is not-observable."""
+    nothing fails, and what the fake cannot see (BGP, daemons, probes, the data plane's PFC,
+    ECN, deadlocks and iterations, a live FIB to hold against the model's) is not-observable."""
     done = twin_cli("run", "--backend", "fake", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert ", 0 failed, 8 not observable" in done.stdout

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from conftest import lab_name
 
+from labs import lifecycle
 from labs.netns import frr
 from twin.errors import LabError
 
@@ -38,7 +39,7 @@ def setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[s
         pwd.getpwnam("frr")
     except KeyError:
         pytest.skip("needs the frr user")
-    monkeypatch.setattr(frr, "RUN_ROOT", tmp_path / "run")
+    monkeypatch.setattr(lifecycle, "RUN_ROOT", tmp_path / "run")
     tmp_path.chmod(0o755)
 
     def spawn(*args: Any, **kwargs: Any) -> None:

@@ -6,12 +6,15 @@ and runs what reads them: `twin generate`, the scenario loader, `twin validate` 
 checks `twin deploy` runs before it creates anything (the pre-deploy check, then the plan it
 builds from the configs; nothing is deployed). Each must end with exit code 0 or 2 (1 is a
 validator's failing verdict), a refusal must be one line on stderr, and nothing may appear
-outside the output directory. Example counts are kept small so this runs in seconds.
+outside the output directory. The files of a running twin (`state.json`, `events.jsonl`) and
+a played run's event log are edited the same way and read by `twin destroy` and `twin report`.
+Example counts are kept small (20) so this runs in seconds; `TWIN_FUZZ_EXAMPLES` sets them.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ from conftest import SMALL, lab_name, write_lab
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from labs import state
 from labs.netns.plan import build
 from twin import labcheck
 from twin.cli import main as cli
@@ -30,7 +34,7 @@ from twin.labdir import Lab
 from twin.scenario import model as scenarios
 
 FUZZ = settings(
-    max_examples=20,
+    max_examples=int(os.environ.get("TWIN_FUZZ_EXAMPLES", "20")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -206,3 +210,46 @@ def test_an_edited_lab_is_validated_or_refused_before_deploy(
         assert "\n" not in str(exc)
         return
     build(lab)
+
+
+TWIN_FILES = ["lab/state.json", "lab/events.jsonl", "run/events.jsonl"]
+
+
+def _edited_lines(data: st.DataObject, text: str) -> str:
+    """JSON lines with one line edited, dropped or torn (a process killed while writing)."""
+    lines = text.splitlines()
+    i = data.draw(st.integers(0, len(lines) - 1), label="line")
+    how = data.draw(st.sampled_from(["edit", "drop", "tear"]), label="how")
+    if how == "tear":
+        return "\n".join([*lines[:i], lines[i][: data.draw(st.integers(0, len(lines[i])))]])
+    new = [] if how == "drop" else [_edited_text(data, json.loads(lines[i]), as_yaml=False)]
+    return "\n".join(lines[:i] + new + lines[i + 1 :]) + "\n"
+
+
+@given(data=st.data(), file=st.sampled_from(TWIN_FILES))
+@FUZZ
+def test_edited_twin_and_run_files_are_read_or_refused_in_one_line(
+    data: st.DataObject,
+    file: str,
+    played_lab: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lab_dir = tmp_path / "lab"
+    shutil.rmtree(lab_dir, ignore_errors=True)
+    shutil.copytree(played_lab, lab_dir)
+    (run,) = (lab_dir / "runs").iterdir()
+    state.State(Lab.open(lab_dir).name, "fake", status="running").save(lab_dir)  # a fake twin
+    where, _, name = file.partition("/")
+    target = (lab_dir if where == "lab" else run) / name
+    text = target.read_text()
+    target.write_text(
+        _edited_lines(data, text)
+        if name == "events.jsonl"
+        else _edited_text(data, json.loads(text), as_yaml=False)
+    )
+    capsys.readouterr()
+    code = cli.main(["report", str(run)])
+    _one_line_refusal(code, capsys.readouterr().err)
+    code = cli.main(["destroy", str(lab_dir), "--backend", "fake"])
+    _one_line_refusal(code, capsys.readouterr().err)

@@ -34,6 +34,7 @@ INTERFACES = {
     "labs.registry",
     "labs.events",
     "labs.state",
+    "labs.lifecycle",  # who deployed a twin, one command at a time: around every backend
     "validators.registry",
     "validators.result",
 }

@@ -73,8 +73,13 @@ def generate(
     d = design(fabric, file)
     if (out / STATE_FILE).exists():
         raise LabError(f"{out}: a twin of this lab is running; destroy it first")
-    if out.exists() and any(out.iterdir()) and not force:
-        raise LabError(f"{out}: directory exists and is not empty (use --force to replace it)")
+    here = Path.cwd().resolve()
+    if out.exists() and (out.resolve() == here or out.resolve() in here.parents):
+        raise LabError(f"{out}: the working directory or one above it (write a lab into its own)")
+    if out.exists() and any(out.iterdir()):
+        if not force:
+            raise LabError(f"{out}: directory exists and is not empty (use --force to replace it)")
+        check_replaceable(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -85,6 +90,37 @@ def generate(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return d
+
+
+LAB_ENTRIES = frozenset(
+    {
+        "fabric.yaml",
+        "design.json",
+        "ifmap.json",
+        "configs",
+        "topology.clab.yml",
+        "clabernetes.yml",
+        "clab",
+        "logs",
+        "validate",
+        "runs",
+        "events.jsonl",
+    }
+)
+"""What a lab directory holds: `twin generate` writes the first ones, the verbs the rest."""
+
+
+def check_replaceable(out: Path) -> None:
+    """Refuse to replace `out` unless it is a lab directory with nothing else in it (not a
+    link, not a directory holding anything else)."""
+    if out.is_symlink() or not out.is_dir():
+        raise LabError(f"{out}: not a directory (--force replaces only a lab directory)")
+    names = {entry.name for entry in out.iterdir()}
+    missing = sorted({"fabric.yaml", "design.json", "ifmap.json"} - names)
+    others = sorted(names - LAB_ENTRIES)
+    if missing or others:
+        why = f"{missing[0]} missing" if missing else f"it holds {others[0]!r}"
+        raise LabError(f"{out}: not a lab directory ({why}); --force replaces only a lab directory")
 
 
 def _write(d: Design, root: Path) -> None:
@@ -126,6 +162,9 @@ def refuse_links(root: Path, folders: tuple[str, ...] = ()) -> None:
             found += [Path(here, n) for n in dirs + files if Path(here, n).is_symlink()]
     if found:
         raise LabError(f"{found[0]}: a symbolic link (twin writes here and follows no link)")
+    odd = [e for e in root.iterdir() if not (e.is_file() or e.is_dir())]
+    if odd:
+        raise LabError(f"{odd[0]}: not a regular file or directory (a FIFO or socket planted?)")
 
 
 def lab_target(target: str) -> tuple[str, Lab | None]:
@@ -135,6 +174,8 @@ def lab_target(target: str) -> tuple[str, Lab | None]:
     if target and (path / "fabric.yaml").is_file():
         lab = Lab.open(path)
         return lab.name, lab
+    if path.is_dir():
+        raise LabError(f"{target}: a directory but not a lab directory (fabric.yaml missing)")
     if intent.is_lab_name(target):
         return target, None
     raise LabError(

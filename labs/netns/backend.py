@@ -40,7 +40,7 @@ class NetnsBackend:
 
     name: ClassVar[str] = "netns"
     capabilities: ClassVar[frozenset[str]] = frozenset(
-        {"fib", "bgp", "counters", "flows", "pcap", "probes", "failover-probes"}
+        {"fib", "bgp", "counters", "flows", "pcap", "probes", "failover-probes", "daemons"}
     )
 
     def __init__(self) -> None:

@@ -16,18 +16,19 @@ import subprocess
 import time
 from pathlib import Path
 
+from labs import lifecycle
 from labs.netns.netlink import inside
+from twin import safeio
 from twin.errors import LabError
-from twin.intent.fabric import is_lab_name
 
 FRR_BIN = Path("/usr/lib/frr")
-RUN_ROOT = Path("/run/twin")
 # Under a lab's run directory: the switches' configs, written by root only (see `conf_dir`).
 CONF_DIR = ".conf"
 # Each daemon keeps a crash-log directory `<daemon>.<pid>` here and removes it when it exits
 # cleanly; one killed with SIGKILL leaves it behind.
 FRR_TMP = Path("/var/tmp/frr")
 VTYSH = "vtysh"
+BFDCTL = "bfdd.sock"
 EVENT_LOG = "frr.log"
 # Lines of frr.conf a daemon only honours in the config it reads at startup (vtysh cannot
 # change them in a running daemon): each daemon starts from these, then `apply` loads the rest.
@@ -135,6 +136,7 @@ def start(
     rundir = run_dir(lab, node)
     rundir.mkdir(parents=True, exist_ok=True)
     shutil.chown(rundir, "frr", "frr")
+    rundir.chmod(0o750)  # its sockets steer the switch: frr's and root's only
     conf, text = _conf_files(lab, node, source)
     env = {
         "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
@@ -168,7 +170,7 @@ def start(
             f"file:{rundir / daemon}.log",
         ]
         if daemon == "bfdd":
-            args += ["--bfdctl", str(rundir / "bfdd.sock")]
+            args += ["--bfdctl", str(rundir / BFDCTL)]
         out = _open_output(rundir / f"{daemon}.out.log")
         try:
             with inside(netns):
@@ -179,6 +181,7 @@ def start(
                     stderr=subprocess.STDOUT,
                     env=env,
                     start_new_session=True,
+                    umask=0o007,  # sockets (bfdd.sock too) for user and group frr only
                 )
         finally:
             os.close(out)
@@ -198,6 +201,18 @@ def _wait_for(zserv: Path, zebra: subprocess.Popen[bytes], node: str, timeout: f
         time.sleep(0.005)
 
 
+def _restrict(sock: Path) -> None:
+    """Make a daemon's socket user and group frr's only (bfdd makes its control socket, which
+    can take BFD sessions and the BGP sessions on them down, for everyone): the socket itself
+    as found, never what a link there points to."""
+    fd = os.open(sock, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            os.chmod(f"/proc/self/fd/{fd}", 0o660)
+    finally:
+        os.close(fd)
+
+
 def apply(lab: str, node: str, timeout: float = 10) -> None:
     """Load the switch's `frr.conf` into its running daemons, as FRR's integrated config is
     loaded at boot (`vtysh -b`): vtysh sends each section to the daemon that owns it."""
@@ -205,10 +220,14 @@ def apply(lab: str, node: str, timeout: float = 10) -> None:
     path = conf_dir(lab, node) / "frr.conf"
     conf = path.read_text()
     deadline = time.monotonic() + timeout
-    while not all((rundir / f"{d}.vty").exists() for d in daemons(conf)):
+    sockets = [rundir / f"{d}.vty" for d in daemons(conf)]
+    sockets += [rundir / BFDCTL] if "bfdd" in daemons(conf) else []
+    while not all(s.exists() for s in sockets):
         if time.monotonic() > deadline:
             raise LabError(f"{node}: FRR daemons did not start (logs in {rundir})")
         time.sleep(0.02)
+    if "bfdd" in daemons(conf):
+        _restrict(rundir / BFDCTL)
     args = [VTYSH, "--vty_socket", str(rundir), "-f", str(path)]
     done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
     if done.returncode != 0:
@@ -249,8 +268,7 @@ def _move_log(log: Path, dest: Path) -> None:
     with os.fdopen(fd, "rb") as source:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return
-        dest.mkdir(parents=True, exist_ok=True)
-        with (dest / log.name).open("wb") as copy:
+        with safeio.create(dest / log.name) as copy:  # never through a link in the lab
             shutil.copyfileobj(source, copy)
     log.unlink(missing_ok=True)
 
@@ -282,11 +300,8 @@ def remove_tmp(pids: list[int]) -> None:
 
 
 def lab_run_dir(lab: str) -> Path:
-    """The lab's own run directory; a name that breaks the lab-name rule is refused, so the
-    path is always one entry directly under the run root."""
-    if not is_lab_name(lab):
-        raise ValueError(f"{lab!r} is not a lab name")
-    return RUN_ROOT / lab
+    """The lab's own run directory (`labs.lifecycle.run_dir`)."""
+    return lifecycle.run_dir(lab)
 
 
 def remove_run_dir(lab: str) -> None:
@@ -294,5 +309,3 @@ def remove_run_dir(lab: str) -> None:
     path = lab_run_dir(lab)
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
-    if RUN_ROOT.exists() and not any(RUN_ROOT.iterdir()):
-        RUN_ROOT.rmdir()

@@ -17,10 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from labs import events, processes, state
+from labs import events, lifecycle, processes, state
 from labs.backend import Progress, quiet
 from labs.netns import frr, neighbours, netlink
-from labs.netns.cleanup import claim, cleanup, namespaces_of
+from labs.netns.cleanup import cleanup, namespaces_of
 from labs.netns.plan import Plan, build
 from labs.netns.rtnl import Rtnl
 from labs.ready import not_ready
@@ -84,13 +84,14 @@ def deploy(lab: Lab, timeout: float | None = None, progress: Progress = quiet) -
     labcheck.check(lab, live=True)
     if is_running(lab):
         raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
+    lifecycle.check_owner(lab.name, lab.path, hint="twin destroy that directory first")
     if namespaces_of(lab.name):
         raise LabError(f"lab {lab.name} has leftovers from another run; twin cleanup {lab.name}")
     plan = build(lab)
     start = time.monotonic()
     st = state.State(lab.name, "netns")
     st.save(lab.path)
-    claim(lab.name, lab.path)  # the run directory: the tag cleanup finds
+    lifecycle.claim(lab.name, lab.path)  # the run directory: the tag cleanup finds
     sockets = netlink.Sockets()
     try:
         progress(f"creating {len(plan.nodes)} namespaces")

@@ -2,7 +2,9 @@
 
 BGP session changes come from each bgpd's own log (`%ADJCHANGE` lines, millisecond
 timestamps); route changes from polling the leaves' kernel FIBs over netlink: a prefix whose
-number of next hops changes, appears or is withdrawn.
+number of next hops changes, appears or is withdrawn; FRR daemons that died from polling the
+daemons the lab's state records (`daemon` events, and at the end one `daemons` event saying
+how many were watched, for the `daemons` validator).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from labs import events
+from labs import events, processes, state
 from labs.netns import frr
 from labs.netns.plan import netns_name
 from labs.netns.rtnl import Rtnl
@@ -50,6 +52,7 @@ class Monitor:
         self._stop = threading.Event()
         self._offsets: dict[Path, int] = {}
         self._routes: dict[str, dict[str, int]] = {}
+        self._dead: set[int] = set()  # daemons whose death was logged
         self._thread = threading.Thread(target=self._run, name=f"monitor-{lab.name}", daemon=True)
         self.seen: list[dict[str, Any]] = []
 
@@ -66,12 +69,15 @@ class Monitor:
             self._offsets[log] = log.stat().st_size
         with contextlib.closing(Rtnl()) as rtnl:
             self._fib(rtnl)
+        self._daemons()
         self._thread.start()
 
     def stop(self) -> None:
         """Stop watching (after one last look)."""
         self._stop.set()
         self._thread.join()
+        watched = self._daemons()
+        events.append(self.lab.path, "daemons", watched=watched, interval=self.interval)
 
     def _logs(self) -> list[Path]:
         logs = [frr.run_dir(self.lab.name, s) / frr.EVENT_LOG for s in self.lab.switches()]
@@ -105,12 +111,24 @@ class Monitor:
                         was=before.get(prefix, 0),
                     )
 
+    def _daemons(self) -> int:
+        """Log each recorded daemon found dead (once); how many are recorded."""
+        recorded = state.load(self.lab.path)
+        pids = recorded.pids if recorded is not None else {}
+        for node, daemons in pids.items():
+            for daemon, pid in daemons.items():
+                if pid not in self._dead and not processes.belongs(pid, self.lab.name):
+                    self._dead.add(pid)
+                    self._record("daemon", node=node, daemon=daemon, pid=pid, state="died")
+        return sum(len(daemons) for daemons in pids.values())
+
     def _run(self) -> None:
         with contextlib.closing(Rtnl()) as rtnl:
             while True:
                 stopping = self._stop.is_set()
                 self._bgp()
                 self._fib(rtnl)
+                self._daemons()
                 if stopping:
                     break
                 self._stop.wait(self.interval)

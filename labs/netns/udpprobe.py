@@ -6,7 +6,8 @@ the destination's namespace counts them and records every run of missing sequenc
 A flow's loss window is its longest such run, in packets, divided by its rate: at 1,000 pps
 it resolves to 1 ms. The sender stops at the end it was started with, or at the one it is
 given later (`until`): a probe can be held until something slow it observes has happened.
-The probes go through the kernels' own routing (the servers' ECMP included), so
+Both end within a second when the process that started them dies (SIGKILL included). The
+probes go through the kernels' own routing (the servers' ECMP included), so
 `labs.netns.paths.pin` can choose flows that cross a given element.
 """
 
@@ -35,9 +36,12 @@ for sport in json.loads(sys.argv[6]):
     s.connect((dst, dport))
     s.setblocking(False)
     socks.append(s)
-told, watch = {}, [0]
+told, watch, parent = {}, [0], os.getppid()
 def listen(timeout):
     global watch
+    if os.getppid() != parent:  # the run that started it has died: stop now
+        told["end"] = 0.0
+        watch = []
     if select.select(watch, [], [], timeout)[0]:
         data = os.read(0, 4096).decode()
         if not data:
@@ -47,7 +51,7 @@ def listen(timeout):
             told[key] = float(value)
 print("ready", flush=True)
 while "start" not in told and watch:
-    listen(None)
+    listen(1.0)
 pack, sent = struct.Struct("!Id").pack, [0] * len(socks)
 start = max(told.get("start", 0.0), time.time())
 seq = 0
@@ -59,7 +63,7 @@ while "start" in told:
     if due >= end:
         break
     wait = due - time.time()
-    if wait > 0 or watch:
+    if wait > 0 or watch or seq % 256 == 0:
         listen(max(0.0, wait))
         if time.time() < due:
             continue
@@ -80,7 +84,8 @@ s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
 s.bind((sys.argv[1], int(sys.argv[2])))
 unpack, flows = struct.Struct("!Id").unpack_from, {}
 print("ready", flush=True)
-while True:
+parent = os.getppid()
+while os.getppid() == parent:  # until told, or the run that started it has died
     ready, _, _ = select.select([s, 0], [], [], 0.5)
     while s in ready:
         try:

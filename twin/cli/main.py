@@ -4,6 +4,7 @@ The verbs and their one-line help are listed here, so that `twin --help` imports
 them and `twin VERB` imports only its own module (which imports only what it uses). Every
 error the library raises as `TwinError` is printed as one line on stderr, exit code 2; an
 internal error (a bug: a validator or verb crashed) is one line too, exit code 3, never a verdict.
+SIGINT and SIGTERM stop a verb in order (`twin.cli.signals`), exit 130 or 143.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import importlib
 import sys
 from collections.abc import Iterable, Sequence
 
+from twin.cli import signals
 from twin.errors import InternalError, TwinError, one_line
 
 VERBS = {
@@ -71,7 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser([]).print_help()
         return 2
     try:
-        code: int = args.func(args)
+        with signals.orderly():
+            code: int = args.func(args)
+    except signals.Stopped as stop:
+        refuse(stop.message)
+        return stop.code
     except TwinError as exc:
         refuse(str(exc))
         return 2

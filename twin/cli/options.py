@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from labs import registry
+from labs import lifecycle, registry
 from labs.backend import Backend
 from twin.errors import LabError
 from twin.labdir import Lab
@@ -17,10 +17,24 @@ def add_backend(p: argparse.ArgumentParser) -> None:
         choices=sorted(registry.BACKENDS),
         help=f"backend (default: the lab's running one, else {registry.DEFAULT})",
     )
+    p.add_argument(
+        "--force-owner",
+        action="store_true",
+        help="act on the lab's running twin even if another lab directory deployed it",
+    )
+    p.add_argument(
+        "--trust-lab-dir",
+        action="store_true",
+        help="as root, act on a lab directory another user owns or can write",
+    )
 
 
 def backend(args: argparse.Namespace, lab: Lab) -> Backend:
-    """The backend a verb acts through."""
+    """The backend a verb acts through; refused when a twin of the lab's name runs from
+    another lab directory (unless --force-owner), or, as root, on a lab directory another
+    user owns or can write (unless --trust-lab-dir)."""
+    lifecycle.check_lab_dir(lab.path, args.trust_lab_dir)
+    lifecycle.check_owner(lab.name, lab.path, args.force_owner)
     return registry.of(lab, args.backend)
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from labs.backend import Backend, Progress
+from twin import safeio
 from twin.labdir import Lab
 from twin.scenario import plan
 from twin.scenario.model import Scenario
@@ -68,15 +69,14 @@ def add_data_plane(
     progress(f"data plane: {len(fibs)} FIB snapshots of the live twin, time x {k:g}")
     played = sim.play(lab, timeline, progress)
     for key, value in {**played.extra, "sim_flows": played.flows}.items():
-        (run_dir / f"{key}.json").write_text(json.dumps(value))
+        safeio.write(run_dir / f"{key}.json", json.dumps(value))
     own: list[dict[str, Any]] = [
         {**e, "t": started + float(e["t"]) / k, "sim_t": e["t"], "backend": sim.name}
         for e in played.events
         if e["event"] in OWN_EVENTS
     ]
     if own:
-        with open(run_dir / "events.jsonl", "a") as log:
-            log.write("".join(json.dumps(e) + "\n" for e in own))
+        safeio.append(run_dir / "events.jsonl", "".join(json.dumps(e) + "\n" for e in own))
     run = dict(obs.run)
     run["backend"] = f"{run['backend']}+{sim.name}"
     run["capabilities"] = sorted(set(run["capabilities"]) | sim.capabilities)
@@ -85,4 +85,4 @@ def add_data_plane(
         "time_scale": k,
         "fibs": [label for _, label, _ in fibs],
     }
-    (run_dir / "run.json").write_text(json.dumps(run, indent=1))
+    safeio.write(run_dir / "run.json", json.dumps(run, indent=1))

@@ -71,6 +71,19 @@ class _Fib(RootModel[dict[str, dict[IPv4Network, list[_Hop]]]]):
     """What `fib/LABEL.json` holds: node -> prefix -> next hops."""
 
 
+RUN_KEYS: dict[str, type | tuple[type, ...]] = {
+    "lab": str,
+    "backend": str,
+    "scenario": str,
+    "capabilities": list,
+    "started": (int, float),
+    "ended": (int, float),
+    "phases": list,
+    "faults": list,
+}
+"""The keys of run.json every run has (the player writes them), and their JSON types."""
+
+
 @dataclass
 class Observations:
     """A run directory, read lazily."""
@@ -91,8 +104,17 @@ class Observations:
 
     @cached_property
     def run(self) -> dict[str, Any]:
-        """Lab, backend, capabilities, times, phases and faults."""
+        """Lab, backend, capabilities, times, phases and faults; each key every reader takes
+        there and of its type, else refused in one line."""
         data: dict[str, Any] = self._json("run.json")
+        for key, kind in RUN_KEYS.items():
+            if key not in data:
+                raise InputError(str(self.path / "run.json"), key, "missing")
+            if not isinstance(data[key], kind) or isinstance(data[key], bool):
+                what = "a string" if kind is str else "an array" if kind is list else "a number"
+                raise InputError(str(self.path / "run.json"), key, f"not {what}")
+        if not all(isinstance(c, str) for c in data["capabilities"]):
+            raise InputError(str(self.path / "run.json"), "capabilities", "not all strings")
         return data
 
     @cached_property

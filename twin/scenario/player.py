@@ -9,18 +9,23 @@ meaning whichever backend produced it.
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
 from labs.backend import Backend, Played, Progress, quiet
+from twin import safeio
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.fib import to_json
 from twin.scenario import model as scenarios
 from twin.scenario import plan
 from twin.scenario.model import Scenario
+
+FABRIC_BYTES = 16 << 20
+"""The largest fabric.yaml copied into a run directory."""
+INTERRUPTED = "interrupted"
+"""In a run directory whose run was stopped by a signal: which one."""
 
 
 def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Played) -> None:
@@ -44,21 +49,19 @@ def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Play
         "servers": lab.nodes("server"),
         "uplinks": plan.uplinks(lab),
     }
-    (out / "run.json").write_text(json.dumps(run, indent=1))
-    (out / "counters.json").write_text(json.dumps(played.counters))
-    (out / "flows.json").write_text(json.dumps(played.flows, indent=1))
+    safeio.write(out / "run.json", json.dumps(run, indent=1))
+    safeio.write(out / "counters.json", json.dumps(played.counters))
+    safeio.write(out / "flows.json", json.dumps(played.flows, indent=1))
     bgp = {when: [asdict(s) for s in sessions] for when, sessions in played.bgp.items()}
-    (out / "bgp.json").write_text(json.dumps(bgp))
-    (out / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in played.events))
-    if played.fibs:
-        (out / "fib").mkdir(exist_ok=True)
+    safeio.write(out / "bgp.json", json.dumps(bgp))
+    safeio.write(out / "events.jsonl", "".join(json.dumps(e) + "\n" for e in played.events))
     for label, (_, fib) in played.fibs.items():
-        (out / "fib" / f"{label}.json").write_text(json.dumps(to_json(fib)))
+        safeio.write(out / "fib" / f"{label}.json", json.dumps(to_json(fib)))
     if played.probes is not None:
-        (out / "probes.json").write_text(json.dumps(played.probes, indent=1))
+        safeio.write(out / "probes.json", json.dumps(played.probes, indent=1))
     for key, value in played.extra.items():
-        (out / f"{key}.json").write_text(json.dumps(value))
-    shutil.copyfile(lab.path / "fabric.yaml", out / "fabric.yaml")
+        safeio.write(out / f"{key}.json", json.dumps(value))
+    safeio.write(out / "fabric.yaml", safeio.read(lab.path / "fabric.yaml", FABRIC_BYTES) or b"")
 
 
 def play(lab: Lab, scenario: Scenario, backend: Backend, progress: Progress = quiet) -> Path:
@@ -66,8 +69,12 @@ def play(lab: Lab, scenario: Scenario, backend: Backend, progress: Progress = qu
     if not backend.running(lab):
         raise LabError(f"lab {lab.name} is not running on {backend.name} (twin deploy {lab.path})")
     out = lab.path / "runs" / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-    out.mkdir(parents=True)
-    (out / "scenario.yaml").write_text(scenarios.dump(scenario))
-    played = backend.play(lab, plan.timeline(lab, scenario, files=out), progress)
+    safeio.mkdir(out)
+    safeio.write(out / "scenario.yaml", scenarios.dump(scenario))
+    try:
+        played = backend.play(lab, plan.timeline(lab, scenario, files=out), progress)
+    except KeyboardInterrupt as stop:  # a signal (`twin.cli.signals`) or Ctrl-C
+        safeio.write(out / INTERRUPTED, f"interrupted: {stop}\n")
+        raise
     save(out, lab, scenario, backend, played)
     return out

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+from twin import safeio
 from twin.scenario.observations import Observations
 from twin.verdict import sim_plots
 
@@ -149,10 +150,11 @@ def draw(obs: Observations, loss_ms: dict[str, float] | None = None) -> list[tup
 
 def write(obs: Observations, out: Path, loss_ms: dict[str, float] | None = None) -> list[Path]:
     """Write the plots that have data into `out`; returns the files written."""
-    out.mkdir(parents=True, exist_ok=True)
+    safeio.mkdir(out)
     written = []
     for name, fig in draw(obs, loss_ms):
-        fig.savefig(out / name, dpi=90)
+        with safeio.create(out / name) as file:
+            fig.savefig(file, dpi=90, format="png")
         pyplot().close(fig)
         written.append(out / name)
     return written

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from twin import safeio
 from validators.result import Result, Status
 
 FINDINGS_SHOWN = 50
@@ -113,15 +114,15 @@ def junit(results: Sequence[Result], title: str) -> str:
 
 def write(results: Sequence[Result], out: Path, title: str) -> int:
     """Write report.json, junit.xml and report.md into `out`; return the exit code."""
-    out.mkdir(parents=True, exist_ok=True)
+    safeio.mkdir(out)
     data = {
         "title": title,
         "exit_code": exit_code(results),
         "results": [r.to_json() for r in results],
     }
-    (out / "report.json").write_text(json.dumps(data, indent=2) + "\n")
-    (out / "junit.xml").write_text(junit(results, title))
-    (out / "report.md").write_text(markdown(results, title))
+    safeio.write(out / "report.json", json.dumps(data, indent=2) + "\n")
+    safeio.write(out / "junit.xml", junit(results, title))
+    safeio.write(out / "report.md", markdown(results, title))
     return exit_code(results)
 
 

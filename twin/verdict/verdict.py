@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from twin import safeio
 from twin.errors import InputError
 from twin.intent.inputs import strict_yaml
 from twin.labdir import Lab, refuse_links
@@ -79,6 +80,6 @@ def report_run(run_dir: Path, static: bool = False) -> tuple[int, list[Result]]:
     }
     images = plots.write(obs, run_dir, loss)
     if images:
-        with open(run_dir / "report.md", "a") as md:
-            md.write("\n## Plots\n\n" + "".join(f"![{p.stem}]({p.name})\n\n" for p in images))
+        listed = "".join(f"![{p.stem}]({p.name})\n\n" for p in images)
+        safeio.append(run_dir / "report.md", "\n## Plots\n\n" + listed)
     return code, results

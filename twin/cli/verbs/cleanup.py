@@ -1,14 +1,16 @@
 """`twin cleanup [LAB ...] [--all]`: remove what crashed runs left, found by the lab tag.
 
-Named labs (by name or lab directory) are removed whatever their state. Without a name, only
-labs that are provably left over are: those still deploying or running are listed and kept,
-unless `--all` is given.
+Named labs are removed when they are left over, or when named by the lab directory that
+deployed them; a live twin named otherwise (by name, or from another lab directory) is refused
+unless `--force-owner` is given. Without a name, only labs that are provably left over are
+removed: those still deploying or running are listed and kept, unless `--all` is given.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from labs import lifecycle
 from labs.netns import cleanup
 from labs.netns import lifecycle as netns
 from twin.labdir import lab_target
@@ -24,6 +26,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--all", action="store_true", help="without LAB: also labs still deploying or running"
     )
+    p.add_argument(
+        "--force-owner",
+        action="store_true",
+        help="remove a named live twin even if another lab directory (or none) deployed it",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,17 +38,22 @@ def run(args: argparse.Namespace) -> int:
     netns.check_root()
     targets = [lab_target(t) for t in args.labs]
     chosen = [(name, lab.path if lab else None) for name, lab in targets]
+    for name, path in chosen:
+        lifecycle.check_owner(name, path, args.force_owner)
     if not args.labs:
         for name in cleanup.labs_left():
-            why = cleanup.status(name)
+            why = lifecycle.status(name)
             if why == "left over" or args.all:
                 chosen.append((name, None))
             else:
-                print(f"{name}: {why}, kept (twin cleanup {name}, or --all, removes it)")
+                print(
+                    f"{name}: {why}, kept (twin cleanup {name} --force-owner, or --all, removes it)"
+                )
         if not chosen:
             print("nothing to clean up")
     for name, path in chosen:
-        removed = cleanup.cleanup(name, path)
+        with lifecycle.locked(name, "cleanup"):
+            removed = cleanup.cleanup(name, path)
         print(
             f"{name}: removed {removed['namespaces']} namespaces, {removed['processes']} processes"
         )

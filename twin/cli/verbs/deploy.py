@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from labs import lifecycle
 from twin.cli.options import add_backend, backend
 from twin.labdir import Lab
 
@@ -32,7 +33,8 @@ def progress(message: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Deploy and print what converged."""
     lab = Lab.open(args.lab)
-    up = backend(args, lab).deploy(lab, progress, timeout=args.timeout)
+    with lifecycle.locked(lab.name, "deploy"):
+        up = backend(args, lab).deploy(lab, progress, timeout=args.timeout)
     links = up.details.get("links")
     print(
         f"{lab.name}: {up.nodes} nodes"

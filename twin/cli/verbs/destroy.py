@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from labs import lifecycle
 from twin.cli.options import add_backend, backend
 from twin.labdir import Lab
 
@@ -20,6 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Destroy and say what was removed."""
     lab = Lab.open(args.lab)
-    removed = backend(args, lab).destroy(lab)
+    with lifecycle.locked(lab.name, "destroy"):
+        removed = backend(args, lab).destroy(lab)
     print(f"{lab.name}: removed " + ", ".join(f"{n} {what}" for what, n in removed.items()))
     return 0

@@ -16,7 +16,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of this verb."""
     p.add_argument("fabric", type=Path, help="the intent (fabric.yaml)")
     p.add_argument("-o", "--out", type=Path, required=True, help="lab directory to write")
-    p.add_argument("--force", action="store_true", help="replace an existing lab directory")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing lab directory (never the working directory or one above it, "
+        "never a directory holding anything else)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

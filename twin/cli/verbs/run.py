@@ -12,12 +12,13 @@ at the end (unless --keep); a twin that was already running is left running.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import threading
 import time
 from pathlib import Path
 
-from labs import registry
+from labs import lifecycle, registry
 from twin import labdir
 from twin.cli.options import add_backend, backend
 from twin.cli.text import table
@@ -87,10 +88,17 @@ def run(args: argparse.Namespace) -> int:
         progress(f"generated the reference fabric into {lab_dir}")
     lab = Lab.open(lab_dir)
     scenario = scenarios.load(args.scenario, lab)
+    with lifecycle.locked(lab.name, "run"):
+        return _run(args, lab, scenario)
+
+
+def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> int:
+    """Deploy unless running, play, destroy what was deployed here; the verdict."""
     chosen = backend(args, lab)
     deployed = not chosen.running(lab)
     if deployed:
-        up = chosen.deploy(lab, progress, timeout=args.timeout)
+        with contextlib.nullcontext() if args.keep else lifecycle.transient():
+            up = chosen.deploy(lab, progress, timeout=args.timeout)
         progress(
             f"{lab.name}: {up.nodes} nodes, {up.sessions} BGP sessions, "
             f"converged in {up.seconds} s ({up.backend})"
