@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 LINK_MTU = 9500
 """Containerlab's default veth MTU (docs/manual/network.md), above the switches' 9100."""
 CLABERNETES_API = "clabernetes.containerlab.dev/v1alpha1"
+POD_SECURITY = {"pod-security.kubernetes.io/enforce": "privileged"}
+"""The namespace label clabverter writes: the launcher pods run privileged (Docker in the
+pod), which a cluster enforcing the baseline or restricted Pod Security Standard refuses."""
 
 
 def endpoint(index: int) -> str:
@@ -81,12 +84,16 @@ def dump(data: dict[str, Any]) -> str:
 
 
 def clabernetes(lab: Lab, topo: dict[str, Any]) -> str:
-    """The Clabernetes form: a namespace, one ConfigMap per switch holding its bound files,
+    """The Clabernetes form: a namespace (labelled to admit privileged pods), one ConfigMap per switch holding its bound files,
     and a Topology resource wrapping the same containerlab topology (clabernetes
     apis/v1alpha1/topologyspec.go; the shape clabverter writes)."""
     namespace = network(lab.name)
     docs: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": dict(POD_SECURITY)},
+        }
     ]
     files: dict[str, list[dict[str, str]]] = {}
     for switch in lab.switches():
