@@ -14,7 +14,8 @@ docker-sonic-vs container are answered as the image would, from what the topolog
 it and from the real state of its interfaces: `redis-cli ping`, `supervisorctl status|start|
 signal`, `sonic-cfggen -d -v DEVICE_METADATA.localhost.hostname` (the hostname of the config
 bound at /var/sonic/config_db.json, which start.sh loads), `vtysh -f FILE` (FILE must be
-bound), `vtysh -c 'show bgp summary json'` (FRR's JSON: a peer is Established when both
+bound), `ip link set dev PORT carrier off|on` (the port's kernel carrier, tests/fake_vs.py),
+`vtysh -c 'show bgp summary json'` (FRR's JSON: a peer is Established when both
 ends' configs were pushed, both bgpds run, and the ports between them are up), `ip -j route
 show` (the container's kernel routes, which tests/fake_vs.py keeps what the switch's FRR
 would install; it also gives the switches ports that forward frames).
@@ -56,12 +57,18 @@ class Engine:
         self.requests: list[tuple[str, str, Any]] = []
         self.pushed: set[str] = set()  # containers whose frr.conf vtysh loaded
         self.stopped: dict[str, set[str]] = {}  # container -> daemons not running
+        self.carrier_off: dict[str, set[str]] = {}  # container -> ports told `carrier off`
         self.lock = threading.RLock()
 
     def alive(self, name: str) -> bool:
         """Whether a switch container's bgpd runs with its frr.conf pushed."""
         with self.lock:
             return name in self.pushed and "bgpd" not in self.stopped.get(name, set())
+
+    def off(self, name: str) -> frozenset[str]:
+        """The ports of a switch container whose kernel carrier was turned off."""
+        with self.lock:
+            return frozenset(self.carrier_off.get(name, set()))
 
     def executed(self) -> list[tuple[str, list[str]]]:
         """(container name, argv) of every exec started, in order."""
@@ -106,7 +113,7 @@ def _bgp_summary(engine: Engine, box: dict[str, Any]) -> str:
     """FRR's JSON: a peer is Established when bgpd runs with its frr.conf pushed on both
     ends and both ports toward each other are up."""
     db = fake_vs.config(box)
-    up = fake_vs.ports_up(db, fake_vs.operstate(box["netns"]))
+    up = fake_vs.ports_up(db, fake_vs.operstate(box["netns"]), engine.off(box["name"]))
     peers = {}
     for peer, desc in fake_vs.neighbours(box).items():
         other = _box(f"clab-{box['lab']}-{desc}")
@@ -175,6 +182,12 @@ def answer(engine: Engine, box: dict[str, Any], argv: list[str]) -> tuple[int, s
         return 0, "", ""
     if argv == ["vtysh", "-c", "show bgp summary json"]:
         return 0, _bgp_summary(engine, box), ""
+    if argv[:4] == ["ip", "link", "set", "dev"] and argv[5:6] == ["carrier"]:
+        if argv[4] not in fake_vs.config(box).get("PORT", {}):
+            return 1, "", f'Cannot find device "{argv[4]}"\n'
+        off = engine.carrier_off.setdefault(name, set())
+        (off.add if argv[6] == "off" else off.discard)(argv[4])
+        return 0, "", ""
     if argv == ["ip", "-j", "route", "show"]:
         return 0, _routes(box), ""
     message = f'OCI runtime exec failed: exec: "{argv[0]}": executable file not found in $PATH'
@@ -300,7 +313,7 @@ def serve(socket_path: Path) -> tuple[Engine, _Server]:
     switches' routing (tests/fake_vs.py); (its state, the server to stop)."""
     server = _Server(str(socket_path), _Handler)
     server.engine = Engine(set(IMAGES))
-    server.routing = fake_vs.Routing(fake_clab.load_state, server.engine.alive)
+    server.routing = fake_vs.Routing(fake_clab.load_state, server.engine.alive, server.engine.off)
     server.routing.start()
     threading.Thread(target=server.serve_forever, name="fake-docker", daemon=True).start()
     return server.engine, server

@@ -4,16 +4,24 @@ ports, addresses and the routes its FRR would install, in the container's real n
 * Ports (at deploy, as orchagent creates them): each PORT of the bound config_db.json gets a
   netdev named after it (`Ethernet0`, or its PortChannel when it is one's member) on its wire
   `eth<index>`: a macvlan, so it answers ARP with a MAC of its own while `ethN` stays silent
-  (the backend turns `ethN`'s ARP replies off, as for the image's TAP ports). INTERFACE /
+  (the backend turns `ethN`'s ARP replies off, as for the image's TAP ports).
+* Carrier: in the image the port is a TAP that vslib keeps LOWER_UP whatever `ethN` does
+  (sonic-sairedis 21851c5 vslib: a carrier change of `ethN` only becomes a SAI port-status
+  notification, SwitchStateBaseHostif.cpp 915-970; orchagent's host-interface oper status
+  has no handler, SwitchStateBase.cpp 578-613), so zebra keeps what goes through it. A macvlan
+  follows its wire, so the fake keeps each port's kernel carrier apart (`carrier`: the ports
+  an `ip link set dev PORT carrier off` in the switch turned off); that, not the wire,
+  decides the static routes zebra keeps. INTERFACE /
   PORTCHANNEL_INTERFACE addresses go on those netdevs, LOOPBACK_INTERFACE on `Loopback0`;
   the kernel forwards (`ip_forward`, L4 multipath hashing, no reverse-path filter).
 * Routes (`Routing`, a thread of the fake Docker engine, polling every `POLL_S`): the
-  static routes of each switch's frr.conf (`ip route P NH`, while NH's port is up) and the
-  BGP routes its sessions would give: every `network` a switch originates (a static one
-  while its static is up) travels over Established sessions (bgpd running on both ends,
-  frr.conf pushed, both ports up), eBGP style (a path through the switch's own AS is
-  refused), shortest AS path first, equal lengths as ECMP (`maximum-paths`, as-path
-  multipath-relax). They are installed in the switch's kernel (`proto bgp` / `static`).
+  static routes of each switch's frr.conf (`ip route P NH`, while NH's port has its kernel
+  carrier) and the BGP routes its sessions would give: every `network` a switch originates
+  (a static one while its static is up) travels over Established sessions (bgpd running on
+  both ends, frr.conf pushed, both wires up and both ports' carrier on), eBGP style (a path
+  through the switch's own AS is refused), shortest AS path first, equal lengths as ECMP
+  (`maximum-paths`, as-path multipath-relax). They are installed in the switch's kernel
+  (`proto bgp` / `static`).
 
 Next hops' MACs are pinned (permanent neighbours), as the ASIC's neighbour table holds them
 while BGP keeps ARP resolved. A link fault is seen on the next poll (FRR sees carrier loss at
@@ -76,10 +84,26 @@ def operstate(netns: str) -> dict[str, bool]:
     return {x["ifname"]: x.get("operstate") == "UP" for x in json.loads(done.stdout or "[]")}
 
 
-def ports_up(db: dict[str, Any], up: dict[str, bool]) -> dict[str, bool]:
-    """SONiC interface (port or PortChannel) -> carrier, from its wire (eth<PORT index>) as
-    `up` (interface -> up) has it."""
-    ports = {p: up.get(f"eth{int(v['index'])}", False) for p, v in db.get("PORT", {}).items()}
+def ports_up(
+    db: dict[str, Any], up: dict[str, bool], off: frozenset[str] = frozenset()
+) -> dict[str, bool]:
+    """SONiC interface (port or PortChannel) -> frames pass: its wire (eth<PORT index>) is up
+    as `up` (interface -> up) has it, and its kernel carrier was not turned `off`."""
+    ports = {
+        p: up.get(f"eth{int(v['index'])}", False) and p not in off
+        for p, v in db.get("PORT", {}).items()
+    }
+    return _channels(db, ports)
+
+
+def carrier(db: dict[str, Any], off: frozenset[str]) -> dict[str, bool]:
+    """SONiC interface -> kernel carrier (LOWER_UP) as zebra sees it: on unless the switch
+    turned it `off`, whatever the wire does (the image's TAP, see the module doc)."""
+    return _channels(db, {p: p not in off for p in db.get("PORT", {})})
+
+
+def _channels(db: dict[str, Any], ports: dict[str, bool]) -> dict[str, bool]:
+    """`ports` with each PortChannel up when any member is."""
     for key in db.get("PORTCHANNEL_MEMBER", {}):
         channel, member = key.split("|")
         ports[channel] = ports.get(channel, False) or ports.get(member, False)
@@ -129,7 +153,8 @@ def _port_toward(db: dict[str, Any], ip: str) -> str | None:
 
 
 def speaker(box: dict[str, Any], db: dict[str, Any], up: dict[str, bool]) -> Speaker:
-    """A switch's BGP speaker from its frr.conf (statics only while their port is up)."""
+    """A switch's BGP speaker from its frr.conf (statics only while their port is up in `up`:
+    its kernel carrier, which zebra watches)."""
     conf = Path(box["binds"][FRR_CONF]).read_text()
     statics = {}
     for prefix, gateway in re.findall(r"^ip route (\S+) (\S+)$", conf, re.M):
@@ -197,15 +222,16 @@ class Routing(threading.Thread):
     """Keeps every switch's kernel routes what its FRR would install (see the module doc).
 
     `boxes()` gives the fake's containers, `alive(name)` whether a switch's bgpd runs with
-    its frr.conf pushed."""
+    its frr.conf pushed, `off(name)` the ports whose carrier the switch turned off."""
 
     def __init__(
         self,
         boxes: Callable[[], dict[str, dict[str, Any]]],
         alive: Callable[[str], bool],
+        off: Callable[[str], frozenset[str]],
     ) -> None:
         super().__init__(name="fake-vs-routing", daemon=True)
-        self.boxes, self.alive = boxes, alive
+        self.boxes, self.alive, self.off = boxes, alive, off
         self.installed: dict[str, dict[str, Route]] = {}
         self.stopped = threading.Event()
         self.sockets: dict[str, IPRoute] = {}
@@ -241,10 +267,13 @@ class Routing(threading.Thread):
         }
         dbs = {name: config(box) for name, box in switches.items()}
         up = {
-            name: ports_up(dbs[name], self.operstate(box["netns"]))
+            name: ports_up(dbs[name], self.operstate(box["netns"]), self.off(name))
             for name, box in switches.items()
         }
-        speakers = {name: speaker(box, dbs[name], up[name]) for name, box in switches.items()}
+        speakers = {
+            name: speaker(box, dbs[name], carrier(dbs[name], self.off(name)))
+            for name, box in switches.items()
+        }
         for name, box in switches.items():
             for address, peer in neighbours(box).items():
                 other = f"clab-{box['lab']}-{peer}"

@@ -158,6 +158,36 @@ def test_deploy_configures_everything_then_a_link_fault_then_destroy(fakes: Fake
     assert fake_clab.load_state() == {}
 
 
+def _hops(fakes: Fakes, node: str, address: str) -> set[str]:
+    """The interfaces of a switch's kernel route to `address` (none when it has none)."""
+    routes = json.loads(fakes.ns(node, "-j", "route", "show", f"{address}/32") or "[]")
+    return {h.get("dev", "") for r in routes for h in r.get("nexthops", [r])}
+
+
+def test_a_server_link_fault_withdraws_the_server_from_its_leaf(fakes: Fakes) -> None:
+    """The image's port keeps its carrier when `ethN` goes (the fake models it so): the
+    fault also turns the leaf port's carrier off, so zebra drops the server's /32 and the
+    spines route to the server only through the other leaf; the restore brings both back."""
+    lab = fakes.lab
+    backend = registry.get("clab")
+    backend.deploy(lab, lambda _: None)
+    host = json.loads((lab.path / "clab" / "server1" / "host.json").read_text())
+    address = host["address"].split("/")[0]
+    nic = next(n for n in host["interfaces"] if n["nic"] == "nic0")
+    leaf, port = nic["peer"], nic["peer_port"]
+    both = _hops(fakes, "spine1", address)
+    assert len(both) == 2, both
+    event = backend.fault(lab, Fault("link-down", link="server1:nic0"))
+    assert event["ends"] == ["server1:nic0", f"{leaf}:{port}"]
+    wait_for(lambda: len(_hops(fakes, "spine1", address)) == 1, "spine1 withdraws a leaf", 10)
+    assert ["ip", "link", "set", "dev", port, "carrier", "off"] in fakes.execs(leaf)
+    wait_for(lambda: port not in _hops(fakes, leaf, address), f"{leaf} drops the /32", 10)
+    backend.fault(lab, Fault("link-up", link="server1:nic0"))
+    assert fakes.execs(leaf)[-1] == ["ip", "link", "set", "dev", port, "carrier", "on"]
+    wait_for(lambda: _hops(fakes, "spine1", address) == both, "spine1 routes both again", 10)
+    backend.destroy(lab)
+
+
 def test_daemon_kill_and_node_restart(fakes: Fakes) -> None:
     lab = fakes.lab
     backend = registry.get("clab")

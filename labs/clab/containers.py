@@ -13,6 +13,8 @@ from twin.labdir import Lab
 if TYPE_CHECKING:
     import docker
 
+CARRIER = {True: "on", False: "off"}
+
 
 class Containers:
     """A deployed lab's containers, reached through one Docker client."""
@@ -64,8 +66,19 @@ class Containers:
         raise LabError(f"lab {self.lab.name}: {node} has no port or neighbour {other!r}")
 
     def set_link(self, spec: str, up: bool) -> list[tuple[str, str]]:
-        """Set both container interfaces of a link up or down; the ends."""
+        """Set both container interfaces of a link up or down, and a switch end's port carrier
+        with them; the ends.
+
+        docker-sonic-vs keeps its port (a TAP) LOWER_UP whatever `ethN` does (sonic-sairedis
+        vslib turns `ethN`'s carrier into a SAI notification only), so zebra would keep the
+        routes through it; `ip link set dev PORT carrier off|on` in the switch does what a
+        hardware switch's kernel sees when the link goes."""
         ends = self.link_ends(spec)
         for node, eth in ends:
             namespace.set_state(self.pid(node), eth, up)
+            if node in self.lab.switches():
+                port = self.port[node][eth]
+                done = self.run(node, ["ip", "link", "set", "dev", port, "carrier", CARRIER[up]])
+                if done.returncode != 0:
+                    raise LabError(f"{node}: carrier of {port}: {done.stderr.strip()[:200]}")
         return ends

@@ -1,7 +1,8 @@
 """Faults on a clab twin (docs/containerlab.md has the table).
 
 * link-down / link-up / link-flap: both container interfaces (`ethN`) of the link down / up,
-  by netlink in each container's namespace; SONiC-VS sees its port's carrier go.
+  by netlink in each container's namespace, and a switch end's port carrier off / on in the
+  switch (docker-sonic-vs keeps its TAP port up whatever `ethN` does).
 * node-down / node-up: `containerlab stop` / `start --node` (the node's links are parked and
   its peers keep theirs); a switch is then started as containerlab's post-deploy does and its
   frr.conf pushed again, a server is set up again.

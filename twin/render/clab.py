@@ -84,9 +84,10 @@ def dump(data: dict[str, Any]) -> str:
 
 
 def clabernetes(lab: Lab, topo: dict[str, Any]) -> str:
-    """The Clabernetes form: a namespace (labelled to admit privileged pods), one ConfigMap per switch holding its bound files,
-    and a Topology resource wrapping the same containerlab topology (clabernetes
-    apis/v1alpha1/topologyspec.go; the shape clabverter writes)."""
+    """The Clabernetes form: a namespace (labelled to admit privileged pods), one ConfigMap
+    per switch holding its bound files, and a Topology resource wrapping the same
+    containerlab topology (clabernetes apis/v1alpha1/topologyspec.go; the shape clabverter
+    writes)."""
     namespace = network(lab.name)
     docs: list[dict[str, Any]] = [
         {
