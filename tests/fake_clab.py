@@ -11,6 +11,8 @@ Formats follow srl-labs/containerlab @39ff2b7:
   `clab-node-kind`, `clab-topo-file` (constants/labels.go); the lab directory `clab-<lab>`
   next to the topology file, removed by `destroy --cleanup`.
 
+The management network is created through the Docker Engine at `DOCKER_HOST` (reused by name,
+refused by Docker when its subnet overlaps another network's) and removed by `destroy`.
 A "container" here is a network namespace `<lab>.<node>` with a `sleep` process in it (its
 pid is the container's pid) and the topology's links as veth pairs named by their endpoints.
 `stop` sets the node's interfaces down where containerlab parks them in another namespace.
@@ -21,6 +23,7 @@ Docker engine (tests/fake_docker.py) reads.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -33,6 +36,9 @@ from typing import Any
 
 import fake_vs
 import yaml
+
+DEFAULT_SUBNET = "172.20.20.0/24"
+"""Containerlab's management subnet when the topology names none (docs/manual/network.md)."""
 
 
 def _dir() -> Path:
@@ -79,7 +85,11 @@ def _deploy(argv: list[str]) -> int:
     lab, state = topo["name"], load_state()
     kinds = topo["topology"].get("kinds", {})
     (path.parent / f"clab-{lab}").mkdir(exist_ok=True)
-    subnet = topo.get("mgmt", {}).get("ipv4-subnet", "172.20.20.0/24")
+    refused = _network(topo)
+    if refused:
+        print(f"Error: failed to create docker network: {refused}", file=sys.stderr)
+        return 1
+    subnet = topo.get("mgmt", {}).get("ipv4-subnet", DEFAULT_SUBNET)
     base, prefixlen = subnet.split("/")
     octets = base.split(".")
     for number, (node, spec) in enumerate(topo["topology"]["nodes"].items(), start=2):
@@ -133,6 +143,35 @@ def _deploy(argv: list[str]) -> int:
     return 0
 
 
+def _docker() -> Any:
+    import docker
+
+    return docker.DockerClient(base_url=os.environ["DOCKER_HOST"])
+
+
+def _network(topo: dict[str, Any]) -> str | None:
+    """Create the management network through Docker, or reuse it by name (containerlab
+    core/network.go); Docker's error when it refuses."""
+    from docker.errors import APIError, NotFound
+    from docker.types import IPAMConfig, IPAMPool
+
+    mgmt = topo.get("mgmt", {})
+    name, subnet = mgmt.get("network", "clab"), mgmt.get("ipv4-subnet", DEFAULT_SUBNET)
+    engine = _docker()
+    try:
+        engine.networks.get(name)
+        return None
+    except NotFound:
+        pass
+    try:
+        engine.networks.create(
+            name, driver="bridge", ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=subnet)])
+        )
+    except APIError as exc:
+        return str(exc.explanation)
+    return None
+
+
 def _of_lab(lab: str) -> dict[str, Any]:
     return {k: v for k, v in load_state().items() if v["lab"] == lab}
 
@@ -149,6 +188,11 @@ def _destroy(argv: list[str]) -> int:
         subprocess.run(["ip", "netns", "del", box["netns"]], capture_output=True, check=False)
         del state[name]
     _save(state)
+    from docker.errors import DockerException
+
+    # Docker may be gone already when a test's teardown cleans up after a failure.
+    with contextlib.suppress(DockerException, KeyError):
+        _docker().networks.get(topo.get("mgmt", {}).get("network", "clab")).remove()
     if "--cleanup" in argv or "-c" in argv:
         shutil.rmtree(path.parent / f"clab-{topo['name']}", ignore_errors=True)
     return 0

@@ -3,6 +3,9 @@
 It answers the endpoints the Docker SDK (`docker` 7.x, API version 1.45) calls for what the
 clab backend does, in the Engine API's formats (docs.docker.com/reference/api/engine/v1.45):
 `GET /_ping`, `GET /version`, `GET /images/{name}/json` (404 `{"message": "No such image"}`),
+`GET /networks`, `GET /networks/{id}`, `POST /networks/create` (403 when the subnet overlaps
+another network's, as Docker's IPAM refuses it; the default `bridge` 172.17.0.0/16 exists),
+`DELETE /networks/{id}`,
 `GET /containers/json`, `GET /containers/{id}/json` (`Id`, `Name`, `State.Pid`, `Config`),
 `POST /containers/{id}/exec` (201 `{"Id"}`), `POST /exec/{id}/start` (detached: 200; attached:
 101 upgrade, then the multiplexed stream: 8-byte headers `[stream, 0, 0, 0, size (big-endian
@@ -58,6 +61,33 @@ class Engine:
         self.pushed: set[str] = set()  # containers whose frr.conf vtysh loaded
         self.stopped: dict[str, set[str]] = {}  # container -> daemons not running
         self.carrier_off: dict[str, set[str]] = {}  # container -> ports told `carrier off`
+        self.networks: dict[str, dict[str, Any]] = {}  # name -> network, as inspect shows it
+        self.lock = threading.RLock()
+        self.add_network("bridge", "172.17.0.0/16")  # the daemon's default bridge
+
+    def add_network(self, name: str, subnet: str) -> str | None:
+        """Create a network as `POST /networks/create` does; why not when it cannot (a name
+        taken, or a subnet overlapping another network's: Docker's IPAM refuses it)."""
+        if name in self.networks:
+            return f"network with name {name} already exists"
+        new = ipaddress.IPv4Network(subnet)
+        for net in self.networks.values():
+            for pool in net["IPAM"]["Config"]:
+                if new.overlaps(ipaddress.IPv4Network(pool["Subnet"])):
+                    return (
+                        "invalid pool request: Pool overlaps with other one on this address space"
+                    )
+        self.networks[name] = {
+            "Name": name,
+            "Id": secrets.token_hex(32),
+            "Driver": "bridge",
+            "IPAM": {"Driver": "default", "Config": [{"Subnet": subnet}]},
+        }
+        return None
+
+    def network(self, ref: str) -> dict[str, Any] | None:
+        """A network by name or id."""
+        return next((n for n in self.networks.values() if ref in (n["Name"], n["Id"])), None)
         self.lock = threading.RLock()
 
     def alive(self, name: str) -> bool:
@@ -246,6 +276,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(404, {"message": f"No such container: {m[1]}"})
             else:
                 self._send(200, _inspect(box))
+        elif path == "/networks":
+            self._send(200, list(engine.networks.values()))
+        elif m := re.fullmatch(r"/networks/([^/]+)", path):
+            net = engine.network(m[1])
+            self._send(200, net) if net else self._send(404, {"message": "network not found"})
         elif m := re.fullmatch(r"/exec/([^/]+)/json", path):
             done = engine.execs[m[1]]
             self._send(200, {"ID": m[1], "Running": False, "ExitCode": done.get("exit", 0)})
@@ -268,8 +303,32 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(201, {"Id": exec_id})
         elif m := re.fullmatch(r"/exec/([^/]+)/start", path):
             self._start(engine, m[1], body or {})
+        elif path == "/networks/create":
+            pools = (body.get("IPAM") or {}).get("Config") or [{"Subnet": "172.18.0.0/16"}]
+            with engine.lock:
+                refused = engine.add_network(body["Name"], pools[0]["Subnet"])
+            if refused:
+                self._send(409 if "already exists" in refused else 403, {"message": refused})
+            else:
+                self._send(201, {"Id": engine.networks[body["Name"]]["Id"], "Warning": ""})
         else:
             self._send(404, {"message": f"page not found: {path}"})
+
+    def do_DELETE(self) -> None:
+        """Network removal."""
+        engine = self.server.engine
+        path, _ = self._path()
+        engine.requests.append(("DELETE", path, None))
+        m = re.fullmatch(r"/networks/([^/]+)", path)
+        net = engine.network(m[1]) if m else None
+        if net is None:
+            self._send(404, {"message": f"network {path} not found"})
+            return
+        with engine.lock:
+            del engine.networks[net["Name"]]
+        self.send_response(204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def _start(self, engine: Engine, exec_id: str, body: dict[str, Any]) -> None:
         job = engine.execs[exec_id]

@@ -11,6 +11,7 @@ real BGP in the image) is listed in docs/containerlab.md.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import subprocess
@@ -27,8 +28,10 @@ from conftest import lab_name, wait_for, write_lab
 
 from labs import processes, registry, state
 from labs.backend import Fault, FlowSpec, Phase, ProbePair
+from labs.clab import tools
 from twin.errors import LabError
 from twin.labdir import Lab
+from twin.render import sonic_vs
 
 SWITCH_STARTUP = [
     ["redis-cli", "ping"],
@@ -82,10 +85,10 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fakes]:
     try:
         yield Fakes(lab, fake_state, engine, server.routing)
     finally:
-        server.shutdown()
-        server.server_close()
         if fake_clab.load_state():
             fake_clab.main(["destroy", "-t", str(lab.path / "topology.clab.yml"), "--cleanup"])
+        server.shutdown()
+        server.server_close()
 
 
 # --------------------------------------------------------------------------- deploy, faults
@@ -101,11 +104,16 @@ def test_deploy_configures_everything_then_a_link_fault_then_destroy(fakes: Fake
     peers = 2 * sum(1 for *_, e in lab.graph.edges(data=True) if e["kind"] == "fabric")
     assert (up.backend, up.nodes, up.sessions) == ("clab", 10, peers)
     assert backend.running(lab) and state.load(lab.path) is not None
-    # Docker: pinged, both images looked up, nothing pulled or created.
+    # Docker: pinged, both images looked up, nothing pulled; containerlab created the lab's
+    # own management network, at the topology's subnet.
     gets = [p for m, p, _ in fakes.engine.requests if m == "GET"]
     assert "/_ping" in gets
     assert {f"/images/{image}/json" for image in fake_docker.IMAGES} <= set(gets)
-    assert not [p for m, p, _ in fakes.engine.requests if "create" in p or "pull" in p]
+    made = [p for m, p, _ in fakes.engine.requests if "create" in p or "pull" in p]
+    assert made == ["/networks/create"]
+    mgmt = yaml.safe_load((lab.path / "topology.clab.yml").read_text())["mgmt"]
+    net = fakes.engine.networks[f"twin-{lab.name}"]
+    assert net["IPAM"]["Config"] == [{"Subnet": mgmt["ipv4-subnet"]}]
     # Each switch: readiness, bfdd, frr.conf pushed with vtysh, then BGP polled.
     for switch in lab.switches():
         assert fakes.execs(switch)[: len(SWITCH_STARTUP)] == SWITCH_STARTUP, switch
@@ -156,6 +164,26 @@ def test_deploy_configures_everything_then_a_link_fault_then_destroy(fakes: Fake
     assert fakes.clab_calls()[-1] == ["destroy", "-t", topo, "--cleanup"]
     assert not backend.running(lab) and state.load(lab.path) is None
     assert fake_clab.load_state() == {}
+    assert set(fakes.engine.networks) == {"bridge"}
+
+
+def test_labs_side_by_side_get_management_networks_of_their_own(fakes: Fakes) -> None:
+    """Docker refuses a network overlapping another: with containerlab's default network and
+    one at the very block the lab's name hashes to, the lab deploys on a free subnet."""
+    lab = fakes.lab
+    nodes = lab.graph.number_of_nodes()
+    hashed = sonic_vs.mgmt_subnet(lab.name, nodes)
+    assert fakes.engine.add_network("clab", "172.20.20.0/24") is None
+    assert fakes.engine.add_network("other-lab", hashed) is None
+    registry.get("clab").deploy(lab, lambda _: None)
+    subnet = yaml.safe_load((lab.path / "topology.clab.yml").read_text())["mgmt"]["ipv4-subnet"]
+    assert subnet not in (hashed, "172.20.20.0/24")
+    assert fakes.engine.networks[f"twin-{lab.name}"]["IPAM"]["Config"] == [{"Subnet": subnet}]
+    records = {r.node: r.mgmt_ipv4 for r in tools.inspect(lab)}
+    net = ipaddress.IPv4Network(subnet)
+    assert all(ipaddress.IPv4Interface(a).ip in net for a in records.values()), records
+    registry.get("clab").destroy(lab)
+    assert set(fakes.engine.networks) == {"bridge", "clab", "other-lab"}
 
 
 def _hops(fakes: Fakes, node: str, address: str) -> set[str]:

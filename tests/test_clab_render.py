@@ -213,11 +213,30 @@ def test_mgmt_network_is_the_labs_own_and_holds_its_nodes(lab: Lab) -> None:
 
 
 def test_mgmt_grows_with_the_node_count() -> None:
-    assert sonic_vs.mgmt_subnet(253) == "172.20.20.0/24"
-    assert sonic_vs.mgmt_subnet(254) == "172.20.20.0/23"
-    assert sonic_vs.mgmt_subnet(2362) == "172.20.16.0/20"
+    assert sonic_vs.mgmt_size(253) == 24
+    assert sonic_vs.mgmt_size(254) == 23
+    assert sonic_vs.mgmt_size(2362) == 20
+    assert sonic_vs.mgmt_subnet("x", 2362).endswith("/20")
     with pytest.raises(sonic_vs.Refused, match="exceed the largest management network"):
-        sonic_vs.mgmt_subnet(70000)
+        sonic_vs.mgmt_size(70000)
+
+
+def test_two_labs_render_different_mgmt_subnets(tmp_path: Path) -> None:
+    """Not containerlab's one 172.20.20.0/24: Docker refuses a second network overlapping it."""
+    subnets = []
+    for name in ("i22-a", "i22-b"):
+        out = tmp_path / name
+        fabric = yaml.safe_load((REPO / "examples" / "small.yaml").read_text())
+        labdir.generate(intent.parse({**fabric, "name": name}, name), out)
+        topo = _topology(Lab.open(out))
+        subnets.append(ipaddress.IPv4Network(topo["mgmt"]["ipv4-subnet"]))
+    assert not subnets[0].overlaps(subnets[1]), subnets
+    assert not any(s.overlaps(ipaddress.IPv4Network("172.20.20.0/24")) for s in subnets)
+    pool = ipaddress.IPv4Network(sonic_vs.image()["mgmt_pool"])
+    assert all(s.subnet_of(pool) for s in subnets)
+    # At deploy a subnet Docker already has is avoided.
+    taken = [str(subnets[0])]
+    assert not ipaddress.IPv4Network(sonic_vs.mgmt_subnet("i22-a", 10, taken)).overlaps(subnets[0])
 
 
 def test_a_fabric_beyond_the_port_tables_gets_no_clab_form(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 Deploy: refuse, before anything is created, a lab that cannot run (no containerlab, no Docker
 daemon, an image not loaded, a fabric beyond the image's port tables or management network);
-derive the container flavour from the lab's configs as they are now (`clab/`); `containerlab
+derive the container flavour from the lab's configs as they are now (`clab/`), its management
+subnet overlapping no network Docker has (labs side by side); `containerlab
 deploy`; turn ARP replies off on the switches' `ethN` (the image's TAP answers for the port,
 containerlab pull request 3390); wait until each switch is ready, push its frr.conf; set up the
 servers through their namespaces; wait until every BGP session is Established, then until
@@ -71,8 +72,8 @@ class ClabBackend:
         refusal = clab_refusal(lab)
         if refusal:
             raise LabError(f"{lab.path}: cannot run on containerlab: {refusal}")
-        clab.write(lab)
         engine = tools.client()
+        clab.write(lab, tools.subnets(engine, clab.network(lab.name)))
         for image in _images(lab):
             tools.check_image(engine, image)
         return Containers(lab, engine)

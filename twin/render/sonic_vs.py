@@ -22,9 +22,10 @@ image runs less than a switch does, so the containerlab form is derived from tho
 from __future__ import annotations
 
 import functools
+import hashlib
 import ipaddress
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -107,19 +108,39 @@ def sku_for(lab: Lab, switch: str) -> Sku:
     )
 
 
-def mgmt_subnet(nodes: int) -> str:
-    """The management subnet of a lab of `nodes` containers (plus the gateway).
+def mgmt_size(nodes: int) -> int:
+    """The prefix length of a management network for `nodes` containers (plus the gateway).
 
-    >>> mgmt_subnet(14), mgmt_subnet(2362)
-    ('172.20.20.0/24', '172.20.16.0/20')
+    >>> mgmt_size(14), mgmt_size(254), mgmt_size(2362)
+    (24, 23, 20)
     """
-    facts = image()
-    for prefixlen in range(24, facts["mgmt_largest"] - 1, -1):
+    largest = image()["mgmt_largest"]
+    for prefixlen in range(24, largest - 1, -1):
         if 2 ** (32 - prefixlen) - 3 >= nodes:
-            net = ipaddress.IPv4Network(f"{facts['mgmt_base']}/{prefixlen}", strict=False)
-            return str(net)
-    largest = 2 ** (32 - facts["mgmt_largest"]) - 3
-    raise Refused(f"{nodes} nodes exceed the largest management network (/16, {largest} nodes)")
+            return prefixlen
+    most = 2 ** (32 - largest) - 3
+    raise Refused(f"{nodes} nodes exceed the largest management network (/{largest}, {most} nodes)")
+
+
+def mgmt_subnet(name: str, nodes: int, taken: Sequence[str] = ()) -> str:
+    """The management subnet of lab `name` with `nodes` containers: in the pool, the block
+    the name hashes to, or the first one after it that overlaps no subnet in `taken` (the
+    networks Docker has), so labs side by side get networks of their own.
+
+    >>> mgmt_subnet("a", 14), mgmt_subnet("b", 14)
+    ('172.21.18.0/24', '172.20.22.0/24')
+    >>> mgmt_subnet("a", 14, ["172.21.16.0/22", "172.21.20.0/24"])
+    '172.21.21.0/24'
+    """
+    pool = ipaddress.IPv4Network(image()["mgmt_pool"])
+    blocks = list(pool.subnets(new_prefix=mgmt_size(nodes)))
+    used = [ipaddress.IPv4Network(net) for net in taken]
+    start = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big") % len(blocks)
+    for i in range(len(blocks)):
+        block = blocks[(start + i) % len(blocks)]
+        if not any(block.overlaps(net) for net in used):
+            return str(block)
+    raise Refused(f"no free /{mgmt_size(nodes)} management network left in {pool}")
 
 
 class ServerLink(NamedTuple):
@@ -170,7 +191,7 @@ def check(lab: Lab) -> None:
     """Raise `Refused` with one line when the lab cannot run on containerlab."""
     for switch in lab.switches():
         sku_for(lab, switch)
-    mgmt_subnet(lab.graph.number_of_nodes())
+    mgmt_size(lab.graph.number_of_nodes())
     server_links(lab)
 
 
