@@ -15,7 +15,9 @@ The management network is created through the Docker Engine at `DOCKER_HOST` (re
 refused by Docker when its subnet overlaps another network's) and removed by `destroy`.
 A "container" here is a network namespace `<lab>.<node>` with a `sleep` process in it (its
 pid is the container's pid) and the topology's links as veth pairs named by their endpoints.
-`stop` sets the node's interfaces down where containerlab parks them in another namespace.
+`stop` sets the node's interfaces down where containerlab parks them in another namespace;
+`start` sets them up with the per-interface sysctls back at their defaults (containerlab
+moves them into the container again) and counts a new boot of the container.
 A docker-sonic-vs container gets its ports and forwarding as tests/fake_vs.py describes.
 State and the call log live in `$FAKE_CLAB_STATE` (state.json, calls.jsonl), which the fake
 Docker engine (tests/fake_docker.py) reads.
@@ -123,6 +125,8 @@ def _deploy(argv: list[str]) -> int:
             "netns": netns,
             "state": "running",
             "topo": str(path),
+            "root": str(_dir() / name),
+            "boot": 1,
             "ipv4": f"{octets[0]}.{octets[1]}.{int(octets[2]) + number // 256}."
             f"{number % 256}/{prefixlen}",
         }
@@ -137,6 +141,7 @@ def _deploy(argv: list[str]) -> int:
         _ip("-n", f"{lab}.{b}", "link", "set", b_if, "up")
     for box in state.values():
         if box["lab"] == lab and box["kind"] == "sonic-vs":
+            fake_vs.start_sh(box)  # containerlab's post-deploy runs supervisord
             fake_vs.bring_up_ports(box["netns"], fake_vs.config(box))
     _save(state)
     print(f"deployed {len(topo['topology']['nodes'])} nodes")
@@ -170,6 +175,10 @@ def _network(topo: dict[str, Any]) -> str | None:
     except APIError as exc:
         return str(exc.explanation)
     return None
+
+
+def _sysctl(netns: str, key: str, value: str) -> None:
+    subprocess.run(["ip", "netns", "exec", netns, "sysctl", "-qw", f"{key}={value}"], check=True)
 
 
 def _of_lab(lab: str) -> dict[str, Any]:
@@ -231,10 +240,12 @@ def _lifecycle(argv: list[str], up: bool) -> int:
         for link in topo["topology"].get("links", []):
             for end in link["endpoints"]:
                 if end.split(":")[0] == node:
-                    _ip(
-                        "-n", box["netns"], "link", "set", end.split(":")[1], "up" if up else "down"
-                    )
+                    eth = end.split(":")[1]
+                    _ip("-n", box["netns"], "link", "set", eth, "up" if up else "down")
+                    if up:  # moved back into the container: its sysctls are the defaults
+                        _sysctl(box["netns"], f"net.ipv4.conf.{eth}.arp_ignore", "0")
         box["state"] = "running" if up else "exited"
+        box["boot"] += int(up)
     _save(state)
     return 0
 

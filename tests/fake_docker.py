@@ -5,23 +5,25 @@ clab backend does, in the Engine API's formats (docs.docker.com/reference/api/en
 `GET /_ping`, `GET /version`, `GET /images/{name}/json` (404 `{"message": "No such image"}`),
 `GET /networks`, `GET /networks/{id}`, `POST /networks/create` (403 when the subnet overlaps
 another network's, as Docker's IPAM refuses it; the default `bridge` 172.17.0.0/16 exists),
-`DELETE /networks/{id}`,
-`GET /containers/json`, `GET /containers/{id}/json` (`Id`, `Name`, `State.Pid`, `Config`),
-`POST /containers/{id}/exec` (201 `{"Id"}`), `POST /exec/{id}/start` (detached: 200; attached:
-101 upgrade, then the multiplexed stream: 8-byte headers `[stream, 0, 0, 0, size (big-endian
-u32)]`, stream 1 stdout, 2 stderr), `GET /exec/{id}/json` (`ExitCode`). Every request is
-recorded.
+`DELETE /networks/{id}`, `GET /containers/json`, `GET /containers/{id}/json` (`Id`, `Name`,
+`State.Pid`, `Config`), `POST /containers/{id}/exec` (201 `{"Id"}`), `POST /exec/{id}/start`
+(detached: 200; attached: 101 upgrade, then the multiplexed stream: 8-byte headers `[stream,
+0, 0, 0, size (big-endian u32)]`, stream 1 stdout, 2 stderr), `GET /exec/{id}/json`
+(`ExitCode`). Every request is recorded.
 
 Containers are those tests/fake_clab.py deployed (its state file). Commands run in a
 docker-sonic-vs container are answered as the image would, from what the topology bound into
 it and from the real state of its interfaces: `redis-cli ping`, `supervisorctl status|start|
-signal`, `sonic-cfggen -d -v DEVICE_METADATA.localhost.hostname` (the hostname of the config
-bound at /var/sonic/config_db.json, which start.sh loads), `vtysh -f FILE` (FILE must be
-bound), `ip link set dev PORT carrier off|on` (the port's kernel carrier, tests/fake_vs.py),
-`vtysh -c 'show bgp summary json'` (FRR's JSON: a peer is Established when both
-ends' configs were pushed, both bgpds run, and the ports between them are up), `ip -j route
-show` (the container's kernel routes, which tests/fake_vs.py keeps what the switch's FRR
-would install; it also gives the switches ports that forward frames).
+signal`, `supervisord` (start.sh's config steps, tests/fake_vs.py), `sonic-cfggen -d -v
+DEVICE_METADATA.localhost.hostname` (from the config start.sh loaded), `vtysh -c 'show
+daemons'`, `/usr/lib/frr/bfdd -d ...` (detached; attached, the exec never ends: bfdd keeps its
+pipes open), `vtysh -f FILE` (FILE must be bound; the first push after each boot fails on the
+config lock that bgpcfgd's own start-up push holds), `ip link set dev PORT carrier off|on`
+(the port's kernel carrier, tests/fake_vs.py), `vtysh -c 'show bgp summary json'` (FRR's
+JSON: a peer is Established when both ends' configs were pushed, both bgpds run, and the
+ports between them are up), `ip -j route show` (the container's kernel routes, which
+tests/fake_vs.py keeps what the switch's FRR would install; it also gives the switches ports
+that forward frames).
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ import fake_vs
 API = "1.45"
 IMAGES = frozenset({"docker-sonic-vs:latest", "ghcr.io/hellt/network-multitool:latest"})
 """The images a lab's topology names, loaded by default."""
+FRR_DAEMONS = ("mgmtd", "zebra", "bgpd", "watchfrr", "staticd")
+"""What `vtysh -c 'show daemons'` lists in the image (bfdd once started)."""
+LOCKED = "MGMTD: Locking for DS 2 failed, Err: 'Lock already taken on DS by another session!'\n"
+"""vtysh -f while bgpcfgd's start-up push holds FRR's configuration lock."""
+HELD_S = 600.0
+"""How long an exec that never ends holds its connection (the SDK times out first)."""
 UPGRADE_PAUSE = 0.15
 """Seconds between the 101 headers and the stream: the SDK reads the stream from the raw
 socket once http.client has parsed the headers, so bytes that arrived with them are lost."""
@@ -63,6 +71,9 @@ class Engine:
         self.carrier_off: dict[str, set[str]] = {}  # container -> ports told `carrier off`
         self.networks: dict[str, dict[str, Any]] = {}  # name -> network, as inspect shows it
         self.lock = threading.RLock()
+        self.raced: dict[str, int] = {}  # container -> the boot whose bgpcfgd took the lock
+        self.bfdd: set[str] = set()  # containers whose bfdd was started (detached)
+        self.held: list[str] = []  # containers whose attached exec never ended
         self.add_network("bridge", "172.17.0.0/16")  # the daemon's default bridge
 
     def add_network(self, name: str, subnet: str) -> str | None:
@@ -89,6 +100,9 @@ class Engine:
         """A network by name or id."""
         return next((n for n in self.networks.values() if ref in (n["Name"], n["Id"])), None)
         self.lock = threading.RLock()
+        self.raced: dict[str, int] = {}  # container -> the boot whose bgpcfgd took the lock
+        self.bfdd: set[str] = set()  # containers whose bfdd was started (detached)
+        self.held: list[str] = []  # containers whose attached exec never ended
 
     def alive(self, name: str) -> bool:
         """Whether a switch container's bgpd runs with its frr.conf pushed."""
@@ -204,10 +218,20 @@ def answer(engine: Engine, box: dict[str, Any], argv: list[str]) -> tuple[int, s
             "",
         )
     if argv[:1] == ["/usr/lib/frr/bfdd"]:
+        engine.bfdd.add(name)
         return 0, "", ""
+    if argv == ["supervisord"]:
+        fake_vs.start_sh(box)
+        return 0, "", ""
+    if argv == ["vtysh", "-c", "show daemons"]:
+        running = [d for d in FRR_DAEMONS if d not in stopped]
+        return 0, " " + " ".join(running + ["bfdd"] * (name in engine.bfdd)) + "\n", ""
     if argv[:2] == ["vtysh", "-f"]:
         if argv[2] not in box["binds"]:
             return 1, "", f"vtysh: Can't open configuration file {argv[2]}\n"
+        if engine.raced.get(name) != box["boot"]:  # bgpcfgd's start-up push holds the lock
+            engine.raced[name] = box["boot"]
+            return 1, "", LOCKED
         engine.pushed.add(name)
         return 0, "", ""
     if argv == ["vtysh", "-c", "show bgp summary json"]:
@@ -335,6 +359,12 @@ class _Handler(BaseHTTPRequestHandler):
         job["started"] = True
         box = _box(job["container"])
         assert box is not None
+        if job["argv"][:2] == ["/usr/lib/frr/bfdd", "-d"] and not body.get("Detach"):
+            # The daemonised bfdd keeps the exec's stdout open (FRR >= 9): it never ends.
+            engine.held.append(box["name"])
+            time.sleep(HELD_S)
+            self.close_connection = True
+            return
         with engine.lock:
             job["exit"], out, err = answer(engine, box, job["argv"])
         if body.get("Detach"):

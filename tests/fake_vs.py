@@ -1,6 +1,8 @@
 """What a docker-sonic-vs switch does with frames, for the fake containers of tests/fake_clab.py:
 ports, addresses and the routes its FRR would install, in the container's real namespace.
 
+* Start-up: start.sh's copy and merge of the bound config_db.json into /etc/sonic/ (`start_sh`),
+  which CONFIG_DB then holds (`config`); run at deploy and at each `supervisord`.
 * Ports (at deploy, as orchagent creates them): each PORT of the bound config_db.json gets a
   netdev named after it (`Ethernet0`, or its PortChannel when it is one's member) on its wire
   `eth<index>`: a macvlan, so it answers ARP with a MAC of its own while `ethN` stays silent
@@ -36,6 +38,7 @@ import contextlib
 import ipaddress
 import json
 import re
+import shutil
 import subprocess
 import threading
 from collections.abc import Callable
@@ -46,6 +49,13 @@ from typing import Any
 from pyroute2 import IPRoute, NetlinkError
 
 CONFIG_DB = "/var/sonic/config_db.json"
+LOADED = "/etc/sonic/config_db.json"
+INIT_CFG = {
+    "DEVICE_METADATA": {"localhost": {"hostname": "sonic", "switch_type": "switch"}},
+    "FEATURE": {"bgp": {"state": "enabled"}, "swss": {"state": "enabled"}},
+}
+"""start.sh's init_cfg.json (abbreviated): what CONFIG_DB holds where the bound config is
+silent (a hostname `sonic` when no config was bound)."""
 FRR_CONF = "/etc/twin/frr.conf"
 POLL_S = 0.1
 SYSCTLS = {
@@ -60,11 +70,38 @@ def _ip(netns: str, *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", "-n", netns, *argv], capture_output=True, text=True, check=False)
 
 
+def loaded(box: dict[str, Any]) -> Path:
+    """Where the switch container's start.sh leaves the config it loads into CONFIG_DB."""
+    return Path(box["root"]) / LOADED.lstrip("/")
+
+
 def config(box: dict[str, Any]) -> dict[str, Any]:
-    """The config_db.json bound into a switch container ({} when none is)."""
-    source = box["binds"].get(CONFIG_DB)
-    data: dict[str, Any] = json.loads(Path(source).read_text()) if source else {}
+    """The switch's CONFIG_DB: the config_db.json its start.sh loaded ({} before it ran)."""
+    path = loaded(box)
+    data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     return data
+
+
+def start_sh(box: dict[str, Any]) -> None:
+    """The config steps of the image's start.sh (sonic-buildimage 086b03b
+    platform/vs/docker-sonic-vs/start.sh): `cp /var/sonic/config_db.json /etc/sonic/`, then
+    `sonic-cfggen -j init_cfg.json -j config_db.json --print-data > /tmp/config_db.json` and
+    `mv` it back (a deep merge, the bound file's fields win), then configdb-load.sh loads
+    it. The container's files live under `box["root"]`; init_cfg.json is abbreviated to the
+    DEVICE_METADATA and FEATURE rows its template renders."""
+    etc = loaded(box)
+    etc.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(box["root"]) / "tmp" / "config_db.json"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    source = box["binds"].get(CONFIG_DB)
+    if source:
+        shutil.copyfile(source, etc)
+    merged: dict[str, Any] = json.loads(json.dumps(INIT_CFG))
+    for table, rows in (json.loads(etc.read_text()) if etc.exists() else {}).items():
+        for key, fields in rows.items():
+            merged.setdefault(table, {}).setdefault(key, {}).update(fields)
+    tmp.write_text(json.dumps(merged))
+    tmp.replace(etc)
 
 
 def addresses(db: dict[str, Any]) -> list[tuple[str, ipaddress.IPv4Interface]]:

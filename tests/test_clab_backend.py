@@ -39,9 +39,12 @@ SWITCH_STARTUP = [
     ["sonic-cfggen", "-d", "-v", "DEVICE_METADATA.localhost.hostname"],
     ["supervisorctl", "status", "bgpd"],
     ["/usr/lib/frr/bfdd", "-d", "-A", "127.0.0.1", "-P", "0"],
+    ["vtysh", "-c", "show daemons"],
+    ["vtysh", "-f", "/etc/twin/frr.conf"],  # refused: bgpcfgd holds the config lock
     ["vtysh", "-f", "/etc/twin/frr.conf"],
     ["vtysh", "-c", "show bgp summary json"],
 ]
+"""What the backend runs in each switch at deploy (the fake's vtysh loses bgpcfgd's race once)."""
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 
@@ -114,9 +117,14 @@ def test_deploy_configures_everything_then_a_link_fault_then_destroy(fakes: Fake
     mgmt = yaml.safe_load((lab.path / "topology.clab.yml").read_text())["mgmt"]
     net = fakes.engine.networks[f"twin-{lab.name}"]
     assert net["IPAM"]["Config"] == [{"Subnet": mgmt["ipv4-subnet"]}]
-    # Each switch: readiness, bfdd, frr.conf pushed with vtysh, then BGP polled.
+    # Each switch: readiness, bfdd (detached), the daemons reached, frr.conf pushed with
+    # vtysh (again once bgpcfgd's lock is released), then BGP polled.
     for switch in lab.switches():
         assert fakes.execs(switch)[: len(SWITCH_STARTUP)] == SWITCH_STARTUP, switch
+    assert fakes.engine.held == [] and len(fakes.engine.bfdd) == len(lab.switches())
+    hostnames = {fake_vs.config(b)["DEVICE_METADATA"]["localhost"]["hostname"]
+                 for b in fake_clab.load_state().values() if b["kind"] == "sonic-vs"}  # fmt: skip
+    assert hostnames == set(lab.switches())  # start.sh loaded the bound config_db.json
     # Servers: set up through their namespace, nothing run in the container.
     assert fakes.execs("server1") == []
     addresses = json.loads(fakes.ns("server1", "-j", "addr"))
@@ -224,9 +232,10 @@ def test_daemon_kill_and_node_restart(fakes: Fakes) -> None:
     assert fakes.execs("spine1")[-1] == ["supervisorctl", "signal", "KILL", "bgpd"]
     assert {s.node for s in backend.observer(lab).bgp() if s.state != "Established"} >= {"spine1"}
     backend.fault(lab, Fault("daemon-restart", node="spine1"))
-    assert fakes.execs("spine1")[-3:] == [
+    assert fakes.execs("spine1")[-4:] == [
         ["supervisorctl", "start", "bgpd"],
         SWITCH_STARTUP[4],  # bfdd
+        ["vtysh", "-c", "show daemons"],
         ["vtysh", "-f", "/etc/twin/frr.conf"],
     ]
     backend.fault(lab, Fault("node-down", node="leaf2"))
@@ -238,9 +247,37 @@ def test_daemon_kill_and_node_restart(fakes: Fakes) -> None:
     ]
     detached = [r for r in fakes.engine.requests if r[0] == "POST" and r[2] and r[2].get("Cmd")]
     assert ["supervisord"] in [r[2]["Cmd"] for r in detached]
+    # After the restart: ARP replies off again on the wires containerlab moved back in, and
+    # frr.conf pushed again once the new boot's bgpcfgd released the config lock.
+    after = fakes.execs("leaf2")[fakes.execs("leaf2").index(["supervisord"]) :]
+    assert after.count(["vtysh", "-f", "/etc/twin/frr.conf"]) == 2
+    for eth in lab.ifmap["leaf2"].values():
+        sysctl = ["sysctl", "-n", f"net.ipv4.conf.{eth['clab']}.arp_ignore"]
+        arp = subprocess.run(["ip", "netns", "exec", f"{lab.name}.leaf2", *sysctl],
+                             capture_output=True, text=True)  # fmt: skip
+        assert arp.stdout.strip() == "8", eth
     observer = backend.observer(lab)
     wait_for(lambda: all(s.state == "Established" for s in observer.bgp()), "BGP back", 10)
     backend.destroy(lab)
+
+
+def _start_bodies(fakes: Fakes) -> dict[str, dict[str, object]]:
+    """Exec id -> the body its start was posted with."""
+    return {
+        path.split("/")[2]: body
+        for method, path, body in fakes.engine.requests
+        if method == "POST" and path.endswith("/start")
+    }
+
+
+def test_bfdd_is_started_detached(fakes: Fakes) -> None:
+    """An attached `bfdd -d` never ends (it keeps the exec's pipes open): the fake holds it."""
+    registry.get("clab").deploy(fakes.lab, lambda _: None)
+    bodies = _start_bodies(fakes)
+    bfdd = [i for i, e in fakes.engine.execs.items() if e["argv"][0] == "/usr/lib/frr/bfdd"]
+    assert len(bfdd) == len(fakes.lab.switches())
+    assert all(bodies[i].get("Detach") is True for i in bfdd)
+    assert fakes.engine.held == []
 
 
 def test_traffic_in_the_server_containers_then_destroy_ends_its_workers(fakes: Fakes) -> None:

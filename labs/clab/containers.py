@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import docker
 
 CARRIER = {True: "on", False: "off"}
+NO_ARP_REPLY = "8"  # arp_ignore 8: do not reply for any local address (ip-sysctl.rst)
 
 
 class Containers:
@@ -27,6 +28,17 @@ class Containers:
     def run(self, node: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
         """Run a command in a node's container."""
         return tools.exec_in(self.engine, self.lab, node, argv)
+
+    def start(self, node: str, argv: list[str]) -> None:
+        """Start a command in a node's container and return at once (a daemon)."""
+        tools.start_detached(self.engine, self.lab, node, argv)
+
+    def quiet_arp(self, node: str) -> None:
+        """Turn ARP replies off on a switch's `ethN`: the image's TAP port answers for it
+        (containerlab pull request 3390). Containerlab moving an interface into the
+        container's namespace (deploy, `start --node`) resets it, so it is set after each."""
+        names = {f"net.ipv4.conf.{eth}.arp_ignore": NO_ARP_REPLY for eth in self.port[node]}
+        namespace.set_sysctls(self.pid(node), names)
 
     def pid(self, node: str) -> int:
         """The host pid of a node's container (cached until `forget`)."""

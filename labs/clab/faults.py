@@ -43,15 +43,16 @@ def _switch(boxes: Containers, fault: Fault) -> str:
 def bring_up_switch(boxes: Containers, node: str, timeout: float) -> None:
     """Start a switch container's SONiC as containerlab's post-deploy does, then wait until it
     is ready and push its frr.conf (nodes/sonic/sonic.go: `supervisord`, `supervisorctl start
-    bgpd`)."""
-    tools.start_detached(boxes.engine, boxes.lab, node, ["supervisord"])
+    bgpd`); ARP replies off on its `ethN` again (containerlab moved them in anew)."""
+    boxes.quiet_arp(node)
+    boxes.start(node, ["supervisord"])
     boxes.run(node, ["supervisorctl", "start", "bgpd"])
     deadline = time.monotonic() + timeout
     while (why := switches.missing(boxes.run, node)) is not None:
         if time.monotonic() > deadline:
             raise LabError(f"{node}: not ready after {timeout:.0f} s: {why}")
         time.sleep(1.0)
-    switches.configure_frr(boxes.run, boxes.lab, node)
+    switches.configure_frr(boxes.run, boxes.start, boxes.lab, node)
 
 
 def host(lab: Lab, node: str) -> dict[str, Any]:
@@ -121,7 +122,7 @@ def _log(boxes: Containers, kind: str, **fields: Any) -> dict[str, Any]:
 def _restart(boxes: Containers, fault: Fault) -> None:
     node = _switch(boxes, fault)
     boxes.run(node, ["supervisorctl", "start", _daemon(fault)])
-    switches.configure_frr(boxes.run, boxes.lab, node)
+    switches.configure_frr(boxes.run, boxes.start, boxes.lab, node)
 
 
 FIRE: dict[str, Callable[[Containers, Fault], Any]] = {
