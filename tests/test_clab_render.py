@@ -264,3 +264,28 @@ def test_clabernetes_form_wraps_the_same_topology(lab: Lab) -> None:
         for entry in files[switch]:
             data = maps[entry["configMapName"]]["data"][entry["configMapPath"]]
             assert data == (lab.path / entry["filePath"]).read_text()
+
+
+def test_a_mixed_speed_fabric_is_refused_for_the_true_reason(tmp_path: Path) -> None:
+    """100G server ports and 400G uplinks: no SKU the image ships has rows of those names
+    and speeds (its 400G SKUs run Ethernet0 at 400G), which is what the refusal says, not
+    that the ports are beyond the port tables."""
+    fabric = yaml.safe_load((REPO / "examples" / "small.yaml").read_text())
+    fabric["leaves"].update(speed="100G", uplink_speed="400G")
+    fabric["servers"]["nic_speed"] = "100G"
+    out = tmp_path / "mixed"
+    labdir.generate(intent.parse(fabric, "mixed"), out)
+    lab = Lab.open(out)
+    assert not (out / "topology.clab.yml").exists() and not (out / "clab").exists()
+    refusal = labdir.clab_refusal(lab)
+    assert refusal == (
+        "leaf1: no SKU of the image has rows of its ports' names and speeds (100G/400G): "
+        "DellEMC-Z9332f-O32: Ethernet0 runs at 400G, not 100G; "
+        "Arista-7060DX5-64S: Ethernet0 runs at 400G, not 100G"
+    )
+    # The spines, all 400G, still fit a SKU row for row.
+    for spine in lab.nodes("spine"):
+        sku = sonic_vs.sku_for(lab, spine)
+        rows = {row.name: row for row in sku.rows}
+        ports = json.loads((out / "configs" / spine / "config_db.json").read_text())["PORT"]
+        assert all(rows[name].speed == int(p["speed"]) for name, p in ports.items())

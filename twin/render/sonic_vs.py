@@ -72,14 +72,20 @@ class Sku:
     name: str
     rows: tuple[Row, ...]
 
+    def misfit(self, port: Port) -> str | None:
+        """Why `port` has no row of its own here (None when its row has its name and speed)."""
+        if port.index >= len(self.rows):
+            return f"no row for {port.name} ({len(self.rows)} rows)"
+        row = self.rows[port.index]
+        if row.name != port.name:
+            return f"row {port.index + 1} is {row.name}, not {port.name}"
+        if row.speed != port.speed:
+            return f"{row.name} runs at {row.speed // 1000}G, not {port.speed // 1000}G"
+        return None
+
     def fits(self, ports: list[Port]) -> bool:
         """Whether every port's row exists, has the port's name and runs at its speed."""
-        return all(
-            p.index < len(self.rows)
-            and self.rows[p.index].name == p.name
-            and self.rows[p.index].speed == p.speed
-            for p in ports
-        )
+        return all(self.misfit(p) is None for p in ports)
 
 
 @functools.cache
@@ -101,10 +107,18 @@ def sku_for(lab: Lab, switch: str) -> Sku:
         if sku.fits(ports):
             return sku
     last = max(ports, key=lambda p: p.index)
-    tables = ", ".join(f"{s.name} {len(s.rows)} ports" for s in skus())
+    if all(last.index >= len(s.rows) for s in skus()):
+        tables = ", ".join(f"{s.name} {len(s.rows)} ports" for s in skus())
+        raise Refused(
+            f"{switch}: {len(ports)} ports up to {last.name} at {last.speed // 1000}G are beyond "
+            f"the port tables of the image's SKUs ({tables})"
+        )
+    speeds = "/".join(f"{v // 1000}G" for v in sorted({p.speed for p in ports}))
+    why = "; ".join(
+        f"{s.name}: {next(m for p in ports if (m := s.misfit(p)) is not None)}" for s in skus()
+    )
     raise Refused(
-        f"{switch}: {len(ports)} ports up to {last.name} at {last.speed // 1000}G are beyond the "
-        f"port tables of the image's SKUs ({tables})"
+        f"{switch}: no SKU of the image has rows of its ports' names and speeds ({speeds}): {why}"
     )
 
 
