@@ -108,7 +108,7 @@ def test_validate_verb_prints_the_summary_and_writes_the_reports(
     out = capsys.readouterr().out
     assert "| deadlock | priority 3 | pass |" in out
     assert "1-link failures" not in out
-    counted = "9 passed, 0 failed, 0 not observable, 1 informational"
+    counted = "10 passed, 0 failed, 0 not observable, 1 informational"
     assert f"{counted}; reports in {small.path / 'validate'}" in out
     assert {p.name for p in (small.path / "validate").iterdir()} == {
         "report.json",
