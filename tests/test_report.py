@@ -135,7 +135,7 @@ def test_validate_verb_exits_1_on_a_failure_and_takes_thresholds(
         "twin: --set: rtt_us=3: write NAME.KEY=VALUE",
         "twin: --only: no static validator 'nosuch' (known: config_drift, deadlock, "
         "ecn_thresholds, fib_reachability, headroom, mlag_consistency, mtu_consistency, "
-        "pfc_consistency, pfc_watchdog, yang)",
+        "pfc_consistency, pfc_watchdog, sonic_fields, yang)",
     ]
 
 
