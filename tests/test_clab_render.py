@@ -31,12 +31,23 @@ REPO = Path(__file__).resolve().parent.parent
 SCHEMA = REPO / "tests" / "data" / "clab.schema.json"
 
 
-@pytest.fixture(scope="module", params=["small", "reference"])
+ALL_100G = {"speed": "100G", "uplink_speed": "100G"}
+"""examples/small.yaml with every port at 100G (leaves and spines): Arista-7060CX-32S-C32."""
+
+
+@pytest.fixture(scope="module", params=["small", "reference", "small-100g"])
 def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Lab:
     """A generated lab that fits the image."""
     name: str = request.param
     out = tmp_path_factory.mktemp(name) / name
-    labdir.generate(intent.load(REPO / "examples" / f"{name}.yaml"), out)
+    if name == "small-100g":
+        fabric = yaml.safe_load((REPO / "examples" / "small.yaml").read_text())
+        fabric["leaves"].update(ALL_100G)
+        fabric["spines"]["speed"] = "100G"
+        fabric["servers"]["nic_speed"] = "100G"
+        labdir.generate(intent.parse(fabric, name), out)
+    else:
+        labdir.generate(intent.load(REPO / "examples" / f"{name}.yaml"), out)
     return Lab.open(out)
 
 
@@ -94,15 +105,19 @@ def test_ifmap_follows_the_images_eth_to_ethernet_mapping(lab: Lab) -> None:
     """eth2 carries the second port_config row (Ethernet8 on the 400G SKUs), not Ethernet4."""
     leaf = lab.nodes("leaf")[0]
     sku = _container_db(lab, leaf)["DEVICE_METADATA"]["localhost"]["hwsku"]
-    second = sonic_vs.image()["skus"][sku]["ports"][1][0]
-    assert second == "Ethernet8"
-    assert lab.ifmap[leaf]["Ethernet8"]["clab"] == "eth2"
+    second, *_, speed = sonic_vs.image()["skus"][sku]["ports"][1]
+    assert second == {400000: "Ethernet8", 100000: "Ethernet4"}[speed]
+    assert lab.ifmap[leaf][second]["clab"] == "eth2"
 
 
-def test_the_lab_keeps_its_400g_design(lab: Lab) -> None:
+def test_the_lab_keeps_its_design(lab: Lab) -> None:
+    """The lab's own configs keep the design's speeds and lanes (8 at 400G, 4 at 100G)."""
+    speed = lab.fabric.leaves.speed
     for switch in lab.switches():
         own = lab.config_db(switch)["PORT"]
-        assert all(p["speed"] == "400000" and len(p["lanes"].split(",")) == 8 for p in own.values())
+        lanes = {400000: 8, 100000: 4}[speed]
+        assert all(p["speed"] == str(speed) and len(p["lanes"].split(",")) == lanes
+                   for p in own.values())  # fmt: skip
         assert (
             len(own)
             == getattr(
@@ -246,7 +261,8 @@ def test_a_fabric_beyond_the_port_tables_gets_no_clab_form(tmp_path: Path) -> No
     assert not (out / "topology.clab.yml").exists() and not (out / "clab").exists()
     assert labdir.clab_refusal(lab) == (
         "superspine1: 144 ports up to Ethernet1144 at 400G are beyond the port tables of the "
-        "image's SKUs (DellEMC-Z9332f-O32 34 ports, Arista-7060DX5-64S 66 ports)"
+        "image's SKUs (DellEMC-Z9332f-O32 34 ports, Arista-7060DX5-64S 66 ports, "
+        "Arista-7060CX-32S-C32 32 ports)"
     )
 
 
@@ -281,7 +297,8 @@ def test_a_mixed_speed_fabric_is_refused_for_the_true_reason(tmp_path: Path) -> 
     assert refusal == (
         "leaf1: no SKU of the image has rows of its ports' names and speeds (100G/400G): "
         "DellEMC-Z9332f-O32: Ethernet0 runs at 400G, not 100G; "
-        "Arista-7060DX5-64S: Ethernet0 runs at 400G, not 100G"
+        "Arista-7060DX5-64S: Ethernet0 runs at 400G, not 100G; "
+        "Arista-7060CX-32S-C32: Ethernet12 runs at 100G, not 400G"
     )
     # The spines, all 400G, still fit a SKU row for row.
     for spine in lab.nodes("spine"):
