@@ -6,7 +6,8 @@ image runs less than a switch does, so the containerlab form is derived from tho
 
 * **Ports.** Each switch runs a SKU the image ships (`HWSKU`), and its PORT table holds the
   wired ports exactly as that SKU's `port_config.ini` row for the port's `ethN` defines them
-  (name, lanes, alias, index, speed): the image attaches a port to `ethN` by its lanes.
+  (name, lanes, alias, index, speed): the image attaches a port to `ethN` by its lanes. A
+  switch no SKU has rows for (by count, name or speed) is refused, saying which.
 * **Server links.** docker-sonic-vs has no MCLAG daemon, so a server NIC is a routed /31 to
   its leaf (taken from `addressing.fabric` after the fabric's own links); the server holds its
   lab address on `lo`, and each leaf routes the address of the servers it is cabled to and
@@ -14,7 +15,9 @@ image runs less than a switch does, so the containerlab form is derived from tho
   peer-link keeps its bundle and takes the keepalive VLAN's address.
 * **Routing.** `frr.conf` is pushed into the running daemons with vtysh after start-up;
   `BGP_NEIGHBOR` is left out (bgpcfgd would add its own neighbours to the same bgpd) and the
-  routing config mode is `split-unified` (one integrated file, not managed by bgpcfgd).
+  routing config mode is `split-unified` (one integrated file). The image's supervisord is
+  rendered when it is built, so bgpcfgd runs whatever the mode says; the backend's push
+  waits for its start-up push (labs/clab/switches.py).
 * **Metadata.** `mac` is left out (the image sets it from eth0, as containerlab issue 3324
   advises), `hwsku` and `platform` are the container's.
 """
