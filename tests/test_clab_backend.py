@@ -224,6 +224,22 @@ def test_a_server_link_fault_withdraws_the_server_from_its_leaf(fakes: Fakes) ->
     backend.destroy(lab)
 
 
+def test_a_server_down_is_withdrawn_by_both_leaves(fakes: Fakes) -> None:
+    """node-down of a server: the leaves' ports to it keep their carrier in the image, so the
+    backend turns them off; no switch routes to the server until it is back."""
+    lab = fakes.lab
+    backend = registry.get("clab")
+    backend.deploy(lab, lambda _: None)
+    host = json.loads((lab.path / "clab" / "server1" / "host.json").read_text())
+    address = host["address"].split("/")[0]
+    both = _hops(fakes, "spine1", address)
+    backend.fault(lab, Fault("node-down", node="server1"))
+    wait_for(lambda: not _hops(fakes, "spine1", address), "spine1 withdraws server1", 10)
+    backend.fault(lab, Fault("node-up", node="server1"))
+    wait_for(lambda: _hops(fakes, "spine1", address) == both, "spine1 routes both again", 10)
+    backend.destroy(lab)
+
+
 def test_daemon_kill_and_node_restart(fakes: Fakes) -> None:
     lab = fakes.lab
     backend = registry.get("clab")

@@ -88,9 +88,20 @@ class Containers:
         ends = self.link_ends(spec)
         for node, eth in ends:
             namespace.set_state(self.pid(node), eth, up)
-            if node in self.lab.switches():
-                port = self.port[node][eth]
-                done = self.run(node, ["ip", "link", "set", "dev", port, "carrier", CARRIER[up]])
-                if done.returncode != 0:
-                    raise LabError(f"{node}: carrier of {port}: {done.stderr.strip()[:200]}")
+            self.set_carrier(node, self.port[node][eth], up)
         return ends
+
+    def set_carrier(self, node: str, port: str, up: bool) -> None:
+        """Set a switch port's kernel carrier (nothing on a server: its NIC follows the wire)."""
+        if node not in self.lab.switches():
+            return
+        done = self.run(node, ["ip", "link", "set", "dev", port, "carrier", CARRIER[up]])
+        if done.returncode != 0:
+            raise LabError(f"{node}: carrier of {port}: {done.stderr.strip()[:200]}")
+
+    def set_peer_carriers(self, node: str, up: bool) -> None:
+        """Set the carrier of every switch port cabled to `node` (the node went down or came
+        back: a hardware port loses its link when the neighbour does)."""
+        for _, peer, e in self.lab.graph.edges(node, data=True):
+            theirs = "b_port" if e["a"] == node else "a_port"
+            self.set_carrier(str(peer), e[theirs], up)

@@ -4,8 +4,9 @@
   by netlink in each container's namespace, and a switch end's port carrier off / on in the
   switch (docker-sonic-vs keeps its TAP port up whatever `ethN` does).
 * node-down / node-up: `containerlab stop` / `start --node` (the node's links are parked and
-  its peers keep theirs); a switch is then started as containerlab's post-deploy does and its
-  frr.conf pushed again, a server is set up again.
+  its peers keep theirs), and the carrier of the switch ports cabled to it off / on; a switch
+  is then started as containerlab's post-deploy does and its frr.conf pushed again, a server
+  is set up again.
 * daemon-kill / daemon-restart: `supervisorctl signal KILL` / `supervisorctl start` of the
   daemon (default bgpd) in the switch; frr.conf is pushed again after a restart.
 * loss / rate / clear: `containerlab tools netem set` on both ends.
@@ -83,11 +84,13 @@ def _node(boxes: Containers, fault: Fault, up: bool) -> None:
     tools.run(["start" if up else "stop", "-t", topo, "--node", node])
     boxes.forget(node)
     if not up:
+        boxes.set_peer_carriers(node, False)
         return
     if node in boxes.lab.switches():
         bring_up_switch(boxes, node, NODE_UP_TIMEOUT)
     else:
         set_up_server(boxes, node)
+    boxes.set_peer_carriers(node, True)
 
 
 def _link(boxes: Containers, fault: Fault, up: bool) -> dict[str, Any]:
