@@ -15,11 +15,12 @@ from typing import Any
 
 import yaml
 
+import twin
 from twin.labdir import Lab
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict
 
-FIELDS = Path(__file__).resolve().parents[2] / "twin" / "platforms" / "sonic-fields.yml"
+FIELDS = Path(twin.__file__).parent / "platforms" / "sonic-fields.yml"
 
 
 @functools.cache
