@@ -11,9 +11,13 @@ Formats follow srl-labs/containerlab @39ff2b7:
   `clab-node-kind`, `clab-topo-file` (constants/labels.go); the lab directory `clab-<lab>`
   next to the topology file, removed by `destroy --cleanup`.
 
+The management network is created through the Docker Engine at `DOCKER_HOST` (reused by name,
+refused by Docker when its subnet overlaps another network's) and removed by `destroy`.
 A "container" here is a network namespace `<lab>.<node>` with a `sleep` process in it (its
 pid is the container's pid) and the topology's links as veth pairs named by their endpoints.
-`stop` sets the node's interfaces down where containerlab parks them in another namespace.
+`stop` sets the node's interfaces down where containerlab parks them in another namespace;
+`start` sets them up with the per-interface sysctls back at their defaults (containerlab
+moves them into the container again) and counts a new boot of the container.
 A docker-sonic-vs container gets its ports and forwarding as tests/fake_vs.py describes.
 State and the call log live in `$FAKE_CLAB_STATE` (state.json, calls.jsonl), which the fake
 Docker engine (tests/fake_docker.py) reads.
@@ -21,6 +25,7 @@ Docker engine (tests/fake_docker.py) reads.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -33,6 +38,9 @@ from typing import Any
 
 import fake_vs
 import yaml
+
+DEFAULT_SUBNET = "172.20.20.0/24"
+"""Containerlab's management subnet when the topology names none (docs/manual/network.md)."""
 
 
 def _dir() -> Path:
@@ -79,7 +87,11 @@ def _deploy(argv: list[str]) -> int:
     lab, state = topo["name"], load_state()
     kinds = topo["topology"].get("kinds", {})
     (path.parent / f"clab-{lab}").mkdir(exist_ok=True)
-    subnet = topo.get("mgmt", {}).get("ipv4-subnet", "172.20.20.0/24")
+    refused = _network(topo)
+    if refused:
+        print(f"Error: failed to create docker network: {refused}", file=sys.stderr)
+        return 1
+    subnet = topo.get("mgmt", {}).get("ipv4-subnet", DEFAULT_SUBNET)
     base, prefixlen = subnet.split("/")
     octets = base.split(".")
     for number, (node, spec) in enumerate(topo["topology"]["nodes"].items(), start=2):
@@ -113,6 +125,8 @@ def _deploy(argv: list[str]) -> int:
             "netns": netns,
             "state": "running",
             "topo": str(path),
+            "root": str(_dir() / name),
+            "boot": 1,
             "ipv4": f"{octets[0]}.{octets[1]}.{int(octets[2]) + number // 256}."
             f"{number % 256}/{prefixlen}",
         }
@@ -127,10 +141,44 @@ def _deploy(argv: list[str]) -> int:
         _ip("-n", f"{lab}.{b}", "link", "set", b_if, "up")
     for box in state.values():
         if box["lab"] == lab and box["kind"] == "sonic-vs":
+            fake_vs.start_sh(box)  # containerlab's post-deploy runs supervisord
             fake_vs.bring_up_ports(box["netns"], fake_vs.config(box))
     _save(state)
     print(f"deployed {len(topo['topology']['nodes'])} nodes")
     return 0
+
+
+def _docker() -> Any:
+    import docker
+
+    return docker.DockerClient(base_url=os.environ["DOCKER_HOST"])
+
+
+def _network(topo: dict[str, Any]) -> str | None:
+    """Create the management network through Docker, or reuse it by name (containerlab
+    core/network.go); Docker's error when it refuses."""
+    from docker.errors import APIError, NotFound
+    from docker.types import IPAMConfig, IPAMPool
+
+    mgmt = topo.get("mgmt", {})
+    name, subnet = mgmt.get("network", "clab"), mgmt.get("ipv4-subnet", DEFAULT_SUBNET)
+    engine = _docker()
+    try:
+        engine.networks.get(name)
+        return None
+    except NotFound:
+        pass
+    try:
+        engine.networks.create(
+            name, driver="bridge", ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=subnet)])
+        )
+    except APIError as exc:
+        return str(exc.explanation)
+    return None
+
+
+def _sysctl(netns: str, key: str, value: str) -> None:
+    subprocess.run(["ip", "netns", "exec", netns, "sysctl", "-qw", f"{key}={value}"], check=True)
 
 
 def _of_lab(lab: str) -> dict[str, Any]:
@@ -149,6 +197,11 @@ def _destroy(argv: list[str]) -> int:
         subprocess.run(["ip", "netns", "del", box["netns"]], capture_output=True, check=False)
         del state[name]
     _save(state)
+    from docker.errors import DockerException
+
+    # Docker may be gone already when a test's teardown cleans up after a failure.
+    with contextlib.suppress(DockerException, KeyError):
+        _docker().networks.get(topo.get("mgmt", {}).get("network", "clab")).remove()
     if "--cleanup" in argv or "-c" in argv:
         shutil.rmtree(path.parent / f"clab-{topo['name']}", ignore_errors=True)
     return 0
@@ -187,10 +240,12 @@ def _lifecycle(argv: list[str], up: bool) -> int:
         for link in topo["topology"].get("links", []):
             for end in link["endpoints"]:
                 if end.split(":")[0] == node:
-                    _ip(
-                        "-n", box["netns"], "link", "set", end.split(":")[1], "up" if up else "down"
-                    )
+                    eth = end.split(":")[1]
+                    _ip("-n", box["netns"], "link", "set", eth, "up" if up else "down")
+                    if up:  # moved back into the container: its sysctls are the defaults
+                        _sysctl(box["netns"], f"net.ipv4.conf.{eth}.arp_ignore", "0")
         box["state"] = "running" if up else "exited"
+        box["boot"] += int(up)
     _save(state)
     return 0
 

@@ -3,21 +3,27 @@
 It answers the endpoints the Docker SDK (`docker` 7.x, API version 1.45) calls for what the
 clab backend does, in the Engine API's formats (docs.docker.com/reference/api/engine/v1.45):
 `GET /_ping`, `GET /version`, `GET /images/{name}/json` (404 `{"message": "No such image"}`),
-`GET /containers/json`, `GET /containers/{id}/json` (`Id`, `Name`, `State.Pid`, `Config`),
-`POST /containers/{id}/exec` (201 `{"Id"}`), `POST /exec/{id}/start` (detached: 200; attached:
-101 upgrade, then the multiplexed stream: 8-byte headers `[stream, 0, 0, 0, size (big-endian
-u32)]`, stream 1 stdout, 2 stderr), `GET /exec/{id}/json` (`ExitCode`). Every request is
-recorded.
+`GET /networks`, `GET /networks/{id}`, `POST /networks/create` (403 when the subnet overlaps
+another network's, as Docker's IPAM refuses it; the default `bridge` 172.17.0.0/16 exists),
+`DELETE /networks/{id}`, `GET /containers/json`, `GET /containers/{id}/json` (`Id`, `Name`,
+`State.Pid`, `Config`), `POST /containers/{id}/exec` (201 `{"Id"}`), `POST /exec/{id}/start`
+(detached: 200; attached: 101 upgrade, then the multiplexed stream: 8-byte headers `[stream,
+0, 0, 0, size (big-endian u32)]`, stream 1 stdout, 2 stderr), `GET /exec/{id}/json`
+(`ExitCode`). Every request is recorded.
 
 Containers are those tests/fake_clab.py deployed (its state file). Commands run in a
 docker-sonic-vs container are answered as the image would, from what the topology bound into
 it and from the real state of its interfaces: `redis-cli ping`, `supervisorctl status|start|
-signal`, `sonic-cfggen -d -v DEVICE_METADATA.localhost.hostname` (the hostname of the config
-bound at /var/sonic/config_db.json, which start.sh loads), `vtysh -f FILE` (FILE must be
-bound), `vtysh -c 'show bgp summary json'` (FRR's JSON: a peer is Established when both
-ends' configs were pushed, both bgpds run, and the ports between them are up), `ip -j route
-show` (the container's kernel routes, which tests/fake_vs.py keeps what the switch's FRR
-would install; it also gives the switches ports that forward frames).
+signal`, `supervisord` (start.sh's config steps, tests/fake_vs.py), `sonic-cfggen -d -v
+DEVICE_METADATA.localhost.hostname` (from the config start.sh loaded), `vtysh -c 'show
+daemons'`, `/usr/lib/frr/bfdd -d ...` (detached; attached, the exec never ends: bfdd keeps its
+pipes open), `vtysh -f FILE` (FILE must be bound; the first push after each boot fails on the
+config lock that bgpcfgd's own start-up push holds), `ip link set dev PORT carrier off|on`
+(the port's kernel carrier, tests/fake_vs.py), `vtysh -c 'show bgp summary json'` (FRR's
+JSON: a peer is Established when both ends' configs were pushed, both bgpds run, and the
+ports between them are up), `ip -j route show` (the container's kernel routes, which
+tests/fake_vs.py keeps what the switch's FRR would install; it also gives the switches ports
+that forward frames).
 """
 
 from __future__ import annotations
@@ -42,6 +48,12 @@ import fake_vs
 API = "1.45"
 IMAGES = frozenset({"docker-sonic-vs:latest", "ghcr.io/hellt/network-multitool:latest"})
 """The images a lab's topology names, loaded by default."""
+FRR_DAEMONS = ("mgmtd", "zebra", "bgpd", "watchfrr", "staticd")
+"""What `vtysh -c 'show daemons'` lists in the image (bfdd once started)."""
+LOCKED = "MGMTD: Locking for DS 2 failed, Err: 'Lock already taken on DS by another session!'\n"
+"""vtysh -f while bgpcfgd's start-up push holds FRR's configuration lock."""
+HELD_S = 600.0
+"""How long an exec that never ends holds its connection (the SDK times out first)."""
 UPGRADE_PAUSE = 0.15
 """Seconds between the 101 headers and the stream: the SDK reads the stream from the raw
 socket once http.client has parsed the headers, so bytes that arrived with them are lost."""
@@ -56,12 +68,51 @@ class Engine:
         self.requests: list[tuple[str, str, Any]] = []
         self.pushed: set[str] = set()  # containers whose frr.conf vtysh loaded
         self.stopped: dict[str, set[str]] = {}  # container -> daemons not running
+        self.carrier_off: dict[str, set[str]] = {}  # container -> ports told `carrier off`
+        self.networks: dict[str, dict[str, Any]] = {}  # name -> network, as inspect shows it
         self.lock = threading.RLock()
+        self.raced: dict[str, int] = {}  # container -> the boot whose bgpcfgd took the lock
+        self.bfdd: set[str] = set()  # containers whose bfdd was started (detached)
+        self.held: list[str] = []  # containers whose attached exec never ended
+        self.add_network("bridge", "172.17.0.0/16")  # the daemon's default bridge
+
+    def add_network(self, name: str, subnet: str) -> str | None:
+        """Create a network as `POST /networks/create` does; why not when it cannot (a name
+        taken, or a subnet overlapping another network's: Docker's IPAM refuses it)."""
+        if name in self.networks:
+            return f"network with name {name} already exists"
+        new = ipaddress.IPv4Network(subnet)
+        for net in self.networks.values():
+            for pool in net["IPAM"]["Config"]:
+                if new.overlaps(ipaddress.IPv4Network(pool["Subnet"])):
+                    return (
+                        "invalid pool request: Pool overlaps with other one on this address space"
+                    )
+        self.networks[name] = {
+            "Name": name,
+            "Id": secrets.token_hex(32),
+            "Driver": "bridge",
+            "IPAM": {"Driver": "default", "Config": [{"Subnet": subnet}]},
+        }
+        return None
+
+    def network(self, ref: str) -> dict[str, Any] | None:
+        """A network by name or id."""
+        return next((n for n in self.networks.values() if ref in (n["Name"], n["Id"])), None)
+        self.lock = threading.RLock()
+        self.raced: dict[str, int] = {}  # container -> the boot whose bgpcfgd took the lock
+        self.bfdd: set[str] = set()  # containers whose bfdd was started (detached)
+        self.held: list[str] = []  # containers whose attached exec never ended
 
     def alive(self, name: str) -> bool:
         """Whether a switch container's bgpd runs with its frr.conf pushed."""
         with self.lock:
             return name in self.pushed and "bgpd" not in self.stopped.get(name, set())
+
+    def off(self, name: str) -> frozenset[str]:
+        """The ports of a switch container whose kernel carrier was turned off."""
+        with self.lock:
+            return frozenset(self.carrier_off.get(name, set()))
 
     def executed(self) -> list[tuple[str, list[str]]]:
         """(container name, argv) of every exec started, in order."""
@@ -106,7 +157,7 @@ def _bgp_summary(engine: Engine, box: dict[str, Any]) -> str:
     """FRR's JSON: a peer is Established when bgpd runs with its frr.conf pushed on both
     ends and both ports toward each other are up."""
     db = fake_vs.config(box)
-    up = fake_vs.ports_up(db, fake_vs.operstate(box["netns"]))
+    up = fake_vs.ports_up(db, fake_vs.operstate(box["netns"]), engine.off(box["name"]))
     peers = {}
     for peer, desc in fake_vs.neighbours(box).items():
         other = _box(f"clab-{box['lab']}-{desc}")
@@ -167,14 +218,30 @@ def answer(engine: Engine, box: dict[str, Any], argv: list[str]) -> tuple[int, s
             "",
         )
     if argv[:1] == ["/usr/lib/frr/bfdd"]:
+        engine.bfdd.add(name)
         return 0, "", ""
+    if argv == ["supervisord"]:
+        fake_vs.start_sh(box)
+        return 0, "", ""
+    if argv == ["vtysh", "-c", "show daemons"]:
+        running = [d for d in FRR_DAEMONS if d not in stopped]
+        return 0, " " + " ".join(running + ["bfdd"] * (name in engine.bfdd)) + "\n", ""
     if argv[:2] == ["vtysh", "-f"]:
         if argv[2] not in box["binds"]:
             return 1, "", f"vtysh: Can't open configuration file {argv[2]}\n"
+        if engine.raced.get(name) != box["boot"]:  # bgpcfgd's start-up push holds the lock
+            engine.raced[name] = box["boot"]
+            return 1, "", LOCKED
         engine.pushed.add(name)
         return 0, "", ""
     if argv == ["vtysh", "-c", "show bgp summary json"]:
         return 0, _bgp_summary(engine, box), ""
+    if argv[:4] == ["ip", "link", "set", "dev"] and argv[5:6] == ["carrier"]:
+        if argv[4] not in fake_vs.config(box).get("PORT", {}):
+            return 1, "", f'Cannot find device "{argv[4]}"\n'
+        off = engine.carrier_off.setdefault(name, set())
+        (off.add if argv[6] == "off" else off.discard)(argv[4])
+        return 0, "", ""
     if argv == ["ip", "-j", "route", "show"]:
         return 0, _routes(box), ""
     message = f'OCI runtime exec failed: exec: "{argv[0]}": executable file not found in $PATH'
@@ -233,6 +300,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(404, {"message": f"No such container: {m[1]}"})
             else:
                 self._send(200, _inspect(box))
+        elif path == "/networks":
+            self._send(200, list(engine.networks.values()))
+        elif m := re.fullmatch(r"/networks/([^/]+)", path):
+            net = engine.network(m[1])
+            self._send(200, net) if net else self._send(404, {"message": "network not found"})
         elif m := re.fullmatch(r"/exec/([^/]+)/json", path):
             done = engine.execs[m[1]]
             self._send(200, {"ID": m[1], "Running": False, "ExitCode": done.get("exit", 0)})
@@ -255,14 +327,44 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(201, {"Id": exec_id})
         elif m := re.fullmatch(r"/exec/([^/]+)/start", path):
             self._start(engine, m[1], body or {})
+        elif path == "/networks/create":
+            pools = (body.get("IPAM") or {}).get("Config") or [{"Subnet": "172.18.0.0/16"}]
+            with engine.lock:
+                refused = engine.add_network(body["Name"], pools[0]["Subnet"])
+            if refused:
+                self._send(409 if "already exists" in refused else 403, {"message": refused})
+            else:
+                self._send(201, {"Id": engine.networks[body["Name"]]["Id"], "Warning": ""})
         else:
             self._send(404, {"message": f"page not found: {path}"})
+
+    def do_DELETE(self) -> None:
+        """Network removal."""
+        engine = self.server.engine
+        path, _ = self._path()
+        engine.requests.append(("DELETE", path, None))
+        m = re.fullmatch(r"/networks/([^/]+)", path)
+        net = engine.network(m[1]) if m else None
+        if net is None:
+            self._send(404, {"message": f"network {path} not found"})
+            return
+        with engine.lock:
+            del engine.networks[net["Name"]]
+        self.send_response(204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def _start(self, engine: Engine, exec_id: str, body: dict[str, Any]) -> None:
         job = engine.execs[exec_id]
         job["started"] = True
         box = _box(job["container"])
         assert box is not None
+        if job["argv"][:2] == ["/usr/lib/frr/bfdd", "-d"] and not body.get("Detach"):
+            # The daemonised bfdd keeps the exec's stdout open (FRR >= 9): it never ends.
+            engine.held.append(box["name"])
+            time.sleep(HELD_S)
+            self.close_connection = True
+            return
         with engine.lock:
             job["exit"], out, err = answer(engine, box, job["argv"])
         if body.get("Detach"):
@@ -300,7 +402,7 @@ def serve(socket_path: Path) -> tuple[Engine, _Server]:
     switches' routing (tests/fake_vs.py); (its state, the server to stop)."""
     server = _Server(str(socket_path), _Handler)
     server.engine = Engine(set(IMAGES))
-    server.routing = fake_vs.Routing(fake_clab.load_state, server.engine.alive)
+    server.routing = fake_vs.Routing(fake_clab.load_state, server.engine.alive, server.engine.off)
     server.routing.start()
     threading.Thread(target=server.serve_forever, name="fake-docker", daemon=True).start()
     return server.engine, server

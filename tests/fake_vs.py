@@ -1,19 +1,29 @@
 """What a docker-sonic-vs switch does with frames, for the fake containers of tests/fake_clab.py:
 ports, addresses and the routes its FRR would install, in the container's real namespace.
 
+* Start-up: start.sh's copy and merge of the bound config_db.json into /etc/sonic/ (`start_sh`),
+  which CONFIG_DB then holds (`config`); run at deploy and at each `supervisord`.
 * Ports (at deploy, as orchagent creates them): each PORT of the bound config_db.json gets a
   netdev named after it (`Ethernet0`, or its PortChannel when it is one's member) on its wire
   `eth<index>`: a macvlan, so it answers ARP with a MAC of its own while `ethN` stays silent
-  (the backend turns `ethN`'s ARP replies off, as for the image's TAP ports). INTERFACE /
+  (the backend turns `ethN`'s ARP replies off, as for the image's TAP ports).
+* Carrier: in the image the port is a TAP that vslib keeps LOWER_UP whatever `ethN` does
+  (sonic-sairedis 21851c5 vslib: a carrier change of `ethN` only becomes a SAI port-status
+  notification, SwitchStateBaseHostif.cpp 915-970; orchagent's host-interface oper status
+  has no handler, SwitchStateBase.cpp 578-613), so zebra keeps what goes through it. A macvlan
+  follows its wire, so the fake keeps each port's kernel carrier apart (`carrier`: the ports
+  an `ip link set dev PORT carrier off` in the switch turned off); that, not the wire,
+  decides the static routes zebra keeps. INTERFACE /
   PORTCHANNEL_INTERFACE addresses go on those netdevs, LOOPBACK_INTERFACE on `Loopback0`;
   the kernel forwards (`ip_forward`, L4 multipath hashing, no reverse-path filter).
 * Routes (`Routing`, a thread of the fake Docker engine, polling every `POLL_S`): the
-  static routes of each switch's frr.conf (`ip route P NH`, while NH's port is up) and the
-  BGP routes its sessions would give: every `network` a switch originates (a static one
-  while its static is up) travels over Established sessions (bgpd running on both ends,
-  frr.conf pushed, both ports up), eBGP style (a path through the switch's own AS is
-  refused), shortest AS path first, equal lengths as ECMP (`maximum-paths`, as-path
-  multipath-relax). They are installed in the switch's kernel (`proto bgp` / `static`).
+  static routes of each switch's frr.conf (`ip route P NH`, while NH's port has its kernel
+  carrier) and the BGP routes its sessions would give: every `network` a switch originates
+  (a static one while its static is up) travels over Established sessions (bgpd running on
+  both ends, frr.conf pushed, both wires up and both ports' carrier on), eBGP style (a path
+  through the switch's own AS is refused), shortest AS path first, equal lengths as ECMP
+  (`maximum-paths`, as-path multipath-relax). They are installed in the switch's kernel
+  (`proto bgp` / `static`).
 
 Next hops' MACs are pinned (permanent neighbours), as the ASIC's neighbour table holds them
 while BGP keeps ARP resolved. A link fault is seen on the next poll (FRR sees carrier loss at
@@ -28,6 +38,7 @@ import contextlib
 import ipaddress
 import json
 import re
+import shutil
 import subprocess
 import threading
 from collections.abc import Callable
@@ -38,6 +49,13 @@ from typing import Any
 from pyroute2 import IPRoute, NetlinkError
 
 CONFIG_DB = "/var/sonic/config_db.json"
+LOADED = "/etc/sonic/config_db.json"
+INIT_CFG = {
+    "DEVICE_METADATA": {"localhost": {"hostname": "sonic", "switch_type": "switch"}},
+    "FEATURE": {"bgp": {"state": "enabled"}, "swss": {"state": "enabled"}},
+}
+"""start.sh's init_cfg.json (abbreviated): what CONFIG_DB holds where the bound config is
+silent (a hostname `sonic` when no config was bound)."""
 FRR_CONF = "/etc/twin/frr.conf"
 POLL_S = 0.1
 SYSCTLS = {
@@ -52,11 +70,38 @@ def _ip(netns: str, *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", "-n", netns, *argv], capture_output=True, text=True, check=False)
 
 
+def loaded(box: dict[str, Any]) -> Path:
+    """Where the switch container's start.sh leaves the config it loads into CONFIG_DB."""
+    return Path(box["root"]) / LOADED.lstrip("/")
+
+
 def config(box: dict[str, Any]) -> dict[str, Any]:
-    """The config_db.json bound into a switch container ({} when none is)."""
-    source = box["binds"].get(CONFIG_DB)
-    data: dict[str, Any] = json.loads(Path(source).read_text()) if source else {}
+    """The switch's CONFIG_DB: the config_db.json its start.sh loaded ({} before it ran)."""
+    path = loaded(box)
+    data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     return data
+
+
+def start_sh(box: dict[str, Any]) -> None:
+    """The config steps of the image's start.sh (sonic-buildimage 086b03b
+    platform/vs/docker-sonic-vs/start.sh): `cp /var/sonic/config_db.json /etc/sonic/`, then
+    `sonic-cfggen -j init_cfg.json -j config_db.json --print-data > /tmp/config_db.json` and
+    `mv` it back (a deep merge, the bound file's fields win), then configdb-load.sh loads
+    it. The container's files live under `box["root"]`; init_cfg.json is abbreviated to the
+    DEVICE_METADATA and FEATURE rows its template renders."""
+    etc = loaded(box)
+    etc.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(box["root"]) / "tmp" / "config_db.json"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    source = box["binds"].get(CONFIG_DB)
+    if source:
+        shutil.copyfile(source, etc)
+    merged: dict[str, Any] = json.loads(json.dumps(INIT_CFG))
+    for table, rows in (json.loads(etc.read_text()) if etc.exists() else {}).items():
+        for key, fields in rows.items():
+            merged.setdefault(table, {}).setdefault(key, {}).update(fields)
+    tmp.write_text(json.dumps(merged))
+    tmp.replace(etc)
 
 
 def addresses(db: dict[str, Any]) -> list[tuple[str, ipaddress.IPv4Interface]]:
@@ -76,10 +121,26 @@ def operstate(netns: str) -> dict[str, bool]:
     return {x["ifname"]: x.get("operstate") == "UP" for x in json.loads(done.stdout or "[]")}
 
 
-def ports_up(db: dict[str, Any], up: dict[str, bool]) -> dict[str, bool]:
-    """SONiC interface (port or PortChannel) -> carrier, from its wire (eth<PORT index>) as
-    `up` (interface -> up) has it."""
-    ports = {p: up.get(f"eth{int(v['index'])}", False) for p, v in db.get("PORT", {}).items()}
+def ports_up(
+    db: dict[str, Any], up: dict[str, bool], off: frozenset[str] = frozenset()
+) -> dict[str, bool]:
+    """SONiC interface (port or PortChannel) -> frames pass: its wire (eth<PORT index>) is up
+    as `up` (interface -> up) has it, and its kernel carrier was not turned `off`."""
+    ports = {
+        p: up.get(f"eth{int(v['index'])}", False) and p not in off
+        for p, v in db.get("PORT", {}).items()
+    }
+    return _channels(db, ports)
+
+
+def carrier(db: dict[str, Any], off: frozenset[str]) -> dict[str, bool]:
+    """SONiC interface -> kernel carrier (LOWER_UP) as zebra sees it: on unless the switch
+    turned it `off`, whatever the wire does (the image's TAP, see the module doc)."""
+    return _channels(db, {p: p not in off for p in db.get("PORT", {})})
+
+
+def _channels(db: dict[str, Any], ports: dict[str, bool]) -> dict[str, bool]:
+    """`ports` with each PortChannel up when any member is."""
     for key in db.get("PORTCHANNEL_MEMBER", {}):
         channel, member = key.split("|")
         ports[channel] = ports.get(channel, False) or ports.get(member, False)
@@ -129,7 +190,8 @@ def _port_toward(db: dict[str, Any], ip: str) -> str | None:
 
 
 def speaker(box: dict[str, Any], db: dict[str, Any], up: dict[str, bool]) -> Speaker:
-    """A switch's BGP speaker from its frr.conf (statics only while their port is up)."""
+    """A switch's BGP speaker from its frr.conf (statics only while their port is up in `up`:
+    its kernel carrier, which zebra watches)."""
     conf = Path(box["binds"][FRR_CONF]).read_text()
     statics = {}
     for prefix, gateway in re.findall(r"^ip route (\S+) (\S+)$", conf, re.M):
@@ -197,15 +259,16 @@ class Routing(threading.Thread):
     """Keeps every switch's kernel routes what its FRR would install (see the module doc).
 
     `boxes()` gives the fake's containers, `alive(name)` whether a switch's bgpd runs with
-    its frr.conf pushed."""
+    its frr.conf pushed, `off(name)` the ports whose carrier the switch turned off."""
 
     def __init__(
         self,
         boxes: Callable[[], dict[str, dict[str, Any]]],
         alive: Callable[[str], bool],
+        off: Callable[[str], frozenset[str]],
     ) -> None:
         super().__init__(name="fake-vs-routing", daemon=True)
-        self.boxes, self.alive = boxes, alive
+        self.boxes, self.alive, self.off = boxes, alive, off
         self.installed: dict[str, dict[str, Route]] = {}
         self.stopped = threading.Event()
         self.sockets: dict[str, IPRoute] = {}
@@ -241,10 +304,13 @@ class Routing(threading.Thread):
         }
         dbs = {name: config(box) for name, box in switches.items()}
         up = {
-            name: ports_up(dbs[name], self.operstate(box["netns"]))
+            name: ports_up(dbs[name], self.operstate(box["netns"]), self.off(name))
             for name, box in switches.items()
         }
-        speakers = {name: speaker(box, dbs[name], up[name]) for name, box in switches.items()}
+        speakers = {
+            name: speaker(box, dbs[name], carrier(dbs[name], self.off(name)))
+            for name, box in switches.items()
+        }
         for name, box in switches.items():
             for address, peer in neighbours(box).items():
                 other = f"clab-{box['lab']}-{peer}"

@@ -11,6 +11,7 @@ real BGP in the image) is listed in docs/containerlab.md.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import subprocess
@@ -27,8 +28,10 @@ from conftest import lab_name, wait_for, write_lab
 
 from labs import processes, registry, state
 from labs.backend import Fault, FlowSpec, Phase, ProbePair
+from labs.clab import tools
 from twin.errors import LabError
 from twin.labdir import Lab
+from twin.render import sonic_vs
 
 SWITCH_STARTUP = [
     ["redis-cli", "ping"],
@@ -36,9 +39,12 @@ SWITCH_STARTUP = [
     ["sonic-cfggen", "-d", "-v", "DEVICE_METADATA.localhost.hostname"],
     ["supervisorctl", "status", "bgpd"],
     ["/usr/lib/frr/bfdd", "-d", "-A", "127.0.0.1", "-P", "0"],
+    ["vtysh", "-c", "show daemons"],
+    ["vtysh", "-f", "/etc/twin/frr.conf"],  # refused: bgpcfgd holds the config lock
     ["vtysh", "-f", "/etc/twin/frr.conf"],
     ["vtysh", "-c", "show bgp summary json"],
 ]
+"""What the backend runs in each switch at deploy (the fake's vtysh loses bgpcfgd's race once)."""
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 
@@ -82,10 +88,10 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fakes]:
     try:
         yield Fakes(lab, fake_state, engine, server.routing)
     finally:
-        server.shutdown()
-        server.server_close()
         if fake_clab.load_state():
             fake_clab.main(["destroy", "-t", str(lab.path / "topology.clab.yml"), "--cleanup"])
+        server.shutdown()
+        server.server_close()
 
 
 # --------------------------------------------------------------------------- deploy, faults
@@ -101,14 +107,24 @@ def test_deploy_configures_everything_then_a_link_fault_then_destroy(fakes: Fake
     peers = 2 * sum(1 for *_, e in lab.graph.edges(data=True) if e["kind"] == "fabric")
     assert (up.backend, up.nodes, up.sessions) == ("clab", 10, peers)
     assert backend.running(lab) and state.load(lab.path) is not None
-    # Docker: pinged, both images looked up, nothing pulled or created.
+    # Docker: pinged, both images looked up, nothing pulled; containerlab created the lab's
+    # own management network, at the topology's subnet.
     gets = [p for m, p, _ in fakes.engine.requests if m == "GET"]
     assert "/_ping" in gets
     assert {f"/images/{image}/json" for image in fake_docker.IMAGES} <= set(gets)
-    assert not [p for m, p, _ in fakes.engine.requests if "create" in p or "pull" in p]
-    # Each switch: readiness, bfdd, frr.conf pushed with vtysh, then BGP polled.
+    made = [p for m, p, _ in fakes.engine.requests if "create" in p or "pull" in p]
+    assert made == ["/networks/create"]
+    mgmt = yaml.safe_load((lab.path / "topology.clab.yml").read_text())["mgmt"]
+    net = fakes.engine.networks[f"twin-{lab.name}"]
+    assert net["IPAM"]["Config"] == [{"Subnet": mgmt["ipv4-subnet"]}]
+    # Each switch: readiness, bfdd (detached), the daemons reached, frr.conf pushed with
+    # vtysh (again once bgpcfgd's lock is released), then BGP polled.
     for switch in lab.switches():
         assert fakes.execs(switch)[: len(SWITCH_STARTUP)] == SWITCH_STARTUP, switch
+    assert fakes.engine.held == [] and len(fakes.engine.bfdd) == len(lab.switches())
+    hostnames = {fake_vs.config(b)["DEVICE_METADATA"]["localhost"]["hostname"]
+                 for b in fake_clab.load_state().values() if b["kind"] == "sonic-vs"}  # fmt: skip
+    assert hostnames == set(lab.switches())  # start.sh loaded the bound config_db.json
     # Servers: set up through their namespace, nothing run in the container.
     assert fakes.execs("server1") == []
     addresses = json.loads(fakes.ns("server1", "-j", "addr"))
@@ -156,6 +172,72 @@ def test_deploy_configures_everything_then_a_link_fault_then_destroy(fakes: Fake
     assert fakes.clab_calls()[-1] == ["destroy", "-t", topo, "--cleanup"]
     assert not backend.running(lab) and state.load(lab.path) is None
     assert fake_clab.load_state() == {}
+    assert set(fakes.engine.networks) == {"bridge"}
+
+
+def test_labs_side_by_side_get_management_networks_of_their_own(fakes: Fakes) -> None:
+    """Docker refuses a network overlapping another: with containerlab's default network and
+    one at the very block the lab's name hashes to, the lab deploys on a free subnet."""
+    lab = fakes.lab
+    nodes = lab.graph.number_of_nodes()
+    hashed = sonic_vs.mgmt_subnet(lab.name, nodes)
+    assert fakes.engine.add_network("clab", "172.20.20.0/24") is None
+    assert fakes.engine.add_network("other-lab", hashed) is None
+    registry.get("clab").deploy(lab, lambda _: None)
+    subnet = yaml.safe_load((lab.path / "topology.clab.yml").read_text())["mgmt"]["ipv4-subnet"]
+    assert subnet not in (hashed, "172.20.20.0/24")
+    assert fakes.engine.networks[f"twin-{lab.name}"]["IPAM"]["Config"] == [{"Subnet": subnet}]
+    records = {r.node: r.mgmt_ipv4 for r in tools.inspect(lab)}
+    net = ipaddress.IPv4Network(subnet)
+    assert all(ipaddress.IPv4Interface(a).ip in net for a in records.values()), records
+    registry.get("clab").destroy(lab)
+    assert set(fakes.engine.networks) == {"bridge", "clab", "other-lab"}
+
+
+def _hops(fakes: Fakes, node: str, address: str) -> set[str]:
+    """The interfaces of a switch's kernel route to `address` (none when it has none)."""
+    routes = json.loads(fakes.ns(node, "-j", "route", "show", f"{address}/32") or "[]")
+    return {h.get("dev", "") for r in routes for h in r.get("nexthops", [r])}
+
+
+def test_a_server_link_fault_withdraws_the_server_from_its_leaf(fakes: Fakes) -> None:
+    """The image's port keeps its carrier when `ethN` goes (the fake models it so): the
+    fault also turns the leaf port's carrier off, so zebra drops the server's /32 and the
+    spines route to the server only through the other leaf; the restore brings both back."""
+    lab = fakes.lab
+    backend = registry.get("clab")
+    backend.deploy(lab, lambda _: None)
+    host = json.loads((lab.path / "clab" / "server1" / "host.json").read_text())
+    address = host["address"].split("/")[0]
+    nic = next(n for n in host["interfaces"] if n["nic"] == "nic0")
+    leaf, port = nic["peer"], nic["peer_port"]
+    both = _hops(fakes, "spine1", address)
+    assert len(both) == 2, both
+    event = backend.fault(lab, Fault("link-down", link="server1:nic0"))
+    assert event["ends"] == ["server1:nic0", f"{leaf}:{port}"]
+    wait_for(lambda: len(_hops(fakes, "spine1", address)) == 1, "spine1 withdraws a leaf", 10)
+    assert ["ip", "link", "set", "dev", port, "carrier", "off"] in fakes.execs(leaf)
+    wait_for(lambda: port not in _hops(fakes, leaf, address), f"{leaf} drops the /32", 10)
+    backend.fault(lab, Fault("link-up", link="server1:nic0"))
+    assert fakes.execs(leaf)[-1] == ["ip", "link", "set", "dev", port, "carrier", "on"]
+    wait_for(lambda: _hops(fakes, "spine1", address) == both, "spine1 routes both again", 10)
+    backend.destroy(lab)
+
+
+def test_a_server_down_is_withdrawn_by_both_leaves(fakes: Fakes) -> None:
+    """node-down of a server: the leaves' ports to it keep their carrier in the image, so the
+    backend turns them off; no switch routes to the server until it is back."""
+    lab = fakes.lab
+    backend = registry.get("clab")
+    backend.deploy(lab, lambda _: None)
+    host = json.loads((lab.path / "clab" / "server1" / "host.json").read_text())
+    address = host["address"].split("/")[0]
+    both = _hops(fakes, "spine1", address)
+    backend.fault(lab, Fault("node-down", node="server1"))
+    wait_for(lambda: not _hops(fakes, "spine1", address), "spine1 withdraws server1", 10)
+    backend.fault(lab, Fault("node-up", node="server1"))
+    wait_for(lambda: _hops(fakes, "spine1", address) == both, "spine1 routes both again", 10)
+    backend.destroy(lab)
 
 
 def test_daemon_kill_and_node_restart(fakes: Fakes) -> None:
@@ -166,9 +248,10 @@ def test_daemon_kill_and_node_restart(fakes: Fakes) -> None:
     assert fakes.execs("spine1")[-1] == ["supervisorctl", "signal", "KILL", "bgpd"]
     assert {s.node for s in backend.observer(lab).bgp() if s.state != "Established"} >= {"spine1"}
     backend.fault(lab, Fault("daemon-restart", node="spine1"))
-    assert fakes.execs("spine1")[-3:] == [
+    assert fakes.execs("spine1")[-4:] == [
         ["supervisorctl", "start", "bgpd"],
         SWITCH_STARTUP[4],  # bfdd
+        ["vtysh", "-c", "show daemons"],
         ["vtysh", "-f", "/etc/twin/frr.conf"],
     ]
     backend.fault(lab, Fault("node-down", node="leaf2"))
@@ -180,9 +263,37 @@ def test_daemon_kill_and_node_restart(fakes: Fakes) -> None:
     ]
     detached = [r for r in fakes.engine.requests if r[0] == "POST" and r[2] and r[2].get("Cmd")]
     assert ["supervisord"] in [r[2]["Cmd"] for r in detached]
+    # After the restart: ARP replies off again on the wires containerlab moved back in, and
+    # frr.conf pushed again once the new boot's bgpcfgd released the config lock.
+    after = fakes.execs("leaf2")[fakes.execs("leaf2").index(["supervisord"]) :]
+    assert after.count(["vtysh", "-f", "/etc/twin/frr.conf"]) == 2
+    for eth in lab.ifmap["leaf2"].values():
+        sysctl = ["sysctl", "-n", f"net.ipv4.conf.{eth['clab']}.arp_ignore"]
+        arp = subprocess.run(["ip", "netns", "exec", f"{lab.name}.leaf2", *sysctl],
+                             capture_output=True, text=True)  # fmt: skip
+        assert arp.stdout.strip() == "8", eth
     observer = backend.observer(lab)
     wait_for(lambda: all(s.state == "Established" for s in observer.bgp()), "BGP back", 10)
     backend.destroy(lab)
+
+
+def _start_bodies(fakes: Fakes) -> dict[str, dict[str, object]]:
+    """Exec id -> the body its start was posted with."""
+    return {
+        path.split("/")[2]: body
+        for method, path, body in fakes.engine.requests
+        if method == "POST" and path.endswith("/start")
+    }
+
+
+def test_bfdd_is_started_detached(fakes: Fakes) -> None:
+    """An attached `bfdd -d` never ends (it keeps the exec's pipes open): the fake holds it."""
+    registry.get("clab").deploy(fakes.lab, lambda _: None)
+    bodies = _start_bodies(fakes)
+    bfdd = [i for i, e in fakes.engine.execs.items() if e["argv"][0] == "/usr/lib/frr/bfdd"]
+    assert len(bfdd) == len(fakes.lab.switches())
+    assert all(bodies[i].get("Detach") is True for i in bfdd)
+    assert fakes.engine.held == []
 
 
 def test_traffic_in_the_server_containers_then_destroy_ends_its_workers(fakes: Fakes) -> None:

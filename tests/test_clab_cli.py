@@ -85,10 +85,10 @@ def cli(tmp_path: Path) -> Iterator[Cli]:
     try:
         yield Cli(lab, env, engine)
     finally:
-        server.shutdown()
-        server.server_close()
         if fake_clab.load_state():
             fake_clab.main(["destroy", "-t", str(lab / "topology.clab.yml"), "--cleanup"])
+        server.shutdown()
+        server.server_close()
         if old is None:
             del os.environ["FAKE_CLAB_STATE"]
         else:

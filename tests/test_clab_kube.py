@@ -4,7 +4,10 @@ The fake answers as kubectl does: `config current-context` prints the context na
 `apply -f`/`delete -f` print one line per object, `get topology NAME -n NS -o json` prints the
 Topology with the controller's `status.topologyReady` and `status.nodeReadiness`
 (srl-labs/clabernetes @1cc0cbe, apis/v1alpha1/topology.go); a context-less kubectl fails as
-`error: current-context is not set`.
+`error: current-context is not set`. Its cluster enforces the baseline Pod Security Standard
+(the default of many managed clusters): the launcher pods run privileged, so a Topology whose
+namespace lacks the `pod-security.kubernetes.io/enforce: privileged` label that clabverter
+writes never gets ready (its pods are forbidden at admission).
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from twin.labdir import Lab
 FAKE = """#!{python}
 import json, sys
 from pathlib import Path
+import yaml
 log = Path({log!r})
+admitted = Path({log!r} + ".admitted")
 argv = sys.argv[1:]
 with log.open("a") as f:
     f.write(json.dumps(argv) + "\\n")
@@ -35,6 +40,11 @@ if argv[:2] == ["config", "current-context"]:
         sys.exit(0)
     print("error: current-context is not set", file=sys.stderr)
     sys.exit(1)
+if argv[:1] == ["apply"]:
+    docs = list(yaml.safe_load_all(Path(argv[2]).read_text()))
+    labels = docs[0].get("metadata", {{}}).get("labels", {{}})
+    if labels.get("pod-security.kubernetes.io/enforce") == "privileged":
+        admitted.touch()
 if argv[:1] in (["apply"], ["delete"]):
     verb = "created" if argv[0] == "apply" else "deleted"
     for kind, name in (("namespace", "ns"), ("configmap", "files"), ("topology", "lab")):
@@ -42,7 +52,7 @@ if argv[:1] in (["apply"], ["delete"]):
     sys.exit(0)
 if argv[:2] == ["get", "topology"]:
     nodes = {nodes!r}
-    ready = len(log.read_text().splitlines()) > 4
+    ready = len(log.read_text().splitlines()) > 4 and admitted.exists()
     print(json.dumps({{"kind": "Topology", "metadata": {{"name": argv[2]}}, "status": {{
         "topologyReady": ready,
         "nodeReadiness": {{n: "ready" if ready else "notready" for n in nodes}}}}}}))
@@ -76,7 +86,7 @@ def test_apply_wait_ready_and_delete(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setattr("labs.clab.kube.POLL", 0.01)
     backend = registry.get("clabernetes")
-    up = backend.deploy(lab, lambda _: None)
+    up = backend.deploy(lab, lambda _: None, timeout=5)
     assert (up.backend, up.nodes, up.details) == ("clabernetes", 10, {"context": "kind-twin"})
     assert backend.running(lab)
     assert set(backend.status(lab).nodes.values()) == {"ready"}
@@ -89,6 +99,8 @@ def test_apply_wait_ready_and_delete(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert calls[-1] == ["delete", "-f", file, "--ignore-not-found"]
     docs = list(yaml.safe_load_all(Path(file).read_text()))
     assert docs[-1]["metadata"] == {"name": lab.name, "namespace": f"twin-{lab.name}"}
+    labels = docs[0]["metadata"]["labels"]
+    assert labels == {"pod-security.kubernetes.io/enforce": "privileged"}
     assert state.load(lab.path) is None
 
 

@@ -31,12 +31,23 @@ REPO = Path(__file__).resolve().parent.parent
 SCHEMA = REPO / "tests" / "data" / "clab.schema.json"
 
 
-@pytest.fixture(scope="module", params=["small", "reference"])
+ALL_100G = {"speed": "100G", "uplink_speed": "100G"}
+"""examples/small.yaml with every port at 100G (leaves and spines): Arista-7060CX-32S-C32."""
+
+
+@pytest.fixture(scope="module", params=["small", "reference", "small-100g"])
 def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Lab:
     """A generated lab that fits the image."""
     name: str = request.param
     out = tmp_path_factory.mktemp(name) / name
-    labdir.generate(intent.load(REPO / "examples" / f"{name}.yaml"), out)
+    if name == "small-100g":
+        fabric = yaml.safe_load((REPO / "examples" / "small.yaml").read_text())
+        fabric["leaves"].update(ALL_100G)
+        fabric["spines"]["speed"] = "100G"
+        fabric["servers"]["nic_speed"] = "100G"
+        labdir.generate(intent.parse(fabric, name), out)
+    else:
+        labdir.generate(intent.load(REPO / "examples" / f"{name}.yaml"), out)
     return Lab.open(out)
 
 
@@ -94,15 +105,19 @@ def test_ifmap_follows_the_images_eth_to_ethernet_mapping(lab: Lab) -> None:
     """eth2 carries the second port_config row (Ethernet8 on the 400G SKUs), not Ethernet4."""
     leaf = lab.nodes("leaf")[0]
     sku = _container_db(lab, leaf)["DEVICE_METADATA"]["localhost"]["hwsku"]
-    second = sonic_vs.image()["skus"][sku]["ports"][1][0]
-    assert second == "Ethernet8"
-    assert lab.ifmap[leaf]["Ethernet8"]["clab"] == "eth2"
+    second, *_, speed = sonic_vs.image()["skus"][sku]["ports"][1]
+    assert second == {400000: "Ethernet8", 100000: "Ethernet4"}[speed]
+    assert lab.ifmap[leaf][second]["clab"] == "eth2"
 
 
-def test_the_lab_keeps_its_400g_design(lab: Lab) -> None:
+def test_the_lab_keeps_its_design(lab: Lab) -> None:
+    """The lab's own configs keep the design's speeds and lanes (8 at 400G, 4 at 100G)."""
+    speed = lab.fabric.leaves.speed
     for switch in lab.switches():
         own = lab.config_db(switch)["PORT"]
-        assert all(p["speed"] == "400000" and len(p["lanes"].split(",")) == 8 for p in own.values())
+        lanes = {400000: 8, 100000: 4}[speed]
+        assert all(p["speed"] == str(speed) and len(p["lanes"].split(",")) == lanes
+                   for p in own.values())  # fmt: skip
         assert (
             len(own)
             == getattr(
@@ -213,11 +228,30 @@ def test_mgmt_network_is_the_labs_own_and_holds_its_nodes(lab: Lab) -> None:
 
 
 def test_mgmt_grows_with_the_node_count() -> None:
-    assert sonic_vs.mgmt_subnet(253) == "172.20.20.0/24"
-    assert sonic_vs.mgmt_subnet(254) == "172.20.20.0/23"
-    assert sonic_vs.mgmt_subnet(2362) == "172.20.16.0/20"
+    assert sonic_vs.mgmt_size(253) == 24
+    assert sonic_vs.mgmt_size(254) == 23
+    assert sonic_vs.mgmt_size(2362) == 20
+    assert sonic_vs.mgmt_subnet("x", 2362).endswith("/20")
     with pytest.raises(sonic_vs.Refused, match="exceed the largest management network"):
-        sonic_vs.mgmt_subnet(70000)
+        sonic_vs.mgmt_size(70000)
+
+
+def test_two_labs_render_different_mgmt_subnets(tmp_path: Path) -> None:
+    """Not containerlab's one 172.20.20.0/24: Docker refuses a second network overlapping it."""
+    subnets = []
+    for name in ("i22-a", "i22-b"):
+        out = tmp_path / name
+        fabric = yaml.safe_load((REPO / "examples" / "small.yaml").read_text())
+        labdir.generate(intent.parse({**fabric, "name": name}, name), out)
+        topo = _topology(Lab.open(out))
+        subnets.append(ipaddress.IPv4Network(topo["mgmt"]["ipv4-subnet"]))
+    assert not subnets[0].overlaps(subnets[1]), subnets
+    assert not any(s.overlaps(ipaddress.IPv4Network("172.20.20.0/24")) for s in subnets)
+    pool = ipaddress.IPv4Network(sonic_vs.image()["mgmt_pool"])
+    assert all(s.subnet_of(pool) for s in subnets)
+    # At deploy a subnet Docker already has is avoided.
+    taken = [str(subnets[0])]
+    assert not ipaddress.IPv4Network(sonic_vs.mgmt_subnet("i22-a", 10, taken)).overlaps(subnets[0])
 
 
 def test_a_fabric_beyond_the_port_tables_gets_no_clab_form(tmp_path: Path) -> None:
@@ -227,7 +261,8 @@ def test_a_fabric_beyond_the_port_tables_gets_no_clab_form(tmp_path: Path) -> No
     assert not (out / "topology.clab.yml").exists() and not (out / "clab").exists()
     assert labdir.clab_refusal(lab) == (
         "superspine1: 144 ports up to Ethernet1144 at 400G are beyond the port tables of the "
-        "image's SKUs (DellEMC-Z9332f-O32 34 ports, Arista-7060DX5-64S 66 ports)"
+        "image's SKUs (DellEMC-Z9332f-O32 34 ports, Arista-7060DX5-64S 66 ports, "
+        "Arista-7060CX-32S-C32 32 ports)"
     )
 
 
@@ -245,3 +280,29 @@ def test_clabernetes_form_wraps_the_same_topology(lab: Lab) -> None:
         for entry in files[switch]:
             data = maps[entry["configMapName"]]["data"][entry["configMapPath"]]
             assert data == (lab.path / entry["filePath"]).read_text()
+
+
+def test_a_mixed_speed_fabric_is_refused_for_the_true_reason(tmp_path: Path) -> None:
+    """100G server ports and 400G uplinks: no SKU the image ships has rows of those names
+    and speeds (its 400G SKUs run Ethernet0 at 400G), which is what the refusal says, not
+    that the ports are beyond the port tables."""
+    fabric = yaml.safe_load((REPO / "examples" / "small.yaml").read_text())
+    fabric["leaves"].update(speed="100G", uplink_speed="400G")
+    fabric["servers"]["nic_speed"] = "100G"
+    out = tmp_path / "mixed"
+    labdir.generate(intent.parse(fabric, "mixed"), out)
+    lab = Lab.open(out)
+    assert not (out / "topology.clab.yml").exists() and not (out / "clab").exists()
+    refusal = labdir.clab_refusal(lab)
+    assert refusal == (
+        "leaf1: no SKU of the image has rows of its ports' names and speeds (100G/400G): "
+        "DellEMC-Z9332f-O32: Ethernet0 runs at 400G, not 100G; "
+        "Arista-7060DX5-64S: Ethernet0 runs at 400G, not 100G; "
+        "Arista-7060CX-32S-C32: Ethernet12 runs at 100G, not 400G"
+    )
+    # The spines, all 400G, still fit a SKU row for row.
+    for spine in lab.nodes("spine"):
+        sku = sonic_vs.sku_for(lab, spine)
+        rows = {row.name: row for row in sku.rows}
+        ports = json.loads((out / "configs" / spine / "config_db.json").read_text())["PORT"]
+        assert all(rows[name].speed == int(p["speed"]) for name, p in ports.items())

@@ -59,6 +59,7 @@ def test_reference_lab_passes_every_static_validator(tmp_path: Path) -> None:
         "failover_budget",
         "fib_reachability",
         "mlag_consistency",
+        "sonic_fields",
         "yang",
     }
     assert [(r.validator, r.scope, r.reason) for r in results if r.status is not Status.PASS] == []
@@ -350,7 +351,7 @@ def test_a_harmless_edit_is_listed_as_drift_and_validate_passes(
     assert cli.main(["validate", str(small.path), "--failures", "0"]) == 0
     out = capsys.readouterr().out
     assert "| config_drift | fabric | info | 1 difference on leaf1 from what the intent" in out
-    assert "11 passed, 0 failed, 0 not observable, 1 informational" in out
+    assert "12 passed, 0 failed, 0 not observable, 1 informational" in out
 
 
 def test_fib_reachability_names_what_the_deploy_would_wait_for(small: Lab) -> None:

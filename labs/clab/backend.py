@@ -2,7 +2,8 @@
 
 Deploy: refuse, before anything is created, a lab that cannot run (no containerlab, no Docker
 daemon, an image not loaded, a fabric beyond the image's port tables or management network);
-derive the container flavour from the lab's configs as they are now (`clab/`); `containerlab
+derive the container flavour from the lab's configs as they are now (`clab/`), its management
+subnet overlapping no network Docker has (labs side by side); `containerlab
 deploy`; turn ARP replies off on the switches' `ethN` (the image's TAP answers for the port,
 containerlab pull request 3390); wait until each switch is ready, push its frr.conf; set up the
 servers through their namespaces; wait until every BGP session is Established, then until
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 BOOT_ALLOWANCE = 240.0
 """Seconds SONiC-VS may take to start (redis, syncd, orchagent) on top of the convergence
 timeout: docker-sonic-vs starts in tens of seconds to minutes, by machine."""
-NO_ARP_REPLY = "8"  # arp_ignore 8: do not reply for any local address (ip-sysctl.rst)
 
 
 def _images(lab: Lab) -> list[str]:
@@ -71,8 +71,8 @@ class ClabBackend:
         refusal = clab_refusal(lab)
         if refusal:
             raise LabError(f"{lab.path}: cannot run on containerlab: {refusal}")
-        clab.write(lab)
         engine = tools.client()
+        clab.write(lab, tools.subnets(engine, clab.network(lab.name)))
         for image in _images(lab):
             tools.check_image(engine, image)
         return Containers(lab, engine)
@@ -94,10 +94,7 @@ class ClabBackend:
             tools.run(["deploy", "-t", str(tools.topology(lab))], timeout=timeout + 3600)
             progress("switches: ARP replies off on the wires")
             for node in lab.switches():
-                names = {
-                    f"net.ipv4.conf.{eth}.arp_ignore": NO_ARP_REPLY for eth in boxes.port[node]
-                }
-                namespace.set_sysctls(boxes.pid(node), names)
+                boxes.quiet_arp(node)
             progress("servers: addresses, routes, DSCP marking")
             with ThreadPoolExecutor(8) as pool:
                 rdma = set(pool.map(lambda s: faults.set_up_server(boxes, s), lab.nodes("server")))
@@ -106,7 +103,7 @@ class ClabBackend:
                 boxes.run,
                 lab,
                 timeout + BOOT_ALLOWANCE,
-                lambda node: switches.configure_frr(boxes.run, lab, node),
+                lambda node: switches.configure_frr(boxes.run, boxes.start, lab, node),
             )
             progress("waiting for every switch's routes to every server")
             servers = {faults.host(lab, s)["address"].split("/")[0] for s in lab.nodes("server")}

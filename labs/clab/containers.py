@@ -13,6 +13,9 @@ from twin.labdir import Lab
 if TYPE_CHECKING:
     import docker
 
+CARRIER = {True: "on", False: "off"}
+NO_ARP_REPLY = "8"  # arp_ignore 8: do not reply for any local address (ip-sysctl.rst)
+
 
 class Containers:
     """A deployed lab's containers, reached through one Docker client."""
@@ -25,6 +28,17 @@ class Containers:
     def run(self, node: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
         """Run a command in a node's container."""
         return tools.exec_in(self.engine, self.lab, node, argv)
+
+    def start(self, node: str, argv: list[str]) -> None:
+        """Start a command in a node's container and return at once (a daemon)."""
+        tools.start_detached(self.engine, self.lab, node, argv)
+
+    def quiet_arp(self, node: str) -> None:
+        """Turn ARP replies off on a switch's `ethN`: the image's TAP port answers for it
+        (containerlab pull request 3390). Containerlab moving an interface into the
+        container's namespace (deploy, `start --node`) resets it, so it is set after each."""
+        names = {f"net.ipv4.conf.{eth}.arp_ignore": NO_ARP_REPLY for eth in self.port[node]}
+        namespace.set_sysctls(self.pid(node), names)
 
     def pid(self, node: str) -> int:
         """The host pid of a node's container (cached until `forget`)."""
@@ -64,8 +78,30 @@ class Containers:
         raise LabError(f"lab {self.lab.name}: {node} has no port or neighbour {other!r}")
 
     def set_link(self, spec: str, up: bool) -> list[tuple[str, str]]:
-        """Set both container interfaces of a link up or down; the ends."""
+        """Set both container interfaces of a link up or down, and a switch end's port carrier
+        with them; the ends.
+
+        docker-sonic-vs keeps its port (a TAP) LOWER_UP whatever `ethN` does (sonic-sairedis
+        vslib turns `ethN`'s carrier into a SAI notification only), so zebra would keep the
+        routes through it; `ip link set dev PORT carrier off|on` in the switch does what a
+        hardware switch's kernel sees when the link goes."""
         ends = self.link_ends(spec)
         for node, eth in ends:
             namespace.set_state(self.pid(node), eth, up)
+            self.set_carrier(node, self.port[node][eth], up)
         return ends
+
+    def set_carrier(self, node: str, port: str, up: bool) -> None:
+        """Set a switch port's kernel carrier (nothing on a server: its NIC follows the wire)."""
+        if node not in self.lab.switches():
+            return
+        done = self.run(node, ["ip", "link", "set", "dev", port, "carrier", CARRIER[up]])
+        if done.returncode != 0:
+            raise LabError(f"{node}: carrier of {port}: {done.stderr.strip()[:200]}")
+
+    def set_peer_carriers(self, node: str, up: bool) -> None:
+        """Set the carrier of every switch port cabled to `node` (the node went down or came
+        back: a hardware port loses its link when the neighbour does)."""
+        for _, peer, e in self.lab.graph.edges(node, data=True):
+            theirs = "b_port" if e["a"] == node else "a_port"
+            self.set_carrier(str(peer), e[theirs], up)

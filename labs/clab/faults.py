@@ -1,10 +1,12 @@
 """Faults on a clab twin (docs/containerlab.md has the table).
 
 * link-down / link-up / link-flap: both container interfaces (`ethN`) of the link down / up,
-  by netlink in each container's namespace; SONiC-VS sees its port's carrier go.
+  by netlink in each container's namespace, and a switch end's port carrier off / on in the
+  switch (docker-sonic-vs keeps its TAP port up whatever `ethN` does).
 * node-down / node-up: `containerlab stop` / `start --node` (the node's links are parked and
-  its peers keep theirs); a switch is then started as containerlab's post-deploy does and its
-  frr.conf pushed again, a server is set up again.
+  its peers keep theirs), and the carrier of the switch ports cabled to it off / on; a switch
+  is then started as containerlab's post-deploy does and its frr.conf pushed again, a server
+  is set up again.
 * daemon-kill / daemon-restart: `supervisorctl signal KILL` / `supervisorctl start` of the
   daemon (default bgpd) in the switch; frr.conf is pushed again after a restart.
 * loss / rate / clear: `containerlab tools netem set` on both ends.
@@ -42,15 +44,16 @@ def _switch(boxes: Containers, fault: Fault) -> str:
 def bring_up_switch(boxes: Containers, node: str, timeout: float) -> None:
     """Start a switch container's SONiC as containerlab's post-deploy does, then wait until it
     is ready and push its frr.conf (nodes/sonic/sonic.go: `supervisord`, `supervisorctl start
-    bgpd`)."""
-    tools.start_detached(boxes.engine, boxes.lab, node, ["supervisord"])
+    bgpd`); ARP replies off on its `ethN` again (containerlab moved them in anew)."""
+    boxes.quiet_arp(node)
+    boxes.start(node, ["supervisord"])
     boxes.run(node, ["supervisorctl", "start", "bgpd"])
     deadline = time.monotonic() + timeout
     while (why := switches.missing(boxes.run, node)) is not None:
         if time.monotonic() > deadline:
             raise LabError(f"{node}: not ready after {timeout:.0f} s: {why}")
         time.sleep(1.0)
-    switches.configure_frr(boxes.run, boxes.lab, node)
+    switches.configure_frr(boxes.run, boxes.start, boxes.lab, node)
 
 
 def host(lab: Lab, node: str) -> dict[str, Any]:
@@ -81,11 +84,13 @@ def _node(boxes: Containers, fault: Fault, up: bool) -> None:
     tools.run(["start" if up else "stop", "-t", topo, "--node", node])
     boxes.forget(node)
     if not up:
+        boxes.set_peer_carriers(node, False)
         return
     if node in boxes.lab.switches():
         bring_up_switch(boxes, node, NODE_UP_TIMEOUT)
     else:
         set_up_server(boxes, node)
+    boxes.set_peer_carriers(node, True)
 
 
 def _link(boxes: Containers, fault: Fault, up: bool) -> dict[str, Any]:
@@ -120,7 +125,7 @@ def _log(boxes: Containers, kind: str, **fields: Any) -> dict[str, Any]:
 def _restart(boxes: Containers, fault: Fault) -> None:
     node = _switch(boxes, fault)
     boxes.run(node, ["supervisorctl", "start", _daemon(fault)])
-    switches.configure_frr(boxes.run, boxes.lab, node)
+    switches.configure_frr(boxes.run, boxes.start, boxes.lab, node)
 
 
 FIRE: dict[str, Callable[[Containers, Fault], Any]] = {

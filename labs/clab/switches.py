@@ -3,10 +3,16 @@
 Containerlab's post-deploy starts `supervisord` (which runs the image's start.sh) and bgpd.
 A switch is ready when redis answers, orchagent runs, its config was loaded (the hostname in
 CONFIG_DB is the node's) and bgpd runs. Then its `frr.conf` is pushed: bfdd first when the
-config uses BFD (the image's supervisord has no bfdd program), then `vtysh -f`. The fabric
-has converged when every session is Established and every switch's kernel has a route to
-every server. Everything
-here runs in the container (`docker exec`), argv lists only.
+config uses BFD (the image's supervisord has no bfdd program), started detached (`bfdd -d`
+keeps an attached exec's pipes open on FRR >= 9, so the exec would never end); then, as
+bgpcfgd does before its own pushes (sonic-buildimage src/sonic-bgpcfgd bgpcfgd/main.py,
+frr.py `wait_for_daemons`), wait until vtysh reaches every daemon the file configures; then
+`vtysh -f`, retried while the config lock is taken: the image's supervisord runs bgpcfgd
+whatever `docker_routing_config_mode` says (it is rendered when the image is built), and
+bgpcfgd pushes its own configuration at start-up, holding FRR's lock ("Lock already taken
+on DS by another session!"). The fabric has converged when every session is Established and
+every switch's kernel has a route to every server. Everything here runs in the container
+(`docker exec`), argv lists only.
 """
 
 from __future__ import annotations
@@ -26,7 +32,15 @@ from twin.labdir import Lab
 from twin.render import sonic_vs
 
 Exec = Callable[[str, list[str]], subprocess.CompletedProcess[str]]
+Detach = Callable[[str, list[str]], None]
 BFDD = ["/usr/lib/frr/bfdd", "-d", "-A", "127.0.0.1", "-P", "0"]
+DAEMONS = ("zebra", "bgpd", "staticd")
+"""The daemons bgpcfgd waits for before it configures FRR (bgpcfgd/main.py)."""
+LOCKED = "Lock already taken"
+"""FRR's mgmtd refusing a configuration session while another one holds the lock."""
+PUSH_WAIT = 60.0
+"""Seconds to wait for the daemons and for the config lock (bgpcfgd waits 20 s for the
+daemons, then for mgmtd's datastores)."""
 NEIGHBOR = re.compile(r"^ neighbor (\S+) remote-as ", re.M)
 
 
@@ -50,15 +64,32 @@ def missing(run: Exec, node: str) -> str | None:
     return None
 
 
-def configure_frr(run: Exec, lab: Lab, node: str) -> None:
-    """Start bfdd when the config uses BFD, then push the container's frr.conf with vtysh."""
+def configure_frr(run: Exec, detach: Detach, lab: Lab, node: str) -> None:
+    """Start bfdd (detached) when the config uses BFD, wait until vtysh reaches the daemons,
+    then push the container's frr.conf with vtysh, again while the config lock is taken."""
     conf = (lab.path / sonic_vs.FLAVOUR / node / "frr.conf").read_text()
+    daemons = list(DAEMONS)
     if any(line.strip() == "bfd" for line in conf.splitlines()):
-        run(node, BFDD)
+        detach(node, BFDD)
+        daemons.append("bfdd")
+    deadline = time.monotonic() + PUSH_WAIT
+    while True:
+        shown = run(node, ["vtysh", "-c", "show daemons"])
+        lacking = [d for d in daemons if shown.returncode != 0 or d not in shown.stdout.split()]
+        if not lacking:
+            break
+        if time.monotonic() > deadline:
+            raise LabError(f"{node}: vtysh does not reach {', '.join(lacking)}")
+        time.sleep(0.5)
     path = sonic_vs.image()["frr_conf_path"]
-    done = run(node, ["vtysh", "-f", path])
-    if done.returncode != 0:
-        raise LabError(f"{node}: {path} was refused: {(done.stdout + done.stderr).strip()[:300]}")
+    while True:
+        done = run(node, ["vtysh", "-f", path])
+        said = (done.stdout + done.stderr).strip()
+        if done.returncode == 0:
+            return
+        if LOCKED not in said or time.monotonic() > deadline:
+            raise LabError(f"{node}: {path} was refused: {said[:300]}")
+        time.sleep(0.5)
 
 
 def expected_peers(lab: Lab, node: str) -> set[str]:

@@ -129,6 +129,19 @@ def check_image(engine: docker.DockerClient, image: str) -> None:
         ) from None
 
 
+def subnets(engine: docker.DockerClient, own: str) -> list[str]:
+    """The IPv4 subnets of Docker's networks other than `own` (the lab's, left by a deploy
+    before): a new management network must overlap none of them."""
+    found = []
+    for net in engine.networks.list():
+        if net.name == own:
+            continue
+        for pool in (net.attrs.get("IPAM") or {}).get("Config") or []:
+            if "." in pool.get("Subnet", ""):
+                found.append(pool["Subnet"])
+    return found
+
+
 def container(engine: docker.DockerClient, lab: Lab, node: str) -> Container:
     """A node's container, or one line saying it does not exist."""
     from docker.errors import NotFound

@@ -8,11 +8,13 @@ nodes/sonic/sonic.go, sonic-buildimage generate_vs_hwsku.py). Each switch runs i
 `/var/sonic/config_db.json`, which start.sh copies to a writable `/etc/sonic/config_db.json`
 before loading it, and `frr.conf` at `/etc/twin/frr.conf`, which the backend pushes with vtysh
 once FRR runs. Servers are Linux containers that the backend configures through their network
-namespace. The management network is the lab's own, sized to its node count.
+namespace. The management network is the lab's own, sized to its node count, at a subnet of
+its own (the block its name hashes to, or at deploy one no Docker network overlaps).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -25,6 +27,9 @@ if TYPE_CHECKING:
 LINK_MTU = 9500
 """Containerlab's default veth MTU (docs/manual/network.md), above the switches' 9100."""
 CLABERNETES_API = "clabernetes.containerlab.dev/v1alpha1"
+POD_SECURITY = {"pod-security.kubernetes.io/enforce": "privileged"}
+"""The namespace label clabverter writes: the launcher pods run privileged (Docker in the
+pod), which a cluster enforcing the baseline or restricted Pod Security Standard refuses."""
 
 
 def endpoint(index: int) -> str:
@@ -37,8 +42,9 @@ def network(lab_name: str) -> str:
     return f"twin-{lab_name}"
 
 
-def topology(lab: Lab) -> dict[str, Any]:
-    """The containerlab topology of a lab whose container flavour is written."""
+def topology(lab: Lab, taken: Sequence[str] = ()) -> dict[str, Any]:
+    """The containerlab topology of a lab whose container flavour is written (its management
+    subnet overlapping none of `taken`)."""
     facts = sonic_vs.image()
     nodes: dict[str, Any] = {}
     for switch in lab.switches():
@@ -62,7 +68,7 @@ def topology(lab: Lab) -> dict[str, Any]:
         "name": lab.name,
         "mgmt": {
             "network": network(lab.name),
-            "ipv4-subnet": sonic_vs.mgmt_subnet(lab.graph.number_of_nodes()),
+            "ipv4-subnet": sonic_vs.mgmt_subnet(lab.name, lab.graph.number_of_nodes(), taken),
         },
         "topology": {
             "kinds": {
@@ -81,12 +87,17 @@ def dump(data: dict[str, Any]) -> str:
 
 
 def clabernetes(lab: Lab, topo: dict[str, Any]) -> str:
-    """The Clabernetes form: a namespace, one ConfigMap per switch holding its bound files,
-    and a Topology resource wrapping the same containerlab topology (clabernetes
-    apis/v1alpha1/topologyspec.go; the shape clabverter writes)."""
+    """The Clabernetes form: a namespace (labelled to admit privileged pods), one ConfigMap
+    per switch holding its bound files, and a Topology resource wrapping the same
+    containerlab topology (clabernetes apis/v1alpha1/topologyspec.go; the shape clabverter
+    writes)."""
     namespace = network(lab.name)
     docs: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": dict(POD_SECURITY)},
+        }
     ]
     files: dict[str, list[dict[str, str]]] = {}
     for switch in lab.switches():
@@ -123,11 +134,12 @@ def clabernetes(lab: Lab, topo: dict[str, Any]) -> str:
     return yaml.dump_all(docs, Dumper=yaml.CSafeDumper, sort_keys=False)
 
 
-def write(lab: Lab) -> None:
+def write(lab: Lab, taken: Sequence[str] = ()) -> None:
     """Write the container flavour, `topology.clab.yml` and `clabernetes.yml` into the lab
-    directory, or raise `sonic_vs.Refused` (writing nothing) when it cannot run there."""
+    directory (the management subnet overlapping none of `taken`), or raise
+    `sonic_vs.Refused` (writing nothing) when it cannot run there."""
     sonic_vs.check(lab)
     sonic_vs.write(lab, lab.path)
-    topo = topology(lab)
+    topo = topology(lab, taken)
     (lab.path / "topology.clab.yml").write_text(dump(topo))
     (lab.path / "clabernetes.yml").write_text(clabernetes(lab, topo))

@@ -186,7 +186,10 @@ def qos_maps(fabric: Fabric) -> ConfigDb:
         "SCHEDULER": {
             "scheduler.rdma": {"type": "DWRR", "weight": str(qos.rdma_scheduler_weight)},
             "scheduler.lossy": {"type": "DWRR", "weight": str(100 - qos.rdma_scheduler_weight)},
-            "scheduler.cnp": {"type": "STRICT", "priority": "6"},
+            # STRICT has no priority field in orchagent (qosorch.cpp handleSchedulerTable
+            # refuses the whole entry for one): strict queues go before DWRR ones, and among
+            # strict queues the ASIC serves the higher queue index first.
+            "scheduler.cnp": {"type": "STRICT"},
         },
         "WRED_PROFILE": {
             "RDMA_ECN": {

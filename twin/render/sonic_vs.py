@@ -6,7 +6,8 @@ image runs less than a switch does, so the containerlab form is derived from tho
 
 * **Ports.** Each switch runs a SKU the image ships (`HWSKU`), and its PORT table holds the
   wired ports exactly as that SKU's `port_config.ini` row for the port's `ethN` defines them
-  (name, lanes, alias, index, speed): the image attaches a port to `ethN` by its lanes.
+  (name, lanes, alias, index, speed): the image attaches a port to `ethN` by its lanes. A
+  switch no SKU has rows for (by count, name or speed) is refused, saying which.
 * **Server links.** docker-sonic-vs has no MCLAG daemon, so a server NIC is a routed /31 to
   its leaf (taken from `addressing.fabric` after the fabric's own links); the server holds its
   lab address on `lo`, and each leaf routes the address of the servers it is cabled to and
@@ -14,7 +15,9 @@ image runs less than a switch does, so the containerlab form is derived from tho
   peer-link keeps its bundle and takes the keepalive VLAN's address.
 * **Routing.** `frr.conf` is pushed into the running daemons with vtysh after start-up;
   `BGP_NEIGHBOR` is left out (bgpcfgd would add its own neighbours to the same bgpd) and the
-  routing config mode is `split-unified` (one integrated file, not managed by bgpcfgd).
+  routing config mode is `split-unified` (one integrated file). The image's supervisord is
+  rendered when it is built, so bgpcfgd runs whatever the mode says; the backend's push
+  waits for its start-up push (labs/clab/switches.py).
 * **Metadata.** `mac` is left out (the image sets it from eth0, as containerlab issue 3324
   advises), `hwsku` and `platform` are the container's.
 """
@@ -22,9 +25,10 @@ image runs less than a switch does, so the containerlab form is derived from tho
 from __future__ import annotations
 
 import functools
+import hashlib
 import ipaddress
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -71,14 +75,20 @@ class Sku:
     name: str
     rows: tuple[Row, ...]
 
+    def misfit(self, port: Port) -> str | None:
+        """Why `port` has no row of its own here (None when its row has its name and speed)."""
+        if port.index >= len(self.rows):
+            return f"no row for {port.name} ({len(self.rows)} rows)"
+        row = self.rows[port.index]
+        if row.name != port.name:
+            return f"row {port.index + 1} is {row.name}, not {port.name}"
+        if row.speed != port.speed:
+            return f"{row.name} runs at {row.speed // 1000}G, not {port.speed // 1000}G"
+        return None
+
     def fits(self, ports: list[Port]) -> bool:
         """Whether every port's row exists, has the port's name and runs at its speed."""
-        return all(
-            p.index < len(self.rows)
-            and self.rows[p.index].name == p.name
-            and self.rows[p.index].speed == p.speed
-            for p in ports
-        )
+        return all(self.misfit(p) is None for p in ports)
 
 
 @functools.cache
@@ -100,26 +110,54 @@ def sku_for(lab: Lab, switch: str) -> Sku:
         if sku.fits(ports):
             return sku
     last = max(ports, key=lambda p: p.index)
-    tables = ", ".join(f"{s.name} {len(s.rows)} ports" for s in skus())
+    if all(last.index >= len(s.rows) for s in skus()):
+        tables = ", ".join(f"{s.name} {len(s.rows)} ports" for s in skus())
+        raise Refused(
+            f"{switch}: {len(ports)} ports up to {last.name} at {last.speed // 1000}G are beyond "
+            f"the port tables of the image's SKUs ({tables})"
+        )
+    speeds = "/".join(f"{v // 1000}G" for v in sorted({p.speed for p in ports}))
+    why = "; ".join(
+        f"{s.name}: {next(m for p in ports if (m := s.misfit(p)) is not None)}" for s in skus()
+    )
     raise Refused(
-        f"{switch}: {len(ports)} ports up to {last.name} at {last.speed // 1000}G are beyond the "
-        f"port tables of the image's SKUs ({tables})"
+        f"{switch}: no SKU of the image has rows of its ports' names and speeds ({speeds}): {why}"
     )
 
 
-def mgmt_subnet(nodes: int) -> str:
-    """The management subnet of a lab of `nodes` containers (plus the gateway).
+def mgmt_size(nodes: int) -> int:
+    """The prefix length of a management network for `nodes` containers (plus the gateway).
 
-    >>> mgmt_subnet(14), mgmt_subnet(2362)
-    ('172.20.20.0/24', '172.20.16.0/20')
+    >>> mgmt_size(14), mgmt_size(254), mgmt_size(2362)
+    (24, 23, 20)
     """
-    facts = image()
-    for prefixlen in range(24, facts["mgmt_largest"] - 1, -1):
+    largest = image()["mgmt_largest"]
+    for prefixlen in range(24, largest - 1, -1):
         if 2 ** (32 - prefixlen) - 3 >= nodes:
-            net = ipaddress.IPv4Network(f"{facts['mgmt_base']}/{prefixlen}", strict=False)
-            return str(net)
-    largest = 2 ** (32 - facts["mgmt_largest"]) - 3
-    raise Refused(f"{nodes} nodes exceed the largest management network (/16, {largest} nodes)")
+            return prefixlen
+    most = 2 ** (32 - largest) - 3
+    raise Refused(f"{nodes} nodes exceed the largest management network (/{largest}, {most} nodes)")
+
+
+def mgmt_subnet(name: str, nodes: int, taken: Sequence[str] = ()) -> str:
+    """The management subnet of lab `name` with `nodes` containers: in the pool, the block
+    the name hashes to, or the first one after it that overlaps no subnet in `taken` (the
+    networks Docker has), so labs side by side get networks of their own.
+
+    >>> mgmt_subnet("a", 14), mgmt_subnet("b", 14)
+    ('172.21.18.0/24', '172.20.22.0/24')
+    >>> mgmt_subnet("a", 14, ["172.21.16.0/22", "172.21.20.0/24"])
+    '172.21.21.0/24'
+    """
+    pool = ipaddress.IPv4Network(image()["mgmt_pool"])
+    blocks = list(pool.subnets(new_prefix=mgmt_size(nodes)))
+    used = [ipaddress.IPv4Network(net) for net in taken]
+    start = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big") % len(blocks)
+    for i in range(len(blocks)):
+        block = blocks[(start + i) % len(blocks)]
+        if not any(block.overlaps(net) for net in used):
+            return str(block)
+    raise Refused(f"no free /{mgmt_size(nodes)} management network left in {pool}")
 
 
 class ServerLink(NamedTuple):
@@ -170,7 +208,7 @@ def check(lab: Lab) -> None:
     """Raise `Refused` with one line when the lab cannot run on containerlab."""
     for switch in lab.switches():
         sku_for(lab, switch)
-    mgmt_subnet(lab.graph.number_of_nodes())
+    mgmt_size(lab.graph.number_of_nodes())
     server_links(lab)
 
 
