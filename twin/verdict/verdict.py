@@ -61,12 +61,8 @@ def report_run(run_dir: Path) -> tuple[int, list[Result]]:
     results = evaluate(lab, obs, wanted)
     title = f"{obs.run['scenario']} on {obs.run['lab']} ({obs.run['backend']})"
     code = report.write(results, run_dir, title)
-    loss = {
-        f"{r.scope}": float(r.figures["loss_window_ms"])
-        for r in results
-        if r.validator == "failover" and "loss_window_ms" in r.figures
-    }
-    images = plots.write(obs, run_dir, loss)
+    params = {name: registry.get(name).params(given or {}) for name, given in wanted.items()}
+    images = plots.write(obs, run_dir, results, params, lab)
     if images:
         with open(run_dir / "report.md", "a") as md:
             md.write("\n## Plots\n\n" + "".join(f"![{p.stem}]({p.name})\n\n" for p in images))
