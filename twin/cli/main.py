@@ -24,6 +24,7 @@ VERBS = {
     "exec": "run a command in a node (vtysh on a switch reaches its FRR)",
     "fault": "inject a fault (link, node, daemon, loss, rate) and log the state changes it causes",
     "generate": "design a fabric and write its lab directory",
+    "graph": "draw a lab's topology (dot, mermaid, SVG, PNG), optionally with a run's utilisation",
     "inspect": "show a running twin: nodes, BGP sessions, links and their state",
     "report": "rebuild the reports (JSON, JUnit, Markdown, plots) of a run from its observations",
     "run": "deploy if needed, play a scenario, validate, report (no arguments: the reference)",
