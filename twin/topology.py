@@ -22,6 +22,8 @@ from twin.labdir import Lab
 from twin.scenario.observations import Observations
 
 TIERS = ("superspine", "spine", "leaf", "server")
+LABELLED = 24
+"""Above this many edges only notable ones are labelled (the others in their SVG tooltip)."""
 FILL = {"superspine": "#c6dbef", "spine": "#9ecae1", "leaf": "#a1d99b", "server": "#fdd0a2"}
 
 
@@ -157,14 +159,19 @@ def _label(edge: Edge) -> str:
 
 
 def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + text.replace('"', '\\"') + '"'
 
 
 def dot(topo: Topology, ports: bool = False) -> str:
     """The topology in Graphviz's dot language."""
     title = topo.name + (f" (run {topo.run})" if topo.run else "")
+    if topo.run:
+        title += "\nlink utilisation: green < 50 % <= orange < 80 % <= red; dashed red: taken down"
+    if len(topo.edges) > LABELLED:
+        title += "\n(labels on links a fault took down or over 50 %; every link's in its tooltip)"
     out = [f"graph {_quote(topo.name)} {{", f"  label={_quote(title)}; labelloc=t;"]
-    out.append('  rankdir=TB; nodesep=0.3; ranksep=1.2; node [shape=box, style="rounded,filled"];')
+    out.append("  rankdir=TB; nodesep=0.3; ranksep=1.2;")
+    out.append('  node [shape=box, style="rounded,filled"];')
     for tier, nodes in topo.tiers.items():
         out.append(f"  {{ rank=same; // {tier}")
         for n in nodes:
@@ -177,7 +184,13 @@ def dot(topo: Topology, ports: bool = False) -> str:
             out.append(f"    {' -- '.join(_quote(n) for n in nodes)} [style=invis];")
         out.append("  }")
     for e in topo.edges:
-        attrs = [f"label={_quote(_label(e))}", f"color={_colour(e)}", "fontsize=9"]
+        shown = len(topo.edges) <= LABELLED or e.down or (e.utilisation or 0) >= 0.5
+        attrs = [
+            f"label={_quote(_label(e) if shown else '')}",
+            f"tooltip={_quote(_label(e))}",
+            f"color={_colour(e)}",
+            "fontsize=9",
+        ]
         if e.kind == "peerlink":
             attrs += ["style=dashed", "constraint=false", "penwidth=2"]
         if e.down:
