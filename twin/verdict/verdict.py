@@ -40,7 +40,7 @@ def evaluate(lab: Lab, obs: Observations, wanted: dict[str, dict[str, Any]]) -> 
     return results
 
 
-def _lab_of(run_dir: Path, obs: Observations) -> Lab:
+def lab_of(run_dir: Path, obs: Observations) -> Lab:
     """The lab a run was played on: the directory holding LAB/runs/RUN, else the lab
     directory the run recorded (a run directory copied elsewhere)."""
     home = run_dir.resolve().parent.parent
@@ -54,7 +54,7 @@ def report_run(run_dir: Path) -> tuple[int, list[Result]]:
     """Validate a run from its saved observations and write its reports into it."""
     obs = Observations.open(run_dir)
     refuse_links(run_dir, ("",))
-    lab = _lab_of(run_dir, obs)
+    lab = lab_of(run_dir, obs)
     saved = run_dir / "scenario.yaml"
     wanted: dict[str, dict[str, Any]] = strict_yaml(saved).get("validate") or {}
     check_names(wanted, str(saved))

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from twin.cli.options import add_backend, backend
+from twin.cli.serve import add_metrics, serve_until_gone
 from twin.labdir import Lab
 
 HELP = "start a live twin of a lab directory (default backend netns: namespaces, veths, FRR)"
@@ -21,6 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="seconds to wait for convergence (default 60, 2 more per switch beyond 12)",
     )
     add_backend(p)
+    add_metrics(p)
 
 
 def progress(message: str) -> None:
@@ -32,7 +34,8 @@ def progress(message: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Deploy and print what converged."""
     lab = Lab.open(args.lab)
-    up = backend(args, lab).deploy(lab, progress, timeout=args.timeout)
+    chosen = backend(args, lab)
+    up = chosen.deploy(lab, progress, timeout=args.timeout)
     links = up.details.get("links")
     print(
         f"{lab.name}: {up.nodes} nodes"
@@ -41,4 +44,6 @@ def run(args: argparse.Namespace) -> int:
     )
     if "rdma" in up.details:
         print(f"{lab.name}: {up.details['rdma']}")
+    if args.metrics:
+        serve_until_gone(args.metrics, lab, chosen, progress)
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from twin.verdict import report, verdict
@@ -13,10 +14,29 @@ HELP = "rebuild the reports (JSON, JUnit, Markdown, plots) of a run from its obs
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of this verb."""
     p.add_argument("run_dir", type=Path, help="a run directory (LAB/runs/<time>)")
+    p.add_argument(
+        "--openmetrics",
+        metavar="FILE",
+        help="also export the run's observations and verdict in the OpenMetrics text format "
+        "to FILE ('-': stdout; docs/metrics.md)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Validate the saved observations again and rewrite the reports."""
     code, results = verdict.report_run(args.run_dir)
-    print(f"{report.counts(results)}; reports in {args.run_dir}")
+    summary = f"{report.counts(results)}; reports in {args.run_dir}"
+    if args.openmetrics:
+        from twin import metrics
+        from twin.scenario.observations import Observations
+
+        obs = Observations.open(args.run_dir)
+        data = metrics.openmetrics(metrics.of_run(obs, verdict.lab_of(args.run_dir, obs)))
+        if args.openmetrics == "-":
+            sys.stdout.buffer.write(data)
+            print(summary, file=sys.stderr)
+            return code
+        metrics.write(Path(args.openmetrics), data)
+        summary += f"; OpenMetrics in {args.openmetrics}"
+    print(summary)
     return code

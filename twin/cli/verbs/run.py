@@ -19,6 +19,7 @@ from pathlib import Path
 from labs import registry
 from twin import labdir
 from twin.cli.options import add_backend, backend
+from twin.cli.serve import add_metrics, metrics
 from twin.cli.text import table
 from twin.cli.verbs.deploy import progress
 from twin.intent import fabric as intent
@@ -61,6 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="seconds to wait for convergence (default 60, 2 more per switch beyond 12)",
     )
     add_backend(p)
+    add_metrics(p)
 
 
 def _bar(total: float, stop: threading.Event) -> None:
@@ -95,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         progress(f"playing {scenario.name} ({scenario.duration:.0f} s)")
         if sys.stderr.isatty():
             bar.start()
-        run_dir = runs.play(lab, scenario, chosen, progress=progress)
+        with metrics(args.metrics, lab, chosen, progress):
+            run_dir = runs.play(lab, scenario, chosen, progress=progress)
     finally:
         stop.set()
         if bar.is_alive():
