@@ -111,8 +111,9 @@ class Traffic(_Model):
         if self.dst in sources:
             raise ValueError(f"{self.dst} would send to itself")
         for named in (sources, [] if self.servers == "all" else self.servers):
-            if len(set(named)) != len(named):
-                raise ValueError("a server is named twice")
+            twice = sorted({s for s in named if named.count(s) > 1})
+            if twice:
+                raise ValueError(f"server {twice[0]} is named twice")
         if self.burst > self.period:
             raise ValueError("burst must not be longer than period")
         if self.kind == "ecmp_probe" and "pps" not in self.model_fields_set:
