@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Iterable, Sequence
 
 from twin.errors import TwinError, one_line
+from twin.version import version
 
 VERBS = {
+    "completion": "print a shell completion script (bash, zsh, fish)",
     "cleanup": "remove leftovers of crashed runs (by lab name or lab directory; without one, all "
     "leftovers)",
     "deploy": "start a live twin of a lab directory (default backend netns: namespaces, veths, "
@@ -48,6 +51,7 @@ def parser(arguments_of: Iterable[str] = VERBS) -> argparse.ArgumentParser:
         prog="twin",
         description="Digital twin of AI-cluster leaf-spine fabrics (RoCEv2, SONiC, FRR).",
     )
+    top.add_argument("--version", action="version", version=f"twin {version()}")
     verbs = top.add_subparsers(dest="verb", metavar="VERB")
     wanted = set(arguments_of)
     for name, text in VERBS.items():
@@ -69,6 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         code: int = args.func(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return quiet_pipe()
     except TwinError as exc:
         refuse(str(exc))
         return 2
@@ -77,6 +84,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         refuse(f"{where}{exc.strerror or exc}")
         return 2
     return code
+
+
+def quiet_pipe() -> int:
+    """The reader of our output went away (`twin inspect | head`): stop without a word, and
+    keep Python from complaining when it flushes stdout at exit. Exit 141, as a shell's
+    command killed by SIGPIPE."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141
 
 
 def refuse(message: str) -> None:

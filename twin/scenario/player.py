@@ -21,6 +21,7 @@ from twin.model.fib import to_json
 from twin.scenario import model as scenarios
 from twin.scenario import plan
 from twin.scenario.model import Scenario
+from twin.version import stamp
 
 
 def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Played) -> None:
@@ -43,6 +44,7 @@ def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Play
         "fibs": {label: t for label, (t, _) in played.fibs.items()},
         "servers": lab.nodes("server"),
         "uplinks": plan.uplinks(lab),
+        "stamp": stamp(backend.name),
     }
     (out / "run.json").write_text(json.dumps(run, indent=1))
     (out / "counters.json").write_text(json.dumps(played.counters))

@@ -20,10 +20,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from twin.labdir import Lab
-from twin.render.config_db import ConfigDb
+from twin.render.config_db import ConfigDb, by_port, number, wred
 from twin.scenario.observations import Observations
-from validators.dynamic.ecn_behaviour import wred
-from validators.qos_config import by_port, number
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

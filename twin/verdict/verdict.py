@@ -60,7 +60,7 @@ def report_run(run_dir: Path) -> tuple[int, list[Result]]:
     check_names(wanted, str(saved))
     results = evaluate(lab, obs, wanted)
     title = f"{obs.run['scenario']} on {obs.run['lab']} ({obs.run['backend']})"
-    code = report.write(results, run_dir, title)
+    code = report.write(results, run_dir, title, str(obs.run["backend"]))
     params = {name: registry.get(name).params(given or {}) for name, given in wanted.items()}
     images = plots.write(obs, run_dir, results, params, lab)
     if images:

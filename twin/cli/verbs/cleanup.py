@@ -11,6 +11,7 @@ import argparse
 
 from labs.netns import cleanup
 from labs.netns import lifecycle as netns
+from twin.cli.output import add_json, emit
 from twin.labdir import lab_target
 
 HELP = "remove leftovers of crashed runs (by lab name or lab directory; without one, all leftovers)"
@@ -24,6 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--all", action="store_true", help="without LAB: also labs still deploying or running"
     )
+    add_json(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,18 +33,23 @@ def run(args: argparse.Namespace) -> int:
     netns.check_root()
     targets = [lab_target(t) for t in args.labs]
     chosen = [(name, lab.path if lab else None) for name, lab in targets]
+    kept: dict[str, str] = {}
+    lines = []
     if not args.labs:
         for name in cleanup.labs_left():
             why = cleanup.status(name)
             if why == "left over" or args.all:
                 chosen.append((name, None))
             else:
-                print(f"{name}: {why}, kept (twin cleanup {name}, or --all, removes it)")
+                kept[name] = why
+                lines.append(f"{name}: {why}, kept (twin cleanup {name}, or --all, removes it)")
         if not chosen:
-            print("nothing to clean up")
+            lines.append("nothing to clean up")
+    removed = {}
     for name, path in chosen:
-        removed = cleanup.cleanup(name, path)
-        print(
-            f"{name}: removed {removed['namespaces']} namespaces, {removed['processes']} processes"
+        removed[name] = done = cleanup.cleanup(name, path)
+        lines.append(
+            f"{name}: removed {done['namespaces']} namespaces, {done['processes']} processes"
         )
+    emit(args, {"removed": removed, "kept": kept}, "\n".join(lines))
     return 0

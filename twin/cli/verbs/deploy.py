@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from twin.cli.options import add_backend, backend
+from twin.cli.output import add_json, emit
 from twin.cli.serve import add_metrics, serve_until_gone
 from twin.labdir import Lab
 
@@ -23,6 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_backend(p)
     add_metrics(p)
+    add_json(p)
 
 
 def progress(message: str) -> None:
@@ -37,13 +40,13 @@ def run(args: argparse.Namespace) -> int:
     chosen = backend(args, lab)
     up = chosen.deploy(lab, progress, timeout=args.timeout)
     links = up.details.get("links")
-    print(
+    text = (
         f"{lab.name}: {up.nodes} nodes"
         + (f", {links} links" if links is not None else "")
         + f", {up.sessions} BGP sessions Established, converged in {up.seconds} s ({up.backend})"
+        + (f"\n{lab.name}: {up.details['rdma']}" if "rdma" in up.details else "")
     )
-    if "rdma" in up.details:
-        print(f"{lab.name}: {up.details['rdma']}")
+    emit(args, {"lab": lab.name, **asdict(up)}, text)
     if args.metrics:
         serve_until_gone(args.metrics, lab, chosen, progress)
     return 0

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
+from twin.cli.output import add_json, emit
 from twin.verdict import report, verdict
 
 HELP = "rebuild the reports (JSON, JUnit, Markdown, plots) of a run from its observations"
@@ -20,6 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="also export the run's observations and verdict in the OpenMetrics text format "
         "to FILE ('-': stdout; docs/metrics.md)",
     )
+    add_json(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,5 +41,5 @@ def run(args: argparse.Namespace) -> int:
             return code
         metrics.write(Path(args.openmetrics), data)
         summary += f"; OpenMetrics in {args.openmetrics}"
-    print(summary)
+    emit(args, json.loads((args.run_dir / "report.json").read_text()), summary)
     return code

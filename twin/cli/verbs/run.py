@@ -19,6 +19,7 @@ from pathlib import Path
 from labs import registry
 from twin import labdir
 from twin.cli.options import add_backend, backend
+from twin.cli.output import add_json
 from twin.cli.serve import add_metrics, metrics
 from twin.cli.text import table
 from twin.cli.verbs.deploy import progress
@@ -63,6 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_backend(p)
     add_metrics(p)
+    add_json(p)
 
 
 def _bar(total: float, stop: threading.Event) -> None:
@@ -109,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
     if (args.sim or (args.lab is None and args.backend is None)) and chosen.name != "sim":
         hybrid.add_data_plane(run_dir, lab, scenario, registry.get("sim"), progress)
     code, results = verdict.report_run(run_dir)
+    if args.json:
+        print((run_dir / "report.json").read_text(), end="")
+        return code
     rows = [[r.validator, r.scope, r.status.value, r.reason[:90]] for r in results]
     print("\n".join(table(rows, ["validator", "scope", "status", "reason"])))
     print(
