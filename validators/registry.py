@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import validators
+from labs.registry import how_to_observe
 from twin.errors import InputError
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
@@ -145,7 +146,8 @@ def run_dynamic(
         missing = sorted(v.needs - obs.capabilities)
         if missing:
             backend = obs.run.get("backend", "unknown")
-            reason = f"the {backend} backend does not observe {', '.join(missing)}"
+            how = how_to_observe(set(missing), backend)
+            reason = f"the {backend} backend does not observe {', '.join(missing)}: {how}"
             results.append(Result(v.name, "run", Status.NOT_OBSERVABLE, reason))
         else:
             results += v.check(lab, obs, params)
