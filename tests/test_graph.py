@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.simlab import Db, edit_switches, incast, small_lab, validate
+from tests.simlab import paused_incast, small_lab
 from twin import topology
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
@@ -73,20 +73,9 @@ def test_mermaid_and_pictures(lab: Lab, tmp_path: Path) -> None:
 def test_a_runs_overlay_shows_utilisation_pauses_and_failed_links(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    path = small_lab(tmp_path_factory.mktemp("graphrun") / "lab")
-
-    def small_pool(_: str, db: Db) -> None:
-        db["BUFFER_POOL"]["ingress_lossless_pool"]["size"] = "1000000"
-
-    edit_switches(path, small_pool)
-    scenario = {
-        **incast("roce", duration=0.002),
-        "faults": [{"at": 0.001, "fault": "link-down", "link": "leaf1:spine1"}],
-        "validate": {},
-    }
-    validate(path, scenario)
-    lab = Lab.open(path)
-    (run,) = (lab.path / "runs").iterdir()
+    fault = {"at": 0.001, "fault": "link-down", "link": "leaf1:spine1"}
+    run = paused_incast(tmp_path_factory.mktemp("graphrun") / "lab", [fault], {})
+    lab = Lab.open(run.parent.parent)
     obs = Observations.open(run)
     done = twin("graph", str(lab.path), "--run", str(run), "--json")
     assert done.returncode == 0, done.stderr

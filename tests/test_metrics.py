@@ -20,7 +20,7 @@ import yaml
 from conftest import lab_name, twin_cli, write_lab
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.simlab import Db, edit_switches, incast, small_lab, validate
+from tests.simlab import paused_incast
 from twin.labdir import Lab
 from twin.metrics import CACHE_S
 from twin.pytest_plugin import Twin
@@ -50,14 +50,7 @@ def port(node: str, name: str, **more: str) -> tuple[tuple[str, str], ...]:
 @pytest.fixture(scope="module")
 def sim_run(tmp_path_factory: pytest.TempPathFactory) -> Observations:
     """A lossless incast on the small lab in simulated time; pool shrunk so PFC pauses."""
-    path = small_lab(tmp_path_factory.mktemp("om") / "lab")
-
-    def small_pool(_: str, db: Db) -> None:
-        db["BUFFER_POOL"]["ingress_lossless_pool"]["size"] = "1000000"
-
-    edit_switches(path, small_pool)
-    validate(path, {**incast("roce", duration=0.002), "validate": {"pfc_behaviour": {}}})
-    (run,) = (path / "runs").iterdir()
+    run = paused_incast(tmp_path_factory.mktemp("om") / "lab", [], {"pfc_behaviour": {}})
     return Observations.open(run)
 
 

@@ -17,7 +17,7 @@ from matplotlib.colors import to_hex
 from test_ecmp_probe import FAKE, generate, play, scale_uplink
 from test_validators_dynamic import SyntheticRun, flow, probed
 
-from tests.simlab import Db, edit_switches, incast, small_lab, validate
+from tests.simlab import paused_incast
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
 from twin.verdict import plots, sim_plots, verdict
@@ -120,20 +120,10 @@ def test_loss_bars_are_the_failover_windows_coloured_by_verdict_with_their_limit
 def sim_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Lab, Observations]:
     """A lossless incast on the small lab in simulated time, with a fault after its end; the
     ingress pool shrunk to 1 MB so that PGs reach XOFF."""
-    path = small_lab(tmp_path_factory.mktemp("simplots") / "lab")
-
-    def small_pool(_: str, db: Db) -> None:
-        db["BUFFER_POOL"]["ingress_lossless_pool"]["size"] = "1000000"
-
-    edit_switches(path, small_pool)
-    scenario = {
-        **incast("roce", duration=0.002),
-        "faults": [{"at": 0.5, "fault": "link-down", "link": "leaf1:spine1"}],
-        "validate": {"pfc_behaviour": {}, "ecn_behaviour": {}},
-    }
-    validate(path, scenario)
-    lab = Lab.open(path)
-    (run,) = (lab.path / "runs").iterdir()
+    fault = {"at": 0.5, "fault": "link-down", "link": "leaf1:spine1"}
+    checks = {"pfc_behaviour": {}, "ecn_behaviour": {}}
+    run = paused_incast(tmp_path_factory.mktemp("simplots") / "lab", [fault], checks)
+    lab = Lab.open(run.parent.parent)
     return lab, Observations.open(run)
 
 
