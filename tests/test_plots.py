@@ -6,6 +6,7 @@ report` writes nothing on stderr. No root: the fake and sim backends play the ru
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from matplotlib.colors import to_hex
 from test_ecmp_probe import FAKE, generate, play, scale_uplink
 from test_validators_dynamic import SyntheticRun, flow, probed
@@ -21,6 +23,7 @@ from tests.simlab import paused_incast
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
 from twin.verdict import plots, sim_plots, verdict
+from validators import registry
 from validators.result import Result, Status
 
 TWIN = Path(sys.executable).with_name("twin")
@@ -48,21 +51,18 @@ def colour(patch: Any) -> str:
     return to_hex(patch.get_facecolor())
 
 
-def test_uplinks_are_the_ecmp_spread_counts_with_its_band(lab: Lab, tmp_path: Path) -> None:
-    obs = play(lab, tmp_path)
-    up1 = obs.run["uplinks"]["leaf1"][0]
-    scale_uplink(obs, "leaf1", up1, 2.0)  # leaf1 fails its max/mean bound
-    code, _ = verdict.report_run(obs.path)
-    assert code == 1 and (obs.path / "uplinks.png").is_file()
+def uplinks_agree(obs: Observations, lab: Lab, params: dict[str, Any]) -> dict[str, Result]:
+    """Each uplinks.png panel's bars, colour, title and band are its ecmp_spread row's; the
+    rows drawn, by scope."""
     rows = {r.scope: r for r in reported(obs.path) if r.validator == "ecmp_spread"}
-    figure = drawn(obs, lab, {"ecmp_spread": {"tolerance": 0.25}})["uplinks.png"]
-    panels = [ax for ax in figure.axes if ax.patches]
-    assert len(panels) == len(lab.nodes("leaf")) == 4
-    for ax in panels:
+    tolerance = float(params.get("ecmp_spread", {}).get("tolerance", 0.25))
+    figure = drawn(obs, lab, params)["uplinks.png"]
+    shown = {}
+    for ax in [ax for ax in figure.axes if ax.patches]:
         scope, verdict_ratio = ax.get_title().split(": ")
         status, ratio = verdict_ratio.removesuffix(")").split(" (max/mean ")
-        row = rows[scope]
-        ports = obs.run["uplinks"][scope]
+        row = shown[scope] = rows[scope]
+        ports = obs.run["uplinks"][scope.split()[-1]]
         bars = [p for p in ax.patches if p.get_width() < 1]  # the band spans the axes
         assert [t.get_text() for t in ax.get_xticklabels()] == ports
         assert [round(b.get_height()) for b in bars] == [row.figures[p] for p in ports]
@@ -71,10 +71,34 @@ def test_uplinks_are_the_ecmp_spread_counts_with_its_band(lab: Lab, tmp_path: Pa
         mean = sum(int(row.figures[p]) for p in ports) / len(ports)
         (band,) = [p for p in ax.patches if p.get_width() >= 1]
         low, high = band.get_y(), band.get_y() + band.get_height()
-        assert (round(low / mean, 3), round(high / mean, 3)) == (0.75, 1.25)
+        assert (round(low / mean, 3), round(high / mean, 3)) == (1 - tolerance, 1 + tolerance)
         assert round(max(b.get_height() for b in bars) / mean, 3) == row.figures["max_over_mean"]
         assert ratio == f"{row.figures['max_over_mean']:.2f}"
-    assert rows["leaf1"].status is Status.FAIL and rows["leaf2"].status is Status.PASS
+    return shown
+
+
+def loss_agrees(obs: Observations, lab: Lab) -> list[Result]:
+    """loss.png's bars, colours and limits are the failover rows' that measured a window."""
+    rows = [r for r in reported(obs.path) if "loss_window_ms" in r.figures]
+    ax = drawn(obs, lab, {})["loss.png"].axes[0]
+    bars = ax.patches
+    assert [t.get_text() for t in ax.get_yticklabels()] == [r.scope for r in rows]
+    assert [b.get_width() for b in bars] == [r.figures["loss_window_ms"] for r in rows]
+    assert [colour(b) for b in bars] == [to_hex(plots.COLOURS[r.status]) for r in rows]
+    (limits,) = ax.collections
+    assert [x for x, _ in limits.get_offsets()] == [r.figures["limit_ms"] for r in rows]
+    return rows
+
+
+def test_uplinks_are_the_ecmp_spread_counts_with_its_band(lab: Lab, tmp_path: Path) -> None:
+    obs = play(lab, tmp_path)
+    up1 = obs.run["uplinks"]["leaf1"][0]
+    scale_uplink(obs, "leaf1", up1, 2.0)  # leaf1 fails its max/mean bound
+    code, _ = verdict.report_run(obs.path)
+    assert code == 1 and (obs.path / "uplinks.png").is_file()
+    shown = uplinks_agree(obs, lab, {"ecmp_spread": {"tolerance": 0.25}})
+    assert set(shown) == set(lab.nodes("leaf")) and len(shown) == 4
+    assert shown["leaf1"].status is Status.FAIL and shown["leaf2"].status is Status.PASS
 
 
 def test_no_uplinks_plot_without_a_leaf_judged_from_counts(lab: Lab, tmp_path: Path) -> None:
@@ -105,15 +129,8 @@ def test_loss_bars_are_the_failover_windows_coloured_by_verdict_with_their_limit
     run.validate = {"failover": {"max_loss_ms": 1000}}
     obs = run.write()
     verdict.report_run(obs.path)
-    rows = [r for r in reported(obs.path) if "loss_window_ms" in r.figures]
+    rows = loss_agrees(obs, lab)
     assert rows and any(r.status is Status.FAIL for r in rows)
-    ax = drawn(obs, lab, {})["loss.png"].axes[0]
-    bars = ax.patches
-    assert [t.get_text() for t in ax.get_yticklabels()] == [r.scope for r in rows]
-    assert [b.get_width() for b in bars] == [r.figures["loss_window_ms"] for r in rows]
-    assert [colour(b) for b in bars] == [to_hex(plots.COLOURS[r.status]) for r in rows]
-    (limits,) = ax.collections
-    assert [x for x, _ in limits.get_offsets()] == [r.figures["limit_ms"] for r in rows]
 
 
 @pytest.fixture(scope="module")
@@ -190,3 +207,21 @@ def test_twin_report_writes_plots_without_a_word_on_stderr(
     done = subprocess.run([str(TWIN), "report", str(obs.path)], capture_output=True, text=True)
     assert done.returncode in (0, 1) and done.stderr == ""
     assert {"queues.png", "pgs.png"} <= {p.name for p in obs.path.glob("*.png")}
+
+
+@pytest.mark.skipif("TWIN_RUN" not in os.environ, reason="TWIN_RUN=RUN_DIR names a run to check")
+def test_the_plots_of_a_given_run_agree_with_its_verdict() -> None:
+    """`TWIN_RUN=twin-reference/runs/TIME pytest tests/test_plots.py -k given_run`: the
+    reference main job's (or any reported run's) plots against its report.json."""
+    run = Path(os.environ["TWIN_RUN"])
+    obs = Observations.open(run)
+    lab = verdict.lab_of(run, obs)
+    wanted = yaml.safe_load((run / "scenario.yaml").read_text()).get("validate") or {}
+    params = {name: registry.get(name).params(given or {}) for name, given in wanted.items()}
+    names = {p.name for p in run.glob("*.png")}
+    judged = [r for r in reported(run) if r.validator == "ecmp_spread" and "packets" in r.figures]
+    assert ("uplinks.png" in names) == any(r.status is not Status.NOT_OBSERVABLE for r in judged)
+    if "uplinks.png" in names:
+        assert uplinks_agree(obs, lab, params)
+    if "loss.png" in names:
+        assert loss_agrees(obs, lab)
