@@ -43,8 +43,12 @@ def reported(run: Path) -> list[Result]:
 
 
 def drawn(obs: Observations, lab: Lab, params: dict[str, Any]) -> dict[str, Any]:
-    """Each plot of a reported run drawn again from its report.json, by file name."""
-    return dict(plots.draw(obs, reported(obs.path), params, lab))
+    """Each plot of a reported run drawn again from its report.json, by file name (closed for
+    pyplot: their artists stay readable)."""
+    figures = dict(plots.draw(obs, reported(obs.path), params, lab))
+    for figure in figures.values():
+        plots.pyplot().close(figure)
+    return figures
 
 
 def colour(patch: Any) -> str:
@@ -85,8 +89,14 @@ def loss_agrees(obs: Observations, lab: Lab) -> list[Result]:
     assert [t.get_text() for t in ax.get_yticklabels()] == [r.scope for r in rows]
     assert [b.get_width() for b in bars] == [r.figures["loss_window_ms"] for r in rows]
     assert [colour(b) for b in bars] == [to_hex(plots.COLOURS[r.status]) for r in rows]
-    (limits,) = ax.collections
-    assert [x for x, _ in limits.get_offsets()] == [r.figures["limit_ms"] for r in rows]
+    marks = {c.get_label(): c for c in ax.collections}
+    assert [x for x, _ in marks["limit"].get_offsets()] == [r.figures["limit_ms"] for r in rows]
+    assert [x for x, _ in marks["window"].get_offsets()] == [
+        r.figures["loss_window_ms"] for r in rows
+    ]
+    assert [to_hex(c) for c in marks["window"].get_facecolors()] == [
+        to_hex(plots.COLOURS[r.status]) for r in rows
+    ]
     return rows
 
 

@@ -158,17 +158,18 @@ def _loss(ax: Axes, rows: list[Result]) -> None:
     names = [r.scope for r in rows]
     windows = [float(r.figures["loss_window_ms"]) for r in rows]
     limits = [float(r.figures.get("limit_ms", 0)) for r in rows]
-    ax.barh(names, windows, color=[COLOURS.get(r.status, "tab:blue") for r in rows])
+    colours = [COLOURS.get(r.status, "tab:blue") for r in rows]
+    ax.barh(names, windows, color=colours)
+    # A dot in the verdict's colour at the window: visible when the bar is too short to be.
+    ax.scatter(windows, names, color=colours, s=40, zorder=3, label="window")
     ax.scatter(limits, names, marker="|", s=400, color="black", zorder=3, label="limit")
-    for y, (window, limit) in enumerate(zip(windows, limits, strict=True)):
-        ax.text(
-            max(window, limit), y, f"  {window:g} ms (limit {limit:g})", va="center", fontsize=8
-        )
-    ax.set_xlim(0, max(windows + limits) * 1.45 or 1)
+    for y, (r, window, limit) in enumerate(zip(rows, windows, limits, strict=True)):
+        text = f"  {window:g} ms, limit {limit:g} ms: {r.status.value}"
+        ax.text(max(window, limit), y, text, va="center", fontsize=8)
+    ax.set_xlim(0, max(windows + limits) * 1.6 or 1)
     ax.invert_yaxis()
-    ax.set_xlabel("loss window (ms); bar colour: verdict (green pass, red fail)")
+    ax.set_xlabel("loss window (ms; bar and dot in the verdict's colour, black tick: the limit)")
     ax.set_title("failover: loss window per fault against its limit")
-    ax.legend(fontsize=8, loc="lower right")
 
 
 def pyplot() -> Any:

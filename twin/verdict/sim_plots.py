@@ -193,7 +193,8 @@ def wred_limits(lab: Lab | None, top: list[tuple[str, int, list[int]]]) -> dict[
             curves[f"{port} queue {q}"] = curve
     if len({c[:2] for c in curves.values()}) == 1:
         kmin, kmax, _ = next(iter(curves.values()))
-        return {"Kmin": kmin, "Kmax": kmax}
+        queues = ",".join(sorted({key.rsplit(" ", 1)[1] for key in curves}))
+        return {f"Kmin (queue {queues})": kmin, f"Kmax (queue {queues})": kmax}
     return {f"{k} {n}": c[j] for k, c in curves.items() for j, n in ((0, "Kmin"), (1, "Kmax"))}
 
 
