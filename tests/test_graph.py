@@ -82,17 +82,22 @@ def test_a_runs_overlay_shows_utilisation_pauses_and_failed_links(
     topo = json.loads(done.stdout)
     edges = {(e["a"], e["b"]): e for e in topo["edges"]}
     assert edges[("spine1", "leaf1")]["down"] == ["fault1 down"]
-    # Utilisation: the busier direction's tx_bytes over the simulated span, against the speed.
-    first, last = obs.counters["samples"][0]["c"], obs.counters["samples"][-1]["c"]
-    column = obs.counters["fields"].index("tx_bytes")
+    # Utilisation: the busier direction's bytes the simulator sent on the link, over the
+    # simulated span, against its speed; and it agrees with the ports' counters.
     span = obs.extra("sim")["simulated_s"]
     leaf, server = "leaf4", "server4"
-    port = next(
-        e["a_bundle"] or e["a_port"] for _, b, e in lab.graph.edges(leaf, data=True) if b == server
-    )
-    sent = last[f"{leaf}:{port}"][column] - first[f"{leaf}:{port}"][column]
+    (port,) = [e for _, b, e in lab.graph.edges(leaf, data=True) if b == server]
+    sent = {
+        end: sum(r["tx_bytes"] for r in obs.extra("pfc") if r["port"] == end)
+        for end in (f"{leaf}:{port['a_port']}", f"{server}:{port['b_port']}")
+    }
     edge = edges[(leaf, server)]
-    assert edge["utilisation"] >= sent * 8 / (edge["speed_mbps"] * 1e6 * span) > 0.3
+    expected = max(sent.values()) * 8 / (edge["speed_mbps"] * 1e6 * span)
+    assert edge["utilisation"] == pytest.approx(expected) and expected > 0.3
+    first, last = obs.counters["samples"][0]["c"], obs.counters["samples"][-1]["c"]
+    column = obs.counters["fields"].index("tx_bytes")
+    bundle = f"{leaf}:{port['a_bundle'] or port['a_port']}"
+    assert last[bundle][column] - first[bundle][column] == sent[f"{leaf}:{port['a_port']}"]
     paused = {r["port"].split(":")[0] for r in obs.extra("pfc") if r["paused_s"] > 0}
     assert paused and set(topo["paused"]) == paused
     dot = twin("graph", str(lab.path), "--run", str(run)).stdout

@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,15 +84,9 @@ def _tier(end: tuple[str, str]) -> tuple[int, tuple[str, int]]:
 def overlay(topo: Topology, lab: Lab, obs: Observations) -> Topology:
     """The topology with a run's link utilisation, paused ports and links taken down."""
     topo.run = obs.path.name
-    duration = float((obs.extra("sim") or {}).get("simulated_s", obs.duration))
-    keys = _counter_keys(lab)
-    for edge in topo.edges:
-        if duration <= 0 or not edge.speed_mbps:
-            continue
-        sent = [_sent(obs, keys, x, y) for x, y in ((edge.a, edge.b), (edge.b, edge.a))]
-        counted = [s for s in sent if s is not None]
-        if counted:
-            edge.utilisation = max(counted) * 8 / (edge.speed_mbps * 1e6 * duration)
+    for edge, sent, seconds in _carried(topo, lab, obs):
+        if seconds > 0 and edge.speed_mbps and sent:
+            edge.utilisation = max(sent) * 8 / (edge.speed_mbps * 1e6 * seconds)
     for row in obs.extra("pfc") or []:
         if float(row.get("paused_s", 0)) > 0:
             node, port = str(row["port"]).split(":", 1)
@@ -103,6 +98,31 @@ def overlay(topo: Topology, lab: Lab, obs: Observations) -> Topology:
             if hit is not None:
                 hit.down.append(f"fault{i + 1} {fault['fault'].removeprefix('link-')}")
     return topo
+
+
+def _carried(
+    topo: Topology, lab: Lab, obs: Observations
+) -> Iterator[tuple[Edge, list[int], float]]:
+    """Per edge, the bytes each end sent over the run and the seconds they took: from the
+    simulator's per-port counts (`pfc.json`, over the simulated span) when it played the
+    data plane (alone or in a hybrid run), else from the port counters over the run."""
+    rows = obs.extra("pfc") or []
+    if rows and all("tx_bytes" in r for r in rows):
+        seconds = float((obs.extra("sim") or {}).get("simulated_s", 0.0))
+        sent: dict[str, int] = defaultdict(int)
+        for r in rows:
+            sent[str(r["port"])] += int(r["tx_bytes"])
+        for e in topo.edges:
+            ends = [
+                sum(sent[f"{e.a}:{a}"] for a, _ in e.ports),
+                sum(sent[f"{e.b}:{b}"] for _, b in e.ports),
+            ]
+            yield e, ends, seconds
+        return
+    keys = _counter_keys(lab)
+    for e in topo.edges:
+        counted = [_sent(obs, keys, x, y) for x, y in ((e.a, e.b), (e.b, e.a))]
+        yield e, [c for c in counted if c is not None], obs.duration
 
 
 def _counter_keys(lab: Lab) -> dict[tuple[str, str], set[str]]:
