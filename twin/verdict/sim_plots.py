@@ -308,6 +308,6 @@ def plots(
 
             out.append((name, (10, 4), paint))
     iterations = obs.extra("iterations")
-    if iterations:
+    if iterations and any(t is not None for it in iterations.values() for t in it["times_s"]):
         out.append(("iterations.png", (10, 4), lambda ax: _iterations(ax, obs, iterations)))
     return out
