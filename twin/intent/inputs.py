@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -9,6 +10,7 @@ import re
 import stat
 import types
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -46,6 +48,19 @@ def place(file: str, loc: tuple[int | str, ...]) -> str:
             return f" (line {line}, column {column})"
         path = path[:-1]
     return ""
+
+
+@contextlib.contextmanager
+def placed(file: str) -> Iterator[None]:
+    """Add the YAML place of its key to an `InputError` about `file` raised inside (checks
+    made after the model's, against the lab)."""
+    try:
+        yield
+    except InputError as exc:
+        where = place(file, tuple(exc.key.split("."))) if exc.file == file and exc.key else ""
+        if not where:
+            raise
+        raise InputError(exc.file, exc.key, exc.problem + where) from None
 
 
 def _model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from labs.backend import FaultKind
 from twin import labcheck
 from twin.errors import InputError
-from twin.intent.inputs import parse_model, strict_yaml
+from twin.intent.inputs import parse_model, placed, strict_yaml
 from twin.labdir import Lab
 from twin.verdict import verdict
 from validators import registry
@@ -400,11 +400,12 @@ def load(path: Path, lab: Lab) -> Scenario:
     labcheck.check(lab, live=True)
     data = strict_yaml(path)
     scenario = parse_model(Scenario, data, str(path))
-    _check_names(scenario, lab, str(path))
-    _check_rate(scenario, lab, str(path))
-    _check_probes(scenario, lab, str(path))
-    _check_thresholds(scenario, str(path))
-    verdict.check_names(scenario.validate_, str(path))
+    with placed(str(path)):
+        _check_names(scenario, lab, str(path))
+        _check_rate(scenario, lab, str(path))
+        _check_probes(scenario, lab, str(path))
+        _check_thresholds(scenario, str(path))
+        verdict.check_names(scenario.validate_, str(path))
     return scenario
 
 
