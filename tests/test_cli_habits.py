@@ -128,3 +128,16 @@ def test_zsh_and_fish_scripts_parse(shell: str, tmp_path: Path) -> None:
     script.write_text(text)
     check = [shell, "-n", str(script)] if shell == "zsh" else ["fish", "--no-execute", str(script)]
     assert subprocess.run(check, capture_output=True).returncode == 0
+
+
+def test_scenario_errors_name_their_yaml_place_and_a_near_key(lab: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    head = "name: x\nsettle: 0\ntraffic:\n"
+    bad.write_text(head + "  - {at: 0, duration: 1, kind: backup, src: server1, dst: server99}\n")
+    done = twin("run", str(lab), str(bad), "--backend", "fake")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "traffic.0: no server 'server99' in lab" in done.stderr
+    assert done.stderr.rstrip().endswith("(line 4, column 5)")
+    bad.write_text(head + "  - {at: 0, duration: 1, kind: backup, src: server1, dts: server3}\n")
+    done = twin("run", str(lab), str(bad), "--backend", "fake")
+    assert "traffic.0.dts: unknown key; did you mean dst? (line 4, column 54)" in done.stderr
