@@ -22,6 +22,36 @@ BACKENDS = {
 }
 DEFAULT = "netns"
 
+OBSERVES = {
+    "netns": frozenset({"bgp", "counters", "failover-probes", "fib", "flows", "pcap", "probes"}),
+    "clab": frozenset({"bgp", "counters", "fib", "flows"}),
+    "clabernetes": frozenset(),
+    "fake": frozenset({"counters", "failover-probes", "fib", "flows"}),
+    "sim": frozenset(
+        {"counters", "deadlock", "ecn", "fib", "flows", "iterations", "pfc", "queues"}
+    ),
+}
+"""What each backend observes: its class's `capabilities`, written here so that saying how to
+observe something imports no backend (tests/test_backends.py checks that they agree)."""
+
+
+def how_to_observe(missing: set[str], backend: str, flag: str = "--backend") -> str:
+    """How a user gets what `backend` could not observe: the simulator's data plane (`twin
+    run --sim`, or `FLAG sim`), else another backend that observes all of it.
+
+    >>> how_to_observe({"pfc"}, "netns"), how_to_observe({"probes"}, "fake")
+    ('run with --sim (the simulator observes pfc)', 'run on netns (--backend netns)')
+    """
+    what = ", ".join(sorted(missing))
+    if backend != "sim" and missing <= OBSERVES["sim"]:
+        how = "--sim" if flag == "--backend" else f"{flag} sim"
+        return f"run with {how} (the simulator observes {what})"
+    able = [n for n, caps in OBSERVES.items() if missing <= caps]
+    others = [n for n in able if n != backend] or able
+    if others:
+        return f"run on {' or '.join(others)} ({flag} {others[0]})"
+    return f"no single backend observes {what}"
+
 
 def get(name: str) -> Backend:
     """The backend called `name`; one line naming the known ones otherwise."""

@@ -98,3 +98,19 @@ def validate(lab: Path, scenario: dict[str, Any]) -> dict[str, Result]:
     run_dir = player.play(opened, parsed, backend)
     _, results = verdict.report_run(run_dir)
     return {f"{r.validator}/{r.scope}": r for r in results}
+
+
+def small_pool(_: str, db: Db) -> None:
+    """An `edit_switches` change: the lossless ingress pool down to 1 MB, so that an incast's
+    priority groups reach XOFF and pause."""
+    db["BUFFER_POOL"]["ingress_lossless_pool"]["size"] = "1000000"
+
+
+def paused_incast(out: Path, faults: list[dict[str, Any]], checks: dict[str, Any]) -> Path:
+    """The small lab with `small_pool` in `out`, a lossless incast played on it with these
+    faults and validators; the run directory."""
+    path = small_lab(out)
+    edit_switches(path, small_pool)
+    validate(path, {**incast("roce", duration=0.002), "faults": faults, "validate": checks})
+    (run,) = (path / "runs").iterdir()
+    return run

@@ -44,7 +44,7 @@ def test_the_state_names_the_backend_and_inspect_finds_it(twin: Twin) -> None:
 
 def test_a_link_fault_narrows_the_fib_and_its_undoing_restores_it(twin: Twin) -> None:
     wait_for(twin.converged, "full ECMP width", timeout=60)
-    done = cli(twin, "fault", "link-down", "leaf1:spine1", "--quiet", "0.5")
+    done = cli(twin, "fault", "link-down", "leaf1:spine1", "--watch", "0.5")
     assert done.returncode == 0, done.stderr
     assert "ends=['leaf1:Ethernet24', 'spine1:Ethernet0']" in done.stdout  # SONiC names
     try:

@@ -104,9 +104,9 @@ def test_deploy_inspect_fault_scenario_destroy(cli: Cli, tmp_path: Path) -> None
     assert seen.returncode == 0, seen.stderr
     status = json.loads(seen.stdout)
     assert status["backend"] == "clab"
-    fault = cli("fault", lab, "link-down", "leaf1:spine1", "--quiet", "0.5")
+    fault = cli("fault", lab, "link-down", "leaf1:spine1", "--watch", "0.5")
     assert fault.returncode == 0, fault.stderr
-    assert cli("fault", lab, "link-up", "leaf1:spine1", "--quiet", "0.5").returncode == 0
+    assert cli("fault", lab, "link-up", "leaf1:spine1", "--watch", "0.5").returncode == 0
     scenario = tmp_path / "scenario.yaml"
     scenario.write_text(SCENARIO)
     played = cli("run", lab, str(scenario))

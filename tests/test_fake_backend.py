@@ -146,8 +146,14 @@ def test_validators_the_fake_cannot_feed_are_not_observable(lab: Lab, tmp_path: 
     obs = play(lab, tmp_path, scenario)
     code, results = verdict.report_run(obs.path)
     by = {(r.validator, r.scope): r for r in results}
-    assert by[("bgp_health", "run")].reason == "the fake backend does not observe bgp"
-    assert by[("reachability", "run")].reason == "the fake backend does not observe probes"
+    assert (
+        by[("bgp_health", "run")].reason
+        == "the fake backend does not observe bgp: run on netns or clab (--backend netns)"
+    )
+    assert (
+        by[("reachability", "run")].reason
+        == "the fake backend does not observe probes: run on netns (--backend netns)"
+    )
     judged = [r for r in results if r.validator == "deadlock_observed"]
     assert judged and {r.status for r in judged} <= {Status.PASS, Status.FAIL}  # it has FIBs
     assert judged[0].figures["snapshots"] == 5
@@ -203,4 +209,4 @@ def test_the_default_run_of_the_reference_passes_on_the_fake_backend(tmp_path: P
     # Each link-up is judged from the probe flows of the link-down before it, routed back.
     for scope in ("fault2 link-up leaf1:spine1", "fault4 link-up server2:nic0"):
         assert re.search(rf"failover +{scope} +pass +8 probe flows", done.stdout), scope
-    assert "the fake backend does not observe probes" in done.stdout
+    assert "the fake backend does not observe probes: run on netns (--backend netns)" in done.stdout

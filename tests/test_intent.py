@@ -72,11 +72,12 @@ def test_lossless_priorities_are_sorted() -> None:
 BAD = [
     (
         {"servers": {"cuont": 3}},
-        "servers.cuont: unknown key",
+        "servers.cuont: unknown key; did you mean count?",
     ),
     (
         {"qos": {"pfc_watchdog": {"interval": 1}}},
-        "qos.pfc_watchdog.interval: unknown key",
+        "qos.pfc_watchdog.interval: unknown key "
+        "(known: enabled, detection_ms, restoration_ms, poll_ms, action)",
     ),
     (
         {"spines": {"count": True}},
@@ -184,8 +185,30 @@ def test_yaml_anchors_and_merge_keys_still_work(tmp_path: Path) -> None:
 
 def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
     error = _load_error(tmp_path, "servers:\n  count: 8\n nics: 2\n")
-    assert error.key == "line 3"
+    assert error.key == "line 3, column 2"
     assert error.problem.startswith("not valid YAML: ")
+
+
+def test_semantic_errors_name_the_line_and_column_and_the_clashing_values(tmp_path: Path) -> None:
+    classes = "qos:\n  classes:\n    roce: {dscp: 26, tc: 3}\n    cnp: {dscp: 26, tc: 6}\n"
+    error = _load_error(tmp_path, classes)
+    assert error.key == "qos.classes"
+    assert error.problem == "classes roce and cnp share DSCP 26 (line 2, column 3)"
+    error = _load_error(tmp_path, "spine:\n  count: 2\n")
+    assert (
+        error.key == "spine"
+        and error.problem == "unknown key; did you mean spines? (line 1, column 1)"
+    )
+    error = _load_error(tmp_path, "leaves:\n  count: 4\n  prots: 8\n")
+    assert error.problem == "unknown key; did you mean ports? (line 3, column 3)"
+    error = _load_error(tmp_path, "leaves:\n  count: x\n")
+    assert error.problem.endswith('not "x" (line 2, column 3)')
+
+
+def test_a_tab_in_the_indentation_is_named(tmp_path: Path) -> None:
+    error = _load_error(tmp_path, "leaves:\n\tcount: 4\n")
+    assert error.key == "line 2"
+    assert error.problem == "not valid YAML: a tab in the indentation (YAML indents with spaces)"
 
 
 def test_missing_file(tmp_path: Path) -> None:

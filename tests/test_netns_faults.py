@@ -56,8 +56,8 @@ def converged_before_and_after(own_twin: Twin) -> Iterator[None]:
 
 
 def fault(twin: Twin, *args: str, quiet: float = 1.0) -> subprocess.CompletedProcess[str]:
-    """`twin fault DIR VERB ... --quiet Q`; fails the test if the verb fails."""
-    done = cli(twin, "fault", *args, "--quiet", str(quiet))
+    """`twin fault DIR VERB ... --watch Q`; fails the test if the verb fails."""
+    done = cli(twin, "fault", *args, "--watch", str(quiet))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"{args[0]}: ")
     return done

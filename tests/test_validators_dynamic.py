@@ -702,7 +702,10 @@ def test_failover_is_not_observable_without_probe_flows_through_the_element(
     run.failover_probes = None
     fault = by_scope(check("failover", lab, run.write()))["fault1 link-down leaf1:leaf2"]
     assert fault.status is Status.NOT_OBSERVABLE
-    assert fault.reason == "the netns backend cannot pin probe flows through a fault"
+    assert (
+        fault.reason
+        == "the netns backend cannot pin probe flows through a fault: run on fake (--backend fake)"
+    )
 
 
 def test_failover_fails_black_holed_flows(lab: Lab, run: SyntheticRun) -> None:
@@ -885,7 +888,9 @@ def test_reachability_is_not_observable_on_a_backend_without_probes(
     run.capabilities = sorted(NETNS - {"probes"})
     result = check("reachability", lab, run.write())[0]
     assert result.status is Status.NOT_OBSERVABLE
-    assert result.reason == "the netns backend does not observe probes"
+    assert (
+        result.reason == "the netns backend does not observe probes: run on netns (--backend netns)"
+    )
 
 
 def test_every_dynamic_validator_needs_what_it_reads(lab: Lab, run: SyntheticRun) -> None:
@@ -963,7 +968,10 @@ def test_mtu_does_not_judge_unreachable_pairs(lab: Lab, run: SyntheticRun) -> No
     run.probes = [{**p, **down} for p in probe_all(lab)]
     assert check("mtu", lab, run.write())[0].status is Status.NOT_OBSERVABLE
     run.capabilities = ["fib"]
-    assert check("mtu", lab, run.write())[0].reason == "the netns backend does not observe probes"
+    assert (
+        check("mtu", lab, run.write())[0].reason
+        == "the netns backend does not observe probes: run on netns (--backend netns)"
+    )
 
 
 # -- dscp_preserved ---------------------------------------------------------------------------

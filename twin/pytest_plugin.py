@@ -1,6 +1,7 @@
 """A pytest plugin so network engineers write their own checks against a running twin.
 
-Installed with the project (entry point `pytest11`), it adds three options and three fixtures:
+Installed with the project (entry point `pytest11`), it adds three options, a marker and
+four fixtures:
 
 - `--twin-fabric FILE` (an intent to generate) or `--twin-lab DIR` (an existing lab
   directory, e.g. with edited configs); without either, tests using the fixtures are skipped.
@@ -11,13 +12,27 @@ Installed with the project (entry point `pytest11`), it adds three options and t
   its end, even when tests fail.
 - `twin_play` (function): plays a scenario (a path or a dict) on the twin and returns its
   `Observations`.
+- `twin_fault` (function): injects a fault (`twin_fault("link-down", link="leaf1:spine1")`)
+  and undoes it when the test ends (link-up, node-up, daemon-restart, clear).
+- `@pytest.mark.twin_needs("bgp", ...)`: the test is skipped on a backend that cannot
+  observe one of these capabilities, the reason naming it and where it can be observed.
+
+What a backend cannot observe skips, never fails: `twin.sessions()` and `twin.established()`
+need `bgp`, `twin.fib()` needs `fib`, and `twin.verdict(NAME)` needs what the validator
+needs, or skips when none of its scopes could be judged. `twin.verdict("failover",
+max_loss_ms=500)` judges the last run `twin_play` played (static validators judge the lab's
+configs) and is true when no scope failed and one passed; its repr lists each scope's status
+and reason, so a failed `assert` shows why.
 
 Example (see `examples/test_my_fabric.py`)::
 
-    def test_every_leaf_has_full_ecmp(twin):
-        fib = twin.fib()
-        for leaf in twin.lab.nodes("leaf"):
-            ...
+    @pytest.mark.twin_needs("bgp")
+    def test_every_session_is_up(twin):
+        assert twin.established()
+
+    def test_failover_within_budget(twin, twin_play):
+        twin_play("uplink-failure.yaml")
+        assert twin.verdict("failover", max_loss_ms=1000)
 """
 
 from __future__ import annotations
@@ -32,7 +47,7 @@ import pytest
 import yaml
 
 from labs import events, registry
-from labs.backend import Backend, Session, quiet
+from labs.backend import RESTORES, Backend, Fault, Session, quiet
 from twin import labdir
 from twin.intent import fabric as intent
 from twin.labdir import Lab
@@ -40,6 +55,41 @@ from twin.model.fib import Fib
 from twin.scenario import model as scenarios
 from twin.scenario import player as runs
 from twin.scenario.observations import Observations
+from validators import registry as validators
+from validators.result import Result, Status
+
+UNDO = {**{taken: given for given, taken in RESTORES.items()}, "daemon-kill": "daemon-restart"}
+"""The fault that undoes one `twin_fault` injected (loss and rate are undone by clear)."""
+
+
+def unobservable(backend: str, missing: set[str]) -> str:
+    """The skip reason of a test that needs what `backend` cannot observe."""
+    how = registry.how_to_observe(missing, backend, "--twin-backend")
+    return f"the {backend} backend cannot observe {', '.join(sorted(missing))}: {how}"
+
+
+class Verdict:
+    """A validator's results on a run (or on the lab's configs): true when no scope failed
+    and at least one passed (scopes not observable are in its repr, with every other
+    scope's status and reason)."""
+
+    def __init__(self, name: str, results: list[Result]) -> None:
+        self.name, self.results = name, results
+
+    def __bool__(self) -> bool:
+        return bool(self.of(Status.PASS)) and not self.of(Status.FAIL)
+
+    def __repr__(self) -> str:
+        rows = "; ".join(f"{r.scope}: {r.status.value} ({r.reason})" for r in self.results)
+        return f"<{self.name}: {rows or 'no result'}>"
+
+    def of(self, status: Status) -> list[Result]:
+        """The results with this status."""
+        return [r for r in self.results if r.status is status]
+
+    def scope(self, scope: str) -> Result:
+        """The result of one scope."""
+        return next(r for r in self.results if r.scope == scope)
 
 
 class Twin:
@@ -48,6 +98,29 @@ class Twin:
 
     def __init__(self, lab: Lab, backend: Backend) -> None:
         self.lab, self.backend = lab, backend
+        self.last: Observations | None = None
+
+    def needs(self, *capabilities: str) -> None:
+        """Skip the test when the backend cannot observe one of these capabilities."""
+        missing = set(capabilities) - set(self.backend.capabilities)
+        if missing:
+            pytest.skip(unobservable(self.backend.name, missing))
+
+    def verdict(self, name: str, run: Observations | None = None, **params: Any) -> Verdict:
+        """A validator's verdict with these thresholds: a dynamic one on `run` (default: the
+        last run played), a static one on the lab's configs. Skips when the backend cannot
+        observe what the validator needs."""
+        v = validators.get(name)
+        if v.kind == "static":
+            return Verdict(name, validators.run_static(self.lab, [v], {name: params}))
+        self.needs(*v.needs)
+        run = run or self.last
+        if run is None:
+            raise LookupError(f"twin.verdict({name!r}): no run played yet (twin_play)")
+        verdict = Verdict(name, validators.run_dynamic(self.lab, run, [v], {name: params}))
+        if not verdict.of(Status.PASS) and not verdict.of(Status.FAIL):
+            pytest.skip(f"{name} judged nothing on the {self.backend.name} backend: {verdict!r}")
+        return verdict
 
     @property
     def path(self) -> Path:
@@ -65,10 +138,12 @@ class Twin:
 
     def fib(self) -> Fib:
         """Every node's forwarding table now: prefix -> next hops (node, SONiC port)."""
+        self.needs("fib")
         return self.backend.observer(self.lab).fib()
 
     def sessions(self) -> list[Session]:
         """Every switch's BGP sessions now."""
+        self.needs("bgp")
         return self.backend.observer(self.lab).bgp()
 
     def established(self) -> bool:
@@ -122,7 +197,31 @@ class Twin:
             path.write_text(yaml.safe_dump(scenario))
             scenario = path
         played = runs.play(self.lab, scenarios.load(scenario, self.lab), self.backend)
-        return Observations.open(played)
+        self.last = Observations.open(played)
+        return self.last
+
+    def fault(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Inject a fault now (`Fault`'s fields: link, node, daemon, percent, mbit...)."""
+        fault = Fault(kind, **fields)  # type: ignore[arg-type]
+        return self.backend.fault(self.lab, fault)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the plugin's marker."""
+    config.addinivalue_line(
+        "markers", "twin_needs(*capabilities): skip on a backend that cannot observe them"
+    )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip a `twin_needs` test on a backend that cannot observe what it needs."""
+    marker = item.get_closest_marker("twin_needs")
+    if marker is None:
+        return
+    backend = str(item.config.getoption("--twin-backend"))
+    missing = set(marker.args) - registry.OBSERVES.get(backend, frozenset())
+    if missing:
+        pytest.skip(unobservable(backend, missing))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -167,3 +266,22 @@ def twin(twin_lab: Lab, request: pytest.FixtureRequest) -> Iterator[Twin]:
 def twin_play(twin: Twin, tmp_path: Path) -> Callable[[Path | dict[str, Any]], Observations]:
     """Play a scenario (path or dict) on the session's twin and return its observations."""
     return lambda scenario: twin.play(scenario, tmp_path)
+
+
+@pytest.fixture
+def twin_fault(twin: Twin) -> Iterator[Callable[..., dict[str, Any]]]:
+    """Inject faults (`twin_fault("link-down", link="leaf1:spine1")`); each is undone when
+    the test ends, the last first."""
+    undo: list[Fault] = []
+
+    def inject(kind: str, **fields: Any) -> dict[str, Any]:
+        record = twin.fault(kind, **fields)
+        back = UNDO.get(kind) or ("clear" if kind in ("loss", "rate") else None)
+        if back:
+            keep = {k: v for k, v in fields.items() if k in ("link", "node", "daemon")}
+            undo.append(Fault(back, **keep))  # type: ignore[arg-type]
+        return record
+
+    yield inject
+    for fault in reversed(undo):
+        twin.backend.fault(twin.lab, fault)

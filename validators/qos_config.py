@@ -16,11 +16,12 @@ a DSCP a map does not list goes to TC 0.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from twin.design.graph import ports_of
 from twin.labdir import Lab
 from twin.render.config_db import QOS_MAPS, ConfigDb
+from twin.render.config_db import by_port as by_port  # re-exported for the validators
+from twin.render.config_db import number as number
 
 
 def switch_ports(lab: Lab) -> Iterator[tuple[str, ConfigDb, list[str]]]:
@@ -66,28 +67,6 @@ def qos_map(db: ConfigDb, port: str, field: str) -> dict[int, int] | None:
 def traffic_class(db: ConfigDb, port: str, dscp: int) -> int:
     """The TC a packet with this DSCP gets on ingress at the port."""
     return (qos_map(db, port, "dscp_to_tc_map") or {}).get(dscp, 0)
-
-
-def _indices(text: str) -> range:
-    low, _, high = text.partition("-")
-    return range(int(low), int(high or low) + 1)
-
-
-def by_port(db: ConfigDb, table: str) -> dict[str, dict[int, dict[str, Any]]]:
-    """A per-port, per-index table (QUEUE, BUFFER_PG, BUFFER_QUEUE) as port -> index -> entry,
-    ranges expanded."""
-    entries: dict[str, dict[int, dict[str, Any]]] = {}
-    for key, value in db.get(table, {}).items():
-        port, _, index = key.partition("|")
-        if index:
-            entries.setdefault(port, {}).update({i: value for i in _indices(index)})
-    return entries
-
-
-def number(value: Any, default: int = 0) -> int:
-    """A CONFIG_DB number ('9100', '40m'), or the default when absent or not a number."""
-    text = str(value).rstrip("m") if value is not None else ""
-    return int(text) if text.isdigit() else default
 
 
 def host_dscps(lab: Lab) -> dict[str, set[int]]:

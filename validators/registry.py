@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import validators
+from labs.registry import how_to_observe
 from twin.errors import InputError, InternalError, TwinError
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
@@ -156,7 +157,8 @@ def run_dynamic(
         missing = sorted(v.needs - obs.capabilities)
         if missing:
             backend = obs.run.get("backend", "unknown")
-            reason = f"the {backend} backend does not observe {', '.join(missing)}"
+            how = how_to_observe(set(missing), backend)
+            reason = f"the {backend} backend does not observe {', '.join(missing)}: {how}"
             results.append(Result(v.name, "run", Status.NOT_OBSERVABLE, reason))
         else:
             results += _guarded(v, lab, obs, params)

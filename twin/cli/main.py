@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Iterable, Sequence
 
 from twin.cli import signals
 from twin.errors import InternalError, TwinError, one_line
+from twin.version import version
 
 VERBS = {
+    "completion": "print a shell completion script (bash, zsh, fish)",
     "cleanup": "remove leftovers of crashed runs (by lab name or lab directory; without one, all "
     "leftovers)",
     "deploy": "start a live twin of a lab directory (default backend netns: namespaces, veths, "
@@ -27,6 +30,7 @@ VERBS = {
     "exec": "run a command in a node (vtysh on a switch reaches its FRR)",
     "fault": "inject a fault (link, node, daemon, loss, rate) and log the state changes it causes",
     "generate": "design a fabric and write its lab directory",
+    "graph": "draw a lab's topology (dot, mermaid, SVG, PNG), optionally with a run's utilisation",
     "inspect": "show a running twin: nodes, BGP sessions, links and their state",
     "report": "rebuild the reports (JSON, JUnit, Markdown, plots) of a run from its observations",
     "run": "deploy if needed, play a scenario, validate, report (no arguments: the reference)",
@@ -53,6 +57,7 @@ def parser(arguments_of: Iterable[str] = VERBS) -> argparse.ArgumentParser:
         prog="twin",
         description="Digital twin of AI-cluster leaf-spine fabrics (RoCEv2, SONiC, FRR).",
     )
+    top.add_argument("--version", action="version", version=f"twin {version()}")
     verbs = top.add_subparsers(dest="verb", metavar="VERB")
     wanted = set(arguments_of)
     for name, text in VERBS.items():
@@ -75,9 +80,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with signals.orderly():
             code: int = args.func(args)
+            sys.stdout.flush()
     except signals.Stopped as stop:
         refuse(stop.message)
         return stop.code
+    except BrokenPipeError:
+        return quiet_pipe()
     except TwinError as exc:
         refuse(str(exc))
         return 2
@@ -92,6 +100,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         refuse(str(InternalError(f"twin {args.verb}", exc)))
         return INTERNAL
     return code
+
+
+def quiet_pipe() -> int:
+    """The reader of our output went away (`twin inspect | head`): stop without a word, and
+    keep Python from complaining when it flushes stdout at exit. Exit 141, as a shell's
+    command killed by SIGPIPE."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141
 
 
 def refuse(message: str) -> None:

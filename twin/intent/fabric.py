@@ -286,8 +286,11 @@ class Qos(_Model):
     @field_validator("lossless_priorities")
     @classmethod
     def _priorities(cls, value: list[int]) -> list[int]:
-        if any(not 0 <= p <= 7 for p in value) or len(set(value)) != len(value):
-            raise ValueError("priorities are distinct numbers 0..7")
+        wrong = [p for p in value if not 0 <= p <= 7] + [
+            p for p in set(value) if value.count(p) > 1
+        ]
+        if wrong:
+            raise ValueError(f"priorities are distinct numbers 0..7 ({wrong[0]} is not)")
         return sorted(value)
 
     @field_validator("classes")
@@ -296,9 +299,11 @@ class Qos(_Model):
         for needed in ("roce", "cnp"):
             if needed not in value:
                 raise ValueError(f"class {needed!r} is required")
-        dscps = [c.dscp for c in value.values()]
-        if len(set(dscps)) != len(dscps):
-            raise ValueError("two classes share a DSCP")
+        owner: dict[int, str] = {}
+        for name, c in value.items():
+            if c.dscp in owner:
+                raise ValueError(f"classes {owner[c.dscp]} and {name} share DSCP {c.dscp}")
+            owner[c.dscp] = name
         return value
 
     def lossless(self, name: str) -> bool:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import json
 import os
 import re
 import stat
+import types
+import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,8 +30,81 @@ def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
+Place = tuple[int, int]
+"""(line, column), counted from 1."""
+
+_PLACES: dict[str, dict[tuple[str, ...], Place]] = {}
+"""Per file `strict_yaml` read, where each key (by its path of keys and list indices) is."""
+
+
+def place(file: str, loc: tuple[int | str, ...]) -> str:
+    """' (line L, column C)' of the deepest key of `loc` that `strict_yaml` saw in `file`,
+    or '' (a file not read as YAML, or data built in code)."""
+    places = _PLACES.get(file, {})
+    path = tuple(str(part) for part in loc if not str(part).startswith("function-"))
+    while path:
+        if path in places:
+            line, column = places[path]
+            return f" (line {line}, column {column})"
+        path = path[:-1]
+    return ""
+
+
+@contextlib.contextmanager
+def placed(file: str) -> Iterator[None]:
+    """Add the YAML place of its key to an `InputError` about `file` raised inside (checks
+    made after the model's, against the lab)."""
+    try:
+        yield
+    except InputError as exc:
+        where = place(file, tuple(exc.key.split("."))) if exc.file == file and exc.key else ""
+        if not where:
+            raise
+        raise InputError(exc.file, exc.key, exc.problem + where) from None
+
+
+def _model_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model that holds the last key of `loc`: fields by name or alias, list indices and
+    mapping keys walked through their item type, `X | None` unwrapped."""
+    current: Any = model
+    for part in loc[:-1]:
+        current = _optional(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            fields = current.model_fields
+            field = fields.get(str(part)) or next(
+                (f for f in fields.values() if f.alias == part), None
+            )
+            if field is None:
+                return None
+            current = field.annotation
+        else:  # a list index or a mapping key: into the item type
+            args = typing.get_args(current)
+            current = args[-1] if args else None
+    current = _optional(current)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _optional(annotation: Any) -> Any:
+    """`X` of `X | None`; other annotations as they are."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return next(a for a in typing.get_args(annotation) if a is not type(None))
+    return annotation
+
+
+def suggestion(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    """'; did you mean X?' for an unknown key close to a known one, else ''."""
+    holder = _model_at(model, loc)
+    if holder is None or not loc:
+        return ""
+    known = [f.alias or name for name, f in holder.model_fields.items()]
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else f" (known: {', '.join(known)})"
+
+
 def parse_model(model: type[M], data: Any, file: str) -> M:
-    """Validate data against a model; the first problem is raised as one `InputError` line."""
+    """Validate data against a model; the first problem is raised as one `InputError` line,
+    with the place of its key in the YAML file and, for an unknown key, the nearest known
+    one."""
     if not isinstance(data, dict):
         raise InputError(file, "", "the file must be a mapping of keys to values")
     try:
@@ -35,14 +113,17 @@ def parse_model(model: type[M], data: Any, file: str) -> M:
         first = exc.errors()[0]
         message = re.sub(r"^Value error, ", "", first["msg"])
         if first["type"] == "extra_forbidden":
-            message = "unknown key"
+            message = "unknown key" + suggestion(model, first["loc"])
         elif first["type"].endswith("_type") and _is_scalar(first["input"]):
             message += f", not {json.dumps(first['input'])}"
-        raise InputError(file, _key(first["loc"]), message) from None
+        raise InputError(file, _key(first["loc"]), message + place(file, first["loc"])) from None
 
 
 def _no_duplicate_keys(node: yaml.Node | None, file: str, path: tuple[str, ...] = ()) -> None:
-    """Refuse a mapping that repeats a key (PyYAML silently keeps the last one)."""
+    """Refuse a mapping that repeats a key (PyYAML silently keeps the last one); note where
+    each key is (`place`)."""
+    if node is not None:
+        _PLACES.setdefault(file, {})[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
@@ -57,6 +138,8 @@ def _no_duplicate_keys(node: yaml.Node | None, file: str, path: tuple[str, ...] 
                     )
                 seen[key] = key_node.start_mark.line + 1
             _no_duplicate_keys(value_node, file, (*path, key))
+            mark = key_node.start_mark
+            _PLACES[file][(*path, key)] = (mark.line + 1, mark.column + 1)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _no_duplicate_keys(item, file, (*path, str(i)))
@@ -136,12 +219,28 @@ def strict_yaml(path: Path) -> Any:
         raise InputError(file, "", f"nested deeper than {MAX_DEPTH} levels") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else ""
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        tab = _tab(text, mark.line) if mark else None
+        if tab is not None:
+            where, problem = f"line {tab}", "a tab in the indentation (YAML indents with spaces)"
         raise InputError(file, where, f"not valid YAML: {problem}") from None
     if data is None:
         raise InputError(file, "", "the file is empty (null)")
     return data
+
+
+def _tab(text: str, line: int) -> int | None:
+    """The line (from 1) of a tab in the indentation at or just before a YAML error's line
+    (PyYAML reports it as a misplaced mapping or token), or None."""
+    lines = text.splitlines()
+    for number in (line, line - 1):
+        if (
+            0 <= number < len(lines)
+            and "\t" in lines[number][: len(lines[number]) - len(lines[number].lstrip())]
+        ):
+            return number + 1
+    return None
 
 
 def read_json(path: Path) -> Any:

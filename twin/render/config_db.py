@@ -322,3 +322,38 @@ def render(d: Design, node: str, index: int) -> ConfigDb:
     db.update(qos_maps(f))
     _qos_ports(f, ports, db)
     return {table: rows for table, rows in db.items() if rows}
+
+
+def _indices(text: str) -> range:
+    low, _, high = text.partition("-")
+    return range(int(low), int(high or low) + 1)
+
+
+def by_port(db: ConfigDb, table: str) -> dict[str, dict[int, dict[str, Any]]]:
+    """A per-port, per-index table (QUEUE, BUFFER_PG, BUFFER_QUEUE) as port -> index -> entry,
+    ranges expanded."""
+    entries: dict[str, dict[int, dict[str, Any]]] = {}
+    for key, value in db.get(table, {}).items():
+        port, _, index = key.partition("|")
+        if index:
+            entries.setdefault(port, {}).update({i: value for i in _indices(index)})
+    return entries
+
+
+def number(value: Any, default: int = 0) -> int:
+    """A CONFIG_DB number ('9100', '40m'), or the default when absent or not a number."""
+    text = str(value).rstrip("m") if value is not None else ""
+    return int(text) if text.isdigit() else default
+
+
+def wred(db: dict[str, Any], port: str, queue: int) -> tuple[float, float, float] | None:
+    """(kmin, kmax, pmax) of a queue that marks, None when it does not."""
+    entry = by_port(db, "QUEUE").get(port, {}).get(queue, {})
+    profile = db.get("WRED_PROFILE", {}).get(str(entry.get("wred_profile", "")).strip("[]"))
+    if not profile or profile.get("ecn") not in ("ecn_green", "ecn_all"):
+        return None
+    return (
+        float(profile.get("green_min_threshold", 0)),
+        float(profile.get("green_max_threshold", 0)),
+        float(profile.get("green_drop_probability", 0)) / 100,
+    )

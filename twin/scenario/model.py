@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from labs.backend import FaultKind
 from twin import labcheck
 from twin.errors import InputError
-from twin.intent.inputs import parse_model, strict_yaml
+from twin.intent.inputs import parse_model, placed, strict_yaml
 from twin.labdir import Lab
 from twin.verdict import verdict
 from validators import registry
@@ -111,8 +111,9 @@ class Traffic(_Model):
         if self.dst in sources:
             raise ValueError(f"{self.dst} would send to itself")
         for named in (sources, [] if self.servers == "all" else self.servers):
-            if len(set(named)) != len(named):
-                raise ValueError("a server is named twice")
+            twice = sorted({s for s in named if named.count(s) > 1})
+            if twice:
+                raise ValueError(f"server {twice[0]} is named twice")
         if self.burst > self.period:
             raise ValueError("burst must not be longer than period")
         if self.kind == "ecmp_probe" and "pps" not in self.model_fields_set:
@@ -399,11 +400,12 @@ def load(path: Path, lab: Lab) -> Scenario:
     labcheck.check(lab, live=True)
     data = strict_yaml(path)
     scenario = parse_model(Scenario, data, str(path))
-    _check_names(scenario, lab, str(path))
-    _check_rate(scenario, lab, str(path))
-    _check_probes(scenario, lab, str(path))
-    _check_thresholds(scenario, str(path))
-    verdict.check_names(scenario.validate_, str(path))
+    with placed(str(path)):
+        _check_names(scenario, lab, str(path))
+        _check_rate(scenario, lab, str(path))
+        _check_probes(scenario, lab, str(path))
+        _check_thresholds(scenario, str(path))
+        verdict.check_names(scenario.validate_, str(path))
     return scenario
 
 

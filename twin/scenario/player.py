@@ -21,6 +21,7 @@ from twin.model.fib import to_json
 from twin.scenario import model as scenarios
 from twin.scenario import plan
 from twin.scenario.model import Scenario
+from twin.version import stamp
 
 FABRIC_BYTES = 16 << 20
 """The largest fabric.yaml copied into a run directory."""
@@ -48,6 +49,7 @@ def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Play
         "fibs": {label: t for label, (t, _) in played.fibs.items()},
         "servers": lab.nodes("server"),
         "uplinks": plan.uplinks(lab),
+        "stamp": stamp(backend.name),
     }
     safeio.write(out / "run.json", json.dumps(run, indent=1))
     safeio.write(out / "counters.json", json.dumps(played.counters))

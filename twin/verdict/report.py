@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from twin import safeio
+from twin.version import stamp
 from validators.result import Result, Status
 
 FINDINGS_SHOWN = 50
@@ -112,11 +113,13 @@ def junit(results: Sequence[Result], title: str) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write(results: Sequence[Result], out: Path, title: str) -> int:
-    """Write report.json, junit.xml and report.md into `out`; return the exit code."""
+def write(results: Sequence[Result], out: Path, title: str, backend: str | None = None) -> int:
+    """Write report.json, junit.xml and report.md into `out`; return the exit code.
+    report.json is stamped with the twin's version and the backend (`twin.version.stamp`)."""
     safeio.mkdir(out)
     data = {
         "title": title,
+        "stamp": stamp(backend),
         "exit_code": exit_code(results),
         "results": [r.to_json() for r in results],
     }

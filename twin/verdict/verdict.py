@@ -43,7 +43,7 @@ def evaluate(lab: Lab, obs: Observations, wanted: dict[str, dict[str, Any]]) -> 
     return results
 
 
-def _lab_of(run_dir: Path, obs: Observations) -> Lab:
+def lab_of(run_dir: Path, obs: Observations) -> Lab:
     """The lab a run was played on: the directory holding LAB/runs/RUN, else the lab
     directory the run recorded (a run directory copied elsewhere)."""
     home = run_dir.resolve().parent.parent
@@ -66,19 +66,15 @@ def report_run(run_dir: Path, static: bool = False) -> tuple[int, list[Result]]:
     every static validator) and write its reports into it."""
     obs = Observations.open(run_dir)
     refuse_links(run_dir, ("",))
-    lab = _lab_of(run_dir, obs)
+    lab = lab_of(run_dir, obs)
     saved = run_dir / "scenario.yaml"
     wanted: dict[str, dict[str, Any]] = strict_yaml(saved).get("validate") or {}
     check_names(wanted, str(saved))
     results = evaluate(lab, obs, with_static(wanted) if static else wanted)
     title = f"{obs.run['scenario']} on {obs.run['lab']} ({obs.run['backend']})"
-    code = report.write(results, run_dir, title)
-    loss = {
-        f"{r.scope}": float(r.figures["loss_window_ms"])
-        for r in results
-        if r.validator == "failover" and "loss_window_ms" in r.figures
-    }
-    images = plots.write(obs, run_dir, loss)
+    code = report.write(results, run_dir, title, str(obs.run["backend"]))
+    params = {name: registry.get(name).params(given or {}) for name, given in wanted.items()}
+    images = plots.write(obs, run_dir, results, params, lab)
     if images:
         listed = "".join(f"![{p.stem}]({p.name})\n\n" for p in images)
         safeio.append(run_dir / "report.md", "\n## Plots\n\n" + listed)

@@ -180,7 +180,10 @@ def _from_probe(
     """Per leaf the probe entered, its verdict."""
     if "probe" not in phase:
         backend = obs.run.get("backend", "this")
-        why = f"{phase['label']}: the {backend} backend did not play the ecmp_probe"
+        why = (
+            f"{phase['label']}: the {backend} backend did not play the ecmp_probe: "
+            "ECMP is judged on a live twin (--backend netns)"
+        )
         return [Result(NAME, f"{tag}probe", Status.NOT_OBSERVABLE, why)]
     overlap = _overlapping(obs, phase)
     if overlap:

@@ -24,25 +24,12 @@ from collections import defaultdict
 from typing import Any
 
 from twin.labdir import Lab
+from twin.render.config_db import wred
 from twin.scenario.observations import Observations
-from validators.qos_config import by_port
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 
 NAME = "ecn_behaviour"
-
-
-def wred(db: dict[str, Any], port: str, queue: int) -> tuple[float, float, float] | None:
-    """(kmin, kmax, pmax) of a queue that marks, None when it does not."""
-    entry = by_port(db, "QUEUE").get(port, {}).get(queue, {})
-    profile = db.get("WRED_PROFILE", {}).get(str(entry.get("wred_profile", "")).strip("[]"))
-    if not profile or profile.get("ecn") not in ("ecn_green", "ecn_all"):
-        return None
-    return (
-        float(profile.get("green_min_threshold", 0)),
-        float(profile.get("green_max_threshold", 0)),
-        float(profile.get("green_drop_probability", 0)) / 100,
-    )
 
 
 def probability(curve: tuple[float, float, float], occupancy: float) -> float:

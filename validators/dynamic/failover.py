@@ -38,6 +38,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from labs.registry import how_to_observe
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
 from validators.registry import Params, dynamic
@@ -159,13 +160,19 @@ def probed(
     return Probed(record["flows"], window, recovery, never, hit)
 
 
+def unpinned(backend: str) -> str:
+    """Why a backend without failover probes cannot judge a fault, and where it can be."""
+    how = how_to_observe({"failover-probes"}, backend)
+    return f"the {backend} backend cannot pin probe flows through a fault: {how}"
+
+
 def unobserved(
     obs: Observations, fault: dict[str, Any], record: dict[str, Any] | None, began: float
 ) -> str | None:
     """Why a fault's probes show nothing about it, or None when they do."""
     if record is None:
         if "failover-probes" not in obs.capabilities:
-            return f"the {obs.run['backend']} backend cannot pin probe flows through a fault"
+            return unpinned(str(obs.run["backend"]))
         return "the run has no failover probes"
     if not record["flows"]:
         return str(record.get("why") or "no probe flow crossed the faulted element")
@@ -282,7 +289,7 @@ def _given_back(
     none to judge from."""
     target, backend = target_of(fault), obs.run["backend"]
     if "failover-probes" not in obs.capabilities:
-        return f"the {backend} backend cannot pin probe flows through a fault"
+        return unpinned(str(backend))
     index = int(fault.get("index", index))
     for record in records.values():
         back = record.get("restore") or {}

@@ -13,6 +13,7 @@ import argparse
 from labs import lifecycle
 from labs.netns import cleanup
 from labs.netns import lifecycle as netns
+from twin.cli.output import add_json, emit
 from twin.labdir import lab_target
 
 HELP = "remove leftovers of crashed runs (by lab name or lab directory; without one, all leftovers)"
@@ -31,6 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="remove a named live twin even if another lab directory (or none) deployed it",
     )
+    add_json(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,21 +42,26 @@ def run(args: argparse.Namespace) -> int:
     chosen = [(name, lab.path if lab else None) for name, lab in targets]
     for name, path in chosen:
         lifecycle.check_owner(name, path, args.force_owner)
+    kept: dict[str, str] = {}
+    lines = []
     if not args.labs:
         for name in cleanup.labs_left():
             why = lifecycle.status(name)
             if why == "left over" or args.all:
                 chosen.append((name, None))
             else:
-                print(
+                kept[name] = why
+                lines.append(
                     f"{name}: {why}, kept (twin cleanup {name} --force-owner, or --all, removes it)"
                 )
         if not chosen:
-            print("nothing to clean up")
+            lines.append("nothing to clean up")
+    removed = {}
     for name, path in chosen:
         with lifecycle.locked(name, "cleanup"):
-            removed = cleanup.cleanup(name, path)
-        print(
-            f"{name}: removed {removed['namespaces']} namespaces, {removed['processes']} processes"
+            removed[name] = done = cleanup.cleanup(name, path)
+        lines.append(
+            f"{name}: removed {done['namespaces']} namespaces, {done['processes']} processes"
         )
+    emit(args, {"removed": removed, "kept": kept}, "\n".join(lines))
     return 0

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from labs import lifecycle
 from twin.cli.options import add_backend, backend
+from twin.cli.output import add_json, emit
+from twin.cli.serve import add_metrics, serve_until_gone
 from twin.labdir import Lab
 
 HELP = "start a live twin of a lab directory (default backend netns: namespaces, veths, FRR)"
@@ -22,6 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="seconds to wait for convergence (default 60, 2 more per switch beyond 12)",
     )
     add_backend(p)
+    add_metrics(p)
+    add_json(p)
 
 
 def progress(message: str) -> None:
@@ -33,14 +38,17 @@ def progress(message: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Deploy and print what converged."""
     lab = Lab.open(args.lab)
+    chosen = backend(args, lab)
     with lifecycle.locked(lab.name, "deploy"):
-        up = backend(args, lab).deploy(lab, progress, timeout=args.timeout)
+        up = chosen.deploy(lab, progress, timeout=args.timeout)
     links = up.details.get("links")
-    print(
+    text = (
         f"{lab.name}: {up.nodes} nodes"
         + (f", {links} links" if links is not None else "")
         + f", {up.sessions} BGP sessions Established, converged in {up.seconds} s ({up.backend})"
+        + (f"\n{lab.name}: {up.details['rdma']}" if "rdma" in up.details else "")
     )
-    if "rdma" in up.details:
-        print(f"{lab.name}: {up.details['rdma']}")
+    emit(args, {"lab": lab.name, **asdict(up)}, text)
+    if args.metrics:
+        serve_until_gone(args.metrics, lab, chosen, progress)
     return 0

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from labs import lifecycle
 from twin.cli.options import add_backend, backend
+from twin.cli.output import add_json, emit
 from twin.labdir import Lab
 
 HELP = "remove a lab's running twin and everything it created"
@@ -16,6 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of this verb."""
     p.add_argument("lab", type=Path, help="lab directory")
     add_backend(p)
+    add_json(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,5 +25,6 @@ def run(args: argparse.Namespace) -> int:
     lab = Lab.open(args.lab)
     with lifecycle.locked(lab.name, "destroy"):
         removed = backend(args, lab).destroy(lab)
-    print(f"{lab.name}: removed " + ", ".join(f"{n} {what}" for what, n in removed.items()))
+    text = f"{lab.name}: removed " + ", ".join(f"{n} {what}" for what, n in removed.items())
+    emit(args, {"lab": lab.name, "removed": removed}, text)
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import time
 from pathlib import Path
 
@@ -24,8 +25,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_backend(p)
     watch_for = argparse.ArgumentParser(add_help=False)
     watch_for.add_argument(
-        "--quiet", type=float, default=1.5, help="watch until nothing changed for this many seconds"
+        "--watch",
+        type=float,
+        default=1.5,
+        metavar="SECONDS",
+        help=f"watch the state changes the fault causes until none came for SECONDS "
+        f"(default 1.5; at most {LIMIT_S:g} s in all)",
     )
+    watch_for.add_argument("--json", action="store_true", help="the fault and changes as JSON")
     verbs = p.add_subparsers(dest="fault", required=True, metavar="FAULT")
     add = functools.partial(verbs.add_parser, parents=[watch_for])
     down = add("link-down", help="take a link down")
@@ -81,17 +88,21 @@ def _fault(args: argparse.Namespace) -> Fault:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Inject, watch until quiet, print the fault and each change seen."""
+    """Inject, watch until no change came for --watch seconds, print the fault and each
+    change seen."""
     lab = Lab.open(args.lab)
     backend = running(args, lab)
     with backend.observer(lab).watch() as seen:
         done = backend.fault(lab, _fault(args))
         start = last = time.monotonic()
         count = 0
-        while time.monotonic() - last < args.quiet and time.monotonic() - start < LIMIT_S:
+        while time.monotonic() - last < args.watch and time.monotonic() - start < LIMIT_S:
             time.sleep(0.1)
             if len(seen) != count:
                 count, last = len(seen), time.monotonic()
+    if args.json:
+        print(json.dumps({"fault": done, "changes": seen}, indent=2, default=str))
+        return 0
     print(
         f"{args.fault}: "
         + ", ".join(f"{k}={v}" for k, v in done.items() if k not in ("t", "event"))

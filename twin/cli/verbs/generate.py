@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from twin import labdir
+from twin.cli.output import add_json, emit
 from twin.design.graph import figures
 from twin.intent import fabric as intent
 
@@ -22,6 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="replace an existing lab directory (never the working directory or one above it, "
         "never a directory holding anything else)",
     )
+    add_json(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,12 +31,12 @@ def run(args: argparse.Namespace) -> int:
     fabric = intent.load(args.fabric)
     d = labdir.generate(fabric, args.out, str(args.fabric), force=args.force)
     figs = figures(d)
-    print(
+    refusal = labdir.clab_refusal(labdir.Lab.open(args.out))
+    text = (
         f"{args.out}: {figs['leaves']} leaves, {figs['spines']} spines, "
         f"{figs['servers']} servers, oversubscription {figs['oversubscription_max']}:1, "
         f"ECMP width {figs['ecmp_width']}"
-    )
-    refusal = labdir.clab_refusal(labdir.Lab.open(args.out))
-    if refusal:
-        print(f"{args.out}: no containerlab form: {refusal}")
+    ) + (f"\n{args.out}: no containerlab form: {refusal}" if refusal else "")
+    data = {"lab": str(args.out), "figures": figs, "clab_refusal": refusal}
+    emit(args, data, text)
     return 0

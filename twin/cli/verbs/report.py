@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
 
+from twin.cli.output import add_json, emit
 from twin.verdict import report, verdict
 
 HELP = "rebuild the reports (JSON, JUnit, Markdown, plots) of a run from its observations"
@@ -18,10 +21,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="judge only the scenario's validators (default: the static validators too)",
     )
+    p.add_argument(
+        "--openmetrics",
+        metavar="FILE",
+        help="also export the run's observations and verdict in the OpenMetrics text format "
+        "to FILE ('-': stdout; docs/metrics.md)",
+    )
+    add_json(p)
 
 
 def run(args: argparse.Namespace) -> int:
     """Validate the saved observations again and rewrite the reports."""
     code, results = verdict.report_run(args.run_dir, static=not args.no_static)
-    print(f"{report.counts(results)}; reports in {args.run_dir}")
+    summary = f"{report.counts(results)}; reports in {args.run_dir}"
+    if args.openmetrics:
+        from twin import metrics
+        from twin.scenario.observations import Observations
+
+        obs = Observations.open(args.run_dir)
+        data = metrics.openmetrics(metrics.of_run(obs, verdict.lab_of(args.run_dir, obs)))
+        if args.openmetrics == "-":
+            sys.stdout.buffer.write(data)
+            print(summary, file=sys.stderr)
+            return code
+        metrics.write(Path(args.openmetrics), data)
+        summary += f"; OpenMetrics in {args.openmetrics}"
+    emit(args, json.loads((args.run_dir / "report.json").read_text()), summary)
     return code

@@ -21,6 +21,8 @@ from pathlib import Path
 from labs import lifecycle, registry
 from twin import labdir
 from twin.cli.options import add_backend, backend
+from twin.cli.output import add_json
+from twin.cli.serve import add_metrics, metrics
 from twin.cli.text import table
 from twin.cli.verbs.deploy import progress
 from twin.intent import fabric as intent
@@ -68,6 +70,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="seconds to wait for convergence (default 60, 2 more per switch beyond 12)",
     )
     add_backend(p)
+    add_metrics(p)
+    add_json(p)
 
 
 def _bar(total: float, stop: threading.Event) -> None:
@@ -109,7 +113,8 @@ def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> in
         progress(f"playing {scenario.name} ({scenario.duration:.0f} s)")
         if sys.stderr.isatty():
             bar.start()
-        run_dir = runs.play(lab, scenario, chosen, progress=progress)
+        with metrics(args.metrics, lab, chosen, progress):
+            run_dir = runs.play(lab, scenario, chosen, progress=progress)
     finally:
         stop.set()
         if bar.is_alive():
@@ -120,6 +125,9 @@ def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> in
     if (args.sim or (args.lab is None and args.backend is None)) and chosen.name != "sim":
         hybrid.add_data_plane(run_dir, lab, scenario, registry.get("sim"), progress)
     code, results = verdict.report_run(run_dir, static=not args.no_static)
+    if args.json:
+        print((run_dir / "report.json").read_text(), end="")
+        return code
     rows = [[r.validator, r.scope, r.status.value, r.reason[:90]] for r in results]
     print("\n".join(table(rows, ["validator", "scope", "status", "reason"])))
     print(
