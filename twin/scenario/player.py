@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from labs.backend import Backend, Played, Progress, quiet
+from twin import outdir
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.fib import to_json
@@ -61,12 +62,22 @@ def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Play
     shutil.copyfile(lab.path / "fabric.yaml", out / "fabric.yaml")
 
 
-def play(lab: Lab, scenario: Scenario, backend: Backend, progress: Progress = quiet) -> Path:
-    """Run the scenario on the lab's running twin; returns the run directory."""
+def play(
+    lab: Lab,
+    scenario: Scenario,
+    backend: Backend,
+    progress: Progress = quiet,
+    out: Path | None = None,
+) -> Path:
+    """Run the scenario on the lab's running twin; returns the run directory: `out` (created
+    fresh), else LAB/runs/TIMESTAMP-SCENARIO."""
     if not backend.running(lab):
         raise LabError(f"lab {lab.name} is not running on {backend.name} (twin deploy {lab.path})")
-    out = lab.path / "runs" / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-    out.mkdir(parents=True)
+    if out is None:
+        out = lab.path / "runs" / f"{datetime.now():%Y%m%d-%H%M%S-%f}-{scenario.name}"
+        out.mkdir(parents=True)
+    else:
+        outdir.create(out)
     (out / "scenario.yaml").write_text(scenarios.dump(scenario))
     played = backend.play(lab, plan.timeline(lab, scenario, files=out), progress)
     save(out, lab, scenario, backend, played)

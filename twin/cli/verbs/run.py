@@ -11,15 +11,16 @@ was already running is left running.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import threading
 import time
 from pathlib import Path
 
 from labs import registry
-from twin import labdir
+from twin import labdir, outdir
 from twin.cli.options import add_backend, backend
-from twin.cli.text import table
+from twin.cli.text import wrapped_table
 from twin.cli.verbs.deploy import progress
 from twin.intent import fabric as intent
 from twin.labdir import Lab
@@ -60,6 +61,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         help="seconds to wait for convergence (default 60, 2 more per switch beyond 12)",
     )
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="the run directory (created; refused if it exists and is not empty; default: "
+        "LAB/runs/TIMESTAMP-SCENARIO)",
+    )
+    p.add_argument("--junit", type=Path, help="also write the run's JUnit XML here")
+    p.add_argument("--wide", action="store_true", help="one line per result (reasons not wrapped)")
     add_backend(p)
 
 
@@ -81,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
         progress(f"generated the reference fabric into {lab_dir}")
     lab = Lab.open(lab_dir)
     scenario = scenarios.load(args.scenario, lab)
+    if args.out:
+        outdir.check(args.out)
+    if args.junit:
+        outdir.check_file(args.junit, "--junit")
     chosen = backend(args, lab)
     deployed = not chosen.running(lab)
     if deployed:
@@ -95,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         progress(f"playing {scenario.name} ({scenario.duration:.0f} s)")
         if sys.stderr.isatty():
             bar.start()
-        run_dir = runs.play(lab, scenario, chosen, progress=progress)
+        run_dir = runs.play(lab, scenario, chosen, progress=progress, out=args.out)
     finally:
         stop.set()
         if bar.is_alive():
@@ -106,8 +119,11 @@ def run(args: argparse.Namespace) -> int:
     if (args.sim or (args.lab is None and args.backend is None)) and chosen.name != "sim":
         hybrid.add_data_plane(run_dir, lab, scenario, registry.get("sim"), progress)
     code, results = verdict.report_run(run_dir)
-    rows = [[r.validator, r.scope, r.status.value, r.reason[:90]] for r in results]
-    print("\n".join(table(rows, ["validator", "scope", "status", "reason"])))
+    if args.junit:
+        shutil.copyfile(run_dir / "junit.xml", args.junit)
+    rows = [[r.validator, r.scope, r.status.value, r.reason] for r in results]
+    width = None if args.wide else shutil.get_terminal_size().columns
+    print("\n".join(wrapped_table(rows, ["validator", "scope", "status", "reason"], width)))
     print(
         f"\n{report.counts(results)}; reports in {run_dir}/report.md, report.json, junit.xml",
         file=sys.stdout,
