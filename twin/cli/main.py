@@ -2,19 +2,23 @@
 
 The verbs and their one-line help are listed here, so that `twin --help` imports none of
 them and `twin VERB` imports only its own module (which imports only what it uses). Every
-error the library raises as `TwinError` is printed as one line on stderr, exit code 2.
+error the library raises as `TwinError` is printed as one line on stderr, exit code 2; any
+other exception as one line too, exit code 3 (`EXIT_CODES`).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
 from collections.abc import Iterable, Sequence
 
 from twin.errors import TwinError, one_line
 
 VERBS = {
+    "apply": "apply a change file (config and intent edits) to a copy of a lab: a new lab",
     "cleanup": "remove leftovers of crashed runs (by lab name or lab directory; without one, all "
     "leftovers)",
     "deploy": "start a live twin of a lab directory (default backend netns: namespaces, veths, "
@@ -24,6 +28,8 @@ VERBS = {
     "exec": "run a command in a node (vtysh on a switch reaches its FRR)",
     "fault": "inject a fault (link, node, daemon, loss, rate) and log the state changes it causes",
     "generate": "design a fabric and write its lab directory",
+    "incident": "write an incident's labs before and after its fix (pause-storm, micro-bursts, "
+    "...)",
     "inspect": "show a running twin: nodes, BGP sessions, links and their state",
     "report": "rebuild the reports (JSON, JUnit, Markdown, plots) of a run from its observations",
     "run": "deploy if needed, play a scenario, validate, report (no arguments: the reference)",
@@ -33,6 +39,12 @@ VERBS = {
     "reports",
 }
 """Verb -> its help line (each verb module's `HELP`)."""
+
+EXIT_CODES = """exit codes (every verb):
+  0  all good: every verdict passed (or not observable), no regression
+  1  a verdict failed, or (diff, drill) a regression or a fault that fails a validator
+  2  bad input: one line naming the file, the key and what is wrong; nothing was started
+  3  internal error: one line (TWIN_DEBUG=1 prints the traceback too)"""
 
 
 def module_of(verb: str) -> str:
@@ -46,6 +58,8 @@ def parser(arguments_of: Iterable[str] = VERBS) -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="twin",
         description="Digital twin of AI-cluster leaf-spine fabrics (RoCEv2, SONiC, FRR).",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     verbs = top.add_subparsers(dest="verb", metavar="VERB")
     wanted = set(arguments_of)
@@ -75,6 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         refuse(f"{where}{exc.strerror or exc}")
         return 2
+    except Exception as exc:
+        if os.environ.get("TWIN_DEBUG"):
+            traceback.print_exc()
+        refuse(f"internal error in twin {args.verb}: {type(exc).__name__}: {exc}")
+        return 3
     return code
 
 
