@@ -123,7 +123,7 @@ def figures(run_dir: Path, results: Sequence[Result]) -> dict[tuple[str, str], f
     iterations = run_dir / "iterations.json"
     if iterations.is_file():
         for phase, record in json.loads(iterations.read_text()).items():
-            times = [t * 1e3 for t in record.get("times_s", [])]
+            times = [t * 1e3 for t in record.get("times_s", []) if t is not None]
             if times:
                 out["iteration_mean", phase] = statistics.fmean(times)
                 out["iteration_p99", phase] = _p99(times)

@@ -25,6 +25,7 @@ VERBS = {
     "FRR)",
     "destroy": "remove a lab's running twin and everything it created",
     "diff": "show the config differences between two labs and each static verdict that changed",
+    "drill": "failure drill: a scenario played once per fault (every link, switch, ...), ranked",
     "exec": "run a command in a node (vtysh on a switch reaches its FRR)",
     "fault": "inject a fault (link, node, daemon, loss, rate) and log the state changes it causes",
     "generate": "design a fabric and write its lab directory",
