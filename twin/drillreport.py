@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -135,7 +134,15 @@ class Drill:
         left.set_yticks(range(len(rows)), [o.label for o in rows], fontsize=6)
         left.set_title("green pass, yellow not observable, red fail", fontsize=8)
         slow = [[self.slowdown(o) or 1.0, (o.loss_window_ms or 0.0)] for o in rows] or [[1, 0]]
-        right.imshow([[s[0]] for s in slow], cmap="Oranges", aspect="auto", vmin=1.0)
+        factors = [s[0] for s in slow]
+        low = min(1.0, *factors)
+        right.imshow(
+            [[f] for f in factors],
+            cmap="Oranges",
+            aspect="auto",
+            vmin=low,
+            vmax=max(low + 0.01, *factors),
+        )
         for i, (factor, loss) in enumerate(slow):
             right.text(0, i, f"{factor:.2f}x  {loss:.2f} ms", ha="center", va="center", fontsize=6)
         right.set_xticks([0], ["slowdown, loss window"], fontsize=7)
@@ -161,7 +168,6 @@ def _num(value: float | None, unit: str = "") -> str:
     return "—" if value is None else f"{value:g}{unit}"
 
 
-def summary(drill: Drill, shown: int = 10) -> Sequence[str]:
-    """The terminal's lines: the worst faults."""
-    lines = [drill.markdown(shown).split("\n## Failures")[0].rstrip()]
-    return lines
+def summary(drill: Drill, shown: int = 10) -> str:
+    """What the terminal shows: the matrix's worst faults (the reasons are in drill.md)."""
+    return drill.markdown(shown).split("\n## Failures")[0].rstrip()

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     done.write(out)
     if args.junit:
         shutil.copyfile(out / "junit.xml", args.junit)
-    print("\n".join(summary(done)))
+    print(summary(done))
     rate = len(cases) / seconds * 60
     print(f"\n{len(cases)} faults in {seconds:.0f} s ({rate:.1f} faults/minute); reports in {out}")
     return done.exit_code
