@@ -11,6 +11,7 @@ from pathlib import Path
 
 from labs import registry as backends
 from twin import outdir, review
+from twin.cli.options import add_reports
 from twin.cli.verbs.deploy import progress
 from twin.cli.verbs.validate import add_selection, selection
 from twin.labdiff import differences, lab_configs
@@ -54,13 +55,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a regression threshold, e.g. iteration_mean_pct=5 (repeatable; list below)",
     )
-    p.add_argument(
-        "--out",
-        type=Path,
-        help="write diff.md, review.json, junit.xml (one case per regression) and both runs "
-        "here (created; refused if not empty)",
+    add_reports(
+        p,
+        "write diff.md, review.json, junit.xml (one case per regression) and both runs here",
+        "write the JUnit XML (one case per regression, nothing else) here",
     )
-    p.add_argument("--junit", type=Path, help="write the JUnit XML (regressions only) here")
     p.add_argument("--markdown", type=Path, help="write the Markdown summary here")
 
 

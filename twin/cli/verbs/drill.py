@@ -13,6 +13,7 @@ from pathlib import Path
 from labs import registry
 from labs.backend import Progress
 from twin import drill, drillrun, outdir
+from twin.cli.options import add_reports
 from twin.cli.verbs.deploy import progress
 from twin.drillreport import Drill, summary
 from twin.errors import InputError
@@ -57,10 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--workers", type=int, default=2, help="sim: worker processes of the LocalCluster"
     )
     p.add_argument("--scheduler", help="sim: tcp://HOST:PORT of a Dask scheduler to use instead")
-    p.add_argument(
-        "--out", type=Path, help="report directory (created; default LAB/drills/TIME-SET)"
-    )
-    p.add_argument("--junit", type=Path, help="also write the JUnit XML here")
+    add_reports(p, "report directory (default LAB/drills/TIME-SET)", "also write the JUnit here")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from labs import registry
 from twin import labdir, outdir
-from twin.cli.options import add_backend, backend
+from twin.cli.options import add_backend, add_reports, backend
 from twin.cli.text import wrapped_table
 from twin.cli.verbs.deploy import progress
 from twin.intent import fabric as intent
@@ -61,13 +61,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         help="seconds to wait for convergence (default 60, 2 more per switch beyond 12)",
     )
-    p.add_argument(
-        "--out",
-        type=Path,
-        help="the run directory (created; refused if it exists and is not empty; default: "
-        "LAB/runs/TIMESTAMP-SCENARIO)",
+    add_reports(
+        p, "the run directory (default LAB/runs/TIMESTAMP-SCENARIO)", "also write the JUnit here"
     )
-    p.add_argument("--junit", type=Path, help="also write the run's JUnit XML here")
     p.add_argument("--wide", action="store_true", help="one line per result (reasons not wrapped)")
     add_backend(p)
 
