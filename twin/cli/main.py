@@ -24,7 +24,8 @@ VERBS = {
     "deploy": "start a live twin of a lab directory (default backend netns: namespaces, veths, "
     "FRR)",
     "destroy": "remove a lab's running twin and everything it created",
-    "diff": "show the config differences between two labs and each static verdict that changed",
+    "diff": "review a change: config differences, static verdicts, and with a scenario the "
+    "dynamic verdicts and figures that moved",
     "drill": "failure drill: a scenario played once per fault (every link, switch, ...), ranked",
     "exec": "run a command in a node (vtysh on a switch reaches its FRR)",
     "fault": "inject a fault (link, node, daemon, loss, rate) and log the state changes it causes",

@@ -24,7 +24,10 @@ from validators.result import Result
 
 SHOWN = 40
 """Config differences listed (a pull request comment stays readable)."""
-HELP = "show the config differences between two labs and each static verdict that changed"
+HELP = (
+    "review a change: config differences, static verdicts, and with a scenario the dynamic "
+    "verdicts and figures that moved"
+)
 EPILOG = f"""regression thresholds (--threshold KEY=VALUE; a figure regresses when it grows by more
 than KIND_pct percent of the base's value and by more than KIND_min):
   {", ".join(f"{k}={v:g}" for k, v in review.THRESHOLDS.items())}
