@@ -127,7 +127,10 @@ class Drill:
         grid = [[LEVEL.get(o.status(v), 0) for v in names] for o in rows] or [[0] * len(names)]
         height = max(3.0, 0.22 * len(rows) + 1.5)
         fig, (left, right) = plt.subplots(
-            1, 2, figsize=(4 + 0.7 * len(names), height), width_ratios=[len(names) or 1, 2]
+            1,
+            2,
+            figsize=(3 + 0.7 * len(names), height),
+            width_ratios=[len(names) or 1, 2],
         )
         left.imshow(grid, cmap="RdYlGn_r", vmin=0, vmax=2, aspect="auto")
         left.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
@@ -149,7 +152,7 @@ class Drill:
         right.set_yticks([])
         fig.suptitle(self.title, fontsize=9)
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=110, bbox_inches="tight")
         plt.close(fig)
 
     def write(self, out: Path) -> None:
