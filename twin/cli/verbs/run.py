@@ -11,6 +11,7 @@ was already running is left running.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import threading
@@ -64,7 +65,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_reports(
         p, "the run directory (default LAB/runs/TIMESTAMP-SCENARIO)", "also write the JUnit here"
     )
-    p.add_argument("--wide", action="store_true", help="one line per result (reasons not wrapped)")
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="one line per result (the default when the output is not a terminal; on one, "
+        "reasons wrap to its width)",
+    )
     add_backend(p)
 
 
@@ -118,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
     if args.junit:
         shutil.copyfile(run_dir / "junit.xml", args.junit)
     rows = [[r.validator, r.scope, r.status.value, r.reason] for r in results]
-    width = None if args.wide else shutil.get_terminal_size().columns
+    to_terminal = sys.stdout.isatty() or "COLUMNS" in os.environ
+    width = shutil.get_terminal_size().columns if to_terminal and not args.wide else None
     print("\n".join(wrapped_table(rows, ["validator", "scope", "status", "reason"], width)))
     print(
         f"\n{report.counts(results)}; reports in {run_dir}/report.md, report.json, junit.xml",
