@@ -3,6 +3,7 @@ holds something; default run directories named after their scenario; long reason
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,7 @@ def test_reasons_wrap_unless_wide(
     lab: Path, scenario: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # a terminal 100 columns wide
     cli.main(["run", str(lab), str(scenario), "--backend", "sim"])
     narrow = capsys.readouterr().out.splitlines()
     cli.main(["run", str(lab), str(scenario), "--backend", "sim", "--wide"])

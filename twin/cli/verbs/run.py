@@ -11,7 +11,6 @@ was already running is left running.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import threading
@@ -124,8 +123,8 @@ def run(args: argparse.Namespace) -> int:
     if args.junit:
         shutil.copyfile(run_dir / "junit.xml", args.junit)
     rows = [[r.validator, r.scope, r.status.value, r.reason] for r in results]
-    to_terminal = sys.stdout.isatty() or "COLUMNS" in os.environ
-    width = shutil.get_terminal_size().columns if to_terminal and not args.wide else None
+    wrap = sys.stdout.isatty() and not args.wide
+    width = shutil.get_terminal_size().columns if wrap else None
     print("\n".join(wrapped_table(rows, ["validator", "scope", "status", "reason"], width)))
     print(
         f"\n{report.counts(results)}; reports in {run_dir}/report.md, report.json, junit.xml",
