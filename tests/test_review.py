@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.simlab import small_lab
 from twin import review
 from twin.cli import main as cli
 from twin.incident import build
@@ -104,3 +105,17 @@ def test_compare_counts_absent_pauses_as_zero() -> None:
     assert review.compare({("iteration_mean", "a"): 1.0}, {}, review.THRESHOLDS)[0].verdict == (
         "moved"
     )
+
+
+def test_a_review_on_the_fake_backend(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same review through the fake backend (its routing model, probe flows pinned through
+    each fault): an unchanged lab moves no verdict and no figure past its threshold."""
+    lab = small_lab(tmp_path / "small")
+    scenario = REPO / "examples" / "scenarios" / "uplink-failure.yaml"
+    out = tmp_path / "review"
+    argv = ["diff", str(lab), str(lab), str(scenario), "--backend", "fake", "--out", str(out)]
+    assert cli.main(argv) == 0
+    data = json.loads((out / "review.json").read_text())
+    assert data["regressions"] == [] and data["dynamic"] == []
+    assert json.loads((out / "base" / "run.json").read_text())["backend"] == "fake"
+    assert "### Dynamic verdicts (the scenario on both)" in capsys.readouterr().out
