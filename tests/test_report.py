@@ -144,20 +144,25 @@ def test_diff_verb_shows_changed_verdicts_and_fails_on_regressions(
 ) -> None:
     only = ["--only", "pfc_consistency", "headroom", "config_drift"]
     assert cli.main(["diff", str(pristine.path), str(small.path), *only]) == 0
-    assert capsys.readouterr().out == "no config changed\n\nno verdict changed\n"
+    shown = capsys.readouterr().out
+    assert "Verdict: no regression." in shown
+    assert "\nno config changed\n" in shown and "\nno verdict changed\n" in shown
     edit_json(small, "spine2", lambda db: db["CABLE_LENGTH"]["AZURE"].update(Ethernet0="300m"))
     out = tmp_path / "review"
     assert cli.main(["diff", str(pristine.path), str(small.path), *only, "--out", str(out)]) == 1
-    printed = capsys.readouterr().out.splitlines()
-    assert printed[:2] == [
-        "1 config difference:",
-        '- spine2 AZURE CABLE_LENGTH: Ethernet0: "40m" in base, "300m" in candidate',
-    ]
-    assert [line.split(" | ")[:4] for line in printed[5:]] == [
-        ["| headroom", "fabric", "pass", "fail **(regression)**"],
-    ]
-    assert (out / "diff.md").read_text().endswith("\n".join(printed) + "\n")
-    assert json.loads((out / "report.json").read_text())["exit_code"] == 1
+    text = capsys.readouterr().out
+    printed = text.splitlines()
+    at = printed.index("1 config difference:")
+    assert (
+        printed[at + 1]
+        == '- spine2 AZURE CABLE_LENGTH: Ethernet0: "40m" in base, "300m" in candidate'
+    )
+    rows = [line.split(" | ")[:4] for line in printed if line.startswith("| headroom")]
+    assert rows == [["| headroom", "fabric", "pass", "fail **(regression)**"]]
+    assert (out / "diff.md").read_text() == text
+    assert json.loads((out / "review.json").read_text())["exit_code"] == 1
+    (case,) = ET.parse(out / "junit.xml").getroot().iter("testcase")  # the regression alone
+    assert str(case.get("name")).startswith("static headroom fabric: pass -> fail")
     # the other way round the change is a fix, not a regression
     assert cli.main(["diff", str(small.path), str(pristine.path), *only]) == 0
 

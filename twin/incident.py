@@ -16,22 +16,37 @@ list of edits, applied in order to every file it matches:
       - {append: "ip route 10.2.0.16/29 10.1.0.1 250"}          # a line of a text file
       - {insert: "  network 10.2.0.16/29", after: "  network 10.0.0.1/32"}
       - {remove: "ip route 10.2.0.16/29 10.1.0.1 250"}
+    intent:                                                    # fabric.yaml, then rendered
+      - {set: qos.lossless_priorities, value: [3, 4]}
 
-`python -m twin.incident INCIDENT_DIR OUT` writes OUT/before and OUT/after.
+`intent:` edits change the lab's fabric.yaml (same `set`/`delete` paths) and render every
+config again from it, before the file edits apply (so edits of the configs come after).
+
+`twin apply LAB CHANGE.yaml -o NEW` writes a new lab: LAB changed (`apply_to`);
+`twin incident NAME OUT` writes OUT/before and OUT/after (`build`; NAME an incident of
+examples/incidents, or its directory). A change that does not apply leaves nothing written.
 """
 
 from __future__ import annotations
 
 import json
-import sys
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from twin import labdir
+from twin import labdir, outdir
 from twin.errors import InputError
 from twin.intent import fabric as intent
+
+INCIDENTS = Path(__file__).resolve().parents[1] / "examples" / "incidents"
+"""The incidents `twin incident NAME` knows (examples/incidents/<n>-NAME)."""
+LEFT_BEHIND = ("runs", "logs", "validate", labdir.STATE_FILE, "events.jsonl")
+"""What `twin apply` does not copy from the base lab: its runs and its twin's state."""
 
 
 def _walk(data: Any, keys: list[str]) -> tuple[Any, str | int]:
@@ -67,9 +82,49 @@ def _edit_text(text: str, edit: dict[str, Any], file: str) -> str:
     return "\n".join(x for x in lines if x != line) + "\n"
 
 
+def _edits(edits_file: Path) -> dict[str, list[dict[str, Any]]]:
+    """The edit file, its shape checked: file pattern -> list of edits."""
+    try:
+        edits = yaml.safe_load(edits_file.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise InputError(str(edits_file), "", f"not YAML: {one_line(exc)}") from None
+    if not isinstance(edits, dict):
+        raise InputError(str(edits_file), "", "must map lab files (or intent) to lists of edits")
+    for pattern, steps in edits.items():
+        if not isinstance(steps, list) or not all(isinstance(e, dict) for e in steps):
+            raise InputError(str(edits_file), str(pattern), "must be a list of edits")
+        for i, step in enumerate(steps):
+            verbs = {"set", "delete", "append", "insert", "remove"} & set(step)
+            if len(verbs) != 1 or ("set" in step and "value" not in step):
+                raise InputError(
+                    str(edits_file),
+                    f"{pattern}.{i}",
+                    "an edit is one of set (with value), delete, append, insert (with after), "
+                    "remove",
+                )
+    return edits
+
+
+def one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def _regenerate(lab: Path, steps: list[dict[str, Any]], edits_file: Path) -> None:
+    """Edit the lab's intent and render the lab again from it."""
+    data = yaml.safe_load((lab / "fabric.yaml").read_text())
+    for step in steps:
+        _edit_json(data, step, f"{edits_file}: intent")
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "fabric.yaml"
+        source.write_text(yaml.safe_dump(data, sort_keys=False))
+        labdir.generate(intent.load(source), lab, f"{edits_file}: intent", force=True)
+
+
 def apply(lab: Path, edits_file: Path) -> None:
-    """Apply an edit file to a lab directory."""
-    edits: dict[str, list[dict[str, Any]]] = yaml.safe_load(edits_file.read_text()) or {}
+    """Apply an edit file to a lab directory (its intent edits first)."""
+    edits = _edits(edits_file)
+    if "intent" in edits:
+        _regenerate(lab, edits.pop("intent"), edits_file)
     for pattern, steps in edits.items():
         files = sorted(lab.glob(pattern))
         if not files:
@@ -97,30 +152,63 @@ def fabric_file(incident: Path) -> Path:
     return own
 
 
+@contextmanager
+def fresh(out: Path) -> Iterator[Path]:
+    """A scratch directory beside `out` (checked fresh first), renamed to `out` when the block
+    succeeds, removed when it fails: nothing half-made is left."""
+    outdir.check(out, "-o")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        yield tmp
+        if out.is_dir():
+            out.rmdir()
+        tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _copy_lab(base: Path, out: Path) -> None:
+    """The lab's files without its runs and its twin's state."""
+    labdir.Lab.open(base)
+    labdir.refuse_links(base, ("configs",))
+    for entry in base.iterdir():
+        if entry.name in LEFT_BEHIND:
+            continue
+        if entry.is_dir():
+            shutil.copytree(entry, out / entry.name)
+        else:
+            shutil.copy2(entry, out / entry.name)
+
+
+def apply_to(base: Path, change: Path, out: Path) -> Path:
+    """`twin apply`: a new lab `out`, the base lab with the change applied."""
+    _edits(change)
+    with fresh(out) as tmp:
+        _copy_lab(base, tmp)
+        apply(tmp, change)
+    return out
+
+
+def find(name: str) -> Path:
+    """An incident by name (`pause-storm`, `1-pause-storm`) or directory."""
+    path = Path(name)
+    if (path / "change.yaml").is_file():
+        return path
+    known = sorted(p for p in INCIDENTS.glob("*/change.yaml"))
+    for found in known:
+        if name in (found.parent.name, found.parent.name.partition("-")[2]):
+            return found.parent
+    names = ", ".join(p.parent.name.partition("-")[2] for p in known)
+    raise InputError(name, "", f"no incident of that name or directory (known: {names})")
+
+
 def build(incident: Path, out: Path) -> tuple[Path, Path]:
     """The lab of the incident (`out/before`) and the fixed one (`out/after`)."""
     source = fabric_file(incident)
-    before, after = out / "before", out / "after"
-    for lab, files in ((before, ["change.yaml"]), (after, ["change.yaml", "fix.yaml"])):
-        labdir.generate(intent.load(source), lab, str(source), force=True)
-        for name in files:
-            apply(lab, incident / name)
-    return before, after
-
-
-def main(argv: list[str]) -> int:
-    """`python -m twin.incident INCIDENT_DIR OUT`."""
-    if len(argv) != 2:
-        print("usage: python -m twin.incident INCIDENT_DIR OUT", file=sys.stderr)
-        return 2
-    try:
-        before, after = build(Path(argv[0]), Path(argv[1]))
-    except (InputError, OSError) as exc:
-        print(f"twin.incident: {exc}", file=sys.stderr)
-        return 2
-    print(f"{before}\n{after}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    with fresh(out) as tmp:
+        for lab, files in (("before", ["change.yaml"]), ("after", ["change.yaml", "fix.yaml"])):
+            labdir.generate(intent.load(source), tmp / lab, str(source))
+            for name in files:
+                apply(tmp / lab, incident / name)
+    return out / "before", out / "after"

@@ -3,8 +3,9 @@
 The verbs and their one-line help are listed here, so that `twin --help` imports none of
 them and `twin VERB` imports only its own module (which imports only what it uses). Every
 error the library raises as `TwinError` is printed as one line on stderr, exit code 2; an
-internal error (a bug: a validator or verb crashed) is one line too, exit code 3, never a verdict.
-SIGINT and SIGTERM stop a verb in order (`twin.cli.signals`), exit 130 or 143.
+internal error (a bug: a validator or verb crashed) is one line too, exit code 3, never a
+verdict (`EXIT_CODES`). SIGINT and SIGTERM stop a verb in order (`twin.cli.signals`), exit
+130 or 143.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Iterable, Sequence
 
 from twin.cli import signals
@@ -21,16 +23,21 @@ from twin.version import version
 
 VERBS = {
     "completion": "print a shell completion script (bash, zsh, fish)",
+    "apply": "apply a change file (config and intent edits) to a copy of a lab: a new lab",
     "cleanup": "remove leftovers of crashed runs (by lab name or lab directory; without one, all "
     "leftovers)",
     "deploy": "start a live twin of a lab directory (default backend netns: namespaces, veths, "
     "FRR)",
     "destroy": "remove a lab's running twin and everything it created",
-    "diff": "show the config differences between two labs and each static verdict that changed",
+    "diff": "review a change: config differences, static verdicts, and with a scenario the "
+    "dynamic verdicts and figures that moved",
+    "drill": "failure drill: a scenario played once per fault (every link, switch, ...), ranked",
     "exec": "run a command in a node (vtysh on a switch reaches its FRR)",
     "fault": "inject a fault (link, node, daemon, loss, rate) and log the state changes it causes",
     "generate": "design a fabric and write its lab directory",
     "graph": "draw a lab's topology (dot, mermaid, SVG, PNG), optionally with a run's utilisation",
+    "incident": "write an incident's labs before and after its fix (pause-storm, micro-bursts, "
+    "...)",
     "inspect": "show a running twin: nodes, BGP sessions, links and their state",
     "report": "rebuild the reports (JSON, JUnit, Markdown, plots) of a run from its observations",
     "run": "deploy if needed, play a scenario, validate, report (no arguments: the reference)",
@@ -44,6 +51,12 @@ VERBS = {
 INTERNAL = 3
 """Exit code of an internal error (a bug of the tool, not a verdict nor bad input)."""
 
+EXIT_CODES = """exit codes (every verb):
+  0  all good: every verdict passed (or not observable), no regression
+  1  a verdict failed, or (diff, drill) a regression or a fault that fails a validator
+  2  bad input: one line naming the file, the key and what is wrong; nothing was started
+  3  internal error: one line (TWIN_DEBUG=1 prints the traceback too)"""
+
 
 def module_of(verb: str) -> str:
     """The module holding a verb."""
@@ -56,6 +69,8 @@ def parser(arguments_of: Iterable[str] = VERBS) -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="twin",
         description="Digital twin of AI-cluster leaf-spine fabrics (RoCEv2, SONiC, FRR).",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     top.add_argument("--version", action="version", version=f"twin {version()}")
     verbs = top.add_subparsers(dest="verb", metavar="VERB")
@@ -97,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         refuse(str(exc))
         return INTERNAL
     except Exception as exc:
+        if os.environ.get("TWIN_DEBUG"):
+            traceback.print_exc()
         refuse(str(InternalError(f"twin {args.verb}", exc)))
         return INTERNAL
     return code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from labs import lifecycle, registry
 from labs.backend import Backend
@@ -44,3 +45,11 @@ def running(args: argparse.Namespace, lab: Lab) -> Backend:
     if not chosen.running(lab):
         raise LabError(f"lab {lab.name} is not running (twin deploy {lab.path})")
     return chosen
+
+
+def add_reports(p: argparse.ArgumentParser, out: str, junit: str) -> None:
+    """`--out DIR` (created fresh, refused if it exists and is not empty) and `--junit PATH`."""
+    p.add_argument(
+        "--out", type=Path, help=f"{out} (created; refused if it exists and is not empty)"
+    )
+    p.add_argument("--junit", type=Path, help=junit)

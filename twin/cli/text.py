@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from twin.labdir import Lab
 
 FIGURE_LABELS = {
@@ -59,3 +61,27 @@ def render(lab: Lab) -> str:
         )
     out += ["", *table(link_rows, ["kind", "a", "b", "speed", "cable", "prefix"])]
     return "\n".join(out) + "\n"
+
+
+def wrapped_table(rows: list[list[str]], header: list[str], width: int | None) -> list[str]:
+    """`table`, its last column wrapped so that each line fits `width` characters (None: one
+    line per row, however long); the wrapped text continues on lines of its own, and the
+    last column keeps 20 characters at least.
+
+    >>> print("\\n".join(wrapped_table([["a", "one two three four five"]], ["v", "why"], 12)))
+    v  why
+    -  ------------------
+    a  one two three four
+       five
+    """
+    if width is None:
+        return table(rows, header)
+    fixed = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header) - 1)]
+    room = max(20, width - sum(w + 2 for w in fixed))
+    lines = []
+    for row in rows:
+        parts = textwrap.wrap(str(row[-1]), room) or [""]
+        lines.append([*row[:-1], parts[0]])
+        lines += [["" for _ in fixed] + [part] for part in parts[1:]]
+    shown = table(lines, header)
+    return [line.rstrip() for line in shown]

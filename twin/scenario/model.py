@@ -37,6 +37,7 @@ from twin import labcheck
 from twin.errors import InputError
 from twin.intent.inputs import parse_model, placed, strict_yaml
 from twin.labdir import Lab
+from twin.scenario import select
 from twin.verdict import verdict
 from validators import registry
 
@@ -237,6 +238,7 @@ class Scenario(_Model):
     """A scenario: the root of `scenario.yaml`."""
 
     name: str = Field("scenario", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    seed: int = Field(0, ge=0, le=2**32, description="random picks of selectors (`any`)")
     description: str = Field("", max_length=4000)
     settle: float = Field(2.0, ge=0, le=600, description="seconds to watch after the last event")
     sample_interval: float = Field(0.25, ge=0.05, le=10, description="counter sampling period")
@@ -272,7 +274,12 @@ def _check_names(scenario: Scenario, lab: Lab, file: str) -> None:
         named += [t.dst] if t.dst else []
         for server in named:
             if server not in servers:
-                raise InputError(file, f"traffic.{i}", f"no server {server!r} in lab {lab.name}")
+                raise InputError(
+                    file,
+                    f"traffic.{i}",
+                    f"no server {server!r} in lab {lab.name} (a name, servers[i], all, any, "
+                    "{behind: LEAF}, {rack: N}, {pair: LEAF}: docs/scenarios.md)",
+                )
         if t.traffic_class not in classes:
             raise InputError(
                 file,
@@ -398,7 +405,7 @@ def load(path: Path, lab: Lab) -> Scenario:
     """Read and check a scenario against the lab it will run on (whose files are checked
     first)."""
     labcheck.check(lab, live=True)
-    data = strict_yaml(path)
+    data = select.resolve(strict_yaml(path), lab, str(path))
     scenario = parse_model(Scenario, data, str(path))
     with placed(str(path)):
         _check_names(scenario, lab, str(path))

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from labs.backend import Backend, Played, Progress, quiet
-from twin import safeio
+from twin import outdir, safeio
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.fib import to_json
@@ -66,12 +66,22 @@ def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Play
     safeio.write(out / "fabric.yaml", safeio.read(lab.path / "fabric.yaml", FABRIC_BYTES) or b"")
 
 
-def play(lab: Lab, scenario: Scenario, backend: Backend, progress: Progress = quiet) -> Path:
-    """Run the scenario on the lab's running twin; returns the run directory."""
+def play(
+    lab: Lab,
+    scenario: Scenario,
+    backend: Backend,
+    progress: Progress = quiet,
+    out: Path | None = None,
+) -> Path:
+    """Run the scenario on the lab's running twin; returns the run directory: `out` (created
+    fresh), else LAB/runs/TIMESTAMP-SCENARIO."""
     if not backend.running(lab):
         raise LabError(f"lab {lab.name} is not running on {backend.name} (twin deploy {lab.path})")
-    out = lab.path / "runs" / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-    safeio.mkdir(out)
+    if out is None:
+        out = lab.path / "runs" / f"{datetime.now():%Y%m%d-%H%M%S-%f}-{scenario.name}"
+        safeio.mkdir(out)
+    else:
+        outdir.create(out)
     safeio.write(out / "scenario.yaml", scenarios.dump(scenario))
     try:
         played = backend.play(lab, plan.timeline(lab, scenario, files=out), progress)

@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shutil
 import sys
 import threading
 import time
 from pathlib import Path
 
 from labs import lifecycle, registry
-from twin import labdir
-from twin.cli.options import add_backend, backend
+from twin import labdir, outdir
+from twin.cli.options import add_backend, add_reports, backend
 from twin.cli.output import add_json
 from twin.cli.serve import add_metrics, metrics
-from twin.cli.text import table
+from twin.cli.text import wrapped_table
 from twin.cli.verbs.deploy import progress
 from twin.intent import fabric as intent
 from twin.labdir import Lab
@@ -69,6 +70,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         help="seconds to wait for convergence (default 60, 2 more per switch beyond 12)",
     )
+    add_reports(
+        p, "the run directory (default LAB/runs/TIMESTAMP-SCENARIO)", "also write the JUnit here"
+    )
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="one line per result (the default when the output is not a terminal; on one, "
+        "reasons wrap to its width)",
+    )
     add_backend(p)
     add_metrics(p)
     add_json(p)
@@ -92,6 +102,10 @@ def run(args: argparse.Namespace) -> int:
         progress(f"generated the reference fabric into {lab_dir}")
     lab = Lab.open(lab_dir)
     scenario = scenarios.load(args.scenario, lab)
+    if args.out:
+        outdir.check(args.out)
+    if args.junit:
+        outdir.check_file(args.junit, "--junit")
     with lifecycle.locked(lab.name, "run"):
         return _run(args, lab, scenario)
 
@@ -114,7 +128,7 @@ def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> in
         if sys.stderr.isatty():
             bar.start()
         with metrics(args.metrics, lab, chosen, progress):
-            run_dir = runs.play(lab, scenario, chosen, progress=progress)
+            run_dir = runs.play(lab, scenario, chosen, progress=progress, out=args.out)
     finally:
         stop.set()
         if bar.is_alive():
@@ -125,11 +139,15 @@ def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> in
     if (args.sim or (args.lab is None and args.backend is None)) and chosen.name != "sim":
         hybrid.add_data_plane(run_dir, lab, scenario, registry.get("sim"), progress)
     code, results = verdict.report_run(run_dir, static=not args.no_static)
+    if args.junit:
+        shutil.copyfile(run_dir / "junit.xml", args.junit)
     if args.json:
         print((run_dir / "report.json").read_text(), end="")
         return code
-    rows = [[r.validator, r.scope, r.status.value, r.reason[:90]] for r in results]
-    print("\n".join(table(rows, ["validator", "scope", "status", "reason"])))
+    rows = [[r.validator, r.scope, r.status.value, r.reason] for r in results]
+    wrap = sys.stdout.isatty() and not args.wide
+    width = shutil.get_terminal_size().columns if wrap else None
+    print("\n".join(wrapped_table(rows, ["validator", "scope", "status", "reason"], width)))
     print(
         f"\n{report.counts(results)}; reports in {run_dir}/report.md, report.json, junit.xml",
         file=sys.stdout,

@@ -1,0 +1,167 @@
+"""Failure drills: fault sets, a small drill on the simulator through a Dask LocalCluster
+(and through a scheduler given by address), a drill whose fault breaks the fabric (exit 1,
+one JUnit case per fault and failing validator), and a serial drill on the fake backend,
+restored and checked after each fault."""
+
+from __future__ import annotations
+
+import json
+import logging
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from tests.simlab import small_lab
+from twin import labdir
+from twin.cli import main as cli
+from twin.drill import fault_sets
+from twin.errors import InputError
+from twin.intent import fabric as intent
+from twin.labdir import Lab
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return small_lab(tmp_path_factory.mktemp("drill") / "small")
+
+
+@pytest.fixture(scope="module")
+def single_homed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The deadlock incident's fabric: one NIC per server, one leaf each."""
+    source = REPO / "examples" / "incidents" / "3-deadlock" / "fabric.yaml"
+    out = tmp_path_factory.mktemp("drill") / "single"
+    labdir.generate(intent.load(source), out, str(source))
+    return out
+
+
+@pytest.fixture(scope="module")
+def scheduler() -> Iterator[str]:
+    """A Dask cluster of its own, reached by address as a real one would be."""
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, dashboard_address=None, silence_logs=logging.ERROR
+    ) as cluster:
+        yield str(cluster.scheduler_address)
+
+
+def test_fault_sets(small: Path, tmp_path: Path) -> None:
+    lab = Lab.open(small)
+    edges = lab.graph.number_of_edges()
+    assert len(fault_sets(lab, "links")) == edges == 18
+    server = fault_sets(lab, "server-links")
+    assert len(server) == 8 and server == fault_sets(lab, "links:server")
+    assert {c.faults[0]["link"].split(":")[0] for c in server} == {
+        "leaf1",
+        "leaf2",
+        "leaf3",
+        "leaf4",
+    }
+    assert [c.faults[0]["node"] for c in fault_sets(lab, "switches")] == lab.switches()
+    drawn = fault_sets(lab, "random:2x3", seed=5)
+    assert len(drawn) == 3 and all(len(c.faults) == 2 for c in drawn)
+    assert drawn == fault_sets(lab, "random:2x3", seed=5) != fault_sets(lab, "random:2x3", seed=6)
+    assert len(fault_sets(lab, "random:1")) == 10
+    listed = tmp_path / "faults.yaml"
+    listed.write_text(
+        "- {name: two uplinks, faults: [{fault: link-down, link: uplink of leaf1}, "
+        "{fault: link-down, link: uplink 1 of leaf1}]}\n"
+    )
+    (case,) = fault_sets(lab, str(listed))
+    assert case.label == "two uplinks" and len(case.faults) == 2
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        ("everything", "one of links, links:KIND"),
+        ("links:optical", "no link kind 'optical'"),
+        ("random:99", "K from 1 to 18 links"),
+        ("random:x", "write random:K or random:KxN"),
+    ],
+)
+def test_bad_fault_sets_are_one_line(small: Path, spec: str, problem: str) -> None:
+    with pytest.raises(InputError) as refused:
+        fault_sets(Lab.open(small), spec)
+    assert problem in refused.value.problem
+
+
+def test_a_small_drill_through_a_local_cluster(
+    small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, junit = tmp_path / "drill", tmp_path / "junit.xml"
+    argv = ["drill", str(small), "--faults", "links:fabric", "--out", str(out)]
+    assert cli.main([*argv, "--workers", "2", "--junit", str(junit)]) == 0
+    data = json.loads((out / "drill.json").read_text())
+    assert len(data["faults"]) == 8 and data["baseline"]["label"] == "no fault"
+    assert data["baseline"]["iteration_mean_ms"] > 0
+    assert all(f["verdict"] == "pass" and f["slowdown"] > 0.5 for f in data["faults"])
+    labels = {f["label"] for f in data["faults"]}
+    assert "link leaf1:Ethernet24 - spine1:Ethernet0" in labels
+    assert ET.parse(junit).getroot().findall(".//testcase") == []
+    assert (out / "heatmap.png").stat().st_size > 10_000
+    assert "| fault | verdict | worst loss window (ms) |" in (out / "drill.md").read_text()
+    assert "8 faults in" in capsys.readouterr().out
+    assert not (small / "runs").exists()  # nothing written into the lab
+
+
+def test_a_fault_that_breaks_the_fabric_fails(
+    single_homed: Path, tmp_path: Path, scheduler: str
+) -> None:
+    """On a single-homed fabric a server's only link going down cuts it off: the collective
+    cannot finish and the drill says so, one JUnit case per failing validator of that fault."""
+    listed = tmp_path / "faults.yaml"
+    listed.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "cut server1",
+                    "faults": [{"fault": "link-down", "link": "server link of servers[0]"}],
+                },
+                {"name": "spine2 down", "faults": [{"fault": "node-down", "node": "spines[-1]"}]},
+            ]
+        )
+    )
+    out = tmp_path / "drill"
+    argv = ["drill", str(single_homed), "--faults", str(listed), "--out", str(out)]
+    assert cli.main([*argv, "--scheduler", scheduler]) == 1
+    data = json.loads((out / "drill.json").read_text())
+    worst, other = data["faults"]
+    assert worst["label"] == "cut server1" and worst["verdict"] == "fail"
+    assert other["verdict"] == "pass"
+    cases = ET.parse(out / "junit.xml").getroot().findall(".//testcase")
+    failing = {v for v, s in {(r[0], r[2]) for r in worst["results"]} if s == "fail"}
+    assert sorted(c.get("classname") for c in cases) == sorted(failing)
+    assert {c.get("name") for c in cases} == {"cut server1"}
+
+
+def test_a_serial_drill_on_the_fake_backend_restores_each_fault(
+    small: Path, tmp_path: Path
+) -> None:
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(
+        "name: ring\ntraffic:\n  - {name: ring, at: 0, duration: 2, kind: all_reduce, "
+        "servers: all, qps: 1, pps: 50}\nvalidate:\n  failover: {}\n"
+    )
+    out = tmp_path / "drill"
+    argv = ["drill", str(small), str(scenario), "--faults", "links:fabric", "--backend", "fake"]
+    assert cli.main([*argv, "--out", str(out), "--at", "0.5"]) == 0
+    data = json.loads((out / "drill.json").read_text())
+    assert len(data["faults"]) == 8
+    windows = [f["loss_window_ms"] for f in data["faults"]]
+    assert all(w is not None for w in windows)  # failover judged each one from its probes
+    assert not (small / "state.json").exists()  # the twin the drill deployed is gone
+
+
+def test_an_existing_report_directory_is_refused_first(
+    small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "x").write_text("")
+    capsys.readouterr()
+    argv = ["drill", str(small), "--faults", "links", "--out", str(tmp_path)]
+    assert cli.main(argv) == 2
+    assert "--out: exists and is not empty" in capsys.readouterr().err

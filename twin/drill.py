@@ -1,0 +1,207 @@
+"""Failure drills (`twin drill LAB [SCENARIO] --faults SET`): the scenario played once per
+fault of a fault set, that fault injected, and a report ranking the faults worst first
+(docs/drills.md).
+
+Fault sets:
+
+    links            every link, one at a time (link-down)
+    links:KIND       every link of a kind: fabric (leaf-spine), server, peerlink, ...
+    server-links     every server link (links:server)
+    switches         every switch, one at a time (node-down)
+    random:K[xN]     N draws (default 10) of K links failed at once, from `--seed`
+    FILE.yaml        a list of {name: ..., faults: [FAULT, ...]} (scenario faults without
+                     `at`, selectors allowed: `uplink of leaf1`)
+
+Each drill case is independent: the scenario's own faults are replaced by the case's, all at
+`at` seconds. On the simulator every case is a task of its own (`run_case` on the data of
+the lab and the scenario: no shared disk), spread over a Dask cluster (`twin.drillrun`); on
+a live backend they run one after the other on one twin, restored after each.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from twin.errors import InputError
+from twin.labdir import Lab
+from twin.scenario.observations import Observations
+from validators.result import Result, Status
+
+DRAWS = 10
+"""Draws of `random:K` without `xN`."""
+MAX_CASES = 20_000
+
+
+@dataclass(frozen=True)
+class Case:
+    """One drill case: a label and the faults injected together."""
+
+    label: str
+    faults: tuple[dict[str, Any], ...]
+
+    def restores(self) -> list[dict[str, Any]]:
+        """The faults that give back what this case took (link-up, node-up)."""
+        back = {"link-down": "link-up", "node-down": "node-up"}
+        return [{**f, "fault": back[f["fault"]]} for f in self.faults if f["fault"] in back]
+
+
+def _links(lab: Lab, kinds: set[str] | None) -> list[Case]:
+    cases = []
+    for _, _, e in lab.graph.edges(data=True):
+        if kinds is None or e["kind"] in kinds:
+            label = f"link {e['a']}:{e['a_port']} - {e['b']}:{e['b_port']}"
+            cases.append(Case(label, ({"fault": "link-down", "link": f"{e['a']}:{e['a_port']}"},)))
+    return cases
+
+
+def fault_sets(lab: Lab, spec: str, seed: int = 0) -> list[Case]:
+    """The drill cases a `--faults` value names."""
+    kinds = sorted({e["kind"] for _, _, e in lab.graph.edges(data=True)})
+    if spec == "links":
+        cases = _links(lab, None)
+    elif spec == "server-links":
+        cases = _links(lab, {"server"})
+    elif spec.startswith("links:"):
+        kind = spec.partition(":")[2]
+        if kind not in kinds:
+            raise InputError(
+                "--faults", spec, f"no link kind {kind!r} (lab has {', '.join(kinds)})"
+            )
+        cases = _links(lab, {kind})
+    elif spec == "switches":
+        cases = [Case(f"switch {s}", ({"fault": "node-down", "node": s},)) for s in lab.switches()]
+    elif spec.startswith("random:"):
+        cases = _random(lab, spec, seed)
+    elif spec.endswith((".yaml", ".yml")):
+        cases = _from_file(Path(spec))
+    else:
+        raise InputError(
+            "--faults",
+            spec,
+            "one of links, links:KIND, server-links, switches, random:K[xN], FILE.yaml",
+        )
+    if not cases:
+        raise InputError("--faults", spec, f"names no fault in lab {lab.name}")
+    if len(cases) > MAX_CASES:
+        raise InputError("--faults", spec, f"{len(cases)} cases: at most {MAX_CASES}")
+    return cases
+
+
+def _random(lab: Lab, spec: str, seed: int) -> list[Case]:
+    """N draws of K links failed together."""
+    k_text, _, n_text = spec.partition(":")[2].partition("x")
+    try:
+        k, n = int(k_text), int(n_text or DRAWS)
+    except ValueError:
+        raise InputError("--faults", spec, "write random:K or random:KxN (whole numbers)") from None
+    links = _links(lab, None)
+    if not (1 <= k <= len(links) and 1 <= n <= MAX_CASES):
+        raise InputError("--faults", spec, f"K from 1 to {len(links)} links, N from 1")
+    rng = random.Random(seed)
+    cases = []
+    for i in range(n):
+        drawn = rng.sample(links, k)
+        faults = tuple(f for c in drawn for f in c.faults)
+        cases.append(Case(f"random {i + 1}: " + ", ".join(f["link"] for f in faults), faults))
+    return cases
+
+
+def _from_file(path: Path) -> list[Case]:
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, list):
+        raise InputError(str(path), "", "must be a list of {name: ..., faults: [...]}")
+    cases = []
+    for i, entry in enumerate(data):
+        faults = entry.get("faults") if isinstance(entry, dict) else None
+        if not isinstance(faults, list) or not all(isinstance(f, dict) for f in faults):
+            raise InputError(str(path), str(i), "needs faults: a list of faults")
+        if any("at" in f for f in faults):
+            raise InputError(str(path), f"{i}.faults", "no `at`: the drill sets it (--at)")
+        cases.append(Case(str(entry.get("name") or f"case {i + 1}"), tuple(faults)))
+    return cases
+
+
+def with_faults(scenario: dict[str, Any], case: Case, at: float) -> dict[str, Any]:
+    """The scenario's data with its faults replaced by the case's, at `at`."""
+    return {**scenario, "faults": [{**f, "at": at} for f in case.faults]}
+
+
+def default_at(scenario: dict[str, Any]) -> float:
+    """A quarter into the first traffic phase: traffic flowing, most of it still to come."""
+    phases = scenario.get("traffic") or [{}]
+    first = phases[0] if isinstance(phases[0], dict) else {}
+    return float(first.get("at", 0.0)) + float(first.get("duration", 10.0)) / 4
+
+
+@dataclass
+class Outcome:
+    """What one drill case did, small enough to travel back from a worker."""
+
+    label: str
+    results: list[tuple[str, str, str, str]] = field(default_factory=list)
+    loss_window_ms: float | None = None
+    iteration_mean_ms: float | None = None
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def failing(self) -> dict[str, list[str]]:
+        """Validator -> the reasons of its failing scopes."""
+        out: dict[str, list[str]] = {}
+        for validator, scope, status, reason in self.results:
+            if status == Status.FAIL.value:
+                out.setdefault(validator, []).append(f"{scope}: {reason}")
+        if self.error:
+            out.setdefault("drill", []).append(self.error)
+        return out
+
+    def status(self, validator: str) -> str:
+        """The worst status of a validator's scopes (fail > not-observable > pass)."""
+        seen = {s for v, _, s, _ in self.results if v == validator}
+        for status in (Status.FAIL, Status.NOT_OBSERVABLE, Status.PASS, Status.INFO):
+            if status.value in seen:
+                return status.value
+        return "—"
+
+
+def outcome(label: str, run_dir: Path, results: Sequence[Result], seconds: float) -> Outcome:
+    """A case's compact outcome from its run directory and verdicts."""
+    obs = Observations.open(run_dir)
+    windows = [
+        gap[1] / flow["pps"] * 1e3
+        for flow in obs.flows
+        if flow.get("pps")
+        for gap in flow.get("gaps", [])
+    ]
+    windows += [
+        float(r.figures["loss_window_ms"])
+        for r in results
+        if r.validator == "failover" and "loss_window_ms" in r.figures
+    ]
+    means = []
+    iterations = run_dir / "iterations.json"
+    if iterations.is_file():
+        for record in json.loads(iterations.read_text()).values():
+            finished = [t for t in record.get("times_s", []) if t is not None]
+            if finished:
+                means.append(statistics.fmean(finished) * 1e3)
+    means += [
+        float(r.figures["mean_ms"])
+        for r in results
+        if r.validator == "collective_efficiency" and "mean_ms" in r.figures and not means
+    ]
+    return Outcome(
+        label,
+        [(r.validator, r.scope, r.status.value, r.reason) for r in results],
+        round(max(windows), 3) if windows else None,
+        round(max(means), 4) if means else None,
+        seconds=round(seconds, 2),
+    )

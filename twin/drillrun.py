@@ -1,0 +1,200 @@
+"""Running a drill's cases: on the simulator as independent tasks of a Dask cluster (a
+`LocalCluster` of worker processes, or the scheduler given), on a live backend one after the
+other on one twin, restored and checked after each.
+
+A simulator task gets the lab directory's files and the scenario as data, rebuilds the lab
+in the worker's own directory once (cached by content), and returns the case's compact
+`Outcome` as a dict: workers share no disk with the client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from labs import registry
+from labs.backend import Backend, Progress, Status, quiet
+from twin.drill import Case, Outcome, outcome, with_faults
+from twin.errors import LabError, TwinError
+from twin.labdir import Lab
+from twin.scenario import model as scenarios
+from twin.scenario import plan, player
+from twin.scenario.observations import Observations
+from twin.verdict import verdict
+
+BASELINE = Case("no fault", ())
+"""Played first: what the collective takes without a fault (the slowdowns' reference)."""
+SKIPPED = ("runs", "logs", "validate", "drills", "state.json", "events.jsonl")
+"""Parts of a lab directory a task does not need."""
+RESTORE_TIMEOUT = 120.0
+"""Seconds a live twin has to come back as it was after a case (links, nodes, sessions)."""
+
+
+def run_case(
+    lab: Lab, scenario: dict[str, Any], case: Case, at: float, backend: Backend
+) -> tuple[Outcome, list[scenarios.Fault]]:
+    """Play one case on the lab's running twin and judge it; the outcome and the faults it
+    injected (selectors resolved)."""
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="twin-drill-") as tmp:
+        path = Path(tmp) / "scenario.yaml"
+        path.write_text(yaml.safe_dump(with_faults(scenario, case, at), sort_keys=False))
+        loaded = scenarios.load(path, lab)
+        run_dir = player.play(lab, loaded, backend, out=Path(tmp) / "run")
+        results = verdict.evaluate(lab, Observations.open(run_dir), loaded.validate_)
+        done = outcome(case.label, run_dir, results, time.monotonic() - start)
+    return done, loaded.faults
+
+
+def lab_files(lab: Lab) -> dict[str, bytes]:
+    """The lab directory as data: relative path -> content (no runs, no twin state)."""
+    files = {}
+    for path in sorted(lab.path.rglob("*")):
+        relative = path.relative_to(lab.path)
+        if path.is_file() and not path.is_symlink() and relative.parts[0] not in SKIPPED:
+            files[relative.as_posix()] = path.read_bytes()
+    return files
+
+
+_LABS: dict[str, Path] = {}
+"""In a worker: content digest -> the lab rebuilt from it."""
+
+
+def _materialise(files: dict[str, bytes]) -> Path:
+    digest = hashlib.sha256()
+    for name, content in sorted(files.items()):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+    key = digest.hexdigest()
+    if key not in _LABS:
+        try:
+            from distributed import get_worker
+
+            home = Path(get_worker().local_directory)
+        except (ImportError, ValueError):
+            home = Path(tempfile.gettempdir())
+        root = Path(tempfile.mkdtemp(prefix="twin-drill-lab-", dir=home)) / "lab"
+        for name, content in files.items():
+            target = root / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        _LABS[key] = root
+    return _LABS[key]
+
+
+def sim_task(
+    files: dict[str, bytes], scenario: dict[str, Any], label: str, faults: list[Any], at: float
+) -> dict[str, Any]:
+    """One case on the simulator, in whatever process runs it: the outcome as a dict."""
+    lab = Lab.open(_materialise(files))
+    sim = registry.get("sim")
+    if not sim.running(lab):
+        sim.deploy(lab, quiet)
+    try:
+        done, _ = run_case(lab, scenario, Case(label, tuple(faults)), at, sim)
+    except TwinError as exc:
+        done = Outcome(label, error=str(exc))
+    except Exception as exc:  # one broken case must not lose the drill's other results
+        done = Outcome(label, error=f"internal error: {type(exc).__name__}: {exc}")
+    return asdict(done)
+
+
+def on_dask(
+    lab: Lab,
+    scenario: dict[str, Any],
+    cases: Sequence[Case],
+    at: float,
+    workers: int = 2,
+    scheduler: str | None = None,
+    progress: Progress = quiet,
+) -> list[Outcome]:
+    """Every case (the baseline first) as a task of a Dask cluster; outcomes in case order."""
+    from distributed import Client, LocalCluster, as_completed
+
+    cluster = None
+    if scheduler:
+        client = Client(scheduler, timeout=30)
+    else:
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+        client = Client(cluster)
+    try:
+        (data,) = client.scatter([lab_files(lab)], broadcast=True)
+        futures = [
+            client.submit(sim_task, data, scenario, c.label, list(c.faults), at, pure=False)
+            for c in [BASELINE, *cases]
+        ]
+        for n, _ in enumerate(as_completed(futures), 1):
+            progress(f"{n}/{len(futures)} cases done")
+        return [Outcome(**_tuples(d)) for d in client.gather(futures)]
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _tuples(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "results": [tuple(r) for r in data["results"]]}
+
+
+def serial(
+    lab: Lab,
+    scenario: dict[str, Any],
+    cases: Sequence[Case],
+    at: float,
+    backend: Backend,
+    progress: Progress = quiet,
+) -> list[Outcome]:
+    """Every case (the baseline first) on one twin, one after the other; after each, what it
+    took is given back and the twin checked to be as it was (links, nodes, BGP sessions)."""
+    deployed = not backend.running(lab)
+    if deployed:
+        backend.deploy(lab, progress)
+    try:
+        before = _health(backend.status(lab))
+        outcomes = []
+        for n, case in enumerate([BASELINE, *cases]):
+            done, injected = run_case(lab, scenario, case, at, backend)
+            for fault in injected:
+                back = {"link-down": "link-up", "node-down": "node-up"}.get(fault.fault)
+                if back:
+                    restore = fault.model_copy(update={"fault": back, "delay_ms": 0.0})
+                    backend.fault(lab, plan.fault(restore))
+            _wait_until(lambda: _health(backend.status(lab)) == before, case.label)
+            outcomes.append(done)
+            progress(f"{n + 1}/{len(cases) + 1} cases done ({case.label}, restored)")
+        return outcomes
+    finally:
+        if deployed:
+            backend.destroy(lab)
+
+
+def _health(status: Status) -> tuple[frozenset[tuple[str, str]], frozenset[str], int]:
+    """The links up, the nodes up and the BGP sessions established."""
+    links = frozenset((f"{s.a}:{s.a_port}", f"{s.b}:{s.b_port}") for s in status.links if s.up)
+    nodes = frozenset(n for n, state in status.nodes.items() if state == "up")
+    sessions = sum(1 for s in status.sessions if s.state == "Established")
+    return links, nodes, sessions
+
+
+def _wait_until(check: Callable[[], bool], label: str) -> None:
+    deadline = time.monotonic() + RESTORE_TIMEOUT
+    while not check():
+        if time.monotonic() > deadline:
+            raise LabError(
+                f"after {label}: the twin did not come back as it was within "
+                f"{RESTORE_TIMEOUT:.0f} s (links, nodes or BGP sessions); drill stopped"
+            )
+        time.sleep(1.0)
