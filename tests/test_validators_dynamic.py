@@ -21,6 +21,7 @@ import yaml
 
 from labs.backend import COUNTER_FIELDS as FIELDS
 from twin import labdir
+from twin.configs.frr_timers import Detection, neighbours
 from twin.intent import fabric as intent
 from twin.labdir import Lab
 from twin.model.fib import Fib, NextHop, to_json
@@ -29,7 +30,6 @@ from twin.scenario.observations import Observations
 from validators import registry
 from validators.dynamic import bgp_health, failover
 from validators.examples import edit_json
-from validators.frr_timers import Detection, neighbours
 from validators.result import Result, Status
 
 REPO = Path(__file__).resolve().parent.parent

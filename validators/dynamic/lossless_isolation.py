@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from twin.configs.qos import pfc_enabled, traffic_class
 from twin.labdir import Lab
 from twin.model.fib import Fib, lookup
 from twin.model.routing import Routing
@@ -28,7 +29,6 @@ from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
 from validators.dynamic import dscp_preserved
 from validators.dynamic.failover import spans
-from validators.qos_config import pfc_enabled, traffic_class
 from validators.registry import Params, dynamic
 from validators.result import Figure, Finding, Result, Status, merged, verdict
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from twin.configs.qos import by_port, number, qos_map, switch_ports
 from twin.design import headroom as formula
 from twin.labdir import Lab
 from twin.render.config_db import ConfigDb
-from validators.qos_config import by_port, number, qos_map, switch_ports
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict
 
