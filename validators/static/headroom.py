@@ -118,7 +118,7 @@ def headroom(lab: Lab, params: Params) -> list[Result]:
     """Each lossless PG's XOFF headroom covers what arrives after it sends PFC; pools fit;
     both ends of a cable declare the same CABLE_LENGTH.
 
-    The need is physics.md section 1.3 (`twin.headroom.required`) from the port's speed and
+    The need is physics.md section 1.3 (`twin.design.headroom.required`) from the port's speed and
     MTU (PORT) and its cable length (CABLE_LENGTH); the PG of a lossless priority is the one
     the port's TC -> PG map gives. Reserved sizes of all PG and queue profiles per pool must fit
     in the pool (BUFFER_POOL size). A cable between two switches whose ends' CABLE_LENGTH
