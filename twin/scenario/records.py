@@ -18,15 +18,6 @@ SCHEMA = "1.1"
 changes or removes some. Runs saved before run.json named it are 1.0."""
 
 
-class Stamp(TypedDict):
-    """What played a run (`twin.version.stamp`)."""
-
-    twin_version: str
-    kernel: str
-    python: str
-    backend: str
-
-
 class PhaseFlow(TypedDict):
     """A flow of a traffic phase."""
 
@@ -76,6 +67,7 @@ class FaultRecord(TypedDict):
     period: NotRequired[float]
     count: NotRequired[int]
     priority: NotRequired[int]
+    duration: NotRequired[float]
     delay_ms: NotRequired[float]
     backend: NotRequired[str]
 
@@ -108,7 +100,8 @@ class RunRecord(TypedDict):
     """Snapshot label -> the index of the fault it was taken after (start and end: none)."""
     servers: list[str]
     uplinks: dict[str, list[str]]
-    stamp: Stamp
+    stamp: dict[str, str]
+    """What played the run (`twin.version.stamp`)."""
     data_plane: NotRequired[DataPlane]
 
 
@@ -136,7 +129,7 @@ FlowRecord = TypedDict(
         "qp": int,
         "phase": str,
         "class": str,
-        "dscp_sent": int | None,
+        "dscp_sent": int,
         "pps": float,
         "sent": int,
         "received": int,
@@ -181,6 +174,10 @@ class Event(TypedDict):
     was: NotRequired[int]
     backend: NotRequired[str]
     sim_t: NotRequired[float]
+    daemon: NotRequired[str]
+    pid: NotRequired[int]
+    watched: NotRequired[int]
+    interval: NotRequired[float]
 
 
 def fib_label(fault: int | None, kind: str = "") -> str:
