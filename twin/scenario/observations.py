@@ -108,7 +108,6 @@ class _Fib(RootModel[dict[str, dict[IPv4Network, list[_Hop]]]]):
 
 
 RUN_KEYS: dict[str, type | tuple[type, ...]] = {
-    "schema": str,
     "lab": str,
     "backend": str,
     "scenario": str,
