@@ -7,6 +7,8 @@ simulator's to a live run's. JSON is the format on disk: a record is the object 
 flows.json, an `Event` one line of events.jsonl). Backends may add keys they document; the
 keys here are the ones every reader may rely on (`NotRequired`: present when the backend or
 the run has it). `SCHEMA` versions them: a reader refuses a run of a newer major version.
+They live apart from the module that writes and reads them so that `labs.backend`, which
+that module imports, can type `Played` with them.
 """
 
 from __future__ import annotations
