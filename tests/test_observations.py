@@ -6,6 +6,7 @@ knows, and its examples use no key the records lack."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -30,7 +31,8 @@ from twin.scenario.records import (
     fib_label,
 )
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "observations.md"
+REPO = Path(__file__).resolve().parent.parent
+DOC = REPO / "docs" / "observations.md"
 FIB: Fib = {"leaf1": {}, "server1": {}}
 
 
@@ -184,6 +186,36 @@ def test_a_newer_minor_schema_is_read(tmp_path: Path) -> None:
     rewrite_run(tmp_path / "run", schema="2.0")
     with pytest.raises(InputError):
         _ = Observations.open(tmp_path / "run").run
+
+
+def run_files_written(path: Path) -> set[str]:
+    """The run directory's files (FILES' names and `fib/`) a module names in the path of a
+    `safeio.write` or `safeio.append` call."""
+    names = {n.split("/")[0] for n in FILES}
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("write", "append")
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "safeio"
+            and node.args
+        ):
+            strings = ast.walk(node.args[0])
+            found |= {str(c.value) for c in strings if isinstance(c, ast.Constant)} & names
+    return found
+
+
+def test_only_the_observations_module_writes_a_run_directory() -> None:
+    writers = {
+        str(path.relative_to(REPO)): found
+        for package in ("twin", "labs", "traffic", "validators")
+        for path in sorted((REPO / package).rglob("*.py"))
+        if (found := run_files_written(path))
+    }
+    assert set(writers) == {"twin/scenario/observations.py"}
+    assert {"run.json", "flows.json", "events.jsonl", "fib"} <= writers.popitem()[1]
 
 
 # -- docs/observations.md ----------------------------------------------------------------------
