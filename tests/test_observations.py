@@ -18,18 +18,8 @@ from labs.backend import Played
 from twin.cli import main as cli
 from twin.errors import InputError
 from twin.model.fib import Fib
-from twin.scenario import observations
+from twin.scenario import observations, records
 from twin.scenario.observations import FILES, Observations
-from twin.scenario.records import (
-    SCHEMA,
-    Counters,
-    Event,
-    FaultRecord,
-    FlowRecord,
-    PhaseRecord,
-    RunRecord,
-    fib_label,
-)
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "observations.md"
@@ -38,7 +28,7 @@ FIB: Fib = {"leaf1": {}, "server1": {}}
 
 def played() -> Played:
     """A run with one phase, one flow and a link flap (logged once it is over)."""
-    phase: PhaseRecord = {
+    phase: records.PhaseRecord = {
         "index": 0,
         "label": "backup",
         "kind": "backup",
@@ -50,7 +40,7 @@ def played() -> Played:
         "flows": [{"flow_id": 7, "src": "server1", "dst": "server2", "qp": 0}],
         "sent": {"7": 200},
     }
-    flap: FaultRecord = {
+    flap: records.FaultRecord = {
         "index": 0,
         "began": 10.5,
         "t": 11.5,
@@ -60,7 +50,7 @@ def played() -> Played:
         "period": 0.25,
         "count": 2,
     }
-    flow: FlowRecord = {
+    flow: records.FlowRecord = {
         "flow_id": 7,
         "src": "server1",
         "dst": "server2",
@@ -78,8 +68,8 @@ def played() -> Played:
         "dscp_received": {"26": 190},
         "ecn_received": {"2": 190},
     }
-    start: Event = {"t": 10.0, "event": "run-start", "scenario": "flap"}
-    fibs = {"start": (9.9, FIB), fib_label(0, "link-flap"): (12.0, FIB), "end": (12.1, FIB)}
+    start: records.Event = {"t": 10.0, "event": "run-start", "scenario": "flap"}
+    fibs = {"start": (9.9, FIB), records.fib_label(0, "link-flap"): (12.0, FIB), "end": (12.1, FIB)}
     return Played(
         started=10.0,
         ended=12.0,
@@ -93,11 +83,11 @@ def played() -> Played:
     )
 
 
-def saved(out: Path) -> tuple[RunRecord, Played]:
+def saved(out: Path) -> tuple[records.RunRecord, Played]:
     """A run directory as the player saves one, and what it was saved from."""
     record = played()
-    run: RunRecord = {
-        "schema": SCHEMA,
+    run: records.RunRecord = {
+        "schema": records.SCHEMA,
         "lab": "small",
         "lab_dir": str(out.parent),
         "backend": "fake",
@@ -132,8 +122,11 @@ def test_a_saved_run_reads_back_as_the_records_it_was_saved_from(tmp_path: Path)
 
 def test_added_files_events_and_run_keys_read_back(tmp_path: Path) -> None:
     run, _ = saved(tmp_path / "run")
-    storm: Event = {"t": 11.0, "event": "pause_storm", "node": "leaf1", "sim_t": 0.001}
-    hybrid: RunRecord = {**run, "data_plane": {"backend": "sim", "time_scale": 0.001, "fibs": []}}
+    storm: records.Event = {"t": 11.0, "event": "pause_storm", "node": "leaf1", "sim_t": 0.001}
+    hybrid: records.RunRecord = {
+        **run,
+        "data_plane": {"backend": "sim", "time_scale": 0.001, "fibs": []},
+    }
     observations.add(tmp_path / "run", hybrid, {"pfc": [{"port": "leaf1:Ethernet0"}]}, [storm])
     obs = Observations.open(tmp_path / "run")
     assert obs.run == hybrid and obs.events[-1] == storm
@@ -142,7 +135,7 @@ def test_added_files_events_and_run_keys_read_back(tmp_path: Path) -> None:
 
 def test_snapshots_are_tied_to_faults_by_index_not_by_reading_labels() -> None:
     flap = played().faults[0]
-    down: FaultRecord = {**flap, "index": 1, "fault": "node-down"}
+    down: records.FaultRecord = {**flap, "index": 1, "fault": "node-down"}
     labels = ["start", "fault1-link-flap", "fault2-node-down", "fault3-link-up", "end"]
     assert observations.snapshot_faults([flap, down], labels) == {
         "fault1-link-flap": 0,
@@ -258,7 +251,7 @@ def test_the_doc_names_every_key_of_every_record() -> None:
             faults = doc["run.json"] if name == "events.jsonl" else ""  # "each fault (as above)"
             missing = keys(record) - named(doc[name] + faults + simulator)
             assert missing == set(), f"{name}: {missing}"
-    for record in (PhaseRecord, FaultRecord):
+    for record in (records.PhaseRecord, records.FaultRecord):
         assert keys(record) - named(doc["run.json"] + simulator) == set(), record.__name__
 
 
@@ -268,11 +261,11 @@ def test_the_docs_examples_use_only_the_records_keys() -> None:
     (counters,) = examples(doc["counters.json"])
     (flow,) = examples(doc["flows.json"])
     for example, record in [
-        (run, RunRecord),
-        (phase, PhaseRecord),
-        (fault, FaultRecord),
-        (counters, Counters),
-        (flow, FlowRecord),
+        (run, records.RunRecord),
+        (phase, records.PhaseRecord),
+        (fault, records.FaultRecord),
+        (counters, records.Counters),
+        (flow, records.FlowRecord),
     ]:
         assert set(example) <= keys(record), set(example) - keys(record)
-    assert keys(RunRecord) - {"data_plane"} == set(run)
+    assert keys(records.RunRecord) - {"data_plane"} == set(run)
