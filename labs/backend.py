@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from twin.labdir import Lab
 from twin.model.fib import Fib
+from twin.scenario.records import Counters, Event, FaultRecord, FlowRecord, PhaseRecord
 
 Progress = Callable[[str], None]
 
@@ -226,13 +227,13 @@ class Played:
 
     started: float
     ended: float
-    phases: list[dict[str, Any]]
-    faults: list[dict[str, Any]]
-    flows: list[dict[str, Any]]
-    counters: dict[str, Any]
+    phases: list[PhaseRecord]
+    faults: list[FaultRecord]
+    flows: list[FlowRecord]
+    counters: Counters
     fibs: dict[str, tuple[float, Fib]]
     bgp: dict[str, list[Session]]
-    events: list[dict[str, Any]]
+    events: list[Event]
     probes: list[dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     fault_margin: float = 0.5

@@ -16,7 +16,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from ipaddress import IPv4Address
-from typing import Any
+from typing import Any, cast
 
 from labs import events
 from labs.backend import Fault, LinkState, Status
@@ -26,6 +26,7 @@ from twin.labdir import Lab
 from twin.model.fib import Fib, Hops, Link, Lpm, applied
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links
+from twin.scenario.records import FaultRecord
 
 STATE = "failures.json"
 CHANGES_ROUTING = ("link-down", "link-up", "node-down", "node-up", "daemon-kill", "daemon-restart")
@@ -151,7 +152,7 @@ class Network:
         return f
 
 
-def fault_record(net: Network, index: int, t: float, fault: Fault) -> dict[str, Any]:
+def fault_record(net: Network, index: int, t: float, fault: Fault) -> FaultRecord:
     """A fault as the run saves it (`ends` of a link by node and SONiC port)."""
     fields = {k: v for k, v in vars(fault).items() if v is not None and k != "kind"}
     if fault.kind not in ("link-flap",):
@@ -166,7 +167,8 @@ def fault_record(net: Network, index: int, t: float, fault: Fault) -> dict[str, 
         w = net.wiring
         fields["ends"] = [f"{a}:{w.logical(a, a_port)}", f"{b}:{w.logical(b, b_port)}"]
     kind = "link-flap-done" if fault.kind == "link-flap" else fault.kind
-    return {"index": index, "began": t, "t": t, "event": "fault", "fault": kind, **fields}
+    record = {"index": index, "began": t, "t": t, "event": "fault", "fault": kind, **fields}
+    return cast(FaultRecord, record)
 
 
 def inject(lab: Lab, fault: Fault) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from traffic.pacing import ConstantRate, PeriodicBursts
 from traffic.receiver import Receiver
 from traffic.roce import ECT0
 from traffic.sender import SenderResult, SendJob, run_senders
+from twin.scenario.records import FlowRecord, PhaseRecord
 
 
 @dataclass(frozen=True)
@@ -119,22 +120,25 @@ def start_receivers(where: Servers) -> dict[str, Receiver]:
 
 
 def flow_records(
-    phases: list[dict[str, Any]], received: dict[str, dict[int, FlowStats]]
-) -> list[dict[str, Any]]:
+    phases: list[PhaseRecord], received: dict[str, dict[int, FlowStats]]
+) -> list[FlowRecord]:
     """Per flow of every phase: what was sent, and what its destination's receiver counted."""
-    records = []
+    out: list[FlowRecord] = []
     for phase in phases:
         for f in phase["flows"]:
             stats = received.get(f["dst"], {}).get(f["flow_id"])
             sent = int(phase["sent"].get(str(f["flow_id"]), 0))
             got = asdict(stats) if stats else {}
-            records.append(
+            out.append(
                 {
-                    **f,
+                    "flow_id": f["flow_id"],
+                    "src": f["src"],
+                    "dst": f["dst"],
+                    "qp": f["qp"],
                     "phase": phase["label"],
                     "class": phase["class"],
                     "dscp_sent": phase["dscp"][f["src"]],
-                    "pps": phase["pps_per_flow"],
+                    "pps": phase["pps_per_flow"] or 0,
                     "sent": sent,
                     "received": got.get("packets", 0),
                     "lost": got.get("lost", 0),
@@ -149,4 +153,4 @@ def flow_records(
                     "gaps": [[round(t / 1e9, 4), n] for t, n in got.get("gaps", [])],
                 }
             )
-    return records
+    return out

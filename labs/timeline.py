@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from labs import events
 from labs.backend import (
@@ -33,6 +33,7 @@ from labs.backend import (
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.fib import Fib
+from twin.scenario.records import Event, FaultRecord, PhaseRecord, Sample, fib_label
 
 SETTLE_BEFORE_SNAPSHOT = 0.5
 PREPARE_S = 3.0
@@ -54,7 +55,7 @@ class _Sampler(threading.Thread):
     def __init__(self, observer: Observer, interval: float) -> None:
         super().__init__(name="sampler", daemon=True)
         self.observer, self.interval = observer, interval
-        self.samples: list[dict[str, Any]] = []
+        self.samples: list[Sample] = []
         self.stopped = threading.Event()
 
     def sample(self) -> None:
@@ -85,8 +86,8 @@ class _Run:
     ) -> None:
         self.backend, self.lab, self.observer, self.progress = backend, lab, observer, progress
         self.hooks = hooks
-        self.phases: list[dict[str, Any]] = []
-        self.faults: list[dict[str, Any]] = []
+        self.phases: list[PhaseRecord] = []
+        self.faults: list[FaultRecord] = []
         self.fibs: dict[str, tuple[float, Fib]] = {}
         self.errors: list[str] = []
         self.snapshots: list[threading.Thread] = []
@@ -123,7 +124,7 @@ class _Run:
         traffic.start()
         time.sleep(max(0.0, start + phase.duration - time.time()))
         sent = traffic.stop()
-        record = {
+        record: PhaseRecord = {
             "index": phase.index,
             "label": phase.label,
             "kind": phase.kind,
@@ -156,9 +157,9 @@ class _Run:
             if self.hooks is not None:
                 self.hooks.after(index, fault)
             with self.lock:
-                self.faults.append({"index": index, "began": began, **record})
+                self.faults.append(cast(FaultRecord, {"index": index, "began": began, **record}))
             time.sleep(SETTLE_BEFORE_SNAPSHOT)
-            self.snapshot(f"fault{index + 1}-{fault.kind}")
+            self.snapshot(fib_label(index, fault.kind))
 
 
 def play(
@@ -221,5 +222,6 @@ def play(
         },
         fibs=run.fibs,
         bgp={"start": bgp_start, "end": observer.bgp()},
-        events=events.read(lab.path, since=t0),
+        # the lab's log keeps only objects with a numeric `t` and a string `event`: Events
+        events=cast(list[Event], events.read(lab.path, since=t0)),
     )

@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labs.kernel import from_snapshot
+from twin.configs.buffer_graph import BufferGraph
 from twin.labdir import Lab
 from twin.model.fib import Fib, Link, NextHop, applied, from_json, lookup, to_json
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links
 from validators import registry
-from validators.buffer_graph import BufferGraph
 from validators.examples import add_frr_line, edit_json, generate, neighbor_address
 from validators.result import Status
 from validators.static.deadlock import dscps

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from tests.simlab import small_lab
+from twin.scenario.records import SCHEMA
 from validators import registry
 
 REPO = Path(__file__).resolve().parent.parent
@@ -52,7 +53,8 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_one_run_holds_both_planes(run_dir: Path) -> None:
     run = json.loads((run_dir / "run.json").read_text())
-    assert run["backend"] == "fake+sim"
+    assert run["backend"] == "fake+sim" and run["schema"] == SCHEMA
+    assert run["fib_faults"] == {"fault1-link-down": 0, "fault2-link-down": 1, "fault3-link-up": 2}
     assert {"fib", "pfc", "queues", "iterations"} <= set(run["capabilities"])
     times = json.loads((run_dir / "iterations.json").read_text())["allreduce"]["times_s"]
     assert len(times) == 8 and all(t is not None for t in times)

@@ -9,7 +9,8 @@ itself through another, and nothing outside a backend's folder imports its modul
 `twin cleanup`, the netns backend's own verb). The interface edges are the modules everything
 else is written against: the backend interface and registry (with the lab's event log and
 state file) that `twin`'s scenario player, CLI and pytest plugin call, and the validator
-registry and result type that `twin`'s verdict calls.
+registry and result type that `twin`'s verdict calls. The backends (`labs`) never import a
+validator, not even those interfaces: what both read of a lab's configs is in `twin.configs`.
 
 The CLI's verbs are listed in `twin.cli.main.VERBS` (so that `twin --help` imports none of
 them): the list and the modules agree.
@@ -104,6 +105,24 @@ def test_packages_depend_on_each_other_only_one_way_but_for_the_interfaces() -> 
     # What the interfaces are for: the pipeline calls backends and validators through them.
     assert ("twin", "labs") not in packages.edges
     assert ("twin", "validators") not in packages.edges
+
+
+def every_import(path: Path) -> set[str]:
+    """The absolute modules a module names anywhere, in functions too."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module)
+    return out
+
+
+def test_backends_never_import_validators() -> None:
+    named = {m: every_import(p) for m, p in modules().items() if m.split(".")[0] == "labs"}
+    assert any(n.startswith("twin.configs.") for names in named.values() for n in names)
+    wrong = {m: n for m, names in named.items() for n in names if n.split(".")[0] == "validators"}
+    assert wrong == {}
 
 
 def test_nothing_outside_a_backend_imports_its_internals() -> None:

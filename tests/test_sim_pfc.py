@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from labs.sim import QueueParams, Result, load, simulate
-from labs.sim.headroom import headroom_bytes
+from twin.design.headroom import headroom_bytes
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "sim"
 

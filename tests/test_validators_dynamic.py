@@ -21,15 +21,16 @@ import yaml
 
 from labs.backend import COUNTER_FIELDS as FIELDS
 from twin import labdir
+from twin.configs.frr_timers import Detection, neighbours
 from twin.intent import fabric as intent
 from twin.labdir import Lab
 from twin.model.fib import Fib, NextHop, to_json
 from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
+from twin.scenario.records import FaultRecord
 from validators import registry
 from validators.dynamic import bgp_health, failover
 from validators.examples import edit_json
-from validators.frr_timers import Detection, neighbours
 from validators.result import Result, Status
 
 REPO = Path(__file__).resolve().parent.parent
@@ -832,9 +833,11 @@ def test_bgp_health_does_not_explain_a_down_long_after_the_fault(
 
 
 def test_bgp_health_link_faults_touch_both_ends_however_the_link_is_named(lab: Lab) -> None:
+    fired: FaultRecord = {"index": 0, "began": 1.0, "t": 1.0, "event": "fault", "fault": "loss"}
     for link in ("leaf1:spine1", f"leaf1:{port(lab, 'leaf1', 'spine1')}"):
-        assert bgp_health._touched(lab, {"fault": "loss", "link": link}) == {"leaf1", "spine1"}
-    assert bgp_health._touched(lab, {"fault": "node-down", "node": "spine2"}) == {"spine2"}
+        assert bgp_health._touched(lab, {**fired, "link": link}) == {"leaf1", "spine1"}
+    down: FaultRecord = {**fired, "fault": "node-down", "node": "spine2"}
+    assert bgp_health._touched(lab, down) == {"spine2"}
 
 
 # -- reachability -----------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
@@ -56,7 +56,7 @@ class Snapshot:
     lab: str
     backend: str
     switches: set[str]
-    counters: list[tuple[float | None, dict[str, list[float]]]]
+    counters: Sequence[tuple[float | None, Mapping[str, Sequence[float]]]]
     """(timestamp or None, `node:port` -> COUNTER_FIELDS values) in time order."""
     sessions: list[Session] | None = None
     fib: Fib | None = None

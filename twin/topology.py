@@ -21,6 +21,7 @@ from pathlib import Path
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
+from twin.scenario.records import FaultRecord
 
 TIERS = ("superspine", "spine", "leaf", "server")
 LABELLED = 24
@@ -146,7 +147,7 @@ def _sent(obs: Observations, keys: dict[tuple[str, str], set[str]], a: str, b: s
     return sum(int(samples[-1]["c"][k][column] - samples[0]["c"][k][column]) for k in found)
 
 
-def _link_nodes(lab: Lab, fault: dict[str, object]) -> frozenset[str]:
+def _link_nodes(lab: Lab, fault: FaultRecord) -> frozenset[str]:
     """The two nodes of a link fault (`leaf1:spine1`, or a node and its port `server2:nic0`)."""
     ends = fault.get("ends")
     if isinstance(ends, list) and len(ends) == 2:

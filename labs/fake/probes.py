@@ -21,6 +21,7 @@ from typing import Any
 from labs.backend import RESTORES, FailoverProbes, Fault, FlowSpec
 from labs.failures import CHANGES_ROUTING, Network
 from labs.fake.simulate import Simulation, path
+from twin.scenario.records import FaultRecord
 
 TAKES = ("link-down", "link-flap", "node-down", "daemon-kill", "loss", "rate")
 MODELLED = tuple(k for k in TAKES if k in CHANGES_ROUTING)
@@ -30,7 +31,7 @@ LEAD_S = 0.5
 BACK_S = 2.0
 
 
-def _crosses(hops: list[tuple[str, str]], flow: FlowSpec, record: dict[str, Any]) -> str | None:
+def _crosses(hops: list[tuple[str, str]], flow: FlowSpec, record: FaultRecord) -> str | None:
     """Where a way crosses the faulted element (`node:port`, or the node), or None."""
     if "ends" in record:
         return next((f"{n}:{p}" for n, p in hops if f"{n}:{p}" in record["ends"]), None)
@@ -41,7 +42,7 @@ def _crosses(hops: list[tuple[str, str]], flow: FlowSpec, record: dict[str, Any]
 
 
 def _pinned(
-    sim: Simulation, net: Network, record: dict[str, Any], count: int
+    sim: Simulation, net: Network, record: FaultRecord, count: int
 ) -> list[tuple[FlowSpec, list[tuple[str, str]], str]]:
     """Flows of the first two server pairs with `count` flows across the element."""
     servers = sim.lab.nodes("server")
@@ -145,7 +146,7 @@ def _restores(sim: Simulation, index: int, taken: int) -> bool:
 def _back(
     sim: Simulation,
     index: int,
-    record: dict[str, Any],
+    record: FaultRecord,
     pinned: list[tuple[FlowSpec, list[tuple[str, str]], str]],
 ) -> dict[str, Any]:
     """Whether the pinned flows cross the element again once fault `index` gave it back."""

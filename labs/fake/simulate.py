@@ -17,11 +17,20 @@ import math
 from collections import Counter
 from dataclasses import asdict, dataclass
 from ipaddress import IPv4Address
-from typing import Any
 
 from labs.backend import COUNTER_FIELDS, FlowSpec, Phase, Played, ProbePair, Timeline
 from labs.failures import CHANGES_ROUTING, Network, fault_record
 from twin.labdir import Lab
+from twin.scenario.records import (
+    Counters,
+    Event,
+    FaultRecord,
+    FlowRecord,
+    PhaseRecord,
+    Sample,
+    fib_label,
+    logged,
+)
 
 FRAME_OVERHEAD = 58  # Ethernet, IPv4, UDP, BTH and ICRC around a RoCE payload
 PROBE_FRAME = 50  # an ECMP probe's frame: Ethernet, IPv4, UDP and 8 bytes
@@ -67,7 +76,7 @@ class Simulation:
     def __init__(self, lab: Lab, timeline: Timeline, net: Network, t0: float) -> None:
         self.lab, self.timeline, self.t0 = lab, timeline, t0
         self.epochs = [Epoch(0.0, net)]
-        self.faults: list[dict[str, Any]] = []
+        self.faults: list[FaultRecord] = []
         for index, (at, fault) in enumerate(sorted(timeline.faults, key=lambda f: f[0])):
             self.faults.append(fault_record(self.epochs[-1].net, index, t0 + at, fault))
             if fault.kind in CHANGES_ROUTING:
@@ -77,8 +86,8 @@ class Simulation:
         self.addresses = {
             s: IPv4Address(lab.host(s)["address"].split("/")[0]) for s in lab.nodes("server")
         }
-        self.flows: list[dict[str, Any]] = []
-        self.phases: list[dict[str, Any]] = []
+        self.flows: list[FlowRecord] = []
+        self.phases: list[PhaseRecord] = []
         self.rates: list[tuple[str, str, float, float, float, int]] = []
         """(tx node:port, rx node:port, pps, from, to, frame bytes) of every path stretch."""
 
@@ -92,7 +101,7 @@ class Simulation:
                 out.append((lo, hi, epoch.net))
         return out
 
-    def flow(self, phase: Phase, flow: FlowSpec) -> dict[str, Any]:
+    def flow(self, phase: Phase, flow: FlowSpec) -> FlowRecord:
         """Send one flow through the phase's stretches; its record."""
         pps = float(phase.pps or 0)
         frame = phase.payload + FRAME_OVERHEAD
@@ -122,7 +131,7 @@ class Simulation:
             "phase": phase.label,
             "class": phase.traffic_class,
             "dscp_sent": dscp,
-            "pps": phase.pps,
+            "pps": phase.pps or 0,
             "sent": sent,
             "received": received,
             "lost": sum(int(n) for _, n in gaps),
@@ -158,31 +167,31 @@ class Simulation:
             sent = {str(r["flow_id"]): r["sent"] for r in records}
             sent |= {str(p.flow_id): self.probe(phase, p) for p in phase.probe}
             self.flows += records
-            self.phases.append(
-                {
-                    "index": phase.index,
-                    "label": phase.label,
-                    "kind": phase.kind,
-                    "start": self.t0 + phase.at,
-                    "end": self.t0 + phase.at + phase.duration,
-                    "pps_per_flow": phase.pps,
-                    "dscp": dict(phase.dscp),
-                    "class": phase.traffic_class,
-                    "flows": [
-                        {"flow_id": f.flow_id, "src": f.src, "dst": f.dst, "qp": f.qp}
-                        for f in phase.flows
-                    ],
-                    "sent": sent,
-                    **({"probe": [asdict(p) for p in phase.probe]} if phase.probe else {}),
-                }
-            )
+            record: PhaseRecord = {
+                "index": phase.index,
+                "label": phase.label,
+                "kind": phase.kind,
+                "start": self.t0 + phase.at,
+                "end": self.t0 + phase.at + phase.duration,
+                "pps_per_flow": phase.pps,
+                "dscp": dict(phase.dscp),
+                "class": phase.traffic_class,
+                "flows": [
+                    {"flow_id": f.flow_id, "src": f.src, "dst": f.dst, "qp": f.qp}
+                    for f in phase.flows
+                ],
+                "sent": sent,
+            }
+            if phase.probe:
+                record["probe"] = [asdict(p) for p in phase.probe]
+            self.phases.append(record)
 
-    def counters(self) -> dict[str, Any]:
+    def counters(self) -> Counters:
         """Cumulative port counters every `sample_interval` over the run."""
         interval = self.timeline.sample_interval
         ports = {p for tx, rx, *_ in self.rates for p in (tx, rx) if p}
         columns = {name: i for i, name in enumerate(COUNTER_FIELDS)}
-        samples = []
+        samples: list[Sample] = []
         for k in range(math.ceil(self.timeline.duration / interval) + 1):
             t = min(k * interval, self.timeline.duration)
             c = {p: [0] * len(COUNTER_FIELDS) for p in sorted(ports)}
@@ -199,12 +208,11 @@ class Simulation:
         """The run's record."""
         fibs = {"start": (self.t0, self.epochs[0].net.fib)}
         for record, epoch in zip(self.faults, self.epochs[1:], strict=True):
-            label = f"fault{record['index'] + 1}-{record['fault'].removesuffix('-done')}"
+            label = fib_label(record["index"], record["fault"].removesuffix("-done"))
             fibs[label] = (record["t"] + SNAPSHOT_AFTER, epoch.net.fib)
         end = self.t0 + self.timeline.duration
         fibs["end"] = (end, self.epochs[-1].net.fib)
-        start = {"t": self.t0, "event": "run-start", "scenario": self.timeline.scenario}
-        logged = [{k: v for k, v in f.items() if k not in ("index", "began")} for f in self.faults]
+        start: Event = {"t": self.t0, "event": "run-start", "scenario": self.timeline.scenario}
         return Played(
             started=self.t0,
             ended=end,
@@ -214,5 +222,5 @@ class Simulation:
             counters=self.counters(),
             fibs=fibs,
             bgp={"start": [], "end": []},
-            events=[start, *logged],
+            events=[start, *map(logged, self.faults)],
         )

@@ -8,9 +8,9 @@ import zlib
 from dataclasses import dataclass
 
 from labs.sim import native
-from labs.sim.headroom import headroom_bytes
 from labs.sim.model import NPRIO, Experiment, Flow, Host, LinkFault, PfcStorm, QosProfile, Switch
 from labs.sim.routing import forwarding, split_port
+from twin.design.headroom import headroom_bytes
 from twin.errors import TwinError
 
 NEVER = 1e30

@@ -44,11 +44,11 @@ from labs.sim.model import (
     Switch,
     Watchdog,
 )
+from twin.configs.qos import by_port, pfc_enabled, qos_map
 from twin.labdir import Lab
 from twin.model.fib import Fib, Lpm
 from twin.model.wiring import Wiring, links
 from twin.render.config_db import ConfigDb
-from validators.qos_config import by_port, pfc_enabled, qos_map
 
 CNP_PRIORITY = 6
 DEFAULT_CABLE_M = 5.0

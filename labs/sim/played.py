@@ -29,18 +29,19 @@ from labs.failures import CHANGES_ROUTING, Network, fault_record
 from labs.sim.result import Result
 from labs.sim.timeline import Plan
 from twin.model.wiring import Wiring
+from twin.scenario.records import Counters, Event, FlowRecord, PhaseRecord, logged
 
 ECT0, CE = 2, 3
 
 
-def _phase_records(timeline: Timeline, plan: Plan, result: Result) -> list[dict[str, Any]]:
+def _phase_records(timeline: Timeline, plan: Plan, result: Result) -> list[PhaseRecord]:
     spans: dict[int, list[float]] = defaultdict(list)
     for f in result.flows:
         of = plan.flows[f.name]
         for t in (f.start, f.completion):
             if t is not None:
                 spans[of.phase].append(t)
-    records = []
+    records: list[PhaseRecord] = []
     for p in timeline.phases:
         times = spans.get(p.index, [])
         records.append(
@@ -63,7 +64,7 @@ def _phase_records(timeline: Timeline, plan: Plan, result: Result) -> list[dict[
     return records
 
 
-def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[dict[str, Any]]:
+def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[FlowRecord]:
     """One record per flow of a phase, summed over the engine flows (steps, bursts) it ran.
 
     Packets are not numbered: `lost` counts the dropped ones as one gap that begins at the
@@ -108,7 +109,7 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
             r["first"] = min(r["first"], f.start)
         r["last"] = max(r["last"], f.completion or result.end_time)
         r["done"] = r["done"] and f.completion is not None
-    out = []
+    out: list[FlowRecord] = []
     for p in timeline.phases:
         for spec in p.flows:
             if (p.index, spec.flow_id) not in acc:
@@ -153,7 +154,7 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
     return out
 
 
-def _counters(result: Result, wiring: Wiring, interval: float) -> dict[str, Any]:
+def _counters(result: Result, wiring: Wiring, interval: float) -> Counters:
     """Cumulative counters per logical port at the start and the end of the run."""
     peer = {(a, ap): (b, bp) for (a, ap), (b, bp) in wiring.cable.items()}
     totals: dict[str, list[int]] = defaultdict(lambda: [0] * len(COUNTER_FIELDS))
@@ -238,10 +239,10 @@ def _iterations(timeline: Timeline, plan: Plan, result: Result) -> dict[str, Any
     return out
 
 
-def _events(result: Result) -> list[dict[str, Any]]:
+def _events(result: Result) -> list[Event]:
     out = []
     for e in result.events:
-        record: dict[str, Any] = {"t": e.time, "event": e.kind}
+        record: Event = {"t": e.time, "event": e.kind}
         if e.node is not None:
             record["node"] = e.node
         if e.port is not None:
@@ -266,9 +267,8 @@ def played(timeline: Timeline, plan: Plan, result: Result, base: Network, wall: 
         faults.append(fault_record(net, index, t, fault))
         if fault.kind in CHANGES_ROUTING:
             net = net.after(fault)
-    start = {"t": 0.0, "event": "run-start", "scenario": timeline.scenario}
-    logged = [{k: v for k, v in f.items() if k not in ("index", "began")} for f in faults]
-    events = sorted([start, *logged, *_events(result)], key=lambda e: float(e["t"]))
+    start: Event = {"t": 0.0, "event": "run-start", "scenario": timeline.scenario}
+    events = sorted([start, *map(logged, faults), *_events(result)], key=lambda e: e["t"])
     ended = max([result.end_time, *(t for t, _ in timeline.faults), *(t for t, _, _ in plan.fibs)])
     fibs = {label: (t, fib) for t, label, fib in plan.fibs}
     fibs["end"] = (ended, plan.fibs[-1][2])

@@ -40,6 +40,7 @@ from twin.labdir import Lab
 from twin.model.fib import Fib, Link
 from twin.model.wiring import Wiring, links
 from twin.scenario.plan import SCHEDULES
+from twin.scenario.records import fib_label
 
 MAX_SAMPLES = 2000
 COLLECTIVE_GRACE = 1.0
@@ -261,7 +262,7 @@ class _Faults:
                 self.notes.append(f"fault {index + 1} loss: not modelled (no random loss)")
         if fault.kind in CHANGES_ROUTING:
             self.current = self.current.after(fault)
-            label = f"fault{index + 1}-{fault.kind}"
+            label = fib_label(index, fault.kind)
             self.fibs.append((t + convergence, label, self.current.fib))
 
 

@@ -37,7 +37,7 @@ MAX_ASN = 4294967294
 
 @functools.cache
 def platform() -> dict[str, Any]:
-    """SONiC platform facts (lanes per speed, pause quanta, ASIC buffer figures)."""
+    """SONiC platform facts (lanes per speed, ASIC buffer figures)."""
     data: dict[str, Any] = yaml.load(PLATFORM.read_text(), Loader=yaml.CSafeLoader)
     return data
 

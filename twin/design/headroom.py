@@ -1,25 +1,40 @@
 """PFC headroom: the bytes a lossless priority group must absorb after it sends XOFF.
 
-The formula is the generic one of physics.md section 1.3::
+The formula is the generic one of docs/physics.md section 1.3::
 
     H = MTU_R + PFC + 2*D_intf*R/8 + 2*L*5ns*R/8 + Q_resp*64 + MTU_S
 
-with `MTU_R` and `MTU_S` one maximum frame on the wire each (port MTU + 18 bytes of Ethernet
-header and FCS + 20 bytes of preamble and inter-frame gap), `PFC` the 84 byte times of the PFC
-frame, `D_intf` the MAC/PHY latency (0 unless given), `L` the cable in metres at 5 ns/m and
-`Q_resp` the pause-response quanta of IEEE 802.3 Annex 31B.3.7 for the speed. The generator
-and the `headroom` validator both use it, so a generated profile always passes and an edited
-cable length or speed is caught.
+with `MTU_R` and `MTU_S` one maximum frame on the wire each (the Ethernet frame, header to
+FCS, + 20 bytes of preamble and inter-frame gap), `PFC` the 84 byte times of the PFC frame,
+`D_intf` the MAC/PHY latency (0 unless given), `L` the cable in metres at 5 ns/m and `Q_resp`
+the pause-response quanta of IEEE 802.3 Annex 31B.3.7 for the speed. The generator, the
+`headroom` validator and the simulator (a lossless PG without a configured headroom) all use
+`headroom_bytes`, so a generated profile always passes, an edited cable length or speed is
+caught, and the simulator sizes what the design would.
 """
 
 from __future__ import annotations
 
 import math
 
-from twin.design.graph import platform
-
 PFC_FRAME = 84
-WIRE_OVERHEAD = 18 + 20
+ETHERNET = 18
+"""Ethernet header and FCS around an L3 MTU."""
+GAP = 20
+"""Preamble, SFD and inter-frame gap in front of each frame."""
+WIRE_OVERHEAD = ETHERNET + GAP
+
+RESPONSE_QUANTA: tuple[tuple[float, int], ...] = (
+    (10e9, 67),
+    (25e9, 80),
+    (40e9, 118),
+    (50e9, 147),
+    (100e9, 394),
+    (200e9, 453),
+    (400e9, 905),
+)
+"""IEEE 802.3 Annex 31B.3.7 pause response time by speed (b/s); faster links reuse 905, as
+SONiC's buffer tables do for 800 Gb/s."""
 
 
 def frame_bytes(mtu: int) -> int:
@@ -27,29 +42,47 @@ def frame_bytes(mtu: int) -> int:
     return mtu + WIRE_OVERHEAD
 
 
+def response_quanta(speed: float) -> int:
+    """The pause response time in quanta of the smallest listed speed at least `speed` (b/s).
+
+    >>> response_quanta(100e9), response_quanta(800e9)
+    (394, 905)
+    """
+    for limit, quanta in RESPONSE_QUANTA:
+        if speed <= limit:
+            return quanta
+    return RESPONSE_QUANTA[-1][1]
+
+
+def headroom_bytes(
+    speed: float, cable_m: float, frame: int, interface_delay_bits: float = 0.0
+) -> int:
+    """Bytes a lossless PG must absorb after it decides XOFF (rounded up), for a port of
+    `speed` b/s, a cable of `cable_m` metres and Ethernet frames (header to FCS) of at most
+    `frame` bytes.
+
+    >>> headroom_bytes(100e9, 100.0, 9216, interface_delay_bits=122_880)  # 87.0 KB in the table
+    86992
+    """
+    wire = frame + GAP
+    cable = 2 * cable_m * 5e-9 * speed / 8
+    interface = 2 * interface_delay_bits / 8
+    quanta = response_quanta(speed) * 64
+    return math.ceil(wire + PFC_FRAME + interface + cable + quanta + wire)
+
+
 def required(speed_mbps: int, cable_m: int, mtu: int, intf_delay_bits: int = 0) -> int:
-    """Headroom in bytes needed by a lossless PG on a port.
+    """Headroom in bytes needed by a lossless PG on a port of `speed_mbps` with an L3 `mtu`.
 
     >>> required(400000, 40, 9100), required(400000, 300, 9100)
     (96280, 226280)
     """
-    rate = speed_mbps * 1_000_000
-    quanta: int = platform()["pause_quanta"][speed_mbps]
-    cable = 2 * cable_m * 5e-9 * rate / 8
-    return math.ceil(
-        2 * frame_bytes(mtu) + PFC_FRAME + 2 * intf_delay_bits / 8 + cable + quanta * 64
-    )
+    return headroom_bytes(speed_mbps * 1e6, cable_m, mtu + ETHERNET, intf_delay_bits)
 
 
 def xoff(speed_mbps: int, cable_m: int, mtu: int) -> int:
     """The XOFF headroom the generator configures: the need rounded up to 1 KiB."""
     return -(-required(speed_mbps, cable_m, mtu) // 1024) * 1024
-
-
-def xon() -> int:
-    """XON threshold: the ASIC's pipeline latency."""
-    value: int = platform()["asic"]["pipeline_latency"]
-    return value
 
 
 def profile_name(speed_mbps: int, cable_m: int) -> str:

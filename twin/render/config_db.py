@@ -266,7 +266,7 @@ def _qos_ports(fabric: Fabric, ports: list[Port], db: ConfigDb) -> None:
         profile = headroom.profile_name(port.speed, port.cable_m)
         if profile not in profiles:
             xoff = headroom.xoff(port.speed, port.cable_m, fabric.mtu.switch)
-            xon = headroom.xon()
+            xon = int(platform()["asic"]["pipeline_latency"])  # XON: the ASIC's pipeline latency
             profiles[profile] = {
                 "pool": "ingress_lossless_pool",
                 "size": str(xoff + xon),

@@ -17,16 +17,14 @@ capabilities in run.json, so one set of validators judges both.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
-from typing import Any
 
 from labs.backend import Backend, Progress
-from twin import safeio
 from twin.labdir import Lab
-from twin.scenario import plan
+from twin.scenario import observations, plan
 from twin.scenario.model import Scenario
 from twin.scenario.observations import Observations
+from twin.scenario.records import SCHEMA, Event, RunRecord
 
 OWN_EVENTS = (
     "pause_storm",
@@ -44,16 +42,17 @@ def _on_scenario_clock(obs: Observations, scenario: Scenario) -> list[tuple[str,
     """Each FIB snapshot's label and time (seconds) on the scenario's clock."""
     nominal = sorted(f.at for f in scenario.faults)
     taken = obs.run.get("fibs", {})
+    fired = {f["index"]: f for f in obs.run["faults"]}
+    after = obs.run["fib_faults"]
     out = []
     for label in obs.fib_labels():
         if label == "start":
             out.append((label, 0.0))
         elif label == "end":
             out.append((label, scenario.duration))
-        elif label.startswith("fault"):
-            i = int(label[5:].split("-")[0]) - 1
-            fired = next(f for f in obs.run["faults"] if f["index"] == i)
-            out.append((label, nominal[i] + float(taken[label]) - float(fired["t"])))
+        elif label in after:
+            i = after[label]
+            out.append((label, nominal[i] + float(taken[label]) - float(fired[i]["t"])))
     return sorted(out, key=lambda x: x[1])
 
 
@@ -68,21 +67,20 @@ def add_data_plane(
     timeline = dataclasses.replace(plan.timeline(lab, scenario), fibs=fibs or None)
     progress(f"data plane: {len(fibs)} FIB snapshots of the live twin, time x {k:g}")
     played = sim.play(lab, timeline, progress)
-    for key, value in {**played.extra, "sim_flows": played.flows}.items():
-        safeio.write(run_dir / f"{key}.json", json.dumps(value))
-    own: list[dict[str, Any]] = [
-        {**e, "t": started + float(e["t"]) / k, "sim_t": e["t"], "backend": sim.name}
+    own: list[Event] = [
+        {**e, "t": started + e["t"] / k, "sim_t": e["t"], "backend": sim.name}
         for e in played.events
         if e["event"] in OWN_EVENTS
     ]
-    if own:
-        safeio.append(run_dir / "events.jsonl", "".join(json.dumps(e) + "\n" for e in own))
-    run = dict(obs.run)
-    run["backend"] = f"{run['backend']}+{sim.name}"
-    run["capabilities"] = sorted(set(run["capabilities"]) | sim.capabilities)
-    run["data_plane"] = {
-        "backend": sim.name,
-        "time_scale": k,
-        "fibs": [label for _, label, _ in fibs],
+    run: RunRecord = {
+        **obs.run,
+        "schema": SCHEMA,
+        "backend": f"{obs.run['backend']}+{sim.name}",
+        "capabilities": sorted(set(obs.run["capabilities"]) | sim.capabilities),
+        "data_plane": {
+            "backend": sim.name,
+            "time_scale": k,
+            "fibs": [label for _, label, _ in fibs],
+        },
     }
-    safeio.write(run_dir / "run.json", json.dumps(run, indent=1))
+    observations.add(run_dir, run, {**played.extra, "sim_flows": played.flows}, own)

@@ -1,25 +1,61 @@
 """Observations: what a scenario run recorded, backend-neutral, saved with the run.
 
-Every file of a run directory and its schema is in docs/observations.md. Nodes are design
-names and ports SONiC names (`Ethernet8`, `PortChannel101`) whichever backend ran; a report
-can be rebuilt from these files alone, and two runs compared.
+The one module that writes a run directory (`save`, `save_scenario`, `add`: the player and
+the hybrid run, every file through `twin.safeio`) and reads it back (`Observations`), in
+the typed records of `twin.scenario.records`. Every file of a run directory and its schema
+is in docs/observations.md. Nodes are design names and ports SONiC names (`Ethernet8`,
+`PortChannel101`) whichever backend ran; a report can be rebuilt from these files alone, and
+two runs compared.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
 from functools import cached_property
 from ipaddress import IPv4Network
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
-from labs.backend import Session
+from labs.backend import Played, Session
+from twin import safeio
 from twin.errors import InputError, LabError
 from twin.intent.inputs import parse_model, read_json
-from twin.model.fib import Fib, from_json
+from twin.model.fib import Fib, from_json, to_json
+from twin.scenario.records import (
+    SCHEMA,
+    Counters,
+    Event,
+    FaultRecord,
+    FlowRecord,
+    PhaseRecord,
+    RunRecord,
+    fib_label,
+)
+
+FILES: dict[str, type | None] = {
+    "scenario.yaml": None,
+    "fabric.yaml": None,
+    "run.json": RunRecord,
+    "counters.json": Counters,
+    "flows.json": FlowRecord,
+    "bgp.json": None,
+    "events.jsonl": Event,
+    "fib/LABEL.json": None,
+    "probes.json": None,
+    "failover_probes.json": None,
+    "capture/NODE_PORT.pcap": None,
+    "KEY.json": None,
+}
+"""Every file of a run directory (docs/observations.md's table), with the typed record of
+one its JSON holds (run.json, counters.json: the whole file; flows.json: an element;
+events.jsonl: a line). `failover_probes.json` and `KEY.json` are a backend's `extra`, the
+captures its own."""
+FABRIC_BYTES = 16 << 20
+"""The largest fabric.yaml copied into a run directory."""
 
 
 class _Sample(BaseModel):
@@ -52,7 +88,7 @@ class _Flow(BaseModel):
     dst: str
     phase: str
     traffic_class: str = Field(alias="class")
-    dscp_sent: int | None
+    dscp_sent: int
     pps: float
     sent: float
     received: float
@@ -84,6 +120,63 @@ RUN_KEYS: dict[str, type | tuple[type, ...]] = {
 """The keys of run.json every run has (the player writes them), and their JSON types."""
 
 
+def save_scenario(out: Path, text: str) -> None:
+    """The scenario with every default written out, before it is played."""
+    safeio.write(out / "scenario.yaml", text)
+
+
+def save(out: Path, run: RunRecord, played: Played, fabric: Path) -> None:
+    """Write a played run's observations: run.json, the backend's record and a copy of the
+    lab's intent."""
+    safeio.write(out / "run.json", json.dumps(run, indent=1))
+    safeio.write(out / "counters.json", json.dumps(played.counters))
+    safeio.write(out / "flows.json", json.dumps(played.flows, indent=1))
+    bgp = {when: [asdict(s) for s in sessions] for when, sessions in played.bgp.items()}
+    safeio.write(out / "bgp.json", json.dumps(bgp))
+    safeio.write(out / "events.jsonl", _lines(played.events))
+    for label, (_, fib) in played.fibs.items():
+        safeio.write(out / "fib" / f"{label}.json", json.dumps(to_json(fib)))
+    if played.probes is not None:
+        safeio.write(out / "probes.json", json.dumps(played.probes, indent=1))
+    _files(out, played.extra)
+    safeio.write(out / "fabric.yaml", safeio.read(fabric, FABRIC_BYTES) or b"")
+
+
+def add(out: Path, run: RunRecord, files: Mapping[str, Any], events: list[Event]) -> None:
+    """Add to a saved run: more files (`KEY.json`), events, and its run.json rewritten."""
+    _files(out, files)
+    if events:
+        safeio.append(out / "events.jsonl", _lines(events))
+    safeio.write(out / "run.json", json.dumps(run, indent=1))
+
+
+def _files(out: Path, files: Mapping[str, Any]) -> None:
+    for key, value in files.items():
+        safeio.write(out / f"{key}.json", json.dumps(value))
+
+
+def _lines(events: Iterable[Event]) -> str:
+    return "".join(json.dumps(e) + "\n" for e in events)
+
+
+def snapshot_faults(faults: list[FaultRecord], labels: Iterable[str]) -> dict[str, int]:
+    """Which fault each FIB snapshot was taken after: label -> the fault's index (the
+    snapshot `fib_label` names after it; a flap's after its last change)."""
+    after = {fib_label(f["index"], f["fault"].removesuffix("-done")): f["index"] for f in faults}
+    return {label: after[label] for label in labels if label in after}
+
+
+def _schema(path: Path, value: Any) -> None:
+    """Refuse a run of a newer major schema, or a version that is not one."""
+    major, _, minor = str(value).partition(".")
+    if not (isinstance(value, str) and major.isdigit() and minor.isdigit()):
+        raise InputError(str(path), "schema", f"{value!r} is not MAJOR.MINOR")
+    if int(major) > int(SCHEMA.split(".")[0]):
+        raise InputError(
+            str(path), "schema", f"{value} is newer than this twin reads ({SCHEMA}): upgrade twin"
+        )
+
+
 @dataclass
 class Observations:
     """A run directory, read lazily."""
@@ -103,10 +196,12 @@ class Observations:
         return _shaped(read_json(self.path / name), shape, self.path / name)
 
     @cached_property
-    def run(self) -> dict[str, Any]:
+    def run(self) -> RunRecord:
         """Lab, backend, capabilities, times, phases and faults; each key every reader takes
-        there and of its type, else refused in one line."""
+        there and of its type, else refused in one line (a run saved before run.json had a
+        `schema` is 1.0)."""
         data: dict[str, Any] = self._json("run.json")
+        _schema(self.path / "run.json", data.setdefault("schema", "1.0"))
         for key, kind in RUN_KEYS.items():
             if key not in data:
                 raise InputError(str(self.path / "run.json"), key, "missing")
@@ -115,17 +210,19 @@ class Observations:
                 raise InputError(str(self.path / "run.json"), key, f"not {what}")
         if not all(isinstance(c, str) for c in data["capabilities"]):
             raise InputError(str(self.path / "run.json"), "capabilities", "not all strings")
-        return data
+        if "fib_faults" not in data:
+            data["fib_faults"] = snapshot_faults(data["faults"], data.get("fibs", {}))
+        return cast(RunRecord, data)
 
     @cached_property
-    def counters(self) -> dict[str, Any]:
+    def counters(self) -> Counters:
         """Counter samples over time."""
         data: dict[str, Any] = self._json("counters.json")
         parse_model(_Counters, data, str(self.path / "counters.json"))
-        return data
+        return cast(Counters, data)
 
     @cached_property
-    def flows(self) -> list[dict[str, Any]]:
+    def flows(self) -> list[FlowRecord]:
         """Per-flow results."""
         data: list[dict[str, Any]] = self._json("flows.json", list)
         for i, flow in enumerate(data):
@@ -135,10 +232,10 @@ class Observations:
             except InputError as exc:
                 key = ".".join(k for k in (str(i), exc.key) if k)
                 raise InputError(str(self.path / "flows.json"), key, exc.problem) from None
-        return data
+        return cast(list[FlowRecord], data)
 
     @cached_property
-    def events(self) -> list[dict[str, Any]]:
+    def events(self) -> list[Event]:
         """Faults and state changes, in time order."""
         path = self.path / "events.jsonl"
         lines = path.read_text().splitlines() if path.exists() else []
@@ -152,7 +249,7 @@ class Observations:
                 ) from None
             if event is not None:
                 events.append(_shaped(event, dict, path, f"line {number}"))
-        return events
+        return cast(list[Event], events)
 
     @cached_property
     def bgp(self) -> dict[str, list[Session]]:
@@ -208,12 +305,11 @@ class Observations:
         points = [(t, v) for t, v in self.series(key, field) if start <= t <= end]
         return points[-1][1] - points[0][1] if len(points) > 1 else 0
 
-    def phase(self, label: str) -> dict[str, Any]:
+    def phase(self, label: str) -> PhaseRecord:
         """A traffic phase by label."""
         for phase in self.run["phases"]:
             if phase["label"] == label:
-                found: dict[str, Any] = phase
-                return found
+                return phase
         raise LabError(f"{self.path}: no phase {label!r}")
 
 

@@ -8,8 +8,6 @@ meaning whichever backend produced it.
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 
@@ -17,25 +15,24 @@ from labs.backend import Backend, Played, Progress, quiet
 from twin import outdir, safeio
 from twin.errors import LabError
 from twin.labdir import Lab
-from twin.model.fib import to_json
 from twin.scenario import model as scenarios
-from twin.scenario import plan
+from twin.scenario import observations, plan
 from twin.scenario.model import Scenario
+from twin.scenario.records import SCHEMA, PhaseRecord, RunRecord
 from twin.version import stamp
 
-FABRIC_BYTES = 16 << 20
-"""The largest fabric.yaml copied into a run directory."""
 INTERRUPTED = "interrupted"
 """In a run directory whose run was stopped by a signal: which one."""
 
 
 def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Played) -> None:
     """Write a played run's observations into its run directory."""
-    phases = [
+    phases: list[PhaseRecord] = [
         {**p, "analytical": plan.analytical(lab, scenario.traffic[p["index"]])}
         for p in played.phases
     ]
-    run = {
+    run: RunRecord = {
+        "schema": SCHEMA,
         "lab": lab.name,
         "lab_dir": str(lab.path),
         "backend": backend.name,
@@ -47,23 +44,12 @@ def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Play
         "phases": phases,
         "faults": played.faults,
         "fibs": {label: t for label, (t, _) in played.fibs.items()},
+        "fib_faults": observations.snapshot_faults(played.faults, played.fibs),
         "servers": lab.nodes("server"),
         "uplinks": plan.uplinks(lab),
         "stamp": stamp(backend.name),
     }
-    safeio.write(out / "run.json", json.dumps(run, indent=1))
-    safeio.write(out / "counters.json", json.dumps(played.counters))
-    safeio.write(out / "flows.json", json.dumps(played.flows, indent=1))
-    bgp = {when: [asdict(s) for s in sessions] for when, sessions in played.bgp.items()}
-    safeio.write(out / "bgp.json", json.dumps(bgp))
-    safeio.write(out / "events.jsonl", "".join(json.dumps(e) + "\n" for e in played.events))
-    for label, (_, fib) in played.fibs.items():
-        safeio.write(out / "fib" / f"{label}.json", json.dumps(to_json(fib)))
-    if played.probes is not None:
-        safeio.write(out / "probes.json", json.dumps(played.probes, indent=1))
-    for key, value in played.extra.items():
-        safeio.write(out / f"{key}.json", json.dumps(value))
-    safeio.write(out / "fabric.yaml", safeio.read(lab.path / "fabric.yaml", FABRIC_BYTES) or b"")
+    observations.save(out, run, played, lab.path / "fabric.yaml")
 
 
 def play(
@@ -82,7 +68,7 @@ def play(
         safeio.mkdir(out)
     else:
         outdir.create(out)
-    safeio.write(out / "scenario.yaml", scenarios.dump(scenario))
+    observations.save_scenario(out, scenarios.dump(scenario))
     try:
         played = backend.play(lab, plan.timeline(lab, scenario, files=out), progress)
     except KeyboardInterrupt as stop:  # a signal (`twin.cli.signals`) or Ctrl-C

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from twin.labdir import Lab
 from twin.render.config_db import ConfigDb, by_port, number, wred
 from twin.scenario.observations import Observations
+from twin.scenario.records import FaultRecord
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -58,7 +59,7 @@ def scale(largest: float) -> tuple[float, str]:
     return 1.0, "B"
 
 
-def faults(ax: Axes, obs: Observations, at: list[tuple[float, dict[str, Any]]]) -> None:
+def faults(ax: Axes, obs: Observations, at: list[tuple[float, FaultRecord]]) -> None:
     """Faults at their x (on the axes' current span) as red dashed lines named by the fault;
     those outside the span are listed in a corner, not drawn past it."""
     lo, hi = ax.get_xlim()

@@ -10,10 +10,10 @@ subnet in its FIB at the end. `max_flaps` (default 0) unexplained downs are allo
 from __future__ import annotations
 
 from ipaddress import IPv4Network
-from typing import Any
 
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
+from twin.scenario.records import FaultRecord
 from validators.dynamic.failover import fault_began
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
@@ -21,7 +21,7 @@ from validators.result import Finding, Result, Status, verdict
 NAME = "bgp_health"
 
 
-def _touched(lab: Lab, fault: dict[str, Any]) -> set[str]:
+def _touched(lab: Lab, fault: FaultRecord) -> set[str]:
     """The nodes a fault acted on: its node, or both ends of its link (`ends`, by node and
     SONiC port; else the link's name, `NODE:PEER` or `NODE:PORT`)."""
     nodes = {str(fault.get("node", ""))}

@@ -11,10 +11,9 @@ for a while: this one fails, naming the switch, the daemon and when.
 
 from __future__ import annotations
 
-from typing import Any
-
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
+from twin.scenario.records import Event, FaultRecord
 from validators.dynamic.failover import fault_began
 from validators.registry import Params, dynamic
 from validators.result import Figure, Finding, Result, Status, verdict
@@ -23,7 +22,7 @@ NAME = "daemons"
 KILLS = ("daemon-kill", "daemon-restart", "node-down")
 
 
-def _explained(death: dict[str, Any], faults: list[dict[str, Any]], grace_s: float) -> bool:
+def _explained(death: Event, faults: list[FaultRecord], grace_s: float) -> bool:
     """Whether a fault on the timeline killed this daemon."""
     return any(
         f.get("fault") in KILLS
@@ -41,7 +40,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     if not watched:
         reason = "the run logged no watch of the daemons (no `daemons` event)"
         return [Result(NAME, "switches", Status.NOT_OBSERVABLE, reason)]
-    count = int(watched[0].get("watched", 0))
+    count = watched[0].get("watched", 0)
     started = float(obs.run.get("started", 0.0))
     faults = obs.run.get("faults", [])
     died = [e for e in obs.events if e["event"] == "daemon" and e.get("state") == "died"]

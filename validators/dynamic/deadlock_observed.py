@@ -8,10 +8,10 @@ so routes the real control plane installed during failures are judged too.
 
 from __future__ import annotations
 
+from twin.configs.buffer_graph import BufferGraph
 from twin.labdir import Lab
 from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
-from validators.buffer_graph import BufferGraph
 from validators.registry import Params, dynamic
 from validators.result import Figure, Result
 from validators.static.deadlock import Located, dscps, priorities, verdicts

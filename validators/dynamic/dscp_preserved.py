@@ -7,26 +7,26 @@ Two ways to fail, named apart: a server that marks a class with another DSCP tha
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
+from twin.scenario.records import FlowRecord
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 
 NAME = "dscp_preserved"
 
 
-def groups(flows: list[dict[str, Any]]) -> dict[tuple[str, int, int], list[dict[str, Any]]]:
+def groups(flows: list[FlowRecord]) -> dict[tuple[str, int, int], list[FlowRecord]]:
     """Flows by what the receiver counts them under. A live receiver counts by (destination,
     flow id): flows of two phases between the same servers on the same queue pair share one,
     their records carry the same counts (the sum of both), and they are judged together. A
     backend that counts each flow on its own (the simulator, the fake) gives records of one
     flow id different counts: each is then a group of its own (key index >= 0)."""
-    by_id: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    by_id: dict[tuple[str, int], list[FlowRecord]] = {}
     for f in flows:
         by_id.setdefault((f["dst"], int(f["flow_id"])), []).append(f)
-    out: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    out: dict[tuple[str, int, int], list[FlowRecord]] = {}
     for (dst, flow_id), group in by_id.items():
         if all(f["dscp_received"] == group[0]["dscp_received"] for f in group):
             out[(dst, flow_id, -1)] = group
@@ -35,14 +35,14 @@ def groups(flows: list[dict[str, Any]]) -> dict[tuple[str, int, int], list[dict[
     return out
 
 
-def received(flow: dict[str, Any], group: list[dict[str, Any]]) -> set[int]:
+def received(flow: FlowRecord, group: list[FlowRecord]) -> set[int]:
     """The DSCPs a flow arrived with, as far as its receiver's counts can tell: those its
     group's other flows were not sent with (their counts are mixed with this flow's)."""
     others = {int(f["dscp_sent"]) for f in group if f is not flow}
     return {int(d) for d in flow["dscp_received"]} - others
 
 
-def _rewritten(group: list[dict[str, Any]]) -> str | None:
+def _rewritten(group: list[FlowRecord]) -> str | None:
     """What the path did to the DSCP of a group of flows, or None when every packet arrived
     with a DSCP it was sent with (and no more packets with it than were sent)."""
     sent: Counter[int] = Counter()

@@ -35,6 +35,7 @@ from typing import Any
 from twin.labdir import Lab
 from twin.model.fib import Fib
 from twin.scenario.observations import Observations
+from twin.scenario.records import PhaseRecord
 from validators.dynamic.stats import chi_square_uniform
 from validators.registry import Params, dynamic
 from validators.result import Figure, Finding, Result, Status
@@ -88,7 +89,7 @@ def needed_flows(uplinks: int, tolerance: float) -> int:
     return math.ceil(SIGMAS**2 * (uplinks - 1) / tolerance**2 - 1e-9)
 
 
-def _window(obs: Observations, phase: dict[str, Any]) -> tuple[float, float]:
+def _window(obs: Observations, phase: PhaseRecord) -> tuple[float, float]:
     """The probe's time span widened by a counter interval on each side (so the samples
     around its first and last packets count), but not into another phase."""
     interval = float(obs.counters.get("interval", 0.0))
@@ -142,7 +143,7 @@ def _probe_leaf(
     return (Status.FAIL if findings else Status.PASS), reason, figures, findings
 
 
-def _overlapping(obs: Observations, phase: dict[str, Any]) -> str | None:
+def _overlapping(obs: Observations, phase: PhaseRecord) -> str | None:
     """Why the probe's counters also count another phase's packets (one that ran late), or
     None."""
     start, end = float(phase["start"]), float(phase["end"])
@@ -175,7 +176,7 @@ def _disturbed(lab: Lab, obs: Observations, leaf: str, start: float, end: float)
 
 
 def _from_probe(
-    lab: Lab, obs: Observations, phase: dict[str, Any], tolerance: float, tag: str
+    lab: Lab, obs: Observations, phase: PhaseRecord, tolerance: float, tag: str
 ) -> list[Result]:
     """Per leaf the probe entered, its verdict."""
     if "probe" not in phase:

@@ -41,6 +41,7 @@ from typing import Any
 from labs.registry import how_to_observe
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
+from twin.scenario.records import FaultRecord
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 
@@ -57,7 +58,7 @@ OPEN_TAIL_S = 0.05
 never recovered (a shorter one is its last packets still in flight)."""
 
 
-def fault_began(fault: dict[str, Any]) -> float:
+def fault_began(fault: FaultRecord) -> float:
     """When a fault started acting: when the run fired it (the event log's time comes once
     the action is done; a flap is logged once it is over)."""
     if "began" in fault:
@@ -67,7 +68,7 @@ def fault_began(fault: dict[str, Any]) -> float:
     return float(fault["t"])
 
 
-def spans(obs: Observations) -> list[tuple[dict[str, Any], float, float]]:
+def spans(obs: Observations) -> list[tuple[FaultRecord, float, float]]:
     """Per fault that takes something away: (fault, from, until), the time during which a gap
     that begins belongs to it: from half a second before it fired until half a second before
     the next fault (a minute after the run for the last one). Half a second is run.json's
@@ -82,7 +83,7 @@ def spans(obs: Observations) -> list[tuple[dict[str, Any], float, float]]:
     ]
 
 
-def windows(obs: Observations) -> list[tuple[dict[str, Any], float, float, list[Finding]]]:
+def windows(obs: Observations) -> list[tuple[FaultRecord, float, float, list[Finding]]]:
     """Per taking fault: (fault, worst loss window ms, recovery s, flows hit).
 
     A gap is (arrival time of the packet after it, packets missing); it began `missing / pps`
@@ -109,7 +110,7 @@ def windows(obs: Observations) -> list[tuple[dict[str, Any], float, float, list[
     return out
 
 
-def limit(lab: Lab, fault: dict[str, Any]) -> tuple[float, str]:
+def limit(lab: Lab, fault: FaultRecord) -> tuple[float, str]:
     """The intent's loss budget for a fault, and its name."""
     key = "link_ms" if fault["fault"] in LINK_LOSS else "gray_ms"
     return float(getattr(lab.fabric.failover, key) or 0), f"intent failover.{key}"
@@ -167,7 +168,7 @@ def unpinned(backend: str) -> str:
 
 
 def unobserved(
-    obs: Observations, fault: dict[str, Any], record: dict[str, Any] | None, began: float
+    obs: Observations, fault: FaultRecord, record: dict[str, Any] | None, began: float
 ) -> str | None:
     """Why a fault's probes show nothing about it, or None when they do."""
     if record is None:
@@ -215,7 +216,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     ]
 
 
-def target_of(fault: dict[str, Any]) -> str:
+def target_of(fault: FaultRecord) -> str:
     """The link or node a fault acts on."""
     return str(fault.get("link") or fault.get("node", ""))
 
@@ -239,7 +240,7 @@ def _never(seen: Probed, began: float, what: str) -> str:
 def taken(
     lab: Lab,
     obs: Observations,
-    fault: dict[str, Any],
+    fault: FaultRecord,
     scope: str,
     figures: dict[str, int | float | str],
     records: dict[int, dict[str, Any]],
@@ -282,7 +283,7 @@ def taken(
 
 
 def _given_back(
-    obs: Observations, fault: dict[str, Any], index: int, records: dict[int, dict[str, Any]]
+    obs: Observations, fault: FaultRecord, index: int, records: dict[int, dict[str, Any]]
 ) -> tuple[dict[str, Any], dict[str, Any]] | str:
     """The probe record of the fault that took away what `fault` gives back, and its
     `restore` (the flows followed until they crossed the element again); or why there is
@@ -317,7 +318,7 @@ def _given_back(
 
 def restored(
     obs: Observations,
-    fault: dict[str, Any],
+    fault: FaultRecord,
     index: int,
     scope: str,
     records: dict[int, dict[str, Any]],

@@ -21,15 +21,16 @@ is not-observable.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
-from labs.backend import Fault
+from labs.backend import Fault, FaultKind
 from labs.failures import CHANGES_ROUTING, Failures, Network
 from twin.labdir import Lab
 from twin.model.fib import Fib, Hops
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
+from twin.scenario.records import FaultRecord
 from validators.registry import Params, dynamic
 from validators.result import Figure, Finding, Result, Status, verdict
 
@@ -81,11 +82,12 @@ def in_transition(live: Hops | None, before: Hops | None, after: Hops | None) ->
     return have <= old | new and old & new <= have
 
 
-def _fault(record: dict[str, Any]) -> Fault | None:
+def _fault(record: FaultRecord) -> Fault | None:
     """The fault a run recorded, as the routing model fires it (None: it changes no route)."""
     if record.get("fault") not in CHANGES_ROUTING:
         return None
-    return Fault(record["fault"], record.get("link"), record.get("node"), record.get("daemon"))
+    kind = cast(FaultKind, record["fault"])  # one of CHANGES_ROUTING
+    return Fault(kind, record.get("link"), record.get("node"), record.get("daemon"))
 
 
 def _models(lab: Lab, obs: Observations, labels: list[str]) -> dict[str, tuple[Fib, Fib]]:

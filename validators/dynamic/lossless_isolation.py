@@ -19,16 +19,16 @@ lossy flows of a class may lose at most its `loss_budget_percent` when the inten
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
+from twin.configs.qos import pfc_enabled, traffic_class
 from twin.labdir import Lab
 from twin.model.fib import Fib, lookup
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
+from twin.scenario.records import FlowRecord
 from validators.dynamic import dscp_preserved
 from validators.dynamic.failover import spans
-from validators.qos_config import pfc_enabled, traffic_class
 from validators.registry import Params, dynamic
 from validators.result import Figure, Finding, Result, Status, merged, verdict
 
@@ -86,7 +86,7 @@ class _Paths:
         self.fib = Routing(self.wiring, servers).fib
         self._paths: dict[tuple[str, str], set[Ingress]] = {}
 
-    def __call__(self, flow: dict[str, Any]) -> set[Ingress]:
+    def __call__(self, flow: FlowRecord) -> set[Ingress]:
         key = (flow["src"], flow["dst"])
         if key not in self._paths:
             self._paths[key] = ingresses(self.wiring, self.fib, *key)
@@ -112,7 +112,7 @@ def _bulk(obs: Observations, paths: _Paths, bulk: set[str]) -> list[Finding]:
     return merged(list(dict.fromkeys(findings)))
 
 
-def _unexplained(obs: Observations, flow: dict[str, Any]) -> int:
+def _unexplained(obs: Observations, flow: FlowRecord) -> int:
     """Packets a flow lost that no fault explains: gaps that began outside every fault's
     span (see `failover.spans`), and its tail when no fault was in force at the end."""
     windows = [(start, until) for _, start, until in spans(obs)]
@@ -127,7 +127,7 @@ def _unexplained(obs: Observations, flow: dict[str, Any]) -> int:
     return lost
 
 
-def lossless_by_intent(lab: Lab, flow: dict[str, Any]) -> bool:
+def lossless_by_intent(lab: Lab, flow: FlowRecord) -> bool:
     """Whether the intent makes a flow lossless: its class is, or the DSCP it was sent with
     is a lossless class's (what hosts mark decides where the fabric puts it)."""
     qos = lab.fabric.qos
@@ -135,7 +135,7 @@ def lossless_by_intent(lab: Lab, flow: dict[str, Any]) -> bool:
     return qos.lossless(flow["class"]) or int(flow["dscp_sent"]) in dscps
 
 
-def _loss(lab: Lab, obs: Observations, cls: str, flows: list[dict[str, Any]]) -> Result:
+def _loss(lab: Lab, obs: Observations, cls: str, flows: list[FlowRecord]) -> Result:
     """Loss of one class outside faults, against the intent: none on lossless flows, at most
     the class's loss budget on lossy ones."""
     classes = lab.fabric.qos.classes
@@ -204,7 +204,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     else:
         reason = "no bulk phase in the scenario"
         results.append(Result(NAME, "bulk", Status.NOT_OBSERVABLE, reason))
-    by_class: dict[str, list[dict[str, Any]]] = {}
+    by_class: dict[str, list[FlowRecord]] = {}
     for flow in obs.flows:
         by_class.setdefault(flow["class"], []).append(flow)
     results += [_loss(lab, obs, cls, flows) for cls, flows in sorted(by_class.items())]

@@ -12,10 +12,10 @@ dependency graph predicts.
 
 from __future__ import annotations
 
+from twin.configs.buffer_graph import BufferGraph, Cycle
 from twin.labdir import Lab
 from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
-from validators.buffer_graph import BufferGraph, Cycle
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 from validators.static.deadlock import dscps

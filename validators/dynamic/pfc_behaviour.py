@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from twin.configs.qos import traffic_class
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
-from validators.qos_config import traffic_class
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 

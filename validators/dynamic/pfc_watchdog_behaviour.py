@@ -15,6 +15,7 @@ from typing import Any
 from twin.labdir import Lab
 from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
+from twin.scenario.records import Event
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 
@@ -31,9 +32,7 @@ def times(lab: Lab, node: str, port: str) -> tuple[float, float, float] | None:
     return float(entry["detection_time"]) / 1000, float(entry["restoration_time"]) / 1000, poll
 
 
-def _first(
-    events: list[dict[str, Any]], kind: str, node: str, port: str, after: float
-) -> float | None:
+def _first(events: list[Event], kind: str, node: str, port: str, after: float) -> float | None:
     found = [
         float(e["t"])
         for e in events

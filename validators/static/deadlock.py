@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from itertools import combinations
 
+from twin.configs.buffer_graph import BufferGraph, Cycle
+from twin.configs.qos import host_dscps
 from twin.labdir import Lab
 from twin.model.fib import Fib, FibDelta, Link
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links
-from validators.buffer_graph import BufferGraph, Cycle
-from validators.qos_config import host_dscps
 from validators.registry import Params, static
 from validators.result import Figure, Finding, Result, verdict
 
@@ -98,7 +98,7 @@ def deadlock(lab: Lab, params: Params) -> list[Result]:
     every set of `failures` (1) links fails.
 
     The FIB is the one the configs converge to (`twin.routing.Routing`); the graph is physics.md
-    section 4.2 (`validators.buffer_graph`). With all links up, each priority's result lists
+    section 4.2 (`twin.configs.buffer_graph`). With all links up, each priority's result lists
     its cycles (at most `max_cycles`, 10) as (switch, port, priority) rings with flows that
     close them. Then every single link (`failures` 1; 2 for every pair, 0 for none) fails and
     the routing reconverges; a failure whose FIB closes a new cycle is a finding (for

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from twin.configs.qos import by_port, number, qos_map, switch_ports
 from twin.design.headroom import frame_bytes
 from twin.labdir import Lab
 from twin.render.config_db import ConfigDb
-from validators.qos_config import by_port, number, qos_map, switch_ports
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ipaddress
 
+from twin.configs.frr_timers import neighbours
 from twin.labdir import Lab
 from twin.render.config_db import ConfigDb
-from validators.frr_timers import neighbours
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict
 
@@ -31,7 +31,7 @@ def port_towards(db: ConfigDb, peer: str) -> str:
 def failover_budget(lab: Lab, params: Params) -> list[Result]:
     """Each BGP neighbour of each switch is declared dead within the intent's failover budget.
 
-    Detection per neighbour comes from the switch's frr.conf (`validators.frr_timers`: BFD
+    Detection per neighbour comes from the switch's frr.conf (`twin.configs.frr_timers`: BFD
     detect multiplier x receive interval where the neighbour or its peer-group has BFD, the
     BGP hold time where it has none); detection plus `margin_ms` (500: BGP withdrawal and
     FIB programming) must fit in the smaller of the intent's `failover.link_ms` and

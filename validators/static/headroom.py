@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from twin.configs.qos import by_port, number, qos_map, switch_ports
 from twin.design import headroom as formula
 from twin.labdir import Lab
 from twin.render.config_db import ConfigDb
-from validators.qos_config import by_port, number, qos_map, switch_ports
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict
 
@@ -118,7 +118,7 @@ def headroom(lab: Lab, params: Params) -> list[Result]:
     """Each lossless PG's XOFF headroom covers what arrives after it sends PFC; pools fit;
     both ends of a cable declare the same CABLE_LENGTH.
 
-    The need is physics.md section 1.3 (`twin.headroom.required`) from the port's speed and
+    The need is physics.md section 1.3 (`twin.design.headroom.required`) from the port's speed and
     MTU (PORT) and its cable length (CABLE_LENGTH); the PG of a lossless priority is the one
     the port's TC -> PG map gives. Reserved sizes of all PG and queue profiles per pool must fit
     in the pool (BUFFER_POOL size). A cable between two switches whose ends' CABLE_LENGTH

@@ -5,10 +5,10 @@ from __future__ import annotations
 from ipaddress import IPv4Address
 from typing import Any
 
+from twin.configs.qos import number
 from twin.design.graph import ports_of
 from twin.labdir import Lab
 from twin.model.wiring import Wiring
-from validators.qos_config import number
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict
 

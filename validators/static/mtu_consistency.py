@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from twin.configs.qos import number, switch_ports
 from twin.labdir import Lab
-from validators.qos_config import number, switch_ports
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from twin.intent.fabric import Qos
-from twin.labdir import Lab
-from twin.render.config_db import ConfigDb
-from validators.qos_config import (
+from twin.configs.qos import (
     by_port,
     host_dscps,
     map_name,
@@ -14,6 +11,9 @@ from validators.qos_config import (
     switch_ports,
     traffic_class,
 )
+from twin.intent.fabric import Qos
+from twin.labdir import Lab
+from twin.render.config_db import ConfigDb
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict
 

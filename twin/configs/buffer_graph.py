@@ -23,9 +23,9 @@ from ipaddress import IPv4Network
 
 import networkx as nx
 
+from twin.configs.qos import map_name, pfc_enabled, qos_map
 from twin.model.fib import Fib, FibDelta, Hops, Lpm, NextHop, lookup
 from twin.model.wiring import Wiring
-from validators.qos_config import map_name, pfc_enabled, qos_map
 
 Port = tuple[str, str]
 """A receiving end: (switch, logical port)."""

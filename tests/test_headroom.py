@@ -1,0 +1,108 @@
+"""The design and the simulator size PFC headroom alike (docs/physics.md 1.3): the XOFF the
+generator writes into a lab's BUFFER_PROFILE, as the simulator reads the lab, covers what the
+simulator's own sizing of a lossless PG asks for on the same cable, speed and MTU, and
+exceeds it by less than the 1 KiB the generator rounds to."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import pytest
+
+from labs.sim.build import profile_arrays
+from labs.sim.lab import network
+from labs.sim.model import QosProfile
+from twin.design import headroom
+from twin.labdir import Lab
+from twin.model.wiring import links
+from validators.examples import edit_json, tiny_lab
+
+PG_FIELDS = 6
+"""Numbers per PG in the simulator's profile arrays: reserved, headroom, xon, ..."""
+
+
+def simulator_headroom(
+    speed: float, propagation: float, frame: int, qos: QosProfile | None = None
+) -> dict[int, int]:
+    """The headroom the simulator gives each lossless PG of a port with this QoS (its own
+    default unless given) when the PGs' headroom is left to its sizing."""
+    qos = qos or QosProfile()
+    unsized = {pg: dataclasses.replace(p, headroom=None) for pg, p in qos.pgs.items()}
+    pgs = profile_arrays(dataclasses.replace(qos, pgs=unsized), speed, propagation, frame)[1]
+    return {pg: int(pgs[pg * PG_FIELDS + 1]) for pg in {qos.tc_to_pg[tc] for tc in qos.lossless}}
+
+
+@pytest.mark.parametrize("speed_mbps", [25000, 100000, 400000, 800000])
+@pytest.mark.parametrize("cable_m", [1, 5, 40, 300, 2000])
+@pytest.mark.parametrize("mtu", [1500, 4200, 9100, 9216])
+def test_simulator_sizes_what_the_design_requires(speed_mbps: int, cable_m: int, mtu: int) -> None:
+    need = headroom.required(speed_mbps, cable_m, mtu)
+    sim = simulator_headroom(speed_mbps * 1e6, cable_m * 5e-9, mtu + headroom.ETHERNET)
+    assert set(sim.values()) == {need}
+    assert 0 <= headroom.xoff(speed_mbps, cable_m, mtu) - need < 1024
+
+
+def disagreements(lab: Lab, mtu: int) -> tuple[list[str], set[float]]:
+    """Each switch port whose configured lossless headroom, as the simulator reads the lab, is
+    not what the simulator sizes on its cable (up to the generator's 1 KiB), and the cable
+    lengths looked at."""
+    net = network(lab)
+    ports = {f"{s.name}:{p}": q for s in net.switches for p, q in s.port_qos.items()}
+    wrong, lengths = [], set()
+    for link in net.links:
+        for end in (link.a, link.b):
+            if end in ports:
+                lengths.add(link.length_m)
+                qos = ports[end]
+                frame = mtu + headroom.ETHERNET
+                sized = simulator_headroom(link.speed, link.propagation, frame, qos)
+                got = {pg: qos.pg(pg).headroom or 0 for pg in sized}
+                if not sized or any(not 0 <= got[pg] - need < 1024 for pg, need in sized.items()):
+                    wrong.append(f"{end}: {got} for {sized}")
+    return wrong, lengths
+
+
+def lab_of(speed: str, server_m: int, uplink_m: int, mtu: int) -> Lab:
+    """The tiny fabric at one speed, with these cables and switch MTU."""
+    return tiny_lab(
+        leaves={
+            "count": 2,
+            "ports": 8,
+            "peer_link_ports": 1,
+            "uplinks_per_spine": 1,
+            "speed": speed,
+        },
+        spines={"count": 2, "ports": 8, "speed": speed},
+        servers={"count": 2, "nic_speed": speed},
+        cables={"server": server_m, "leaf_spine": uplink_m, "peer_link": server_m},
+        mtu={"switch": mtu, "host": min(mtu, 9000)},
+    )
+
+
+@pytest.mark.parametrize(
+    ("speed", "server_m", "uplink_m", "mtu"),
+    [("100G", 3, 40, 9100), ("400G", 5, 300, 4200), ("25G", 1, 100, 1500)],
+)
+def test_a_generated_labs_headroom_is_what_the_simulator_would_size(
+    speed: str, server_m: int, uplink_m: int, mtu: int
+) -> None:
+    wrong, lengths = disagreements(lab_of(speed, server_m, uplink_m, mtu), mtu)
+    assert wrong == []
+    assert lengths == {server_m, uplink_m}
+
+
+def lengthen(port: str, length: str, db: dict[str, Any]) -> None:
+    """Give a port's cable another length in a config_db."""
+    db["CABLE_LENGTH"]["AZURE"][port] = length
+
+
+def test_a_lengthened_cable_is_a_disagreement() -> None:
+    lab = lab_of("400G", 5, 40, 9100)
+    a, a_port, b, b_port = next(c for c in links(lab) if "spine1" in (c[0], c[2]))
+    for node, port in ((a, a_port), (b, b_port)):
+        edit_json(lab, node, functools.partial(lengthen, port, "300m"))
+    wrong, lengths = disagreements(lab, 9100)
+    assert sorted(w.split(": ")[0] for w in wrong) == sorted([f"{a}:{a_port}", f"{b}:{b_port}"])
+    assert 300 in lengths
