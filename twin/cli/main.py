@@ -58,6 +58,17 @@ EXIT_CODES = """exit codes (every verb):
   3  internal error: one line (--debug or TWIN_DEBUG=1 prints the traceback too)"""
 
 
+class _Version(argparse.Action):
+    """`--version`: the version is read only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str) -> None:
+        super().__init__(option_strings, argparse.SUPPRESS, nargs=0, help="print the version")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"twin {version()}")
+        parser.exit()
+
+
 def module_of(verb: str) -> str:
     """The module holding a verb."""
     return f"twin.cli.verbs.{verb.replace('-', '_')}"
@@ -72,7 +83,7 @@ def parser(arguments_of: Iterable[str] = VERBS) -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    top.add_argument("--version", action="version", version=f"twin {version()}")
+    top.add_argument("--version", action=_Version)
     top.add_argument(
         "-v", "--verbose", action="store_true", help="log the verb's steps on stderr (INFO)"
     )
