@@ -19,7 +19,11 @@ import yaml
 from tests.conftest import REPO, lab_name, twin_cli
 from twin.cli import main
 
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [
+    REPO / "README.md",
+    *sorted((REPO / "docs").glob("*.md")),
+    *sorted(REPO.glob("examples/*/README.md")),
+]
 PREFIXES = ("twin", "labs", "traffic", "validators", "docs", "examples", "bench", "tests")
 PATH = re.compile(
     rf"(?<![\w./-])((?:{'|'.join(PREFIXES)}|scripts|\.ci)/[\w./*{{}}-]*[\w*}}])(?![\w(])"
@@ -39,11 +43,12 @@ def _without_fences(text: str) -> str:
 
 def commands(text: str) -> Iterator[str]:
     """Every `twin ...` command line: in code blocks (after a prompt, sudo or .venv/bin/) and
-    in inline code; pipelines and `&&` chains split into their commands, comments dropped."""
+    in inline code; continued lines joined, pipelines and `&&` chains split into their
+    commands, comments dropped."""
     lines = [
         line
         for block in re.findall(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M)
-        for line in block.splitlines()
+        for line in re.sub(r"\\\n\s*", " ", block).splitlines()
     ]
     lines += re.findall(r"`([^`\n]+)`", _without_fences(text))
     for line in lines:
@@ -103,7 +108,7 @@ def top() -> argparse.ArgumentParser:
     return main.parser(main.VERBS)
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda d: d.name)
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: str(d.relative_to(REPO)))
 def test_every_twin_command_in_the_docs_is_a_real_verb(
     doc: Path, top: argparse.ArgumentParser
 ) -> None:
@@ -139,14 +144,14 @@ def _exists(path: str) -> bool:
     return any(REPO.glob(pattern)) if "*" in pattern else (REPO / pattern).exists()
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda d: d.name)
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: str(d.relative_to(REPO)))
 def test_every_repository_path_in_the_docs_exists(doc: Path) -> None:
     named = set(PATH.findall(doc.read_text()))
     missing = sorted(p for p in named if p not in EXTERNAL and not _exists(p))
     assert missing == [], f"{doc.name} names paths that do not exist: {missing}"
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda d: d.name)
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: str(d.relative_to(REPO)))
 def test_every_module_in_the_docs_exists(doc: Path) -> None:
     missing = []
     for name in set(MODULE.findall(doc.read_text())):
@@ -173,7 +178,7 @@ def _resolves(dotted: str) -> bool:
     return False
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda d: d.name)
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: str(d.relative_to(REPO)))
 def test_every_relative_link_in_the_docs_exists(doc: Path) -> None:
     links = [
         link.split("#")[0]
