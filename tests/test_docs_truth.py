@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -234,3 +235,12 @@ def test_twin_help_names_every_verb() -> None:
         [sys.executable, "-m", "twin.cli.main", "--help"], capture_output=True, text=True
     )
     assert all(re.search(rf"^\s+{verb}\s", done.stdout, re.M) for verb in main.VERBS)
+
+
+def test_the_changelogs_last_release_is_the_packages_version() -> None:
+    """The version is written once, in pyproject.toml; a release adds its section to
+    CHANGELOG.md (above it, what is not released yet)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    headings = re.findall(r"^## \[([^\]]+)\]", (REPO / "CHANGELOG.md").read_text(), re.M)
+    assert headings[0] == "Unreleased" and headings[1] == project["version"], headings
+    assert "version" not in project.get("dynamic", [])
