@@ -5,13 +5,16 @@ symbolic link."""
 from __future__ import annotations
 
 import logging
+import os
 import re
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
 
 from labs import cmdlog
 from tests.conftest import lab_name, twin_cli, write_lab
+from traffic.nsproc import NetnsChild
 from twin.cli.main import verb_of
 from twin.pytest_plugin import Twin
 
@@ -50,6 +53,23 @@ def test_a_netlink_batch_is_logged_done_or_failed(caplog: pytest.LogCaptureFixtu
     assert re.fullmatch(
         rf"netlink ns1: routes: failed \(\[Errno 22\] Invalid argument\) {MS}", second
     )
+
+
+def _hello(conn: Connection) -> None:
+    conn.send(("hello", os.getpid()))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (setns)")
+def test_a_forked_namespace_child_is_logged_with_its_exit(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="traffic.nsproc")
+    child = NetnsChild("/proc/self/ns/net", _hello, ())
+    pid = child.expect("hello", timeout_s=30)
+    child.close()
+    forked, ended = (r.getMessage() for r in caplog.records if r.name == "traffic.nsproc")
+    assert re.fullmatch(rf"_hello in /proc/self/ns/net: forked, pid {pid}, {MS}", forked)
+    assert re.fullmatch(r"_hello in /proc/self/ns/net: exit 0 after \d+\.\d{3} s", ended)
 
 
 def test_the_verb_is_found_after_the_log_files_path() -> None:
