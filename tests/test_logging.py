@@ -89,6 +89,12 @@ def test_verbose_shows_the_verb_on_stderr_and_no_debug(lab: Path) -> None:
     assert re.search(r"INFO twin\.cli\.logs: twin -v show ", done.stderr)
     assert re.search(r"INFO twin\.cli\.logs: twin show: exit 0 in \d+\.\d{3} s", done.stderr)
     assert "DEBUG" not in done.stderr
+    deployed = twin_cli("-v", "deploy", str(lab), "--backend", "fake")
+    try:
+        assert deployed.returncode == 0, deployed.stderr
+        assert deployed.stderr.count("computing the FIBs from the configs") == 1  # printed once
+    finally:
+        assert twin_cli("destroy", str(lab)).returncode == 0
     quiet = twin_cli("show", str(lab))
     assert quiet.returncode == 0 and "INFO" not in quiet.stderr
 
@@ -104,6 +110,10 @@ def test_log_file_keeps_the_log_and_stderr_stays_quiet(lab: Path, tmp_path: Path
         assert re.search(r"INFO twin\.cli\.logs: twin --log-file \S+ deploy ", kept)
         assert re.search(r"twin deploy: exit 0 in \d+\.\d{3} s", kept)
         assert "INFO" not in done.stderr
+        # the progress lines: printed on stderr, kept in the log
+        step = "computing the FIBs from the configs"
+        assert f"  .. {step}" in done.stderr
+        assert re.search(rf"INFO twin\.cli\.verbs\.deploy: {step}", kept)
     finally:
         assert twin_cli("destroy", str(lab)).returncode == 0
 

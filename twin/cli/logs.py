@@ -3,8 +3,9 @@
 `-v`/`--verbose` prints the steps of a verb on stderr (level INFO), `--debug` also every
 command and netlink batch a backend runs, with its duration and exit code (DEBUG, see
 `labs.cmdlog`); `--log-file PATH` appends everything down to DEBUG to PATH, whatever stderr
-shows (opened through `twin.safeio`: a symbolic link there is refused). Only the project's
-own loggers go below WARNING: libraries keep to their warnings.
+shows (opened through `twin.safeio`: a symbolic link there is refused), progress lines too
+(on stderr they are printed already). Only the project's own loggers go below WARNING:
+libraries keep to their warnings.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def configure(verbose: bool, debug: bool, log_file: str | None) -> None:
     formatter = logging.Formatter(FORMAT, DATE)
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     handlers[0].setLevel(shown)
+    handlers[0].addFilter(lambda record: not getattr(record, "printed", False))
     if log_file is not None:
         stream = io.TextIOWrapper(safeio.appending(Path(log_file)), line_buffering=True)
         handlers.append(logging.StreamHandler(stream))
