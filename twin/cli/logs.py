@@ -1,11 +1,11 @@
 """The log of a `twin` command (the standard `logging` module, one logger per module).
 
-`-v`/`--verbose` prints the steps of a verb on stderr (level INFO), `--debug` also every
-command and netlink batch a backend runs, with its duration and exit code (DEBUG, see
-`labs.cmdlog`); `--log-file PATH` appends everything down to DEBUG to PATH, whatever stderr
-shows (opened through `twin.safeio`: a symbolic link there is refused), progress lines too
-(on stderr they are printed already). Only the project's own loggers go below WARNING:
-libraries keep to their warnings.
+`-v`/`--verbose` logs at INFO on stderr (the command line, its exit code and time),
+`--debug` also every command and netlink batch a backend runs, with its duration and exit
+code (DEBUG, see `labs.cmdlog`); `--log-file PATH` appends everything down to DEBUG to PATH,
+whatever stderr shows (opened through `twin.safeio`: a symbolic link there is refused),
+progress lines too (on stderr they are printed already). Only the project's own loggers go
+below WARNING: libraries keep to their warnings.
 """
 
 from __future__ import annotations

@@ -85,7 +85,10 @@ def parser(arguments_of: Iterable[str] = VERBS) -> argparse.ArgumentParser:
     )
     top.add_argument("--version", action=_Version)
     top.add_argument(
-        "-v", "--verbose", action="store_true", help="log the verb's steps on stderr (INFO)"
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log at INFO on stderr (the command, its exit code and time)",
     )
     top.add_argument(
         "--debug",
