@@ -36,8 +36,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import fake_vs
 import yaml
+
+from tests import fake_vs
 
 DEFAULT_SUBNET = "172.20.20.0/24"
 """Containerlab's management subnet when the topology names none (docs/manual/network.md)."""
@@ -255,8 +256,9 @@ def install(where: Path) -> Path:
     where.mkdir()
     script = where / "containerlab"
     script.write_text(
-        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-        "import fake_clab\nsys.exit(fake_clab.main(sys.argv[1:]))\n"
+        f"#!{sys.executable}\nimport sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent.parent)!r})\n"
+        "from tests import fake_clab\nsys.exit(fake_clab.main(sys.argv[1:]))\n"
     )
     script.chmod(0o755)
     return where

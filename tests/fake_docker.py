@@ -42,8 +42,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-import fake_clab
-import fake_vs
+from tests import fake_clab, fake_vs
 
 API = "1.45"
 IMAGES = frozenset({"docker-sonic-vs:latest", "ghcr.io/hellt/network-multitool:latest"})
@@ -99,10 +98,6 @@ class Engine:
     def network(self, ref: str) -> dict[str, Any] | None:
         """A network by name or id."""
         return next((n for n in self.networks.values() if ref in (n["Name"], n["Id"])), None)
-        self.lock = threading.RLock()
-        self.raced: dict[str, int] = {}  # container -> the boot whose bgpcfgd took the lock
-        self.bfdd: set[str] = set()  # containers whose bfdd was started (detached)
-        self.held: list[str] = []  # containers whose attached exec never ended
 
     def alive(self, name: str) -> bool:
         """Whether a switch container's bgpd runs with its frr.conf pushed."""

@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import cli, wait_for
 
 from labs.backend import COUNTER_FIELDS, Fault
+from tests.conftest import cli, wait_for
 from twin.pytest_plugin import Twin
 
 SCENARIO = {

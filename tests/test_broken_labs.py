@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import lab_name
 
+from tests.conftest import lab_name
 from twin import labdir
 from twin.cli.main import main
 from twin.cli.verbs.run import DEFAULT_SCENARIO, REFERENCE

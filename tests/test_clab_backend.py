@@ -19,16 +19,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import fake_clab
-import fake_docker
-import fake_vs
 import pytest
 import yaml
-from conftest import lab_name, wait_for, write_lab
 
 from labs import processes, registry, state
 from labs.backend import Fault, FlowSpec, Phase, ProbePair
 from labs.clab import tools
+from tests import fake_clab, fake_docker, fake_vs
+from tests.conftest import lab_name, wait_for, write_lab
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.render import sonic_vs

@@ -16,12 +16,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import fake_clab
-import fake_docker
 import pytest
-from conftest import lab_name, write_lab
 
 from labs import processes
+from tests import fake_clab, fake_docker
+from tests.conftest import lab_name, write_lab
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import lab_name, write_lab
 
 from labs import registry, state
+from tests.conftest import lab_name, write_lab
 from twin.errors import LabError
 from twin.labdir import Lab
 

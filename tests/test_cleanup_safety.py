@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import lab_name, write_lab
 
 from labs import lifecycle, state
 from labs.netns import frr
+from tests.conftest import lab_name, write_lab
 from twin.cli import main as cli
 
 REAL_RMTREE: Callable[..., Any] = shutil.rmtree

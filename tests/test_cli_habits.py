@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, lab_name, write_lab
+
+from tests.conftest import REPO, lab_name, write_lab
 
 TWIN = Path(sys.executable).with_name("twin")
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import lab_name, write_lab
 
+from tests.conftest import lab_name, write_lab
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
 from validators import registry

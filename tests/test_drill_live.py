@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import lab_name, leftovers, root_and_frr, twin_cli, write_lab
+
+from tests.conftest import lab_name, leftovers, root_and_frr, twin_cli, write_lab
 
 pytestmark = pytest.mark.integration
 

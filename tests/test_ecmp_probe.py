@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, lab_name
 
 from labs import registry
 from labs.backend import COUNTER_FIELDS, Fault, quiet
+from tests.conftest import REPO, lab_name
 from twin import labdir
 from twin.errors import InputError
 from twin.intent import fabric as intent

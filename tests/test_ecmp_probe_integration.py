@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, lab_name, root_and_frr, running_twin, wait_for
 
 from labs import registry
+from tests.conftest import REPO, lab_name, root_and_frr, running_twin, wait_for
 from twin import labdir
 from twin.intent import fabric as intent
 from twin.labdir import Lab

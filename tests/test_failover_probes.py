@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import plan, root_and_frr, wait_for
 
 from labs.netns.faults import resolve_link
 from labs.netns.paths import UdpFlow, pin
 from labs.netns.udpprobe import FlowLoss, Probe
+from tests.conftest import plan, root_and_frr, wait_for
 from twin.pytest_plugin import Twin
 from twin.scenario.observations import Observations
 from twin.verdict import verdict

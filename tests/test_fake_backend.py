@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import lab_name, twin_cli, write_lab
 
 from labs import registry, state
 from labs.backend import COUNTER_FIELDS, Fault, quiet
+from tests.conftest import lab_name, twin_cli, write_lab
 from twin.labdir import Lab
 from twin.model.fib import applied
 from twin.model.routing import Routing

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import lab_name, root_and_frr, running_twin, wait_for, write_lab
-from test_validators_dynamic import SyntheticRun
 
 from labs.backend import Fault
 from labs.failures import Failures, Network
+from tests.conftest import lab_name, root_and_frr, running_twin, wait_for, write_lab
+from tests.test_validators_dynamic import SyntheticRun
 from twin.labdir import Lab
 from twin.model.fib import Fib, NextHop, to_json
 from twin.model.routing import Routing
@@ -224,5 +224,6 @@ def test_a_static_route_the_twin_does_not_install_fails(live: Twin) -> None:
 
 
 def hop(model: dict[str, Any], prefix: IPv4Network) -> NextHop:
+    first: NextHop
     (first,) = model["spine1"][prefix]
     return first

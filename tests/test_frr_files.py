@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import lab_name
 
 from labs import lifecycle
 from labs.netns import frr
+from tests.conftest import lab_name
 from twin.errors import LabError
 
 CONF = "frr defaults datacenter\nhostname leaf1\nrouter bgp 65001\n"

@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SMALL, lab_name, write_lab
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labs import state
 from labs.netns.plan import build
+from tests.conftest import SMALL, lab_name, write_lab
 from twin import labcheck
 from twin.cli import main as cli
 from twin.errors import TwinError

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import lab_name, leftovers, twin_cli, write_lab
 
 from labs.netns.plan import build
+from tests.conftest import lab_name, leftovers, twin_cli, write_lab
 from twin import labcheck
 from twin.cli import main as cli
 from twin.errors import InputError

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SHORT, TWIN, lab_name, twin_cli, write_lab
 
 from labs import events, lifecycle, state
 from labs.fake.backend import FakeBackend
+from tests.conftest import SHORT, TWIN, lab_name, twin_cli, write_lab
 from twin.cli import main as cli
 
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the run root)")

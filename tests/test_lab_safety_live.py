@@ -20,7 +20,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import (
+
+from labs import lifecycle
+from labs.netns import frr
+from tests.conftest import (
     TWIN,
     lab_name,
     leftovers,
@@ -32,9 +35,6 @@ from conftest import (
     wait_for,
     write_lab,
 )
-
-from labs import lifecycle
-from labs.netns import frr
 from twin.pytest_plugin import Twin
 
 pytestmark = [
@@ -131,7 +131,7 @@ def test_a_second_local_user_cannot_reach_a_switchs_control_sockets(
     assert lifecycle.RUN_ROOT.stat().st_mode & 0o022 == 0
 
 
-LONG = {
+LONG: dict[str, Any] = {
     "name": "long",
     "settle": 0,
     "traffic": [

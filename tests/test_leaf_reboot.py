@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import lab_name, root_and_frr, running_twin
 
 from labs.netns.faults import mlag_members
+from tests.conftest import lab_name, root_and_frr, running_twin
 from twin.labdir import Lab
 from twin.pytest_plugin import Twin
 from validators.examples import edit_json, generate

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import lab_name, twin_cli, write_lab
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.conftest import lab_name, twin_cli, write_lab
 from tests.simlab import paused_incast
 from twin.labdir import Lab
 from twin.metrics import CACHE_S

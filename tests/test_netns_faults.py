@@ -15,11 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from conftest import cli, ping, plan, wait_for
 
 from labs.netns.faults import Faults, resolve_link
 from labs.netns.paths import UdpFlow, pin
 from labs.netns.udpprobe import Probe
+from tests.conftest import cli, ping, plan, wait_for
 from twin.pytest_plugin import Twin
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (
+
+from labs.netns import frr
+from labs.netns import lifecycle as netns
+from tests.conftest import (
     TWIN,
     cli,
     lab_name,
@@ -35,9 +38,6 @@ from conftest import (
     twin_cli,
     write_lab,
 )
-
-from labs.netns import frr
-from labs.netns import lifecycle as netns
 from twin.cli import main as twin_main
 from twin.errors import LabError
 from twin.labdir import Lab

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import permutations
 
 import pytest
-from conftest import bgp_cli, cli, namespaces, ping, plan, snapshot, tagged
 
+from tests.conftest import bgp_cli, cli, namespaces, ping, plan, snapshot, tagged
 from twin.pytest_plugin import Twin
 
 pytestmark = pytest.mark.integration

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import alive, lab_name, twin_cli
 
 from labs.netns import netlink
+from tests.conftest import alive, lab_name, twin_cli
 
 pytestmark = [
     pytest.mark.integration,

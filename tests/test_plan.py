@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SMALL, write_lab
 
 from labs.netns.plan import Plan, Route, build, netns_name
+from tests.conftest import SMALL, write_lab
 from twin import labdir
 from twin.errors import LabError
 from twin.intent import fabric as intent

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 import yaml
 from matplotlib.colors import to_hex
-from test_ecmp_probe import FAKE, generate, play, scale_uplink
-from test_validators_dynamic import SyntheticRun, flow, probed
 
 from tests.simlab import paused_incast
+from tests.test_ecmp_probe import FAKE, generate, play, scale_uplink
+from tests.test_validators_dynamic import SyntheticRun, flow, probed
 from twin.labdir import Lab
+from twin.render.config_db import wred
 from twin.scenario.observations import Observations
 from twin.verdict import plots, sim_plots, verdict
 from validators import registry
@@ -128,7 +129,7 @@ def test_no_uplinks_plot_without_a_leaf_judged_from_counts(lab: Lab, tmp_path: P
 def test_loss_bars_are_the_failover_windows_coloured_by_verdict_with_their_limits(
     tmp_path: Path,
 ) -> None:
-    from test_validators_dynamic import generate_lab
+    from tests.test_validators_dynamic import generate_lab
 
     lab = generate_lab(tmp_path / "lab", "vplot")
     run = SyntheticRun(lab, name="lossy")
@@ -148,7 +149,7 @@ def sim_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Lab, Observations
     """A lossless incast on the small lab in simulated time, with a fault after its end; the
     ingress pool shrunk to 1 MB so that PGs reach XOFF."""
     fault = {"at": 0.5, "fault": "link-down", "link": "leaf1:spine1"}
-    checks = {"pfc_behaviour": {}, "ecn_behaviour": {}}
+    checks: dict[str, dict[str, Any]] = {"pfc_behaviour": {}, "ecn_behaviour": {}}
     run = paused_incast(tmp_path_factory.mktemp("simplots") / "lab", [fault], checks)
     lab = Lab.open(run.parent.parent)
     return lab, Observations.open(run)
@@ -163,7 +164,7 @@ def test_queue_plots_draw_the_thresholds_of_the_configs(sim_run: tuple[Lab, Obse
     port = ax.get_lines()[0].get_label().split(" ")[0]
     node, name = port.split(":")
     queue = int(ax.get_lines()[0].get_label().split()[-1])
-    kmin, kmax, _ = sim_plots.wred(lab.config_db(node), name, queue) or (0, 0, 0)
+    kmin, kmax, _ = wred(lab.config_db(node), name, queue) or (0, 0, 0)
     levels = {
         line.get_label().split()[0]: line.get_ydata()[0] * divisor
         for line in ax.get_lines()

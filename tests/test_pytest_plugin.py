@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import BACKENDS
+
+from tests.conftest import BACKENDS
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "test_my_fabric.py"

@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import lab_name, root_and_frr, running_twin, wait_for, write_lab
 
 from labs import registry
 from labs.backend import Fault
+from tests.conftest import lab_name, root_and_frr, running_twin, wait_for, write_lab
 from twin import labdir
 from twin.intent import fabric as intent
 from twin.labdir import Lab

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import lab_name, write_lab
 
+from tests.conftest import lab_name, write_lab
 from twin import labdir
 from twin.cli import main as cli
 from twin.cli.verbs.run import REFERENCE

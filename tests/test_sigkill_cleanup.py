@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import (
+
+from tests.conftest import (
     TWIN,
     alive,
     lab_name,

@@ -15,9 +15,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-from conftest import lab_name, write_lab
 
 from labs import state
+from tests.conftest import lab_name, write_lab
 from twin.cli import main as cli
 from twin.errors import LabError
 

@@ -16,10 +16,12 @@ children from a thread that outlives them.
 
 import contextlib
 import ctypes
+import logging
 import multiprocessing
 import os
 import signal
 import socket
+import time
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -29,6 +31,7 @@ from typing import Any
 TAG = "TWIN_LAB"
 """The environment variable naming the lab a process belongs to (read back by cleanup)."""
 _CTX = multiprocessing.get_context("fork")
+log = logging.getLogger(__name__)
 _SOCKET_BUFFER = 64 << 20
 # asm-generic values (x86-64, arm64); Python's socket module lacks these constants.
 SO_SNDBUFFORCE = 32
@@ -150,8 +153,12 @@ class NetnsChild:
             args=(netns, lab, os.getpid(), target, child_conn, args),
             daemon=True,
         )
+        self.started = time.monotonic()
+        self.what = f"{getattr(target, '__name__', 'child')} in {netns}"
         self.process.start()
         child_conn.close()
+        took = (time.monotonic() - self.started) * 1000
+        log.debug("%s: forked, pid %s, in %.1f ms", self.what, self.process.pid, took)
 
     def send(self, kind: str, value: object = None) -> None:
         """Message the child."""
@@ -187,3 +194,5 @@ class NetnsChild:
         if self.process.is_alive():
             self.process.terminate()
             self.process.join()
+        lived = time.monotonic() - self.started
+        log.debug("%s: exit %s after %.3f s", self.what, self.process.exitcode, lived)

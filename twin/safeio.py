@@ -117,13 +117,18 @@ def create(path: Path) -> Iterator[BinaryIO]:
 
 def append(path: Path, data: str) -> None:
     """Append to a file (made when missing)."""
+    with appending(path) as file:
+        file.write(data.encode())
+
+
+def appending(path: Path) -> BinaryIO:
+    """A file open for appending (made when missing); the caller closes it."""
     directory = open_dir(path.parent, create=True)
     try:
         fd = _open_in(directory, path.name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, path)
     finally:
         os.close(directory)
-    with os.fdopen(fd, "ab") as file:
-        file.write(data.encode())
+    return os.fdopen(fd, "ab")
 
 
 def remove(path: Path) -> None:

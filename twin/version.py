@@ -3,12 +3,12 @@ report is stamped with, so that a result says what produced it."""
 
 from __future__ import annotations
 
-import platform
-from importlib import metadata
-
 
 def version() -> str:
-    """The installed package's version (pyproject.toml's)."""
+    """The installed package's version (pyproject.toml's); read when asked (reading package
+    metadata costs more than the rest of `twin --help`)."""
+    from importlib import metadata
+
     try:
         return metadata.version("fabric-twin")
     except metadata.PackageNotFoundError:
@@ -18,6 +18,8 @@ def version() -> str:
 def stamp(backend: str | None = None) -> dict[str, str]:
     """What produced a result: the twin's version, the backend, and the platform facts the
     run used (kernel, Python)."""
+    import platform
+
     facts = {
         "twin_version": version(),
         "kernel": platform.release(),

@@ -17,7 +17,7 @@ import subprocess
 import time
 from typing import Any, ClassVar
 
-from labs import events, state
+from labs import cmdlog, events, state
 from labs.backend import Deployed, Fault, Phase, Played, Progress, Status, Timeline, quiet
 from labs.clab.tools import deploying, not_running
 from twin.errors import LabError
@@ -34,9 +34,7 @@ def kubectl(argv: list[str], timeout: float = 120) -> subprocess.CompletedProces
     path = shutil.which(KUBECTL)
     if path is None:
         raise LabError("kubectl is not installed (the clabernetes target needs a cluster)")
-    done = subprocess.run(
-        [path, *argv], capture_output=True, text=True, timeout=timeout, check=False
-    )
+    done = cmdlog.run([path, *argv], timeout=timeout)
     if done.returncode != 0:
         lines = (done.stderr or done.stdout).strip().splitlines()
         raise LabError(f"kubectl {' '.join(argv[:2])} failed: {lines[-1] if lines else ''}")
@@ -123,13 +121,7 @@ class ClabernetesBackend:
             raise LabError(f"lab {lab.name} has no node {node}")
         path = shutil.which(KUBECTL) or KUBECTL
         target = f"deploy/{lab.name}-{node}"
-        return subprocess.run(
-            [path, "exec", "-n", _namespace(lab), target, "--", *argv],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        return cmdlog.run([path, "exec", "-n", _namespace(lab), target, "--", *argv], timeout=120)
 
     def _unsupported(self, what: str) -> LabError:
         return LabError(f"the clabernetes target does not do {what} yet (use --backend clab)")

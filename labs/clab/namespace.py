@@ -20,6 +20,7 @@ from typing import Any
 from pyroute2 import IPRoute, NetlinkError
 from pyroute2 import netns as pyroute2_netns
 
+from labs import cmdlog
 from labs.backend import COUNTER_FIELDS
 from twin.errors import LabError
 
@@ -73,9 +74,7 @@ def run_inside(
 ) -> subprocess.CompletedProcess[str]:
     """Run a host tool in the namespace of process `pid` (the child is born there)."""
     with inside(pid):
-        return subprocess.run(
-            argv, input=stdin, capture_output=True, text=True, timeout=30, check=False
-        )
+        return cmdlog.run(argv, stdin=stdin, timeout=30)
 
 
 def _index(ipr: IPRoute, ifname: str) -> int:
@@ -87,8 +86,9 @@ def _index(ipr: IPRoute, ifname: str) -> int:
 
 def set_state(pid: int, ifname: str, up: bool) -> None:
     """Set an interface of the namespace up or down."""
-    with netlink(pid) as ipr:
-        ipr.link("set", index=_index(ipr, ifname), state="up" if up else "down")
+    state = "up" if up else "down"
+    with cmdlog.netlink(f"pid {pid}: {ifname} {state}"), netlink(pid) as ipr:
+        ipr.link("set", index=_index(ipr, ifname), state=state)
 
 
 def links(pid: int) -> dict[str, dict[str, Any]]:
@@ -113,7 +113,8 @@ def configure_host(pid: int, host: dict[str, Any]) -> str:
     kernel has `rdma_rxe`.
     """
     set_sysctls(pid, SERVER_SYSCTLS)
-    with netlink(pid) as ipr:
+    batch = f"pid {pid}: lo and {len(host['interfaces'])} NICs up, {len(host['routes'])} routes"
+    with cmdlog.netlink(batch), netlink(pid) as ipr:
         lo = _index(ipr, "lo")
         ipr.link("set", index=lo, state="up")
         address = host["address"].split("/")[0]

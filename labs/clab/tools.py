@@ -14,12 +14,13 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from labs import state
+from labs import cmdlog, state
 from twin.errors import LabError
 from twin.labdir import Lab
 
@@ -58,9 +59,7 @@ def topology(lab: Lab) -> Path:
 
 def run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """Run `containerlab ARGV...`; one line with its last error line when it fails."""
-    done = subprocess.run(
-        [binary(), *argv], capture_output=True, text=True, timeout=timeout, check=False
-    )
+    done = cmdlog.run([binary(), *argv], timeout=timeout)
     if done.returncode != 0:
         lines = (done.stderr or done.stdout).strip().splitlines()
         raise LabError(f"containerlab {' '.join(argv[:1])} failed: {lines[-1] if lines else ''}")
@@ -156,9 +155,12 @@ def exec_in(
     engine: docker.DockerClient, lab: Lab, node: str, argv: list[str]
 ) -> subprocess.CompletedProcess[str]:
     """Run a command in a node's container (an argv list, never through a shell)."""
+    started = time.monotonic()
     result = container(engine, lab, node).exec_run(argv, demux=True)
     out, err = result.output if isinstance(result.output, tuple) else (result.output, None)
-    return subprocess.CompletedProcess(argv, int(result.exit_code or 0), _text(out), _text(err))
+    code = int(result.exit_code or 0)
+    cmdlog.ended(["docker", "exec", container_name(lab.name, node), *argv], code, started)
+    return subprocess.CompletedProcess(argv, code, _text(out), _text(err))
 
 
 def _text(data: object) -> str:
@@ -167,7 +169,9 @@ def _text(data: object) -> str:
 
 def start_detached(engine: docker.DockerClient, lab: Lab, node: str, argv: list[str]) -> None:
     """Start a long-running command in a node's container and return at once."""
+    started = time.monotonic()
     container(engine, lab, node).exec_run(argv, detach=True)
+    cmdlog.detached(["docker", "exec", "-d", container_name(lab.name, node), *argv], started)
 
 
 def pid(engine: docker.DockerClient, lab: Lab, node: str) -> int:

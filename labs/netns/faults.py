@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from labs import events, processes, state
+from labs import cmdlog, events, processes, state
 from labs.backend import Fault
 from labs.netns import frr, netlink
 from labs.netns.lifecycle import exec_in
@@ -126,10 +126,7 @@ class Faults:
         the kernel has brought every end with carrier into service, and the on-link neighbours
         the twin routes to (a leaf's servers, a server's gateway) are restored before them."""
         for end in ends:
-            ns = self.plan.netns(end.node)
-            self.sockets[ns].link(
-                "set", index=self.sockets.index(ns, end.ifname), state="up" if up else "down"
-            )
+            self.sockets.set_state(self.plan.netns(end.node), end.ifname, up)
         every = [*ends, *(touched or [])]
         if up:
             self._in_service(every)
@@ -207,18 +204,22 @@ class Faults:
         """Drop every frame leaving these ends (iptables, both ends at once), or stop."""
         verb = "-A" if on else "-D"
         procs = []
+        started = time.monotonic()
         for end in ends:
             rules = "".join(
                 f"{verb} {chain} -o {end.ifname} -m comment --comment {CUT} -j DROP\n"
                 for chain in ("FORWARD", "OUTPUT")
             )
             argv = ["ip", "netns", "exec", self.plan.netns(end.node), "iptables-restore", "-n"]
-            procs.append((end, subprocess.Popen(argv, stdin=subprocess.PIPE, text=True)))
-            assert procs[-1][1].stdin
-            procs[-1][1].stdin.write(f"*filter\n{rules}COMMIT\n")
-            procs[-1][1].stdin.close()
-        for end, proc in procs:
-            if proc.wait(timeout=30) != 0:
+            proc = cmdlog.start(argv, stdin=subprocess.PIPE, text=True)
+            procs.append((end, argv, proc))
+            assert proc.stdin
+            proc.stdin.write(f"*filter\n{rules}COMMIT\n")
+            proc.stdin.close()
+        for end, argv, proc in procs:
+            code = proc.wait(timeout=30)
+            cmdlog.ended(argv, code, started)
+            if code != 0:
                 raise LabError(f"{end.node}: iptables-restore: cannot {'cut' if on else 'mend'}")
 
     def flap(self, spec: str, period: float, count: int, delay_ms: float = 0.0) -> dict[str, Any]:

@@ -4,10 +4,10 @@ back to SONiC ports by `labs.kernel.from_snapshot`."""
 from __future__ import annotations
 
 import json
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from labs import cmdlog
 from labs.kernel import from_snapshot
 from labs.netns.plan import netns_name
 from twin.labdir import Lab
@@ -17,12 +17,7 @@ from twin.model.wiring import Wiring
 
 def ip_route(lab: Lab, switch: str) -> list[dict[str, Any]]:
     """A switch's kernel routes, as `ip -j route` prints them."""
-    done = subprocess.run(
-        ["ip", "-n", netns_name(lab.name, switch), "-j", "route", "show"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = cmdlog.run(["ip", "-n", netns_name(lab.name, switch), "-j", "route", "show"])
     routes: list[dict[str, Any]] = json.loads(done.stdout or "[]")
     return routes
 

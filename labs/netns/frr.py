@@ -16,7 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from labs import lifecycle
+from labs import cmdlog, lifecycle
 from labs.netns.netlink import inside
 from twin import safeio
 from twin.errors import LabError
@@ -174,7 +174,7 @@ def start(
         out = _open_output(rundir / f"{daemon}.out.log")
         try:
             with inside(netns):
-                proc = subprocess.Popen(
+                proc = cmdlog.start(
                     args,
                     stdin=subprocess.DEVNULL,
                     stdout=out,
@@ -229,7 +229,7 @@ def apply(lab: str, node: str, timeout: float = 10) -> None:
     if "bfdd" in daemons(conf):
         _restrict(rundir / BFDCTL)
     args = [VTYSH, "--vty_socket", str(rundir), "-f", str(path)]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
+    done = cmdlog.run(args, timeout=timeout)
     if done.returncode != 0:
         raise LabError(f"{node}: frr.conf was refused: {(done.stdout + done.stderr).strip()[:300]}")
 
@@ -239,7 +239,7 @@ def vtysh(lab: str, node: str, *commands: str, timeout: float = 10) -> str:
     args = [VTYSH, "--vty_socket", str(run_dir(lab, node))]
     for command in commands:
         args += ["-c", command]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
+    done = cmdlog.run(args, timeout=timeout)
     if done.returncode != 0:
         raise LabError(
             f"{node}: vtysh {' / '.join(commands)}: {done.stderr.strip() or done.stdout.strip()}"

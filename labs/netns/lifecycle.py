@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from labs import events, lifecycle, processes, state
+from labs import cmdlog, events, lifecycle, processes, state
 from labs.backend import Progress, quiet
 from labs.netns import frr, neighbours, netlink
 from labs.netns.cleanup import cleanup, namespaces_of
@@ -44,14 +44,7 @@ def _ns_exec(
     stdin: str | None = None,
     timeout: float = 30,
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["ip", "netns", "exec", netns, *argv],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return cmdlog.run(["ip", "netns", "exec", netns, *argv], stdin=stdin, timeout=timeout)
 
 
 def proxy_arp_sysctls(interfaces: list[str]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pyroute2 import IPRoute, NetlinkError, netns
 
+from labs import cmdlog
 from labs.netns.plan import Node, Route, Veth
 
 NETNS_DIR = Path("/var/run/netns")
@@ -140,16 +141,28 @@ class Sockets:
 
     def veth(self, a_ns: str, veth: Veth, b_ns: str) -> None:
         """Create a veth pair with one end in each namespace."""
-        self[a_ns].link(
-            "add",
-            ifname=veth.a_if,
-            kind="veth",
-            peer={"ifname": veth.b_if, "net_ns_fd": str(NETNS_DIR / b_ns)},
-        )
+        with cmdlog.netlink(f"{a_ns}: veth {veth.a_if} to {b_ns} {veth.b_if}"):
+            self[a_ns].link(
+                "add",
+                ifname=veth.a_if,
+                kind="veth",
+                peer={"ifname": veth.b_if, "net_ns_fd": str(NETNS_DIR / b_ns)},
+            )
+
+    def set_state(self, name: str, ifname: str, up: bool) -> None:
+        """Set an interface admin up or down."""
+        state = "up" if up else "down"
+        with cmdlog.netlink(f"{name}: {ifname} {state}"):
+            self[name].link("set", index=self.index(name, ifname), state=state)
 
     def configure(self, node: Node) -> None:
         """Addresses, MTUs and link state of one namespace (its routes are installed by
         `routes` once every namespace's links are up, so that carriers can be read)."""
+        what = f"{node.netns}: {len(node.mtu)} links, {len(node.addresses)} addresses"
+        with cmdlog.netlink(what):
+            self._configure(node)
+
+    def _configure(self, node: Node) -> None:
         sock = self[node.netns]
         sock.link("set", index=self.index(node.netns, "lo"), state="up")
         for ifname, mtu in node.mtu.items():
@@ -170,6 +183,10 @@ class Sockets:
     def routes(self, node: Node, only_dev: str | None = None) -> None:
         """Install the node's static routes (those on `only_dev` when given), and remove those
         held by carriers none of which is up; idempotent."""
+        with cmdlog.netlink(f"{node.netns}: routes" + (f" on {only_dev}" if only_dev else "")):
+            self._routes(node, only_dev)
+
+    def _routes(self, node: Node, only_dev: str | None) -> None:
         sock = self[node.netns]
         for route in node.routes:
             devs = {route.dev, *route.carriers} | {dev for _, dev in route.gateways}
@@ -205,7 +222,8 @@ class Sockets:
     def neighbour(self, name: str, ifname: str, address: str, mac: str) -> None:
         """Hold `address` as reachable at `mac` on an interface (replacing what was there)."""
         index = self.index(name, ifname)
-        self[name].neigh("replace", dst=address, lladdr=mac, ifindex=index, state=NUD_REACHABLE)
+        with cmdlog.netlink(f"{name}: neighbour {address} at {mac} on {ifname}"):
+            self[name].neigh("replace", dst=address, lladdr=mac, ifindex=index, state=NUD_REACHABLE)
 
     def _route_args(self, ns: str, route: Route) -> dict[str, object]:
         args: dict[str, object] = {"dst": route.dst}

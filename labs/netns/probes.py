@@ -9,10 +9,10 @@ locally.
 from __future__ import annotations
 
 import re
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from labs import cmdlog
 from labs.netns.plan import netns_name
 from labs.processes import lab_env
 from twin.labdir import Lab
@@ -67,12 +67,9 @@ def ping_all(lab: Lab) -> list[dict[str, Any]]:
     def one(src: str) -> list[dict[str, Any]]:
         jumbo = int(lab.host(src)["mtu"]) - ICMP_OVERHEAD
         targets = [ip for s, ip in addresses.items() if s != src]
-        done = subprocess.run(
+        done = cmdlog.run(
             ["ip", "netns", "exec", netns_name(lab.name, src), "sh"],
-            input=_script(targets, jumbo),
-            capture_output=True,
-            text=True,
-            check=False,
+            stdin=_script(targets, jumbo),
             timeout=30 + 2 * len(targets),
             env=lab_env(lab.name),
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from labs import cmdlog
 from labs.flows import Servers
 from labs.netns.faults import resolve_link
 from labs.netns.plan import build, netns_name, port_names
@@ -34,7 +35,7 @@ def start_captures(lab: Lab, links: list[str], out: Path) -> list[subprocess.Pop
         port = port_names(lab, end.node).get(end.ifname, end.ifname)
         pcap = out / "capture" / f"{end.node}_{port}.pcap"
         started.append(
-            subprocess.Popen(
+            cmdlog.start(
                 [
                     "ip",
                     "netns",

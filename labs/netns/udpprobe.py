@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from labs import cmdlog
 from labs.netns.paths import UdpFlow
 from labs.netns.plan import Plan
 from labs.processes import lab_env
@@ -154,7 +155,7 @@ class Probe:
         self.started = self.ended = self.ends = 0.0
 
     def _spawn(self, netns: str, script: str, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
+        return cmdlog.start(
             ["ip", "netns", "exec", netns, sys.executable, "-c", script, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

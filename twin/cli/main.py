@@ -55,7 +55,18 @@ EXIT_CODES = """exit codes (every verb):
   0  all good: every verdict passed (or not observable), no regression
   1  a verdict failed, or (diff, drill) a regression or a fault that fails a validator
   2  bad input: one line naming the file, the key and what is wrong; nothing was started
-  3  internal error: one line (TWIN_DEBUG=1 prints the traceback too)"""
+  3  internal error: one line (--debug or TWIN_DEBUG=1 prints the traceback too)"""
+
+
+class _Version(argparse.Action):
+    """`--version`: the version is read only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str) -> None:
+        super().__init__(option_strings, argparse.SUPPRESS, nargs=0, help="print the version")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"twin {version()}")
+        parser.exit()
 
 
 def module_of(verb: str) -> str:
@@ -72,7 +83,24 @@ def parser(arguments_of: Iterable[str] = VERBS) -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    top.add_argument("--version", action="version", version=f"twin {version()}")
+    top.add_argument("--version", action=_Version)
+    top.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log at INFO on stderr (the command, its exit code and time)",
+    )
+    top.add_argument(
+        "--debug",
+        action="store_true",
+        help="log every command and netlink batch a backend runs, with its duration and exit "
+        "code (DEBUG); an internal error's traceback",
+    )
+    top.add_argument(
+        "--log-file",
+        metavar="PATH",
+        help="append the log, down to DEBUG, to PATH (a symbolic link is refused)",
+    )
     verbs = top.add_subparsers(dest="verb", metavar="VERB")
     wanted = set(arguments_of)
     for name, text in VERBS.items():
@@ -84,14 +112,43 @@ def parser(arguments_of: Iterable[str] = VERBS) -> argparse.ArgumentParser:
     return top
 
 
+def verb_of(given: Sequence[str]) -> str | None:
+    """The verb of a command line: its first word that is neither an option nor the value of
+    `--log-file`."""
+    words = iter(given)
+    for word in words:
+        if word == "--log-file":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `twin` console script."""
     given = list(sys.argv[1:] if argv is None else argv)
-    verb = next((a for a in given if not a.startswith("-")), None)
+    verb = verb_of(given)
     args = parser([verb] if verb in VERBS else []).parse_args(given)
     if args.verb is None:
         parser([]).print_help()
         return 2
+    if not (args.verbose or args.debug or args.log_file):
+        return dispatch(args)
+    from twin.cli import logs
+
+    try:
+        logs.configure(args.verbose, args.debug, args.log_file)
+    except TwinError as exc:
+        refuse(str(exc))
+        return 2
+    except OSError as exc:
+        refuse(f"{args.log_file}: {exc.strerror or exc}")
+        return 2
+    return logs.logged(args.verb, given, lambda: dispatch(args))
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the verb; its exit code (every error is one line on stderr)."""
     try:
         with signals.orderly():
             code: int = args.func(args)
@@ -112,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         refuse(str(exc))
         return INTERNAL
     except Exception as exc:
-        if os.environ.get("TWIN_DEBUG"):
+        if os.environ.get("TWIN_DEBUG") or args.debug:
             traceback.print_exc()
         refuse(str(InternalError(f"twin {args.verb}", exc)))
         return INTERNAL

@@ -1,4 +1,4 @@
-"""What a lab's configs (as `twin.wiring.Wiring` reads them) make routing converge to
+"""What a lab's configs (as `twin.model.wiring.Wiring` reads them) make routing converge to
 (`Routing`):
 
 - an interface (INTERFACE, PORTCHANNEL_INTERFACE, VLAN_INTERFACE, LOOPBACK_INTERFACE) is up

@@ -61,6 +61,10 @@ def verbs() -> list[Verb]:
     return found
 
 
+TOP = "--help --version --verbose --debug --log-file"
+"""The options before the verb."""
+
+
 def bash(all_verbs: list[Verb]) -> str:
     """The bash script (zsh runs it through bashcompinit)."""
     cases = []
@@ -79,7 +83,7 @@ def bash(all_verbs: list[Verb]) -> str:
 _twin() {{
   local cur=${{COMP_WORDS[COMP_CWORD]}} prev=${{COMP_WORDS[COMP_CWORD-1]}} opts= words=
   if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W '{names} --help --version' -- "$cur")); return
+    COMPREPLY=($(compgen -W '{names} {TOP}' -- "$cur")); return
   fi
   case ${{COMP_WORDS[1]}} in
 {chr(10).join(cases)}
@@ -107,7 +111,13 @@ def _fish_quote(text: str) -> str:
 
 def fish(all_verbs: list[Verb]) -> str:
     """The fish script."""
-    lines = ["# twin completion for fish", "complete -c twin -f -l version -d 'print the version'"]
+    lines = [
+        "# twin completion for fish",
+        "complete -c twin -f -l version -d 'print the version'",
+        "complete -c twin -f -s v -l verbose -d 'log the steps (INFO)'",
+        "complete -c twin -f -l debug -d 'log every command a backend runs (DEBUG)'",
+        "complete -c twin -r -l log-file -d 'append the log to PATH'",
+    ]
     for v in all_verbs:
         lines.append(
             f"complete -c twin -n __fish_use_subcommand -a {v.name} -d {_fish_quote(v.help)}"

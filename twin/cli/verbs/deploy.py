@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -14,6 +15,7 @@ from twin.cli.serve import add_metrics, serve_until_gone
 from twin.labdir import Lab
 
 HELP = "start a live twin of a lab directory (default backend netns: namespaces, veths, FRR)"
+log = logging.getLogger(__name__)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,9 +32,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def progress(message: str) -> None:
-    """Progress lines on stderr (clearing a progress bar drawn on the same terminal line)."""
+    """Progress lines on stderr (clearing a progress bar drawn on the same terminal line), and
+    in the log at INFO (`--log-file`; not again on stderr)."""
     clear = "\r\033[K" if sys.stderr.isatty() else ""
     print(f"{clear}  .. {message}", file=sys.stderr, flush=True)
+    log.info("%s", message, extra={"printed": True})
 
 
 def run(args: argparse.Namespace) -> int:
