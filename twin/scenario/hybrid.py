@@ -21,7 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from labs.backend import Backend, Progress
+from labs.backend import Progress
+from labs.lifecycle import Managed
 from twin import safeio
 from twin.labdir import Lab
 from twin.scenario import plan
@@ -58,7 +59,7 @@ def _on_scenario_clock(obs: Observations, scenario: Scenario) -> list[tuple[str,
 
 
 def add_data_plane(
-    run_dir: Path, lab: Lab, scenario: Scenario, sim: Backend, progress: Progress
+    run_dir: Path, lab: Lab, scenario: Scenario, sim: Managed, progress: Progress
 ) -> None:
     """Simulate the data plane of a live run from its FIB snapshots; add it to the run."""
     obs = Observations.open(run_dir)
