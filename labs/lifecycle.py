@@ -144,11 +144,16 @@ def release(lab: str) -> None:
         path.rmdir()
 
 
-def forget(lab: str, lab_dir: Path | None) -> None:
-    """Forget the lab's twin: its state file (in `lab_dir`, and in the lab directory its
-    deploy recorded, where either is this lab's) and its run directory."""
+def lab_dirs(lab: str, lab_dir: Path | None) -> set[Path]:
+    """Where the lab's state file may be: `lab_dir`, and the lab directory its deploy
+    recorded (read before its backend removes the run directory with the record)."""
     record = owner(lab)
-    dirs = {d for d in (lab_dir, Path(record.lab_dir) if record else None) if d is not None}
+    return {d for d in (lab_dir, Path(record.lab_dir) if record else None) if d is not None}
+
+
+def forget(lab: str, dirs: set[Path]) -> None:
+    """Forget the lab's twin: its state file in each of `dirs` where it is this lab's, and
+    its run directory."""
     for directory in dirs:
         if own_state(lab, directory) is not None:
             state.clear(directory)
@@ -207,8 +212,8 @@ def own_state(lab: str, lab_dir: Path | None) -> state.State | None:
 def status(lab: str) -> str:
     """`deploying` (its deploying process lives; `in use by its run` when that is a `twin
     run` that destroys it at its end, and `left over` once that run is gone), `running` (its
-    state says running and its processes live, or it recorded none: a fake, sim or container
-    twin), `unknown` (processes of it live, but no record or state file says what they are:
+    state says running and its processes live, or its backend says it is up: a fake, sim or
+    container twin), `unknown` (processes of it live, but no record or state file says what they are:
     its lab directory moved, say) or `left over` (nothing of it lives, or its state says its
     deploy died)."""
     record = owner(lab)
@@ -222,7 +227,20 @@ def status(lab: str) -> str:
     st = own_state(lab, Path(record.lab_dir))
     if st is None:
         return "unknown" if alive else "left over"
-    return "running" if st.status == "running" and (alive or not st.pids) else "left over"
+    if st.status != "running":
+        return "left over"
+    return "running" if alive or _up(record) else "left over"
+
+
+def _up(record: Owner) -> bool:
+    """Whether the backend of the record says its twin is up (a fake, sim or container twin
+    runs no process of this machine's; one it cannot read is not)."""
+    from labs import registry  # the registry wraps backends in this module's lifecycle
+
+    try:
+        return registry.get(record.backend).running(Lab.open(Path(record.lab_dir)))
+    except TwinError:
+        return False
 
 
 def check_owner(
@@ -363,15 +381,17 @@ class Managed:
         return removed
 
     def _remove(self, lab: Lab) -> dict[str, int]:
+        dirs = lab_dirs(lab.name, lab.path)
         removed = self.backend.remove(lab)
-        forget(lab.name, lab.path)
+        forget(lab.name, dirs)
         return removed
 
     def cleanup(self, lab: str, lab_dir: Path | None = None) -> dict[str, int]:
         """Remove the leftovers of lab `lab` (by name; the caller checked its owner) and forget
         its twin; what was removed."""
+        dirs = lab_dirs(lab, lab_dir)
         removed = self.backend.cleanup(lab)
-        forget(lab, lab_dir)
+        forget(lab, dirs)
         return removed
 
     def live(self, lab: Lab) -> None:

@@ -94,8 +94,9 @@ def test_apply_wait_ready_and_delete(tmp_path: Path, monkeypatch: pytest.MonkeyP
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     file = str(lab.path / "clabernetes.yml")
     get = ["get", "topology", lab.name, "-n", f"twin-{lab.name}", "-o", "json"]
-    assert calls[:2] == [["config", "current-context"], ["apply", "-f", file]]
-    assert calls[2:-1] == [get] * (len(calls) - 3) and len(calls) >= 8  # polled until ready
+    context = ["config", "current-context"]
+    assert calls[:3] == [context, context, ["apply", "-f", file]]  # checked, then applied
+    assert calls[3:-1] == [get] * (len(calls) - 4) and len(calls) >= 9  # polled until ready
     assert calls[-1] == ["delete", "-f", file, "--ignore-not-found"]
     docs = list(yaml.safe_load_all(Path(file).read_text()))
     assert docs[-1]["metadata"] == {"name": lab.name, "namespace": f"twin-{lab.name}"}
