@@ -6,10 +6,10 @@ later and are how heavy libraries stay out of the CLI's start-up).
 
 Packages: with the documented interface edges left out, no top-level package depends on
 itself through another, and nothing outside a backend's folder imports its modules (`twin
-cleanup` too reaches a backend through `Backend.cleanup`). The interface edges are the modules everything
-else is written against: the backend interface and registry (with the lab's event log and
-state file) that `twin`'s scenario player, CLI and pytest plugin call, and the validator
-registry and result type that `twin`'s verdict calls.
+cleanup` too reaches a backend through `Backend.cleanup`). The interface edges are the modules
+everything else is written against: the backend interface, registry and lifecycle (with the
+lab's event log and state file) that `twin`'s scenario player, CLI and pytest plugin call,
+and the validator registry and result type that `twin`'s verdict calls.
 
 The CLI's verbs are listed in `twin.cli.main.VERBS` (so that `twin --help` imports none of
 them): the list and the modules agree.
