@@ -289,6 +289,10 @@ class Backend(Protocol):
 
     name: ClassVar[str]
     capabilities: ClassVar[frozenset[str]]
+    claims_name: ClassVar[bool]
+    """Whether a twin holds what is named after its lab on this machine or cluster
+    (namespaces, containers): then one twin of a name runs at a time, and the lifecycle
+    records which lab directory deployed it."""
 
     def check(self, lab: Lab) -> None:
         """Refuse, before anything is created, a lab this backend cannot run here (a tool or

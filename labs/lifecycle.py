@@ -8,8 +8,12 @@ directory, lets the backend refuse what it cannot run, then records the deploy (
 directory with its owner, the state file) before the backend creates anything, and on success
 marks it running and logs one `deployed` event; any failure on the way removes what was made.
 Destroy, fault and exec refuse a lab directory other than the one that deployed the running
-twin; destroy and cleanup forget the twin (state file, run directory) after the backend
-removed it, and `twin cleanup` reaches a backend's leftovers only through `Backend.cleanup`.
+twin, where a twin holds what is named after its lab on the machine or cluster (netns
+namespaces, containers, a cluster namespace: `Backend.claims_name`); a fake or sim twin is
+only records in its lab directory, so same-named copies of a lab run side by side (a drill's
+cases, a review's two sides) and each is its directory's own. Destroy and cleanup forget the
+twin (state file, run directory) after the backend removed it, and `twin cleanup` reaches a
+backend's leftovers only through `Backend.cleanup`.
 
 The events a lifecycle logs (`labs.events`), one schema on every backend:
 `deployed` {backend, nodes, sessions, converged_s, details (the backend's own figures)} and
@@ -151,13 +155,14 @@ def lab_dirs(lab: str, lab_dir: Path | None) -> set[Path]:
     return {d for d in (lab_dir, Path(record.lab_dir) if record else None) if d is not None}
 
 
-def forget(lab: str, dirs: set[Path]) -> None:
+def forget(lab: str, dirs: set[Path], claimed: bool = True) -> None:
     """Forget the lab's twin: its state file in each of `dirs` where it is this lab's, and
-    its run directory."""
+    its run directory when its deploy `claimed` the lab's name."""
     for directory in dirs:
         if own_state(lab, directory) is not None:
             state.clear(directory)
-    release(lab)
+    if claimed:
+        release(lab)
 
 
 _transient = [False]
@@ -213,9 +218,9 @@ def status(lab: str) -> str:
     """`deploying` (its deploying process lives; `in use by its run` when that is a `twin
     run` that destroys it at its end, and `left over` once that run is gone), `running` (its
     state says running and its processes live, or its backend says it is up: a fake, sim or
-    container twin), `unknown` (processes of it live, but no record or state file says what they are:
-    its lab directory moved, say) or `left over` (nothing of it lives, or its state says its
-    deploy died)."""
+    container twin), `unknown` (processes of it live, but no record or state file says what
+    they are: its lab directory moved, say) or `left over` (nothing of it lives, or its state
+    says its deploy died)."""
     record = owner(lab)
     alive = bool(processes.tagged(lab))
     if record is None:
@@ -336,8 +341,10 @@ class Managed:
         self.force_owner = force_owner
 
     def check(self, lab: Lab) -> None:
-        """Refuse a lab directory other than the one that deployed the lab's running twin."""
-        check_owner(lab.name, lab.path, self.force_owner)
+        """Refuse a lab directory other than the one that deployed the lab's running twin
+        (where twins hold the lab's name: a fake or sim twin is its lab directory's own)."""
+        if self.backend.claims_name:
+            check_owner(lab.name, lab.path, self.force_owner)
 
     def deploy(
         self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
@@ -348,9 +355,12 @@ class Managed:
         if recorded is not None and (recorded.backend != self.name or self.running(lab)):
             on = "" if recorded.backend == self.name else f" on the {recorded.backend} backend"
             raise LabError(f"lab {lab.name} is already running{on} ({lab.path}); destroy it first")
-        check_owner(lab.name, lab.path, hint="twin destroy that directory first")
+        claims = self.backend.claims_name
+        if claims:
+            check_owner(lab.name, lab.path, hint="twin destroy that directory first")
         self.backend.check(lab)
-        claim(lab.name, lab.path, self.name)
+        if claims:
+            claim(lab.name, lab.path, self.name)
         record = state.Record(lab.path, state.State(lab.name, self.name))
         try:
             record.save()
@@ -381,17 +391,19 @@ class Managed:
         return removed
 
     def _remove(self, lab: Lab) -> dict[str, int]:
-        dirs = lab_dirs(lab.name, lab.path)
+        claims = self.backend.claims_name
+        dirs = lab_dirs(lab.name, lab.path) if claims else {lab.path}
         removed = self.backend.remove(lab)
-        forget(lab.name, dirs)
+        forget(lab.name, dirs, claims)
         return removed
 
     def cleanup(self, lab: str, lab_dir: Path | None = None) -> dict[str, int]:
         """Remove the leftovers of lab `lab` (by name; the caller checked its owner) and forget
         its twin; what was removed."""
-        dirs = lab_dirs(lab, lab_dir)
+        claims = self.backend.claims_name
+        dirs = lab_dirs(lab, lab_dir) if claims else {d for d in (lab_dir,) if d is not None}
         removed = self.backend.cleanup(lab)
-        forget(lab, dirs)
+        forget(lab, dirs, claims)
         return removed
 
     def live(self, lab: Lab) -> None:

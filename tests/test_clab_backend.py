@@ -80,7 +80,10 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fakes]:
     lab = Lab.open(write_lab(tmp_path / name, name))
     topology = lab.path / "topology.clab.yml"
     with fake_docker.with_containerlab(tmp_path, monkeypatch, topology) as (fake, engine, server):
-        yield Fakes(lab, fake, engine, server.routing)
+        try:
+            yield Fakes(lab, fake, engine, server.routing)
+        finally:  # a twin a test left deployed: its run directory (the fake removes the rest)
+            registry.get("clab").cleanup(name, lab.path)
 
 
 # --------------------------------------------------------------------------- deploy, faults

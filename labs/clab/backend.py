@@ -64,6 +64,7 @@ class ClabBackend:
     """A lab as containerlab containers: docker-sonic-vs switches, Linux servers."""
 
     name: ClassVar[str] = "clab"
+    claims_name: ClassVar[bool] = True
     capabilities: ClassVar[frozenset[str]] = frozenset({"fib", "bgp", "counters", "flows"})
 
     def check(self, lab: Lab) -> None:

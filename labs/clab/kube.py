@@ -53,6 +53,7 @@ class ClabernetesBackend:
     """A lab as a Clabernetes Topology on the cluster `kubectl` is configured for."""
 
     name: ClassVar[str] = "clabernetes"
+    claims_name: ClassVar[bool] = True
     capabilities: ClassVar[frozenset[str]] = frozenset()
 
     def _topology(self, lab: Lab) -> dict[str, Any]:

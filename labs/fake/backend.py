@@ -65,6 +65,7 @@ class FakeBackend(ModelledBackend):
     """A lab as the routing model sees it."""
 
     name: ClassVar[str] = "fake"
+    claims_name: ClassVar[bool] = False
     capabilities: ClassVar[frozenset[str]] = frozenset(
         {"fib", "counters", "flows", "failover-probes"}
     )

@@ -41,6 +41,7 @@ class NetnsBackend:
     """A lab as network namespaces, veth pairs and FRR daemons (root needed)."""
 
     name: ClassVar[str] = "netns"
+    claims_name: ClassVar[bool] = True
     capabilities: ClassVar[frozenset[str]] = frozenset(
         {"fib", "bgp", "counters", "flows", "pcap", "probes", "failover-probes", "daemons"}
     )

@@ -74,6 +74,7 @@ class SimBackend(ModelledBackend):
     """A lab's data plane in the packet-level simulator."""
 
     name: ClassVar[str] = "sim"
+    claims_name: ClassVar[bool] = False
     capabilities: ClassVar[frozenset[str]] = frozenset(
         {"fib", "counters", "flows", "queues", "pfc", "ecn", "deadlock", "iterations"}
     )
