@@ -15,28 +15,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import conftest
 import fake_clab
 import fake_docker
 import fake_kubectl
 import pytest
-from conftest import lab_name, leftovers, root_and_frr, twin_cli, write_lab
+from conftest import lab_name, leftovers, twin_cli, write_lab
 
 from twin.labdir import Lab
 
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the fake's namespaces)")
-BACKENDS = [
-    pytest.param(
-        "netns",
-        marks=[
-            pytest.mark.integration,
-            pytest.mark.skipif(root_and_frr() is not None, reason=str(root_and_frr())),
-        ],
-    ),
-    "fake",
-    "sim",
-    pytest.param("clab", marks=ROOT),
-    "clabernetes",
-]
+BACKENDS = [*conftest.BACKENDS, pytest.param("clab", marks=ROOT), "clabernetes"]
+"""The backend-neutral tests' backends (netns live, fake, sim), and the two through fakes."""
 
 
 @dataclass
