@@ -43,7 +43,7 @@ class Env:
     @property
     def name(self) -> str:
         """The lab's name."""
-        return Lab.open(self.path).name
+        return str(Lab.open(self.path).name)
 
 
 def _logged(log: Path) -> list[list[str]]:
