@@ -34,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from labs import processes
+from labs import processes, registry
 from labs.netns import cleanup
 from labs.netns import lifecycle as netns
 from twin import labdir
@@ -95,19 +95,19 @@ def once(lab: Lab, timeout: float | None) -> Run:
     """Deploy, measure, destroy."""
     try:
         start = time.perf_counter()
-        figures = netns.deploy(lab, timeout)
+        up = registry.get("netns").deploy(lab, timeout=timeout)
         converged = time.perf_counter() - start
         pids = processes.tagged(lab.name)
         daemons_mb = sum(rss_mb(pid) for pid in pids)
     finally:
         start = time.perf_counter()
-        netns.destroy(lab)
+        registry.get("netns").destroy(lab)
         destroyed = time.perf_counter() - start
         if cleanup.namespaces_of(lab.name) or processes.tagged(lab.name):
-            cleanup.cleanup(lab.name)
+            registry.get("netns").cleanup(lab.name, lab.path)
             raise SystemExit(f"{lab.name}: destroy left something behind (cleaned up)")
     bench_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return Run(converged, destroyed, daemons_mb, bench_mb, len(pids), figures["bgp_sessions"])
+    return Run(converged, destroyed, daemons_mb, bench_mb, len(pids), up.sessions)
 
 
 def main() -> int:

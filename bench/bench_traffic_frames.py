@@ -128,7 +128,7 @@ def _tcpreplay(ns: str, iface: str, frames: Sequence[bytes]) -> float:
 @contextmanager
 def small_fabric() -> Iterator[list[Endpoint]]:
     """The small example fabric deployed under a bench-only name; always destroyed."""
-    from labs.netns import lifecycle as twin_netns
+    from labs import registry
     from labs.netns.plan import netns_name
     from twin import labdir
     from twin.intent import fabric as intent
@@ -138,6 +138,7 @@ def small_fabric() -> Iterator[list[Endpoint]]:
     with tempfile.TemporaryDirectory() as tmp:
         labdir.generate(fabric, Path(tmp) / "lab")
         lab = labdir.Lab.open(Path(tmp) / "lab")
+        twin_netns = registry.get("netns")
         twin_netns.deploy(lab)
         try:
             yield [

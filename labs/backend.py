@@ -1,10 +1,12 @@
 """The backend interface: what every way of running a lab offers (netns, sim, clab, fake).
 
-A backend is one folder `labs/<name>/` and one line in `labs.registry`. Everything outside its
-folder (the CLI verbs, the scenario player, the pytest plugin, the validators) uses only what
-this module defines, and every observation a backend returns is in the project's own neutral
-form: nodes by their design names, ports by their SONiC names (`Ethernet8`, `PortChannel101`),
-FIBs as `twin.model.fib.Fib`, never a tool's raw output.
+A backend is one folder `labs/<name>/` (Clabernetes, the clab backend's cluster target, shares
+`labs/clab/`) and one line in `labs.registry`. Everything outside its folder (the CLI verbs,
+the scenario player, the pytest plugin, the validators) uses only what this module defines,
+through `labs.lifecycle.Managed` (the checks and records around every backend's verbs), and
+every observation a backend returns is in the project's own neutral form: nodes by their
+design names, ports by their SONiC names (`Ethernet8`, `PortChannel101`), FIBs as
+`twin.model.fib.Fib`, never a tool's raw output.
 
 A backend runs its traffic either against the wall clock (netns, clab: `traffic` starts and
 stops a phase's flows while `fault` fires on the same clock; `labs.timeline` plays a scenario
@@ -19,11 +21,14 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from twin.labdir import Lab
 from twin.model.fib import Fib
 from twin.scenario.records import Counters, Event, FaultRecord, FlowRecord, PhaseRecord
+
+if TYPE_CHECKING:
+    from labs.state import Record
 
 Progress = Callable[[str], None]
 
@@ -278,18 +283,38 @@ COUNTER_FIELDS = ["rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_droppe
 
 
 class Backend(Protocol):
-    """One way of running a lab. Every verb takes the lab directory it acts on."""
+    """One way of running a lab: what `labs/<name>/` implements. Every verb takes the lab
+    directory it acts on. Nothing calls these verbs but `labs.lifecycle.Managed`, which wraps
+    them (the checks before a deploy, the lab's owner, its state file and event log) and is
+    what `labs.registry.get` gives everyone else."""
 
     name: ClassVar[str]
     capabilities: ClassVar[frozenset[str]]
+    claims_name: ClassVar[bool]
+    """Whether a twin holds what is named after its lab on this machine or cluster
+    (namespaces, containers): then one twin of a name runs at a time, and the lifecycle
+    records which lab directory deployed it."""
 
-    def deploy(self, lab: Lab, progress: Progress, timeout: float | None = None) -> Deployed:
-        """Bring the lab up and wait (at most `timeout` s, else the backend's default for the
-        lab's size) until it has converged; refuses a running lab."""
+    def check(self, lab: Lab) -> None:
+        """Refuse, before anything is created, a lab this backend cannot run here (a tool or
+        image missing, leftovers of another run in the way)."""
         ...
 
-    def destroy(self, lab: Lab) -> dict[str, int]:
+    def create(
+        self, lab: Lab, record: Record, progress: Progress, timeout: float | None = None
+    ) -> Deployed:
+        """Bring the lab up and wait (at most `timeout` s, else the backend's default for the
+        lab's size) until it has converged, adding what it creates (namespaces, daemons) to
+        `record` as it goes; whatever it raises, the lifecycle then calls `remove`."""
+        ...
+
+    def remove(self, lab: Lab) -> dict[str, int]:
         """Remove everything the twin created (by the lab's tag); what was removed."""
+        ...
+
+    def cleanup(self, lab: str) -> dict[str, int]:
+        """Remove what a crashed or killed run of lab `lab` left on this machine, found by its
+        name alone (its lab directory may be gone); what was removed (empty: nothing left)."""
         ...
 
     def running(self, lab: Lab) -> bool:

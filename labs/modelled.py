@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from labs import events, failures, state
+from labs import failures, state
 from labs.backend import Fault, Session, Status
 from labs.failures import STATE, Failures, Network
 from twin import safeio
@@ -42,18 +42,24 @@ class ModelledObserver:
 
 
 class ModelledBackend:
-    """The verbs of a twin that runs nothing: destroy, status, exec (refused), fault."""
+    """The verbs of a twin that runs nothing: check, remove, cleanup, status, exec (refused),
+    fault."""
 
     name: ClassVar[str]
 
-    def destroy(self, lab: Lab) -> dict[str, int]:
-        """Forget the twin."""
+    def check(self, lab: Lab) -> None:
+        """Nothing to refuse on this machine: the twin runs nothing."""
+
+    def remove(self, lab: Lab) -> dict[str, int]:
+        """Forget the failures the twin holds (the lifecycle forgets the twin)."""
         was = self.running(lab)
         safeio.remove(lab.path / STATE)
-        state.clear(lab.path)
-        if was:
-            events.append(lab.path, "destroyed", backend=self.name)
         return {"twins": int(was)}
+
+    def cleanup(self, lab: str) -> dict[str, int]:
+        """Nothing: a modelled twin leaves nothing on the machine (only records in its lab
+        directory, which the lifecycle forgets)."""
+        return {}
 
     def running(self, lab: Lab) -> bool:
         """Whether the lab's state records a twin of this backend."""

@@ -1,15 +1,20 @@
-"""The backends by name: each is a class in `labs/<name>/backend.py`, imported only when used.
+"""The backends by name: each is a class in `labs/<name>/backend.py` (Clabernetes: in
+`labs/clab/kube.py`), imported only when used, and given wrapped in its lifecycle
+(`labs.lifecycle.Managed`).
 
 A lab's `state.json` records the backend its twin runs on, so later verbs find it without
-being told (`of`).
+being told (`of`); the record of a deploy in its run directory does too, so `twin cleanup`
+finds the backend of a lab known by name alone (`left_by`).
 """
 
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
-from labs import state
+from labs import lifecycle, state
 from labs.backend import Backend
+from labs.lifecycle import Managed
 from twin.errors import LabError
 from twin.labdir import Lab
 
@@ -53,16 +58,17 @@ def how_to_observe(missing: set[str], backend: str, flag: str = "--backend") -> 
     return f"no single backend observes {what}"
 
 
-def get(name: str) -> Backend:
-    """The backend called `name`; one line naming the known ones otherwise."""
+def get(name: str, force_owner: bool = False) -> Managed:
+    """The backend called `name` in its lifecycle (`force_owner`: acting on a twin another
+    lab directory deployed); one line naming the known ones otherwise."""
     if name not in BACKENDS:
         raise LabError(f"unknown backend {name!r} (known: {', '.join(sorted(BACKENDS))})")
     module, cls = BACKENDS[name].split(":")
     backend: Backend = getattr(importlib.import_module(module), cls)()
-    return backend
+    return Managed(backend, force_owner)
 
 
-def of(lab: Lab, name: str | None = None) -> Backend:
+def of(lab: Lab, name: str | None = None, force_owner: bool = False) -> Managed:
     """The backend `name`, else the one the lab's state records, else the default; refuses a
     name other than the one a recorded twin runs on."""
     recorded = state.load(lab.path)
@@ -71,4 +77,13 @@ def of(lab: Lab, name: str | None = None) -> Backend:
             f"lab {lab.name} runs on the {recorded.backend} backend, not {name} "
             f"(twin destroy {lab.path} first)"
         )
-    return get(name or (recorded.backend if recorded else DEFAULT))
+    return get(name or (recorded.backend if recorded else DEFAULT), force_owner)
+
+
+def left_by(lab: str, lab_dir: Path | None = None) -> Managed:
+    """The backend that left lab `lab`: the one its deploy recorded, else the one the state
+    file in `lab_dir` names, else the default."""
+    record = lifecycle.owner(lab)
+    recorded = lifecycle.own_state(lab, lab_dir)
+    name = record.backend if record else recorded.backend if recorded else DEFAULT
+    return get(name if name in BACKENDS else DEFAULT)

@@ -37,6 +37,27 @@ class State:
         safeio.write(lab_dir / STATE_FILE, json.dumps(asdict(self), indent=1))
 
 
+@dataclass
+class Record:
+    """The state of a twin being deployed (`labs.lifecycle` makes it and marks it running): a
+    backend adds what it creates, and each addition is saved at once."""
+
+    lab_dir: Path
+    state: State
+
+    def save(self) -> None:
+        """Write the state file."""
+        self.state.save(self.lab_dir)
+
+    def created(
+        self, namespaces: list[str] | None = None, pids: dict[str, dict[str, int]] | None = None
+    ) -> None:
+        """Record namespaces and daemons (per node, name -> pid) the deploy created."""
+        self.state.namespaces += namespaces or []
+        self.state.pids |= pids or {}
+        self.save()
+
+
 def load(lab_dir: Path) -> State | None:
     """The state of the lab's twin, or None when none was recorded; a state file twin did not
     write (a link, not a regular file, not JSON, other keys or types) is refused in one line."""

@@ -28,8 +28,10 @@ that forward frames).
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
+import os
 import re
 import secrets
 import socketserver
@@ -37,10 +39,13 @@ import struct
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
+
+import pytest
 
 from tests import fake_clab, fake_vs
 
@@ -401,3 +406,26 @@ def serve(socket_path: Path) -> tuple[Engine, _Server]:
     server.routing.start()
     threading.Thread(target=server.serve_forever, name="fake-docker", daemon=True).start()
     return server.engine, server
+
+
+@contextlib.contextmanager
+def with_containerlab(
+    where: Path, monkeypatch: pytest.MonkeyPatch, topology: Path
+) -> Iterator[tuple[Path, Engine, _Server]]:
+    """The fake containerlab on PATH (its state in `where/fake-state`) and a fake engine at
+    DOCKER_HOST while inside: (the fake's state folder, the engine, its server); whatever is
+    left deployed of `topology` is destroyed afterwards."""
+    state = where / "fake-state"
+    state.mkdir()
+    monkeypatch.setenv("PATH", f"{fake_clab.install(where / 'bin')}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_CLAB_STATE", str(state))
+    socket = where / "docker.sock"
+    engine, server = serve(socket)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{socket}")
+    try:
+        yield state, engine, server
+    finally:
+        if fake_clab.load_state():
+            fake_clab.main(["destroy", "-t", str(topology), "--cleanup"])
+        server.shutdown()
+        server.server_close()

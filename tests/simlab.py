@@ -9,8 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from labs import registry
 from labs.backend import Played
-from labs.sim.backend import SimBackend, run
+from labs.sim.backend import run
 from twin import labdir
 from twin.intent import fabric as intent
 from twin.intent.inputs import parse_model
@@ -92,7 +93,7 @@ def validate(lab: Path, scenario: dict[str, Any]) -> dict[str, Result]:
     result by `validator/scope`."""
     opened = Lab.open(lab)
     parsed = parse_model(Scenario, {"settle": 0, **scenario}, "test")
-    backend = SimBackend()
+    backend = registry.get("sim")
     if not backend.running(opened):
         backend.deploy(opened)
     run_dir = player.play(opened, parsed, backend)

@@ -76,20 +76,12 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fakes]:
     engine at DOCKER_HOST; whatever a test leaves deployed is destroyed by the fake."""
     name = lab_name("ck")
     lab = Lab.open(write_lab(tmp_path / name, name))
-    fake_state = tmp_path / "fake-state"
-    fake_state.mkdir()
-    monkeypatch.setenv("PATH", f"{fake_clab.install(tmp_path / 'bin')}:{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_CLAB_STATE", str(fake_state))
-    socket = tmp_path / "docker.sock"
-    engine, server = fake_docker.serve(socket)
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{socket}")
-    try:
-        yield Fakes(lab, fake_state, engine, server.routing)
-    finally:
-        if fake_clab.load_state():
-            fake_clab.main(["destroy", "-t", str(lab.path / "topology.clab.yml"), "--cleanup"])
-        server.shutdown()
-        server.server_close()
+    topology = lab.path / "topology.clab.yml"
+    with fake_docker.with_containerlab(tmp_path, monkeypatch, topology) as (fake, engine, server):
+        try:
+            yield Fakes(lab, fake, engine, server.routing)
+        finally:  # a twin a test left deployed: its run directory (the fake removes the rest)
+            registry.get("clab").cleanup(name, lab.path)
 
 
 # --------------------------------------------------------------------------- deploy, faults

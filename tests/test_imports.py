@@ -5,12 +5,13 @@ module is imported (module level, not under `if TYPE_CHECKING:`; imports inside 
 later and are how heavy libraries stay out of the CLI's start-up).
 
 Packages: with the documented interface edges left out, no top-level package depends on
-itself through another, and nothing outside a backend's folder imports its modules (but
-`twin cleanup`, the netns backend's own verb). The interface edges are the modules everything
-else is written against: the backend interface and registry (with the lab's event log and
-state file) that `twin`'s scenario player, CLI and pytest plugin call, and the validator
-registry and result type that `twin`'s verdict calls. The backends (`labs`) never import a
-validator, not even those interfaces: what both read of a lab's configs is in `twin.configs`.
+itself through another, and nothing outside a backend's folder imports its modules (`twin
+cleanup` too reaches a backend through `Backend.cleanup`). The interface edges are the modules
+everything else is written against: the backend interface, registry and lifecycle (with the
+lab's event log and state file) that `twin`'s scenario player, CLI and pytest plugin call,
+and the validator registry and result type that `twin`'s verdict calls. The backends (`labs`)
+never import a validator, not even those interfaces: what both read of a lab's configs is in
+`twin.configs`.
 
 The CLI's verbs are listed in `twin.cli.main.VERBS` (so that `twin --help` imports none of
 them): the list and the modules agree.
@@ -39,9 +40,6 @@ INTERFACES = {
     "validators.registry",
     "validators.result",
 }
-NETNS_VERB = "twin.cli.verbs.cleanup"
-"""`twin cleanup` removes what crashed netns twins left (namespaces, processes by their lab
-tag): a verb of the netns backend itself, the one module outside labs/netns/ that calls it."""
 
 
 def modules() -> dict[str, Path]:
@@ -99,7 +97,7 @@ def test_packages_depend_on_each_other_only_one_way_but_for_the_interfaces() -> 
     packages = nx.DiGraph()
     for a, b in graph().edges:
         pa, pb = a.split(".")[0], b.split(".")[0]
-        if pa != pb and b not in INTERFACES and a != NETNS_VERB:
+        if pa != pb and b not in INTERFACES:
             packages.add_edge(pa, pb)
     assert list(nx.simple_cycles(packages)) == []
     # What the interfaces are for: the pipeline calls backends and validators through them.
@@ -131,7 +129,7 @@ def test_nothing_outside_a_backend_imports_its_internals() -> None:
     assert {"labs.netns", "labs.fake", "labs.clab"} <= backends
     for a, b in g.edges:
         for backend in backends:
-            inside = a in (backend, NETNS_VERB) or a.startswith(backend + ".")
+            inside = a == backend or a.startswith(backend + ".")
             assert not b.startswith(backend + ".") or inside, f"{a} imports {b}"
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from labs import registry
 from labs.netns import frr
 from labs.netns import lifecycle as netns
 from tests.conftest import (
@@ -250,7 +251,7 @@ def test_frr_missing_is_one_line_and_exit_2(
     path = write_lab(tmp_path / "lab", lab_name())
     monkeypatch.setattr(frr, "FRR_BIN", tmp_path / "no-frr")
     with pytest.raises(LabError, match=r"^FRR is not installed \(apt-get install frr\): zebra"):
-        netns.deploy(Lab.open(path))
+        registry.get("netns").deploy(Lab.open(path))
     assert twin_main.main(["deploy", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("twin: FRR is not installed")

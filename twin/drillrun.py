@@ -21,7 +21,8 @@ from typing import Any
 import yaml
 
 from labs import registry
-from labs.backend import Backend, Progress, Status, quiet
+from labs.backend import Progress, Status, quiet
+from labs.lifecycle import Managed
 from twin.drill import Case, Outcome, outcome, with_faults
 from twin.errors import LabError, TwinError
 from twin.labdir import Lab
@@ -39,7 +40,7 @@ RESTORE_TIMEOUT = 120.0
 
 
 def run_case(
-    lab: Lab, scenario: dict[str, Any], case: Case, at: float, backend: Backend
+    lab: Lab, scenario: dict[str, Any], case: Case, at: float, backend: Managed
 ) -> tuple[Outcome, list[scenarios.Fault]]:
     """Play one case on the lab's running twin and judge it; the outcome and the faults it
     injected (selectors resolved)."""
@@ -154,7 +155,7 @@ def serial(
     scenario: dict[str, Any],
     cases: Sequence[Case],
     at: float,
-    backend: Backend,
+    backend: Managed,
     progress: Progress = quiet,
 ) -> list[Outcome]:
     """Every case (the baseline first) on one twin, one after the other; after each, what it

@@ -24,7 +24,8 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from labs.backend import COUNTER_FIELDS, Backend, Session
+from labs.backend import COUNTER_FIELDS, Session
+from labs.lifecycle import Managed
 from twin.errors import InputError
 from twin.labdir import Lab
 from twin.model.fib import Fib
@@ -177,7 +178,7 @@ class Live(Collector):
     """A running twin's metrics, read from its backend at each scrape (at most once every
     CACHE_S: a scrape within it gets the same values)."""
 
-    def __init__(self, lab: Lab, backend: Backend) -> None:
+    def __init__(self, lab: Lab, backend: Managed) -> None:
         self.lab, self.backend = lab, backend
         self._lock = threading.Lock()
         self._last: tuple[float, Snapshot] | None = None
@@ -212,7 +213,7 @@ class Live(Collector):
 class Server:
     """The HTTP endpoint serving a live twin's metrics (`/metrics`), until `stop`."""
 
-    def __init__(self, lab: Lab, backend: Backend, host: str, port: int) -> None:
+    def __init__(self, lab: Lab, backend: Managed, host: str, port: int) -> None:
         from prometheus_client import start_http_server
 
         registry = CollectorRegistry(auto_describe=False)

@@ -47,7 +47,8 @@ import pytest
 import yaml
 
 from labs import events, registry
-from labs.backend import RESTORES, Backend, Fault, Session, quiet
+from labs.backend import RESTORES, Fault, Session, quiet
+from labs.lifecycle import Managed
 from twin import labdir
 from twin.intent import fabric as intent
 from twin.labdir import Lab
@@ -96,7 +97,7 @@ class Twin:
     """A running twin for tests: its lab and backend, and helpers to look into it through the
     backend interface (so the same test runs on any backend that observes what it reads)."""
 
-    def __init__(self, lab: Lab, backend: Backend) -> None:
+    def __init__(self, lab: Lab, backend: Managed) -> None:
         self.lab, self.backend = lab, backend
         self.last: Observations | None = None
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import yaml
 
-from labs import events, processes, state
+from labs import processes, state
 from labs.backend import (
     Deployed,
     Fault,
@@ -44,6 +44,7 @@ from twin.render import clab
 
 if TYPE_CHECKING:
     from labs.flows import PhaseTraffic
+    from labs.state import Record
     from traffic.receiver import Receiver
 
 BOOT_ALLOWANCE = 240.0
@@ -63,10 +64,12 @@ class ClabBackend:
     """A lab as containerlab containers: docker-sonic-vs switches, Linux servers."""
 
     name: ClassVar[str] = "clab"
+    claims_name: ClassVar[bool] = True
     capabilities: ClassVar[frozenset[str]] = frozenset({"fib", "bgp", "counters", "flows"})
 
-    def preflight(self, lab: Lab) -> Containers:
-        """Every check that can refuse the lab, in the order a user would fix them."""
+    def check(self, lab: Lab) -> None:
+        """Every check that can refuse the lab, in the order a user would fix them (writing
+        its containerlab files, with a management subnet no Docker network has)."""
         tools.binary()
         refusal = clab_refusal(lab)
         if refusal:
@@ -75,60 +78,59 @@ class ClabBackend:
         clab.write(lab, tools.subnets(engine, clab.network(lab.name)))
         for image in _images(lab):
             tools.check_image(engine, image)
-        return Containers(lab, engine)
+        if tools.inspect(lab):
+            raise LabError(f"lab {lab.name} has containers already; containerlab destroy first")
 
-    def deploy(
-        self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
+    def create(
+        self, lab: Lab, record: Record, progress: Progress = quiet, timeout: float | None = None
     ) -> Deployed:
         """Deploy, configure, and wait until every BGP session is Established and every switch
         routes to every server (`timeout`: 60 s by default for each, beyond the boot
         allowance)."""
         timeout = 60.0 if timeout is None else timeout
-        tools.not_running(lab)
-        boxes = self.preflight(lab)
-        if tools.inspect(lab):
-            raise LabError(f"lab {lab.name} has containers already; containerlab destroy first")
+        boxes = Containers(lab, tools.client())
         start = time.monotonic()
-        with tools.deploying(lab, self.name, self.destroy):
-            progress(f"containerlab deploy ({lab.graph.number_of_nodes()} containers)")
-            tools.run(["deploy", "-t", str(tools.topology(lab))], timeout=timeout + 3600)
-            progress("switches: ARP replies off on the wires")
-            for node in lab.switches():
-                boxes.quiet_arp(node)
-            progress("servers: addresses, routes, DSCP marking")
-            with ThreadPoolExecutor(8) as pool:
-                rdma = set(pool.map(lambda s: faults.set_up_server(boxes, s), lab.nodes("server")))
-            progress("waiting for SONiC, then pushing frr.conf, then BGP")
-            sessions = switches.wait(
-                boxes.run,
-                lab,
-                timeout + BOOT_ALLOWANCE,
-                lambda node: switches.configure_frr(boxes.run, boxes.start, lab, node),
-            )
-            progress("waiting for every switch's routes to every server")
-            servers = {faults.host(lab, s)["address"].split("/")[0] for s in lab.nodes("server")}
-            switches.wait_routes(boxes.run, lab, servers, timeout)
+        progress(f"containerlab deploy ({lab.graph.number_of_nodes()} containers)")
+        tools.run(["deploy", "-t", str(tools.topology(lab))], timeout=timeout + 3600)
+        progress("switches: ARP replies off on the wires")
+        for node in lab.switches():
+            boxes.quiet_arp(node)
+        progress("servers: addresses, routes, DSCP marking")
+        with ThreadPoolExecutor(8) as pool:
+            rdma = set(pool.map(lambda s: faults.set_up_server(boxes, s), lab.nodes("server")))
+        progress("waiting for SONiC, then pushing frr.conf, then BGP")
+        sessions = switches.wait(
+            boxes.run,
+            lab,
+            timeout + BOOT_ALLOWANCE,
+            lambda node: switches.configure_frr(boxes.run, boxes.start, lab, node),
+        )
+        progress("waiting for every switch's routes to every server")
+        servers = {faults.host(lab, s)["address"].split("/")[0] for s in lab.nodes("server")}
+        switches.wait_routes(boxes.run, lab, servers, timeout)
         seconds = round(time.monotonic() - start, 2)
         details: dict[str, Any] = {
             "rdma": "; ".join(sorted(rdma)),
-            "converged_s": seconds,
             "links": lab.graph.number_of_edges(),
         }
-        events.append(lab.path, "deployed", backend=self.name, sessions=len(sessions), s=seconds)
         nodes = lab.graph.number_of_nodes()
         return Deployed(lab.name, self.name, nodes, len(sessions), seconds, details)
 
-    def destroy(self, lab: Lab) -> dict[str, int]:
+    def remove(self, lab: Lab) -> dict[str, int]:
         """End the lab's traffic processes (by its tag), then `containerlab destroy
         --cleanup`; the processes and containers removed."""
         workers = processes.tagged(lab.name)
         processes.end(workers, lab.name)
         before = tools.inspect(lab)
         tools.run(["destroy", "-t", str(tools.topology(lab)), "--cleanup"])
-        if state.load(lab.path) is not None:
-            events.append(lab.path, "destroyed", backend=self.name, containers=len(before))
-        state.clear(lab.path)
         return {"containers": len(before), "processes": len(workers)}
+
+    def cleanup(self, lab: str) -> dict[str, int]:
+        """End the lab's traffic processes, by its tag (its containers are containerlab's:
+        `twin destroy DIR` removes them through the lab's topology file)."""
+        workers = processes.tagged(lab)
+        processes.end(workers, lab)
+        return {"processes": len(workers)}
 
     def running(self, lab: Lab) -> bool:
         """Whether the lab's state says clab and containerlab lists its containers."""

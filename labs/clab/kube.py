@@ -15,14 +15,16 @@ import json
 import shutil
 import subprocess
 import time
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from labs import cmdlog, events, state
+from labs import cmdlog, state
 from labs.backend import Deployed, Fault, Phase, Played, Progress, Status, Timeline, quiet
-from labs.clab.tools import deploying, not_running
 from twin.errors import LabError
 from twin.labdir import Lab, clab_refusal
 from twin.render import clab
+
+if TYPE_CHECKING:
+    from labs.state import Record
 
 KUBECTL = "kubectl"
 FILE = "clabernetes.yml"
@@ -49,6 +51,7 @@ class ClabernetesBackend:
     """A lab as a Clabernetes Topology on the cluster `kubectl` is configured for."""
 
     name: ClassVar[str] = "clabernetes"
+    claims_name: ClassVar[bool] = True
     capabilities: ClassVar[frozenset[str]] = frozenset()
 
     def _topology(self, lab: Lab) -> dict[str, Any]:
@@ -56,47 +59,51 @@ class ClabernetesBackend:
         data: dict[str, Any] = json.loads(done.stdout)
         return data
 
-    def deploy(
-        self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
-    ) -> Deployed:
-        """Apply the Clabernetes form and wait until the controller reports it ready."""
-        timeout = 60.0 if timeout is None else timeout
-        not_running(lab)
-        context = kubectl(["config", "current-context"]).stdout.strip()
+    def check(self, lab: Lab) -> None:
+        """Refuse without kubectl and a cluster context, or a lab containerlab cannot run;
+        write the Clabernetes form."""
+        kubectl(["config", "current-context"])
         refusal = clab_refusal(lab)
         if refusal:
             raise LabError(f"{lab.path}: cannot run on containerlab: {refusal}")
         clab.write(lab)
+
+    def create(
+        self, lab: Lab, record: Record, progress: Progress = quiet, timeout: float | None = None
+    ) -> Deployed:
+        """Apply the Clabernetes form and wait until the controller reports it ready."""
+        timeout = 60.0 if timeout is None else timeout
+        context = kubectl(["config", "current-context"]).stdout.strip()
         start = time.monotonic()
-        with deploying(lab, self.name, self.destroy):
-            progress(f"kubectl apply ({context})")
-            kubectl(["apply", "-f", str(lab.path / FILE)])
-            readiness: dict[str, str] = {}
-            deadline = start + timeout
-            while True:
-                status = self._topology(lab).get("status", {})
-                readiness = status.get("nodeReadiness") or {}
-                if status.get("topologyReady"):
-                    break
-                if time.monotonic() > deadline:
-                    waiting = sorted(n for n in lab.graph.nodes if readiness.get(n) != "ready")
-                    raise LabError(
-                        f"lab {lab.name} not ready on {context} in {timeout:.0f} s: "
-                        + ", ".join(f"{n} {readiness.get(n, 'unknown')}" for n in waiting[:5])
-                    )
-                time.sleep(POLL)
+        progress(f"kubectl apply ({context})")
+        kubectl(["apply", "-f", str(lab.path / FILE)])
+        readiness: dict[str, str] = {}
+        deadline = start + timeout
+        while True:
+            status = self._topology(lab).get("status", {})
+            readiness = status.get("nodeReadiness") or {}
+            if status.get("topologyReady"):
+                break
+            if time.monotonic() > deadline:
+                waiting = sorted(n for n in lab.graph.nodes if readiness.get(n) != "ready")
+                raise LabError(
+                    f"lab {lab.name} not ready on {context} in {timeout:.0f} s: "
+                    + ", ".join(f"{n} {readiness.get(n, 'unknown')}" for n in waiting[:5])
+                )
+            time.sleep(POLL)
         seconds = round(time.monotonic() - start, 2)
-        events.append(lab.path, "deployed", backend=self.name, context=context, s=seconds)
         nodes = lab.graph.number_of_nodes()
         return Deployed(lab.name, self.name, nodes, 0, seconds, {"context": context})
 
-    def destroy(self, lab: Lab) -> dict[str, int]:
+    def remove(self, lab: Lab) -> dict[str, int]:
         """Delete what was applied; how many objects."""
         done = kubectl(["delete", "-f", str(lab.path / FILE), "--ignore-not-found"])
-        if state.load(lab.path) is not None:
-            events.append(lab.path, "destroyed", backend=self.name)
-        state.clear(lab.path)
         return {"objects": len([line for line in done.stdout.splitlines() if line.strip()])}
+
+    def cleanup(self, lab: str) -> dict[str, int]:
+        """Nothing: a Clabernetes twin leaves nothing on this machine (its objects are the
+        cluster's: `twin destroy DIR` deletes them)."""
+        return {}
 
     def running(self, lab: Lab) -> bool:
         """Whether the lab's state says clabernetes and the Topology exists."""

@@ -9,18 +9,16 @@ cmd/inspect.go, types.ContainerDetails: `lab_name`, `name`, `container_id`, `kin
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from labs import cmdlog, state
+from labs import cmdlog
 from twin.errors import LabError
 from twin.labdir import Lab
 
@@ -182,24 +180,3 @@ def pid(engine: docker.DockerClient, lab: Lab, node: str) -> int:
     if number <= 0:
         raise LabError(f"lab {lab.name}: {node} is not running")
     return number
-
-
-def not_running(lab: Lab) -> None:
-    """Refuse a lab whose state file says a twin of it runs."""
-    if state.load(lab.path) is not None:
-        raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
-
-
-@contextlib.contextmanager
-def deploying(lab: Lab, backend: str, destroy: Callable[[Lab], object]) -> Iterator[None]:
-    """The state file around a deploy: written before anything is created (so destroy works
-    from any process), `destroy` on any failure, marked running on success."""
-    record = state.State(lab.name, backend)
-    record.save(lab.path)
-    try:
-        yield
-    except BaseException:
-        destroy(lab)
-        raise
-    record.status = "running"
-    record.save(lab.path)

@@ -17,19 +17,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from labs import events, state
+from labs import events
 from labs.backend import Deployed, quiet
 from labs.failures import Failures, Network
 from labs.fake import probes
 from labs.fake.simulate import Simulation
 from labs.modelled import ModelledBackend, ModelledObserver
-from twin import labcheck
-from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.wiring import links
 
 if TYPE_CHECKING:
     from labs.backend import Phase, Played, Progress, Timeline
+    from labs.state import Record
 
 
 class FakeObserver(ModelledObserver):
@@ -66,25 +65,20 @@ class FakeBackend(ModelledBackend):
     """A lab as the routing model sees it."""
 
     name: ClassVar[str] = "fake"
+    claims_name: ClassVar[bool] = False
     capabilities: ClassVar[frozenset[str]] = frozenset(
         {"fib", "counters", "flows", "failover-probes"}
     )
 
-    def deploy(
-        self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
+    def create(
+        self, lab: Lab, record: Record, progress: Progress = quiet, timeout: float | None = None
     ) -> Deployed:
-        """Record the twin and compute its converged FIB."""
-        labcheck.check(lab, live=True)
-        if self.running(lab):
-            raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
+        """Compute the twin's converged FIB, with no failures."""
         start = time.monotonic()
         progress("computing the FIBs from the configs")
         net = Network(lab, Failures())
         net.failures.save(lab)
-        st = state.State(lab.name, self.name, status="running")
-        st.save(lab.path)
         seconds = round(time.monotonic() - start, 2)
-        events.append(lab.path, "deployed", backend=self.name, converged_s=seconds)
         return Deployed(
             lab.name,
             self.name,

@@ -25,6 +25,7 @@ from labs.backend import (
     quiet,
 )
 from labs.netns import lifecycle
+from labs.netns.cleanup import cleanup
 from labs.netns.faults import Faults
 from labs.netns.observer import NetnsObserver
 from labs.netns.plan import port_names
@@ -32,6 +33,7 @@ from twin.labdir import Lab
 
 if TYPE_CHECKING:
     from labs.flows import PhaseTraffic
+    from labs.state import Record
     from traffic.receiver import Receiver
 
 
@@ -39,6 +41,7 @@ class NetnsBackend:
     """A lab as network namespaces, veth pairs and FRR daemons (root needed)."""
 
     name: ClassVar[str] = "netns"
+    claims_name: ClassVar[bool] = True
     capabilities: ClassVar[frozenset[str]] = frozenset(
         {"fib", "bgp", "counters", "flows", "pcap", "probes", "failover-probes", "daemons"}
     )
@@ -46,23 +49,32 @@ class NetnsBackend:
     def __init__(self) -> None:
         self._playing: Faults | None = None  # the faults of the scenario being played
 
-    def deploy(
-        self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
+    def check(self, lab: Lab) -> None:
+        """Refuse without root or FRR, or with leftovers of the lab's name in the way."""
+        lifecycle.check(lab)
+
+    def create(
+        self, lab: Lab, record: Record, progress: Progress = quiet, timeout: float | None = None
     ) -> Deployed:
         """Build the twin and wait until BGP and ECMP have converged."""
-        figures = lifecycle.deploy(lab, timeout=timeout, progress=progress)
+        figures = lifecycle.deploy(lab, record, timeout=timeout, progress=progress)
         return Deployed(
             lab.name,
             self.name,
             int(figures["nodes"]),
             int(figures["bgp_sessions"]),
             float(figures["converged_s"]),
-            {k: v for k, v in figures.items() if k not in ("nodes", "bgp_sessions")},
+            {k: v for k, v in figures.items() if k not in ("nodes", "bgp_sessions", "converged_s")},
         )
 
-    def destroy(self, lab: Lab) -> dict[str, int]:
+    def remove(self, lab: Lab) -> dict[str, int]:
         """Remove processes, namespaces and run directories of the lab's twin."""
         return dict(sorted(lifecycle.destroy(lab).items()))
+
+    def cleanup(self, lab: str) -> dict[str, int]:
+        """End the lab's processes and remove its namespaces and run directory, by its name."""
+        lifecycle.check_root()
+        return cleanup(lab)
 
     def running(self, lab: Lab) -> bool:
         """Whether the lab's twin is recorded and its namespaces exist."""

@@ -17,14 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from labs import cmdlog, events, lifecycle, processes, state
+from labs import cmdlog, processes, state
 from labs.backend import Progress, quiet
 from labs.netns import frr, neighbours, netlink
 from labs.netns.cleanup import cleanup, namespaces_of
 from labs.netns.plan import Plan, build
 from labs.netns.rtnl import Rtnl
 from labs.ready import not_ready
-from twin import labcheck
 from twin.design.graph import remote_subnets, uplink_width
 from twin.errors import LabError
 from twin.labdir import Lab
@@ -68,30 +67,35 @@ def convergence_timeout(lab: Lab) -> float:
     return 60.0 + 2.0 * max(0, len(lab.switches()) - 12)
 
 
-def deploy(lab: Lab, timeout: float | None = None, progress: Progress = quiet) -> dict[str, Any]:
-    """Build the twin and wait until BGP and ECMP have converged (at most `timeout` seconds,
-    `convergence_timeout` by default); returns figures."""
-    timeout = timeout or convergence_timeout(lab)
+def check(lab: Lab) -> None:
+    """Refuse, before anything is created, without root or FRR, or with leftovers of another
+    run of the lab's name in the way."""
     check_root()
     frr.check_installed()
-    labcheck.check(lab, live=True)
-    if is_running(lab):
-        raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
-    lifecycle.check_owner(lab.name, lab.path, hint="twin destroy that directory first")
     if namespaces_of(lab.name):
         raise LabError(f"lab {lab.name} has leftovers from another run; twin cleanup {lab.name}")
+
+
+def deploy(
+    lab: Lab, record: state.Record, timeout: float | None = None, progress: Progress = quiet
+) -> dict[str, Any]:
+    """Build the twin (recording its namespaces and daemons in `record`) and wait until BGP
+    and ECMP have converged (at most `timeout` seconds, `convergence_timeout` by default);
+    returns figures. The lifecycle (`labs.lifecycle`) checked the lab and removes what was
+    built on a failure."""
+    timeout = timeout or convergence_timeout(lab)
     plan = build(lab)
     start = time.monotonic()
-    st = state.State(lab.name, "netns")
-    st.save(lab.path)
-    lifecycle.claim(lab.name, lab.path)  # the run directory: the tag cleanup finds
     sockets = netlink.Sockets()
     try:
         progress(f"creating {len(plan.nodes)} namespaces")
-        for node in plan.nodes.values():
-            netlink.create(node.netns)
-            st.namespaces.append(node.netns)
-        st.save(lab.path)
+        made = []
+        try:
+            for node in plan.nodes.values():
+                netlink.create(node.netns)
+                made.append(node.netns)
+        finally:
+            record.created(namespaces=made)
         raised = neighbours.make_room(len(plan.veths))
         if raised:
             shown = ", ".join(f"{k} {v}" for k, v in raised.items())
@@ -110,14 +114,18 @@ def deploy(lab: Lab, timeout: float | None = None, progress: Progress = quiet) -
         built = time.monotonic() - start
         progress("starting FRR")
 
+        started: dict[str, dict[str, int]] = {}
+
         def start_frr(name: str) -> None:
             conf = lab.path / "configs" / name / "frr.conf"
-            st.pids[name] = frr.start(lab.name, name, plan.netns(name), conf)
+            started[name] = frr.start(lab.name, name, plan.netns(name), conf)
 
-        with ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda name: _hold_bfd(plan.netns(name), True), lab.switches()))
-            list(pool.map(start_frr, lab.switches()))
-        st.save(lab.path)
+        try:
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda name: _hold_bfd(plan.netns(name), True), lab.switches()))
+                list(pool.map(start_frr, lab.switches()))
+        finally:
+            record.created(pids=started)
         # Leaves first, then the tiers above, so that most sessions are opened once, by the
         # upper switch towards a leaf that already listens. Collisions remain where both ends'
         # start timers fire together; BGP resolves them, and with BFD held they cost nothing.
@@ -129,14 +137,9 @@ def deploy(lab: Lab, timeout: float | None = None, progress: Progress = quiet) -
         converge = _converge(lab, plan, timeout)
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda name: _hold_bfd(plan.netns(name), False), lab.switches()))
-    except BaseException:
+    finally:
         sockets.close()
-        destroy(lab)
-        raise
-    sockets.close()
-    st.status = "running"
-    st.save(lab.path)
-    figures = {
+    return {
         "nodes": len(plan.nodes),
         "links": len(plan.veths),
         "build_s": round(built, 2),
@@ -144,8 +147,6 @@ def deploy(lab: Lab, timeout: float | None = None, progress: Progress = quiet) -
         "rdma": rdma,
         **converge,
     }
-    events.append(lab.path, "deployed", **{k: v for k, v in figures.items() if k != "rdma"})
-    return figures
 
 
 BFD_HOLD = ["INPUT", "-p", "udp", "--dport", "3784", "-m", "comment", "--comment", "twin-deploy"]
@@ -262,7 +263,8 @@ def bgp_sessions(lab: Lab, skip: Iterable[str] = ()) -> list[dict[str, Any]]:
 
 
 def destroy(lab: Lab) -> dict[str, int]:
-    """Remove everything the lab's twin created: processes, namespaces, run directories."""
+    """Remove everything the lab's twin created: processes, namespaces, run directories (its
+    daemons' logs saved in the lab directory first)."""
     check_root()
     st = state.load(lab.path)
     recorded = [pid for daemons in (st.pids.values() if st else []) for pid in daemons.values()]
@@ -270,11 +272,7 @@ def destroy(lab: Lab) -> dict[str, int]:
     processes.end(pids, lab.name)
     frr.remove_tmp(pids)
     frr.save_logs(lab.name, lab.path / LOGS)
-    removed = cleanup(lab.name) | {"processes": len(pids)}
-    state.clear(lab.path)
-    if st is not None:
-        events.append(lab.path, "destroyed", **removed)
-    return removed
+    return cleanup(lab.name) | {"processes": len(pids)}
 
 
 def exec_in(

@@ -15,9 +15,8 @@ queues, PFC, ECN, and deadlock and watchdog events; not BGP sessions, captures o
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from labs import events, state
 from labs.backend import (
     Deployed,
     Phase,
@@ -35,6 +34,9 @@ from labs.sim.timeline import plan, scaled
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.model.fib import Fib
+
+if TYPE_CHECKING:
+    from labs.state import Record
 
 
 def run(
@@ -72,23 +74,19 @@ class SimBackend(ModelledBackend):
     """A lab's data plane in the packet-level simulator."""
 
     name: ClassVar[str] = "sim"
+    claims_name: ClassVar[bool] = False
     capabilities: ClassVar[frozenset[str]] = frozenset(
         {"fib", "counters", "flows", "queues", "pfc", "ecn", "deadlock", "iterations"}
     )
 
-    def deploy(
-        self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
+    def create(
+        self, lab: Lab, record: Record, progress: Progress = quiet, timeout: float | None = None
     ) -> Deployed:
-        """Read the lab into the simulator's network (refusing what it cannot model) and
-        record the twin."""
-        if self.running(lab):
-            raise LabError(f"lab {lab.name} is already running ({lab.path}); destroy it first")
+        """Read the lab into the simulator's network (refusing what it cannot model)."""
         start = time.monotonic()
         progress("reading the configs into the simulator")
         net = simlab.network(lab)
-        state.State(lab.name, self.name, status="running").save(lab.path)
         seconds = round(time.monotonic() - start, 2)
-        events.append(lab.path, "deployed", backend=self.name, converged_s=seconds)
         return Deployed(
             lab.name,
             self.name,

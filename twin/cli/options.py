@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 
 from labs import lifecycle, registry
-from labs.backend import Backend
-from twin.errors import LabError
+from labs.lifecycle import Managed
 from twin.labdir import Lab
 
 
@@ -30,20 +29,19 @@ def add_backend(p: argparse.ArgumentParser) -> None:
     )
 
 
-def backend(args: argparse.Namespace, lab: Lab) -> Backend:
-    """The backend a verb acts through; refused when a twin of the lab's name runs from
-    another lab directory (unless --force-owner), or, as root, on a lab directory another
-    user owns or can write (unless --trust-lab-dir)."""
+def backend(args: argparse.Namespace, lab: Lab) -> Managed:
+    """The backend a verb acts through, in its lifecycle (which refuses acting on a twin of
+    the lab's name that another lab directory deployed, unless --force-owner); refused, as
+    root, on a lab directory another user owns or can write (unless --trust-lab-dir)."""
     lifecycle.check_lab_dir(lab.path, args.trust_lab_dir)
-    lifecycle.check_owner(lab.name, lab.path, args.force_owner)
-    return registry.of(lab, args.backend)
+    return registry.of(lab, args.backend, args.force_owner)
 
 
-def running(args: argparse.Namespace, lab: Lab) -> Backend:
-    """The backend of the lab's running twin; one line when none runs."""
+def running(args: argparse.Namespace, lab: Lab) -> Managed:
+    """The backend of the lab directory's running twin; one line when none runs (naming the
+    lab directory that deployed a twin of its name, if another did)."""
     chosen = backend(args, lab)
-    if not chosen.running(lab):
-        raise LabError(f"lab {lab.name} is not running (twin deploy {lab.path})")
+    chosen.live(lab)
     return chosen
 
 

@@ -9,7 +9,8 @@ import sys
 import time
 from collections.abc import Iterator
 
-from labs.backend import Backend, Progress
+from labs.backend import Progress
+from labs.lifecycle import Managed
 from twin.labdir import Lab
 
 
@@ -39,7 +40,7 @@ def address(text: str) -> tuple[str, int]:
 
 @contextlib.contextmanager
 def metrics(
-    where: tuple[str, int] | None, lab: Lab, backend: Backend, progress: Progress
+    where: tuple[str, int] | None, lab: Lab, backend: Managed, progress: Progress
 ) -> Iterator[None]:
     """Serve the twin's metrics inside the block when `where` is given."""
     if where is None:
@@ -56,7 +57,7 @@ def metrics(
 
 
 def serve_until_gone(
-    where: tuple[str, int], lab: Lab, backend: Backend, progress: Progress
+    where: tuple[str, int], lab: Lab, backend: Managed, progress: Progress
 ) -> None:
     """Serve the twin's metrics until it is destroyed (`twin destroy`) or Ctrl-C (which
     leaves the twin running)."""

@@ -19,7 +19,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from labs.backend import Backend, Progress
+from labs.backend import Progress
+from labs.lifecycle import Managed
 from twin.labdir import Lab
 from twin.scenario import observations, plan
 from twin.scenario.model import Scenario
@@ -57,7 +58,7 @@ def _on_scenario_clock(obs: Observations, scenario: Scenario) -> list[tuple[str,
 
 
 def add_data_plane(
-    run_dir: Path, lab: Lab, scenario: Scenario, sim: Backend, progress: Progress
+    run_dir: Path, lab: Lab, scenario: Scenario, sim: Managed, progress: Progress
 ) -> None:
     """Simulate the data plane of a live run from its FIB snapshots; add it to the run."""
     obs = Observations.open(run_dir)

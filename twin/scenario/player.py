@@ -11,7 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from labs.backend import Backend, Played, Progress, quiet
+from labs.backend import Played, Progress, quiet
+from labs.lifecycle import Managed
 from twin import outdir, safeio
 from twin.errors import LabError
 from twin.labdir import Lab
@@ -25,7 +26,7 @@ INTERRUPTED = "interrupted"
 """In a run directory whose run was stopped by a signal: which one."""
 
 
-def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Played) -> None:
+def save(out: Path, lab: Lab, scenario: Scenario, backend: Managed, played: Played) -> None:
     """Write a played run's observations into its run directory."""
     phases: list[PhaseRecord] = [
         {**p, "analytical": plan.analytical(lab, scenario.traffic[p["index"]])}
@@ -55,7 +56,7 @@ def save(out: Path, lab: Lab, scenario: Scenario, backend: Backend, played: Play
 def play(
     lab: Lab,
     scenario: Scenario,
-    backend: Backend,
+    backend: Managed,
     progress: Progress = quiet,
     out: Path | None = None,
 ) -> Path:

@@ -3,16 +3,15 @@
 Named labs are removed when they are left over, or when named by the lab directory that
 deployed them; a live twin named otherwise (by name, or from another lab directory) is refused
 unless `--force-owner` is given. Without a name, only labs that are provably left over are
-removed: those still deploying or running are listed and kept, unless `--all` is given.
+removed: those still deploying or running are listed and kept, unless `--all` is given. Each
+lab is cleaned up by the backend its deploy recorded (`Backend.cleanup`).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from labs import lifecycle
-from labs.netns import cleanup
-from labs.netns import lifecycle as netns
+from labs import lifecycle, registry
 from twin.cli.output import add_json, emit
 from twin.labdir import lab_target
 
@@ -37,7 +36,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Clean up and say what was removed, and what was kept."""
-    netns.check_root()
     targets = [lab_target(t) for t in args.labs]
     chosen = [(name, lab.path if lab else None) for name, lab in targets]
     for name, path in chosen:
@@ -45,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     kept: dict[str, str] = {}
     lines = []
     if not args.labs:
-        for name in cleanup.labs_left():
+        for name in lifecycle.labs_left():
             why = lifecycle.status(name)
             if why == "left over" or args.all:
                 chosen.append((name, None))
@@ -59,9 +57,9 @@ def run(args: argparse.Namespace) -> int:
     removed = {}
     for name, path in chosen:
         with lifecycle.locked(name, "cleanup"):
-            removed[name] = done = cleanup.cleanup(name, path)
-        lines.append(
-            f"{name}: removed {done['namespaces']} namespaces, {done['processes']} processes"
-        )
+            backend = registry.left_by(name, path)
+            removed[name] = done = backend.cleanup(name, path)
+        what = ", ".join(f"{n} {kind}" for kind, n in done.items()) or "nothing was left"
+        lines.append(f"{name}: removed {what} ({backend.name})")
     emit(args, {"removed": removed, "kept": kept}, "\n".join(lines))
     return 0
