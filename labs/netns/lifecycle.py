@@ -116,6 +116,11 @@ def deploy(lab: Lab, timeout: float | None = None, progress: Progress = quiet) -
             sockets.routes(node)
         built = time.monotonic() - start
         progress("starting FRR")
+        if not frr.realtime():
+            progress(
+                "this host refuses real-time scheduling: bfdd runs at niceness "
+                f"{frr.PRIORITY} (BFD may flap on a loaded machine)"
+            )
 
         def start_frr(name: str) -> None:
             conf = lab.path / "configs" / name / "frr.conf"
