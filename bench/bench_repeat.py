@@ -9,8 +9,9 @@ one in /tmp unless `--dir`; every run's directory is copied into its `kept/`), s
 reference is generated there (`./twin-reference`, lab name `reference`: run the bench only
 under the heavy-job lock). `--load K` starts K processes that spin on the CPU
 (`python3 -c 'while True: pass'`) before the first run and ends them, by their pid, after
-the last. Every run's exit status and time are printed as it ends (a failure's rows in
-full, from its report.json), then the pass rate (a pass is exit status 0). Goal (issue 19):
+the last. Every run's exit status, time and the machine's load average (1 minute, at its
+end: what else was running) are printed as it ends (a failure's rows in full, from its
+report.json), then the pass rate (a pass is exit status 0). Goal (issue 19):
 20 of 20 idle, 10 of 10 with two CPU-bound processes. Needs root and FRR; exit status 1
 when a run did not pass.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -86,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
             code, seconds, rows = one(cwd, args.timeout)
             passed += code == 0
             verdict = "pass" if code == 0 else f"FAIL (exit {code})"
-            print(f"run {i:2}/{args.runs}: {verdict} in {seconds:.0f} s", flush=True)
+            busy = os.getloadavg()[0]
+            print(
+                f"run {i:2}/{args.runs}: {verdict} in {seconds:.0f} s, load {busy:.1f}", flush=True
+            )
             for row in rows[1:] if code == 0 else rows:
                 print(f"    {row}", flush=True)
     finally:

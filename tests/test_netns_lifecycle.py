@@ -129,6 +129,24 @@ def test_two_labs_run_side_by_side_without_touching_each_other(
     assert small_twin.converged() and edited.converged()
 
 
+def test_bfdd_runs_real_time_and_the_other_daemons_at_their_niceness(small_twin: Twin) -> None:
+    # A daemon leads its own session, so its niceness ranks it only within that session: bfdd
+    # is real-time, or it waits for a CPU longer than BFD's detection time on a loaded machine.
+    state = json.loads((small_twin.path / "state.json").read_text())
+    daemons = [(d, pid) for switch in state["pids"].values() for d, pid in switch.items()]
+    assert {d for d, _ in daemons} == {"zebra", "staticd", "bfdd", "bgpd"}
+    assert frr.realtime()  # this machine allows it (root, the root cgroup)
+    for daemon, pid in daemons:
+        tasks = [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir()]
+        policies = {os.sched_getscheduler(t) for t in tasks}
+        if daemon == "bfdd":
+            assert policies == {os.SCHED_RR}, daemon
+            assert os.sched_getparam(pid).sched_priority == 1
+        else:
+            assert policies == {os.SCHED_OTHER}, daemon
+            assert {os.getpriority(os.PRIO_PROCESS, t) for t in tasks} == {frr.PRIORITY}, daemon
+
+
 def test_destroy_from_a_new_process_leaves_nothing(edited: Twin, small_twin: Twin) -> None:
     before = snapshot(small_twin)
     state = json.loads((edited.path / "state.json").read_text())

@@ -113,6 +113,11 @@ def deploy(
             sockets.routes(node)
         built = time.monotonic() - start
         progress("starting FRR")
+        if not frr.realtime():
+            progress(
+                "this host refuses real-time scheduling: bfdd runs at niceness "
+                f"{frr.PRIORITY} (BFD may flap on a loaded machine)"
+            )
 
         started: dict[str, dict[str, int]] = {}
 
