@@ -166,6 +166,7 @@ static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
     f->ttl = (int32_t)ints[8];
     f->n_deps = (int32_t)ints[9];
     f->hash = (uint32_t)ints[10];
+    f->transport = (uint8_t)ints[11];
     f->size = (int64_t)nums[0];
     f->rate = nums[1];
     f->start = ps(nums[2]);
@@ -175,10 +176,36 @@ static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
     f->t_start = f->t_done = f->t_drop = -1;
 }
 
-/* every flow: rows of 11 ints (src, dst, port, dscp, prio, dcqcn, ect, pkt_size, ttl, n_deps,
- * hash) and of 5 numbers (size or -1 for open-ended, rate, start, stop, dependency delay) */
+/* every flow: rows of 12 ints (src, dst, port, dscp, prio, dcqcn, ect, pkt_size, ttl, n_deps,
+ * hash, transport) and of 5 numbers (size or -1 for open-ended, rate, start, stop, dependency
+ * delay) */
 void sim_set_flows(Sim *s, const int64_t *all_ints, const double *all_nums) {
-    for (int i = 0; i < s->n_flows; i++) set_flow(&s->flows[i], all_ints + 11 * i, all_nums + 5 * i);
+    for (int i = 0; i < s->n_flows; i++) set_flow(&s->flows[i], all_ints + 12 * i, all_nums + 5 * i);
+}
+
+/* RC ACK every, TCP ACK every, duplicate ACKs that trigger a fast retransmit, RC timeout,
+ * TCP minimum and maximum RTO (seconds), TCP initial window (packets), DCTCP g, trace */
+void sim_set_transport(Sim *s, const double *v) {
+    TransportParams *t = &s->tp;
+    t->rc_ack_every = (int32_t)v[0];
+    t->tcp_ack_every = (int32_t)v[1];
+    t->dupack_threshold = (int32_t)v[2];
+    t->rc_timeout = ps(v[3]);
+    t->tcp_rto_min = ps(v[4]);
+    t->tcp_rto_max = ps(v[5]);
+    t->tcp_initial_window = v[6];
+    t->dctcp_g = v[7];
+    t->trace = (uint8_t)v[8];
+}
+
+/* frames arriving at a port in [start, end) are lost: each data frame with probability p,
+ * and the first n data frames */
+void sim_set_loss(Sim *s, int port, double start, double end, double p, int64_t n) {
+    Port *P = &s->ports[port];
+    P->loss_from = ps(start);
+    P->loss_until = ps(end);
+    P->loss_p = p;
+    P->loss_n = n;
 }
 
 void sim_set_dependents(Sim *s, const int32_t *start, const int32_t *dependents) {
@@ -307,10 +334,21 @@ void sim_port_stats(const Sim *s, int64_t *out) {
 void sim_flow_stats(const Sim *s, double *out) {
     for (int i = 0; i < s->n_flows; i++) {
         const Flow *f = &s->flows[i];
-        double v[] = {(double)f->size, (double)f->sent, (double)f->delivered, (double)f->dropped,
+        double v[] = {(double)f->size, (double)(f->transport ? f->snd_max : f->sent), (double)f->delivered, (double)f->dropped,
                       (double)f->cnps, (double)f->ce, (double)f->t_start, (double)f->t_done,
                       f->dcqcn ? f->rc : f->line, f->alpha};
         memcpy(out + 10 * i, v, sizeof(v));
+    }
+}
+
+/* out: a row per flow of retransmitted packets, retransmitted bytes, timeouts, NAKs, fast
+ * retransmits, TCP's congestion window (bytes), DCTCP's alpha */
+void sim_flow_transport(const Sim *s, double *out) {
+    for (int i = 0; i < s->n_flows; i++) {
+        const Flow *f = &s->flows[i];
+        double v[] = {(double)f->retx_pkts, (double)f->retx_bytes, (double)f->timeouts, (double)f->naks,
+                      (double)f->fast_retx, f->cwnd, f->dctcp_alpha};
+        memcpy(out + 7 * i, v, sizeof(v));
     }
 }
 

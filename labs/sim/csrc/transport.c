@@ -1,0 +1,193 @@
+/* Reliable transports at the NIC (docs/simulator.md, Transports):
+ * - RoCEv2's reliable connection (RC): a PSN per packet, ACKs coalesced every rc_ack_every
+ *   packets and at a message's last packet, a NAK (sequence error) at the first
+ *   out-of-sequence packet, after which the responder drops out-of-sequence packets until the
+ *   expected one arrives, go-back-N from the NAKed PSN, and the local ACK timeout;
+ * - a TCP-like transport for lossy classes: cumulative ACKs (every tcp_ack_every packets, at
+ *   once on a change of CE state, as DCTCP's receiver), slow start and additive increase,
+ *   DCTCP's cut by alpha/2 once per window of marked data, NewReno's halving on three
+ *   duplicate ACKs and a retransmission timeout with exponential backoff. Its receiver keeps
+ *   no out-of-order data either, so a loss resends the window behind it (go-back-N).
+ * Rate control (DCQCN, pacing) stays in nic.c; `sent` is the next byte to send.
+ */
+#include "sim.h"
+
+#include <math.h>
+
+static ps_t rto(const Sim *s, const Flow *F) {
+    if (F->transport == TR_RC) return s->tp.rc_timeout;
+    ps_t t = s->tp.tcp_rto_min << F->backoff;
+    return t < s->tp.tcp_rto_max ? t : s->tp.tcp_rto_max;
+}
+
+static void rto_arm(Sim *s, int f) {
+    Flow *F = &s->flows[f];
+    if (F->rto_armed) return;
+    F->rto_armed = 1;
+    ev_push(s, F->t_progress + rto(s, F), EV_RTO, f, 0, 0);
+}
+
+void transport_start(Sim *s, int f) {
+    Flow *F = &s->flows[f];
+    F->cwnd = s->tp.tcp_initial_window * F->pkt_size;
+    F->ssthresh = INFINITY;
+    F->dctcp_alpha = 1.0; /* Linux's dctcp_alpha_on_init */
+}
+
+/* a data packet of `size` bytes at byte `offset` left the NIC */
+void transport_sent(Sim *s, int f, int64_t offset, int size) {
+    Flow *F = &s->flows[f];
+    if (offset < F->snd_max) {
+        F->retx_pkts++;
+        F->retx_bytes += size;
+    } else {
+        F->snd_max = F->sent;
+    }
+    /* stopped: what was sent is still to be delivered */
+    if (F->next_time >= F->stop && (F->size < 0 || F->snd_max < F->size)) F->size = F->snd_max;
+    if (!F->rto_armed) {
+        F->t_progress = s->now;
+        rto_arm(s, f);
+    }
+}
+
+/* send again from byte `to` (go-back-N); a flow that had sent everything sends again */
+static void go_back(Sim *s, int f, int64_t to) {
+    Flow *F = &s->flows[f];
+    if (to >= F->sent) return;
+    F->sent = to;
+    if (F->state == FL_SENT) {
+        F->state = FL_SENDING;
+        F->port = host_up_port(s, F->port);
+        port_add_active(&s->ports[F->port], f);
+        if (F->next_time < s->now) F->next_time = s->now;
+        if (F->dcqcn) ev_push(s, s->now + s->dcq.timer, EV_RATE_TIMER, f, ++F->timer_gen, 0);
+    }
+    try_send(s, F->port);
+}
+
+/* ---- receiver ---- */
+
+static void send_ack(Sim *s, int port, int f, int flags) {
+    Flow *F = &s->flows[f];
+    F->rcv_pending = 0;
+    nic_send_ctrl(s, port, f, flags, F->prio, F->dscp, (int)F->rcv_psn, 0x85ebca6bu);
+}
+
+void transport_receive(Sim *s, int port, int f, int psn, int flags, int payload) {
+    Flow *F = &s->flows[f];
+    int tcp = F->transport == TR_TCP, ce = (flags & PK_CE) != 0;
+    int every = tcp ? s->tp.tcp_ack_every : s->tp.rc_ack_every;
+    if (psn == F->rcv_psn) {
+        if (tcp && ce != F->rcv_ce && F->rcv_pending > 0) send_ack(s, port, f, PK_ACK | (F->rcv_ce ? PK_CE : 0));
+        F->rcv_ce = (uint8_t)ce;
+        F->rcv_psn++;
+        F->rcv_nak = 0;
+        F->delivered += payload;
+    } else if (psn > F->rcv_psn) { /* out of sequence: dropped */
+        if (tcp) {
+            send_ack(s, port, f, PK_ACK); /* a duplicate ACK at once (RFC 5681 4.2) */
+        } else if (!F->rcv_nak) {
+            F->rcv_nak = 1; /* one NAK until the expected PSN arrives (IB spec 9.7.5.2.2) */
+            send_ack(s, port, f, PK_NAK);
+        }
+        return;
+    } /* else a duplicate of what arrived: acknowledged again, as a responder does */
+    if (++F->rcv_pending >= every || (flags & PK_LAST)) send_ack(s, port, f, PK_ACK | (tcp && F->rcv_ce ? PK_CE : 0));
+}
+
+/* ---- sender ---- */
+
+/* DCTCP, once per window of data: alpha <- (1-g) alpha + g F (F the fraction of bytes
+ * acknowledged with ECE), and cwnd <- cwnd (1 - alpha/2) if any was */
+static void dctcp_window(Sim *s, int f) {
+    Flow *F = &s->flows[f];
+    if (F->win_acked > 0) {
+        double g = s->tp.dctcp_g;
+        F->dctcp_alpha = (1 - g) * F->dctcp_alpha + g * (double)F->win_marked / (double)F->win_acked;
+        if (F->win_marked > 0 && !F->in_recovery) {
+            double before = F->cwnd;
+            F->cwnd *= 1 - F->dctcp_alpha / 2;
+            if (F->cwnd < F->pkt_size) F->cwnd = F->pkt_size;
+            F->ssthresh = F->cwnd;
+            if (s->tp.trace) sim_log(s, LOG_ECN_CUT, f, (int)before, (int)F->cwnd);
+        }
+    }
+    F->win_acked = F->win_marked = 0;
+    F->win_end = F->snd_max;
+}
+
+static void tcp_ack(Sim *s, int f, int64_t fresh, int flags) {
+    Flow *F = &s->flows[f];
+    double mss = F->pkt_size;
+    if (fresh > 0) {
+        F->win_acked += fresh;
+        if (flags & PK_CE) F->win_marked += fresh;
+        if (F->in_recovery && F->snd_una >= F->recover) F->in_recovery = 0;
+        if (!F->in_recovery) F->cwnd += F->cwnd < F->ssthresh ? (double)fresh : mss * (double)fresh / F->cwnd;
+        if (F->snd_una >= F->win_end) dctcp_window(s, f);
+        try_send(s, F->port); /* the window moved */
+        return;
+    }
+    if (F->snd_una < F->snd_max && ++F->dupacks == s->tp.dupack_threshold && !F->in_recovery &&
+        F->snd_una >= F->recover) { /* fast retransmit: halve the window (RFC 5681, 6582) */
+        double before = F->cwnd;
+        F->ssthresh = fmax(F->cwnd / 2, 2 * mss);
+        F->cwnd = F->ssthresh;
+        F->in_recovery = 1;
+        F->recover = F->snd_max;
+        F->fast_retx++;
+        if (s->tp.trace) sim_log(s, LOG_FAST_RETX, f, (int)before, (int)F->cwnd);
+        go_back(s, f, F->snd_una);
+    }
+}
+
+/* an ACK or NAK reached the sender; psn: the next PSN its receiver expects */
+void transport_feedback(Sim *s, int f, int psn, int flags) {
+    Flow *F = &s->flows[f];
+    if (F->state == FL_DONE || F->state == FL_WAITING) return;
+    int64_t acked = (int64_t)psn * F->pkt_size;
+    if (acked > F->snd_max) acked = F->snd_max;
+    int64_t fresh = acked - F->snd_una;
+    if (fresh > 0) {
+        F->snd_una = acked;
+        F->t_progress = s->now;
+        F->backoff = 0;
+        F->dupacks = 0;
+        if (F->sent < acked) { /* a timeout went back further than needed */
+            F->sent = acked;
+            if (F->state == FL_SENDING && F->size >= 0 && F->sent >= F->size) nic_stop_sending(s, f);
+        }
+    }
+    if (F->transport == TR_TCP) {
+        tcp_ack(s, f, fresh, flags);
+    } else if (flags & PK_NAK) {
+        F->naks++;
+        if (s->tp.trace) sim_log(s, LOG_NAK, f, psn, 0);
+        go_back(s, f, F->snd_una);
+    }
+    flow_account(s, f);
+}
+
+void on_rto(Sim *s, int f) {
+    Flow *F = &s->flows[f];
+    F->rto_armed = 0;
+    if (F->state == FL_DONE || F->snd_una >= F->snd_max) return;
+    if (F->t_progress + rto(s, F) > s->now) { /* progress since it was armed */
+        rto_arm(s, f);
+        return;
+    }
+    F->timeouts++;
+    if (s->tp.trace) sim_log(s, LOG_TIMEOUT, f, (int)(F->snd_una / F->pkt_size), 0);
+    if (F->transport == TR_TCP) { /* RFC 5681 3.1, RFC 6298 5.5 */
+        F->ssthresh = fmax((double)(F->snd_max - F->snd_una) / 2, 2.0 * F->pkt_size);
+        F->cwnd = F->pkt_size;
+        F->in_recovery = 0;
+        F->recover = F->snd_max;
+        F->dupacks = 0;
+        if (F->backoff < 16) F->backoff++;
+    }
+    F->t_progress = s->now;
+    go_back(s, f, F->snd_una);
+    rto_arm(s, f);
+}
