@@ -368,6 +368,9 @@ def _faults(
     link_of: dict[str, int],
 ) -> None:
     speeds = {end: link.speed for link in exp.links for end in (link.a, link.b)}
+    losses = [f.port for f in exp.faults if isinstance(f, PacketLoss)]
+    if len(set(losses)) != len(losses):
+        raise ExperimentError("loss: one loss fault per port")
     for fault in exp.faults:
         if fault.port not in port_index:
             raise ExperimentError(f"fault: unknown port {fault.port!r}")

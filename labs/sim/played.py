@@ -69,7 +69,10 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
     Packets are not numbered: `lost` counts the dropped ones as one gap that begins at the
     flow's first drop (`[first drop + lost / pps, lost]`, the neutral form), so the validators
     can tell a fault's drops from others; `tail_lost` is what was neither delivered nor
-    dropped by the end (held in a paused or deadlocked queue).
+    dropped by the end (held in a paused or deadlocked queue). With a reliable `transport`
+    (rc, tcp) `lost` is still what the fabric dropped, which the sender resent:
+    `retransmitted` packets, `timeouts`, and `goodput_bps` (bytes delivered in order over the
+    active time).
     """
     phases = {p.index: p for p in timeline.phases}
     acc: dict[tuple[int, int], dict[str, Any]] = {}
@@ -92,8 +95,13 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
                 "done": True,
                 "dropped": 0,
                 "first_drop": math.inf,
+                "transport": f.transport,
+                "retransmitted": 0,
+                "timeouts": 0,
             },
         )
+        r["retransmitted"] += f.retransmitted_packets
+        r["timeouts"] += f.timeouts
         r["bytes_sent"] += f.bytes_sent
         r["bytes_delivered"] += f.bytes_delivered
         r["bytes_dropped"] += f.bytes_dropped
@@ -148,6 +156,10 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
                     "cnps": r["cnps"],
                     "completed": r["done"],
                     "active_s": active,
+                    "transport": r["transport"],
+                    "retransmitted": r["retransmitted"],
+                    "timeouts": r["timeouts"],
+                    "goodput_bps": r["bytes_delivered"] * 8 / active if active > 0 else 0.0,
                 }
             )
     return out

@@ -220,6 +220,14 @@ class SimOptions(_Model):
     deadlock_stall: float = Field(
         default=0.001, gt=0, description="paused, non-empty queues in a cycle this long: deadlock"
     )
+    roce_transport: Literal["rc", "open"] = Field(
+        default="rc",
+        description="class roce: RoCEv2 reliable connection (ACK, NAK, go-back-N) or open loop",
+    )
+    lossy_transport: Literal["tcp", "open"] = Field(
+        default="tcp",
+        description="other classes: TCP-like (DCTCP, halving on loss, retransmits) or open loop",
+    )
 
 
 class FailoverProbing(_Model):
