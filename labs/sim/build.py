@@ -163,6 +163,7 @@ def _check_times(exp: Experiment) -> None:
         "transports.tcp_ack_every": t.tcp_ack_every,
         "transports.dupack_threshold": t.dupack_threshold,
         "transports.tcp_rto_min": t.tcp_rto_min,
+        "transports.tcp_rto_initial": t.tcp_rto_initial,
         "transports.tcp_initial_window": t.tcp_initial_window,
         "duration": exp.duration,
         "dcqcn.alpha_period": d.alpha_period,
@@ -181,8 +182,10 @@ def _check_times(exp: Experiment) -> None:
             raise ExperimentError(f"{name} must be positive, not {value}")
     if not 0 <= t.rc_timeout_exponent <= 31:
         raise ExperimentError("transports.rc_timeout_exponent must be 0-31 (IB's 5-bit timeout)")
-    if not (t.tcp_rto_max >= t.tcp_rto_min and 0 < t.dctcp_g <= 1):
-        raise ExperimentError("transports: tcp_rto_max >= tcp_rto_min and 0 < dctcp_g <= 1")
+    if not (t.tcp_rto_max >= max(t.tcp_rto_min, t.tcp_rto_initial) and 0 < t.dctcp_g <= 1):
+        raise ExperimentError(
+            "transports: tcp_rto_max >= tcp_rto_min and tcp_rto_initial, 0 < dctcp_g <= 1"
+        )
     if exp.monitor.interval < 0 or c.stall < 0:
         raise ExperimentError("monitor.interval and checks.stall must not be negative")
     if not (0 <= exp.header_bytes <= 1024 and 0 <= exp.gap_bytes <= 1024):
@@ -332,6 +335,7 @@ def _configure(
                 t.tcp_initial_window,
                 t.dctcp_g,
                 int(t.trace),
+                t.tcp_rto_initial,
             ]
         ),
     )

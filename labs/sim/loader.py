@@ -325,6 +325,7 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
             "dupack_threshold": _int,
             "tcp_rto_min": units.seconds,
             "tcp_rto_max": units.seconds,
+            "tcp_rto_initial": units.seconds,
             "tcp_initial_window": _int,
             "dctcp_g": _float,
             "trace": _bool,

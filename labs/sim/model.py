@@ -225,9 +225,12 @@ class Transports:
     """Delayed ACKs: at least every second segment (RFC 5681 4.2)."""
     dupack_threshold: int = 3
     tcp_rto_min: float = 200e-6
-    """Minimum retransmission timeout; 200 us as the fine-grained datacenter RTO of
-    Vasudevan et al. (SIGCOMM'09); Linux's default is 200 ms."""
+    """Minimum retransmission timeout (the RTO is RFC 6298's SRTT + 4 RTTVAR, doubled per
+    timeout in a row); 200 us as the fine-grained datacenter RTO of Vasudevan et al.
+    (SIGCOMM'09); Linux's default is 200 ms."""
     tcp_rto_max: float = 0.2
+    tcp_rto_initial: float = 1e-3
+    """The RTO before a flow's first RTT sample (RFC 6298's 1 s scaled to a datacenter)."""
     tcp_initial_window: int = 10
     """Packets (RFC 6928)."""
     dctcp_g: float = 1 / 16

@@ -70,9 +70,9 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
     flow's first drop (`[first drop + lost / pps, lost]`, the neutral form), so the validators
     can tell a fault's drops from others; `tail_lost` is what was neither delivered nor
     dropped by the end (held in a paused or deadlocked queue). With a reliable `transport`
-    (rc, tcp) `lost` is still what the fabric dropped, which the sender resent:
-    `retransmitted` packets, `timeouts`, and `goodput_bps` (bytes delivered in order over the
-    active time).
+    (rc, tcp) `sent` counts retransmissions too, `lost` is still what the fabric dropped
+    (which the sender resent: `retransmitted` packets, `timeouts`), `tail_lost` what never
+    arrived, and `goodput_bps` is bytes delivered in order over the active time.
     """
     phases = {p.index: p for p in timeline.phases}
     acc: dict[tuple[int, int], dict[str, Any]] = {}
@@ -105,7 +105,9 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
         r["bytes_sent"] += f.bytes_sent
         r["bytes_delivered"] += f.bytes_delivered
         r["bytes_dropped"] += f.bytes_dropped
-        r["sent"] += -(-f.bytes_sent // packet)
+        unique = -(-f.bytes_sent // packet)
+        r["sent"] += unique + f.retransmitted_packets
+        r["unique"] = r.get("unique", 0) + unique
         r["received"] += -(-f.bytes_delivered // packet)
         r["dropped"] += -(-f.bytes_dropped // packet)
         if f.first_drop is not None:
@@ -145,7 +147,9 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
                     "sent": r["sent"],
                     "received": received,
                     "lost": dropped,
-                    "tail_lost": max(0, r["sent"] - received - dropped),
+                    "tail_lost": max(
+                        0, r["unique"] - received - (dropped if r["transport"] == "open" else 0)
+                    ),
                     "reordered": 0,
                     "gaps": [[r["first_drop"] + dropped / pps, dropped]] if dropped else [],
                     "dscp_received": {str(dscp): received} if received else {},

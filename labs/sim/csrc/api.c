@@ -184,7 +184,8 @@ void sim_set_flows(Sim *s, const int64_t *all_ints, const double *all_nums) {
 }
 
 /* RC ACK every, TCP ACK every, duplicate ACKs that trigger a fast retransmit, RC timeout,
- * TCP minimum and maximum RTO (seconds), TCP initial window (packets), DCTCP g, trace */
+ * TCP minimum and maximum RTO (seconds), TCP initial window (packets), DCTCP g, trace, TCP
+ * RTO before the first RTT sample (seconds) */
 void sim_set_transport(Sim *s, const double *v) {
     TransportParams *t = &s->tp;
     t->rc_ack_every = (int32_t)v[0];
@@ -196,6 +197,7 @@ void sim_set_transport(Sim *s, const double *v) {
     t->tcp_initial_window = v[6];
     t->dctcp_g = v[7];
     t->trace = (uint8_t)v[8];
+    t->tcp_rto_initial = ps(v[9]);
 }
 
 /* frames arriving at a port in [start, end) are lost: each data frame with probability p,

@@ -181,6 +181,8 @@ typedef struct {
     int64_t snd_una, snd_max, recover, rcv_psn;
     ps_t t_progress; /* the retransmission timer runs from here */
     double cwnd, ssthresh, dctcp_alpha; /* TCP: bytes */
+    int64_t rtt_seq;                    /* TCP: the byte whose ACK times an RTT; -1: none */
+    ps_t rtt_t, srtt, rttvar;
     int64_t win_end, win_acked, win_marked;
     int64_t retx_pkts, retx_bytes, timeouts, naks, fast_retx;
 } Flow;
@@ -196,7 +198,7 @@ typedef struct {
 
 typedef struct { /* transport parameters (docs/simulator.md, Transports) */
     int32_t rc_ack_every, tcp_ack_every, dupack_threshold;
-    ps_t rc_timeout, tcp_rto_min, tcp_rto_max;
+    ps_t rc_timeout, tcp_rto_min, tcp_rto_max, tcp_rto_initial;
     double tcp_initial_window, dctcp_g; /* packets; DCTCP's EWMA gain */
     uint8_t trace;                      /* log NAKs, timeouts and window cuts */
 } TransportParams;

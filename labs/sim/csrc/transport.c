@@ -14,10 +14,26 @@
 
 #include <math.h>
 
+/* RC: the local ACK timeout; TCP: RFC 6298's SRTT + 4 RTTVAR, at least the minimum,
+ * doubled per timeout in a row */
 static ps_t rto(const Sim *s, const Flow *F) {
     if (F->transport == TR_RC) return s->tp.rc_timeout;
-    ps_t t = s->tp.tcp_rto_min << F->backoff;
+    ps_t t = F->srtt ? F->srtt + 4 * F->rttvar : s->tp.tcp_rto_initial;
+    if (t < s->tp.tcp_rto_min) t = s->tp.tcp_rto_min;
+    for (int k = 0; k < F->backoff && t < s->tp.tcp_rto_max; k++) t *= 2;
     return t < s->tp.tcp_rto_max ? t : s->tp.tcp_rto_max;
+}
+
+/* one RTT sample (RFC 6298 2.2-2.3) */
+static void rtt_sample(Flow *F, ps_t r) {
+    if (!F->srtt) {
+        F->srtt = r;
+        F->rttvar = r / 2;
+    } else {
+        ps_t d = F->srtt > r ? F->srtt - r : r - F->srtt;
+        F->rttvar = (3 * F->rttvar + d) / 4;
+        F->srtt = (7 * F->srtt + r) / 8;
+    }
 }
 
 static void rto_arm(Sim *s, int f) {
@@ -32,6 +48,7 @@ void transport_start(Sim *s, int f) {
     F->cwnd = s->tp.tcp_initial_window * F->pkt_size;
     F->ssthresh = INFINITY;
     F->dctcp_alpha = 1.0; /* Linux's dctcp_alpha_on_init */
+    F->rtt_seq = -1;
 }
 
 /* a data packet of `size` bytes at byte `offset` left the NIC */
@@ -42,6 +59,10 @@ void transport_sent(Sim *s, int f, int64_t offset, int size) {
         F->retx_bytes += size;
     } else {
         F->snd_max = F->sent;
+        if (F->rtt_seq < 0) { /* time this packet's ACK (one at a time, as BSD's TCP) */
+            F->rtt_seq = F->sent;
+            F->rtt_t = s->now;
+        }
     }
     /* stopped: what was sent is still to be delivered */
     if (F->next_time >= F->stop && (F->size < 0 || F->snd_max < F->size)) F->size = F->snd_max;
@@ -56,6 +77,7 @@ static void go_back(Sim *s, int f, int64_t to) {
     Flow *F = &s->flows[f];
     if (to >= F->sent) return;
     F->sent = to;
+    F->rtt_seq = -1; /* Karn: no RTT sample across a retransmission */
     if (F->state == FL_SENT) {
         F->state = FL_SENDING;
         F->port = host_up_port(s, F->port);
@@ -121,6 +143,10 @@ static void tcp_ack(Sim *s, int f, int64_t fresh, int flags) {
     Flow *F = &s->flows[f];
     double mss = F->pkt_size;
     if (fresh > 0) {
+        if (F->rtt_seq >= 0 && F->snd_una >= F->rtt_seq) {
+            rtt_sample(F, s->now - F->rtt_t);
+            F->rtt_seq = -1;
+        }
         F->win_acked += fresh;
         if (flags & PK_CE) F->win_marked += fresh;
         if (F->in_recovery && F->snd_una >= F->recover) F->in_recovery = 0;
