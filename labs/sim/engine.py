@@ -110,7 +110,7 @@ def _flows(
         row = stats[i * native.FLOW_FIELDS : (i + 1) * native.FLOW_FIELDS]
         size, sent, delivered, dropped, cnps, ce, t_start, t_done, rate, alpha = row
         k = native.TRANSPORT_FIELDS
-        retx, retx_bytes, timeouts, naks, fast, cwnd, _ = transport[i * k : (i + 1) * k]
+        retx, retx_bytes, timeouts, naks, fast, cwnd, srtt = transport[i * k : (i + 1) * k]
         start = None if t_start < 0 else t_start * 1e-12
         span = ((t_done * 1e-12 if t_done >= 0 else end) - start) if start is not None else 0.0
         series: list[float] = []
@@ -142,6 +142,7 @@ def _flows(
                 naks=int(naks),
                 fast_retransmits=int(fast),
                 cwnd=cwnd if flow.transport == "tcp" else None,
+                srtt=srtt * 1e-12 if srtt > 0 else None,
             )
         )
     return flows

@@ -24,8 +24,10 @@ class FlowResult:
     cnps: int
     ecn_marks: int
     rate: float
-    """The sending rate at the end (DCQCN's current rate, or the open-loop rate), b/s."""
+    """The sending rate at the end (DCQCN's current rate, a TCP flow's window per smoothed
+    RTT, or the open-loop rate), b/s."""
     alpha: float
+    """DCQCN's alpha, or DCTCP's for a tcp flow."""
     rate_series: list[float] = field(default_factory=list)
     """Delivered b/s in each sample interval (the first covers [0, interval))."""
     first_drop: float | None = None
@@ -42,6 +44,8 @@ class FlowResult:
     """Window halvings on three duplicate ACKs (tcp)."""
     cwnd: float | None = None
     """The congestion window at the end, bytes (tcp)."""
+    srtt: float | None = None
+    """The smoothed round-trip time at the end, seconds (tcp, once measured)."""
 
     @property
     def fct(self) -> float | None:

@@ -331,25 +331,33 @@ void sim_port_stats(const Sim *s, int64_t *out) {
     }
 }
 
-/* out: a row per flow of size, sent, delivered, dropped, cnps, ce, t_start ps, t_done ps,
- * rate, alpha */
+/* the rate a flow sends at: DCQCN's current rate, TCP's window per smoothed RTT (at most the
+ * line), or the open-loop rate */
+static double flow_rate(const Flow *f) {
+    if (f->dcqcn) return f->rc;
+    if (f->transport == TR_TCP && f->srtt > 0) return fmin(f->line, f->cwnd * 8e12 / (double)f->srtt);
+    return f->line;
+}
+
+/* out: a row per flow of size, sent (the highest byte, retransmissions apart), delivered,
+ * dropped, cnps, ce, t_start ps, t_done ps, rate, alpha (DCQCN's, or DCTCP's) */
 void sim_flow_stats(const Sim *s, double *out) {
     for (int i = 0; i < s->n_flows; i++) {
         const Flow *f = &s->flows[i];
         double v[] = {(double)f->size, (double)(f->transport ? f->snd_max : f->sent), (double)f->delivered, (double)f->dropped,
                       (double)f->cnps, (double)f->ce, (double)f->t_start, (double)f->t_done,
-                      f->dcqcn ? f->rc : f->line, f->alpha};
+                      flow_rate(f), f->transport == TR_TCP ? f->dctcp_alpha : f->alpha};
         memcpy(out + 10 * i, v, sizeof(v));
     }
 }
 
 /* out: a row per flow of retransmitted packets, retransmitted bytes, timeouts, NAKs, fast
- * retransmits, TCP's congestion window (bytes), DCTCP's alpha */
+ * retransmits, TCP's congestion window (bytes), TCP's smoothed RTT (ps) */
 void sim_flow_transport(const Sim *s, double *out) {
     for (int i = 0; i < s->n_flows; i++) {
         const Flow *f = &s->flows[i];
         double v[] = {(double)f->retx_pkts, (double)f->retx_bytes, (double)f->timeouts, (double)f->naks,
-                      (double)f->fast_retx, f->cwnd, f->dctcp_alpha};
+                      (double)f->fast_retx, f->cwnd, (double)f->srtt};
         memcpy(out + 7 * i, v, sizeof(v));
     }
 }
