@@ -127,7 +127,9 @@ def test_dctcp_holds_a_marked_queue_without_loss() -> None:
     k = 65 * (PACKET + 62)
     mark = QueueParams(ecn=True, kmin=k, kmax=k + 1, pmax=1.0, max_bytes=4 * k)
     exp = dumbbell(2, qos=QosProfile(queues={0: mark, 6: QueueParams(strict=True)}))
-    flows = [dataclasses.replace(tcp_flow(None, ecn=True), name=f"t{i}", src=f"s{i}") for i in (0, 1)]
+    flows = [
+        dataclasses.replace(tcp_flow(None, ecn=True), name=f"t{i}", src=f"s{i}") for i in (0, 1)
+    ]
     exp = dataclasses.replace(
         exp, flows=flows, transports=TRACE, duration=0.02, monitor=Monitor(interval=10e-6)
     )

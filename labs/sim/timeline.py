@@ -267,14 +267,14 @@ class _Faults:
                 end = t + fault.duration if fault.duration else self.timeline.duration
                 self.storms.append(PfcStorm(f"{node}:{member}", t, end, (fault.priority,)))
             case "loss":
-                end = t + fault.duration if fault.duration else None
+                until = t + fault.duration if fault.duration else None
                 p = (fault.percent or 0.0) / 100
                 for a, ap, b, bp in resolve(self.lab, w, str(fault.link)):
                     for port in (f"{a}:{ap}", f"{b}:{bp}"):
                         if any(x.port == port for x in self.losses):
                             self.notes.append(f"fault {index + 1} loss: {port} already lossy")
                         else:
-                            self.losses.append(PacketLoss(port, t, end, p))
+                            self.losses.append(PacketLoss(port, t, until, p))
         if fault.kind in CHANGES_ROUTING:
             self.current = self.current.after(fault)
             label = f"fault{index + 1}-{fault.kind}"
