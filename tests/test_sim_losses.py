@@ -66,3 +66,24 @@ def test_an_open_ended_flow_delivers_what_it_sent_before_the_run_ends(lab: Path)
         assert f["sent"] > 0 and f["lost"] == f["tail_lost"] == 0
         assert f["bytes_delivered"] == f["bytes_sent"] and f["completed"]
     assert played.ended > 0.002  # its last packets arrived after it stopped sending
+
+
+@pytest.mark.parametrize("transport", ["tcp", "open"])
+def test_a_loss_fault_costs_a_tcp_backup_retransmissions(lab: Path, transport: str) -> None:
+    scenario = {
+        "name": "lossy-link",
+        "settle": 0.005,
+        "traffic": [{"at": 0, "duration": 0.001, "kind": "backup", "src": "server1",
+                     "dst": "server3", "class": "storage", "gbps": 100, "qps": 1}],
+        "faults": [{"at": 0, "fault": "loss", "link": f"server3:{nic}", "percent": 2}
+                   for nic in ("nic0", "nic1")],
+        "sim": {"lossy_transport": transport},
+    }  # fmt: skip
+    (flow,) = [f for f in play(lab, scenario).flows if f["class"] == "storage"]
+    assert flow["transport"] == transport and flow["lost"] > 0
+    if transport == "tcp":  # resent until delivered, backing off on each loss
+        assert flow["retransmitted"] >= flow["lost"] and flow["tail_lost"] == 0
+        assert flow["completed"] and flow["received"] == flow["sent"] - flow["retransmitted"]
+        assert 0 < flow["goodput_bps"] < 100e9
+    else:  # what the fault took is gone
+        assert flow["retransmitted"] == 0 and flow["received"] == flow["sent"] - flow["lost"]

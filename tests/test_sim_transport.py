@@ -82,7 +82,8 @@ def test_a_lost_last_roce_packet_waits_for_the_local_ack_timeout() -> None:
 def test_open_transport_loses_what_is_lost() -> None:
     flow = dataclasses.replace(rc_flow(), transport="open")
     f = simulate(one_flow(flow, PacketLoss("b:Ethernet0", start=100e-6, count=1))).flow("q")
-    assert f.bytes_delivered == f.size - PACKET and f.retransmitted_packets == 0
+    assert f.size is not None and f.bytes_delivered == f.size - PACKET
+    assert f.retransmitted_packets == 0 and f.naks == 0
 
 
 def tcp_flow(size: int | None = 20_000_000, ecn: bool = False) -> Flow:
@@ -117,7 +118,8 @@ def test_tcp_backs_off_under_loss_where_an_open_source_does_not() -> None:
     mathis = PACKET * 8 / 300e-6 * 1.22 / math.sqrt(0.01)
     assert 0.1 * mathis < tcp.goodput < 1.5 * mathis < 0.1 * line
     assert tcp.fast_retransmits > 10 and tcp.retransmitted_packets > tcp.fast_retransmits
-    assert tcp.bytes_delivered == tcp.bytes_sent - (tcp.bytes_sent - tcp.bytes_delivered)
+    lost = blind.flow("t").bytes_dropped / blind.flow("t").bytes_sent
+    assert 0.008 < lost < 0.012  # the loss fault's 1 %
 
 
 def test_dctcp_holds_a_marked_queue_without_loss() -> None:
