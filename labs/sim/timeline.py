@@ -15,9 +15,9 @@
   sends without acknowledgement (what is lost is lost).
 - Faults: link-down/up (every physical link a `NODE:PORT` or `NODE:PEER` names), link-flap
   (`count` times down for half a `period`), node-down/up (all its links), rate (the link's
-  speed from then on; clear restores it), pfc-storm (the port `NODE:PORT` sends pauses on
-  `priority` for `duration`), loss (data frames arriving at either end of the link lost with
-  probability `percent`, for `duration`). Daemon faults change no cable: a killed routing
+  speed from then on; clear restores it and ends a loss), pfc-storm (the port `NODE:PORT`
+  sends pauses on `priority` for `duration`), loss (data frames arriving at either end of the
+  link lost with probability `percent`, for `duration`). Daemon faults change no cable: a killed routing
   daemon only changes the FIBs.
 - FIBs: the routing model's (`labs.failures`: the configs' routing under the failures
   in force), each taking effect `convergence` seconds after the fault that changed it; or the
@@ -260,6 +260,13 @@ class _Faults:
                     if fault.kind == "rate" and fault.mbit:
                         speed = min(speed, fault.mbit * 1e6)
                     self.rates.append((t, f"{a}:{ap}", speed))
+                    if fault.kind == "clear":
+                        self.losses = [
+                            dataclasses.replace(x, end=t)
+                            if x.port in (f"{a}:{ap}", f"{b}:{bp}") and (x.end or t) >= t
+                            else x
+                            for x in self.losses
+                        ]
             case "pfc-storm":
                 port = str(fault.link)
                 node, _, name = port.partition(":")
