@@ -17,8 +17,8 @@
   (`count` times down for half a `period`), node-down/up (all its links), rate (the link's
   speed from then on; clear restores it and ends a loss), pfc-storm (the port `NODE:PORT`
   sends pauses on `priority` for `duration`), loss (data frames arriving at either end of the
-  link lost with probability `percent`, for `duration`). Daemon faults change no cable: a killed routing
-  daemon only changes the FIBs.
+  link lost with probability `percent`, for `duration`). Daemon faults change no cable: a
+  killed routing daemon only changes the FIBs.
 - FIBs: the routing model's (`labs.failures`: the configs' routing under the failures
   in force), each taking effect `convergence` seconds after the fault that changed it; or the
   FIB snapshots a live twin recorded (`fibs`), each at its time.
