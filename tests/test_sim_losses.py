@@ -87,3 +87,20 @@ def test_a_loss_fault_costs_a_tcp_backup_retransmissions(lab: Path, transport: s
         assert 0 < flow["goodput_bps"] < 100e9
     else:  # what the fault took is gone
         assert flow["retransmitted"] == 0 and flow["received"] == flow["sent"] - flow["lost"]
+
+
+def test_clear_ends_a_loss_fault(lab: Path) -> None:
+    def lost(*clear: dict[str, Any]) -> int:
+        scenario = {
+            "name": "cleared-loss",
+            "traffic": [{"at": 0, "duration": 0.001, "kind": "backup", "src": "server1",
+                         "dst": "server3", "class": "storage", "gbps": 100, "qps": 1}],
+            "faults": [*({"at": 0, "fault": "loss", "link": f"server3:{nic}", "percent": 5}
+                         for nic in ("nic0", "nic1")), *clear],
+            "sim": {"lossy_transport": "open"},
+        }  # fmt: skip
+        return sum(f["lost"] for f in play(lab, scenario).flows)
+
+    cleared = [{"at": 0.0002, "fault": "clear", "link": f"server3:{n}"} for n in ("nic0", "nic1")]
+    always, early = lost(), lost(*cleared)
+    assert 0 < early < 0.4 * always  # a fifth of the time lossy: about a fifth of the drops
