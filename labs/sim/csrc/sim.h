@@ -157,7 +157,7 @@ typedef struct {
 
 typedef struct {
     int32_t src, dst, port, pkt_size, ttl, n_deps;
-    uint8_t dscp, prio, dcqcn, ect, state;
+    uint8_t dscp, prio, dcqcn, ect, state, transport;
     int64_t size; /* -1: open-ended */
     double rate;  /* open loop rate, or DCQCN's starting/maximum rate; 0 = line rate */
     ps_t start, stop, dep_delay;
@@ -176,7 +176,7 @@ typedef struct {
     int64_t np_last_window;
     /* reliable transports (transport.c): `sent` is the next byte to send (it goes back on a
      * NAK, a timeout or a fast retransmit), snd_max the highest sent, snd_una the acked */
-    uint8_t transport, rto_armed, in_recovery, rcv_nak, rcv_ce;
+    uint8_t rto_armed, in_recovery, rcv_nak, rcv_ce;
     int32_t dupacks, backoff, rcv_pending;
     int64_t snd_una, snd_max, recover, rcv_psn;
     ps_t t_progress; /* the retransmission timer runs from here */
