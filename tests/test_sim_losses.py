@@ -104,3 +104,17 @@ def test_clear_ends_a_loss_fault(lab: Path) -> None:
     cleared = [{"at": 0.0002, "fault": "clear", "link": f"server3:{n}"} for n in ("nic0", "nic1")]
     always, early = lost(), lost(*cleared)
     assert 0 < early < 0.4 * always  # a fifth of the time lossy: about a fifth of the drops
+
+
+def test_the_lossy_class_verdict_reports_what_tcp_resent(lab: Path) -> None:
+    scenario = {
+        "name": "tcp-incast",
+        "traffic": [{"at": 0, "duration": 0.002, "kind": "incast", "class": "storage", "qps": 2,
+                     "src": ["server1", "server2", "server4"], "dst": "server3"}],
+        "validate": {"lossless_isolation": {}},
+    }  # fmt: skip
+    loss = validate(lab, scenario)["lossless_isolation/loss storage"]
+    assert loss.status is Status.PASS, loss.reason
+    assert int(loss.figures["lossy_retransmitted"]) > 0, loss.reason
+    assert float(loss.figures["lossy_goodput_gbps"]) > 0
+    assert "a reliable transport resent" in loss.reason
