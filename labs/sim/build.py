@@ -25,6 +25,8 @@ from twin.errors import TwinError
 
 NEVER = 1e30
 """A time past any run (the core treats >= 9e6 s as never)."""
+MAX_PORTS = 2**23
+"""A packet holds its ingress port in 24 signed bits (csrc/sim.h)."""
 TRANSPORTS = ("open", "rc", "tcp")
 """Flow.transport values, in the core's order."""
 
@@ -214,6 +216,8 @@ def build(exp: Experiment, seed: int) -> Built:
             own_ports[node].append(end)
             link_of[end] = li
     ports = [p for n in names for p in own_ports[n]]
+    if len(ports) >= MAX_PORTS:
+        raise ExperimentError(f"{len(ports)} ports: the core indexes at most {MAX_PORTS - 1}")
     port_index = {p: i for i, p in enumerate(ports)}
     if len({f.name for f in exp.flows}) != len(exp.flows):
         raise ExperimentError("flow names must be unique")

@@ -89,11 +89,13 @@ typedef struct { /* see eventq.c */
     int64_t in_calendar, count;
 } EventQueue;
 
-typedef struct {
-    int32_t next, flow, size, dst, in_port; /* size: the frame's bytes, as a buffer holds them */
+typedef struct { /* 32 bytes */
+    int32_t next, flow, size, dst; /* size: the frame's bytes, as a buffer holds them */
+    int32_t in_port : 24;          /* at a switch: where it entered, and its PG there */
+    uint32_t pg : 8;
     int32_t psn; /* data: its sequence number; ACK/NAK: the next PSN expected */
     uint32_t hash;
-    uint8_t dscp, prio, pg, ttl, flags;
+    uint8_t dscp, prio, ttl, flags;
 } Pkt;
 
 typedef struct {
