@@ -9,10 +9,11 @@
 - backup and incast flows send from `at` for `duration` at `gbps` (line rate without it);
   micro_bursts send `burst` seconds at that rate every `period`. Class `roce`: DCQCN flows;
   any other class: sources without ECN (storage, backup), whatever DSCP they carry.
-- Transports (`sim.roce_transport`, `sim.lossy_transport`): class `roce` flows are RoCEv2
-  reliable connections (rc: ACKs, NAK and go-back-N, a timeout) and the others TCP-like
-  (tcp: halving on loss, retransmissions), so a lossy class backs off under loss; `open`
-  sends without acknowledgement (what is lost is lost).
+- Transports (`sim.roce_transport`, `sim.lossy_transport`): class `roce` flows are open
+  loop by default, or RoCEv2 reliable connections (rc: ACKs, NAK and go-back-N, the local
+  ACK timeout); the others TCP-like (tcp: halving on loss, retransmissions), so a lossy class
+  backs off under loss, or open loop; `open` sends without acknowledgement (what is lost is
+  lost).
 - Faults: link-down/up (every physical link a `NODE:PORT` or `NODE:PEER` names), link-flap
   (`count` times down for half a `period`), node-down/up (all its links), rate (the link's
   speed from then on; clear restores it and ends a loss), pfc-storm (the port `NODE:PORT`
@@ -145,7 +146,7 @@ class _Flows:
             "cc": "dcqcn" if rdma else "none",
             "ecn_capable": rdma,
             "rate": phase.gbps * 1e9 if phase.gbps else None,
-            "transport": options.get("roce_transport", "rc")
+            "transport": options.get("roce_transport", "open")
             if rdma
             else options.get("lossy_transport", "tcp"),
         }

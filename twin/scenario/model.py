@@ -221,8 +221,9 @@ class SimOptions(_Model):
         default=0.001, gt=0, description="paused, non-empty queues in a cycle this long: deadlock"
     )
     roce_transport: Literal["rc", "open"] = Field(
-        default="rc",
-        description="class roce: RoCEv2 reliable connection (ACK, NAK, go-back-N) or open loop",
+        default="open",
+        description="class roce: open loop, or RoCEv2 reliable connection (ACK, NAK, go-back-N,"
+        " a 67 ms local ACK timeout that time_scale does not shrink)",
     )
     lossy_transport: Literal["tcp", "open"] = Field(
         default="tcp",
