@@ -118,3 +118,21 @@ def test_the_lossy_class_verdict_reports_what_tcp_resent(lab: Path) -> None:
     assert int(loss.figures["lossy_retransmitted"]) > 0, loss.reason
     assert float(loss.figures["lossy_goodput_gbps"]) > 0
     assert "a reliable transport resent" in loss.reason
+
+
+def test_roce_rc_resends_what_a_link_failure_dropped(lab: Path) -> None:
+    scenario = {
+        "name": "server-link-down-rc",
+        "traffic": [{"at": 0, "kind": "all_reduce", "servers": "all", "qps": 2,
+                     "message": 4_000_000, "iterations": 6}],
+        "faults": [{"at": DOWN, "fault": "link-down", "link": "server2:nic0"},
+                   {"at": UP, "fault": "link-up", "link": "server2:nic0"}],
+        "sim": {"roce_transport": "rc"},
+    }  # fmt: skip
+    played = play(lab, scenario)
+    flows = [f for f in played.flows if f["class"] == "roce"]
+    assert all(f["transport"] == "rc" and f["completed"] for f in flows)
+    hit = [f for f in flows if f["lost"]]
+    assert hit and all(f["retransmitted"] > 0 and f["tail_lost"] == 0 for f in hit)
+    iterations = played.extra["iterations"].values()
+    assert iterations and all(t is not None for it in iterations for t in it["times_s"])
