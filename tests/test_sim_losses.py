@@ -28,15 +28,20 @@ def newest_flows(lab: Path) -> list[dict[str, Any]]:
     return flows
 
 
-def test_drops_while_a_link_is_down_are_the_faults(lab: Path) -> None:
-    scenario = {
+def link_down(**more: Any) -> dict[str, Any]:
+    """An All-Reduce while server2's nic0 link is down from DOWN to UP."""
+    return {
         "name": "server-link-down",
         "traffic": [{"at": 0, "kind": "all_reduce", "servers": "all", "qps": 2,
                      "message": 4_000_000, "iterations": 6}],
         "faults": [{"at": DOWN, "fault": "link-down", "link": "server2:nic0"},
                    {"at": UP, "fault": "link-up", "link": "server2:nic0"}],
-        "validate": {"lossless_isolation": {}},
+        **more,
     }  # fmt: skip
+
+
+def test_drops_while_a_link_is_down_are_the_faults(lab: Path) -> None:
+    scenario = link_down(validate={"lossless_isolation": {}})
     loss = validate(lab, scenario)["lossless_isolation/loss roce"]
     assert loss.status is Status.PASS, loss.reason
     hit = [f for f in newest_flows(lab) if f["lost"]]
@@ -121,15 +126,7 @@ def test_the_lossy_class_verdict_reports_what_tcp_resent(lab: Path) -> None:
 
 
 def test_roce_rc_resends_what_a_link_failure_dropped(lab: Path) -> None:
-    scenario = {
-        "name": "server-link-down-rc",
-        "traffic": [{"at": 0, "kind": "all_reduce", "servers": "all", "qps": 2,
-                     "message": 4_000_000, "iterations": 6}],
-        "faults": [{"at": DOWN, "fault": "link-down", "link": "server2:nic0"},
-                   {"at": UP, "fault": "link-up", "link": "server2:nic0"}],
-        "sim": {"roce_transport": "rc"},
-    }  # fmt: skip
-    played = play(lab, scenario)
+    played = play(lab, link_down(sim={"roce_transport": "rc"}))
     flows = [f for f in played.flows if f["class"] == "roce"]
     assert all(f["transport"] == "rc" and f["completed"] for f in flows)
     hit = [f for f in flows if f["lost"]]
