@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import itertools
 from collections.abc import Callable
 
@@ -109,33 +110,36 @@ def _flows(
     for i, flow in enumerate(exp.flows):
         row = stats[i * native.FLOW_FIELDS : (i + 1) * native.FLOW_FIELDS]
         size, sent, delivered, dropped, cnps, ce, t_start, t_done, rate, alpha = row
-        k = native.TRANSPORT_FIELDS
-        retx, retx_bytes, timeouts, naks, fast, cwnd, srtt = transport[i * k : (i + 1) * k]
         start = None if t_start < 0 else t_start * 1e-12
         span = ((t_done * 1e-12 if t_done >= 0 else end) - start) if start is not None else 0.0
         series: list[float] = []
         if layout.flow_series and width:
             cumulative = [row[base + i] for row in samples]
             series = [(b - a) * 8 / interval for a, b in itertools.pairwise(cumulative)]
-        flows.append(
-            FlowResult(
-                name=flow.name,
-                src=flow.src,
-                dst=flow.dst,
-                size=None if size < 0 else int(size),
-                bytes_sent=int(sent),
-                bytes_delivered=int(delivered),
-                bytes_dropped=int(dropped),
-                start=start,
-                completion=None if t_done < 0 else t_done * 1e-12,
-                cnps=int(cnps),
-                ecn_marks=int(ce),
-                rate=rate,
-                alpha=alpha,
-                rate_series=series,
-                first_drop=None if dropped_at[i] < 0 else dropped_at[i] * 1e-12,
+        result = FlowResult(
+            name=flow.name,
+            src=flow.src,
+            dst=flow.dst,
+            size=None if size < 0 else int(size),
+            bytes_sent=int(sent),
+            bytes_delivered=int(delivered),
+            bytes_dropped=int(dropped),
+            start=start,
+            completion=None if t_done < 0 else t_done * 1e-12,
+            cnps=int(cnps),
+            ecn_marks=int(ce),
+            rate=rate,
+            alpha=alpha,
+            rate_series=series,
+            first_drop=None if dropped_at[i] < 0 else dropped_at[i] * 1e-12,
+            goodput=delivered * 8 / span if span > 0 else 0.0,
+        )
+        if flow.transport != "open":
+            k = native.TRANSPORT_FIELDS
+            retx, retx_bytes, timeouts, naks, fast, cwnd, srtt = transport[i * k : (i + 1) * k]
+            result = dataclasses.replace(
+                result,
                 transport=flow.transport,
-                goodput=delivered * 8 / span if span > 0 else 0.0,
                 retransmitted_packets=int(retx),
                 retransmitted_bytes=int(retx_bytes),
                 timeouts=int(timeouts),
@@ -144,7 +148,7 @@ def _flows(
                 cwnd=cwnd if flow.transport == "tcp" else None,
                 srtt=srtt * 1e-12 if srtt > 0 else None,
             )
-        )
+        flows.append(result)
     return flows
 
 
