@@ -52,6 +52,7 @@ void sim_free(Sim *s) {
     free(s->nodes);
     free(s->ports);
     free(s->flows);
+    free(s->rel);
     free(s->profiles);
     free(s->link_ports);
     for (int i = 0; i < 2 * s->n_tables; i++) free(s->tables[i]); /* table 0 is the first */
@@ -167,6 +168,7 @@ static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
     f->n_deps = (int32_t)ints[9];
     f->hash = (uint32_t)ints[10];
     f->transport = (uint8_t)ints[11];
+    f->rel = -1;
     f->size = (int64_t)nums[0];
     f->rate = nums[1];
     f->start = ps(nums[2]);
@@ -180,7 +182,12 @@ static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
  * hash, transport) and of 5 numbers (size or -1 for open-ended, rate, start, stop, dependency
  * delay) */
 void sim_set_flows(Sim *s, const int64_t *all_ints, const double *all_nums) {
-    for (int i = 0; i < s->n_flows; i++) set_flow(&s->flows[i], all_ints + 12 * i, all_nums + 5 * i);
+    int n_rel = 0;
+    for (int i = 0; i < s->n_flows; i++) {
+        set_flow(&s->flows[i], all_ints + 12 * i, all_nums + 5 * i);
+        if (s->flows[i].transport) s->flows[i].rel = n_rel++;
+    }
+    s->rel = calloc((size_t)(n_rel ? n_rel : 1), sizeof(Reliable));
 }
 
 /* RC ACK every, TCP ACK every, duplicate ACKs that trigger a fast retransmit, RC timeout,
@@ -333,10 +340,11 @@ void sim_port_stats(const Sim *s, int64_t *out) {
 
 /* the rate a flow sends at: DCQCN's current rate, TCP's window per smoothed RTT (at most the
  * line), or the open-loop rate */
-static double flow_rate(const Flow *f) {
+static double flow_rate(const Sim *s, const Flow *f) {
     if (f->dcqcn) return f->rc;
-    if (f->transport == TR_TCP && f->srtt > 0) return fmin(f->line, f->cwnd * 8e12 / (double)f->srtt);
-    return f->line;
+    if (f->transport != TR_TCP) return f->line;
+    const Reliable *r = &s->rel[f->rel];
+    return r->srtt > 0 ? fmin(f->line, r->cwnd * 8e12 / (double)r->srtt) : f->line;
 }
 
 /* out: a row per flow of size, sent (the highest byte, retransmissions apart), delivered,
@@ -344,9 +352,9 @@ static double flow_rate(const Flow *f) {
 void sim_flow_stats(const Sim *s, double *out) {
     for (int i = 0; i < s->n_flows; i++) {
         const Flow *f = &s->flows[i];
-        double v[] = {(double)f->size, (double)(f->transport ? f->snd_max : f->sent), (double)f->delivered, (double)f->dropped,
+        double v[] = {(double)f->size, (double)(f->transport ? s->rel[f->rel].snd_max : f->sent), (double)f->delivered, (double)f->dropped,
                       (double)f->cnps, (double)f->ce, (double)f->t_start, (double)f->t_done,
-                      flow_rate(f), f->transport == TR_TCP ? f->dctcp_alpha : f->alpha};
+                      flow_rate(s, f), f->transport == TR_TCP ? s->rel[f->rel].dctcp_alpha : f->alpha};
         memcpy(out + 10 * i, v, sizeof(v));
     }
 }
@@ -354,10 +362,11 @@ void sim_flow_stats(const Sim *s, double *out) {
 /* out: a row per flow of retransmitted packets, retransmitted bytes, timeouts, NAKs, fast
  * retransmits, TCP's congestion window (bytes), TCP's smoothed RTT (ps) */
 void sim_flow_transport(const Sim *s, double *out) {
+    const Reliable none = {0};
     for (int i = 0; i < s->n_flows; i++) {
-        const Flow *f = &s->flows[i];
-        double v[] = {(double)f->retx_pkts, (double)f->retx_bytes, (double)f->timeouts, (double)f->naks,
-                      (double)f->fast_retx, f->cwnd, (double)f->srtt};
+        const Reliable *r = s->flows[i].rel >= 0 ? &s->rel[s->flows[i].rel] : &none;
+        double v[] = {(double)r->retx_pkts, (double)r->retx_bytes, (double)r->timeouts, (double)r->naks,
+                      (double)r->fast_retx, r->cwnd, (double)r->srtt};
         memcpy(out + 7 * i, v, sizeof(v));
     }
 }

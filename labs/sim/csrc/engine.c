@@ -106,7 +106,7 @@ void flow_account(Sim *s, int f) {
     Flow *F = &s->flows[f];
     if (F->size < 0 || F->state != FL_SENT) return;
     /* reliable: once the sender holds the ACK of its last byte (a work completion) */
-    if (F->transport ? F->snd_una >= F->size : F->delivered + F->dropped >= F->size) flow_done(s, f);
+    if (F->transport ? s->rel[F->rel].snd_una >= F->size : F->delivered + F->dropped >= F->size) flow_done(s, f);
 }
 
 void port_remove_active(Port *P, int f) {

@@ -143,6 +143,11 @@ static int nic_make_packet(Sim *s, int f) {
     return pk;
 }
 
+static int tcp_window_full(const Sim *s, const Flow *F) {
+    const Reliable *R = &s->rel[F->rel];
+    return F->sent > R->snd_una && (double)(F->sent - R->snd_una + F->pkt_size) > R->cwnd;
+}
+
 int nic_dequeue(Sim *s, int port) {
     Port *P = &s->ports[port];
     for (unsigned ready = P->nonempty; ready;) {
@@ -155,8 +160,7 @@ int nic_dequeue(Sim *s, int port) {
         int idx = (P->rr + i) % P->n_active;
         Flow *F = &s->flows[P->active[idx]];
         if (port_paused(s, P, F->prio)) continue;
-        if (F->transport == TR_TCP && F->sent > F->snd_una && F->sent - F->snd_una + F->pkt_size > F->cwnd)
-            continue; /* its window is full: an ACK sends it on */
+        if (F->transport == TR_TCP && tcp_window_full(s, F)) continue; /* an ACK sends it on */
         if (F->next_time <= s->now) {
             P->rr = idx + 1;
             int pk = nic_make_packet(s, P->active[idx]);

@@ -176,18 +176,21 @@ typedef struct {
     int64_t alpha_periods; /* alpha periods accounted since the flow started */
     ps_t np_phase; /* DCQCN notification point */
     int64_t np_last_window;
-    /* reliable transports (transport.c): `sent` is the next byte to send (it goes back on a
-     * NAK, a timeout or a fast retransmit), snd_max the highest sent, snd_una the acked */
+    int32_t rel; /* a reliable flow's state in Sim.rel; -1: open */
+} Flow;
+
+typedef struct { /* a reliable flow's transport (transport.c); `sent` of its Flow is the next
+                  * byte to send (it goes back on a NAK, a timeout or a fast retransmit) */
     uint8_t rto_armed, in_recovery, rcv_nak, rcv_ce;
     int32_t dupacks, backoff, rcv_pending;
-    int64_t snd_una, snd_max, recover, rcv_psn;
-    ps_t t_progress; /* the retransmission timer runs from here */
-    double cwnd, ssthresh, dctcp_alpha; /* TCP: bytes */
-    int64_t rtt_seq;                    /* TCP: the byte whose ACK times an RTT; -1: none */
+    int64_t snd_una, snd_max, recover, rcv_psn; /* acked, highest sent; receiver: expected */
+    ps_t t_progress;                            /* the retransmission timer runs from here */
+    double cwnd, ssthresh, dctcp_alpha;         /* TCP: bytes */
+    int64_t rtt_seq;                            /* TCP: the byte whose ACK times an RTT; -1: none */
     ps_t rtt_t, srtt, rttvar;
     int64_t win_end, win_acked, win_marked;
     int64_t retx_pkts, retx_bytes, timeouts, naks, fast_retx;
-} Flow;
+} Reliable;
 
 typedef struct {
     double g, min_rate, r_ai, r_hai, initial_alpha;
@@ -221,6 +224,7 @@ typedef struct {
     Node *nodes;
     Port *ports;
     Flow *flows;
+    Reliable *rel; /* one per flow whose transport is not open */
     Profile *profiles;
     int32_t *link_ports; /* 2 per link */
     int32_t *rt_start, *rt_nh; /* CSR: node * n_hosts + host -> next-hop ports */

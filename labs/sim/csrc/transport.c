@@ -18,56 +18,60 @@
  * doubled per timeout in a row */
 static ps_t rto(const Sim *s, const Flow *F) {
     if (F->transport == TR_RC) return s->tp.rc_timeout;
-    ps_t t = F->srtt ? F->srtt + 4 * F->rttvar : s->tp.tcp_rto_initial;
+    const Reliable *R = &s->rel[F->rel];
+    ps_t t = R->srtt ? R->srtt + 4 * R->rttvar : s->tp.tcp_rto_initial;
     if (t < s->tp.tcp_rto_min) t = s->tp.tcp_rto_min;
-    for (int k = 0; k < F->backoff && t < s->tp.tcp_rto_max; k++) t *= 2;
+    for (int k = 0; k < R->backoff && t < s->tp.tcp_rto_max; k++) t *= 2;
     return t < s->tp.tcp_rto_max ? t : s->tp.tcp_rto_max;
 }
 
 /* one RTT sample (RFC 6298 2.2-2.3) */
-static void rtt_sample(Flow *F, ps_t r) {
-    if (!F->srtt) {
-        F->srtt = r;
-        F->rttvar = r / 2;
+static void rtt_sample(Reliable *R, ps_t r) {
+    if (!R->srtt) {
+        R->srtt = r;
+        R->rttvar = r / 2;
     } else {
-        ps_t d = F->srtt > r ? F->srtt - r : r - F->srtt;
-        F->rttvar = (3 * F->rttvar + d) / 4;
-        F->srtt = (7 * F->srtt + r) / 8;
+        ps_t d = R->srtt > r ? R->srtt - r : r - R->srtt;
+        R->rttvar = (3 * R->rttvar + d) / 4;
+        R->srtt = (7 * R->srtt + r) / 8;
     }
 }
 
 static void rto_arm(Sim *s, int f) {
     Flow *F = &s->flows[f];
-    if (F->rto_armed) return;
-    F->rto_armed = 1;
-    ev_push(s, F->t_progress + rto(s, F), EV_RTO, f, 0, 0);
+    Reliable *R = &s->rel[F->rel];
+    if (R->rto_armed) return;
+    R->rto_armed = 1;
+    ev_push(s, R->t_progress + rto(s, F), EV_RTO, f, 0, 0);
 }
 
 void transport_start(Sim *s, int f) {
     Flow *F = &s->flows[f];
-    F->cwnd = s->tp.tcp_initial_window * F->pkt_size;
-    F->ssthresh = INFINITY;
-    F->dctcp_alpha = 1.0; /* Linux's dctcp_alpha_on_init */
-    F->rtt_seq = -1;
+    Reliable *R = &s->rel[F->rel];
+    R->cwnd = s->tp.tcp_initial_window * F->pkt_size;
+    R->ssthresh = INFINITY;
+    R->dctcp_alpha = 1.0; /* Linux's dctcp_alpha_on_init */
+    R->rtt_seq = -1;
 }
 
 /* a data packet of `size` bytes at byte `offset` left the NIC */
 void transport_sent(Sim *s, int f, int64_t offset, int size) {
     Flow *F = &s->flows[f];
-    if (offset < F->snd_max) {
-        F->retx_pkts++;
-        F->retx_bytes += size;
+    Reliable *R = &s->rel[F->rel];
+    if (offset < R->snd_max) {
+        R->retx_pkts++;
+        R->retx_bytes += size;
     } else {
-        F->snd_max = F->sent;
-        if (F->rtt_seq < 0) { /* time this packet's ACK (one at a time, as BSD's TCP) */
-            F->rtt_seq = F->sent;
-            F->rtt_t = s->now;
+        R->snd_max = F->sent;
+        if (R->rtt_seq < 0) { /* time this packet's ACK (one at a time, as BSD's TCP) */
+            R->rtt_seq = F->sent;
+            R->rtt_t = s->now;
         }
     }
     /* stopped: what was sent is still to be delivered */
-    if (F->next_time >= F->stop && (F->size < 0 || F->snd_max < F->size)) F->size = F->snd_max;
-    if (!F->rto_armed) {
-        F->t_progress = s->now;
+    if (F->next_time >= F->stop && (F->size < 0 || R->snd_max < F->size)) F->size = R->snd_max;
+    if (!R->rto_armed) {
+        R->t_progress = s->now;
         rto_arm(s, f);
     }
 }
@@ -75,9 +79,10 @@ void transport_sent(Sim *s, int f, int64_t offset, int size) {
 /* send again from byte `to` (go-back-N); a flow that had sent everything sends again */
 static void go_back(Sim *s, int f, int64_t to) {
     Flow *F = &s->flows[f];
+    Reliable *R = &s->rel[F->rel];
     if (to >= F->sent) return;
     F->sent = to;
-    F->rtt_seq = -1; /* Karn: no RTT sample across a retransmission */
+    R->rtt_seq = -1; /* Karn: no RTT sample across a retransmission */
     if (F->state == FL_SENT) {
         F->state = FL_SENDING;
         F->port = host_up_port(s, F->port);
@@ -92,30 +97,32 @@ static void go_back(Sim *s, int f, int64_t to) {
 
 static void send_ack(Sim *s, int port, int f, int flags) {
     Flow *F = &s->flows[f];
-    F->rcv_pending = 0;
-    nic_send_ctrl(s, port, f, flags, F->prio, F->dscp, (int)F->rcv_psn, 0x85ebca6bu);
+    Reliable *R = &s->rel[F->rel];
+    R->rcv_pending = 0;
+    nic_send_ctrl(s, port, f, flags, F->prio, F->dscp, (int)R->rcv_psn, 0x85ebca6bu);
 }
 
 void transport_receive(Sim *s, int port, int f, int psn, int flags, int payload) {
     Flow *F = &s->flows[f];
+    Reliable *R = &s->rel[F->rel];
     int tcp = F->transport == TR_TCP, ce = (flags & PK_CE) != 0;
     int every = tcp ? s->tp.tcp_ack_every : s->tp.rc_ack_every;
-    if (psn == F->rcv_psn) {
-        if (tcp && ce != F->rcv_ce && F->rcv_pending > 0) send_ack(s, port, f, PK_ACK | (F->rcv_ce ? PK_CE : 0));
-        F->rcv_ce = (uint8_t)ce;
-        F->rcv_psn++;
-        F->rcv_nak = 0;
+    if (psn == R->rcv_psn) {
+        if (tcp && ce != R->rcv_ce && R->rcv_pending > 0) send_ack(s, port, f, PK_ACK | (R->rcv_ce ? PK_CE : 0));
+        R->rcv_ce = (uint8_t)ce;
+        R->rcv_psn++;
+        R->rcv_nak = 0;
         F->delivered += payload;
-    } else if (psn > F->rcv_psn) { /* out of sequence: dropped */
+    } else if (psn > R->rcv_psn) { /* out of sequence: dropped */
         if (tcp) {
             send_ack(s, port, f, PK_ACK); /* a duplicate ACK at once (RFC 5681 4.2) */
-        } else if (!F->rcv_nak) {
-            F->rcv_nak = 1; /* one NAK until the expected PSN arrives (IB spec 9.7.5.2.2) */
+        } else if (!R->rcv_nak) {
+            R->rcv_nak = 1; /* one NAK until the expected PSN arrives (IB spec 9.7.5.2.2) */
             send_ack(s, port, f, PK_NAK);
         }
         return;
     } /* else a duplicate of what arrived: acknowledged again, as a responder does */
-    if (++F->rcv_pending >= every || (flags & PK_LAST)) send_ack(s, port, f, PK_ACK | (tcp && F->rcv_ce ? PK_CE : 0));
+    if (++R->rcv_pending >= every || (flags & PK_LAST)) send_ack(s, port, f, PK_ACK | (tcp && R->rcv_ce ? PK_CE : 0));
 }
 
 /* ---- sender ---- */
@@ -124,62 +131,65 @@ void transport_receive(Sim *s, int port, int f, int psn, int flags, int payload)
  * acknowledged with ECE), and cwnd <- cwnd (1 - alpha/2) if any was */
 static void dctcp_window(Sim *s, int f) {
     Flow *F = &s->flows[f];
-    if (F->win_acked > 0) {
+    Reliable *R = &s->rel[F->rel];
+    if (R->win_acked > 0) {
         double g = s->tp.dctcp_g;
-        F->dctcp_alpha = (1 - g) * F->dctcp_alpha + g * (double)F->win_marked / (double)F->win_acked;
-        if (F->win_marked > 0 && !F->in_recovery) {
-            double before = F->cwnd;
-            F->cwnd *= 1 - F->dctcp_alpha / 2;
-            if (F->cwnd < F->pkt_size) F->cwnd = F->pkt_size;
-            F->ssthresh = F->cwnd;
-            if (s->tp.trace) sim_log(s, LOG_ECN_CUT, f, (int)before, (int)F->cwnd);
+        R->dctcp_alpha = (1 - g) * R->dctcp_alpha + g * (double)R->win_marked / (double)R->win_acked;
+        if (R->win_marked > 0 && !R->in_recovery) {
+            double before = R->cwnd;
+            R->cwnd *= 1 - R->dctcp_alpha / 2;
+            if (R->cwnd < F->pkt_size) R->cwnd = F->pkt_size;
+            R->ssthresh = R->cwnd;
+            if (s->tp.trace) sim_log(s, LOG_ECN_CUT, f, (int)before, (int)R->cwnd);
         }
     }
-    F->win_acked = F->win_marked = 0;
-    F->win_end = F->snd_max;
+    R->win_acked = R->win_marked = 0;
+    R->win_end = R->snd_max;
 }
 
 static void tcp_ack(Sim *s, int f, int64_t fresh, int flags) {
     Flow *F = &s->flows[f];
+    Reliable *R = &s->rel[F->rel];
     double mss = F->pkt_size;
     if (fresh > 0) {
-        if (F->rtt_seq >= 0 && F->snd_una >= F->rtt_seq) {
-            rtt_sample(F, s->now - F->rtt_t);
-            F->rtt_seq = -1;
+        if (R->rtt_seq >= 0 && R->snd_una >= R->rtt_seq) {
+            rtt_sample(R, s->now - R->rtt_t);
+            R->rtt_seq = -1;
         }
-        F->win_acked += fresh;
-        if (flags & PK_CE) F->win_marked += fresh;
-        if (F->in_recovery && F->snd_una >= F->recover) F->in_recovery = 0;
-        if (!F->in_recovery) F->cwnd += F->cwnd < F->ssthresh ? (double)fresh : mss * (double)fresh / F->cwnd;
-        if (F->snd_una >= F->win_end) dctcp_window(s, f);
+        R->win_acked += fresh;
+        if (flags & PK_CE) R->win_marked += fresh;
+        if (R->in_recovery && R->snd_una >= R->recover) R->in_recovery = 0;
+        if (!R->in_recovery) R->cwnd += R->cwnd < R->ssthresh ? (double)fresh : mss * (double)fresh / R->cwnd;
+        if (R->snd_una >= R->win_end) dctcp_window(s, f);
         try_send(s, F->port); /* the window moved */
         return;
     }
-    if (F->snd_una < F->snd_max && ++F->dupacks == s->tp.dupack_threshold && !F->in_recovery &&
-        F->snd_una >= F->recover) { /* fast retransmit: halve the window (RFC 5681, 6582) */
-        double before = F->cwnd;
-        F->ssthresh = fmax(F->cwnd / 2, 2 * mss);
-        F->cwnd = F->ssthresh;
-        F->in_recovery = 1;
-        F->recover = F->snd_max;
-        F->fast_retx++;
-        if (s->tp.trace) sim_log(s, LOG_FAST_RETX, f, (int)before, (int)F->cwnd);
-        go_back(s, f, F->snd_una);
+    if (R->snd_una < R->snd_max && ++R->dupacks == s->tp.dupack_threshold && !R->in_recovery &&
+        R->snd_una >= R->recover) { /* fast retransmit: halve the window (RFC 5681, 6582) */
+        double before = R->cwnd;
+        R->ssthresh = fmax(R->cwnd / 2, 2 * mss);
+        R->cwnd = R->ssthresh;
+        R->in_recovery = 1;
+        R->recover = R->snd_max;
+        R->fast_retx++;
+        if (s->tp.trace) sim_log(s, LOG_FAST_RETX, f, (int)before, (int)R->cwnd);
+        go_back(s, f, R->snd_una);
     }
 }
 
 /* an ACK or NAK reached the sender; psn: the next PSN its receiver expects */
 void transport_feedback(Sim *s, int f, int psn, int flags) {
     Flow *F = &s->flows[f];
+    Reliable *R = &s->rel[F->rel];
     if (F->state == FL_DONE || F->state == FL_WAITING) return;
     int64_t acked = (int64_t)psn * F->pkt_size;
-    if (acked > F->snd_max) acked = F->snd_max;
-    int64_t fresh = acked - F->snd_una;
+    if (acked > R->snd_max) acked = R->snd_max;
+    int64_t fresh = acked - R->snd_una;
     if (fresh > 0) {
-        F->snd_una = acked;
-        F->t_progress = s->now;
-        F->backoff = 0;
-        F->dupacks = 0;
+        R->snd_una = acked;
+        R->t_progress = s->now;
+        R->backoff = 0;
+        R->dupacks = 0;
         if (F->sent < acked) { /* a timeout went back further than needed */
             F->sent = acked;
             if (F->state == FL_SENDING && F->size >= 0 && F->sent >= F->size) nic_stop_sending(s, f);
@@ -188,32 +198,33 @@ void transport_feedback(Sim *s, int f, int psn, int flags) {
     if (F->transport == TR_TCP) {
         tcp_ack(s, f, fresh, flags);
     } else if (flags & PK_NAK) {
-        F->naks++;
+        R->naks++;
         if (s->tp.trace) sim_log(s, LOG_NAK, f, psn, 0);
-        go_back(s, f, F->snd_una);
+        go_back(s, f, R->snd_una);
     }
     flow_account(s, f);
 }
 
 void on_rto(Sim *s, int f) {
     Flow *F = &s->flows[f];
-    F->rto_armed = 0;
-    if (F->state == FL_DONE || F->snd_una >= F->snd_max) return;
-    if (F->t_progress + rto(s, F) > s->now) { /* progress since it was armed */
+    Reliable *R = &s->rel[F->rel];
+    R->rto_armed = 0;
+    if (F->state == FL_DONE || R->snd_una >= R->snd_max) return;
+    if (R->t_progress + rto(s, F) > s->now) { /* progress since it was armed */
         rto_arm(s, f);
         return;
     }
-    F->timeouts++;
-    if (s->tp.trace) sim_log(s, LOG_TIMEOUT, f, (int)(F->snd_una / F->pkt_size), 0);
+    R->timeouts++;
+    if (s->tp.trace) sim_log(s, LOG_TIMEOUT, f, (int)(R->snd_una / F->pkt_size), 0);
     if (F->transport == TR_TCP) { /* RFC 5681 3.1, RFC 6298 5.5 */
-        F->ssthresh = fmax((double)(F->snd_max - F->snd_una) / 2, 2.0 * F->pkt_size);
-        F->cwnd = F->pkt_size;
-        F->in_recovery = 0;
-        F->recover = F->snd_max;
-        F->dupacks = 0;
-        if (F->backoff < 16) F->backoff++;
+        R->ssthresh = fmax((double)(R->snd_max - R->snd_una) / 2, 2.0 * F->pkt_size);
+        R->cwnd = F->pkt_size;
+        R->in_recovery = 0;
+        R->recover = R->snd_max;
+        R->dupacks = 0;
+        if (R->backoff < 16) R->backoff++;
     }
-    F->t_progress = s->now;
-    go_back(s, f, F->snd_una);
+    R->t_progress = s->now;
+    go_back(s, f, R->snd_una);
     rto_arm(s, f);
 }
