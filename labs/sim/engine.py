@@ -99,9 +99,8 @@ def _flows(
     out = (native.F64 * (native.FLOW_FIELDS * max(len(exp.flows), 1)))()
     lib.sim_flow_stats(h, out)
     stats = list(out)
-    tout = (native.F64 * (native.TRANSPORT_FIELDS * max(len(exp.flows), 1)))()
-    lib.sim_flow_transport(h, tout)
-    transport = list(tout)
+    transport = (native.F64 * (native.TRANSPORT_FIELDS * max(len(exp.flows), 1)))()
+    lib.sim_flow_transport(h, transport)  # read back only for the reliable flows
     dropped_at = (native.F64 * max(len(exp.flows), 1))()
     lib.sim_flow_drops(h, dropped_at)
     base = len(layout.sampled_ports) * 2 * NPRIO
