@@ -41,6 +41,14 @@ def figures(run: Path) -> dict[str, Any]:
         "lossless_drops": sum(r["drops"]["lossless"] for r in pfc),
         "events": sorted({e["event"] for e in events if e["event"] not in ("run-start", "fault")}),
     }
+    bulk = [f for f in json.loads((run / "flows.json").read_text()) if f["class"] != "roce"]
+    if bulk:  # the backup's transport at work: what it got through, resent, waited for
+        sent = sum(f["sent"] for f in bulk)
+        out["bulk_transport"] = sorted({f.get("transport", "open") for f in bulk})
+        out["bulk_goodput_gbps"] = round(sum(f["goodput_bps"] for f in bulk) / 1e9, 1)
+        out["bulk_lost_pct"] = round(100 * sum(f["lost"] for f in bulk) / sent, 2) if sent else 0
+        out["bulk_retransmitted"] = sum(f.get("retransmitted", 0) for f in bulk)
+        out["bulk_timeouts"] = sum(f.get("timeouts", 0) for f in bulk)
     iterations = run / "iterations.json"
     if iterations.exists():
         for label, it in json.loads(iterations.read_text()).items():

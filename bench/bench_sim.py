@@ -1,11 +1,12 @@
 """How fast the packet simulator (labs/sim) runs.
 
     .venv/bin/python bench/bench_sim.py            # every figure (about two minutes)
-    .venv/bin/python bench/bench_sim.py --quick    # the dumbbell and a small All-Reduce
+    .venv/bin/python bench/bench_sim.py --quick    # the dumbbells and a small All-Reduce
     .venv/bin/python bench/bench_sim.py --fidelity # the ring and incast figures
 
 1. Packet hops per wall second on an 8:1 dumbbell at 40 Gb/s with PFC, ECN and DCQCN
-   (goal >= 1.6 M/s, ten times ns-3's ~160 k/s on this kind of machine).
+   (goal >= 1.6 M/s, ten times ns-3's ~160 k/s on this kind of machine); `dumbbell-rc` the
+   same over RoCEv2's reliable connection (ACKs on the reverse path, not counted as hops).
 2. The article's reference fabric (50 servers x 2 x 400G NICs, 8 leaves, 4 spines) running one
    ring All-Reduce of 256 MB per rank (100 ranks, 4 KB packets) plus a backup burst (8 x 32 MB
    in the lossless class into one NIC), to completion (goal <= 60 s wall, <= 2 GB memory).
@@ -44,11 +45,11 @@ RED_40G = QueueParams(ecn=True, kmin=5_000, kmax=200_000, pmax=0.01)
 """The DCQCN paper's marking at 40 Gb/s."""
 
 
-def dumbbell_case() -> Experiment:
+def dumbbell_case(transport: str = "open") -> Experiment:
     qos = QosProfile(queues={3: RED_40G, 6: QueueParams(strict=True)})
-    return with_flows(
-        dumbbell(8, qos=qos), [], duration=0.1, stop_when_done=False, packet_bytes=1000
-    )
+    exp = dumbbell(8, qos=qos)
+    flows = [replace(f, transport=transport) for f in exp.flows]
+    return replace(exp, flows=flows, duration=0.1, stop_when_done=False, packet_bytes=1000)
 
 
 def reference_case(mb: int, backup: bool = True) -> Experiment:
@@ -71,6 +72,7 @@ def clos_case(mb: int) -> Experiment:
 
 CASES: dict[str, Callable[[], Experiment]] = {
     "dumbbell": dumbbell_case,
+    "dumbbell-rc": lambda: dumbbell_case("rc"),
     "reference-256MB": lambda: reference_case(256),
     "reference-32MB": lambda: reference_case(32, backup=False),
     "reference-64MB": lambda: reference_case(64, backup=False),
@@ -146,7 +148,7 @@ def in_child(name: str) -> dict[str, float | int | str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="the dumbbell and an 8 MB All-Reduce")
+    parser.add_argument("--quick", action="store_true", help="the dumbbells and an 8 MB All-Reduce")
     parser.add_argument("--case", choices=CASES, help=argparse.SUPPRESS)
     parser.add_argument("--fidelity", action="store_true", help="the published cases' figures")
     args = parser.parse_args()
@@ -157,7 +159,9 @@ def main() -> int:
         print(json.dumps(run_case(args.case)))
         return 0
     names = (
-        ["dumbbell", "reference-8MB"] if args.quick else [n for n in CASES if n != "reference-8MB"]
+        ["dumbbell", "dumbbell-rc", "reference-8MB"]
+        if args.quick
+        else [n for n in CASES if n != "reference-8MB"]
     )
     failed = []
     for name in names:

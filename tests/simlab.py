@@ -78,14 +78,15 @@ def total(played: Played, counter: str, prio: int | None = None) -> float:
 
 
 def incast(kind: str = "storage", dscp: int | None = 26, duration: float = 0.003) -> dict[str, Any]:
-    """Three servers send to server4 at line rate for `duration` seconds."""
+    """Three servers send to server4 at line rate for `duration` seconds (open loop, whatever
+    the class: nothing backs them off)."""
     phase: dict[str, Any] = {
         "at": 0, "duration": duration, "kind": "incast", "src": ["server1", "server2", "server3"],
         "dst": "server4", "class": kind, "qps": 4,
     }  # fmt: skip
     if dscp is not None:
         phase["dscp"] = dscp
-    return {"name": "incast", "traffic": [phase]}
+    return {"name": "incast", "traffic": [phase], "sim": {"lossy_transport": "open"}}
 
 
 def validate(lab: Path, scenario: dict[str, Any]) -> dict[str, Result]:

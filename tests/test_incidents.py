@@ -30,7 +30,7 @@ def last_run(lab: Path) -> Path:
 
 
 SHOWN = {
-    "1-pause-storm": ("pfc_behaviour/pause storms", "dscp_marking"),
+    "1-pause-storm": ("pfc_behaviour/propagation", "dscp_marking"),
     "2-micro-bursts": ("pfc_behaviour/lossless drops", "| headroom | fabric | fail | pass |"),
     "3-deadlock": ("no_deadlock/run", "| deadlock | priority 3, 1-link failures | fail | pass |"),
     "4-pfc-storm": (

@@ -8,13 +8,27 @@ import zlib
 from dataclasses import dataclass
 
 from labs.sim import native
-from labs.sim.model import NPRIO, Experiment, Flow, Host, LinkFault, PfcStorm, QosProfile, Switch
+from labs.sim.model import (
+    NPRIO,
+    Experiment,
+    Flow,
+    Host,
+    LinkFault,
+    PacketLoss,
+    PfcStorm,
+    QosProfile,
+    Switch,
+)
 from labs.sim.routing import forwarding, split_port
 from twin.design.headroom import headroom_bytes
 from twin.errors import TwinError
 
 NEVER = 1e30
 """A time past any run (the core treats >= 9e6 s as never)."""
+MAX_PORTS = 2**23
+"""A packet holds its ingress port in 24 signed bits (csrc/sim.h)."""
+TRANSPORTS = ("open", "rc", "tcp")
+"""Flow.transport values, in the core's order."""
 
 
 class ExperimentError(TwinError, ValueError):
@@ -122,6 +136,10 @@ def _flow_ints(
     if not 0 <= prio < NPRIO:
         raise ExperimentError(f"flow {flow.name}: priority {prio} is not 0-7")
     dcqcn = flow.cc == "dcqcn"
+    if flow.transport not in TRANSPORTS:
+        raise ExperimentError(f"flow {flow.name}: transport is one of {', '.join(TRANSPORTS)}")
+    if dcqcn and flow.transport == "tcp":
+        raise ExperimentError(f"flow {flow.name}: transport tcp has its own congestion control")
     ect = dcqcn if flow.ecn_capable is None else flow.ecn_capable
     return [
         node_index[flow.src],
@@ -135,13 +153,20 @@ def _flow_ints(
         flow.ttl,
         len(set(flow.after)),
         key,
+        TRANSPORTS.index(flow.transport),
     ]
 
 
 def _check_times(exp: Experiment) -> None:
     """Periods the core divides by or repeats at must be positive (else it would spin)."""
-    d, c = exp.dcqcn, exp.checks
+    d, c, t = exp.dcqcn, exp.checks, exp.transports
     positive = {
+        "transports.rc_ack_every": t.rc_ack_every,
+        "transports.tcp_ack_every": t.tcp_ack_every,
+        "transports.dupack_threshold": t.dupack_threshold,
+        "transports.tcp_rto_min": t.tcp_rto_min,
+        "transports.tcp_rto_initial": t.tcp_rto_initial,
+        "transports.tcp_initial_window": t.tcp_initial_window,
         "duration": exp.duration,
         "dcqcn.alpha_period": d.alpha_period,
         "dcqcn.timer": d.timer,
@@ -157,6 +182,12 @@ def _check_times(exp: Experiment) -> None:
     for name, value in positive.items():
         if not value > 0:
             raise ExperimentError(f"{name} must be positive, not {value}")
+    if not 0 <= t.rc_timeout_exponent <= 31:
+        raise ExperimentError("transports.rc_timeout_exponent must be 0-31 (IB's 5-bit timeout)")
+    if not (t.tcp_rto_max >= max(t.tcp_rto_min, t.tcp_rto_initial) and 0 < t.dctcp_g <= 1):
+        raise ExperimentError(
+            "transports: tcp_rto_max >= tcp_rto_min and tcp_rto_initial, 0 < dctcp_g <= 1"
+        )
     if exp.monitor.interval < 0 or c.stall < 0:
         raise ExperimentError("monitor.interval and checks.stall must not be negative")
     if not (0 <= exp.header_bytes <= 1024 and 0 <= exp.gap_bytes <= 1024):
@@ -185,6 +216,8 @@ def build(exp: Experiment, seed: int) -> Built:
             own_ports[node].append(end)
             link_of[end] = li
     ports = [p for n in names for p in own_ports[n]]
+    if len(ports) >= MAX_PORTS:
+        raise ExperimentError(f"{len(ports)} ports: the core indexes at most {MAX_PORTS - 1}")
     port_index = {p: i for i, p in enumerate(ports)}
     if len({f.name for f in exp.flows}) != len(exp.flows):
         raise ExperimentError("flow names must be unique")
@@ -292,6 +325,24 @@ def _configure(
         ),
     )
 
+    t = exp.transports
+    lib.sim_set_transport(
+        handle,
+        native.f64(
+            [
+                t.rc_ack_every,
+                t.tcp_ack_every,
+                t.dupack_threshold,
+                t.rc_timeout,
+                t.tcp_rto_min,
+                t.tcp_rto_max,
+                t.tcp_initial_window,
+                t.dctcp_g,
+                int(t.trace),
+                t.tcp_rto_initial,
+            ]
+        ),
+    )
     _faults(exp, lib, handle, port_index, link_of)
     switch_ports = [port_index[p] for n in switches for p in own_ports[n]]
     for name in exp.monitor.ports:
@@ -325,6 +376,9 @@ def _faults(
     link_of: dict[str, int],
 ) -> None:
     speeds = {end: link.speed for link in exp.links for end in (link.a, link.b)}
+    losses = [f.port for f in exp.faults if isinstance(f, PacketLoss)]
+    if len(set(losses)) != len(losses):
+        raise ExperimentError("loss: one loss fault per port")
     for fault in exp.faults:
         if fault.port not in port_index:
             raise ExperimentError(f"fault: unknown port {fault.port!r}")
@@ -338,6 +392,13 @@ def _faults(
             mask = sum(1 << p for p in set(fault.priorities))
             lib.sim_add_storm(
                 handle, port_index[fault.port], mask, fault.quanta, fault.start, fault.end, interval
+            )
+        elif isinstance(fault, PacketLoss):
+            if not (0 <= fault.probability <= 1 and fault.count >= 0):
+                raise ExperimentError(f"loss {fault.port}: probability 0-1, count >= 0")
+            end = NEVER if fault.end is None else fault.end
+            lib.sim_set_loss(
+                handle, port_index[fault.port], fault.start, end, fault.probability, fault.count
             )
 
 

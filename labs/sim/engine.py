@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import itertools
 from collections.abc import Callable
 
@@ -21,6 +22,10 @@ LOG_KINDS = (
     "watchdog_restore",
     "deadlock",
     "lossless_drop",
+    "transport_nak",
+    "transport_timeout",
+    "fast_retransmit",
+    "ecn_cut",
 )
 """The core's LogKind values, in order."""
 
@@ -50,7 +55,7 @@ def _collect(lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped
     raw = lib.sim_samples(h)
     samples = [raw[i * width : (i + 1) * width] for i in range(n_samples)] if width else []
     queues, pgs = _occupancy(layout, samples)
-    flows = _flows(lib, h, layout, exp, samples, width)
+    flows = _flows(lib, h, layout, exp, samples, width, lib.sim_now(h))
     events = _events(lib, h, layout, n_log, n_cycles)
     return Result(
         experiment=exp.name,
@@ -83,11 +88,19 @@ def _occupancy(
 
 
 def _flows(
-    lib: ctypes.CDLL, h: int, layout: Layout, exp: Experiment, samples: list[list[int]], width: int
+    lib: ctypes.CDLL,
+    h: int,
+    layout: Layout,
+    exp: Experiment,
+    samples: list[list[int]],
+    width: int,
+    end: float,
 ) -> list[FlowResult]:
     out = (native.F64 * (native.FLOW_FIELDS * max(len(exp.flows), 1)))()
     lib.sim_flow_stats(h, out)
     stats = list(out)
+    transport = (native.F64 * (native.TRANSPORT_FIELDS * max(len(exp.flows), 1)))()
+    lib.sim_flow_transport(h, transport)  # read back only for the reliable flows
     dropped_at = (native.F64 * max(len(exp.flows), 1))()
     lib.sim_flow_drops(h, dropped_at)
     base = len(layout.sampled_ports) * 2 * NPRIO
@@ -96,29 +109,45 @@ def _flows(
     for i, flow in enumerate(exp.flows):
         row = stats[i * native.FLOW_FIELDS : (i + 1) * native.FLOW_FIELDS]
         size, sent, delivered, dropped, cnps, ce, t_start, t_done, rate, alpha = row
+        start = None if t_start < 0 else t_start * 1e-12
+        span = ((t_done * 1e-12 if t_done >= 0 else end) - start) if start is not None else 0.0
         series: list[float] = []
         if layout.flow_series and width:
             cumulative = [row[base + i] for row in samples]
             series = [(b - a) * 8 / interval for a, b in itertools.pairwise(cumulative)]
-        flows.append(
-            FlowResult(
-                name=flow.name,
-                src=flow.src,
-                dst=flow.dst,
-                size=None if size < 0 else int(size),
-                bytes_sent=int(sent),
-                bytes_delivered=int(delivered),
-                bytes_dropped=int(dropped),
-                start=None if t_start < 0 else t_start * 1e-12,
-                completion=None if t_done < 0 else t_done * 1e-12,
-                cnps=int(cnps),
-                ecn_marks=int(ce),
-                rate=rate,
-                alpha=alpha,
-                rate_series=series,
-                first_drop=None if dropped_at[i] < 0 else dropped_at[i] * 1e-12,
-            )
+        result = FlowResult(
+            name=flow.name,
+            src=flow.src,
+            dst=flow.dst,
+            size=None if size < 0 else int(size),
+            bytes_sent=int(sent),
+            bytes_delivered=int(delivered),
+            bytes_dropped=int(dropped),
+            start=start,
+            completion=None if t_done < 0 else t_done * 1e-12,
+            cnps=int(cnps),
+            ecn_marks=int(ce),
+            rate=rate,
+            alpha=alpha,
+            rate_series=series,
+            first_drop=None if dropped_at[i] < 0 else dropped_at[i] * 1e-12,
+            goodput=delivered * 8 / span if span > 0 else 0.0,
         )
+        if flow.transport != "open":
+            k = native.TRANSPORT_FIELDS
+            retx, retx_bytes, timeouts, naks, fast, cwnd, srtt = transport[i * k : (i + 1) * k]
+            result = dataclasses.replace(
+                result,
+                transport=flow.transport,
+                retransmitted_packets=int(retx),
+                retransmitted_bytes=int(retx_bytes),
+                timeouts=int(timeouts),
+                naks=int(naks),
+                fast_retransmits=int(fast),
+                cwnd=cwnd if flow.transport == "tcp" else None,
+                srtt=srtt * 1e-12 if srtt > 0 else None,
+            )
+        flows.append(result)
     return flows
 
 
@@ -158,6 +187,10 @@ def _events(lib: ctypes.CDLL, h: int, layout: Layout, n_log: int, n_cycles: int)
         elif name == "deadlock":
             members = [(*layout.ports[v // NPRIO], v % NPRIO) for v in cycles[a : a + b]]
             events.append(Event(time, name, cycle=members))
+        elif name in ("transport_nak", "transport_timeout"):
+            events.append(Event(time, name, detail=f"psn {b}", flow=layout.flows[a]))
+        elif name in ("fast_retransmit", "ecn_cut"):
+            events.append(Event(time, name, detail=f"cwnd {b} -> {c}", flow=layout.flows[a]))
         else:
             node, pname = layout.ports[a]
             detail = {1: "drop", 2: "forward"}.get(c) if name == "watchdog_detect" else None

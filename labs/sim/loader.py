@@ -26,11 +26,13 @@ from labs.sim.model import (
     Link,
     LinkFault,
     Monitor,
+    PacketLoss,
     PfcStorm,
     PgParams,
     QosProfile,
     QueueParams,
     Switch,
+    Transports,
     Watchdog,
     alpha_from_dynamic_th,
 )
@@ -196,6 +198,7 @@ FLOW_FIELDS: dict[str, Convert] = {
     "after": lambda v: tuple(_str(x) for x in (v if isinstance(v, list) else [v])),
     "after_delay": units.seconds,
     "src_port": _optional(_str),
+    "transport": lambda v: _choice(v, ("open", "rc", "tcp")),
 }
 
 
@@ -220,8 +223,19 @@ def _fault(i: int, data: Any) -> Fault:
             "interval": _optional(units.seconds),
         }
         return _fields(PfcStorm, where, data, conv)
+    if isinstance(data, dict) and "loss" in data:
+        data = {("port" if k == "loss" else k): v for k, v in data.items()}
+        conv = {
+            "port": _str,
+            "start": units.seconds,
+            "end": _optional(units.seconds),
+            "probability": _float,
+            "count": _int,
+        }
+        return _fields(PacketLoss, where, data, conv)
     raise ExperimentError(
-        f"{where}: a fault is {{link_down: node:port, down: ...}} or {{pfc_storm: node:port, ...}}"
+        f"{where}: a fault is {{link_down: node:port, down: ...}}, {{pfc_storm: node:port, ...}}"
+        " or {loss: node:port, ...}"
     )
 
 
@@ -249,7 +263,7 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
         "switches",
         "hosts",
     }
-    known |= {"links", "flows", "faults", "dcqcn", "monitor", "checks"}
+    known |= {"links", "flows", "faults", "dcqcn", "transports", "monitor", "checks"}
     unknown = set(data) - known
     if unknown:
         raise ExperimentError(f"unknown keys {sorted(unknown)} (known: {sorted(known)})")
@@ -300,6 +314,23 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
             "cnp_priority": _int,
         },
     )
+    transports = _fields(
+        Transports,
+        "transports",
+        data.get("transports") or {},
+        {
+            "rc_ack_every": _int,
+            "rc_timeout_exponent": _int,
+            "tcp_ack_every": _int,
+            "dupack_threshold": _int,
+            "tcp_rto_min": units.seconds,
+            "tcp_rto_max": units.seconds,
+            "tcp_rto_initial": units.seconds,
+            "tcp_initial_window": _int,
+            "dctcp_g": _float,
+            "trace": _bool,
+        },
+    )
     monitor = _fields(
         Monitor,
         "monitor",
@@ -325,6 +356,7 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
         flows=flows,
         faults=[_fault(i, x) for i, x in enumerate(_list(data, "faults"))],
         dcqcn=dcqcn,
+        transports=transports,
         duration=_top(data, "duration", units.seconds, 1.0),
         stop_when_done=_top(data, "stop_when_done", _bool, True),
         packet_bytes=_top(data, "packet_bytes", units.size, 4096),

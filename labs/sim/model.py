@@ -153,7 +153,9 @@ class Link:
 
 @dataclass(frozen=True)
 class Flow:
-    """A RoCEv2 queue pair (cc dcqcn) or an open-loop source (cc none).
+    """A RoCEv2 queue pair (cc dcqcn) or an open-loop source (cc none), over a transport:
+    open (nothing acknowledged or resent: what is lost is lost), rc (RoCEv2's reliable
+    connection: ACK, NAK, go-back-N, timeout) or tcp (DCTCP on ECN marks, halving on loss).
 
     size None is open-ended (until stop or the end of the run); rate paces an open-loop flow
     (None: line rate, i.e. a burst) or caps a DCQCN flow. A flow listing `after` starts
@@ -179,6 +181,7 @@ class Flow:
     after_delay: float = 0.0
     src_port: str | None = None
     """``host:port`` to send from; None picks one of the host's ports by hash."""
+    transport: Literal["open", "rc", "tcp"] = "open"
 
 
 @dataclass(frozen=True)
@@ -205,6 +208,40 @@ class Dcqcn:
     DCQCN paper and its fluid model)."""
     cnp_dscp: int = 48
     cnp_priority: int = 6
+
+
+@dataclass(frozen=True)
+class Transports:
+    """Parameters of the reliable transports (docs/simulator.md, Transports)."""
+
+    rc_ack_every: int = 16
+    """An RC responder's ACK covers this many packets (and a message's last packet is always
+    acknowledged); the IB spec lets a responder coalesce ACKs; Linux's hfi1 driver acks
+    every 16 (HFI1_PSN_CREDIT); htsim's RoCE acks every packet (1)."""
+    rc_timeout_exponent: int = 14
+    """The local ACK timeout is 4.096 us x 2**exponent (IB spec 9.7.6.1.3): 14 (67 ms) is
+    perftest's default; NCCL's NCCL_IB_TIMEOUT defaults higher (18-20)."""
+    tcp_ack_every: int = 2
+    """Delayed ACKs: at least every second segment (RFC 5681 4.2)."""
+    dupack_threshold: int = 3
+    tcp_rto_min: float = 200e-6
+    """Minimum retransmission timeout (the RTO is RFC 6298's SRTT + 4 RTTVAR, doubled per
+    timeout in a row); 200 us as the fine-grained datacenter RTO of Vasudevan et al.
+    (SIGCOMM'09); Linux's default is 200 ms."""
+    tcp_rto_max: float = 0.2
+    tcp_rto_initial: float = 1e-3
+    """The RTO before a flow's first RTT sample (RFC 6298's 1 s scaled to a datacenter)."""
+    tcp_initial_window: int = 10
+    """Packets (RFC 6928)."""
+    dctcp_g: float = 1 / 16
+    """DCTCP's EWMA gain for alpha (Alizadeh et al., SIGCOMM'10)."""
+    trace: bool = False
+    """Log every NAK, timeout and window cut as events (transport_nak, transport_timeout,
+    fast_retransmit, ecn_cut)."""
+
+    @property
+    def rc_timeout(self) -> float:
+        return 4.096e-6 * 2.0**self.rc_timeout_exponent
 
 
 @dataclass(frozen=True)
@@ -253,7 +290,20 @@ class Checks:
     pause_storm: float = 5e-3
 
 
-Fault = LinkFault | PfcStorm
+@dataclass(frozen=True)
+class PacketLoss:
+    """Data frames arriving at `port` (``node:port``) from `start` until `end` are lost: each
+    with probability `probability`, and the first `count` of them (a deliberate drop).
+    Control frames (ACK, NAK, CNP) pass; counted as link drops."""
+
+    port: str
+    start: float = 0.0
+    end: float | None = None
+    probability: float = 0.0
+    count: int = 0
+
+
+Fault = LinkFault | PfcStorm | PacketLoss
 
 
 @dataclass(frozen=True)
@@ -266,6 +316,7 @@ class Experiment:
     flows: Sequence[Flow] = ()
     faults: Sequence[Fault] = ()
     dcqcn: Dcqcn = field(default_factory=Dcqcn)
+    transports: Transports = field(default_factory=Transports)
     duration: float = 1.0
     stop_when_done: bool = True
     """End as soon as every flow has completed (open-ended flows: stopped)."""

@@ -21,6 +21,8 @@ PF64 = ctypes.POINTER(F64)
 PORT_FIELDS = 12
 """Counters per port and priority that sim_port_stats writes (6 + the drop counters)."""
 FLOW_FIELDS = 10
+TRANSPORT_FIELDS = 7
+"""Per flow, what sim_flow_transport writes."""
 
 _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_new": (P, [I32, I32, I32, I32, I32, I32, ctypes.c_uint64]),
@@ -33,6 +35,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_set_flows": (None, [P, PI64, PF64]),
     "sim_set_dependents": (None, [P, PI32, PI32]),
     "sim_set_dcqcn": (None, [P, PF64]),
+    "sim_set_transport": (None, [P, PF64]),
+    "sim_set_loss": (None, [P, I32, F64, F64, F64, I64]),
     "sim_add_link_event": (None, [P, I32, F64, I32]),
     "sim_add_routes": (None, [P, F64, PI32, PI32, I32]),
     "sim_add_rate_event": (None, [P, I32, F64, F64]),
@@ -45,6 +49,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_port_stats": (None, [P, PI64]),
     "sim_flow_stats": (None, [P, PF64]),
     "sim_flow_drops": (None, [P, PF64]),
+    "sim_flow_transport": (None, [P, PF64]),
     "sim_counts": (None, [P, PI64]),
     "sim_samples": (PI64, [P]),
     "sim_cycles": (PI32, [P]),

@@ -70,7 +70,10 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
     Packets are not numbered: `lost` counts the dropped ones as one gap that begins at the
     flow's first drop (`[first drop + lost / pps, lost]`, the neutral form), so the validators
     can tell a fault's drops from others; `tail_lost` is what was neither delivered nor
-    dropped by the end (held in a paused or deadlocked queue).
+    dropped by the end (held in a paused or deadlocked queue). With a reliable `transport`
+    (rc, tcp) `sent` counts retransmissions too, `lost` is still what the fabric dropped
+    (which the sender resent: `retransmitted` packets, `timeouts`), `tail_lost` what never
+    arrived, and `goodput_bps` is bytes delivered in order over the active time.
     """
     phases = {p.index: p for p in timeline.phases}
     acc: dict[tuple[int, int], dict[str, Any]] = {}
@@ -93,12 +96,19 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
                 "done": True,
                 "dropped": 0,
                 "first_drop": math.inf,
+                "transport": f.transport,
+                "retransmitted": 0,
+                "timeouts": 0,
             },
         )
+        r["retransmitted"] += f.retransmitted_packets
+        r["timeouts"] += f.timeouts
         r["bytes_sent"] += f.bytes_sent
         r["bytes_delivered"] += f.bytes_delivered
         r["bytes_dropped"] += f.bytes_dropped
-        r["sent"] += -(-f.bytes_sent // packet)
+        unique = -(-f.bytes_sent // packet)
+        r["sent"] += unique + f.retransmitted_packets
+        r["unique"] = r.get("unique", 0) + unique
         r["received"] += -(-f.bytes_delivered // packet)
         r["dropped"] += -(-f.bytes_dropped // packet)
         if f.first_drop is not None:
@@ -138,7 +148,9 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
                     "sent": r["sent"],
                     "received": received,
                     "lost": dropped,
-                    "tail_lost": max(0, r["sent"] - received - dropped),
+                    "tail_lost": max(
+                        0, r["unique"] - received - (dropped if r["transport"] == "open" else 0)
+                    ),
                     "reordered": 0,
                     "gaps": [[r["first_drop"] + dropped / pps, dropped]] if dropped else [],
                     "dscp_received": {str(dscp): received} if received else {},
@@ -149,6 +161,10 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
                     "cnps": r["cnps"],
                     "completed": r["done"],
                     "active_s": active,
+                    "transport": r["transport"],
+                    "retransmitted": r["retransmitted"],
+                    "timeouts": r["timeouts"],
+                    "goodput_bps": r["bytes_delivered"] * 8 / active if active > 0 else 0.0,
                 }
             )
     return out

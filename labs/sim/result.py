@@ -24,12 +24,28 @@ class FlowResult:
     cnps: int
     ecn_marks: int
     rate: float
-    """The sending rate at the end (DCQCN's current rate, or the open-loop rate), b/s."""
+    """The sending rate at the end (DCQCN's current rate, a TCP flow's window per smoothed
+    RTT, or the open-loop rate), b/s."""
     alpha: float
+    """DCQCN's alpha, or DCTCP's for a tcp flow."""
     rate_series: list[float] = field(default_factory=list)
     """Delivered b/s in each sample interval (the first covers [0, interval))."""
     first_drop: float | None = None
     """When its first packet was dropped (any cause); None if none was."""
+    transport: str = "open"
+    goodput: float = 0.0
+    """Bytes delivered in order, b/s, from its start to its completion (or the run's end)."""
+    retransmitted_packets: int = 0
+    retransmitted_bytes: int = 0
+    timeouts: int = 0
+    naks: int = 0
+    """NAKs (sequence errors) the sender received (rc)."""
+    fast_retransmits: int = 0
+    """Window halvings on three duplicate ACKs (tcp)."""
+    cwnd: float | None = None
+    """The congestion window at the end, bytes (tcp)."""
+    srtt: float | None = None
+    """The smoothed round-trip time at the end, seconds (tcp, once measured)."""
 
     @property
     def fct(self) -> float | None:
@@ -71,7 +87,9 @@ class PortResult:
 class Event:
     """A notable event: link_down/up, storm_start/end (an injected PFC storm), pause_storm (a
     priority paused longer than the threshold), watchdog_detect/restore, lossless_drop (the
-    first on a port and priority), deadlock (with its cycle of (node, port, priority))."""
+    first on a port and priority), deadlock (with its cycle of (node, port, priority)); with
+    Transports.trace, per flow: transport_nak and transport_timeout (detail: the PSN the sender
+    goes back to), fast_retransmit and ecn_cut (detail: the window before and after, bytes)."""
 
     time: float
     kind: str
@@ -80,6 +98,7 @@ class Event:
     priority: int | None = None
     detail: str | None = None
     cycle: list[tuple[str, str, int]] = field(default_factory=list)
+    flow: str | None = None
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,17 @@
   RoCE (DCQCN, ECN-capable) when its class is `roce`, open loop otherwise; `gbps` caps them.
 - backup and incast flows send from `at` for `duration` at `gbps` (line rate without it);
   micro_bursts send `burst` seconds at that rate every `period`. Class `roce`: DCQCN flows;
-  any other class: open-loop sources that ignore ECN (storage, TCP-like backup), whatever
-  DSCP they carry.
+  any other class: sources without ECN (storage, backup), whatever DSCP they carry.
+- Transports (`sim.roce_transport`, `sim.lossy_transport`): class `roce` flows are open
+  loop by default, or RoCEv2 reliable connections (rc: ACKs, NAK and go-back-N, the local
+  ACK timeout); the others TCP-like (tcp: halving on loss, retransmissions), so a lossy class
+  backs off under loss, or open loop; `open` sends without acknowledgement (what is lost is
+  lost).
 - Faults: link-down/up (every physical link a `NODE:PORT` or `NODE:PEER` names), link-flap
   (`count` times down for half a `period`), node-down/up (all its links), rate (the link's
-  speed from then on; clear restores it), pfc-storm (the port `NODE:PORT` sends pauses on
-  `priority` for `duration`). loss and daemon faults change no cable: loss is not modelled; a
+  speed from then on; clear restores it and ends a loss), pfc-storm (the port `NODE:PORT`
+  sends pauses on `priority` for `duration`), loss (data frames arriving at either end of the
+  link lost with probability `percent`, for `duration`). Daemon faults change no cable: a
   killed routing daemon only changes the FIBs.
 - FIBs: the routing model's (`labs.failures`: the configs' routing under the failures
   in force), each taking effect `convergence` seconds after the fault that changed it; or the
@@ -34,7 +39,7 @@ from labs.sim import native
 from labs.sim.build import Built
 from labs.sim.lab import Network as SimNetwork
 from labs.sim.lab import routes
-from labs.sim.model import Checks, Experiment, Flow, Monitor, PfcStorm
+from labs.sim.model import Checks, Experiment, Flow, Monitor, PacketLoss, PfcStorm
 from traffic.collectives import Flow as StepFlow
 from twin.labdir import Lab
 from twin.model.fib import Fib, Link
@@ -136,11 +141,15 @@ class _Flows:
 
     def _base(self, phase: Phase, src: str) -> dict[str, Any]:
         rdma = _rdma(phase)
+        options = self.timeline.sim
         return {
             "dscp": phase.dscp[src],
             "cc": "dcqcn" if rdma else "none",
             "ecn_capable": rdma,
             "rate": phase.gbps * 1e9 if phase.gbps else None,
+            "transport": options.get("roce_transport", "open")
+            if rdma
+            else options.get("lossy_transport", "tcp"),
         }
 
     def collective(self, phase: Phase) -> None:
@@ -220,6 +229,7 @@ class _Faults:
         self.plan_links: list[tuple[float, str, bool]] = []
         self.rates: list[tuple[float, str, float]] = []
         self.storms: list[PfcStorm] = []
+        self.losses: list[PacketLoss] = []
         self.fibs: list[tuple[float, str, Fib]] = [(0.0, "start", base.fib)]
         self.notes: list[str] = []
         held = set(base.failures.nodes)
@@ -252,6 +262,13 @@ class _Faults:
                     if fault.kind == "rate" and fault.mbit:
                         speed = min(speed, fault.mbit * 1e6)
                     self.rates.append((t, f"{a}:{ap}", speed))
+                    if fault.kind == "clear":
+                        self.losses = [
+                            dataclasses.replace(x, end=t)
+                            if x.port in (f"{a}:{ap}", f"{b}:{bp}") and (x.end or t) >= t
+                            else x
+                            for x in self.losses
+                        ]
             case "pfc-storm":
                 port = str(fault.link)
                 node, _, name = port.partition(":")
@@ -259,7 +276,14 @@ class _Faults:
                 end = t + fault.duration if fault.duration else self.timeline.duration
                 self.storms.append(PfcStorm(f"{node}:{member}", t, end, (fault.priority,)))
             case "loss":
-                self.notes.append(f"fault {index + 1} loss: not modelled (no random loss)")
+                until = t + fault.duration if fault.duration else None
+                p = (fault.percent or 0.0) / 100
+                for a, ap, b, bp in resolve(self.lab, w, str(fault.link)):
+                    for port in (f"{a}:{ap}", f"{b}:{bp}"):
+                        if any(x.port == port for x in self.losses):
+                            self.notes.append(f"fault {index + 1} loss: {port} already lossy")
+                        else:
+                            self.losses.append(PacketLoss(port, t, until, p))
         if fault.kind in CHANGES_ROUTING:
             self.current = self.current.after(fault)
             label = fib_label(index, fault.kind)
@@ -302,7 +326,7 @@ def plan(
         hosts=net.hosts,
         links=net.links,
         flows=flows.flows,
-        faults=[*net.down, *faults.storms],
+        faults=[*net.down, *faults.storms, *faults.losses],
         dcqcn=net.dcqcn,
         duration=timeline.duration + (COLLECTIVE_GRACE if flows.barriers else 0.0),
         packet_bytes=packet,

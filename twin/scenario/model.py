@@ -220,6 +220,15 @@ class SimOptions(_Model):
     deadlock_stall: float = Field(
         default=0.001, gt=0, description="paused, non-empty queues in a cycle this long: deadlock"
     )
+    roce_transport: Literal["rc", "open"] = Field(
+        default="open",
+        description="class roce: open loop, or RoCEv2 reliable connection (ACK, NAK, go-back-N,"
+        " a 67 ms local ACK timeout that time_scale does not shrink)",
+    )
+    lossy_transport: Literal["tcp", "open"] = Field(
+        default="tcp",
+        description="other classes: TCP-like (DCTCP, halving on loss, retransmits) or open loop",
+    )
 
 
 class FailoverProbing(_Model):

@@ -148,9 +148,14 @@ FlowRecord = TypedDict(
         "cnps": NotRequired[int],
         "completed": NotRequired[bool],
         "active_s": NotRequired[float],
+        "transport": NotRequired[str],
+        "retransmitted": NotRequired[int],
+        "timeouts": NotRequired[int],
+        "goodput_bps": NotRequired[float],
     },
 )
-"""One flow of flows.json (the simulator adds the byte counts, CNPs and completion)."""
+"""One flow of flows.json (the simulator adds the byte counts, CNPs, completion and, for a
+flow a transport made reliable, what it resent, its timeouts and its goodput)."""
 
 
 class Event(TypedDict):

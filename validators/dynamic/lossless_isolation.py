@@ -173,7 +173,28 @@ def _loss(lab: Lab, obs: Observations, cls: str, flows: list[FlowRecord]) -> Res
     figures["budget_percent"] = "none" if budget is None else budget
     limit = "no budget: best effort" if budget is None else f"budget {budget:g} %"
     ok = "; ".join(parts) + " outside faults" + (f" ({limit})" if sent["lossy"] else "")
+    resent = _resent([f for f in flows if not lossless_by_intent(lab, f)])
+    if resent:
+        figures |= resent
+        ok += (
+            f"; a reliable transport resent {resent['lossy_retransmitted']} "
+            f"({resent['lossy_timeouts']} timeouts) for {resent['lossy_goodput_gbps']} Gb/s "
+            "of goodput"
+        )
     return verdict(NAME, f"loss {cls}", findings, ok, figures)
+
+
+def _resent(flows: list[FlowRecord]) -> dict[str, Figure]:
+    """What the lossy flows that a transport made reliable (a simulator's `tcp`) resent, the
+    timeouts they waited for and the goodput they got; empty when none was."""
+    reliable = [f for f in flows if f.get("transport", "open") != "open"]
+    if not reliable:
+        return {}
+    return {
+        "lossy_retransmitted": sum(int(f.get("retransmitted", 0)) for f in reliable),
+        "lossy_timeouts": sum(int(f.get("timeouts", 0)) for f in reliable),
+        "lossy_goodput_gbps": round(sum(float(f.get("goodput_bps", 0)) for f in reliable) / 1e9, 1),
+    }
 
 
 @dynamic(NAME, needs={"flows"}, allow_incast=False)

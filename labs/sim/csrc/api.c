@@ -52,6 +52,7 @@ void sim_free(Sim *s) {
     free(s->nodes);
     free(s->ports);
     free(s->flows);
+    free(s->rel);
     free(s->profiles);
     free(s->link_ports);
     for (int i = 0; i < 2 * s->n_tables; i++) free(s->tables[i]); /* table 0 is the first */
@@ -166,6 +167,8 @@ static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
     f->ttl = (int32_t)ints[8];
     f->n_deps = (int32_t)ints[9];
     f->hash = (uint32_t)ints[10];
+    f->transport = (uint8_t)ints[11];
+    f->rel = -1;
     f->size = (int64_t)nums[0];
     f->rate = nums[1];
     f->start = ps(nums[2]);
@@ -175,10 +178,43 @@ static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
     f->t_start = f->t_done = f->t_drop = -1;
 }
 
-/* every flow: rows of 11 ints (src, dst, port, dscp, prio, dcqcn, ect, pkt_size, ttl, n_deps,
- * hash) and of 5 numbers (size or -1 for open-ended, rate, start, stop, dependency delay) */
+/* every flow: rows of 12 ints (src, dst, port, dscp, prio, dcqcn, ect, pkt_size, ttl, n_deps,
+ * hash, transport) and of 5 numbers (size or -1 for open-ended, rate, start, stop, dependency
+ * delay) */
 void sim_set_flows(Sim *s, const int64_t *all_ints, const double *all_nums) {
-    for (int i = 0; i < s->n_flows; i++) set_flow(&s->flows[i], all_ints + 11 * i, all_nums + 5 * i);
+    int n_rel = 0;
+    for (int i = 0; i < s->n_flows; i++) {
+        set_flow(&s->flows[i], all_ints + 12 * i, all_nums + 5 * i);
+        if (s->flows[i].transport) s->flows[i].rel = n_rel++;
+    }
+    s->rel = calloc((size_t)(n_rel ? n_rel : 1), sizeof(Reliable));
+}
+
+/* RC ACK every, TCP ACK every, duplicate ACKs that trigger a fast retransmit, RC timeout,
+ * TCP minimum and maximum RTO (seconds), TCP initial window (packets), DCTCP g, trace, TCP
+ * RTO before the first RTT sample (seconds) */
+void sim_set_transport(Sim *s, const double *v) {
+    TransportParams *t = &s->tp;
+    t->rc_ack_every = (int32_t)v[0];
+    t->tcp_ack_every = (int32_t)v[1];
+    t->dupack_threshold = (int32_t)v[2];
+    t->rc_timeout = ps(v[3]);
+    t->tcp_rto_min = ps(v[4]);
+    t->tcp_rto_max = ps(v[5]);
+    t->tcp_initial_window = v[6];
+    t->dctcp_g = v[7];
+    t->trace = (uint8_t)v[8];
+    t->tcp_rto_initial = ps(v[9]);
+}
+
+/* frames arriving at a port in [start, end) are lost: each data frame with probability p,
+ * and the first n data frames */
+void sim_set_loss(Sim *s, int port, double start, double end, double p, int64_t n) {
+    Port *P = &s->ports[port];
+    P->loss_from = ps(start);
+    P->loss_until = ps(end);
+    P->loss_p = p;
+    P->loss_n = n;
 }
 
 void sim_set_dependents(Sim *s, const int32_t *start, const int32_t *dependents) {
@@ -302,15 +338,36 @@ void sim_port_stats(const Sim *s, int64_t *out) {
     }
 }
 
-/* out: a row per flow of size, sent, delivered, dropped, cnps, ce, t_start ps, t_done ps,
- * rate, alpha */
+/* the rate a flow sends at: DCQCN's current rate, TCP's window per smoothed RTT (at most the
+ * line), or the open-loop rate */
+static double flow_rate(const Sim *s, const Flow *f) {
+    if (f->dcqcn) return f->rc;
+    if (f->transport != TR_TCP) return f->line;
+    const Reliable *r = &s->rel[f->rel];
+    return r->srtt > 0 ? fmin(f->line, r->cwnd * 8e12 / (double)r->srtt) : f->line;
+}
+
+/* out: a row per flow of size, sent (the highest byte, retransmissions apart), delivered,
+ * dropped, cnps, ce, t_start ps, t_done ps, rate, alpha (DCQCN's, or DCTCP's) */
 void sim_flow_stats(const Sim *s, double *out) {
     for (int i = 0; i < s->n_flows; i++) {
         const Flow *f = &s->flows[i];
-        double v[] = {(double)f->size, (double)f->sent, (double)f->delivered, (double)f->dropped,
+        double v[] = {(double)f->size, (double)(f->transport ? s->rel[f->rel].snd_max : f->sent), (double)f->delivered, (double)f->dropped,
                       (double)f->cnps, (double)f->ce, (double)f->t_start, (double)f->t_done,
-                      f->dcqcn ? f->rc : f->line, f->alpha};
+                      flow_rate(s, f), f->transport == TR_TCP ? s->rel[f->rel].dctcp_alpha : f->alpha};
         memcpy(out + 10 * i, v, sizeof(v));
+    }
+}
+
+/* out: a row per flow of retransmitted packets, retransmitted bytes, timeouts, NAKs, fast
+ * retransmits, TCP's congestion window (bytes), TCP's smoothed RTT (ps) */
+void sim_flow_transport(const Sim *s, double *out) {
+    const Reliable none = {0};
+    for (int i = 0; i < s->n_flows; i++) {
+        const Reliable *r = s->flows[i].rel >= 0 ? &s->rel[s->flows[i].rel] : &none;
+        double v[] = {(double)r->retx_pkts, (double)r->retx_bytes, (double)r->timeouts, (double)r->naks,
+                      (double)r->fast_retx, r->cwnd, (double)r->srtt};
+        memcpy(out + 7 * i, v, sizeof(v));
     }
 }
 

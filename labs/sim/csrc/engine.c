@@ -104,7 +104,9 @@ void flow_done(Sim *s, int f) {
 
 void flow_account(Sim *s, int f) {
     Flow *F = &s->flows[f];
-    if (F->size >= 0 && F->state == FL_SENT && F->delivered + F->dropped >= F->size) flow_done(s, f);
+    if (F->size < 0 || F->state != FL_SENT) return;
+    /* reliable: once the sender holds the ACK of its last byte (a work completion) */
+    if (F->transport ? s->rel[F->rel].snd_una >= F->size : F->delivered + F->dropped >= F->size) flow_done(s, f);
 }
 
 void port_remove_active(Port *P, int f) {
@@ -126,7 +128,7 @@ void drop_pkt(Sim *s, int pk, int port, int counter) {
         P->drop_logged[K->prio] = 1;
         sim_log(s, LOG_LOSSLESS_DROP, port, K->prio, 0);
     }
-    if (!(K->flags & PK_CNP)) {
+    if (!(K->flags & PK_CTRL)) {
         if (s->flows[K->flow].t_drop < 0) s->flows[K->flow].t_drop = s->now;
         s->flows[K->flow].dropped += K->size - s->hdr_bytes;
         flow_account(s, K->flow);
@@ -186,14 +188,9 @@ static void nic_failover(Sim *s, int port) {
     Port *P = &s->ports[port];
     int o = host_up_port(s, port);
     if (o == port || P->n_active == 0) return;
-    Port *O = &s->ports[o];
     for (int i = 0; i < P->n_active; i++) {
-        if (O->n_active == O->cap_active) {
-            O->cap_active = O->cap_active ? O->cap_active * 2 : 4;
-            O->active = realloc(O->active, (size_t)O->cap_active * sizeof(int32_t));
-        }
         s->flows[P->active[i]].port = o;
-        O->active[O->n_active++] = P->active[i];
+        port_add_active(&s->ports[o], P->active[i]);
     }
     P->n_active = P->rr = 0;
     try_send(s, o);
@@ -231,10 +228,20 @@ static void on_link(Sim *s, int link, int up) {
     }
 }
 
+/* the loss fault of a port takes this data frame */
+static int lost(Sim *s, Port *P, const Pkt *K) {
+    if ((K->flags & PK_CTRL) || s->now < P->loss_from) return 0;
+    if (P->loss_n > 0) {
+        P->loss_n--;
+        return 1;
+    }
+    return P->loss_p > 0 && rng_uniform(s) < P->loss_p;
+}
+
 static void on_arrive(Sim *s, int port, int pk) {
     Port *P = &s->ports[port];
-    if (!P->up) return drop_pkt(s, pk, port, DR_LINK);
-    if (!(s->pkts[pk].flags & PK_CNP)) s->n_hops++;
+    if (!P->up || (P->loss_until > s->now && lost(s, P, &s->pkts[pk]))) return drop_pkt(s, pk, port, DR_LINK);
+    if (!(s->pkts[pk].flags & PK_CTRL)) s->n_hops++;
     if (s->nodes[P->node].is_switch)
         switch_receive(s, port, pk);
     else
@@ -290,6 +297,9 @@ int sim_step_all(Sim *s, ps_t until) {
             break;
         case EV_RATE:
             on_rate(s, e.a, s->rates[e.b]);
+            break;
+        case EV_RTO:
+            on_rto(s, e.a);
             break;
         }
         if (s->stop_when_done && s->open_flows == 0) s->stopped = 1;

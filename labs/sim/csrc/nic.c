@@ -1,5 +1,6 @@
 /* A host NIC: flows (QPs) paced at their rate, the DCQCN reaction point (rate cuts and
- * increases) and notification point (CNPs), delivery. Model: docs/physics.md section 3.2.
+ * increases) and notification point (CNPs), delivery; reliable transports in transport.c.
+ * Model: docs/physics.md section 3.2.
  */
 #include "sim.h"
 
@@ -78,32 +79,37 @@ void on_flow_start(Sim *s, int f) {
     F->rc = F->rt = F->line;
     F->alpha = s->dcq.initial_alpha;
     if (F->dcqcn) F->np_phase = to_ps(rng_uniform(s) * (double)s->dcq.cnp_interval);
+    if (F->transport) transport_start(s, f);
     if (F->size == 0) {
         F->state = FL_SENT;
         flow_account(s, f);
         return;
     }
+    port_add_active(P, f);
+    try_send(s, F->port);
+}
+
+void port_add_active(Port *P, int f) {
     if (P->n_active == P->cap_active) {
         P->cap_active = P->cap_active ? P->cap_active * 2 : 4;
         P->active = realloc(P->active, (size_t)P->cap_active * sizeof(int32_t));
     }
     P->active[P->n_active++] = f;
-    try_send(s, F->port);
 }
 
-static void flow_stop_sending(Sim *s, Port *P, int f) {
+void nic_stop_sending(Sim *s, int f) {
     Flow *F = &s->flows[f];
     if (F->dcqcn) alpha_catch_up(s, F);
     F->state = FL_SENT;
-    port_remove_active(P, f);
+    port_remove_active(&s->ports[F->port], f);
     /* open-ended or stopped early: done when what was sent is delivered or dropped */
     if (F->size < 0 || F->sent < F->size) F->size = F->sent;
     flow_account(s, f);
 }
 
-static int nic_make_packet(Sim *s, Port *P, int f) {
+static int nic_make_packet(Sim *s, int f) {
     Flow *F = &s->flows[f];
-    int64_t left = F->size < 0 ? F->pkt_size : F->size - F->sent;
+    int64_t offset = F->sent, left = F->size < 0 ? F->pkt_size : F->size - offset;
     int size = left < F->pkt_size ? (int)left : F->pkt_size;
     int pk = pkt_alloc(s);
     Pkt *K = &s->pkts[pk];
@@ -116,6 +122,7 @@ static int nic_make_packet(Sim *s, Port *P, int f) {
     K->prio = F->prio;
     K->ttl = (uint8_t)F->ttl;
     K->flags = F->ect ? PK_ECT : 0;
+    K->psn = (int32_t)(offset / F->pkt_size);
     F->sent += size;
     double rate = F->dcqcn ? F->rc : F->line;
     F->next_time = s->now + to_ps((K->size + s->gap_bytes) * 8e12 / rate); /* paced on the wire */
@@ -124,8 +131,21 @@ static int nic_make_packet(Sim *s, Port *P, int f) {
         F->b_stage++;
         dcqcn_increase(s, F);
     }
-    if ((F->size >= 0 && F->sent >= F->size) || F->next_time >= F->stop) flow_stop_sending(s, P, f);
+    if (F->transport) {
+        transport_sent(s, f, offset, size);
+        if (F->size >= 0 && F->sent >= F->size) {
+            K->flags |= PK_LAST;
+            nic_stop_sending(s, f);
+        }
+    } else if ((F->size >= 0 && F->sent >= F->size) || F->next_time >= F->stop) {
+        nic_stop_sending(s, f);
+    }
     return pk;
+}
+
+static int tcp_window_full(const Sim *s, const Flow *F) {
+    const Reliable *R = &s->rel[F->rel];
+    return F->sent > R->snd_una && (double)(F->sent - R->snd_una + F->pkt_size) > R->cwnd;
 }
 
 int nic_dequeue(Sim *s, int port) {
@@ -140,9 +160,10 @@ int nic_dequeue(Sim *s, int port) {
         int idx = (P->rr + i) % P->n_active;
         Flow *F = &s->flows[P->active[idx]];
         if (port_paused(s, P, F->prio)) continue;
+        if (F->transport == TR_TCP && tcp_window_full(s, F)) continue; /* an ACK sends it on */
         if (F->next_time <= s->now) {
             P->rr = idx + 1;
-            int pk = nic_make_packet(s, P, P->active[idx]);
+            int pk = nic_make_packet(s, P->active[idx]);
             if (P->rr >= P->n_active) P->rr = 0;
             return pk;
         }
@@ -155,37 +176,50 @@ int nic_dequeue(Sim *s, int port) {
     return -1;
 }
 
-static void send_cnp(Sim *s, int port, int f) {
+/* a control frame (CNP, ACK, NAK) of flow f from its receiver's port back to its sender,
+ * queued on the NIC's queue `prio`; its ECMP hash is the flow's salted */
+void nic_send_ctrl(Sim *s, int port, int f, int flags, int prio, int dscp, int psn, uint32_t salt) {
     Flow *F = &s->flows[f];
-    F->last_cnp = s->now;
     int c = pkt_alloc(s);
     Pkt *C = &s->pkts[c];
     C->flow = f;
-    C->size = CNP_BYTES;
+    C->size = flags & PK_CNP ? CNP_BYTES : ACK_BYTES;
     C->dst = F->src;
     C->in_port = -1;
-    C->hash = F->hash ^ 0x9e3779b9u;
-    C->dscp = (uint8_t)s->dcq.cnp_dscp;
-    C->prio = (uint8_t)s->dcq.cnp_prio;
+    C->psn = psn;
+    C->hash = F->hash ^ salt;
+    C->dscp = (uint8_t)dscp;
+    C->prio = (uint8_t)prio;
     C->ttl = 64;
-    C->flags = PK_CNP;
-    q_push(s, &s->ports[port], s->dcq.cnp_prio, c);
+    C->flags = (uint8_t)flags;
+    q_push(s, &s->ports[port], prio, c);
     try_send(s, port);
+}
+
+static void send_cnp(Sim *s, int port, int f) {
+    s->flows[f].last_cnp = s->now;
+    nic_send_ctrl(s, port, f, PK_CNP, s->dcq.cnp_prio, s->dcq.cnp_dscp, 0, 0x9e3779b9u);
 }
 
 void host_receive(Sim *s, int port, int pk) {
     Pkt *K = &s->pkts[pk];
-    int f = K->flow;
+    int f = K->flow, flags = K->flags, psn = K->psn;
     Flow *F = &s->flows[f];
-    if (K->flags & PK_CNP) {
-        on_cnp(s, f);
+    if (flags & PK_CTRL) {
         pkt_free(s, pk);
+        if (flags & PK_CNP)
+            on_cnp(s, f);
+        else
+            transport_feedback(s, f, psn, flags);
         return;
     }
     if (K->dst != s->ports[port].node) return drop_pkt(s, pk, port, DR_NOROUTE);
-    F->delivered += K->size - s->hdr_bytes;
-    int ce = (K->flags & PK_CE) != 0;
-    pkt_free(s, pk);
+    int payload = K->size - s->hdr_bytes, ce = (flags & PK_CE) != 0;
+    pkt_free(s, pk); /* before the ACK takes a packet (the pool may move) */
+    if (F->transport)
+        transport_receive(s, port, f, psn, flags, payload);
+    else
+        F->delivered += payload;
     F->ce += ce;
     if (!F->dcqcn || !ce) {
     } else if (s->dcq.np_window) {

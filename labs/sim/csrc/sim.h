@@ -14,6 +14,7 @@
 #define T_INF INT64_MAX
 #define PFC_FRAME_BYTES 84 /* 64 B frame + preamble + IFG */
 #define CNP_BYTES 64       /* a CNP's frame (its wire time adds Sim.gap_bytes) */
+#define ACK_BYTES 64       /* an ACK's or NAK's frame (RoCEv2 ACK 66 B, TCP ACK 64 B) */
 
 typedef int64_t ps_t;
 
@@ -31,6 +32,7 @@ enum EventType {
     EV_CHECK,
     EV_ROUTES,       /* a: route table (timed FIB change) */
     EV_RATE,         /* a: link, b: index into rates */
+    EV_RTO,          /* a: flow; its retransmission timer */
 };
 
 enum LogKind {
@@ -43,9 +45,16 @@ enum LogKind {
     LOG_WD_RESTORE,
     LOG_DEADLOCK,
     LOG_LOSSLESS_DROP,
+    LOG_NAK,      /* a: flow, b: the PSN the sender goes back to (transport trace) */
+    LOG_TIMEOUT,  /* a: flow, b: the PSN the sender goes back to (transport trace) */
+    LOG_FAST_RETX, /* a: flow, b: cwnd bytes before, c: after (transport trace) */
+    LOG_ECN_CUT,  /* a: flow, b: cwnd bytes before, c: after (transport trace) */
 };
 
-enum PktFlag { PK_ECT = 1, PK_CE = 2, PK_CNP = 4 };
+/* PK_CE on an ACK is TCP's ECE; PK_LAST: the last packet of a message (RoCE's AckReq) */
+enum PktFlag { PK_ECT = 1, PK_CE = 2, PK_CNP = 4, PK_ACK = 8, PK_NAK = 16, PK_LAST = 32 };
+#define PK_CTRL (PK_CNP | PK_ACK | PK_NAK) /* control frames: no payload, not a flow's data */
+enum Transport { TR_OPEN, TR_RC, TR_TCP };
 enum WdState { WD_OFF, WD_DROP, WD_FORWARD };
 enum FlowState { FL_WAITING, FL_SENDING, FL_SENT, FL_DONE };
 enum DropCounter { DR_LOSSLESS, DR_LOSSY, DR_TTL, DR_NOROUTE, DR_LINK, DR_WATCHDOG, DR_N };
@@ -80,10 +89,13 @@ typedef struct { /* see eventq.c */
     int64_t in_calendar, count;
 } EventQueue;
 
-typedef struct {
-    int32_t next, flow, size, dst, in_port; /* size: the frame's bytes, as a buffer holds them */
+typedef struct { /* 32 bytes */
+    int32_t next, flow, size, dst; /* size: the frame's bytes, as a buffer holds them */
+    int32_t in_port : 24;          /* at a switch: where it entered, and its PG there */
+    uint32_t pg : 8;
+    int32_t psn; /* data: its sequence number; ACK/NAK: the next PSN expected */
     uint32_t hash;
-    uint8_t dscp, prio, pg, ttl, flags;
+    uint8_t dscp, prio, ttl, flags;
 } Pkt;
 
 typedef struct {
@@ -114,6 +126,7 @@ typedef struct {
     int32_t node, peer, profile;
     double ps_per_byte, speed;
     ps_t prop, busy_until, next_kick;
+    ps_t loss_until; /* a loss fault on frames arriving here ends (0: none) */
     uint8_t up, wake, nonempty; /* wake: an EV_TX_DONE is pending; nonempty: bit q set when queue q holds packets */
     Queue q[NPRIO];
     int32_t dwrr_cur, dwrr_fresh;
@@ -130,6 +143,11 @@ typedef struct {
     int64_t drops[DR_N][NPRIO];
     /* host NIC: flows sending through this port */
     int32_t *active, n_active, cap_active, rr;
+    /* the loss fault: in [loss_from, loss_until), each data frame with probability loss_p,
+     * and the first loss_n data frames */
+    ps_t loss_from;
+    double loss_p;
+    int64_t loss_n;
 } Port;
 
 typedef struct {
@@ -141,7 +159,7 @@ typedef struct {
 
 typedef struct {
     int32_t src, dst, port, pkt_size, ttl, n_deps;
-    uint8_t dscp, prio, dcqcn, ect, state;
+    uint8_t dscp, prio, dcqcn, ect, state, transport;
     int64_t size; /* -1: open-ended */
     double rate;  /* open loop rate, or DCQCN's starting/maximum rate; 0 = line rate */
     ps_t start, stop, dep_delay;
@@ -158,7 +176,21 @@ typedef struct {
     int64_t alpha_periods; /* alpha periods accounted since the flow started */
     ps_t np_phase; /* DCQCN notification point */
     int64_t np_last_window;
+    int32_t rel; /* a reliable flow's state in Sim.rel; -1: open */
 } Flow;
+
+typedef struct { /* a reliable flow's transport (transport.c); `sent` of its Flow is the next
+                  * byte to send (it goes back on a NAK, a timeout or a fast retransmit) */
+    uint8_t rto_armed, in_recovery, rcv_nak, rcv_ce;
+    int32_t dupacks, backoff, rcv_pending;
+    int64_t snd_una, snd_max, recover, rcv_psn; /* acked, highest sent; receiver: expected */
+    ps_t t_progress;                            /* the retransmission timer runs from here */
+    double cwnd, ssthresh, dctcp_alpha;         /* TCP: bytes */
+    int64_t rtt_seq;                            /* TCP: the byte whose ACK times an RTT; -1: none */
+    ps_t rtt_t, srtt, rttvar;
+    int64_t win_end, win_acked, win_marked;
+    int64_t retx_pkts, retx_bytes, timeouts, naks, fast_retx;
+} Reliable;
 
 typedef struct {
     double g, min_rate, r_ai, r_hai, initial_alpha;
@@ -168,6 +200,13 @@ typedef struct {
     uint8_t np_window; /* one CNP per interval window; else held off for an interval */
     uint8_t clamp_after_increase;
 } Dcqcn;
+
+typedef struct { /* transport parameters (docs/simulator.md, Transports) */
+    int32_t rc_ack_every, tcp_ack_every, dupack_threshold;
+    ps_t rc_timeout, tcp_rto_min, tcp_rto_max, tcp_rto_initial;
+    double tcp_initial_window, dctcp_g; /* packets; DCTCP's EWMA gain */
+    uint8_t trace;                      /* log NAKs, timeouts and window cuts */
+} TransportParams;
 
 typedef struct {
     int32_t port, prio_mask, quanta;
@@ -185,6 +224,7 @@ typedef struct {
     Node *nodes;
     Port *ports;
     Flow *flows;
+    Reliable *rel; /* one per flow whose transport is not open */
     Profile *profiles;
     int32_t *link_ports; /* 2 per link */
     int32_t *rt_start, *rt_nh; /* CSR: node * n_hosts + host -> next-hop ports */
@@ -195,6 +235,7 @@ typedef struct {
     int32_t **tables; /* timed route tables: 2 per table (rt_start, rt_nh) */
     double *rates;    /* timed link speeds */
     Dcqcn dcq;
+    TransportParams tp;
     uint64_t rng[4];
     /* event queue */
     EventQueue evq;
@@ -264,6 +305,16 @@ void on_cnp(Sim *s, int f);
 int nic_dequeue(Sim *s, int port);
 void host_receive(Sim *s, int port, int pk);
 void settle_flows(Sim *s);
+void port_add_active(Port *P, int f);
+void nic_stop_sending(Sim *s, int f);
+void nic_send_ctrl(Sim *s, int port, int f, int flags, int prio, int dscp, int psn, uint32_t salt);
+
+/* transport.c */
+void transport_start(Sim *s, int f);
+void transport_sent(Sim *s, int f, int64_t offset, int size);
+void transport_receive(Sim *s, int port, int f, int psn, int flags, int payload);
+void transport_feedback(Sim *s, int f, int psn, int flags);
+void on_rto(Sim *s, int f);
 
 /* checks.c */
 void on_sample(Sim *s);

@@ -198,7 +198,7 @@ void switch_receive(Sim *s, int port, int pk) {
         return;
     }
     K->in_port = port;
-    K->pg = (uint8_t)pg;
+    K->pg = (uint32_t)pg;
     if (pe->ecn_enqueue) mark_ecn(s, E, pe, q, K); /* from the queue it joins */
     q_push(s, E, q, pk);
     if (lossless && !P->pg_paused[pg] && (P->pg[pg].hdrm > 0 || P->pg[pg].shared >= thr)) pg_xoff(s, port, pg);
