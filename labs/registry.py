@@ -28,7 +28,9 @@ BACKENDS = {
 DEFAULT = "netns"
 
 OBSERVES = {
-    "netns": frozenset({"bgp", "counters", "failover-probes", "fib", "flows", "pcap", "probes"}),
+    "netns": frozenset(
+        {"bgp", "counters", "daemons", "failover-probes", "fib", "flows", "pcap", "probes"}
+    ),
     "clab": frozenset({"bgp", "counters", "fib", "flows"}),
     "clabernetes": frozenset(),
     "fake": frozenset({"counters", "failover-probes", "fib", "flows"}),

@@ -48,7 +48,7 @@ def test_version_is_pyprojects_and_stamps_runs_and_reports(lab: Path, tmp_path: 
             }
         )
     )
-    done = twin("run", str(lab), str(scenario), "--backend", "fake", "--json")
+    done = twin("run", str(lab), str(scenario), "--backend", "fake", "--json", "--no-static")
     assert done.returncode in (0, 1), done.stderr
     report = json.loads(done.stdout)  # --json: report.json itself
     assert report["stamp"]["twin_version"] == version() and report["stamp"]["backend"] == "fake"
@@ -56,7 +56,7 @@ def test_version_is_pyprojects_and_stamps_runs_and_reports(lab: Path, tmp_path: 
     (run,) = (lab / "runs").iterdir()
     stamp = json.loads((run / "run.json").read_text())["stamp"]
     assert stamp["twin_version"] == version() and stamp["backend"] == "fake" and stamp["kernel"]
-    shown = json.loads(twin("report", str(run), "--json").stdout)
+    shown = json.loads(twin("report", str(run), "--json", "--no-static").stdout)
     assert shown["results"] == report["results"]
 
 

@@ -31,8 +31,17 @@ def judge(
     faults: list[dict[str, Any]] = [],  # noqa: B006 - never changed
     capabilities: tuple[str, ...] = ("daemons", "bgp"),
 ) -> Result:
-    run = {"backend": "netns", "capabilities": list(capabilities), "started": STARTED}
-    (tmp_path / "run.json").write_text(json.dumps({**run, "faults": faults}))
+    run = {
+        "lab": lab.name,
+        "backend": "netns",
+        "scenario": "daemons",
+        "capabilities": list(capabilities),
+        "started": STARTED,
+        "ended": STARTED + 60,
+        "phases": [],
+        "faults": faults,
+    }
+    (tmp_path / "run.json").write_text(json.dumps(run))
     lines = "".join(json.dumps(e) + "\n" for e in events)
     (tmp_path / "events.jsonl").write_text(lines)
     (result,) = registry.run_dynamic(
@@ -64,7 +73,7 @@ def test_a_daemon_that_died_fails_naming_switch_daemon_and_time(lab: Lab, tmp_pa
     ],
 )
 def test_a_daemon_a_fault_killed_passes(lab: Lab, tmp_path: Path, fault: dict[str, Any]) -> None:
-    faults = [{**fault, "t": STARTED + 12.4, "began": STARTED + 12.4}]
+    faults = [{**fault, "index": 0, "t": STARTED + 12.4, "began": STARTED + 12.4}]
     result = judge(lab, tmp_path, [WATCHED, {**ZEBRA, "state": "died"}], faults)
     assert result.status is Status.PASS and result.figures["died"] == 1
 
@@ -79,7 +88,7 @@ def test_a_daemon_a_fault_killed_passes(lab: Lab, tmp_path: Path, fault: dict[st
 def test_a_fault_elsewhere_explains_nothing(
     lab: Lab, tmp_path: Path, fault: dict[str, Any]
 ) -> None:
-    faults = [{**fault, "t": STARTED + 12.4, "began": STARTED + 12.4}]
+    faults = [{**fault, "index": 0, "t": STARTED + 12.4, "began": STARTED + 12.4}]
     result = judge(lab, tmp_path, [WATCHED, {**ZEBRA, "state": "died"}], faults)
     assert result.status is Status.FAIL
 

@@ -205,7 +205,7 @@ def test_the_default_run_of_the_reference_passes_on_the_fake_backend(tmp_path: P
     ECN, deadlocks and iterations, a live FIB to hold against the model's) is not-observable."""
     done = twin_cli("run", "--backend", "fake", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert ", 0 failed, 8 not observable" in done.stdout
+    assert ", 0 failed, 9 not observable" in done.stdout
     # Each link-up is judged from the probe flows of the link-down before it, routed back.
     for scope in ("fault2 link-up leaf1:spine1", "fault4 link-up server2:nic0"):
         assert re.search(rf"failover +{scope} +pass +8 probe flows", done.stdout), scope

@@ -113,7 +113,10 @@ def test_a_second_command_of_a_busy_lab_is_refused_in_one_line(
     )
     try:
         assert holder.stdout and holder.stdout.readline() == b"held\n"
-        argv = [verb, str(path), *(["--backend", "fake"] if verb in ("deploy", "run") else [])]
+        scenario = tmp_path / "s.yaml"  # the default scenario names servers the small lab lacks
+        scenario.write_text("name: s\nsettle: 0\nvalidate: {bgp_health: {}}\n")
+        extra = {"deploy": ["--backend", "fake"], "run": [str(scenario), "--backend", "fake"]}
+        argv = [verb, str(path), *extra.get(verb, [])]
         assert cli.main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"lab {name} is busy" in err, err

@@ -91,7 +91,7 @@ def test_openmetrics_export_of_a_sim_run_equals_its_files(sim_run: Observations)
     node, name = key.split(":")
     assert got[("sonic_queue_watermark_bytes", port(node, name, queue=q))] == max(values)
     report = json.loads((sim_run.path / "report.json").read_text())["results"]
-    for r in report:
+    for r in (r for r in report if r["status"] != "info"):  # information is no verdict
         value = got[
             (
                 "twin_validator_passed",
@@ -99,6 +99,14 @@ def test_openmetrics_export_of_a_sim_run_equals_its_files(sim_run: Observations)
             )
         ]
         assert value == {"pass": 1, "fail": 0}.get(r["status"], -1)
+    informational = {(r["validator"], r["scope"]) for r in report if r["status"] == "info"}
+    assert informational  # config_drift: information, no metric
+    judged = {
+        (d["validator"], d["scope"])
+        for n, d in ((n, dict(lb)) for n, lb in got)
+        if n == "twin_validator_passed"
+    }
+    assert not judged & informational
     assert not any(name.startswith("sonic_bgp") for name, _ in got)  # the sim has no BGP
     widths = {labels: v for (n, labels), v in got.items() if n == "sonic_route_ecmp_width"}
     assert widths and max(widths.values()) == 2  # two spines
@@ -158,9 +166,10 @@ def test_a_bad_metrics_address_is_refused_before_anything_starts(tmp_path: Path)
 SHORT = {
     "name": "scraped",
     "settle": 0,
-    "traffic": [{"at": 0, "duration": 4, "kind": "backup", "src": "server1", "dst": "server3"}],
+    "traffic": [{"at": 0, "duration": 8, "kind": "backup", "src": "server1", "dst": "server3"}],
     "validate": {"bgp_health": {}},
 }
+"""Long enough for several scrapes at 0.3 s on a loaded machine."""
 
 
 def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
@@ -177,12 +186,12 @@ def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
     )
     scrapes: list[tuple[float, Samples]] = []
     while playing.poll() is None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):  # before the server is up, after it is down
             scrapes.append((time.time(), samples(scrape(f"http://{where}/metrics"))))
         time.sleep(0.3)
     out, err = playing.communicate()
     assert playing.returncode in (0, 1), err
-    assert len(scrapes) >= 3, err
+    assert len(scrapes) >= 3, out + err
     run = next(
         line.split("reports in ")[1].split("/report.md")[0]
         for line in out.splitlines()

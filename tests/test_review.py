@@ -40,7 +40,7 @@ def test_the_fix_improves_iterations_and_pauses(
     moved = {(f["kind"], f["verdict"]) for f in data["figures"]}
     assert ("iteration_mean", "improvement") in moved and ("pause", "improvement") in moved
     changed = {(c["validator"], c["scope"], c["base"], c["candidate"]) for c in data["dynamic"]}
-    assert ("pfc_behaviour", "pause storms", "fail", "pass") in changed
+    assert ("pfc_behaviour", "propagation", "fail", "pass") in changed
     assert ("collective_efficiency", "allreduce (ring, 8 ranks)", "fail", "pass") in changed
     assert "| collective iteration mean (ms) | allreduce |" in printed
     assert "Verdict: no regression." in printed
@@ -63,7 +63,8 @@ def test_the_reverse_is_one_junit_case_per_regression(
     regressed = {f["kind"] for f in data["figures"] if f["verdict"] == "regression"}
     assert {"iteration_mean", "iteration_p99", "pause"} <= regressed
     names = " ".join(data["regressions"])
-    assert "dynamic pfc_behaviour pause storms: pass -> fail" in names
+    assert "dynamic pfc_behaviour propagation: pass -> fail" in names
+    assert "static pfc_consistency hosts: pass -> fail" in names  # backup marked as RoCE
     assert md.read_text().startswith("## twin diff") and "**regression**" in md.read_text()
     capsys.readouterr()
 
@@ -74,7 +75,8 @@ def test_thresholds_are_settable(labs: tuple[Path, Path], tmp_path: Path) -> Non
     assert diff(after, before, tmp_path / "loose", *loose) == 1  # the verdicts still flip
     data = json.loads((tmp_path / "loose" / "review.json").read_text())
     assert not any(f["verdict"] == "regression" for f in data["figures"])
-    assert all(r.startswith("dynamic ") for r in data["regressions"])
+    assert data["regressions"]  # verdicts that flipped, no figure
+    assert all(r.startswith(("dynamic ", "static ")) for r in data["regressions"])
 
 
 @pytest.mark.parametrize(

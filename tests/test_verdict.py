@@ -48,7 +48,7 @@ def failing_run(lab: Lab, name: str = "failing") -> SyntheticRun:
     run.fault(1.0, "link-down", link="leaf1:spine1", ends=["leaf1:Ethernet24", "spine1:Ethernet0"])
     run.fault(3.0, "link-up", link="leaf1:spine1")
     run.flows = [
-        flow("server2", "server3", qp, gaps=[(4.1, 300)] if qp == 0 else None) for qp in range(8)
+        flow("server2", "server3", qp, gaps=[(4.1, 300)] if qp == 0 else None) for qp in range(16)
     ]
     run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (1.0, 3000, 4.0))]
     run.uplink_tx = {"leaf2": [2000, 2000]}

@@ -12,6 +12,9 @@ Servers (`servers`, `src`, `dst` of a traffic phase):
     {pair: leaf3}            the servers of the MLAG pair (leaf group) holding that leaf
     {any: 3}                 three servers at random; with `behind`/`rack`/`pair`, among those
     {..., index: 1}          the second of those
+    {..., first: 8}          the first eight of those (all of them when fewer)
+    {..., except: SELECTOR}  those but the servers another selector names ({except: servers[13]}:
+                             every server but the fourteenth)
 
 Where one server is wanted (`dst`, a backup's `src`), a selector of several takes the first
 not already an endpoint of the phase (`index` pins one), `any` a random one not already an
@@ -44,7 +47,7 @@ INDEXED = re.compile(r"^(servers|leaves|spines|superspines)\[(-?\d+)\]$")
 LINK = re.compile(r"^(uplink|server link)(?:\s+(\d+))?\s+of\s+(.+)$")
 BRACED = re.compile(r"^\{\s*(behind|rack|pair)\s+(\S+)\s*\}$")
 ROLES = {"servers": "server", "leaves": "leaf", "spines": "spine", "superspines": "superspine"}
-SELECTOR_KEYS = {"behind", "rack", "pair", "any", "index"}
+SELECTOR_KEYS = {"behind", "rack", "pair", "any", "index", "first", "except"}
 
 
 class Selector:
@@ -118,12 +121,19 @@ class Selector:
             chosen = [s for s in chosen if s in self._behind(value["pair"], key, True)]
         if "rack" in value:
             chosen = [s for s in chosen if s in self._group(value["rack"], key)]
+        if "except" in value:
+            left_out = set(self.many(value["except"], f"{key}.except", set()))
+            chosen = [s for s in chosen if s not in left_out]
         if not chosen:
             raise self.fail(key, f"{value} selects no server of lab {self.lab.name}")
-        index, many = value.get("index"), value.get("any")
-        for name, number in (("index", index), ("any", many)):
+        index, many, first = value.get("index"), value.get("any"), value.get("first")
+        for name, number in (("index", index), ("any", many), ("first", first)):
             if number is not None and (not isinstance(number, int) or isinstance(number, bool)):
                 raise self.fail(f"{key}.{name}", f"must be a whole number, not {number!r}")
+        if first is not None:
+            if first < 1:
+                raise self.fail(f"{key}.first", f"{first}: at least 1")
+            chosen = chosen[:first]
         if index is not None and not -len(chosen) <= index < len(chosen):
             raise self.fail(f"{key}.index", f"{index}: {value} selects {len(chosen)} servers")
         if many is not None and not 1 <= many <= len(chosen):
