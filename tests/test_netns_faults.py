@@ -308,7 +308,7 @@ def test_a_flap_and_every_event_land_in_the_log_with_timestamps(own_twin: Twin) 
     assert flap[0]["t"] < flap[1]["t"] < flap[2]["t"]
     events = own_twin.events()
     assert events[0]["event"] == "deployed"
-    assert events[0]["bgp_sessions"] == 2 * len(own_twin.lab.nodes("leaf")) * own_twin.spines()
+    assert events[0]["sessions"] == 2 * len(own_twin.lab.nodes("leaf")) * own_twin.spines()
     assert {e["event"] for e in events} >= {"deployed", "fault", "route", "bgp"}
     for e in events:
         assert isinstance(e["t"], float) and e["t"] > 1.6e9
