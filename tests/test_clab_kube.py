@@ -7,11 +7,11 @@ import json
 import os
 from pathlib import Path
 
-import fake_kubectl
 import pytest
 import yaml
 
 from labs import registry, state
+from tests import fake_kubectl
 from tests.conftest import lab_name, write_lab
 from twin.errors import LabError
 from twin.labdir import Lab

@@ -15,13 +15,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import conftest
-import fake_clab
-import fake_docker
-import fake_kubectl
 import pytest
-from conftest import lab_name, leftovers, twin_cli, write_lab
 
+from tests import conftest, fake_clab, fake_docker, fake_kubectl
+from tests.conftest import lab_name, leftovers, twin_cli, write_lab
 from twin.labdir import Lab
 
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the fake's namespaces)")

@@ -22,10 +22,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import leftovers, twin_cli
-from contract.conftest import BACKENDS, Env
 
 from labs import events, lifecycle, registry, state
+from tests.conftest import leftovers, twin_cli
+from tests.contract.conftest import BACKENDS, Env
 from twin.cli import main as cli
 from twin.labdir import Lab
 
