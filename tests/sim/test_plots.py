@@ -17,8 +17,8 @@ import pytest
 import yaml
 from matplotlib.colors import to_hex
 
-from tests.simlab import paused_incast
 from tests.sim.test_ecmp_probe import FAKE, generate, play, scale_uplink
+from tests.simlab import paused_incast
 from tests.unit.test_validators_dynamic import SyntheticRun, flow, probed
 from twin.labdir import Lab
 from twin.render.config_db import wred

@@ -23,8 +23,6 @@ import itertools
 import json
 import math
 import re
-import shutil
-import subprocess
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -300,23 +298,6 @@ def test_sampled_config_dbs_validate_against_sonic_yang(data: dict[str, Any]) ->
         switches = lab.switches() if data in (REFERENCE, SMALL) else _sample(lab)
         problems = {s: validate_config_db(lab.config_db(s)) for s in switches}
         assert {s: p for s, p in problems.items() if p} == {}
-
-
-@SETTINGS
-@given(intents())
-@example(REFERENCE)
-@example(SMALL)
-def test_sampled_frr_confs_pass_vtysh_dryrun(data: dict[str, Any]) -> None:
-    vtysh = shutil.which("vtysh")
-    if vtysh is None:
-        pytest.skip("vtysh (FRR) is not installed")
-    with _lab(data) as lab:
-        for switch in _sample(lab):
-            conf = lab.path / "configs" / switch / "frr.conf"
-            run = subprocess.run(
-                [vtysh, "--dryrun", "-f", str(conf)], capture_output=True, text=True, check=False
-            )
-            assert run.returncode == 0, f"{switch}: {run.stdout}{run.stderr}"
 
 
 @settings(max_examples=40, deadline=None)

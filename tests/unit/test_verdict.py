@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -124,16 +123,6 @@ def test_report_exits_0_when_nothing_failed_even_if_something_was_not_observable
     # No faults: no loss plot, and report.md links only the plots that exist.
     assert not (run_dir / "loss.png").exists()
     assert "loss.png" not in (run_dir / "report.md").read_text()
-
-
-def test_report_from_a_new_process_exits_1_on_a_failure(lab: Lab) -> None:
-    run_dir = failing_run(lab, "subprocess").write().path
-    argv = [str(TWIN)] if TWIN.exists() else [sys.executable, "-m", "twin.cli.main"]
-    done = subprocess.run(
-        [*argv, "report", str(run_dir)], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert done.returncode == 1, done.stderr
-    assert json.loads((run_dir / "report.json").read_text())["exit_code"] == 1
 
 
 def test_report_of_a_run_directory_copied_elsewhere_finds_its_lab(
