@@ -11,7 +11,7 @@ import yaml
 
 from tests.conftest import REPO
 from tests.simlab import small_lab
-from twin import labdir
+from twin import labcheck, labdir
 from twin.cli import main as cli
 from twin.errors import InputError
 from twin.intent import fabric as intent
@@ -189,16 +189,19 @@ def test_examples_run_unchanged_on_other_fabrics(
 
 @pytest.mark.parametrize("fabric", ["reference", "big"])
 def test_examples_load_on_the_reference_and_big(
-    fabric: str, tmp_path_factory: pytest.TempPathFactory
+    fabric: str, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On the reference (50 servers) every example resolves and passes the scenario's checks;
     on big (2,048 servers, 138 leaves) every one whose rates fit one machine: an ECMP probe of
     3,000 tuples into each of 138 leaves does not, nor All-Reduce with 4 QPs of 25 pps from
-    every server (`MAX_PPS`), refused for that reason only."""
+    every server (`MAX_PPS`), refused for that reason only. The lab's files, unchanged between
+    the loads, are checked once (the check of big's costs seconds)."""
     source = REPO / (
         "twin/defaults/reference.yaml" if fabric == "reference" else "examples/big.yaml"
     )
     lab = Lab.open(generated(tmp_path_factory.mktemp("select") / fabric, source))
+    labcheck.check(lab, live=True)
+    monkeypatch.setattr(labcheck, "check", lambda checked, live: None)
     for example in EXAMPLES:
         try:
             scenarios.load(example, lab)
