@@ -222,7 +222,7 @@ def test_twin_report_writes_plots_without_a_word_on_stderr(
 
 @pytest.mark.skipif("TWIN_RUN" not in os.environ, reason="TWIN_RUN=RUN_DIR names a run to check")
 def test_the_plots_of_a_given_run_agree_with_its_verdict() -> None:
-    """`TWIN_RUN=twin-reference/runs/TIME pytest tests/test_plots.py -k given_run`: the
+    """`TWIN_RUN=twin-reference/runs/TIME pytest tests/sim/test_plots.py -k given_run`: the
     reference main job's (or any reported run's) plots against its report.json."""
     run = Path(os.environ["TWIN_RUN"])
     obs = Observations.open(run)

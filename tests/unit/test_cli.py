@@ -106,7 +106,7 @@ def test_generate_refuses_a_non_empty_directory_without_force(
     assert "directory exists and is not empty (use --force" in capsys.readouterr().err
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
     small = str(REPO / "examples" / "small.yaml")
-    # --force replaces a lab directory only (tests/test_lab_safety.py): not this one.
+    # --force replaces a lab directory only (tests/integration/test_lab_safety.py): not this one.
     assert cli.main(["generate", small, "-o", str(out), "--force"]) == 2
     assert "not a lab directory" in capsys.readouterr().err
     assert [p.name for p in out.iterdir()] == ["notes.txt"]

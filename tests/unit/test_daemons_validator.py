@@ -1,6 +1,6 @@
 """`daemons`: a routing daemon that died during a run fails the verdict, naming the switch,
 the daemon and when, unless a fault on the timeline killed it (the observations are written
-here; tests/test_lab_safety_live.py kills zebra under a live run)."""
+here; tests/integration/test_lab_safety_live.py kills zebra under a live run)."""
 
 from __future__ import annotations
 

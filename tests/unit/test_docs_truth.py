@@ -133,7 +133,7 @@ def test_a_wrong_verb_or_option_is_found(top: argparse.ArgumentParser) -> None:
 
 
 def _exists(path: str) -> bool:
-    """A path, a glob (`tests/test_sim_*.py`) or a path with placeholders in capitals
+    """A path, a glob (`tests/sim/test_sim_*.py`) or a path with placeholders in capitals
     (`examples/incidents/NAME/scenario.yaml`) that names something in the repository."""
     pattern = "/".join(
         "*" if re.fullmatch(r"[A-Z][A-Z_0-9]*", part) else part
@@ -188,11 +188,11 @@ def test_every_relative_link_in_the_docs_exists(doc: Path) -> None:
 
 
 def test_the_path_checks_catch_a_stale_path() -> None:
-    assert PATH.findall("see `twin/report.py` and tests/test_sim_*.py.") == [
+    assert PATH.findall("see `twin/report.py` and tests/sim/test_sim_*.py.") == [
         "twin/report.py",
-        "tests/test_sim_*.py",
+        "tests/sim/test_sim_*.py",
     ]
-    assert not _exists("twin/report.py") and _exists("tests/test_sim_*.py")
+    assert not _exists("twin/report.py") and _exists("tests/sim/test_sim_*.py")
     assert _exists("examples/incidents/NAME/fix.yaml") and not _exists("examples/NAME/x.md")
     assert not _resolves("twin.wiring") and _resolves("twin.model.wiring.Wiring")
 
