@@ -11,8 +11,6 @@ import pytest
 
 from tests.conftest import lab_name, leftovers, root_and_frr, twin_cli, write_lab
 
-pytestmark = pytest.mark.integration
-
 SCENARIO = """\
 name: live-drill
 traffic:

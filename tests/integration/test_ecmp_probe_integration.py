@@ -37,7 +37,6 @@ from twin.verdict import verdict
 from validators.result import Result, Status
 
 pytestmark = [
-    pytest.mark.integration,
     pytest.mark.skipif(root_and_frr() is not None, reason=str(root_and_frr())),
 ]
 

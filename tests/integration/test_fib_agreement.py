@@ -186,7 +186,6 @@ def live(
         yield twin
 
 
-@pytest.mark.integration
 def test_the_live_fibs_are_the_models_through_a_failure_and_its_restore(
     live: Twin, tmp_path: Path
 ) -> None:
@@ -202,7 +201,6 @@ def test_the_live_fibs_are_the_models_through_a_failure_and_its_restore(
     assert all(int(r.figures["routes"]) > 0 for r in results)
 
 
-@pytest.mark.integration
 def test_a_static_route_the_twin_does_not_install_fails(live: Twin) -> None:
     """The state the twin was in before it ran staticd: the config's static routes missing
     from the live FIB. Taken out of the running twin here, the check names them."""

@@ -60,7 +60,6 @@ def judged(twin: Twin, tmp: Path) -> dict[str, Result]:
     return {f"{r.validator} {r.scope}": r for r in run_dynamic(twin.lab, obs, chosen, {})}
 
 
-@pytest.mark.integration
 def test_a_leaf_reboot_black_holes_nothing_only_with_the_members_held(
     rebooted: tuple[str, Twin], tmp_path: Path
 ) -> None:

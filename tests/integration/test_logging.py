@@ -130,7 +130,6 @@ def test_log_file_refuses_a_symbolic_link(lab: Path, tmp_path: Path) -> None:
     assert victim.read_text() == "mine\n" and link.is_symlink()
 
 
-@pytest.mark.integration
 def test_debug_logs_each_command_the_netns_backend_runs(small_twin: Twin) -> None:
     path = small_twin.lab.path
     done = twin_cli("--debug", "exec", str(path), "leaf1", "--", "ip", "-br", "link", "show", "lo")

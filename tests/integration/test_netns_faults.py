@@ -22,8 +22,6 @@ from labs.netns.udpprobe import Probe
 from tests.conftest import cli, ping, plan, wait_for
 from twin.pytest_plugin import Twin
 
-pytestmark = pytest.mark.integration
-
 # Connect to a closed TCP port from `count` source ports: each connection is its own ECMP
 # flow, and a refusal (RST) proves the round trip. Prints how many were refused.
 CONNECT = """

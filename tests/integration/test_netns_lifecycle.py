@@ -44,8 +44,6 @@ from twin.errors import LabError
 from twin.labdir import Lab
 from twin.pytest_plugin import Twin
 
-pytestmark = pytest.mark.integration
-
 SERVER_PORT_MTU = 1500
 
 

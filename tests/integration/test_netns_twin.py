@@ -14,8 +14,6 @@ import pytest
 from tests.conftest import bgp_cli, cli, namespaces, ping, plan, snapshot, tagged
 from twin.pytest_plugin import Twin
 
-pytestmark = pytest.mark.integration
-
 
 def test_deploy_returned_with_every_bgp_session_established(small_twin: Twin) -> None:
     sessions = small_twin.sessions()

@@ -21,7 +21,6 @@ from labs.netns import netlink
 from tests.conftest import alive, lab_name, twin_cli
 
 pytestmark = [
-    pytest.mark.integration,
     pytest.mark.skipif(os.geteuid() != 0, reason="creating network namespaces needs root"),
 ]
 

@@ -36,8 +36,6 @@ from tests.conftest import (
     write_lab,
 )
 
-pytestmark = pytest.mark.integration
-
 SCENARIO = {
     "name": "killed",
     "settle": 1,

@@ -20,7 +20,6 @@ from traffic.roce import CNP_DSCP, ECT0, ROCE_DSCP, cnp_frame
 from traffic.sender import run_sender
 
 pytestmark = [
-    pytest.mark.integration,
     pytest.mark.skipif(os.geteuid() != 0, reason="creating network namespaces needs root"),
 ]
 

@@ -37,8 +37,6 @@ from traffic.roce import RETH, ROCE_DSCP
 from traffic.sender import run_sender
 from twin.pytest_plugin import Twin
 
-pytestmark = pytest.mark.integration
-
 SRC, DST = "server1", "server3"
 QPS, MESSAGE, MESSAGES = 2, 4, 5
 MESSAGE_OPCODES = [RC_WRITE_FIRST] + [RC_WRITE_MIDDLE] * (MESSAGE - 2) + [RC_WRITE_LAST]
