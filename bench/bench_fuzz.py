@@ -1,4 +1,4 @@
-"""The input fuzz test (tests/test_fuzz_inputs.py) at bench size: 500 examples per strategy.
+"""The input fuzz test (tests/unit/test_fuzz_inputs.py) at bench size: 500 examples per strategy.
 
     .venv/bin/python bench/bench_fuzz.py                  # every strategy, 500 examples each
     .venv/bin/python bench/bench_fuzz.py -k edited_twin   # one of them
@@ -26,7 +26,7 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=500)
     parser.add_argument("-k", default="", help="only the strategies matching (pytest -k)")
     args = parser.parse_args()
-    argv = [sys.executable, "-m", "pytest", "tests/test_fuzz_inputs.py", "-p", "no:warnings"]
+    argv = [sys.executable, "-m", "pytest", "tests/unit/test_fuzz_inputs.py", "-p", "no:warnings"]
     argv += ["-k", args.k] if args.k else []
     env = {**os.environ, "TWIN_FUZZ_EXAMPLES": str(args.examples)}
     start = time.monotonic()

@@ -106,8 +106,8 @@ def run_case(name: str) -> dict[str, float | int | str]:
 
 
 def fidelity() -> None:
-    """Print the ring's and the incast's figures (examples/sim, tests/test_sim_ring.py and
-    tests/test_sim_pfc.py assert them)."""
+    """Print the ring's and the incast's figures (examples/sim, tests/sim/test_sim_ring.py and
+    tests/sim/test_sim_pfc.py assert them)."""
     wire = (1000 + 62 + 20) / 1000  # bytes on the wire per payload byte at 1000-byte payloads
     for name in ("ring_two_flows", "ring_three_flows"):
         exp, seed = load(REPO / "examples" / "sim" / f"{name}.yaml")

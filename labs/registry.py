@@ -39,7 +39,7 @@ OBSERVES = {
     ),
 }
 """What each backend observes: its class's `capabilities`, written here so that saying how to
-observe something imports no backend (tests/test_backends.py checks that they agree)."""
+observe something imports no backend (tests/integration/test_backends.py checks that they agree)."""
 
 
 def how_to_observe(missing: set[str], backend: str, flag: str = "--backend") -> str:

@@ -1,4 +1,10 @@
-"""Shared fixtures of the integration tests: lab directories and running twins.
+"""Shared fixtures of the tests (lab directories and running twins) and the test tiers.
+
+The tiers are directories, each test marked by where it lives (`pytest -m unit`, ...):
+tests/unit (pure Python: no root, no processes, no sockets, no simulator runs; the packages'
+doctests count here too), tests/sim (runs the packet simulator's C core), tests/contract (every
+backend through the lifecycle's promises) and tests/integration (live twins: namespaces, FRR,
+root, and tests that start processes).
 
 A running twin is `twin.pytest_plugin.Twin` (the plugin's helper: its lab and backend, read
 through the backend interface); the functions here add what only tests need (the CLI in a
@@ -44,10 +50,31 @@ from twin.labdir import Lab
 from twin.pytest_plugin import Twin
 
 REPO = Path(__file__).resolve().parent.parent
+TESTS = REPO / "tests"
+TIERS = ("unit", "sim", "contract", "integration")
 SMALL = REPO / "examples" / "small.yaml"
 TWIN = Path(sys.executable).with_name("twin")
 # Where a twin may leave files by mistake (searched for names containing the lab's name).
 PLACES = [Path("/tmp"), Path("/run"), Path("/var/run"), Path("/var/tmp"), Path("/dev/shm")]
+
+
+def tier(path: Path) -> str | None:
+    """The tier of a collected file: its directory under tests/, `unit` for a package's
+    doctests, None for anything else."""
+    if not path.is_relative_to(REPO):
+        return None
+    parts = path.relative_to(REPO).parts
+    if parts[0] == "tests":
+        return parts[1] if len(parts) > 2 and parts[1] in TIERS else None
+    return "unit" if parts[0] in ("twin", "labs", "traffic", "validators") else None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test with the tier of the directory it lives in."""
+    for item in items:
+        name = tier(item.path)
+        if name is not None:
+            item.add_marker(name)
 
 
 def lab_name(prefix: str = "it") -> str:

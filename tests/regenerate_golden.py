@@ -3,9 +3,9 @@
     .venv/bin/python tests/regenerate_golden.py
 
 * `tests/golden/<example>/` is the lab directory `twin generate examples/<example>.yaml`
-  writes (today only `small`), compared file by file by `tests/test_generate.py`;
+  writes (today only `small`), compared file by file by `tests/unit/test_generate.py`;
 * `tests/errors/NAME.log` is the exact line `twin generate tests/errors/NAME.yaml` prints on
-  stderr, compared by `tests/test_cli.py`.
+  stderr, compared by `tests/unit/test_cli.py`.
 
 Both are produced by the code under test, so a diff here is a change in behaviour: read it
 before committing it.

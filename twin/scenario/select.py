@@ -116,11 +116,14 @@ class Selector:
             raise self.fail(key, f"a server selector has keys {sorted(SELECTOR_KEYS)}")
         chosen = list(self.servers)
         if "behind" in value:
-            chosen = [s for s in chosen if s in self._behind(value["behind"], key, False)]
+            behind = set(self._behind(value["behind"], key, False))
+            chosen = [s for s in chosen if s in behind]
         if "pair" in value:
-            chosen = [s for s in chosen if s in self._behind(value["pair"], key, True)]
+            pair = set(self._behind(value["pair"], key, True))
+            chosen = [s for s in chosen if s in pair]
         if "rack" in value:
-            chosen = [s for s in chosen if s in self._group(value["rack"], key)]
+            rack = set(self._group(value["rack"], key))
+            chosen = [s for s in chosen if s in rack]
         if "except" in value:
             left_out = set(self.many(value["except"], f"{key}.except", set()))
             chosen = [s for s in chosen if s not in left_out]

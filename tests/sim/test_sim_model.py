@@ -1,0 +1,158 @@
+"""Experiment files, units, routes and the errors a person sees for a wrong file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from labs.sim import ExperimentError, Link, load, simulate
+from labs.sim.loader import experiment
+from labs.sim.routing import forwarding
+from labs.sim.units import UnitError, rate, seconds, size
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sim"
+
+
+def test_every_example_loads() -> None:
+    files = sorted(EXAMPLES.glob("*.yaml"))
+    assert len(files) >= 6
+    for path in files:
+        exp, seed = load(path)
+        assert exp.switches and exp.hosts and exp.links and seed == 1
+
+
+def test_units() -> None:
+    assert rate("40Gbps") == 40e9 and rate(5e9) == 5e9
+    assert seconds("500ns") == 5e-7 and seconds("2ms") == 2e-3
+    assert size("1.5MB") == 1_500_000 and size("18KiB") == 18432
+    with pytest.raises(UnitError, match="unknown unit"):
+        rate("40Gbit")
+    with pytest.raises(UnitError):
+        size(True)
+
+
+def test_qos_merges_over_defaults() -> None:
+    exp = experiment(
+        {
+            "qos": {"queues": {3: {"kmin": "5KB"}}, "pgs": {3: {"dynamic_th": -2}}},
+            "switches": [{"name": "sw", "qos": {"queues": {3: {"pmax": 0.2}}}}],
+            "hosts": ["h"],
+            "links": [["h:eth0", "sw:Ethernet0", "100G", "1us"]],
+        }
+    )
+    q = exp.switches[0].qos.queue(3)
+    assert (q.ecn, q.kmin, q.kmax, q.pmax) == (True, 5000, 1_500_000, 0.2)
+    assert exp.switches[0].qos.queue(6).strict  # untouched default
+    assert exp.switches[0].qos.pg(3).alpha == 0.25
+    assert exp.links[0].propagation == 1e-6
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"switchs": []}, "unknown keys"),
+        ({"hosts": [{"name": "h", "nic": 1}]}, r"hosts\[0\]: unknown key 'nic'"),
+        ({"links": [["a:p", "b:q"]]}, r"links\[0\]"),
+        ({"flows": [{"name": "f", "src": "a", "dst": "b", "cc": "reno"}]}, r"flows\[0\].cc"),
+        ({"faults": [{"flap": "a:p"}]}, r"faults\[0\]"),
+        ({"qos": {"ecn_at": "ingress"}}, r"qos.ecn_at: 'ingress' is not one of dequeue, enqueue"),
+        ({"duration": "soon"}, r"^duration: "),
+        ({"packet_bytes": "big"}, r"^packet_bytes: "),
+    ],
+)
+def test_errors_name_the_place(data: dict[str, object], message: str) -> None:
+    with pytest.raises(ExperimentError, match=message):
+        experiment(data)
+
+
+def test_unknown_flow_endpoint_is_reported() -> None:
+    exp = experiment(
+        {
+            "switches": [{"name": "sw"}],
+            "hosts": ["h"],
+            "links": [["h:eth0", "sw:Ethernet0", "100G"]],
+            "flows": [{"name": "f", "src": "h", "dst": "nowhere"}],
+        }
+    )
+    with pytest.raises(ExperimentError, match="'nowhere' is not a host"):
+        simulate(exp)
+
+
+@pytest.mark.parametrize(
+    ("flow", "qos", "message"),
+    [
+        ({"dscp": 64}, {}, "dscp 0-63"),
+        ({"ttl": 0}, {}, "ttl 1-255"),
+        ({"priority": 9}, {}, "priority 9"),
+        ({}, {"tc_to_pg": [0, 0, 0]}, "tc_to_pg: 8 values"),
+        ({}, {"dscp_to_tc": {26: 8}}, "traffic classes 0-7"),
+    ],
+)
+def test_values_the_core_cannot_index_are_refused(
+    flow: dict[str, object], qos: dict[str, object], message: str
+) -> None:
+    exp = experiment(
+        {
+            "qos": qos,
+            "switches": [{"name": "sw"}],
+            "hosts": ["a", "b"],
+            "links": [["a:eth0", "sw:Ethernet0", "100G"], ["b:eth0", "sw:Ethernet4", "100G"]],
+            "flows": [{"name": "f", "src": "a", "dst": "b", "size": 1000, **flow}],
+        }
+    )
+    with pytest.raises(ExperimentError, match=message):
+        simulate(exp)
+
+
+@pytest.mark.parametrize(
+    ("section", "values", "message"),
+    [
+        ("checks", {"interval": 0}, "checks.interval must be positive"),
+        ("dcqcn", {"cnp_interval": "0us"}, "dcqcn.cnp_interval must be positive"),
+        ("monitor", {"interval": -1}, "must not be negative"),
+    ],
+)
+def test_periods_that_would_spin_are_refused(
+    section: str, values: dict[str, object], message: str
+) -> None:
+    exp = experiment(
+        {
+            section: values,
+            "switches": [{"name": "sw"}],
+            "hosts": ["a"],
+            "links": [["a:eth0", "sw:Ethernet0", "100G"]],
+        }
+    )
+    with pytest.raises(ExperimentError, match=message):
+        simulate(exp)
+
+
+def test_prefix_routes_and_shortest_paths() -> None:
+    exp = experiment(
+        {
+            "switches": [
+                {
+                    "name": "a",
+                    "routes": {"10.0.1.0/24": ["Ethernet4"], "10.0.0.0/16": ["Ethernet8"]},
+                },
+                {"name": "b"},
+                {"name": "c"},
+            ],
+            "hosts": [{"name": "h1", "address": "10.0.1.5"}, {"name": "h2", "address": "10.0.2.5"}],
+            "links": [
+                ["a:Ethernet4", "b:Ethernet0", "100G"],
+                ["a:Ethernet8", "c:Ethernet0", "100G"],
+                ["h1:eth0", "b:Ethernet4", "100G"],
+                ["h2:eth0", "c:Ethernet4", "100G"],
+                ["b:Ethernet8", "c:Ethernet8", "100G"],
+            ],
+        }
+    )
+    table = forwarding(exp.switches, exp.hosts, exp.links)
+    assert table["a"] == {"h1": ["a:Ethernet4"], "h2": ["a:Ethernet8"]}  # longest prefix wins
+    assert table["b"]["h2"] == ["b:Ethernet8"] and table["c"]["h1"] == ["c:Ethernet8"]
+
+
+def test_link_delay_from_length() -> None:
+    assert Link("a:p", "b:q", 1e9, length_m=200).propagation == pytest.approx(1e-6)

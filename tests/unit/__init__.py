@@ -1,0 +1,1 @@
+"""The unit tier: pure Python, no root, no processes, no sockets, no simulator runs (fakes OK)."""

@@ -1,0 +1,221 @@
+"""Every file of a lab directory is checked before anything reads it for real.
+
+An edited lab directory (a user's change, or a broken one) is refused by `twin validate` and by
+`twin deploy` alike with one line naming the file, the key and the problem, and exit code 2,
+before anything is created. Each case below was a traceback or a silent success before.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labs.netns.plan import build
+from tests.conftest import lab_name, write_lab
+from twin import labcheck
+from twin.cli import main as cli
+from twin.errors import InputError
+from twin.labdir import Lab
+from twin.render import sonic_vs
+
+Edit = Callable[[Path], object]
+
+
+def _json(path: Path, change: Callable[[Any], Any]) -> None:
+    path.write_text(json.dumps(change(json.loads(path.read_text()))))
+
+
+def _set(path: Path, value: Any) -> Edit:
+    return lambda lab: (lab / path).write_text(json.dumps(value))
+
+
+def _rename_nic(lab: Path) -> None:
+    host = lab / "configs" / "server1" / "host.json"
+    host.write_text(host.read_text().replace('"nic0"', '"nic9"'))
+
+
+def _same_server_address(lab: Path) -> None:
+    first = json.loads((lab / "configs" / "server1" / "host.json").read_text())["address"]
+    _json(lab / "configs" / "server2" / "host.json", lambda h: {**h, "address": first})
+
+
+def _overlapping_interfaces(lab: Path) -> None:
+    def change(db: dict[str, Any]) -> dict[str, Any]:
+        table = db["INTERFACE"]
+        key = next(k for k in table if "|" in k)
+        port, cidr = key.split("|")
+        other = next(k for k in table if "|" not in k and k != port)
+        network = cidr.rsplit(".", 1)[0] + ".0/24"
+        table[f"{other}|{network.replace('.0/24', '.9/24')}"] = {}
+        return db
+
+    _json(lab / "configs" / "leaf1" / "config_db.json", change)
+
+
+def _edit(file: str, change: Callable[[Any], object]) -> Edit:
+    """Change the JSON document `file` of the lab in place."""
+
+    def edit(lab: Path) -> None:
+        def apply(document: Any) -> Any:
+            change(document)
+            return document
+
+        _json(lab / file, apply)
+
+    return edit
+
+
+def _db(change: Callable[[dict[str, Any]], object]) -> Edit:
+    return _edit("configs/leaf1/config_db.json", change)
+
+
+def _host(change: Callable[[dict[str, Any]], object]) -> Edit:
+    return _edit("configs/server1/host.json", change)
+
+
+def _ifmap(change: Callable[[dict[str, Any]], object]) -> Edit:
+    return _edit("ifmap.json", change)
+
+
+CASES: dict[str, tuple[Edit, str]] = {
+    "config_db null": (_set(Path("configs/leaf1/config_db.json"), None), "config_db.json: "),
+    "host.json a list": (_set(Path("configs/server1/host.json"), []), "host.json: "),
+    "ifmap.json cut short": (
+        lambda lab: (lab / "ifmap.json").write_text("[1,"),
+        "ifmap.json: line 1: not valid JSON",
+    ),
+    "ifmap.json a list": (_set(Path("ifmap.json"), [1]), "ifmap.json: "),
+    "a NIC renamed in host.json": (_rename_nic, "host.json: interfaces.0.name: "),
+    "two servers with one address": (_same_server_address, "host.json: address: "),
+    "overlapping interface addresses": (_overlapping_interfaces, "config_db.json: INTERFACE"),
+    "a PORT mtu a veth cannot take": (
+        _db(lambda db: db["PORT"][next(iter(db["PORT"]))].update(mtu="99999")),
+        "config_db.json: PORT.",
+    ),
+    "a PORT mtu not a number": (
+        _db(lambda db: db["PORT"][next(iter(db["PORT"]))].update(mtu="big")),
+        "config_db.json: PORT.",
+    ),
+    "an address that is not one": (
+        _db(lambda db: db["INTERFACE"].update({"Ethernet24|10.1.0.300/31": {}})),
+        "config_db.json: INTERFACE.",
+    ),
+    "an unwired port in INTERFACE": (
+        _db(lambda db: db["INTERFACE"].update({"Ethernet999|10.9.9.0/31": {}})),
+        "config_db.json: INTERFACE.Ethernet999",
+    ),
+    "a DSCP_TO_TC_MAP entry empty": (
+        _db(lambda db: db["DSCP_TO_TC_MAP"]["RDMA"].update({"0": ""})),
+        "config_db.json: DSCP_TO_TC_MAP.RDMA.0: must be a number, not ''",
+    ),
+    "a TC_TO_QUEUE_MAP entry a list": (
+        _db(lambda db: db["TC_TO_QUEUE_MAP"]["RDMA"].update({"3": []})),
+        "config_db.json: TC_TO_QUEUE_MAP.RDMA.3: must be a number",
+    ),
+    "a DSCP_TO_TC_MAP key not a number": (
+        _db(lambda db: db["DSCP_TO_TC_MAP"]["RDMA"].update({"af41": "3"})),
+        "config_db.json: DSCP_TO_TC_MAP.RDMA.af41: the key must be a number",
+    ),
+    "host mtu a string": (_host(lambda h: h.update(mtu="9000")), "host.json: mtu: "),
+    "host.json without routes": (_host(lambda h: h.pop("routes")), "host.json: routes: "),
+    "a route over no NIC": (
+        _host(lambda h: h["routes"][0]["nexthops"][0].update(dev="eth7")),
+        "host.json: routes.0.nexthops.0.dev: ",
+    ),
+    "a Linux name with a slash": (
+        _ifmap(lambda m: m["leaf1"][next(iter(m["leaf1"]))].update(netns="../x")),
+        "ifmap.json: leaf1.",
+    ),
+    "a Linux name too long": (
+        _ifmap(lambda m: m["leaf1"][next(iter(m["leaf1"]))].update(netns="x" * 16)),
+        "ifmap.json: leaf1.",
+    ),
+    "a node missing from ifmap.json": (_ifmap(lambda m: m.pop("spine1")), "ifmap.json: spine1: "),
+    "a design link without its kind": (
+        _edit("design.json", lambda d: d["graph"]["links"][0].pop("kind")),
+        "design.json: graph.links.",
+    ),
+    "a design link with a speed of zero": (
+        _edit("design.json", lambda d: d["graph"]["links"][0].update(speed=0)),
+        "design.json: graph.links.",
+    ),
+    "frr.conf missing": (
+        lambda lab: (lab / "configs" / "leaf1" / "frr.conf").unlink(),
+        "frr.conf: missing",
+    ),
+    "frr.conf not text": (
+        lambda lab: (lab / "configs" / "leaf1" / "frr.conf").write_bytes(b"\xff\xfe\x00"),
+        "frr.conf: ",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A generated lab directory, copied for each case."""
+    return write_lab(tmp_path_factory.mktemp("inputs") / "lab", lab_name())
+
+
+@pytest.fixture
+def edited(pristine: Path, tmp_path: Path) -> Callable[[Edit], Path]:
+    def make(edit: Edit) -> Path:
+        path = tmp_path / "lab"
+        shutil.copytree(pristine, path)
+        edit(path)
+        return path
+
+    return make
+
+
+def test_the_generated_lab_passes(pristine: Path) -> None:
+    labcheck.check(Lab.open(pristine), live=True)
+
+
+def test_a_server_without_rdma_settings_is_planned(edited: Callable[[Edit], Path]) -> None:
+    lab = Lab.open(edited(_host(lambda h: h.update(rdma=None))))
+    labcheck.check(lab, live=True)
+    assert build(lab).nodes["server1"].rdma == []
+    links = sonic_vs.server_links(lab)
+    assert sonic_vs.host(lab, "server1", links)["rdma"] is None
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_an_edited_lab_is_refused_by_the_check(edited: Callable[[Edit], Path], case: str) -> None:
+    edit, expected = CASES[case]
+    path = edited(edit)
+    with pytest.raises(InputError) as caught:
+        labcheck.check(Lab.open(path), live=True)
+    assert expected in str(caught.value) and "\n" not in str(caught.value)
+
+
+LIVE_ONLY = {"a PORT mtu a veth cannot take"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_validate_refuses_with_one_line(
+    edited: Callable[[Edit], Path], case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if case in LIVE_ONLY:
+        pytest.skip("a finding of the static validators, refused only before a live run")
+    edit, expected = CASES[case]
+    path = edited(edit)
+    assert cli.main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err, err
+    assert not (path / "validate").exists()
+
+
+DEPLOY_CASES = [
+    "a PORT mtu a veth cannot take",
+    "config_db null",
+    "host.json a list",
+    "ifmap.json cut short",
+    "a NIC renamed in host.json",
+    "two servers with one address",
+    "overlapping interface addresses",
+]

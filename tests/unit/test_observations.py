@@ -1,0 +1,271 @@
+"""One module writes and reads a run directory (`twin.scenario.observations`), in the typed
+records of `twin.scenario.records`: what it saves reads back as the same records, run.json
+carries a schema version and a newer major one is refused in one line, snapshots are tied
+to their faults by index; docs/observations.md names every file and record key the module
+knows, and its examples use no key the records lack."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labs.backend import Played
+from twin.cli import main as cli
+from twin.errors import InputError
+from twin.model.fib import Fib
+from twin.scenario import observations, records
+from twin.scenario.observations import FILES, Observations
+
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs" / "observations.md"
+FIB: Fib = {"leaf1": {}, "server1": {}}
+
+
+def played() -> Played:
+    """A run with one phase, one flow and a link flap (logged once it is over)."""
+    phase: records.PhaseRecord = {
+        "index": 0,
+        "label": "backup",
+        "kind": "backup",
+        "class": "roce",
+        "start": 10.0,
+        "end": 12.0,
+        "pps_per_flow": 100,
+        "dscp": {"server1": 26},
+        "flows": [{"flow_id": 7, "src": "server1", "dst": "server2", "qp": 0}],
+        "sent": {"7": 200},
+    }
+    flap: records.FaultRecord = {
+        "index": 0,
+        "began": 10.5,
+        "t": 11.5,
+        "event": "fault",
+        "fault": "link-flap-done",
+        "link": "leaf1:spine1",
+        "period": 0.25,
+        "count": 2,
+    }
+    flow: records.FlowRecord = {
+        "flow_id": 7,
+        "src": "server1",
+        "dst": "server2",
+        "qp": 0,
+        "phase": "backup",
+        "class": "roce",
+        "dscp_sent": 26,
+        "pps": 100,
+        "sent": 200,
+        "received": 190,
+        "lost": 10,
+        "tail_lost": 0,
+        "reordered": 0,
+        "gaps": [[11.0, 10]],
+        "dscp_received": {"26": 190},
+        "ecn_received": {"2": 190},
+    }
+    start: records.Event = {"t": 10.0, "event": "run-start", "scenario": "flap"}
+    fibs = {"start": (9.9, FIB), records.fib_label(0, "link-flap"): (12.0, FIB), "end": (12.1, FIB)}
+    return Played(
+        started=10.0,
+        ended=12.0,
+        phases=[phase],
+        faults=[flap],
+        flows=[flow],
+        counters={"interval": 1.0, "fields": ["rx_packets"], "samples": [{"t": 10.0, "c": {}}]},
+        fibs=fibs,
+        bgp={"start": [], "end": []},
+        events=[start],
+    )
+
+
+def saved(out: Path) -> tuple[records.RunRecord, Played]:
+    """A run directory as the player saves one, and what it was saved from."""
+    record = played()
+    run: records.RunRecord = {
+        "schema": records.SCHEMA,
+        "lab": "small",
+        "lab_dir": str(out.parent),
+        "backend": "fake",
+        "capabilities": ["counters", "fib", "flows"],
+        "scenario": "flap",
+        "started": record.started,
+        "ended": record.ended,
+        "fault_margin": 0.5,
+        "phases": record.phases,
+        "faults": record.faults,
+        "fibs": {label: t for label, (t, _) in record.fibs.items()},
+        "fib_faults": observations.snapshot_faults(record.faults, record.fibs),
+        "servers": ["server1", "server2"],
+        "uplinks": {},
+        "stamp": {"twin_version": "0", "kernel": "k", "python": "3", "backend": "fake"},
+    }
+    fabric = out.parent / "fabric.yaml"
+    fabric.write_text("name: small\n")
+    out.mkdir()
+    observations.save(out, run, record, fabric)
+    return run, record
+
+
+def test_a_saved_run_reads_back_as_the_records_it_was_saved_from(tmp_path: Path) -> None:
+    run, record = saved(tmp_path / "run")
+    obs = Observations.open(tmp_path / "run")
+    assert obs.run == run and obs.run["fib_faults"] == {"fault1-link-flap": 0}
+    assert (obs.flows, obs.events, obs.counters) == (record.flows, record.events, record.counters)
+    assert obs.fib("fault1-link-flap") == FIB and obs.phase("backup") == record.phases[0]
+    assert (tmp_path / "run" / "fabric.yaml").read_text() == "name: small\n"
+
+
+def test_added_files_events_and_run_keys_read_back(tmp_path: Path) -> None:
+    run, _ = saved(tmp_path / "run")
+    storm: records.Event = {"t": 11.0, "event": "pause_storm", "node": "leaf1", "sim_t": 0.001}
+    hybrid: records.RunRecord = {
+        **run,
+        "data_plane": {"backend": "sim", "time_scale": 0.001, "fibs": []},
+    }
+    observations.add(tmp_path / "run", hybrid, {"pfc": [{"port": "leaf1:Ethernet0"}]}, [storm])
+    obs = Observations.open(tmp_path / "run")
+    assert obs.run == hybrid and obs.events[-1] == storm
+    assert obs.extra("pfc") == [{"port": "leaf1:Ethernet0"}]
+
+
+def test_snapshots_are_tied_to_faults_by_index_not_by_reading_labels() -> None:
+    flap = played().faults[0]
+    down: records.FaultRecord = {**flap, "index": 1, "fault": "node-down"}
+    labels = ["start", "fault1-link-flap", "fault2-node-down", "fault3-link-up", "end"]
+    assert observations.snapshot_faults([flap, down], labels) == {
+        "fault1-link-flap": 0,
+        "fault2-node-down": 1,
+    }
+
+
+def rewrite_run(out: Path, **changes: Any) -> None:
+    """Edit run.json as an older or newer twin would have written it (None: key absent)."""
+    data = json.loads((out / "run.json").read_text())
+    data.update(changes)
+    (out / "run.json").write_text(json.dumps({k: v for k, v in data.items() if v is not None}))
+
+
+def test_a_run_without_a_schema_reads_as_1_0_with_its_snapshots_tied(tmp_path: Path) -> None:
+    saved(tmp_path / "run")
+    rewrite_run(tmp_path / "run", schema=None, fib_faults=None)
+    run = Observations.open(tmp_path / "run").run
+    assert run["schema"] == "1.0" and run["fib_faults"] == {"fault1-link-flap": 0}
+
+
+@pytest.mark.parametrize(
+    ("schema", "problem"),
+    [("2.0", "2.0 is newer than this twin reads"), ("1", "'1' is not MAJOR.MINOR")],
+)
+def test_a_newer_major_schema_is_refused_in_one_line(
+    tmp_path: Path, schema: str, problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved(tmp_path / "run")
+    rewrite_run(tmp_path / "run", schema=schema)
+    capsys.readouterr()
+    assert cli.main(["report", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"run.json: schema: {problem}" in err, err
+
+
+def test_a_newer_minor_schema_is_read(tmp_path: Path) -> None:
+    saved(tmp_path / "run")
+    rewrite_run(tmp_path / "run", schema="1.99", later_key=1)
+    assert Observations.open(tmp_path / "run").run["schema"] == "1.99"
+    rewrite_run(tmp_path / "run", schema="2.0")
+    with pytest.raises(InputError):
+        _ = Observations.open(tmp_path / "run").run
+
+
+def run_files_written(path: Path) -> set[str]:
+    """The run directory's files (FILES' names and `fib/`) a module names in the path of a
+    `safeio.write` or `safeio.append` call."""
+    names = {n.split("/")[0] for n in FILES}
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("write", "append")
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "safeio"
+            and node.args
+        ):
+            strings = ast.walk(node.args[0])
+            found |= {str(c.value) for c in strings if isinstance(c, ast.Constant)} & names
+    return found
+
+
+def test_only_the_observations_module_writes_a_run_directory() -> None:
+    writers = {
+        str(path.relative_to(REPO)): found
+        for package in ("twin", "labs", "traffic", "validators")
+        for path in sorted((REPO / package).rglob("*.py"))
+        if (found := run_files_written(path))
+    }
+    assert set(writers) == {"twin/scenario/observations.py"}
+    assert {"run.json", "flows.json", "events.jsonl", "fib"} <= writers.popitem()[1]
+
+
+# -- docs/observations.md ----------------------------------------------------------------------
+
+
+def sections() -> dict[str, str]:
+    """The doc's text by `## ` heading (the part before the first: "")."""
+    parts = re.split(r"^## (.+)$", DOC.read_text(), flags=re.M)
+    return {"": parts[0], **dict(zip(parts[1::2], parts[2::2], strict=True))}
+
+
+def keys(record: type) -> set[str]:
+    """Every key of a TypedDict."""
+    return set(record.__required_keys__) | set(record.__optional_keys__)  # type: ignore[attr-defined]
+
+
+def named(text: str) -> set[str]:
+    """Every `key` and "key" a piece of the doc names."""
+    return set(re.findall(r'`"?([\w-]+)"?`', text)) | set(re.findall(r'"(\w+)":', text))
+
+
+def examples(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of a section's examples, placeholders (`[PHASE, ...]`) left out."""
+    blocks = re.findall(r"```json\n(.*?)```", text, flags=re.S)
+    blocks = [re.sub(r"\b[A-Z]+, \.\.\.", "", b) for b in blocks]
+    return [json.loads(b) for b in blocks if "..." not in b]
+
+
+def test_the_docs_table_lists_every_file_of_the_module() -> None:
+    table = re.findall(r"^\| `([^`]+)` \|", sections()[""], flags=re.M)
+    assert len(table) == len(set(table)) and set(table) == set(FILES)
+    assert {name for name, record in FILES.items() if record} <= set(sections())
+
+
+def test_the_doc_names_every_key_of_every_record() -> None:
+    doc = sections()
+    simulator = doc["What the simulator adds (`--backend sim`)"]
+    for name, record in FILES.items():
+        if record is not None:
+            faults = doc["run.json"] if name == "events.jsonl" else ""  # "each fault (as above)"
+            missing = keys(record) - named(doc[name] + faults + simulator)
+            assert missing == set(), f"{name}: {missing}"
+    for record in (records.PhaseRecord, records.FaultRecord):
+        assert keys(record) - named(doc["run.json"] + simulator) == set(), record.__name__
+
+
+def test_the_docs_examples_use_only_the_records_keys() -> None:
+    doc = sections()
+    run, phase, fault = examples(doc["run.json"])
+    (counters,) = examples(doc["counters.json"])
+    (flow,) = examples(doc["flows.json"])
+    for example, record in [
+        (run, records.RunRecord),
+        (phase, records.PhaseRecord),
+        (fault, records.FaultRecord),
+        (counters, records.Counters),
+        (flow, records.FlowRecord),
+    ]:
+        assert set(example) <= keys(record), set(example) - keys(record)
+    assert keys(records.RunRecord) - {"data_plane"} == set(run)
