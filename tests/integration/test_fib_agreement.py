@@ -16,7 +16,7 @@ import yaml
 from labs.backend import Fault
 from labs.failures import Failures, Network
 from tests.conftest import lab_name, root_and_frr, running_twin, wait_for, write_lab
-from tests.unit.test_validators_dynamic import SyntheticRun
+from tests.synthetic import SyntheticRun
 from twin.labdir import Lab
 from twin.model.fib import Fib, NextHop, to_json
 from twin.model.routing import Routing

@@ -19,7 +19,7 @@ from matplotlib.colors import to_hex
 
 from tests.sim.test_ecmp_probe import FAKE, generate, play, scale_uplink
 from tests.simlab import paused_incast
-from tests.unit.test_validators_dynamic import SyntheticRun, flow, probed
+from tests.synthetic import SyntheticRun, flow, probed
 from twin.labdir import Lab
 from twin.render.config_db import wred
 from twin.scenario.observations import Observations
@@ -129,7 +129,7 @@ def test_no_uplinks_plot_without_a_leaf_judged_from_counts(lab: Lab, tmp_path: P
 def test_loss_bars_are_the_failover_windows_coloured_by_verdict_with_their_limits(
     tmp_path: Path,
 ) -> None:
-    from tests.unit.test_validators_dynamic import generate_lab
+    from tests.synthetic import generate_lab
 
     lab = generate_lab(tmp_path / "lab", "vplot")
     run = SyntheticRun(lab, name="lossy")

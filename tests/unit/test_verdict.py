@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.unit.test_validators_dynamic import SyntheticRun, flow, generate_lab, probe_all, probed
+from tests.synthetic import SyntheticRun, flow, generate_lab, probe_all, probed
 from twin.cli import main as cli
 from twin.errors import InputError
 from twin.labdir import Lab
