@@ -140,12 +140,15 @@ def twin_run(name: str) -> dict[str, float | int | str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
         intent = yaml.safe_load((REPO / "examples" / "reference.yaml").read_text())
-        intent["name"] = f"bench{TWIN_RUNS[name]}-{os.getpid()}"
+        intent["name"] = f"bench{os.getpid() % 1000}"  # at most 12 characters
         intent["servers"]["count"] = TWIN_RUNS[name]
         fabric, lab, out = Path(tmp, "fabric.yaml"), Path(tmp, "lab"), Path(tmp, "run")
         fabric.write_text(yaml.safe_dump(intent))
         subprocess.run(
-            [twin, "generate", str(fabric), "-o", str(lab)], check=True, capture_output=True
+            [*twin, "generate", str(fabric), "-o", str(lab)],
+            check=True,
+            capture_output=True,
+            env=env,
         )
         started = time.perf_counter()
         run = subprocess.run(

@@ -7,8 +7,12 @@ import dataclasses
 import itertools
 from collections.abc import Callable
 
+import numpy as np
+import numpy.typing as npt
+
 from labs.sim import native
 from labs.sim.build import Built, Layout, build, sample_width
+from labs.sim.flows import FlowStats
 from labs.sim.model import NPRIO, Experiment
 from labs.sim.result import Event, FlowResult, PortResult, PriorityCounters, Result
 
@@ -52,10 +56,11 @@ def _collect(lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped
     lib.sim_counts(h, counts)
     n_samples, n_log, n_cycles = counts[2], counts[3], counts[4]
     width = sample_width(layout)
-    raw = lib.sim_samples(h)
-    samples = [raw[i * width : (i + 1) * width] for i in range(n_samples)] if width else []
+    samples = np.zeros((0, width), np.int64)
+    if width and n_samples:
+        samples = np.ctypeslib.as_array(lib.sim_samples(h), shape=(n_samples, width)).copy()
     queues, pgs = _occupancy(layout, samples)
-    flows = _flows(lib, h, layout, exp, samples, width, lib.sim_now(h))
+    flows, table = _flows(lib, h, layout, exp, samples, lib.sim_now(h))
     events = _events(lib, h, layout, n_log, n_cycles)
     return Result(
         experiment=exp.name,
@@ -70,21 +75,27 @@ def _collect(lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped
         events=events,
         packet_hops=counts[1],
         events_processed=counts[0],
+        table=table,
     )
 
 
 def _occupancy(
-    layout: Layout, samples: list[list[int]]
+    layout: Layout, samples: npt.NDArray[np.int64]
 ) -> tuple[dict[str, dict[int, list[int]]], dict[str, dict[int, list[int]]]]:
     queues: dict[str, dict[int, list[int]]] = {}
     pgs: dict[str, dict[int, list[int]]] = {}
     for k, port in enumerate(layout.sampled_ports):
         name = ":".join(layout.ports[port])
         for j in range(2 * NPRIO):
-            column = [row[k * 2 * NPRIO + j] for row in samples]
-            if any(column):
-                (queues if j < NPRIO else pgs).setdefault(name, {})[j % NPRIO] = column
+            column = samples[:, k * 2 * NPRIO + j]
+            if column.any():
+                (queues if j < NPRIO else pgs).setdefault(name, {})[j % NPRIO] = column.tolist()
     return queues, pgs
+
+
+def _seconds(ps: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Picoseconds to seconds, negative (never) to nan."""
+    return np.where(ps < 0, np.nan, ps * 1e-12)
 
 
 def _flows(
@@ -92,29 +103,48 @@ def _flows(
     h: int,
     layout: Layout,
     exp: Experiment,
-    samples: list[list[int]],
-    width: int,
+    samples: npt.NDArray[np.int64],
     end: float,
-) -> list[FlowResult]:
-    out = (native.F64 * (native.FLOW_FIELDS * max(len(exp.flows), 1)))()
-    lib.sim_flow_stats(h, out)
-    stats = list(out)
-    transport = (native.F64 * (native.TRANSPORT_FIELDS * max(len(exp.flows), 1)))()
-    lib.sim_flow_transport(h, transport)  # read back only for the reliable flows
-    dropped_at = (native.F64 * max(len(exp.flows), 1))()
-    lib.sim_flow_drops(h, dropped_at)
+) -> tuple[list[FlowResult], FlowStats | None]:
+    """The listed flows' results, and the table's rows' as columns."""
+    n = max(len(layout.flows), 1)
+    stats = np.zeros((n, native.FLOW_FIELDS))
+    lib.sim_flow_stats(h, stats.ctypes.data_as(native.PF64))
+    transport = np.zeros((n, native.TRANSPORT_FIELDS))
+    lib.sim_flow_transport(h, transport.ctypes.data_as(native.PF64))
+    dropped_at = np.zeros(n)
+    lib.sim_flow_drops(h, dropped_at.ctypes.data_as(native.PF64))
+    listed = len(exp.flows)
+    table = None
+    if exp.table is not None:
+        rows = slice(listed, listed + len(exp.table))
+        s, t = stats[rows], transport[rows]
+        table = FlowStats(
+            size=s[:, 0].astype(np.int64),
+            bytes_sent=s[:, 1].astype(np.int64),
+            bytes_delivered=s[:, 2].astype(np.int64),
+            bytes_dropped=s[:, 3].astype(np.int64),
+            cnps=s[:, 4].astype(np.int64),
+            ecn_marks=s[:, 5].astype(np.int64),
+            start=_seconds(s[:, 6]),
+            completion=_seconds(s[:, 7]),
+            first_drop=_seconds(dropped_at[rows]),
+            retransmitted_packets=t[:, 0].astype(np.int64),
+            timeouts=t[:, 2].astype(np.int64),
+        )
     base = len(layout.sampled_ports) * 2 * NPRIO
     interval = exp.monitor.interval
     flows = []
     for i, flow in enumerate(exp.flows):
-        row = stats[i * native.FLOW_FIELDS : (i + 1) * native.FLOW_FIELDS]
+        row = stats[i].tolist()
         size, sent, delivered, dropped, cnps, ce, t_start, t_done, rate, alpha = row
         start = None if t_start < 0 else t_start * 1e-12
         span = ((t_done * 1e-12 if t_done >= 0 else end) - start) if start is not None else 0.0
         series: list[float] = []
-        if layout.flow_series and width:
-            cumulative = [row[base + i] for row in samples]
+        if layout.flow_series and len(samples):
+            cumulative = samples[:, base + i].tolist()
             series = [(b - a) * 8 / interval for a, b in itertools.pairwise(cumulative)]
+        first_drop = float(dropped_at[i])
         result = FlowResult(
             name=flow.name,
             src=flow.src,
@@ -130,12 +160,11 @@ def _flows(
             rate=rate,
             alpha=alpha,
             rate_series=series,
-            first_drop=None if dropped_at[i] < 0 else dropped_at[i] * 1e-12,
+            first_drop=None if first_drop < 0 else first_drop * 1e-12,
             goodput=delivered * 8 / span if span > 0 else 0.0,
         )
         if flow.transport != "open":
-            k = native.TRANSPORT_FIELDS
-            retx, retx_bytes, timeouts, naks, fast, cwnd, srtt = transport[i * k : (i + 1) * k]
+            retx, retx_bytes, timeouts, naks, fast, cwnd, srtt = transport[i].tolist()
             result = dataclasses.replace(
                 result,
                 transport=flow.transport,
@@ -148,7 +177,7 @@ def _flows(
                 srtt=srtt * 1e-12 if srtt > 0 else None,
             )
         flows.append(result)
-    return flows
+    return flows, table
 
 
 def _ports(lib: ctypes.CDLL, h: int, layout: Layout) -> list[PortResult]:
@@ -188,9 +217,9 @@ def _events(lib: ctypes.CDLL, h: int, layout: Layout, n_log: int, n_cycles: int)
             members = [(*layout.ports[v // NPRIO], v % NPRIO) for v in cycles[a : a + b]]
             events.append(Event(time, name, cycle=members))
         elif name in ("transport_nak", "transport_timeout"):
-            events.append(Event(time, name, detail=f"psn {b}", flow=layout.flows[a]))
+            events.append(Event(time, name, detail=f"psn {b}", flow=layout.flows.name(a)))
         elif name in ("fast_retransmit", "ecn_cut"):
-            events.append(Event(time, name, detail=f"cwnd {b} -> {c}", flow=layout.flows[a]))
+            events.append(Event(time, name, detail=f"cwnd {b} -> {c}", flow=layout.flows.name(a)))
         else:
             node, pname = layout.ports[a]
             detail = {1: "drop", 2: "forward"}.get(c) if name == "watchdog_detect" else None
