@@ -323,7 +323,7 @@ def played(timeline: Timeline, plan: Plan, result: Result, base: Network, wall: 
             "fibs": [[t, label] for t, label, _ in plan.fibs],
             "not_modelled": plan.notes,
             "experiment": {
-                "flows": len(plan.experiment.flows),
+                "flows": plan.n_flows,
                 "links": len(plan.experiment.links),
             },
         },

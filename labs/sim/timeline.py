@@ -76,6 +76,12 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     """What the simulator did not model, one line each."""
 
+    @property
+    def n_flows(self) -> int:
+        """The engine flows the experiment runs."""
+        table = self.experiment.table
+        return len(self.experiment.flows) + (0 if table is None else len(table))
+
     def prepare(self, built: Built, wiring: Wiring, addresses: dict[str, IPv4Address]) -> None:
         """Add the timed link, rate and route changes to a built core."""
         lib = native.library()
