@@ -535,7 +535,3 @@ def _faults(
             lib.sim_set_loss(
                 handle, port_index[fault.port], fault.start, end, fault.probability, fault.count
             )
-
-
-def sample_width(layout: Layout) -> int:
-    return len(layout.sampled_ports) * 2 * NPRIO + (len(layout.flows) if layout.flow_series else 0)

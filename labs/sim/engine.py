@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from labs.sim import native
-from labs.sim.build import Built, Layout, build, sample_width
+from labs.sim.build import Built, Layout, build
 from labs.sim.flows import FlowStats
 from labs.sim.model import NPRIO, Experiment
 from labs.sim.result import Event, FlowResult, PortResult, PriorityCounters, Result
@@ -55,12 +55,17 @@ def _collect(lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped
     counts = (native.I64 * 6)()
     lib.sim_counts(h, counts)
     n_samples, n_log, n_cycles = counts[2], counts[3], counts[4]
-    width = sample_width(layout)
-    samples = np.zeros((0, width), np.int64)
-    if width and n_samples:
-        samples = np.ctypeslib.as_array(lib.sim_samples(h), shape=(n_samples, width)).copy()
+    width = len(layout.sampled_ports) * 2 * NPRIO
+    samples = np.zeros((0, width), np.int32)
+    if width and n_samples:  # a view of the core's rows, read before it is freed
+        samples = np.ctypeslib.as_array(lib.sim_samples(h), shape=(n_samples, width))
+    delivered = np.zeros((0, len(layout.flows)), np.int64)
+    if layout.flow_series and n_samples:
+        delivered = np.ctypeslib.as_array(
+            lib.sim_flow_samples(h), shape=(n_samples, len(layout.flows))
+        )
     queues, pgs = _occupancy(layout, samples)
-    flows, table = _flows(lib, h, layout, exp, samples, lib.sim_now(h))
+    flows, table = _flows(lib, h, layout, exp, delivered, lib.sim_now(h))
     events = _events(lib, h, layout, n_log, n_cycles)
     return Result(
         experiment=exp.name,
@@ -80,16 +85,16 @@ def _collect(lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped
 
 
 def _occupancy(
-    layout: Layout, samples: npt.NDArray[np.int64]
+    layout: Layout, samples: npt.NDArray[np.int32]
 ) -> tuple[dict[str, dict[int, list[int]]], dict[str, dict[int, list[int]]]]:
+    """Per sampled port, the series of its queues and PGs that held anything."""
     queues: dict[str, dict[int, list[int]]] = {}
     pgs: dict[str, dict[int, list[int]]] = {}
-    for k, port in enumerate(layout.sampled_ports):
-        name = ":".join(layout.ports[port])
-        for j in range(2 * NPRIO):
-            column = samples[:, k * 2 * NPRIO + j]
-            if column.any():
-                (queues if j < NPRIO else pgs).setdefault(name, {})[j % NPRIO] = column.tolist()
+    for column in np.flatnonzero(samples.any(axis=0)).tolist():
+        k, j = divmod(column, 2 * NPRIO)
+        name = ":".join(layout.ports[layout.sampled_ports[k]])
+        series = samples[:, column].tolist()
+        (queues if j < NPRIO else pgs).setdefault(name, {})[j % NPRIO] = series
     return queues, pgs
 
 
@@ -103,7 +108,7 @@ def _flows(
     h: int,
     layout: Layout,
     exp: Experiment,
-    samples: npt.NDArray[np.int64],
+    cumulative: npt.NDArray[np.int64],
     end: float,
 ) -> tuple[list[FlowResult], FlowStats | None]:
     """The listed flows' results, and the table's rows' as columns."""
@@ -132,7 +137,6 @@ def _flows(
             retransmitted_packets=t[:, 0].astype(np.int64),
             timeouts=t[:, 2].astype(np.int64),
         )
-    base = len(layout.sampled_ports) * 2 * NPRIO
     interval = exp.monitor.interval
     flows = []
     for i, flow in enumerate(exp.flows):
@@ -141,9 +145,9 @@ def _flows(
         start = None if t_start < 0 else t_start * 1e-12
         span = ((t_done * 1e-12 if t_done >= 0 else end) - start) if start is not None else 0.0
         series: list[float] = []
-        if layout.flow_series and len(samples):
-            cumulative = samples[:, base + i].tolist()
-            series = [(b - a) * 8 / interval for a, b in itertools.pairwise(cumulative)]
+        if len(cumulative):
+            column = cumulative[:, i].tolist()
+            series = [(b - a) * 8 / interval for a, b in itertools.pairwise(column)]
         first_drop = float(dropped_at[i])
         result = FlowResult(
             name=flow.name,

@@ -51,7 +51,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_flow_drops": (None, [P, PF64]),
     "sim_flow_transport": (None, [P, PF64]),
     "sim_counts": (None, [P, PI64]),
-    "sim_samples": (PI64, [P]),
+    "sim_samples": (PI32, [P]),
+    "sim_flow_samples": (PI64, [P]),
     "sim_cycles": (PI32, [P]),
     "sim_log_entry": (None, [P, I32, PI64]),
 }

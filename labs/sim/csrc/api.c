@@ -70,6 +70,7 @@ void sim_free(Sim *s) {
     free(s->dl_reported);
     free(s->sample_ports);
     free(s->samples);
+    free(s->flow_samples);
     free(s->log);
     free(s->cycles);
     free(s);
@@ -386,7 +387,8 @@ void sim_counts(const Sim *s, int64_t *out) {
     out[5] = s->pkt_cap;
 }
 
-const int64_t *sim_samples(const Sim *s) { return s->samples; }
+const int32_t *sim_samples(const Sim *s) { return s->samples; }
+const int64_t *sim_flow_samples(const Sim *s) { return s->flow_samples; }
 const int32_t *sim_cycles(const Sim *s) { return s->cycles; }
 
 /* out: time ps, kind, a, b, c */

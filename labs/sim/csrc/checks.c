@@ -6,19 +6,20 @@
 #include <stdlib.h>
 
 void on_sample(Sim *s) {
-    int64_t width = (int64_t)s->n_sample_ports * 2 * NPRIO + (s->flow_series ? s->n_flows : 0);
+    int64_t width = (int64_t)s->n_sample_ports * 2 * NPRIO, flows = s->flow_series ? s->n_flows : 0;
     if (s->n_samples == s->samples_cap) {
         s->samples_cap = s->samples_cap ? s->samples_cap * 2 : 1024;
-        s->samples = realloc(s->samples, (size_t)(s->samples_cap * width) * sizeof(int64_t));
+        s->samples = realloc(s->samples, (size_t)(s->samples_cap * width) * sizeof(int32_t));
+        if (flows)
+            s->flow_samples = realloc(s->flow_samples, (size_t)(s->samples_cap * flows) * sizeof(int64_t));
     }
-    int64_t *row = s->samples + s->n_samples * width;
+    int32_t *row = s->samples + s->n_samples * width;
     for (int i = 0; i < s->n_sample_ports; i++) {
         const Port *P = &s->ports[s->sample_ports[i]];
-        for (int q = 0; q < NPRIO; q++) *row++ = P->q[q].bytes;
-        for (int pg = 0; pg < NPRIO; pg++) *row++ = P->pg[pg].res + P->pg[pg].shared + P->pg[pg].hdrm;
+        for (int q = 0; q < NPRIO; q++) *row++ = (int32_t)P->q[q].bytes;
+        for (int pg = 0; pg < NPRIO; pg++) *row++ = (int32_t)(P->pg[pg].res + P->pg[pg].shared + P->pg[pg].hdrm);
     }
-    if (s->flow_series)
-        for (int f = 0; f < s->n_flows; f++) *row++ = s->flows[f].delivered;
+    for (int f = 0; f < flows; f++) s->flow_samples[s->n_samples * flows + f] = s->flows[f].delivered;
     s->n_samples++;
     ev_push(s, s->now + s->sample_interval, EV_SAMPLE, 0, 0, 0);
 }

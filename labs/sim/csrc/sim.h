@@ -257,7 +257,9 @@ typedef struct {
     ps_t sample_interval;
     int32_t *sample_ports, n_sample_ports;
     uint8_t flow_series;
-    int64_t *samples, n_samples, samples_cap; /* rows of n_sample_ports*16 (+ n_flows) */
+    int32_t *samples;      /* rows of n_sample_ports*16: queue and PG bytes (< 2 GB) */
+    int64_t *flow_samples; /* rows of n_flows: bytes delivered (flow_series) */
+    int64_t n_samples, samples_cap;
     /* output log */
     LogEntry *log;
     int32_t n_log, cap_log;
