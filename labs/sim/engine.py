@@ -52,19 +52,18 @@ def simulate(
 
 def _collect(lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped: bool) -> Result:
     h, layout = built.handle, built.layout
-    counts = (native.I64 * 6)()
+    counts = (native.I64 * 7)()
     lib.sim_counts(h, counts)
-    n_samples, n_log, n_cycles = counts[2], counts[3], counts[4]
-    width = len(layout.sampled_ports) * 2 * NPRIO
-    samples = np.zeros((0, width), np.int32)
-    if width and n_samples:  # a view of the core's rows, read before it is freed
-        samples = np.ctypeslib.as_array(lib.sim_samples(h), shape=(n_samples, width))
+    n_samples, n_log, n_cycles, n_changes = counts[2], counts[3], counts[4], counts[6]
+    changes = np.zeros((0, 3), np.int32)
+    if n_changes:  # a view of the core's log, read before it is freed
+        changes = np.ctypeslib.as_array(lib.sim_samples(h), shape=(n_changes, 3))
     delivered = np.zeros((0, len(layout.flows)), np.int64)
     if layout.flow_series and n_samples:
         delivered = np.ctypeslib.as_array(
             lib.sim_flow_samples(h), shape=(n_samples, len(layout.flows))
         )
-    queues, pgs = _occupancy(layout, samples)
+    queues, pgs = _occupancy(layout, n_samples, changes)
     flows, table = _flows(lib, h, layout, exp, delivered, lib.sim_now(h))
     events = _events(lib, h, layout, n_log, n_cycles)
     return Result(
@@ -85,16 +84,22 @@ def _collect(lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped
 
 
 def _occupancy(
-    layout: Layout, samples: npt.NDArray[np.int32]
+    layout: Layout, n_samples: int, changes: npt.NDArray[np.int32]
 ) -> tuple[dict[str, dict[int, list[int]]], dict[str, dict[int, list[int]]]]:
-    """Per sampled port, the series of its queues and PGs that held anything."""
+    """Per sampled port, the series of its queues and PGs that held anything, from the
+    core's (sample, column, value) changes."""
     queues: dict[str, dict[int, list[int]]] = {}
     pgs: dict[str, dict[int, list[int]]] = {}
-    for column in np.flatnonzero(samples.any(axis=0)).tolist():
+    by_column = changes[np.argsort(changes[:, 1], kind="stable")]
+    columns, starts = np.unique(by_column[:, 1], return_index=True)
+    ends = [*starts[1:].tolist(), len(by_column)] if len(starts) else []
+    for column, a, b in zip(columns.tolist(), starts.tolist(), ends, strict=True):
+        at, values = by_column[a:b, 0], by_column[a:b, 2]
+        series = np.zeros(n_samples, np.int64)
+        series[at[0] :] = np.repeat(values, np.diff(np.append(at, n_samples)))
         k, j = divmod(column, 2 * NPRIO)
         name = ":".join(layout.ports[layout.sampled_ports[k]])
-        series = samples[:, column].tolist()
-        (queues if j < NPRIO else pgs).setdefault(name, {})[j % NPRIO] = series
+        (queues if j < NPRIO else pgs).setdefault(name, {})[j % NPRIO] = series.tolist()
     return queues, pgs
 
 

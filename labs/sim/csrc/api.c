@@ -69,7 +69,8 @@ void sim_free(Sim *s) {
     free(s->dl_mark);
     free(s->dl_reported);
     free(s->sample_ports);
-    free(s->samples);
+    free(s->sample_last);
+    free(s->changes);
     free(s->flow_samples);
     free(s->log);
     free(s->cycles);
@@ -377,7 +378,7 @@ void sim_flow_drops(const Sim *s, double *out) {
     for (int i = 0; i < s->n_flows; i++) out[i] = (double)s->flows[i].t_drop;
 }
 
-/* out: events, packet hops, samples, log entries, cycle entries, peak packets */
+/* out: events, packet hops, samples, log entries, cycle entries, peak packets, sample changes */
 void sim_counts(const Sim *s, int64_t *out) {
     out[0] = s->n_events;
     out[1] = s->n_hops;
@@ -385,9 +386,10 @@ void sim_counts(const Sim *s, int64_t *out) {
     out[3] = s->n_log;
     out[4] = s->n_cycles;
     out[5] = s->pkt_cap;
+    out[6] = s->n_changes;
 }
 
-const int32_t *sim_samples(const Sim *s) { return s->samples; }
+const int32_t *sim_samples(const Sim *s) { return s->changes; } /* n_changes x (sample, column, value) */
 const int64_t *sim_flow_samples(const Sim *s) { return s->flow_samples; }
 const int32_t *sim_cycles(const Sim *s) { return s->cycles; }
 

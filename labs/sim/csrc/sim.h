@@ -257,7 +257,10 @@ typedef struct {
     ps_t sample_interval;
     int32_t *sample_ports, n_sample_ports;
     uint8_t flow_series;
-    int32_t *samples;      /* rows of n_sample_ports*16: queue and PG bytes (< 2 GB) */
+    /* queue and PG bytes (< 2 GB) of the sampled ports, n_sample_ports*16 columns, kept as
+     * changes: (sample, column, value) whenever a column differs from its previous sample */
+    int32_t *sample_last, *changes;
+    int64_t n_changes, cap_changes;
     int64_t *flow_samples; /* rows of n_flows: bytes delivered (flow_series) */
     int64_t n_samples, samples_cap;
     /* output log */
