@@ -6,6 +6,7 @@ import ctypes
 import dataclasses
 import itertools
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -108,6 +109,61 @@ def _seconds(ps: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.where(ps < 0, np.nan, ps * 1e-12)
 
 
+def _rows(
+    lib: ctypes.CDLL, h: int, first: int, n: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The core's figures of flows [first, first + n): stats, transport, first drop."""
+    stats = np.zeros((max(n, 1), native.FLOW_FIELDS))
+    lib.sim_flow_stats(h, first, n, stats.ctypes.data_as(native.PF64))
+    transport = np.zeros((max(n, 1), native.TRANSPORT_FIELDS))
+    lib.sim_flow_transport(h, first, n, transport.ctypes.data_as(native.PF64))
+    dropped_at = np.zeros(max(n, 1))
+    lib.sim_flow_drops(h, first, n, dropped_at.ctypes.data_as(native.PF64))
+    return stats, transport, dropped_at
+
+
+CHUNK = 1 << 16
+"""Flows read back at a time (a table's rows are read in chunks, to keep memory low)."""
+
+
+_COLUMNS = {
+    "size": ("stats", 0),
+    "bytes_sent": ("stats", 1),
+    "bytes_delivered": ("stats", 2),
+    "bytes_dropped": ("stats", 3),
+    "cnps": ("stats", 4),
+    "ecn_marks": ("stats", 5),
+    "start": ("time", 6),
+    "completion": ("time", 7),
+    "first_drop": ("drop", 0),
+    "retransmitted_packets": ("transport", 0),
+    "timeouts": ("transport", 2),
+}
+"""FlowStats' columns: where the core's read-back holds them (times in picoseconds)."""
+
+
+def _table(lib: ctypes.CDLL, h: int, first: int, n: int) -> FlowStats:
+    """The results of the rows of a table, its first row the core's flow `first`."""
+    columns: dict[str, Any] = {
+        name: np.empty(n, np.float64 if source in ("time", "drop") else np.int64)
+        for name, (source, _) in _COLUMNS.items()
+    }
+    for at in range(0, n, CHUNK):
+        size = min(CHUNK, n - at)
+        stats, transport, dropped_at = _rows(lib, h, first + at, size)
+        sources = {
+            "stats": stats,
+            "time": stats,
+            "transport": transport,
+            "drop": dropped_at[:, None],
+        }
+        for name, (source, index) in _COLUMNS.items():
+            column = sources[source][:size, index]
+            counted = source in ("stats", "transport")
+            columns[name][at : at + size] = column if counted else _seconds(column)
+    return FlowStats(**columns)
+
+
 def _flows(
     lib: ctypes.CDLL,
     h: int,
@@ -117,31 +173,9 @@ def _flows(
     end: float,
 ) -> tuple[list[FlowResult], FlowStats | None]:
     """The listed flows' results, and the table's rows' as columns."""
-    n = max(len(layout.flows), 1)
-    stats = np.zeros((n, native.FLOW_FIELDS))
-    lib.sim_flow_stats(h, stats.ctypes.data_as(native.PF64))
-    transport = np.zeros((n, native.TRANSPORT_FIELDS))
-    lib.sim_flow_transport(h, transport.ctypes.data_as(native.PF64))
-    dropped_at = np.zeros(n)
-    lib.sim_flow_drops(h, dropped_at.ctypes.data_as(native.PF64))
     listed = len(exp.flows)
-    table = None
-    if exp.table is not None:
-        rows = slice(listed, listed + len(exp.table))
-        s, t = stats[rows], transport[rows]
-        table = FlowStats(
-            size=s[:, 0].astype(np.int64),
-            bytes_sent=s[:, 1].astype(np.int64),
-            bytes_delivered=s[:, 2].astype(np.int64),
-            bytes_dropped=s[:, 3].astype(np.int64),
-            cnps=s[:, 4].astype(np.int64),
-            ecn_marks=s[:, 5].astype(np.int64),
-            start=_seconds(s[:, 6]),
-            completion=_seconds(s[:, 7]),
-            first_drop=_seconds(dropped_at[rows]),
-            retransmitted_packets=t[:, 0].astype(np.int64),
-            timeouts=t[:, 2].astype(np.int64),
-        )
+    stats, transport, dropped_at = _rows(lib, h, 0, listed)
+    table = None if exp.table is None else _table(lib, h, listed, len(exp.table))
     interval = exp.monitor.interval
     flows = []
     for i, flow in enumerate(exp.flows):

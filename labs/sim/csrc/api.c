@@ -349,11 +349,11 @@ static double flow_rate(const Sim *s, const Flow *f) {
     return r->srtt > 0 ? fmin(f->line, r->cwnd * 8e12 / (double)r->srtt) : f->line;
 }
 
-/* out: a row per flow of size, sent (the highest byte, retransmissions apart), delivered,
+/* out: a row per flow of flows [first, first + n): size, sent (the highest byte, retransmissions apart), delivered,
  * dropped, cnps, ce, t_start ps, t_done ps, rate, alpha (DCQCN's, or DCTCP's) */
-void sim_flow_stats(const Sim *s, double *out) {
-    for (int i = 0; i < s->n_flows; i++) {
-        const Flow *f = &s->flows[i];
+void sim_flow_stats(const Sim *s, int first, int n, double *out) {
+    for (int i = 0; i < n; i++) {
+        const Flow *f = &s->flows[first + i];
         double v[] = {(double)f->size, (double)(f->transport ? s->rel[f->rel].snd_max : f->sent), (double)f->delivered, (double)f->dropped,
                       (double)f->cnps, (double)f->ce, (double)f->t_start, (double)f->t_done,
                       flow_rate(s, f), f->transport == TR_TCP ? s->rel[f->rel].dctcp_alpha : f->alpha};
@@ -361,21 +361,22 @@ void sim_flow_stats(const Sim *s, double *out) {
     }
 }
 
-/* out: a row per flow of retransmitted packets, retransmitted bytes, timeouts, NAKs, fast
+/* out: a row per flow of [first, first + n): retransmitted packets, retransmitted bytes, timeouts, NAKs, fast
  * retransmits, TCP's congestion window (bytes), TCP's smoothed RTT (ps) */
-void sim_flow_transport(const Sim *s, double *out) {
+void sim_flow_transport(const Sim *s, int first, int n, double *out) {
     const Reliable none = {0};
-    for (int i = 0; i < s->n_flows; i++) {
-        const Reliable *r = s->flows[i].rel >= 0 ? &s->rel[s->flows[i].rel] : &none;
+    for (int i = 0; i < n; i++) {
+        const Flow *f = &s->flows[first + i];
+        const Reliable *r = f->rel >= 0 ? &s->rel[f->rel] : &none;
         double v[] = {(double)r->retx_pkts, (double)r->retx_bytes, (double)r->timeouts, (double)r->naks,
                       (double)r->fast_retx, r->cwnd, (double)r->srtt};
         memcpy(out + 7 * i, v, sizeof(v));
     }
 }
 
-/* out: per flow, when its first packet was dropped (ps; -1: never) */
-void sim_flow_drops(const Sim *s, double *out) {
-    for (int i = 0; i < s->n_flows; i++) out[i] = (double)s->flows[i].t_drop;
+/* out: per flow of [first, first + n), when its first packet was dropped (ps; -1: never) */
+void sim_flow_drops(const Sim *s, int first, int n, double *out) {
+    for (int i = 0; i < n; i++) out[i] = (double)s->flows[first + i].t_drop;
 }
 
 /* out: events, packet hops, samples, log entries, cycle entries, peak packets, sample changes */
