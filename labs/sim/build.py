@@ -7,6 +7,7 @@ import ctypes
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -195,21 +196,42 @@ def _keys(table: FlowTable, seed: int, hosts: Sequence[Host]) -> npt.NDArray[np.
 
 @dataclass
 class CoreFlows:
-    """A flow table as the core takes it (sim_set_flows, sim_set_dependents)."""
+    """A flow table as the core takes it (sim_set_flows, sim_set_dependents): per flow 12
+    integers (source and destination node, port, DSCP, priority, DCQCN, ECT, packet bytes,
+    TTL, flows it waits for, ECMP key, transport) and 5 numbers (size, rate, start, stop,
+    delay after what it waits for), as columns."""
 
-    ints: npt.NDArray[np.int64]
-    nums: npt.NDArray[np.float64]
+    ints: list[npt.NDArray[Any]]
+    nums: list[npt.NDArray[Any]]
     dep_start: npt.NDArray[np.int32]
     dependents: npt.NDArray[np.int32]
+
+    def load(self, lib: ctypes.CDLL, handle: int, chunk: int = 1 << 16) -> None:
+        """Pass the flows to the core, `chunk` rows at a time (to keep memory low)."""
+        n = len(self.dep_start) - 1
+        for first in range(0, n, chunk):
+            rows = slice(first, min(first + chunk, n))
+            ints = np.column_stack([c[rows] for c in self.ints]).astype(np.int64, copy=False)
+            nums = np.column_stack([c[rows] for c in self.nums]).astype(np.float64, copy=False)
+            ints, nums = np.ascontiguousarray(ints), np.ascontiguousarray(nums)
+            lib.sim_set_flows(
+                handle,
+                first,
+                len(ints),
+                ints.ctypes.data_as(native.PI64),
+                nums.ctypes.data_as(native.PF64),
+            )
+        lib.sim_set_dependents(
+            handle,
+            self.dep_start.ctypes.data_as(native.PI32),
+            self.dependents.ctypes.data_as(native.PI32),
+        )
 
 
 def core_flows(
     exp: Experiment, table: FlowTable, seed: int, host_ports: list[list[int]]
 ) -> CoreFlows:
-    """Check a table's rows and turn them into the core's arrays: per flow 12 integers
-    (source and destination node, port, DSCP, priority, DCQCN, ECT, packet bytes, TTL,
-    flows it waits for, ECMP key, transport) and 5 numbers (size, rate, start, stop, delay
-    after what it waits for)."""
+    """Check a table's rows and turn them into the core's columns."""
     n, n_hosts, hosts = len(table), len(exp.hosts), exp.hosts
     src, dst = table.src, table.dst
     _first(table, (src < 0) | (src >= n_hosts) | (dst < 0) | (dst >= n_hosts), "not a host")
@@ -266,37 +288,33 @@ def core_flows(
         table_ports[h, : len(ports)] = ports
     position = np.where(table.src_port >= 0, table.src_port, keys % count[src])
     switches = len(exp.switches)
-    ints = np.column_stack(
-        [
-            src + switches,
-            dst + switches,
-            table_ports[src, position],
-            table.dscp,
-            prio,
-            table.dcqcn,
-            table.ecn_capable,
-            size,
-            table.ttl,
-            waits,
-            keys,
-            table.transport,
-        ]
-    ).astype(np.int64)
-    nums = np.column_stack(
-        [
-            table.size.astype(np.float64),
-            table.rate,
-            table.start,
-            np.where(np.isinf(table.stop), NEVER, table.stop),
-            table.after_delay,
-        ]
-    )
+    ints: list[npt.NDArray[Any]] = [
+        src + switches,
+        dst + switches,
+        table_ports[src, position],
+        table.dscp,
+        prio,
+        table.dcqcn,
+        table.ecn_capable,
+        size,
+        table.ttl,
+        waits,
+        keys,
+        table.transport,
+    ]
+    nums: list[npt.NDArray[Any]] = [
+        table.size,
+        table.rate,
+        table.start,
+        np.where(np.isinf(table.stop), NEVER, table.stop),
+        table.after_delay,
+    ]
     order = np.argsort(table.after, kind="stable")
     dep_start = np.zeros(n + 1, np.int32)
     np.cumsum(np.bincount(table.after, minlength=n), out=dep_start[1:])
     return CoreFlows(
-        np.ascontiguousarray(ints),
-        np.ascontiguousarray(nums),
+        ints,
+        nums,
         dep_start,
         np.ascontiguousarray(waiters[order], dtype=np.int32),
     )
@@ -428,14 +446,7 @@ def _configure(
     lib.sim_set_routes(handle, native.i32(rt_start), native.i32(rt_nh), len(rt_nh))
 
     core = core_flows(exp, flows, seed, [[port_index[p] for p in own_ports[h]] for h in hosts])
-    lib.sim_set_flows(
-        handle, core.ints.ctypes.data_as(native.PI64), core.nums.ctypes.data_as(native.PF64)
-    )
-    lib.sim_set_dependents(
-        handle,
-        core.dep_start.ctypes.data_as(native.PI32),
-        core.dependents.ctypes.data_as(native.PI32),
-    )
+    core.load(lib, handle)
 
     d = exp.dcqcn
     lib.sim_set_dcqcn(

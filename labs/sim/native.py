@@ -32,7 +32,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_set_port": (None, [P, I32, I32, I32, I32, F64, F64]),
     "sim_set_link_ports": (None, [P, I32, I32, I32]),
     "sim_set_routes": (None, [P, PI32, PI32, I32]),
-    "sim_set_flows": (None, [P, PI64, PF64]),
+    "sim_set_flows": (None, [P, I32, I32, PI64, PF64]),
     "sim_set_dependents": (None, [P, PI32, PI32]),
     "sim_set_dcqcn": (None, [P, PF64]),
     "sim_set_transport": (None, [P, PF64]),

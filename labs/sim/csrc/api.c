@@ -180,16 +180,18 @@ static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
     f->t_start = f->t_done = f->t_drop = -1;
 }
 
-/* every flow: rows of 12 ints (src, dst, port, dscp, prio, dcqcn, ect, pkt_size, ttl, n_deps,
- * hash, transport) and of 5 numbers (size or -1 for open-ended, rate, start, stop, dependency
- * delay) */
-void sim_set_flows(Sim *s, const int64_t *all_ints, const double *all_nums) {
-    int n_rel = 0;
-    for (int i = 0; i < s->n_flows; i++) {
-        set_flow(&s->flows[i], all_ints + 12 * i, all_nums + 5 * i);
-        if (s->flows[i].transport) s->flows[i].rel = n_rel++;
+/* flows [first, first + n): rows of 12 ints (src, dst, port, dscp, prio, dcqcn, ect, pkt_size,
+ * ttl, n_deps, hash, transport) and of 5 numbers (size or -1 for open-ended, rate, start, stop,
+ * dependency delay); called for consecutive ranges, from flow 0 */
+void sim_set_flows(Sim *s, int first, int n, const int64_t *ints, const double *nums) {
+    int32_t before = s->n_rel;
+    for (int i = 0; i < n; i++) {
+        Flow *f = &s->flows[first + i];
+        set_flow(f, ints + 12 * i, nums + 5 * i);
+        if (f->transport) f->rel = s->n_rel++;
     }
-    s->rel = calloc((size_t)(n_rel ? n_rel : 1), sizeof(Reliable));
+    s->rel = realloc(s->rel, (size_t)(s->n_rel ? s->n_rel : 1) * sizeof(Reliable));
+    memset(s->rel + before, 0, (size_t)(s->n_rel - before) * sizeof(Reliable));
 }
 
 /* RC ACK every, TCP ACK every, duplicate ACKs that trigger a fast retransmit, RC timeout,

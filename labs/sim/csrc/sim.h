@@ -225,6 +225,7 @@ typedef struct {
     Port *ports;
     Flow *flows;
     Reliable *rel; /* one per flow whose transport is not open */
+    int32_t n_rel;
     Profile *profiles;
     int32_t *link_ports; /* 2 per link */
     int32_t *rt_start, *rt_nh; /* CSR: node * n_hosts + host -> next-hop ports */
