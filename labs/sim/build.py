@@ -170,28 +170,59 @@ def _first(table: FlowTable, bad: npt.NDArray[np.bool_], what: str) -> None:
         raise ExperimentError(f"flow {table.name(int(rows[0]))}: {what}")
 
 
+def _crc_table() -> npt.NDArray[np.uint32]:
+    """zlib's CRC-32 (reflected 0xEDB88320) byte table."""
+    crc = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        crc = np.where(crc & 1, (crc >> 1) ^ np.uint32(0xEDB88320), crc >> 1).astype(np.uint32)
+    return crc
+
+
+CRC_TABLE = _crc_table()
+
+
+def crc32(
+    data: npt.NDArray[np.uint8], lengths: npt.NDArray[np.int64], start: npt.NDArray[np.uint32]
+) -> npt.NDArray[np.uint32]:
+    """`zlib.crc32(row[:length], start)` of each row of a byte matrix, vectorised.
+
+    >>> rows = np.frombuffer(b"abc--hello", np.uint8).reshape(2, 5)
+    >>> crc32(rows, np.array([3, 5]), np.zeros(2, np.uint32)).tolist() == [
+    ...     zlib.crc32(b"abc"), zlib.crc32(b"hello")]
+    True
+    """
+    crc = start ^ np.uint32(0xFFFFFFFF)
+    for j in range(data.shape[1]):
+        step = CRC_TABLE[(crc ^ data[:, j]) & 0xFF] ^ (crc >> 8)
+        crc = np.where(lengths > j, step, crc)
+    return crc ^ np.uint32(0xFFFFFFFF)
+
+
 def _keys(table: FlowTable, seed: int, hosts: Sequence[Host]) -> npt.NDArray[np.int64]:
     """Each flow's ECMP key: its 5-tuple (UDP source port from its name, to 4791) hashed
-    with the seed (CRC-32 of `seed|src|dst|sport|4791|17`)."""
-    names = [h.name for h in hosts]
-    n_hosts = len(hosts)
-    prefixes: dict[int, int] = {}
-    suffixes: dict[int, bytes] = {}
-    crc32 = zlib.crc32
-    keys = []
-    for name, s, d in zip(
-        table.names.tolist(), table.src.tolist(), table.dst.tolist(), strict=True
-    ):
-        sport = 0xC000 | (crc32(name) & 0x3FFF)
-        pair = s * n_hosts + d
-        prefix = prefixes.get(pair)
-        if prefix is None:
-            prefix = prefixes[pair] = crc32(f"{seed}|{names[s]}|{names[d]}|".encode())
-        suffix = suffixes.get(sport)
-        if suffix is None:
-            suffix = suffixes[sport] = f"{sport}|4791|17".encode()
-        keys.append(crc32(suffix, prefix))
-    return np.array(keys, dtype=np.int64)
+    with the seed (CRC-32 of `seed|src|dst|sport|4791|17`, the sport 49152-65535)."""
+    n = len(table)
+    names = table.names
+    width = names.dtype.itemsize
+    text = np.frombuffer(names.tobytes(), np.uint8).reshape(n, width)
+    sport = 0xC000 | (crc32(text, np.char.str_len(names), np.zeros(n, np.uint32)) & 0x3FFF)
+    pairs, pair = np.unique(
+        table.src.astype(np.int64) * len(hosts) + table.dst, return_inverse=True
+    )
+    prefixes = np.array(
+        [
+            zlib.crc32(
+                f"{seed}|{hosts[p // len(hosts)].name}|{hosts[p % len(hosts)].name}|".encode()
+            )
+            for p in pairs.tolist()
+        ],
+        np.uint32,
+    )
+    digits = [(sport // 10**k % 10 + ord("0")).astype(np.uint8) for k in range(4, -1, -1)]
+    tail = np.frombuffer(b"|4791|17", np.uint8)
+    suffix = np.column_stack([*digits, np.broadcast_to(tail, (n, len(tail)))])
+    keys = crc32(suffix, np.full(n, suffix.shape[1]), prefixes[pair.reshape(-1)])
+    return keys.astype(np.int64)
 
 
 @dataclass
