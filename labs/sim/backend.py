@@ -54,7 +54,7 @@ def run(
     base = Network(lab, Failures.load(lab))
     p = plan(lab, timeline, net, base, fibs)
     progress(
-        f"simulating {len(p.experiment.flows)} flows on {len(net.links)} links "
+        f"simulating {p.n_flows} flows on {len(net.links)} links "
         f"for up to {timeline.duration * 1e3:g} ms of simulated time"
     )
     result = simulate(

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import ctypes
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from labs.sim import native
+from labs.sim.flows import TRANSPORTS, FlowTable
 from labs.sim.model import (
     NPRIO,
     Experiment,
-    Flow,
     Host,
     LinkFault,
     PacketLoss,
@@ -27,8 +32,6 @@ NEVER = 1e30
 """A time past any run (the core treats >= 9e6 s as never)."""
 MAX_PORTS = 2**23
 """A packet holds its ingress port in 24 signed bits (csrc/sim.h)."""
-TRANSPORTS = ("open", "rc", "tcp")
-"""Flow.transport values, in the core's order."""
 
 
 class ExperimentError(TwinError, ValueError):
@@ -41,7 +44,8 @@ class Layout:
 
     links: list[tuple[str, str]]
     ports: list[tuple[str, str]]
-    flows: list[str]
+    flows: FlowTable
+    """Every flow the core runs: the experiment's `flows`, then its `table`'s rows."""
     sampled_ports: list[int]
     flow_series: bool
 
@@ -52,9 +56,9 @@ class Built:
     layout: Layout
 
 
-def _mtu(exp: Experiment) -> int:
+def _mtu(exp: Experiment, flows: FlowTable) -> int:
     """The largest data frame (payload and headers)."""
-    return max([exp.packet_bytes, *(f.packet_bytes or 0 for f in exp.flows)]) + exp.header_bytes
+    return max(exp.packet_bytes, int(flows.packet_bytes.max(initial=0))) + exp.header_bytes
 
 
 def profile_arrays(
@@ -100,61 +104,251 @@ def profile_arrays(
     return maps, pg, q, other
 
 
-def flow_hash(seed: int, src: str, dst: str, sport: int) -> int:
-    """The ECMP key of a flow's 5-tuple (UDP to 4791), salted by the seed."""
-    return zlib.crc32(f"{seed}|{src}|{dst}|{sport}|4791|17".encode())
-
-
-def _flow_ints(
-    exp: Experiment,
-    flow: Flow,
-    seed: int,
-    node_index: dict[str, int],
-    port_index: dict[str, int],
-    host_ports: dict[str, list[str]],
-    hosts: dict[str, Host],
-) -> list[int]:
-    for end in (flow.src, flow.dst):
-        if end not in hosts:
-            raise ExperimentError(f"flow {flow.name}: {end!r} is not a host")
-    if not host_ports.get(flow.src):
-        raise ExperimentError(f"flow {flow.name}: host {flow.src} has no link")
-    sport = 0xC000 | (zlib.crc32(flow.name.encode()) & 0x3FFF)
-    key = flow_hash(seed, flow.src, flow.dst, sport)
-    ports = host_ports[flow.src]
-    port = flow.src_port or ports[key % len(ports)]
-    if port not in port_index or split_port(port)[0] != flow.src:
-        raise ExperimentError(f"flow {flow.name}: {port!r} is not a port of {flow.src}")
-    size = flow.packet_bytes or exp.packet_bytes
-    if not (0 <= flow.dscp < 64 and 0 < flow.ttl < 256 and 64 <= size <= 65535):
-        raise ExperimentError(f"flow {flow.name}: dscp 0-63, ttl 1-255, packet_bytes 64-65535")
-    prio = (
-        flow.priority
-        if flow.priority is not None
-        else hosts[flow.src].qos.dscp_to_tc.get(flow.dscp, 0)
+def _listed(
+    exp: Experiment, host_index: dict[str, int], own_ports: dict[str, list[str]]
+) -> FlowTable:
+    """The experiment's `Flow`s as table rows (their names resolved and checked here)."""
+    flows = exp.flows
+    index = {f.name: i for i, f in enumerate(flows)}
+    src, dst, src_port, after, after_start = [], [], [], [], [0]
+    for flow in flows:
+        for name in sorted(set(flow.after)):
+            if name not in index:
+                raise ExperimentError(f"flow {flow.name}: after {name!r}, which is not a flow")
+            after.append(index[name])
+        after_start.append(len(after))
+        for end in (flow.src, flow.dst):
+            if end not in host_index:
+                raise ExperimentError(f"flow {flow.name}: {end!r} is not a host")
+        src.append(host_index[flow.src])
+        dst.append(host_index[flow.dst])
+        ports = own_ports[flow.src]
+        if flow.src_port is not None and flow.src_port not in ports:
+            raise ExperimentError(
+                f"flow {flow.name}: {flow.src_port!r} is not a port of {flow.src}"
+            )
+        src_port.append(-1 if flow.src_port is None else ports.index(flow.src_port))
+        if flow.transport not in TRANSPORTS:
+            raise ExperimentError(f"flow {flow.name}: transport is one of {', '.join(TRANSPORTS)}")
+    return FlowTable.of(
+        [f.name.encode() for f in flows],
+        src,
+        dst,
+        size=[-1 if f.size is None else f.size for f in flows],
+        rate=[f.rate or 0.0 for f in flows],
+        start=[f.start for f in flows],
+        stop=[np.inf if f.stop is None else f.stop for f in flows],
+        after_delay=[f.after_delay for f in flows],
+        dscp=[f.dscp for f in flows],
+        priority=[-1 if f.priority is None else f.priority for f in flows],
+        dcqcn=[f.cc == "dcqcn" for f in flows],
+        ecn_capable=[f.cc == "dcqcn" if f.ecn_capable is None else f.ecn_capable for f in flows],
+        packet_bytes=[f.packet_bytes or 0 for f in flows],
+        ttl=[f.ttl for f in flows],
+        transport=[TRANSPORTS.index(f.transport) for f in flows],
+        src_port=src_port,
+        after_start=after_start,
+        after=after,
     )
-    if not 0 <= prio < NPRIO:
-        raise ExperimentError(f"flow {flow.name}: priority {prio} is not 0-7")
-    dcqcn = flow.cc == "dcqcn"
-    if flow.transport not in TRANSPORTS:
-        raise ExperimentError(f"flow {flow.name}: transport is one of {', '.join(TRANSPORTS)}")
-    if dcqcn and flow.transport == "tcp":
-        raise ExperimentError(f"flow {flow.name}: transport tcp has its own congestion control")
-    ect = dcqcn if flow.ecn_capable is None else flow.ecn_capable
-    return [
-        node_index[flow.src],
-        node_index[flow.dst],
-        port_index[port],
-        flow.dscp,
+
+
+def all_flows(exp: Experiment, own_ports: dict[str, list[str]]) -> FlowTable:
+    """Every flow of `exp` as one table: its `flows`, then its `table`'s rows."""
+    host_index = {h.name: i for i, h in enumerate(exp.hosts)}
+    listed = _listed(exp, host_index, own_ports)
+    if exp.table is None:
+        return listed
+    if not len(listed):
+        return exp.table
+    return FlowTable.concat([listed, exp.table])
+
+
+def _first(table: FlowTable, bad: npt.NDArray[np.bool_], what: str) -> None:
+    """Refuse the first row where `bad` holds, naming its flow."""
+    rows = np.flatnonzero(bad)
+    if rows.size:
+        raise ExperimentError(f"flow {table.name(int(rows[0]))}: {what}")
+
+
+def _crc_table() -> npt.NDArray[np.uint32]:
+    """zlib's CRC-32 (reflected 0xEDB88320) byte table."""
+    crc = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        crc = np.where(crc & 1, (crc >> 1) ^ np.uint32(0xEDB88320), crc >> 1).astype(np.uint32)
+    return crc
+
+
+CRC_TABLE = _crc_table()
+
+
+def crc32(
+    data: npt.NDArray[np.uint8], lengths: npt.NDArray[np.int64], start: npt.NDArray[np.uint32]
+) -> npt.NDArray[np.uint32]:
+    """`zlib.crc32(row[:length], start)` of each row of a byte matrix, vectorised.
+
+    >>> rows = np.frombuffer(b"abc--hello", np.uint8).reshape(2, 5)
+    >>> crc32(rows, np.array([3, 5]), np.zeros(2, np.uint32)).tolist() == [
+    ...     zlib.crc32(b"abc"), zlib.crc32(b"hello")]
+    True
+    """
+    crc = start ^ np.uint32(0xFFFFFFFF)
+    for j in range(data.shape[1]):
+        step = CRC_TABLE[(crc ^ data[:, j]) & 0xFF] ^ (crc >> 8)
+        crc = np.where(lengths > j, step, crc)
+    return crc ^ np.uint32(0xFFFFFFFF)
+
+
+def _keys(table: FlowTable, seed: int, hosts: Sequence[Host]) -> npt.NDArray[np.int64]:
+    """Each flow's ECMP key: its 5-tuple (UDP source port from its name, to 4791) hashed
+    with the seed (CRC-32 of `seed|src|dst|sport|4791|17`, the sport 49152-65535)."""
+    n = len(table)
+    names = table.names
+    width = names.dtype.itemsize
+    text = np.frombuffer(names.tobytes(), np.uint8).reshape(n, width)
+    sport = 0xC000 | (crc32(text, np.char.str_len(names), np.zeros(n, np.uint32)) & 0x3FFF)
+    pairs, pair = np.unique(
+        table.src.astype(np.int64) * len(hosts) + table.dst, return_inverse=True
+    )
+    prefixes = np.array(
+        [
+            zlib.crc32(
+                f"{seed}|{hosts[p // len(hosts)].name}|{hosts[p % len(hosts)].name}|".encode()
+            )
+            for p in pairs.tolist()
+        ],
+        np.uint32,
+    )
+    digits = [(sport // 10**k % 10 + ord("0")).astype(np.uint8) for k in range(4, -1, -1)]
+    tail = np.frombuffer(b"|4791|17", np.uint8)
+    suffix = np.column_stack([*digits, np.broadcast_to(tail, (n, len(tail)))])
+    keys = crc32(suffix, np.full(n, suffix.shape[1]), prefixes[pair.reshape(-1)])
+    return keys.astype(np.int64)
+
+
+@dataclass
+class CoreFlows:
+    """A flow table as the core takes it (sim_set_flows, sim_set_dependents): per flow 12
+    integers (source and destination node, port, DSCP, priority, DCQCN, ECT, packet bytes,
+    TTL, flows it waits for, ECMP key, transport) and 5 numbers (size, rate, start, stop,
+    delay after what it waits for), as columns."""
+
+    ints: list[npt.NDArray[Any]]
+    nums: list[npt.NDArray[Any]]
+    dep_start: npt.NDArray[np.int32]
+    dependents: npt.NDArray[np.int32]
+
+    def load(self, lib: ctypes.CDLL, handle: int, chunk: int = 1 << 16) -> None:
+        """Pass the flows to the core, `chunk` rows at a time (to keep memory low)."""
+        n = len(self.dep_start) - 1
+        for first in range(0, n, chunk):
+            rows = slice(first, min(first + chunk, n))
+            ints = np.column_stack([c[rows] for c in self.ints]).astype(np.int64, copy=False)
+            nums = np.column_stack([c[rows] for c in self.nums]).astype(np.float64, copy=False)
+            ints, nums = np.ascontiguousarray(ints), np.ascontiguousarray(nums)
+            lib.sim_set_flows(
+                handle,
+                first,
+                len(ints),
+                ints.ctypes.data_as(native.PI64),
+                nums.ctypes.data_as(native.PF64),
+            )
+        lib.sim_set_dependents(
+            handle,
+            self.dep_start.ctypes.data_as(native.PI32),
+            self.dependents.ctypes.data_as(native.PI32),
+        )
+
+
+def core_flows(
+    exp: Experiment, table: FlowTable, seed: int, host_ports: list[list[int]]
+) -> CoreFlows:
+    """Check a table's rows and turn them into the core's columns."""
+    n, n_hosts, hosts = len(table), len(exp.hosts), exp.hosts
+    src, dst = table.src, table.dst
+    _first(table, (src < 0) | (src >= n_hosts) | (dst < 0) | (dst >= n_hosts), "not a host")
+    count = np.array([len(p) for p in host_ports] or [0], np.int64)
+    rows = np.flatnonzero(count[src] == 0)
+    if rows.size:
+        r = int(rows[0])
+        raise ExperimentError(f"flow {table.name(r)}: host {hosts[src[r]].name} has no link")
+    _first(
+        table,
+        (table.src_port >= count[src]) | (table.src_port < -1),
+        "src_port is not a port of its source",
+    )
+    size = np.where(table.packet_bytes > 0, table.packet_bytes, exp.packet_bytes)
+    _first(
+        table,
+        (table.dscp < 0)
+        | (table.dscp > 63)
+        | (table.ttl < 1)
+        | (table.ttl > 255)
+        | (size < 64)
+        | (size > 65535),
+        "dscp 0-63, ttl 1-255, packet_bytes 64-65535",
+    )
+    maps = np.array(
+        [[h.qos.dscp_to_tc.get(d, 0) for d in range(64)] for h in hosts] or [[0] * 64], np.int64
+    )
+    prio = np.where(table.priority >= 0, table.priority, maps[src, table.dscp])
+    rows = np.flatnonzero((prio < 0) | (prio >= NPRIO))
+    if rows.size:
+        r = int(rows[0])
+        raise ExperimentError(f"flow {table.name(r)}: priority {prio[r]} is not 0-7")
+    _first(
+        table,
+        (table.transport < 0) | (table.transport >= len(TRANSPORTS)),
+        f"transport is one of {', '.join(TRANSPORTS)}",
+    )
+    _first(
+        table,
+        table.dcqcn & (table.transport == TRANSPORTS.index("tcp")),
+        "transport tcp has its own congestion control",
+    )
+    waits = np.diff(table.after_start)
+    waiters = np.repeat(np.arange(n, dtype=np.int32), waits)
+    bad = (table.after < 0) | (table.after >= n)
+    if bad.any():
+        raise ExperimentError(
+            f"flow {table.name(int(waiters[bad][0]))}: after a row not in the table"
+        )
+    keys = _keys(table, seed, hosts)
+    width = int(count.max())
+    table_ports = np.full((max(n_hosts, 1), max(width, 1)), -1, np.int64)
+    for h, ports in enumerate(host_ports):
+        table_ports[h, : len(ports)] = ports
+    position = np.where(table.src_port >= 0, table.src_port, keys % count[src])
+    switches = len(exp.switches)
+    ints: list[npt.NDArray[Any]] = [
+        src + switches,
+        dst + switches,
+        table_ports[src, position],
+        table.dscp,
         prio,
-        int(dcqcn),
-        int(ect),
+        table.dcqcn,
+        table.ecn_capable,
         size,
-        flow.ttl,
-        len(set(flow.after)),
-        key,
-        TRANSPORTS.index(flow.transport),
+        table.ttl,
+        waits,
+        keys,
+        table.transport,
     ]
+    nums: list[npt.NDArray[Any]] = [
+        table.size,
+        table.rate,
+        table.start,
+        np.where(np.isinf(table.stop), NEVER, table.stop),
+        table.after_delay,
+    ]
+    order = np.argsort(table.after, kind="stable")
+    dep_start = np.zeros(n + 1, np.int32)
+    np.cumsum(np.bincount(table.after, minlength=n), out=dep_start[1:])
+    return CoreFlows(
+        ints,
+        nums,
+        dep_start,
+        np.ascontiguousarray(waiters[order], dtype=np.int32),
+    )
 
 
 def _check_times(exp: Experiment) -> None:
@@ -221,12 +415,13 @@ def build(exp: Experiment, seed: int) -> Built:
     port_index = {p: i for i, p in enumerate(ports)}
     if len({f.name for f in exp.flows}) != len(exp.flows):
         raise ExperimentError("flow names must be unique")
+    flows = all_flows(exp, own_ports)
 
     handle = lib.sim_new(
-        len(names), len(ports), len(exp.links), len(exp.flows), len(ports), len(hosts), seed
+        len(names), len(ports), len(exp.links), len(flows), len(ports), len(hosts), seed
     )
     try:
-        layout = _configure(exp, seed, lib, handle, names, own_ports, link_of, port_index)
+        layout = _configure(exp, flows, seed, lib, handle, names, own_ports, link_of, port_index)
     except BaseException:
         lib.sim_free(handle)
         raise
@@ -235,6 +430,7 @@ def build(exp: Experiment, seed: int) -> Built:
 
 def _configure(
     exp: Experiment,
+    flows: FlowTable,
     seed: int,
     lib: ctypes.CDLL,
     handle: int,
@@ -247,12 +443,11 @@ def _configure(
     switches: dict[str, Switch] = {s.name: s for s in exp.switches}
     hosts: dict[str, Host] = {h.name: h for h in exp.hosts}
     node_index = {n: i for i, n in enumerate(names)}
-    flow_index = {f.name: i for i, f in enumerate(exp.flows)}
     for i, n in enumerate(names):
         pool = switches[n].buffer_bytes if n in switches else 0
         host_idx = i - len(switches) if n in hosts else -1
         lib.sim_set_node(handle, i, int(n in switches), host_idx, pool)
-    mtu = _mtu(exp)
+    mtu = _mtu(exp, flows)
     lib.sim_set_wire(handle, exp.header_bytes, exp.gap_bytes)
     for li, link in enumerate(exp.links):
         if link.speed <= 0:
@@ -281,26 +476,8 @@ def _configure(
             rt_start.append(len(rt_nh))
     lib.sim_set_routes(handle, native.i32(rt_start), native.i32(rt_nh), len(rt_nh))
 
-    host_ports = {h: own_ports[h] for h in hosts}
-    dependents: list[list[int]] = [[] for _ in exp.flows]
-    flow_ints: list[int] = []
-    flow_nums: list[float] = []
-    for fi, flow in enumerate(exp.flows):
-        for name in sorted(set(flow.after)):
-            if name not in flow_index:
-                raise ExperimentError(f"flow {flow.name}: after {name!r}, which is not a flow")
-            dependents[flow_index[name]].append(fi)
-        flow_ints += _flow_ints(exp, flow, seed, node_index, port_index, host_ports, hosts)
-        size = -1 if flow.size is None else flow.size
-        stop = NEVER if flow.stop is None else flow.stop
-        flow_nums += [size, flow.rate or 0.0, flow.start, stop, flow.after_delay]
-    lib.sim_set_flows(handle, native.i64(flow_ints), native.f64(flow_nums))
-    dep_start = [0]
-    for waiting in dependents:
-        dep_start.append(dep_start[-1] + len(waiting))
-    lib.sim_set_dependents(
-        handle, native.i32(dep_start), native.i32([f for w in dependents for f in w])
-    )
+    core = core_flows(exp, flows, seed, [[port_index[p] for p in own_ports[h]] for h in hosts])
+    core.load(lib, handle)
 
     d = exp.dcqcn
     lib.sim_set_dcqcn(
@@ -362,7 +539,7 @@ def _configure(
     return Layout(
         links=[(link.a, link.b) for link in exp.links],
         ports=[split_port(p) for p in port_index],
-        flows=[f.name for f in exp.flows],
+        flows=flows,
         sampled_ports=sampled,
         flow_series=exp.monitor.interval > 0 and exp.monitor.flows,
     )
@@ -400,7 +577,3 @@ def _faults(
             lib.sim_set_loss(
                 handle, port_index[fault.port], fault.start, end, fault.probability, fault.count
             )
-
-
-def sample_width(layout: Layout) -> int:
-    return len(layout.sampled_ports) * 2 * NPRIO + (len(layout.flows) if layout.flow_series else 0)

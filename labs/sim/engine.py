@@ -6,9 +6,14 @@ import ctypes
 import dataclasses
 import itertools
 from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from labs.sim import native
-from labs.sim.build import Built, Layout, build, sample_width
+from labs.sim.build import Built, Layout, build
+from labs.sim.flows import FlowStats
 from labs.sim.model import NPRIO, Experiment
 from labs.sim.result import Event, FlowResult, PortResult, PriorityCounters, Result
 
@@ -48,14 +53,19 @@ def simulate(
 
 def _collect(lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped: bool) -> Result:
     h, layout = built.handle, built.layout
-    counts = (native.I64 * 6)()
+    counts = (native.I64 * 7)()
     lib.sim_counts(h, counts)
-    n_samples, n_log, n_cycles = counts[2], counts[3], counts[4]
-    width = sample_width(layout)
-    raw = lib.sim_samples(h)
-    samples = [raw[i * width : (i + 1) * width] for i in range(n_samples)] if width else []
-    queues, pgs = _occupancy(layout, samples)
-    flows = _flows(lib, h, layout, exp, samples, width, lib.sim_now(h))
+    n_samples, n_log, n_cycles, n_changes = counts[2], counts[3], counts[4], counts[6]
+    changes = np.zeros((0, 3), np.int32)
+    if n_changes:  # a view of the core's log, read before it is freed
+        changes = np.ctypeslib.as_array(lib.sim_samples(h), shape=(n_changes, 3))
+    delivered = np.zeros((0, len(layout.flows)), np.int64)
+    if layout.flow_series and n_samples:
+        delivered = np.ctypeslib.as_array(
+            lib.sim_flow_samples(h), shape=(n_samples, len(layout.flows))
+        )
+    queues, pgs = _occupancy(layout, n_samples, changes)
+    flows, table = _flows(lib, h, layout, exp, delivered, lib.sim_now(h))
     events = _events(lib, h, layout, n_log, n_cycles)
     return Result(
         experiment=exp.name,
@@ -70,21 +80,88 @@ def _collect(lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped
         events=events,
         packet_hops=counts[1],
         events_processed=counts[0],
+        table=table,
     )
 
 
 def _occupancy(
-    layout: Layout, samples: list[list[int]]
+    layout: Layout, n_samples: int, changes: npt.NDArray[np.int32]
 ) -> tuple[dict[str, dict[int, list[int]]], dict[str, dict[int, list[int]]]]:
+    """Per sampled port, the series of its queues and PGs that held anything, from the
+    core's (sample, column, value) changes."""
     queues: dict[str, dict[int, list[int]]] = {}
     pgs: dict[str, dict[int, list[int]]] = {}
-    for k, port in enumerate(layout.sampled_ports):
-        name = ":".join(layout.ports[port])
-        for j in range(2 * NPRIO):
-            column = [row[k * 2 * NPRIO + j] for row in samples]
-            if any(column):
-                (queues if j < NPRIO else pgs).setdefault(name, {})[j % NPRIO] = column
+    by_column = changes[np.argsort(changes[:, 1], kind="stable")]
+    columns, starts = np.unique(by_column[:, 1], return_index=True)
+    ends = [*starts[1:].tolist(), len(by_column)] if len(starts) else []
+    for column, a, b in zip(columns.tolist(), starts.tolist(), ends, strict=True):
+        at, values = by_column[a:b, 0], by_column[a:b, 2]
+        series = np.zeros(n_samples, np.int64)
+        series[at[0] :] = np.repeat(values, np.diff(np.append(at, n_samples)))
+        k, j = divmod(column, 2 * NPRIO)
+        name = ":".join(layout.ports[layout.sampled_ports[k]])
+        (queues if j < NPRIO else pgs).setdefault(name, {})[j % NPRIO] = series.tolist()
     return queues, pgs
+
+
+def _seconds(ps: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Picoseconds to seconds, negative (never) to nan."""
+    return np.where(ps < 0, np.nan, ps * 1e-12)
+
+
+def _rows(
+    lib: ctypes.CDLL, h: int, first: int, n: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The core's figures of flows [first, first + n): stats, transport, first drop."""
+    stats = np.zeros((max(n, 1), native.FLOW_FIELDS))
+    lib.sim_flow_stats(h, first, n, stats.ctypes.data_as(native.PF64))
+    transport = np.zeros((max(n, 1), native.TRANSPORT_FIELDS))
+    lib.sim_flow_transport(h, first, n, transport.ctypes.data_as(native.PF64))
+    dropped_at = np.zeros(max(n, 1))
+    lib.sim_flow_drops(h, first, n, dropped_at.ctypes.data_as(native.PF64))
+    return stats, transport, dropped_at
+
+
+CHUNK = 1 << 16
+"""Flows read back at a time (a table's rows are read in chunks, to keep memory low)."""
+
+
+_COLUMNS = {
+    "size": ("stats", 0),
+    "bytes_sent": ("stats", 1),
+    "bytes_delivered": ("stats", 2),
+    "bytes_dropped": ("stats", 3),
+    "cnps": ("stats", 4),
+    "ecn_marks": ("stats", 5),
+    "start": ("time", 6),
+    "completion": ("time", 7),
+    "first_drop": ("drop", 0),
+    "retransmitted_packets": ("transport", 0),
+    "timeouts": ("transport", 2),
+}
+"""FlowStats' columns: where the core's read-back holds them (times in picoseconds)."""
+
+
+def _table(lib: ctypes.CDLL, h: int, first: int, n: int) -> FlowStats:
+    """The results of the rows of a table, its first row the core's flow `first`."""
+    columns: dict[str, Any] = {
+        name: np.empty(n, np.float64 if source in ("time", "drop") else np.int64)
+        for name, (source, _) in _COLUMNS.items()
+    }
+    for at in range(0, n, CHUNK):
+        size = min(CHUNK, n - at)
+        stats, transport, dropped_at = _rows(lib, h, first + at, size)
+        sources = {
+            "stats": stats,
+            "time": stats,
+            "transport": transport,
+            "drop": dropped_at[:, None],
+        }
+        for name, (source, index) in _COLUMNS.items():
+            column = sources[source][:size, index]
+            counted = source in ("stats", "transport")
+            columns[name][at : at + size] = column if counted else _seconds(column)
+    return FlowStats(**columns)
 
 
 def _flows(
@@ -92,29 +169,25 @@ def _flows(
     h: int,
     layout: Layout,
     exp: Experiment,
-    samples: list[list[int]],
-    width: int,
+    cumulative: npt.NDArray[np.int64],
     end: float,
-) -> list[FlowResult]:
-    out = (native.F64 * (native.FLOW_FIELDS * max(len(exp.flows), 1)))()
-    lib.sim_flow_stats(h, out)
-    stats = list(out)
-    transport = (native.F64 * (native.TRANSPORT_FIELDS * max(len(exp.flows), 1)))()
-    lib.sim_flow_transport(h, transport)  # read back only for the reliable flows
-    dropped_at = (native.F64 * max(len(exp.flows), 1))()
-    lib.sim_flow_drops(h, dropped_at)
-    base = len(layout.sampled_ports) * 2 * NPRIO
+) -> tuple[list[FlowResult], FlowStats | None]:
+    """The listed flows' results, and the table's rows' as columns."""
+    listed = len(exp.flows)
+    stats, transport, dropped_at = _rows(lib, h, 0, listed)
+    table = None if exp.table is None else _table(lib, h, listed, len(exp.table))
     interval = exp.monitor.interval
     flows = []
     for i, flow in enumerate(exp.flows):
-        row = stats[i * native.FLOW_FIELDS : (i + 1) * native.FLOW_FIELDS]
+        row = stats[i].tolist()
         size, sent, delivered, dropped, cnps, ce, t_start, t_done, rate, alpha = row
         start = None if t_start < 0 else t_start * 1e-12
         span = ((t_done * 1e-12 if t_done >= 0 else end) - start) if start is not None else 0.0
         series: list[float] = []
-        if layout.flow_series and width:
-            cumulative = [row[base + i] for row in samples]
-            series = [(b - a) * 8 / interval for a, b in itertools.pairwise(cumulative)]
+        if len(cumulative):
+            column = cumulative[:, i].tolist()
+            series = [(b - a) * 8 / interval for a, b in itertools.pairwise(column)]
+        first_drop = float(dropped_at[i])
         result = FlowResult(
             name=flow.name,
             src=flow.src,
@@ -130,12 +203,11 @@ def _flows(
             rate=rate,
             alpha=alpha,
             rate_series=series,
-            first_drop=None if dropped_at[i] < 0 else dropped_at[i] * 1e-12,
+            first_drop=None if first_drop < 0 else first_drop * 1e-12,
             goodput=delivered * 8 / span if span > 0 else 0.0,
         )
         if flow.transport != "open":
-            k = native.TRANSPORT_FIELDS
-            retx, retx_bytes, timeouts, naks, fast, cwnd, srtt = transport[i * k : (i + 1) * k]
+            retx, retx_bytes, timeouts, naks, fast, cwnd, srtt = transport[i].tolist()
             result = dataclasses.replace(
                 result,
                 transport=flow.transport,
@@ -148,7 +220,7 @@ def _flows(
                 srtt=srtt * 1e-12 if srtt > 0 else None,
             )
         flows.append(result)
-    return flows
+    return flows, table
 
 
 def _ports(lib: ctypes.CDLL, h: int, layout: Layout) -> list[PortResult]:
@@ -188,9 +260,9 @@ def _events(lib: ctypes.CDLL, h: int, layout: Layout, n_log: int, n_cycles: int)
             members = [(*layout.ports[v // NPRIO], v % NPRIO) for v in cycles[a : a + b]]
             events.append(Event(time, name, cycle=members))
         elif name in ("transport_nak", "transport_timeout"):
-            events.append(Event(time, name, detail=f"psn {b}", flow=layout.flows[a]))
+            events.append(Event(time, name, detail=f"psn {b}", flow=layout.flows.name(a)))
         elif name in ("fast_retransmit", "ecn_cut"):
-            events.append(Event(time, name, detail=f"cwnd {b} -> {c}", flow=layout.flows[a]))
+            events.append(Event(time, name, detail=f"cwnd {b} -> {c}", flow=layout.flows.name(a)))
         else:
             node, pname = layout.ports[a]
             detail = {1: "drop", 2: "forward"}.get(c) if name == "watchdog_detect" else None

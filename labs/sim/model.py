@@ -9,7 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from labs.sim.flows import FlowTable
 
 NPRIO = 8
 """Priorities (traffic classes), queues and priority groups per port."""
@@ -331,3 +334,6 @@ class Experiment:
     monitor: Monitor = field(default_factory=Monitor)
     checks: Checks = field(default_factory=Checks)
     name: str = "experiment"
+    table: FlowTable | None = None
+    """More flows, as columns (`labs.sim.flows.FlowTable`), after `flows`: for the many
+    flows of collectives, whose results come back as columns too (`Result.table`)."""

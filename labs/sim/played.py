@@ -22,10 +22,15 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import fields
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from labs.backend import COUNTER_FIELDS, Played, Timeline
 from labs.failures import CHANGES_ROUTING, Network, fault_record
+from labs.sim.flows import TRANSPORTS, FlowStats
 from labs.sim.result import Result
 from labs.sim.timeline import Plan
 from twin.model.wiring import Wiring
@@ -34,16 +39,20 @@ from twin.scenario.records import Counters, Event, FlowRecord, PhaseRecord, logg
 ECT0, CE = 2, 3
 
 
+def _stats(result: Result) -> FlowStats:
+    if result.table is None:  # a timeline without flows
+        empty: Any = np.zeros(0)
+        return FlowStats(*[empty] * len(fields(FlowStats)))
+    return result.table
+
+
 def _phase_records(timeline: Timeline, plan: Plan, result: Result) -> list[PhaseRecord]:
-    spans: dict[int, list[float]] = defaultdict(list)
-    for f in result.flows:
-        of = plan.flows[f.name]
-        for t in (f.start, f.completion):
-            if t is not None:
-                spans[of.phase].append(t)
+    stats = _stats(result)
     records: list[PhaseRecord] = []
     for p in timeline.phases:
-        times = spans.get(p.index, [])
+        mine = plan.phase_of == p.index
+        both = np.concatenate([stats.start[mine], stats.completion[mine]])
+        times = both[~np.isnan(both)].tolist()
         records.append(
             {
                 "index": p.index,
@@ -64,6 +73,57 @@ def _phase_records(timeline: Timeline, plan: Plan, result: Result) -> list[Phase
     return records
 
 
+def _sums(
+    plan: Plan, stats: FlowStats, packet: int, end: float
+) -> dict[tuple[int, int], dict[str, Any]]:
+    """Per (phase, flow id): the sums, first and last times of the engine flows it ran."""
+    carries = plan.flow_of >= 0
+    keys = plan.phase_of.astype(np.int64) << 32 | plan.flow_of.astype(np.int64)
+    groups, group = np.unique(keys[carries], return_inverse=True)
+    n = len(groups)
+    rows = np.flatnonzero(carries)
+
+    def total(column: npt.NDArray[Any]) -> list[int]:
+        return [int(x) for x in np.bincount(group, weights=column[rows], minlength=n)]
+
+    def extreme(ufunc: np.ufunc, column: npt.NDArray[np.float64], start: float) -> list[float]:
+        out = np.full(n, start)
+        seen = ~np.isnan(column[rows])
+        ufunc.at(out, group[seen], column[rows][seen])
+        return [float(x) for x in out]
+
+    completion = stats.completion
+    last = np.where(np.isnan(completion) | (completion == 0), end, completion)
+    undone = total(np.isnan(completion).astype(np.int64))
+    first_row = np.full(n, len(rows))
+    np.minimum.at(first_row, group, np.arange(len(rows)))
+    table = plan.experiment.table
+    transport = table.transport[rows][first_row] if table is not None and n else np.zeros(0)
+    columns: dict[str, list[Any]] = {
+        "bytes_sent": total(stats.bytes_sent),
+        "bytes_delivered": total(stats.bytes_delivered),
+        "bytes_dropped": total(stats.bytes_dropped),
+        "unique": total(-(-stats.bytes_sent // packet)),
+        "retransmitted": total(stats.retransmitted_packets),
+        "received": total(-(-stats.bytes_delivered // packet)),
+        "dropped": total(-(-stats.bytes_dropped // packet)),
+        "first_drop": extreme(np.minimum, stats.first_drop, math.inf),
+        "cnps": total(stats.cnps),
+        "ce": total(stats.ecn_marks),
+        "first": extreme(np.minimum, stats.start, math.inf),
+        "last": extreme(np.maximum, last, 0.0),
+        "timeouts": total(stats.timeouts),
+    }
+    acc: dict[tuple[int, int], dict[str, Any]] = {}
+    for g, key in enumerate(groups.tolist()):
+        r = {name: values[g] for name, values in columns.items()}
+        r["sent"] = r["unique"] + r["retransmitted"]
+        r["done"] = undone[g] == 0
+        r["transport"] = TRANSPORTS[int(transport[g])]
+        acc[(key >> 32, key & 0xFFFFFFFF)] = r
+    return acc
+
+
 def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[FlowRecord]:
     """One record per flow of a phase, summed over the engine flows (steps, bursts) it ran.
 
@@ -76,49 +136,7 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
     arrived, and `goodput_bps` is bytes delivered in order over the active time.
     """
     phases = {p.index: p for p in timeline.phases}
-    acc: dict[tuple[int, int], dict[str, Any]] = {}
-    for f in result.flows:
-        of = plan.flows[f.name]
-        if of.flow_id is None:
-            continue
-        r = acc.setdefault(
-            (of.phase, of.flow_id),
-            {
-                "bytes_sent": 0,
-                "bytes_delivered": 0,
-                "bytes_dropped": 0,
-                "sent": 0,
-                "received": 0,
-                "cnps": 0,
-                "ce": 0,
-                "first": math.inf,
-                "last": 0.0,
-                "done": True,
-                "dropped": 0,
-                "first_drop": math.inf,
-                "transport": f.transport,
-                "retransmitted": 0,
-                "timeouts": 0,
-            },
-        )
-        r["retransmitted"] += f.retransmitted_packets
-        r["timeouts"] += f.timeouts
-        r["bytes_sent"] += f.bytes_sent
-        r["bytes_delivered"] += f.bytes_delivered
-        r["bytes_dropped"] += f.bytes_dropped
-        unique = -(-f.bytes_sent // packet)
-        r["sent"] += unique + f.retransmitted_packets
-        r["unique"] = r.get("unique", 0) + unique
-        r["received"] += -(-f.bytes_delivered // packet)
-        r["dropped"] += -(-f.bytes_dropped // packet)
-        if f.first_drop is not None:
-            r["first_drop"] = min(r["first_drop"], f.first_drop)
-        r["cnps"] += f.cnps
-        r["ce"] += f.ecn_marks
-        if f.start is not None:
-            r["first"] = min(r["first"], f.start)
-        r["last"] = max(r["last"], f.completion or result.end_time)
-        r["done"] = r["done"] and f.completion is not None
+    acc = _sums(plan, _stats(result), packet, result.end_time)
     out: list[FlowRecord] = []
     for p in timeline.phases:
         for spec in p.flows:
@@ -232,16 +250,17 @@ def _pfc(result: Result, wiring: Wiring) -> list[dict[str, Any]]:
 
 
 def _iterations(timeline: Timeline, plan: Plan, result: Result) -> dict[str, Any]:
-    done = {f.name: f.completion for f in result.flows}
+    completion = _stats(result).completion
     out = {}
     for p in timeline.phases:
-        names = plan.barriers.get(p.index)
-        if not names:
+        rows = plan.barriers.get(p.index)
+        if not rows:
             continue
         times: list[float | None] = []
         start: float | None = p.at
-        for name in names:
-            end = done.get(name)
+        for row in rows:
+            done = float(completion[row])
+            end = None if math.isnan(done) else done
             times.append(None if end is None or start is None else end - start)
             start = end
         out[p.label] = {
@@ -304,7 +323,7 @@ def played(timeline: Timeline, plan: Plan, result: Result, base: Network, wall: 
             "fibs": [[t, label] for t, label, _ in plan.fibs],
             "not_modelled": plan.notes,
             "experiment": {
-                "flows": len(plan.experiment.flows),
+                "flows": plan.n_flows,
                 "links": len(plan.experiment.links),
             },
         },

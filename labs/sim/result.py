@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from labs.sim.flows import FlowStats
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,9 @@ class Result:
     events: list[Event]
     packet_hops: int
     events_processed: int
+    table: FlowStats | None = None
+    """The results of the experiment's `table` rows, as columns (their flows are not in
+    `flows`)."""
 
     def flow(self, name: str) -> FlowResult:
         for f in self.flows:
@@ -155,7 +162,9 @@ class Result:
         return self._window(self.flow(flow).rate_series, start, end)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1) + "\n"
+        data: dict[str, Any] = asdict(replace(self, table=None))
+        data["table"] = None if self.table is None else self.table.as_lists()
+        return json.dumps(data, indent=1) + "\n"
 
     def summary(self) -> str:
         """A few lines for a person: flows, pauses, drops, events."""

@@ -33,13 +33,17 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from labs.backend import Fault, Phase, Timeline
 from labs.failures import CHANGES_ROUTING, Network, resolve
 from labs.sim import native
 from labs.sim.build import Built
+from labs.sim.flows import TRANSPORTS, FlowTable
 from labs.sim.lab import Network as SimNetwork
 from labs.sim.lab import routes
-from labs.sim.model import Checks, Experiment, Flow, Monitor, PacketLoss, PfcStorm
+from labs.sim.model import Checks, Experiment, Monitor, PacketLoss, PfcStorm
 from traffic.collectives import Flow as StepFlow
 from twin.labdir import Lab
 from twin.model.fib import Fib, Link
@@ -52,23 +56,18 @@ COLLECTIVE_GRACE = 1.0
 """Seconds a collective may run past the timeline's end (the run ends when every flow has)."""
 
 
-@dataclass(frozen=True)
-class FlowOf:
-    """What an engine flow is in the scenario: its phase, flow id and iteration (collectives)."""
-
-    phase: int
-    flow_id: int | None
-    iteration: int = 0
-
-
 @dataclass
 class Plan:
     """The experiment and what the backend needs to add to the core and read back."""
 
     experiment: Experiment
-    flows: dict[str, FlowOf]
-    barriers: dict[int, list[str]]
-    """Per collective phase, the barrier flow ending each iteration."""
+    """Its flows are the rows of its `table`, phase after phase."""
+    phase_of: npt.NDArray[np.int32]
+    """Per row of the experiment's table: the phase it plays."""
+    flow_of: npt.NDArray[np.int64]
+    """Per row: the phase's flow id it carries data of (-1: a collective's barrier)."""
+    barriers: dict[int, list[int]]
+    """Per collective phase, the row of the barrier flow ending each iteration."""
     link_events: list[tuple[float, str, bool]] = field(default_factory=list)
     """(time, `node:port` of one end, up)."""
     rate_events: list[tuple[float, str, float]] = field(default_factory=list)
@@ -76,6 +75,12 @@ class Plan:
     """(time, label, FIB) in time order; the first, at 0, is the one the run starts with."""
     notes: list[str] = field(default_factory=list)
     """What the simulator did not model, one line each."""
+
+    @property
+    def n_flows(self) -> int:
+        """The engine flows the experiment runs."""
+        table = self.experiment.table
+        return len(self.experiment.flows) + (0 if table is None else len(table))
 
     def prepare(self, built: Built, wiring: Wiring, addresses: dict[str, IPv4Address]) -> None:
         """Add the timed link, rate and route changes to a built core."""
@@ -127,79 +132,102 @@ def _rdma(phase: Phase) -> bool:
 
 
 class _Flows:
-    """Engine flows of the phases, named `p<phase>.<...>`."""
+    """The phases' engine flows as table rows, named `p<phase>.<...>` (`labs.sim.flows`)."""
 
-    def __init__(self, timeline: Timeline, packet: int) -> None:
-        self.timeline, self.packet = timeline, packet
-        self.flows: list[Flow] = []
-        self.of: dict[str, FlowOf] = {}
-        self.barriers: dict[int, list[str]] = {}
+    def __init__(self, timeline: Timeline, hosts: Sequence[str]) -> None:
+        self.timeline = timeline
+        self.host = {h: i for i, h in enumerate(hosts)}
+        self.tables: list[FlowTable] = []
+        self.phase_of: list[npt.NDArray[np.int32]] = []
+        self.flow_of: list[npt.NDArray[np.int64]] = []
+        self.rows = 0
+        self.barriers: dict[int, list[int]] = {}
 
-    def add(self, flow: Flow, of: FlowOf) -> None:
-        self.flows.append(flow)
-        self.of[flow.name] = of
+    def add(self, phase: Phase, table: FlowTable, flow_ids: Sequence[int]) -> None:
+        self.tables.append(table)
+        self.phase_of.append(np.full(len(table), phase.index, np.int32))
+        self.flow_of.append(np.asarray(flow_ids, np.int64))
+        self.rows += len(table)
 
-    def _base(self, phase: Phase, src: str) -> dict[str, Any]:
+    def _columns(self, phase: Phase, src: Sequence[str]) -> dict[str, Any]:
+        """Class-dependent columns of flows from `src`."""
         rdma = _rdma(phase)
         options = self.timeline.sim
+        transport = (
+            options.get("roce_transport", "open") if rdma else options.get("lossy_transport", "tcp")
+        )
         return {
-            "dscp": phase.dscp[src],
-            "cc": "dcqcn" if rdma else "none",
+            "dscp": [phase.dscp[s] for s in src],
+            "dcqcn": rdma,
             "ecn_capable": rdma,
-            "rate": phase.gbps * 1e9 if phase.gbps else None,
-            "transport": options.get("roce_transport", "open")
-            if rdma
-            else options.get("lossy_transport", "tcp"),
+            "rate": phase.gbps * 1e9 if phase.gbps else 0.0,
+            "transport": TRANSPORTS.index(transport),
         }
 
     def collective(self, phase: Phase) -> None:
+        """`iterations` copies of the schedule's rows, each ended by a zero-byte barrier row."""
         build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
         qps = self.timeline.sim.get("qps") or max([f.qp for f in phase.flows] + [0]) + 1
         schedule = build(phase.ranks, phase.message or 0, qps)
         ids = {(f.src, f.dst, f.qp): f.flow_id for f in phase.flows}
-        barrier: str | None = None
+        # one iteration: its rows, what each waits for (rows of the iteration; -1 the barrier
+        # of the iteration before, for rows that wait for no step)
+        flows: list[StepFlow] = []
+        tails: list[bytes] = []
+        after: list[list[int]] = []
+        previous: list[int] = []
+        for k, step in enumerate(schedule.steps):
+            touching: dict[str, list[int]] = {}
+            for r in previous:
+                g = flows[r]
+                touching.setdefault(g.src, []).append(r)
+                if g.dst != g.src:
+                    touching.setdefault(g.dst, []).append(r)
+            current = []
+            for f in step:
+                current.append(len(flows))
+                after.append(touching.get(f.src, [-1]))
+                flows.append(f)
+                tails.append(f"s{k}.{f.src}>{f.dst}.{f.qp}".encode())
+            previous = current or previous
+        after.append(previous)
+        tails.append(b"end")
+        m = len(flows)
+        ranks = phase.ranks
+        src = [f.src for f in flows] + [ranks[0]]
+        dst = [f.dst for f in flows] + [ranks[1 % len(ranks)]]
+        first = np.array([a == [-1] for a in after])
+        waits = np.array([len(a) for a in after], np.int64)
+        relative = np.array([r for a in after for r in a], np.int64)
+        columns = self._columns(phase, src)
+        columns["dscp"][m] = 26  # the barrier: an open-loop flow of Flow's defaults
+        barrier = np.arange(m + 1) == m
+        names, counts, afters = [], [], []
         self.barriers[phase.index] = []
         for it in range(phase.iterations):
-            previous: list[tuple[StepFlow, str]] = []
-            for k, step in enumerate(schedule.steps):
-                touching: dict[str, list[str]] = {}
-                for g, n in previous:
-                    touching.setdefault(g.src, []).append(n)
-                    if g.dst != g.src:
-                        touching.setdefault(g.dst, []).append(n)
-                current = []
-                for f in step:
-                    name = f"p{phase.index}.i{it}.s{k}.{f.src}>{f.dst}.{f.qp}"
-                    after = touching.get(f.src, [])
-                    if not after and barrier is not None:
-                        after = [barrier]
-                    flow = Flow(
-                        name,
-                        f.src,
-                        f.dst,
-                        size=f.bytes,
-                        start=phase.at,
-                        after=after,
-                        **self._base(phase, f.src),
-                    )
-                    self.add(flow, FlowOf(phase.index, ids.get((f.src, f.dst, f.qp)), it))
-                    current.append((f, name))
-                previous = current or previous
-            barrier = f"p{phase.index}.i{it}.end"
-            ranks = phase.ranks
-            self.add(
-                Flow(
-                    barrier,
-                    ranks[0],
-                    ranks[1 % len(ranks)],
-                    size=0,
-                    start=phase.at,
-                    after=[n for _, n in previous],
-                    cc="none",
-                ),
-                FlowOf(phase.index, None, it),
-            )
-            self.barriers[phase.index].append(barrier)
+            base = it * (m + 1)
+            head = f"p{phase.index}.i{it}.".encode()
+            names.append(np.array([head + t for t in tails], dtype=np.bytes_))
+            counts.append(np.where(first, 0, waits) if it == 0 else waits)
+            afters.append(relative[relative >= 0] if it == 0 else relative + base)
+            self.barriers[phase.index].append(self.rows + base + m)
+        n = phase.iterations
+        table = FlowTable.of(
+            np.concatenate(names) if n else [],
+            np.tile([self.host[s] for s in src], n),
+            np.tile([self.host[d] for d in dst], n),
+            size=np.tile([f.bytes for f in flows] + [0], n),
+            start=phase.at,
+            dscp=np.tile(columns["dscp"], n),
+            dcqcn=np.tile(~barrier & columns["dcqcn"], n),
+            ecn_capable=np.tile(~barrier & columns["ecn_capable"], n),
+            rate=np.tile(np.where(barrier, 0.0, columns["rate"]), n),
+            transport=np.tile(np.where(barrier, 0, columns["transport"]), n),
+            after_start=np.concatenate([[0], np.cumsum(np.concatenate(counts))]) if n else [0],
+            after=np.concatenate(afters) if n else [],
+        )
+        flow_ids = [ids.get((f.src, f.dst, f.qp), -1) for f in flows] + [-1]
+        self.add(phase, table, flow_ids * n)
 
     def open_loop(self, phase: Phase) -> None:
         spans = [(phase.at, phase.at + phase.duration)]
@@ -209,11 +237,19 @@ class _Flows:
                 (phase.at + k * phase.period, phase.at + k * phase.period + phase.burst)
                 for k in range(max(1, n))
             ]
-        for f in phase.flows:
-            for b, (start, stop) in enumerate(spans):
-                name = f"p{phase.index}.b{b}.{f.src}>{f.dst}.{f.qp}"
-                flow = Flow(name, f.src, f.dst, start=start, stop=stop, **self._base(phase, f.src))
-                self.add(flow, FlowOf(phase.index, f.flow_id))
+        rows = [(f, b, span) for f in phase.flows for b, span in enumerate(spans)]
+        table = FlowTable.of(
+            [f"p{phase.index}.b{b}.{f.src}>{f.dst}.{f.qp}".encode() for f, b, _ in rows],
+            [self.host[f.src] for f, _, _ in rows],
+            [self.host[f.dst] for f, _, _ in rows],
+            start=[start for _, _, (start, _) in rows],
+            stop=[stop for _, _, (_, stop) in rows],
+            **self._columns(phase, [f.src for f, _, _ in rows]),
+        )
+        self.add(phase, table, [f.flow_id for f, _, _ in rows])
+
+    def table(self) -> FlowTable | None:
+        return FlowTable.concat(self.tables) if self.tables else None
 
 
 def _node_links(lab: Lab, node: str) -> list[Link]:
@@ -301,7 +337,7 @@ def plan(
     `fibs`: (time, label, FIB) from a live twin, the first at 0)."""
     options: dict[str, Any] = timeline.sim
     packet = int(options.get("packet_bytes", 4096))
-    flows = _Flows(timeline, packet)
+    flows = _Flows(timeline, [h.name for h in net.hosts])
     skipped = []
     for phase in timeline.phases:
         if phase.kind == "ecmp_probe":
@@ -325,7 +361,7 @@ def plan(
         switches=switches,
         hosts=net.hosts,
         links=net.links,
-        flows=flows.flows,
+        table=flows.table(),
         faults=[*net.down, *faults.storms, *faults.losses],
         dcqcn=net.dcqcn,
         duration=timeline.duration + (COLLECTIVE_GRACE if flows.barriers else 0.0),
@@ -341,7 +377,8 @@ def plan(
     )
     return Plan(
         experiment=experiment,
-        flows=flows.of,
+        phase_of=np.concatenate(flows.phase_of or [np.zeros(0, np.int32)]),
+        flow_of=np.concatenate(flows.flow_of or [np.zeros(0, np.int64)]),
         barriers=flows.barriers,
         link_events=faults.plan_links,
         rate_events=faults.rates,

@@ -69,7 +69,9 @@ void sim_free(Sim *s) {
     free(s->dl_mark);
     free(s->dl_reported);
     free(s->sample_ports);
-    free(s->samples);
+    free(s->sample_last);
+    free(s->changes);
+    free(s->flow_samples);
     free(s->log);
     free(s->cycles);
     free(s);
@@ -178,16 +180,18 @@ static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
     f->t_start = f->t_done = f->t_drop = -1;
 }
 
-/* every flow: rows of 12 ints (src, dst, port, dscp, prio, dcqcn, ect, pkt_size, ttl, n_deps,
- * hash, transport) and of 5 numbers (size or -1 for open-ended, rate, start, stop, dependency
- * delay) */
-void sim_set_flows(Sim *s, const int64_t *all_ints, const double *all_nums) {
-    int n_rel = 0;
-    for (int i = 0; i < s->n_flows; i++) {
-        set_flow(&s->flows[i], all_ints + 12 * i, all_nums + 5 * i);
-        if (s->flows[i].transport) s->flows[i].rel = n_rel++;
+/* flows [first, first + n): rows of 12 ints (src, dst, port, dscp, prio, dcqcn, ect, pkt_size,
+ * ttl, n_deps, hash, transport) and of 5 numbers (size or -1 for open-ended, rate, start, stop,
+ * dependency delay); called for consecutive ranges, from flow 0 */
+void sim_set_flows(Sim *s, int first, int n, const int64_t *ints, const double *nums) {
+    int32_t before = s->n_rel;
+    for (int i = 0; i < n; i++) {
+        Flow *f = &s->flows[first + i];
+        set_flow(f, ints + 12 * i, nums + 5 * i);
+        if (f->transport) f->rel = s->n_rel++;
     }
-    s->rel = calloc((size_t)(n_rel ? n_rel : 1), sizeof(Reliable));
+    s->rel = realloc(s->rel, (size_t)(s->n_rel ? s->n_rel : 1) * sizeof(Reliable));
+    memset(s->rel + before, 0, (size_t)(s->n_rel - before) * sizeof(Reliable));
 }
 
 /* RC ACK every, TCP ACK every, duplicate ACKs that trigger a fast retransmit, RC timeout,
@@ -347,11 +351,11 @@ static double flow_rate(const Sim *s, const Flow *f) {
     return r->srtt > 0 ? fmin(f->line, r->cwnd * 8e12 / (double)r->srtt) : f->line;
 }
 
-/* out: a row per flow of size, sent (the highest byte, retransmissions apart), delivered,
+/* out: a row per flow of flows [first, first + n): size, sent (the highest byte, retransmissions apart), delivered,
  * dropped, cnps, ce, t_start ps, t_done ps, rate, alpha (DCQCN's, or DCTCP's) */
-void sim_flow_stats(const Sim *s, double *out) {
-    for (int i = 0; i < s->n_flows; i++) {
-        const Flow *f = &s->flows[i];
+void sim_flow_stats(const Sim *s, int first, int n, double *out) {
+    for (int i = 0; i < n; i++) {
+        const Flow *f = &s->flows[first + i];
         double v[] = {(double)f->size, (double)(f->transport ? s->rel[f->rel].snd_max : f->sent), (double)f->delivered, (double)f->dropped,
                       (double)f->cnps, (double)f->ce, (double)f->t_start, (double)f->t_done,
                       flow_rate(s, f), f->transport == TR_TCP ? s->rel[f->rel].dctcp_alpha : f->alpha};
@@ -359,24 +363,25 @@ void sim_flow_stats(const Sim *s, double *out) {
     }
 }
 
-/* out: a row per flow of retransmitted packets, retransmitted bytes, timeouts, NAKs, fast
+/* out: a row per flow of [first, first + n): retransmitted packets, retransmitted bytes, timeouts, NAKs, fast
  * retransmits, TCP's congestion window (bytes), TCP's smoothed RTT (ps) */
-void sim_flow_transport(const Sim *s, double *out) {
+void sim_flow_transport(const Sim *s, int first, int n, double *out) {
     const Reliable none = {0};
-    for (int i = 0; i < s->n_flows; i++) {
-        const Reliable *r = s->flows[i].rel >= 0 ? &s->rel[s->flows[i].rel] : &none;
+    for (int i = 0; i < n; i++) {
+        const Flow *f = &s->flows[first + i];
+        const Reliable *r = f->rel >= 0 ? &s->rel[f->rel] : &none;
         double v[] = {(double)r->retx_pkts, (double)r->retx_bytes, (double)r->timeouts, (double)r->naks,
                       (double)r->fast_retx, r->cwnd, (double)r->srtt};
         memcpy(out + 7 * i, v, sizeof(v));
     }
 }
 
-/* out: per flow, when its first packet was dropped (ps; -1: never) */
-void sim_flow_drops(const Sim *s, double *out) {
-    for (int i = 0; i < s->n_flows; i++) out[i] = (double)s->flows[i].t_drop;
+/* out: per flow of [first, first + n), when its first packet was dropped (ps; -1: never) */
+void sim_flow_drops(const Sim *s, int first, int n, double *out) {
+    for (int i = 0; i < n; i++) out[i] = (double)s->flows[first + i].t_drop;
 }
 
-/* out: events, packet hops, samples, log entries, cycle entries, peak packets */
+/* out: events, packet hops, samples, log entries, cycle entries, peak packets, sample changes */
 void sim_counts(const Sim *s, int64_t *out) {
     out[0] = s->n_events;
     out[1] = s->n_hops;
@@ -384,9 +389,11 @@ void sim_counts(const Sim *s, int64_t *out) {
     out[3] = s->n_log;
     out[4] = s->n_cycles;
     out[5] = s->pkt_cap;
+    out[6] = s->n_changes;
 }
 
-const int64_t *sim_samples(const Sim *s) { return s->samples; }
+const int32_t *sim_samples(const Sim *s) { return s->changes; } /* n_changes x (sample, column, value) */
+const int64_t *sim_flow_samples(const Sim *s) { return s->flow_samples; }
 const int32_t *sim_cycles(const Sim *s) { return s->cycles; }
 
 /* out: time ps, kind, a, b, c */

@@ -5,20 +5,35 @@
 
 #include <stdlib.h>
 
-void on_sample(Sim *s) {
-    int64_t width = (int64_t)s->n_sample_ports * 2 * NPRIO + (s->flow_series ? s->n_flows : 0);
-    if (s->n_samples == s->samples_cap) {
-        s->samples_cap = s->samples_cap ? s->samples_cap * 2 : 1024;
-        s->samples = realloc(s->samples, (size_t)(s->samples_cap * width) * sizeof(int64_t));
+static void sample_column(Sim *s, int64_t column, int64_t bytes) {
+    int32_t v = (int32_t)(bytes < INT32_MAX ? bytes : INT32_MAX); /* saturates past 2 GB */
+    if (v == s->sample_last[column]) return;
+    if (s->n_changes == s->cap_changes) {
+        s->cap_changes = s->cap_changes ? s->cap_changes * 2 : 4096;
+        s->changes = realloc(s->changes, (size_t)(3 * s->cap_changes) * sizeof(int32_t));
     }
-    int64_t *row = s->samples + s->n_samples * width;
+    int32_t *c = s->changes + 3 * s->n_changes++;
+    c[0] = (int32_t)s->n_samples;
+    c[1] = (int32_t)column;
+    c[2] = v;
+    s->sample_last[column] = v;
+}
+
+void on_sample(Sim *s) {
+    int64_t width = (int64_t)s->n_sample_ports * 2 * NPRIO, flows = s->flow_series ? s->n_flows : 0;
+    if (!s->sample_last) s->sample_last = calloc((size_t)(width ? width : 1), sizeof(int32_t));
+    if (flows && s->n_samples == s->samples_cap) {
+        s->samples_cap = s->samples_cap ? s->samples_cap * 2 : 1024;
+        s->flow_samples = realloc(s->flow_samples, (size_t)(s->samples_cap * flows) * sizeof(int64_t));
+    }
+    int64_t column = 0;
     for (int i = 0; i < s->n_sample_ports; i++) {
         const Port *P = &s->ports[s->sample_ports[i]];
-        for (int q = 0; q < NPRIO; q++) *row++ = P->q[q].bytes;
-        for (int pg = 0; pg < NPRIO; pg++) *row++ = P->pg[pg].res + P->pg[pg].shared + P->pg[pg].hdrm;
+        for (int q = 0; q < NPRIO; q++) sample_column(s, column++, P->q[q].bytes);
+        for (int pg = 0; pg < NPRIO; pg++)
+            sample_column(s, column++, P->pg[pg].res + P->pg[pg].shared + P->pg[pg].hdrm);
     }
-    if (s->flow_series)
-        for (int f = 0; f < s->n_flows; f++) *row++ = s->flows[f].delivered;
+    for (int f = 0; f < flows; f++) s->flow_samples[s->n_samples * flows + f] = s->flows[f].delivered;
     s->n_samples++;
     ev_push(s, s->now + s->sample_interval, EV_SAMPLE, 0, 0, 0);
 }

@@ -225,6 +225,7 @@ typedef struct {
     Port *ports;
     Flow *flows;
     Reliable *rel; /* one per flow whose transport is not open */
+    int32_t n_rel;
     Profile *profiles;
     int32_t *link_ports; /* 2 per link */
     int32_t *rt_start, *rt_nh; /* CSR: node * n_hosts + host -> next-hop ports */
@@ -257,7 +258,12 @@ typedef struct {
     ps_t sample_interval;
     int32_t *sample_ports, n_sample_ports;
     uint8_t flow_series;
-    int64_t *samples, n_samples, samples_cap; /* rows of n_sample_ports*16 (+ n_flows) */
+    /* queue and PG bytes (< 2 GB) of the sampled ports, n_sample_ports*16 columns, kept as
+     * changes: (sample, column, value) whenever a column differs from its previous sample */
+    int32_t *sample_last, *changes;
+    int64_t n_changes, cap_changes;
+    int64_t *flow_samples; /* rows of n_flows: bytes delivered (flow_series) */
+    int64_t n_samples, samples_cap;
     /* output log */
     LogEntry *log;
     int32_t n_log, cap_log;
