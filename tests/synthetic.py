@@ -16,14 +16,12 @@ from typing import Any
 import yaml
 
 from labs.backend import COUNTER_FIELDS as FIELDS
-from twin import labdir
-from twin.intent import fabric as intent
+from tests.conftest import write_lab
 from twin.labdir import Lab
 from twin.model.fib import Fib, NextHop, to_json
 from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
 
-REPO = Path(__file__).resolve().parents[1]
 T0 = 1_800_000_000.0  # the runs' clock: seconds since the epoch
 PHASE = "allreduce"
 NETNS = {"bgp", "counters", "fib", "flows", "pcap", "probes", "failover-probes"}  # netns observes
@@ -32,12 +30,7 @@ SIX = ("bgp_health", "dscp_preserved", "ecmp_spread", "failover", "mtu", "reacha
 
 def generate_lab(out: Path, name: str) -> Lab:
     """examples/small.yaml under another name, generated into `out` (not deployed)."""
-    fabric = yaml.safe_load((REPO / "examples" / "small.yaml").read_text())
-    fabric["name"] = name
-    source = out.parent / f"{out.name}.yaml"
-    source.write_text(yaml.safe_dump(fabric))
-    labdir.generate(intent.load(source), out, str(source))
-    return Lab.open(out)
+    return Lab.open(write_lab(out, name))
 
 
 # -- what a healthy run of that lab observes --------------------------------------------------
