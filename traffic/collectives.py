@@ -12,10 +12,16 @@ over one link of the given rate through a non-blocking fabric.
 (480, 100)
 """
 
+from __future__ import annotations
+
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
 
 
 class Collective(StrEnum):
@@ -74,9 +80,51 @@ class Flow:
 
 
 Step = tuple[Flow, ...]
+I32 = npt.NDArray[np.int32]
+I64 = npt.NDArray[np.int64]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
+class StepTable:
+    """A schedule's flows as columns, a row each, in step order: ``src`` and ``dst`` index
+    the schedule's ranks. A ring over n ranks has 2(n-1) x n x QPs flows; as columns they
+    are built and read without a Python object each."""
+
+    n_steps: int
+    step: I32
+    src: I32
+    dst: I32
+    qp: I32
+    bytes: I64
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def bounds(self) -> list[int]:
+        """Where each step's rows start, and the end: step k is rows [b[k], b[k + 1])."""
+        found: list[int] = np.searchsorted(self.step, np.arange(self.n_steps + 1)).tolist()
+        return found
+
+    @staticmethod
+    def of(ranks: Sequence[str], steps: Sequence[Step]) -> StepTable:
+        """The table of steps of `Flow`s."""
+        index = {r: i for i, r in enumerate(ranks)}
+        rows = [
+            (k, index[f.src], index[f.dst], f.qp, f.bytes) for k, s in enumerate(steps) for f in s
+        ]
+        step, src, dst, qp, nbytes = np.array(rows, np.int64).reshape(-1, 5).T
+        i32 = np.int32
+        return StepTable(
+            len(steps),
+            step.astype(i32),
+            src.astype(i32),
+            dst.astype(i32),
+            qp.astype(i32),
+            nbytes.copy(),
+        )
+
+
+@dataclass(frozen=True, eq=False)
 class Schedule:
     """Steps of one collective over ``ranks``; ``message_bytes`` is nccl-tests' size S."""
 
@@ -84,11 +132,31 @@ class Schedule:
     algorithm: str
     ranks: tuple[str, ...]
     message_bytes: int
-    steps: tuple[Step, ...]
+    table: StepTable
+
+    @cached_property
+    def steps(self) -> tuple[Step, ...]:
+        """The steps as `Flow`s (built on first use: the table is what schedules are read as)."""
+        t, names = self.table, self.ranks
+        rows = zip(t.src.tolist(), t.dst.tolist(), t.bytes.tolist(), t.qp.tolist(), strict=True)
+        flows = [Flow(names[s], names[d], b, qp) for s, d, b, qp in rows]
+        b = self.table.bounds()
+        return tuple(tuple(flows[b[k] : b[k + 1]]) for k in range(t.n_steps))
 
     def sent_by(self, rank: str) -> int:
         """Bytes ``rank`` sends over the whole schedule."""
-        return sum(f.bytes for step in self.steps for f in step if f.src == rank)
+        t = self.table
+        return int(t.bytes[t.src == self.ranks.index(rank)].sum())
+
+    def queue_pairs(self) -> list[tuple[str, str, int]]:
+        """Each (src, dst, qp) that carries bytes, once, in order of first use."""
+        t, n = self.table, len(self.ranks)
+        keys = (t.src.astype(np.int64) * n + t.dst) * (int(t.qp.max(initial=0)) + 1) + t.qp
+        _, first = np.unique(keys, return_index=True)
+        first.sort()
+        names = self.ranks
+        rows = zip(t.src[first].tolist(), t.dst[first].tolist(), t.qp[first].tolist(), strict=True)
+        return [(names[s], names[d], qp) for s, d, qp in rows]
 
     def completion_bound_s(
         self, link_bps: float, step_latency_s: float | Callable[[str, str], float] = 0.0
@@ -96,17 +164,26 @@ class Schedule:
         """Lower bound on the run time: per step, the busiest rank's egress or ingress
         bytes at ``link_bps``, plus ``step_latency_s``: seconds per step, or per (src, dst)
         pair (a step then waits for its slowest pair's)."""
+        t, n = self.table, len(self.ranks)
+        cells = t.n_steps * n
+        weights = t.bytes.astype(np.float64)  # exact: sums below 2**53
+        egress = np.bincount(t.step.astype(np.int64) * n + t.src, weights, cells)
+        ingress = np.bincount(t.step.astype(np.int64) * n + t.dst, weights, cells)
+        busiest = np.maximum(egress, ingress).reshape(t.n_steps, n).max(axis=1, initial=0.0)
+        if callable(step_latency_s):
+            pairs, pair = np.unique(t.src.astype(np.int64) * n + t.dst, return_inverse=True)
+            names = self.ranks
+            seconds = np.array(
+                [step_latency_s(names[p // n], names[p % n]) for p in pairs.tolist()]
+            )
+            latency = np.full(t.n_steps, -np.inf)
+            np.maximum.at(latency, t.step, seconds[pair.reshape(-1)])
+            latencies = np.where(np.isinf(latency), 0.0, latency).tolist()
+        else:
+            latencies = [step_latency_s] * t.n_steps
         total = 0.0
-        for step in self.steps:
-            load: dict[tuple[str, bool], int] = {}
-            for f in step:
-                load[f.src, True] = load.get((f.src, True), 0) + f.bytes
-                load[f.dst, False] = load.get((f.dst, False), 0) + f.bytes
-            if callable(step_latency_s):
-                latency = max((step_latency_s(f.src, f.dst) for f in step), default=0.0)
-            else:
-                latency = step_latency_s
-            total += latency + 8 * max(load.values(), default=0) / link_bps
+        for latency_s, load in zip(latencies, busiest.tolist(), strict=True):
+            total += latency_s + 8 * load / link_bps
         return total
 
     def algbw(self, seconds: float) -> float:
@@ -143,19 +220,26 @@ def _check(ranks: Sequence[str], message_bytes: int, qps: int) -> tuple[str, ...
 def _ring(
     kind: Collective, ranks: Sequence[str], message_bytes: int, qps: int, n_steps: int
 ) -> Schedule:
-    """In step k rank i sends chunk (i - k) mod n to rank i + 1."""
+    """In step k rank i sends chunk (i - k) mod n to rank i + 1, split over the QPs (the
+    larger parts first; a QP with no bytes sends nothing)."""
     names = _check(ranks, message_bytes, qps)
     n = len(names)
-    chunks = split(message_bytes, n)
-    steps = tuple(
-        tuple(
-            flow
-            for i in range(n)
-            for flow in _flows(names[i], names[(i + 1) % n], chunks[(i - k) % n], qps)
-        )
-        for k in range(n_steps)
+    chunks = np.array(split(message_bytes, n), np.int64)
+    step = np.repeat(np.arange(n_steps, dtype=np.int32), n)
+    rank = np.tile(np.arange(n, dtype=np.int32), n_steps)
+    base, extra = np.divmod(chunks[(rank - step) % n], qps)
+    qp = np.arange(qps, dtype=np.int32)
+    parts = (base[:, None] + (qp[None, :] < extra[:, None])).reshape(-1)
+    keep = parts > 0
+    table = StepTable(
+        n_steps,
+        np.repeat(step, qps)[keep],
+        np.repeat(rank, qps)[keep],
+        np.repeat((rank + 1) % n, qps)[keep].astype(np.int32),
+        np.tile(qp, n * n_steps)[keep],
+        parts[keep],
     )
-    return Schedule(kind, "ring", names, message_bytes, steps)
+    return Schedule(kind, "ring", names, message_bytes, table)
 
 
 def ring_all_reduce(ranks: Sequence[str], message_bytes: int, qps_per_peer: int = 1) -> Schedule:
@@ -219,7 +303,8 @@ def halving_doubling_all_reduce(
         doubling.append(tuple(step_back))
         distance //= 2
     steps = (*halving, *reversed(doubling))
-    return Schedule(Collective.ALL_REDUCE, "halving_doubling", names, message_bytes, steps)
+    table = StepTable.of(names, steps)
+    return Schedule(Collective.ALL_REDUCE, "halving_doubling", names, message_bytes, table)
 
 
 def all_to_all(ranks: Sequence[str], message_bytes: int, qps_per_peer: int = 1) -> Schedule:
@@ -238,4 +323,5 @@ def all_to_all(ranks: Sequence[str], message_bytes: int, qps_per_peer: int = 1) 
         if dst != src
         for flow in _flows(src, dst, chunks[j], qps_per_peer)
     )
-    return Schedule(Collective.ALL_TO_ALL, "all_to_all", names, message_bytes, (step,))
+    table = StepTable.of(names, (step,))
+    return Schedule(Collective.ALL_TO_ALL, "all_to_all", names, message_bytes, table)

@@ -27,6 +27,7 @@ from labs.backend import (
 )
 from labs.failures import Failures, Network
 from labs.modelled import ModelledBackend, ModelledObserver
+from labs.sim import heap
 from labs.sim import lab as simlab
 from labs.sim.engine import simulate
 from labs.sim.played import played
@@ -49,6 +50,7 @@ def run(
     routing model, or `fibs` ((simulated time, label, FIB), the first at 0) as a live twin
     recorded them."""
     started = time.monotonic()
+    heap.map_large_blocks()
     timeline = scaled(timeline)
     net = simlab.network(lab)
     base = Network(lab, Failures.load(lab))

@@ -27,9 +27,11 @@ B = npt.NDArray[np.bool_]
 
 @dataclass(frozen=True, eq=False)
 class FlowTable:
-    """Flows as columns, a row each, with the meaning of `Flow`'s fields. Hosts are indices
-    into the experiment's hosts; `after` lists rows of this table (no repeats within a row),
-    row i's from `after_start[i]` to `after_start[i + 1]`. -1 or 0 where `Flow` has None:
+    """Flows as columns, a row each, with the meaning of `Flow`'s fields (read-only: a
+    column of one value is that value repeated, `np.broadcast_to`, taking no memory). Hosts
+    are indices into the experiment's hosts; `after` lists rows of this table (no repeats
+    within a row), row i's from `after_start[i]` to `after_start[i + 1]`. -1 or 0 where
+    `Flow` has None:
     `size` -1 open-ended, `rate` 0 line rate, `stop` inf never, `priority` -1 the source
     host's dscp_to_tc, `packet_bytes` 0 the experiment's, `src_port` -1 one of the source
     host's ports by hash, else its position among the host's ports (in link order)."""
@@ -99,7 +101,8 @@ class FlowTable:
             value = given.pop(name, defaults.get(name))
             if value is None:  # ecn_capable: as cc
                 value = columns["dcqcn"]
-            columns[name] = np.broadcast_to(np.asarray(value, dtype=dtype), (n,)).copy()
+            column: npt.NDArray[Any] = np.broadcast_to(np.asarray(value, dtype=dtype), (n,))
+            columns[name] = column if np.ndim(value) == 0 else column.copy()
         after_start = given.pop("after_start", None)
         after = given.pop("after", None)
         if given:
@@ -129,8 +132,8 @@ class FlowTable:
                 parts = [p[:-1] + s for p, s in zip(parts, starts[:-1], strict=True)]
                 parts.append(np.array([starts[-1]], np.int64))
             elif f.name == "after":
-                parts = [p + o for p, o in zip(parts, offsets[:-1], strict=True)]
-            columns[f.name] = np.concatenate(parts) if parts else np.zeros(0)
+                parts = [(p + o).astype(np.int32) for p, o in zip(parts, offsets[:-1], strict=True)]
+            columns[f.name] = _joined(parts) if parts else np.zeros(0)
         return FlowTable(**columns)
 
     def name(self, row: int) -> str:
@@ -140,6 +143,17 @@ class FlowTable:
         """Every row over `transport`."""
         code = TRANSPORTS.index(transport)
         return replace(self, transport=np.full(len(self), code, np.int8))
+
+
+def _joined(parts: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any]:
+    """The parts one after another; one value repeated when every part repeats it."""
+    if (
+        all(p.strides == (0,) for p in parts)
+        and len({p[:1].tobytes() for p in parts if len(p)}) < 2
+    ):
+        value = next((p[:1] for p in parts if len(p)), parts[0][:0])
+        return np.broadcast_to(value, (sum(len(p) for p in parts),))
+    return np.concatenate(parts)
 
 
 @dataclass(frozen=True, eq=False)

@@ -46,7 +46,7 @@ from labs.sim.model import (
 )
 from twin.configs.qos import by_port, pfc_enabled, qos_map
 from twin.labdir import Lab
-from twin.model.fib import Fib, Lpm
+from twin.model.fib import Fib, Hops, Lpm
 from twin.model.wiring import Wiring, links
 from twin.render.config_db import ConfigDb
 
@@ -197,6 +197,25 @@ def port_profile(db: ConfigDb, port: str, tables: PerPort | None = None) -> QosP
     )
 
 
+def port_profiles(db: ConfigDb) -> dict[str, QosProfile]:
+    """The QoS of every port of a switch; ports configured alike share one profile (it is
+    worked out once per distinct set of the port's own entries)."""
+    tables = per_port(db)
+    own: list[Mapping[str, Any]] = [
+        db.get("PORT_QOS_MAP", {}),
+        db.get("PFC_WD", {}),
+        *tables.values(),
+    ]
+    found: dict[str, QosProfile] = {}
+    out: dict[str, QosProfile] = {}
+    for port in db.get("PORT", {}):
+        key = repr([t.get(port) for t in own])
+        if key not in found:
+            found[key] = port_profile(db, port, tables)
+        out[port] = found[key]
+    return out
+
+
 def pool_bytes(db: ConfigDb) -> int:
     """The shared ingress pool: the one lossless PG profiles draw on, else the first ingress."""
     pools = db.get("BUFFER_POOL", {})
@@ -252,13 +271,8 @@ def network(lab: Lab) -> Network:
     dbs = {s: lab.config_db(s) for s in lab.switches()}
     hosts = {h: lab.host(h) for h in lab.nodes("server")}
     switches = [
-        Switch(
-            name=s,
-            buffer_bytes=pool_bytes(db),
-            port_qos={p: port_profile(db, p, tables) for p in db.get("PORT", {})},
-        )
+        Switch(name=s, buffer_bytes=pool_bytes(db), port_qos=port_profiles(db))
         for s, db in dbs.items()
-        for tables in [per_port(db)]
     ]
     nics = [
         Host(name=h, address=str(IPv4Interface(data["address"]).ip), qos=host_profile(data))
@@ -299,16 +313,26 @@ def routes(
     """Per switch, per server: the physical egress ports (`node:port`) its FIB sends the
     server's address out of (a PortChannel's members cabled toward the next hop)."""
     table: dict[str, dict[str, list[str]]] = {}
+    numbers = {host: int(address) for host, address in addresses.items()}
     for switch in wiring.routers:
         lpm = Lpm(fib.get(switch, {}))
+        egress: dict[Hops | None, list[str]] = {}  # most servers share their next hops
         out: dict[str, list[str]] = {}
-        for host, address in addresses.items():
-            ports: list[str] = []
-            for hop in lpm(int(address)) or ():
-                for member in wiring.physical(switch, hop.port):
-                    peer = wiring.cable.get((switch, member))
-                    if peer is not None and peer[0] == hop.node:
-                        ports.append(f"{switch}:{member}")
-            out[host] = list(dict.fromkeys(ports))
+        for host, number in numbers.items():
+            hops = lpm(number)
+            if hops not in egress:
+                egress[hops] = _egress(wiring, switch, hops or ())
+            out[host] = egress[hops]
         table[switch] = out
     return table
+
+
+def _egress(wiring: Wiring, switch: str, hops: Hops) -> list[str]:
+    """The physical ports (`node:port`) of a switch that lead to these next hops."""
+    ports: list[str] = []
+    for hop in hops:
+        for member in wiring.physical(switch, hop.port):
+            peer = wiring.cable.get((switch, member))
+            if peer is not None and peer[0] == hop.node:
+                ports.append(f"{switch}:{member}")
+    return list(dict.fromkeys(ports))

@@ -44,7 +44,7 @@ from labs.sim.flows import TRANSPORTS, FlowTable
 from labs.sim.lab import Network as SimNetwork
 from labs.sim.lab import routes
 from labs.sim.model import Checks, Experiment, Monitor, PacketLoss, PfcStorm
-from traffic.collectives import Flow as StepFlow
+from traffic.collectives import StepTable
 from twin.labdir import Lab
 from twin.model.fib import Fib, Link
 from twin.model.wiring import Wiring, links
@@ -131,6 +131,42 @@ def _rdma(phase: Phase) -> bool:
     return phase.traffic_class == "roce"
 
 
+def _waits(steps: StepTable, n_ranks: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """What each row of a schedule waits for, and its barrier (the last row): a row waits
+    for the rows of the step before (the last one with rows) that its source sent or
+    received in, or for -1 (the barrier of the iteration before) when there are none; the
+    barrier waits for the last step's rows. As counts per row and the rows, concatenated."""
+    m = len(steps)
+    counts = np.zeros(m + 1, np.int64)
+    parts: list[npt.NDArray[np.int64]] = []
+    bounds = steps.bounds()
+    previous = np.zeros(0, np.int64)
+    for k in range(steps.n_steps):
+        current = np.arange(bounds[k], bounds[k + 1], dtype=np.int64)
+        if not len(current):
+            continue
+        src = steps.src[current]
+        # (rank, row) of each rank the previous step's rows touch, by rank then row
+        p_src, p_dst = steps.src[previous], steps.dst[previous]
+        other = p_dst != p_src
+        rank = np.concatenate([p_src, p_dst[other]])
+        row = np.concatenate([previous, previous[other]])
+        order = np.lexsort((row, rank))
+        touched = row[order]
+        per_rank = np.bincount(rank, minlength=n_ranks)
+        first = np.cumsum(per_rank) - per_rank
+        found = per_rank[src]
+        n = np.maximum(found, 1)
+        counts[current] = n
+        at = np.repeat(first[src], n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
+        waited = touched[np.minimum(at, len(touched) - 1)] if len(touched) else at
+        parts.append(np.where(np.repeat(found > 0, n), waited, -1))
+        previous = current
+    counts[m] = len(previous)
+    parts.append(previous)
+    return counts, np.concatenate(parts)
+
+
 class _Flows:
     """The phases' engine flows as table rows, named `p<phase>.<...>` (`labs.sim.flows`)."""
 
@@ -143,7 +179,7 @@ class _Flows:
         self.rows = 0
         self.barriers: dict[int, list[int]] = {}
 
-    def add(self, phase: Phase, table: FlowTable, flow_ids: Sequence[int]) -> None:
+    def add(self, phase: Phase, table: FlowTable, flow_ids: npt.ArrayLike) -> None:
         self.tables.append(table)
         self.phase_of.append(np.full(len(table), phase.index, np.int32))
         self.flow_of.append(np.asarray(flow_ids, np.int64))
@@ -169,54 +205,43 @@ class _Flows:
         build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
         qps = self.timeline.sim.get("qps") or max([f.qp for f in phase.flows] + [0]) + 1
         schedule = build(phase.ranks, phase.message or 0, qps)
-        ids = {(f.src, f.dst, f.qp): f.flow_id for f in phase.flows}
-        # one iteration: its rows, what each waits for (rows of the iteration; -1 the barrier
-        # of the iteration before, for rows that wait for no step)
-        flows: list[StepFlow] = []
-        tails: list[bytes] = []
-        after: list[list[int]] = []
-        previous: list[int] = []
-        for k, step in enumerate(schedule.steps):
-            touching: dict[str, list[int]] = {}
-            for r in previous:
-                g = flows[r]
-                touching.setdefault(g.src, []).append(r)
-                if g.dst != g.src:
-                    touching.setdefault(g.dst, []).append(r)
-            current = []
-            for f in step:
-                current.append(len(flows))
-                after.append(touching.get(f.src, [-1]))
-                flows.append(f)
-                tails.append(f"s{k}.{f.src}>{f.dst}.{f.qp}".encode())
-            previous = current or previous
-        after.append(previous)
-        tails.append(b"end")
-        m = len(flows)
-        ranks = phase.ranks
-        src = [f.src for f in flows] + [ranks[0]]
-        dst = [f.dst for f in flows] + [ranks[1 % len(ranks)]]
-        first = np.array([a == [-1] for a in after])
-        waits = np.array([len(a) for a in after], np.int64)
-        relative = np.array([r for a in after for r in a], np.int64)
-        columns = self._columns(phase, src)
+        steps, ranks = schedule.table, schedule.ranks
+        m = len(steps)
+        # one iteration: its rows then the barrier, and what each waits for (rows of the
+        # iteration; -1 the barrier of the iteration before, for rows that wait for no step)
+        waits, relative = _waits(steps, len(ranks))
+        starts = np.cumsum(waits) - waits
+        first = np.zeros(m + 1, np.bool_)
+        first[waits > 0] = relative[starts[waits > 0]] == -1
+        rank_host = np.array([self.host[r] for r in ranks], np.int32)
+        src = np.append(rank_host[steps.src], self.host[ranks[0]])
+        dst = np.append(rank_host[steps.dst], self.host[ranks[1 % len(ranks)]])
+        names = np.array(ranks, dtype=object)
+        rows = zip(
+            steps.step.tolist(),
+            names[steps.src].tolist(),
+            names[steps.dst].tolist(),
+            steps.qp.tolist(),
+            strict=True,
+        )
+        tails = np.array([f"s{k}.{a}>{b}.{qp}" for k, a, b, qp in rows] + ["end"], np.bytes_)
+        columns = self._columns(phase, [*names[steps.src].tolist(), ranks[0]])
         columns["dscp"][m] = 26  # the barrier: an open-loop flow of Flow's defaults
         barrier = np.arange(m + 1) == m
-        names, counts, afters = [], [], []
+        heads, counts, afters = [], [], []
         self.barriers[phase.index] = []
         for it in range(phase.iterations):
             base = it * (m + 1)
-            head = f"p{phase.index}.i{it}.".encode()
-            names.append(np.array([head + t for t in tails], dtype=np.bytes_))
+            heads.append(np.char.add(f"p{phase.index}.i{it}.".encode(), tails))
             counts.append(np.where(first, 0, waits) if it == 0 else waits)
             afters.append(relative[relative >= 0] if it == 0 else relative + base)
             self.barriers[phase.index].append(self.rows + base + m)
         n = phase.iterations
         table = FlowTable.of(
-            np.concatenate(names) if n else [],
-            np.tile([self.host[s] for s in src], n),
-            np.tile([self.host[d] for d in dst], n),
-            size=np.tile([f.bytes for f in flows] + [0], n),
+            np.concatenate(heads) if n else [],
+            np.tile(src, n),
+            np.tile(dst, n),
+            size=np.tile(np.append(steps.bytes, 0), n),
             start=phase.at,
             dscp=np.tile(columns["dscp"], n),
             dcqcn=np.tile(~barrier & columns["dcqcn"], n),
@@ -226,8 +251,15 @@ class _Flows:
             after_start=np.concatenate([[0], np.cumsum(np.concatenate(counts))]) if n else [0],
             after=np.concatenate(afters) if n else [],
         )
-        flow_ids = [ids.get((f.src, f.dst, f.qp), -1) for f in flows] + [-1]
-        self.add(phase, table, flow_ids * n)
+        ids = {(f.src, f.dst, f.qp): f.flow_id for f in phase.flows}
+        keys = (steps.src.astype(np.int64) * len(ranks) + steps.dst) * qps + steps.qp
+        unique, inverse = np.unique(keys, return_inverse=True)
+        found = [
+            ids.get((ranks[k // qps // len(ranks)], ranks[k // qps % len(ranks)], k % qps), -1)
+            for k in unique.tolist()
+        ]
+        flow_ids = np.append(np.array(found, np.int64)[inverse.reshape(-1)], -1)
+        self.add(phase, table, np.tile(flow_ids, n))
 
     def open_loop(self, phase: Phase) -> None:
         spans = [(phase.at, phase.at + phase.duration)]

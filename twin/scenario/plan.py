@@ -127,8 +127,7 @@ def phase_flows(lab: Lab, phase: Traffic) -> list[Flow]:
         return [Flow(s, phase.dst, 0, qp) for s in phase.src for qp in range(phase.qps)]
     build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
     schedule = build(ranks(lab, phase), 1 << 20, phase.qps)
-    unique = {(f.src, f.dst, f.qp): f for step in schedule.steps for f in step}
-    return list(unique.values())
+    return [Flow(src, dst, 0, qp) for src, dst, qp in schedule.queue_pairs()]
 
 
 def host_dscp(lab: Lab, server: str, phase: Traffic) -> int:
