@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 
 import numpy as np
@@ -11,6 +12,8 @@ import pytest
 from labs.sim import ExperimentError, Flow, simulate
 from labs.sim.fabrics import leaf_spine, ring_allreduce, ring_allreduce_table, with_flows
 from labs.sim.flows import TRANSPORTS, FlowTable
+from labs.sim.timeline import _waits
+from traffic.collectives import Schedule, all_to_all, halving_doubling_all_reduce, ring_all_reduce
 
 
 def _fabric() -> tuple[list[str], list[Flow]]:
@@ -128,3 +131,50 @@ def test_rows_past_a_chunk_are_passed_and_read_back() -> None:
     for column in ("bytes_delivered", "completion", "retransmitted_packets"):
         assert getattr(behind.table, column)[n:].tolist() == getattr(alone.table, column).tolist()
     assert alone.table.bytes_delivered.tolist() == [3_000_000, 2_000_000]
+
+
+def _waits_by_definition(schedule: Schedule) -> list[list[int]]:
+    """What each row of one iteration waits for, one flow at a time: the rows of the step
+    before that its source sent or received in ([-1]: the barrier before); the barrier, the
+    last step's rows."""
+    rows = [[(k, f) for f in step] for k, step in enumerate(schedule.steps)]
+    after: list[list[int]] = []
+    previous: list[tuple[int, str, str]] = []  # (row, src, dst) of the last step with rows
+    row = 0
+    for step in rows:
+        current = []
+        for _, f in step:
+            touching = [r for r, s, d in previous if f.src in (s, d)]
+            after.append(touching or [-1])
+            current.append((row, f.src, f.dst))
+            row += 1
+        previous = current or previous
+    return [*after, [r for r, _, _ in previous]]
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        ring_all_reduce(["a", "b", "c", "d", "e"], 5000, 2),
+        ring_all_reduce(["a", "b", "c"], 2, 2),  # chunks 1, 1, 0: some ranks idle
+        ring_all_reduce(["a", "b", "c"], 0),  # no rows at all
+        halving_doubling_all_reduce(["a", "b", "c", "d"], 4000, 3),
+        all_to_all(["a", "b", "c"], 3000),
+    ],
+    ids=["ring", "idle-ranks", "empty", "halving-doubling", "all-to-all"],
+)
+def test_collective_rows_wait_for_the_step_before(schedule: Schedule) -> None:
+    counts, rows = _waits(schedule.table, len(schedule.ranks))
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    found = [rows[a:b].tolist() for a, b in itertools.pairwise(starts.tolist())]
+    assert found == _waits_by_definition(schedule)
+
+
+def test_a_constant_column_takes_no_memory() -> None:
+    a = FlowTable.of([b"x", b"y"], [0, 1], [1, 0], rate=5e9)
+    b = FlowTable.of([b"z"], [0], [1], rate=5e9)
+    c = FlowTable.of([b"w"], [1], [0], rate=1e9)
+    assert a.rate.strides == (0,) and FlowTable.concat([a, b]).rate.strides == (0,)
+    assert FlowTable.concat([a, b]).rate.tolist() == [5e9] * 3
+    assert FlowTable.concat([a, c]).rate.tolist() == [5e9, 5e9, 1e9]
+    assert FlowTable.concat([a, b, c]).after.dtype == np.int32

@@ -133,3 +133,57 @@ def test_a_step_waits_for_its_slowest_pair() -> None:
     assert s.completion_bound_s(100e9, lambda a, b: far.get((a, b), 1e-6)) == pytest.approx(
         480e-6 + 6e-5
     )
+
+
+BUILDERS = [
+    ring_all_reduce,
+    halving_doubling_all_reduce,
+    ring_all_gather,
+    ring_reduce_scatter,
+    all_to_all,
+]
+
+
+def per_step_bound(s: Schedule, link_bps: float, latency: Callable[[str, str], float]) -> float:
+    """The bound as its definition reads, one step and one flow at a time."""
+    total = 0.0
+    for step in s.steps:
+        load: dict[tuple[str, bool], int] = {}
+        for f in step:
+            load[f.src, True] = load.get((f.src, True), 0) + f.bytes
+            load[f.dst, False] = load.get((f.dst, False), 0) + f.bytes
+        slowest = max((latency(f.src, f.dst) for f in step), default=0.0)
+        total += slowest + 8 * max(load.values(), default=0) / link_bps
+    return total
+
+
+@given(st.sampled_from(BUILDERS), st.integers(0, 3), st.integers(0, 10**7), st.integers(1, 4))
+def test_the_table_bound_is_the_per_step_bound(
+    build: Builder, log_n: int, size: int, qps: int
+) -> None:
+    s = build(ranks(2**log_n), size, qps)  # type: ignore[call-arg]
+    far = {r: i * 1e-7 for i, r in enumerate(RANKS)}
+    latency = lambda a, b: far[a] + 2 * far[b]  # noqa: E731
+    assert s.completion_bound_s(100e9, latency) == per_step_bound(s, 100e9, latency)
+    assert s.completion_bound_s(3e9) == per_step_bound(s, 3e9, lambda a, b: 0.0)
+
+
+@pytest.mark.parametrize("build", BUILDERS)
+def test_the_table_holds_the_steps_rows(build: Builder) -> None:
+    s = build(ranks(4), 1000)
+    t = s.table
+    bounds = t.bounds()
+    assert len(bounds) == len(s.steps) + 1 and bounds[-1] == len(t)
+    for k, step in enumerate(s.steps):
+        rows = range(bounds[k], bounds[k + 1])
+        assert [(f.src, f.dst, f.qp, f.bytes) for f in step] == [
+            (s.ranks[t.src[r]], s.ranks[t.dst[r]], int(t.qp[r]), int(t.bytes[r])) for r in rows
+        ]
+
+
+def test_queue_pairs_in_order_of_first_use() -> None:
+    s = ring_all_reduce(ranks(3), 2, qps_per_peer=2)  # chunks 1, 1, 0: qp 1 never carries
+    assert s.queue_pairs() == [("s0", "s1", 0), ("s1", "s2", 0), ("s2", "s0", 0)]
+    hd = halving_doubling_all_reduce(ranks(4), 4000)
+    assert hd.queue_pairs()[:2] == [("s0", "s2", 0), ("s1", "s3", 0)]
+    assert len(hd.queue_pairs()) == 8  # each rank's 2 partners
