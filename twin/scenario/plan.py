@@ -6,12 +6,11 @@ Pure: reads the lab directory, runs nothing.
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-import networkx as nx
 
 from labs import backend
 from labs.backend import FlowSpec, Phase, ProbePair, Timeline
@@ -50,17 +49,37 @@ def propagation(lab: Lab) -> Callable[[str, str], float]:
     """One-way propagation delay (s) between two servers: the cables of the shortest way
     through the switches (no server transits), at 5 ns/m."""
     servers = set(lab.nodes("server"))
+    near: dict[str, dict[str, float]] = {}  # node -> neighbour -> its shortest cable's delay
+    for u, v, e in lab.graph.edges(data=True):
+        delay = PROPAGATION_S_PER_M * float(e["cable_m"])
+        for a, b in ((u, v), (v, u)):
+            near.setdefault(a, {})[b] = min(delay, near.get(a, {}).get(b, delay))
+
+    @cache
+    def from_switch(switch: str) -> dict[str, float]:
+        """Dijkstra from a switch; a server ends a path."""
+        found: dict[str, float] = {}
+        todo = [(0.0, switch)]
+        while todo:
+            d, u = heapq.heappop(todo)
+            if u in found:
+                continue
+            found[u] = d
+            if u in servers:
+                continue
+            for v, w in near.get(u, {}).items():
+                if v not in found:
+                    heapq.heappush(todo, (d + w, v))
+        return found
 
     @cache
     def reach(src: str) -> dict[str, float]:
-        def cable(u: str, _: str, edges: dict[Any, dict[str, Any]]) -> float | None:
-            if u in servers and u != src:
-                return None  # a server is where a path ends
-            return PROPAGATION_S_PER_M * min(float(e["cable_m"]) for e in edges.values())
-
-        found: dict[str, float] = nx.single_source_dijkstra_path_length(
-            lab.graph, src, weight=cable
-        )
+        found = {src: 0.0}
+        for first, w in near.get(src, {}).items():
+            ways = {first: 0.0} if first in servers else from_switch(first)
+            for dst, d in ways.items():
+                if dst != src and w + d < found.get(dst, math.inf):
+                    found[dst] = w + d
         return found
 
     return lambda src, dst: reach(src).get(dst, 0.0)
