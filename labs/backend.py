@@ -294,6 +294,10 @@ class Backend(Protocol):
     """Whether a twin holds what is named after its lab on this machine or cluster
     (namespaces, containers): then one twin of a name runs at a time, and the lifecycle
     records which lab directory deployed it."""
+    computed: ClassVar[bool]
+    """Whether the twin's play is a computation (sim, fake), not processes on the wall clock
+    whose timing load disturbs (routing daemons, traffic): only beside a computed play does
+    `twin run` judge the static validators at the same time."""
 
     def check(self, lab: Lab) -> None:
         """Refuse, before anything is created, a lab this backend cannot run here (a tool or

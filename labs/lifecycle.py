@@ -338,6 +338,7 @@ class Managed:
         self.backend = backend
         self.name = backend.name
         self.capabilities = backend.capabilities
+        self.computed = backend.computed
         self.force_owner = force_owner
 
     def check(self, lab: Lab) -> None:

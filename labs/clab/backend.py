@@ -65,6 +65,7 @@ class ClabBackend:
 
     name: ClassVar[str] = "clab"
     claims_name: ClassVar[bool] = True
+    computed: ClassVar[bool] = False
     capabilities: ClassVar[frozenset[str]] = frozenset({"fib", "bgp", "counters", "flows"})
 
     def check(self, lab: Lab) -> None:

@@ -52,6 +52,7 @@ class ClabernetesBackend:
 
     name: ClassVar[str] = "clabernetes"
     claims_name: ClassVar[bool] = True
+    computed: ClassVar[bool] = False
     capabilities: ClassVar[frozenset[str]] = frozenset()
 
     def _topology(self, lab: Lab) -> dict[str, Any]:

@@ -66,6 +66,7 @@ class FakeBackend(ModelledBackend):
 
     name: ClassVar[str] = "fake"
     claims_name: ClassVar[bool] = False
+    computed: ClassVar[bool] = True
     capabilities: ClassVar[frozenset[str]] = frozenset(
         {"fib", "counters", "flows", "failover-probes"}
     )

@@ -42,6 +42,7 @@ class NetnsBackend:
 
     name: ClassVar[str] = "netns"
     claims_name: ClassVar[bool] = True
+    computed: ClassVar[bool] = False
     capabilities: ClassVar[frozenset[str]] = frozenset(
         {"fib", "bgp", "counters", "flows", "pcap", "probes", "failover-probes", "daemons"}
     )

@@ -77,6 +77,7 @@ class SimBackend(ModelledBackend):
 
     name: ClassVar[str] = "sim"
     claims_name: ClassVar[bool] = False
+    computed: ClassVar[bool] = True
     capabilities: ClassVar[frozenset[str]] = frozenset(
         {"fib", "counters", "flows", "queues", "pfc", "ecn", "deadlock", "iterations"}
     )

@@ -3,6 +3,7 @@ holds something; default run directories named after their scenario; long reason
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -10,6 +11,9 @@ import pytest
 
 from tests.simlab import small_lab
 from twin.cli import main as cli
+from twin.labdir import Lab
+from twin.verdict import verdict
+from validators.result import Result, Status
 
 SCENARIO = """\
 name: short-allreduce
@@ -83,3 +87,28 @@ def test_reasons_wrap_unless_wide(
     reason = next(line for line in wide if line.startswith("collective_efficiency"))
     tail = reason.split()[-1]
     assert len(reason) > 100 and any(line.strip().endswith(tail) for line in table)
+
+
+def test_static_validators_judged_beside_the_play_give_the_same_verdict(
+    lab: Path, scenario: Path, tmp_path: Path
+) -> None:
+    """The sim's play is a computation, so `twin run` judges the static validators beside it;
+    `twin report` judges them afresh: the same results, in the same order."""
+    out = tmp_path / "run"
+    cli.main(["run", str(lab), str(scenario), "--backend", "sim", "--out", str(out)])
+    during = json.loads((out / "report.json").read_text())["results"]
+    assert {"yang", "deadlock", "pfc_consistency"} <= {r["validator"] for r in during}
+    cli.main(["report", str(out)])
+    assert json.loads((out / "report.json").read_text())["results"] == during
+
+
+def test_static_results_judged_ahead_are_the_ones_reported(
+    lab: Path, scenario: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    cli.main(["run", str(lab), str(scenario), "--backend", "sim", "--out", str(out)])
+    ahead = verdict.judge_static(Lab.open(lab), {}, static=True)
+    assert "yang" in ahead and "collective_efficiency" not in ahead  # static ones only
+    ahead["yang"] = [Result("yang", "fabric", Status.FAIL, "judged ahead")]
+    _, results = verdict.report_run(out, static=True, judged=ahead)
+    assert [r.reason for r in results if r.validator == "yang"] == ["judged ahead"]

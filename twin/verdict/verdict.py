@@ -31,16 +31,38 @@ def check_names(wanted: dict[str, dict[str, Any]], file: str) -> None:
         known[name].params(given or {}, file)
 
 
-def evaluate(lab: Lab, obs: Observations, wanted: dict[str, dict[str, Any]]) -> list[Result]:
-    """Run the wanted validators (static and dynamic) in the order given."""
+def evaluate(
+    lab: Lab,
+    obs: Observations,
+    wanted: dict[str, dict[str, Any]],
+    judged: dict[str, list[Result]] | None = None,
+) -> list[Result]:
+    """Run the wanted validators (static and dynamic) in the order given; a static one's
+    results may come `judged` already (`judge_static`)."""
     results: list[Result] = []
     for name, given in wanted.items():
         v = registry.get(name)
         if v.kind == "dynamic":
             results += registry.run_dynamic(lab, obs, [v], {name: given or {}})
+        elif judged is not None and name in judged:
+            results += judged[name]
         else:
             results += registry.run_static(lab, [v], {name: given or {}})
     return results
+
+
+def judge_static(
+    lab: Lab, wanted: dict[str, dict[str, Any]], static: bool = False
+) -> dict[str, list[Result]]:
+    """The results of the static validators `report_run` would run (the wanted ones; with
+    `static`, every one), by name: they read only the lab's configs, so they can be judged
+    while the twin plays and handed to `report_run` as `judged`."""
+    chosen = with_static(wanted) if static else wanted
+    return {
+        name: registry.run_static(lab, [registry.get(name)], {name: given or {}})
+        for name, given in chosen.items()
+        if registry.get(name).kind == "static"
+    }
 
 
 def lab_of(run_dir: Path, obs: Observations) -> Lab:
@@ -61,16 +83,19 @@ def with_static(wanted: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {**wanted, **rest}
 
 
-def report_run(run_dir: Path, static: bool = False) -> tuple[int, list[Result]]:
+def report_run(
+    run_dir: Path, static: bool = False, judged: dict[str, list[Result]] | None = None
+) -> tuple[int, list[Result]]:
     """Validate a run from its saved observations (and, with `static`, the lab's configs by
-    every static validator) and write its reports into it."""
+    every static validator; those `judged` already, by `judge_static` on the same lab, are
+    not run again) and write its reports into it."""
     obs = Observations.open(run_dir)
     refuse_links(run_dir, ("",))
     lab = lab_of(run_dir, obs)
     saved = run_dir / "scenario.yaml"
     wanted: dict[str, dict[str, Any]] = strict_yaml(saved).get("validate") or {}
     check_names(wanted, str(saved))
-    results = evaluate(lab, obs, with_static(wanted) if static else wanted)
+    results = evaluate(lab, obs, with_static(wanted) if static else wanted, judged)
     title = f"{obs.run['scenario']} on {obs.run['lab']} ({obs.run['backend']})"
     code = report.write(results, run_dir, title, str(obs.run["backend"]))
     params = {name: registry.get(name).params(given or {}) for name, given in wanted.items()}

@@ -17,6 +17,7 @@ import shutil
 import sys
 import threading
 import time
+from concurrent import futures
 from pathlib import Path
 
 from labs import lifecycle, registry
@@ -123,6 +124,13 @@ def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> in
         )
     stop = threading.Event()
     bar = threading.Thread(target=_bar, args=(scenario.duration, stop), daemon=True)
+    # a twin whose play is a computation leaves a core free: judge the static validators there
+    beside = futures.ThreadPoolExecutor(1, "static") if chosen.computed else None
+    static = (
+        beside.submit(verdict.judge_static, lab, scenario.validate_, not args.no_static)
+        if beside
+        else None
+    )
     try:
         progress(f"playing {scenario.name} ({scenario.duration:.0f} s)")
         if sys.stderr.isatty():
@@ -133,12 +141,15 @@ def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> in
         stop.set()
         if bar.is_alive():
             bar.join()
+        if beside:
+            beside.shutdown(wait=False, cancel_futures=True)
         if deployed and not args.keep:
             chosen.destroy(lab)
             progress(f"{lab.name}: destroyed")
     if (args.sim or (args.lab is None and args.backend is None)) and chosen.name != "sim":
         hybrid.add_data_plane(run_dir, lab, scenario, registry.get("sim"), progress)
-    code, results = verdict.report_run(run_dir, static=not args.no_static)
+    judged = static.result() if static else None
+    code, results = verdict.report_run(run_dir, static=not args.no_static, judged=judged)
     if args.junit:
         shutil.copyfile(run_dir / "junit.xml", args.junit)
     if args.json:
