@@ -478,6 +478,7 @@ def _configure(
 
     core = core_flows(exp, flows, seed, [[port_index[p] for p in own_ports[h]] for h in hosts])
     core.load(lib, handle)
+    lib.sim_keep_runs(handle, len(exp.flows))  # their final rate and alpha are reported
 
     d = exp.dcqcn
     lib.sim_set_dcqcn(

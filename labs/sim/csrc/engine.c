@@ -88,11 +88,35 @@ int q_pop(Sim *s, Port *P, int qi) {
 
 /* ---- flows: completion and dependencies ---- */
 
+/* a cleared run state from the pool (the pool may move: hold no Run pointer across this) */
+int run_alloc(Sim *s) {
+    if (s->run_free < 0) {
+        int32_t old = s->cap_runs;
+        s->cap_runs = old ? old * 2 : 1024;
+        s->runs = realloc(s->runs, (size_t)s->cap_runs * sizeof(Run));
+        for (int32_t i = old; i < s->cap_runs; i++) s->runs[i].next_free = i + 1 < s->cap_runs ? i + 1 : -1;
+        s->run_free = old;
+    }
+    int r = s->run_free;
+    s->run_free = s->runs[r].next_free;
+    memset(&s->runs[r], 0, sizeof(Run));
+    if (++s->runs_used > s->runs_peak) s->runs_peak = s->runs_used;
+    return r;
+}
+
+/* done: an open flow gives its run state back (no packet of it is left: what it sent was
+ * delivered or dropped); a reliable one keeps it (see Run) */
 void flow_done(Sim *s, int f) {
     Flow *F = &s->flows[f];
     F->state = FL_DONE;
     F->t_done = s->now;
     s->open_flows--;
+    if (F->run >= 0 && !F->transport && f >= s->keep_runs) {
+        s->runs[F->run].next_free = s->run_free;
+        s->run_free = F->run;
+        F->run = -1;
+        s->runs_used--;
+    }
     for (int i = s->dep_start[f]; i < s->dep_start[f + 1]; i++) {
         Flow *D = &s->flows[s->dependents[i]];
         if (--D->n_deps == 0) {
@@ -129,7 +153,7 @@ void drop_pkt(Sim *s, int pk, int port, int counter) {
         sim_log(s, LOG_LOSSLESS_DROP, port, K->prio, 0);
     }
     if (!(K->flags & PK_CTRL)) {
-        if (s->flows[K->flow].t_drop < 0) s->flows[K->flow].t_drop = s->now;
+        if (s->flows[K->flow].t_drop < 0) s->flows[K->flow].t_drop = s->now; /* started: see Flow */
         s->flows[K->flow].dropped += K->size - s->hdr_bytes;
         flow_account(s, K->flow);
     }
