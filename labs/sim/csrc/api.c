@@ -180,14 +180,22 @@ static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
 }
 
 /* flows [first, first + n): rows of 12 ints (src, dst, port, dscp, prio, dcqcn, ect, pkt_size,
- * ttl, n_deps, hash, transport) and of 5 numbers (size or -1 for open-ended, rate, start, stop,
- * dependency delay); called for consecutive ranges, from flow 0 */
-void sim_set_flows(Sim *s, int first, int n, const int64_t *ints, const double *nums) {
+ * ttl, n_deps, hash, transport), of 5 numbers (size or -1 for open-ended, rate, start, stop,
+ * dependency delay) and, one after the other, the n_deps flows each waits for; called for
+ * consecutive ranges, from flow 0, after sim_set_dependents */
+void sim_set_flows(Sim *s, int first, int n, const int64_t *ints, const double *nums, const int32_t *after) {
     int32_t before = s->n_rel;
+    int64_t edges = 0;
     for (int i = 0; i < n; i++) {
         Flow *f = &s->flows[first + i];
         set_flow(f, ints + 12 * i, nums + 5 * i);
         if (f->transport) f->rel = s->n_rel++;
+        for (int k = 0; k < f->n_deps; k++) s->dependents[s->dep_start[after[edges++]]++] = first + i;
+    }
+    /* dep_start[a] was moved to the end of a's dependents, the start of a + 1's */
+    if (edges > 0 && (s->deps_left -= edges) == 0) {
+        memmove(s->dep_start + 1, s->dep_start, (size_t)s->n_flows * sizeof(int32_t));
+        s->dep_start[0] = 0;
     }
     s->rel = realloc(s->rel, (size_t)(s->n_rel ? s->n_rel : 1) * sizeof(Reliable));
     memset(s->rel + before, 0, (size_t)(s->n_rel - before) * sizeof(Reliable));
@@ -220,11 +228,12 @@ void sim_set_loss(Sim *s, int port, double start, double end, double p, int64_t 
     P->loss_n = n;
 }
 
-void sim_set_dependents(Sim *s, const int32_t *start, const int32_t *dependents) {
+/* start (n_flows + 1 entries): where each flow's dependents (the flows that wait for it, in
+ * order) begin; sim_set_flows fills them in, from what each flow waits for */
+void sim_set_dependents(Sim *s, const int32_t *start) {
     memcpy(s->dep_start, start, (size_t)(s->n_flows + 1) * sizeof(int32_t));
-    int n = start[s->n_flows];
-    s->dependents = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
-    memcpy(s->dependents, dependents, (size_t)n * sizeof(int32_t));
+    s->deps_left = start[s->n_flows];
+    s->dependents = malloc((size_t)(s->deps_left ? s->deps_left : 1) * sizeof(int32_t));
 }
 
 /* g, alpha period, timer, byte counter, F, R_AI, R_HAI, min rate, CNP interval, initial alpha,
@@ -298,7 +307,7 @@ void sim_set_checks(Sim *s, double interval, int deadlock_on, double stall, int 
     s->storm_time = ps(storm_time);
 }
 
-/* run from time 0 to `duration` seconds; returns 1 if it stopped on a deadlock */
+/* run from time 0 to `duration` seconds, once; returns 1 if it stopped on a deadlock */
 int sim_run(Sim *s, double duration, int stop_when_done) {
     s->stop_when_done = (uint8_t)stop_when_done;
     for (int f = 0; f < s->n_flows; f++) {
@@ -310,6 +319,9 @@ int sim_run(Sim *s, double duration, int stop_when_done) {
     ps_t end = ps(duration);
     sim_step_all(s, end);
     settle_flows(s);
+    free(s->dependents); /* needed no more: free before the results are read back */
+    free(s->dep_start);
+    s->dependents = s->dep_start = NULL;
     if (!s->stopped) s->now = end;
     for (int p = 0; p < s->n_ports; p++) {
         Port *P = &s->ports[p];

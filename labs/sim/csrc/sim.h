@@ -263,6 +263,7 @@ typedef struct {
     int32_t *rt_start, *rt_nh; /* CSR: node * n_hosts + host -> next-hop ports */
     int32_t ports_down;
     int32_t *dep_start, *dependents; /* CSR: flow -> flows waiting for it */
+    int64_t deps_left;               /* dependents sim_set_flows has still to fill in */
     Storm *storms;
     int32_t n_tables, n_rates;
     int32_t **tables; /* timed route tables: 2 per table (rt_start, rt_nh) */
