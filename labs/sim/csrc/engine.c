@@ -34,16 +34,24 @@ void sim_log_at(Sim *s, ps_t t, int kind, int a, int b, int c) {
 
 void sim_log(Sim *s, int kind, int a, int b, int c) { sim_log_at(s, s->now, kind, a, b, c); }
 
-/* ---- packet pool ---- */
+/* ---- pools: items in one array, the free ones linked by an int32 index ---- */
+
+/* an empty free list: double the pool (first `initial` items) and link its new items (their
+ * link an int32 at byte `link` of each), the first free one in *free; returns the moved pool */
+void *pool_grow(void *items, size_t size, size_t link, int32_t *cap, int32_t *free, int32_t initial) {
+    int32_t old = *cap;
+    *cap = old ? old * 2 : initial;
+    items = realloc(items, (size_t)*cap * size);
+    for (int32_t i = old; i < *cap; i++) {
+        int32_t next = i + 1 < *cap ? i + 1 : -1;
+        memcpy((char *)items + (size_t)i * size + link, &next, sizeof next);
+    }
+    *free = old;
+    return items;
+}
 
 int pkt_alloc(Sim *s) {
-    if (s->pkt_free < 0) {
-        int32_t old = s->pkt_cap;
-        s->pkt_cap = old ? old * 2 : 4096;
-        s->pkts = realloc(s->pkts, (size_t)s->pkt_cap * sizeof(Pkt));
-        for (int32_t i = old; i < s->pkt_cap; i++) s->pkts[i].next = i + 1 < s->pkt_cap ? i + 1 : -1;
-        s->pkt_free = old;
-    }
+    if (s->pkt_free < 0) s->pkts = pool_grow(s->pkts, sizeof(Pkt), offsetof(Pkt, next), &s->pkt_cap, &s->pkt_free, 4096);
     int pk = s->pkt_free;
     s->pkt_free = s->pkts[pk].next;
     s->pkts[pk].next = -1;
@@ -90,13 +98,7 @@ int q_pop(Sim *s, Port *P, int qi) {
 
 /* a cleared run state from the pool (the pool may move: hold no Run pointer across this) */
 int run_alloc(Sim *s) {
-    if (s->run_free < 0) {
-        int32_t old = s->cap_runs;
-        s->cap_runs = old ? old * 2 : 1024;
-        s->runs = realloc(s->runs, (size_t)s->cap_runs * sizeof(Run));
-        for (int32_t i = old; i < s->cap_runs; i++) s->runs[i].next_free = i + 1 < s->cap_runs ? i + 1 : -1;
-        s->run_free = old;
-    }
+    if (s->run_free < 0) s->runs = pool_grow(s->runs, sizeof(Run), offsetof(Run, next_free), &s->cap_runs, &s->run_free, 1024);
     int r = s->run_free;
     s->run_free = s->runs[r].next_free;
     memset(&s->runs[r], 0, sizeof(Run));

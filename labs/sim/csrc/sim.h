@@ -8,6 +8,7 @@
 #ifndef FT_SIM_H
 #define FT_SIM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define NPRIO 8
@@ -315,6 +316,7 @@ void evq_free(EventQueue *q);
 double rng_uniform(Sim *s);
 void sim_log(Sim *s, int kind, int a, int b, int c);
 void sim_log_at(Sim *s, ps_t t, int kind, int a, int b, int c);
+void *pool_grow(void *items, size_t size, size_t link, int32_t *cap, int32_t *free, int32_t initial);
 int pkt_alloc(Sim *s);
 void pkt_free(Sim *s, int pk);
 void q_push(Sim *s, Port *P, int qi, int pk);
