@@ -198,17 +198,16 @@ def crc32(
     return crc ^ np.uint32(0xFFFFFFFF)
 
 
-def _keys(table: FlowTable, seed: int, hosts: Sequence[Host]) -> npt.NDArray[np.int64]:
-    """Each flow's ECMP key: its 5-tuple (UDP source port from its name, to 4791) hashed
-    with the seed (CRC-32 of `seed|src|dst|sport|4791|17`, the sport 49152-65535)."""
-    n = len(table)
-    names = table.names
-    width = names.dtype.itemsize
-    text = np.frombuffer(names.tobytes(), np.uint8).reshape(n, width)
-    sport = 0xC000 | (crc32(text, np.char.str_len(names), np.zeros(n, np.uint32)) & 0x3FFF)
-    pairs, pair = np.unique(
-        table.src.astype(np.int64) * len(hosts) + table.dst, return_inverse=True
-    )
+def _pairs(
+    table: FlowTable, seed: int, hosts: Sequence[Host]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
+    """The (source, destination) pairs of a table's rows, as src * len(hosts) + dst sorted,
+    and the CRC-32 of each pair's `seed|src|dst|` (where its rows' ECMP keys start)."""
+    pair = table.src.astype(np.int64)
+    pair *= len(hosts)
+    pair += table.dst
+    pairs = np.unique(pair)
+    del pair
     prefixes = np.array(
         [
             zlib.crc32(
@@ -218,51 +217,109 @@ def _keys(table: FlowTable, seed: int, hosts: Sequence[Host]) -> npt.NDArray[np.
         ],
         np.uint32,
     )
-    digits = [(sport // 10**k % 10 + ord("0")).astype(np.uint8) for k in range(4, -1, -1)]
-    tail = np.frombuffer(b"|4791|17", np.uint8)
-    suffix = np.column_stack([*digits, np.broadcast_to(tail, (n, len(tail)))])
-    keys = crc32(suffix, np.full(n, suffix.shape[1]), prefixes[pair.reshape(-1)])
-    return keys.astype(np.int64)
+    return pairs, prefixes
+
+
+SUFFIX = np.frombuffer(b"|4791|17", np.uint8)
+"""The end of a flow's 5-tuple as its ECMP key hashes it: destination UDP port and protocol."""
 
 
 @dataclass
 class CoreFlows:
-    """A flow table as the core takes it (sim_set_flows, sim_set_dependents): per flow 12
-    integers (source and destination node, port, DSCP, priority, DCQCN, ECT, packet bytes,
-    TTL, flows it waits for, ECMP key, transport) and 5 numbers (size, rate, start, stop,
-    delay after what it waits for), as columns."""
+    """A checked flow table as the core takes it (sim_set_flows, sim_set_dependents): per flow
+    12 integers (source and destination node, port, DSCP, priority, DCQCN, ECT, packet bytes,
+    TTL, flows it waits for, ECMP key, transport) and 5 numbers (size, rate, start, stop, delay
+    after what it waits for), made a chunk of rows at a time (the table's columns are only
+    read, a chunk at a time: a column may be a read-only view, such as np.broadcast_to's);
+    and where each flow's dependents start."""
 
-    ints: list[npt.NDArray[Any]]
-    nums: list[npt.NDArray[Any]]
+    table: FlowTable
+    packet_bytes: int
+    switches: int
+    n_hosts: int
+    maps: npt.NDArray[np.int64]
+    """Per host, its dscp_to_tc (the priority of a row without one)."""
+    count: npt.NDArray[np.int64]
+    """Per host, its ports."""
+    host_ports: npt.NDArray[np.int64]
+    """Per host, its ports' indices (-1 past its count)."""
+    pairs: npt.NDArray[np.int64]
+    prefixes: npt.NDArray[np.uint32]
     dep_start: npt.NDArray[np.int32]
-    dependents: npt.NDArray[np.int32]
+
+    def keys(self, rows: slice, src: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+        """The ECMP keys of `rows`: their 5-tuple (UDP source port from the name, to 4791)
+        hashed with the seed (CRC-32 of `seed|src|dst|sport|4791|17`, sport 49152-65535)."""
+        names = np.ascontiguousarray(self.table.names[rows])
+        n = len(names)
+        text = np.frombuffer(names.tobytes(), np.uint8).reshape(n, names.dtype.itemsize)
+        sport = 0xC000 | (crc32(text, np.char.str_len(names), np.zeros(n, np.uint32)) & 0x3FFF)
+        pair = src.astype(np.int64) * self.n_hosts + self.table.dst[rows]
+        start = self.prefixes[np.searchsorted(self.pairs, pair)]
+        digits = [(sport // 10**k % 10 + ord("0")).astype(np.uint8) for k in range(4, -1, -1)]
+        suffix = np.column_stack([*digits, np.broadcast_to(SUFFIX, (n, len(SUFFIX)))])
+        return crc32(suffix, np.full(n, suffix.shape[1]), start).astype(np.int64)
+
+    def rows(self, first: int, end: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """The core's integers and numbers of rows [first, end), row-major."""
+        t, rows = self.table, slice(first, end)
+        src, dscp, src_port = t.src[rows], t.dscp[rows], t.src_port[rows]
+        keys = self.keys(rows, src)
+        position = np.where(src_port >= 0, src_port, keys % self.count[src])
+        packet = t.packet_bytes[rows]
+        priority = t.priority[rows]
+        ints = np.column_stack(
+            [
+                src + self.switches,
+                t.dst[rows] + self.switches,
+                self.host_ports[src, position],
+                dscp,
+                np.where(priority >= 0, priority, self.maps[src, dscp]),
+                t.dcqcn[rows],
+                t.ecn_capable[rows],
+                np.where(packet > 0, packet, self.packet_bytes),
+                t.ttl[rows],
+                np.diff(t.after_start[first : end + 1]),
+                keys,
+                t.transport[rows],
+            ]
+        ).astype(np.int64, copy=False)
+        stop = t.stop[rows]
+        nums = np.column_stack(
+            [
+                t.size[rows],
+                t.rate[rows],
+                t.start[rows],
+                np.where(np.isinf(stop), NEVER, stop),
+                t.after_delay[rows],
+            ]
+        ).astype(np.float64, copy=False)
+        return np.ascontiguousarray(ints), np.ascontiguousarray(nums)
 
     def load(self, lib: ctypes.CDLL, handle: int, chunk: int = 1 << 16) -> None:
         """Pass the flows to the core, `chunk` rows at a time (to keep memory low)."""
-        n = len(self.dep_start) - 1
+        t, n = self.table, len(self.table)
+        lib.sim_set_dependents(handle, self.dep_start.ctypes.data_as(native.PI32))
         for first in range(0, n, chunk):
-            rows = slice(first, min(first + chunk, n))
-            ints = np.column_stack([c[rows] for c in self.ints]).astype(np.int64, copy=False)
-            nums = np.column_stack([c[rows] for c in self.nums]).astype(np.float64, copy=False)
-            ints, nums = np.ascontiguousarray(ints), np.ascontiguousarray(nums)
+            end = min(first + chunk, n)
+            ints, nums = self.rows(first, end)
+            edges = slice(int(t.after_start[first]), int(t.after_start[end]))
+            after = np.ascontiguousarray(t.after[edges], dtype=np.int32)
             lib.sim_set_flows(
                 handle,
                 first,
-                len(ints),
+                end - first,
                 ints.ctypes.data_as(native.PI64),
                 nums.ctypes.data_as(native.PF64),
+                (after if len(after) else np.zeros(1, np.int32)).ctypes.data_as(native.PI32),
             )
-        lib.sim_set_dependents(
-            handle,
-            self.dep_start.ctypes.data_as(native.PI32),
-            self.dependents.ctypes.data_as(native.PI32),
-        )
 
 
 def core_flows(
     exp: Experiment, table: FlowTable, seed: int, host_ports: list[list[int]]
 ) -> CoreFlows:
-    """Check a table's rows and turn them into the core's columns."""
+    """Check a table's rows (over the whole table, column by column: no column is copied)
+    and what turns them into the core's columns."""
     n, n_hosts, hosts = len(table), len(exp.hosts), exp.hosts
     src, dst = table.src, table.dst
     _first(table, (src < 0) | (src >= n_hosts) | (dst < 0) | (dst >= n_hosts), "not a host")
@@ -276,25 +333,27 @@ def core_flows(
         (table.src_port >= count[src]) | (table.src_port < -1),
         "src_port is not a port of its source",
     )
-    size = np.where(table.packet_bytes > 0, table.packet_bytes, exp.packet_bytes)
+    packet, default_ok = table.packet_bytes, 64 <= exp.packet_bytes <= 65535
     _first(
         table,
         (table.dscp < 0)
         | (table.dscp > 63)
         | (table.ttl < 1)
         | (table.ttl > 255)
-        | (size < 64)
-        | (size > 65535),
+        | ((packet > 0) & ((packet < 64) | (packet > 65535)))
+        | ((packet <= 0) & (not default_ok)),
         "dscp 0-63, ttl 1-255, packet_bytes 64-65535",
     )
     maps = np.array(
         [[h.qos.dscp_to_tc.get(d, 0) for d in range(64)] for h in hosts] or [[0] * 64], np.int64
     )
-    prio = np.where(table.priority >= 0, table.priority, maps[src, table.dscp])
-    rows = np.flatnonzero((prio < 0) | (prio >= NPRIO))
+    own = table.priority >= 0
+    bad_map = (maps < 0) | (maps >= NPRIO)
+    rows = np.flatnonzero((own & (table.priority >= NPRIO)) | (~own & bad_map[src, table.dscp]))
     if rows.size:
         r = int(rows[0])
-        raise ExperimentError(f"flow {table.name(r)}: priority {prio[r]} is not 0-7")
+        prio = table.priority[r] if own[r] else maps[src[r], table.dscp[r]]
+        raise ExperimentError(f"flow {table.name(r)}: priority {prio} is not 0-7")
     _first(
         table,
         (table.transport < 0) | (table.transport >= len(TRANSPORTS)),
@@ -305,49 +364,28 @@ def core_flows(
         table.dcqcn & (table.transport == TRANSPORTS.index("tcp")),
         "transport tcp has its own congestion control",
     )
-    waits = np.diff(table.after_start)
-    waiters = np.repeat(np.arange(n, dtype=np.int32), waits)
-    bad = (table.after < 0) | (table.after >= n)
-    if bad.any():
-        raise ExperimentError(
-            f"flow {table.name(int(waiters[bad][0]))}: after a row not in the table"
-        )
-    keys = _keys(table, seed, hosts)
+    bad = np.flatnonzero((table.after < 0) | (table.after >= n))
+    if bad.size:
+        waiter = int(np.searchsorted(table.after_start, bad[0], side="right")) - 1
+        raise ExperimentError(f"flow {table.name(waiter)}: after a row not in the table")
     width = int(count.max())
-    table_ports = np.full((max(n_hosts, 1), max(width, 1)), -1, np.int64)
-    for h, ports in enumerate(host_ports):
-        table_ports[h, : len(ports)] = ports
-    position = np.where(table.src_port >= 0, table.src_port, keys % count[src])
-    switches = len(exp.switches)
-    ints: list[npt.NDArray[Any]] = [
-        src + switches,
-        dst + switches,
-        table_ports[src, position],
-        table.dscp,
-        prio,
-        table.dcqcn,
-        table.ecn_capable,
-        size,
-        table.ttl,
-        waits,
-        keys,
-        table.transport,
-    ]
-    nums: list[npt.NDArray[Any]] = [
-        table.size,
-        table.rate,
-        table.start,
-        np.where(np.isinf(table.stop), NEVER, table.stop),
-        table.after_delay,
-    ]
-    order = np.argsort(table.after, kind="stable")
+    ports = np.full((max(n_hosts, 1), max(width, 1)), -1, np.int64)
+    for h, own_ports in enumerate(host_ports):
+        ports[h, : len(own_ports)] = own_ports
     dep_start = np.zeros(n + 1, np.int32)
     np.cumsum(np.bincount(table.after, minlength=n), out=dep_start[1:])
+    pairs, prefixes = _pairs(table, seed, hosts)
     return CoreFlows(
-        ints,
-        nums,
+        table,
+        exp.packet_bytes,
+        len(exp.switches),
+        n_hosts,
+        maps,
+        count,
+        ports,
+        pairs,
+        prefixes,
         dep_start,
-        np.ascontiguousarray(waiters[order], dtype=np.int32),
     )
 
 
@@ -478,6 +516,7 @@ def _configure(
 
     core = core_flows(exp, flows, seed, [[port_index[p] for p in own_ports[h]] for h in hosts])
     core.load(lib, handle)
+    lib.sim_keep_runs(handle, len(exp.flows))  # their final rate and alpha are reported
 
     d = exp.dcqcn
     lib.sim_set_dcqcn(

@@ -53,7 +53,7 @@ def simulate(
 
 def _collect(lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped: bool) -> Result:
     h, layout = built.handle, built.layout
-    counts = (native.I64 * 7)()
+    counts = (native.I64 * native.COUNTS)()
     lib.sim_counts(h, counts)
     n_samples, n_log, n_cycles, n_changes = counts[2], counts[3], counts[4], counts[6]
     changes = np.zeros((0, 3), np.int32)

@@ -23,6 +23,8 @@ PORT_FIELDS = 12
 FLOW_FIELDS = 10
 TRANSPORT_FIELDS = 7
 """Per flow, what sim_flow_transport writes."""
+COUNTS = 8
+"""What sim_counts writes."""
 
 _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_new": (P, [I32, I32, I32, I32, I32, I32, ctypes.c_uint64]),
@@ -32,8 +34,9 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_set_port": (None, [P, I32, I32, I32, I32, F64, F64]),
     "sim_set_link_ports": (None, [P, I32, I32, I32]),
     "sim_set_routes": (None, [P, PI32, PI32, I32]),
-    "sim_set_flows": (None, [P, I32, I32, PI64, PF64]),
-    "sim_set_dependents": (None, [P, PI32, PI32]),
+    "sim_set_flows": (None, [P, I32, I32, PI64, PF64, PI32]),
+    "sim_set_dependents": (None, [P, PI32]),
+    "sim_keep_runs": (None, [P, I32]),
     "sim_set_dcqcn": (None, [P, PF64]),
     "sim_set_transport": (None, [P, PF64]),
     "sim_set_loss": (None, [P, I32, F64, F64, F64, I64]),

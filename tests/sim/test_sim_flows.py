@@ -9,7 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from labs.sim import ExperimentError, Flow, simulate
+from labs.sim import ExperimentError, Flow, native, simulate
+from labs.sim.build import build
 from labs.sim.fabrics import leaf_spine, ring_allreduce, ring_allreduce_table, with_flows
 from labs.sim.flows import TRANSPORTS, FlowTable
 from labs.sim.timeline import _waits
@@ -178,3 +179,59 @@ def test_a_constant_column_takes_no_memory() -> None:
     assert FlowTable.concat([a, b]).rate.tolist() == [5e9] * 3
     assert FlowTable.concat([a, c]).rate.tolist() == [5e9, 5e9, 1e9]
     assert FlowTable.concat([a, b, c]).after.dtype == np.int32
+
+
+def test_constant_columns_may_be_read_only_views() -> None:
+    """A column of one value may be np.broadcast_to's read-only view (no memory per row): the
+    core reads it chunk by chunk and runs as with a copy."""
+    ranks, backups = _fabric()
+    fabric = leaf_spine(servers=4, leaves=2, spines=2, uplinks=1)
+    table = _as_table([*ring_allreduce(ranks, 2_000_000), *backups], ranks)
+    views = {
+        f.name: np.broadcast_to(column[:1], column.shape)
+        for f in dataclasses.fields(FlowTable)
+        if f.name not in ("names", "after_start", "after")
+        and len(column := getattr(table, f.name))
+        and (column == column[0]).all()
+    }
+    assert {"stop", "ttl", "priority", "src_port", "after_delay"} <= set(views)
+    assert not any(v.flags.writeable for v in views.values())
+    copied = simulate(dataclasses.replace(fabric, table=table, duration=0.05), seed=2)
+    viewed = simulate(
+        dataclasses.replace(fabric, table=dataclasses.replace(table, **views), duration=0.05),
+        seed=2,
+    )
+    assert copied.table is not None and viewed.table is not None
+    assert copied.packet_hops == viewed.packet_hops > 0
+    assert copied.table.completion.tolist() == viewed.table.completion.tolist()
+    assert copied.ports == viewed.ports
+
+
+def test_a_chain_across_chunks_shares_one_run_state() -> None:
+    """70 000 zero-byte flows, each 1 ns after the one before (the core takes 65 536 rows at a
+    time), then a flow after the last: each starts when its predecessor is done, and as a done
+    flow gives its run state back, one serves them all."""
+    fabric = leaf_spine(servers=4, leaves=2, spines=2, uplinks=1)
+    n = 70_000
+    chain = FlowTable.of(
+        [f"c{i}".encode() for i in range(n + 1)],
+        [0] * (n + 1),
+        [1] * (n + 1),
+        size=[0] * n + [1_000_000],
+        after_delay=1e-9,
+        after_start=[0, *range(n + 1)],
+        after=np.arange(n),
+    )
+    exp = dataclasses.replace(fabric, table=chain, duration=0.01)
+    result = simulate(exp)
+    assert result.table is not None
+    assert np.allclose(result.table.start, np.arange(n + 1) * 1e-9, rtol=0, atol=1e-15)
+    assert result.table.bytes_delivered[n] == 1_000_000
+    lib, built = native.library(), build(exp, 1)
+    try:
+        lib.sim_run(built.handle, exp.duration, 1)
+        counts = (native.I64 * native.COUNTS)()
+        lib.sim_counts(built.handle, counts)
+    finally:
+        lib.sim_free(built.handle)
+    assert counts[7] == 1  # the peak of run states in use

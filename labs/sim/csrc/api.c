@@ -41,7 +41,7 @@ Sim *sim_new(int n_nodes, int n_ports, int n_links, int n_flows, int n_profiles,
     uint64_t x = seed;
     for (int i = 0; i < 4; i++) s->rng[i] = splitmix(&x);
     for (int i = 0; i < n_nodes; i++) s->nodes[i].salt = splitmix(&x);
-    s->pkt_free = -1;
+    s->pkt_free = s->run_free = -1;
     evq_init(&s->evq);
     s->check_interval = s->stall_time = s->storm_time = T_INF;
     return s;
@@ -52,6 +52,7 @@ void sim_free(Sim *s) {
     free(s->nodes);
     free(s->ports);
     free(s->flows);
+    free(s->runs);
     free(s->rel);
     free(s->profiles);
     free(s->link_ports);
@@ -165,30 +166,36 @@ static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
     f->prio = (uint8_t)ints[4];
     f->dcqcn = (uint8_t)ints[5];
     f->ect = (uint8_t)ints[6];
-    f->pkt_size = (int32_t)ints[7];
-    f->ttl = (int32_t)ints[8];
+    f->pkt_size = (uint16_t)ints[7];
+    f->ttl = (uint8_t)ints[8];
     f->n_deps = (int32_t)ints[9];
     f->hash = (uint32_t)ints[10];
     f->transport = (uint8_t)ints[11];
-    f->rel = -1;
+    f->rel = f->run = -1;
     f->size = (int64_t)nums[0];
     f->rate = nums[1];
     f->start = ps(nums[2]);
     f->stop = ps(nums[3]);
     f->dep_delay = ps(nums[4]);
-    f->last_cnp = f->np_last_window = -1;
-    f->t_start = f->t_done = f->t_drop = -1;
 }
 
 /* flows [first, first + n): rows of 12 ints (src, dst, port, dscp, prio, dcqcn, ect, pkt_size,
- * ttl, n_deps, hash, transport) and of 5 numbers (size or -1 for open-ended, rate, start, stop,
- * dependency delay); called for consecutive ranges, from flow 0 */
-void sim_set_flows(Sim *s, int first, int n, const int64_t *ints, const double *nums) {
+ * ttl, n_deps, hash, transport), of 5 numbers (size or -1 for open-ended, rate, start, stop,
+ * dependency delay) and, one after the other, the n_deps flows each waits for; called for
+ * consecutive ranges, from flow 0, after sim_set_dependents */
+void sim_set_flows(Sim *s, int first, int n, const int64_t *ints, const double *nums, const int32_t *after) {
     int32_t before = s->n_rel;
+    int64_t edges = 0;
     for (int i = 0; i < n; i++) {
         Flow *f = &s->flows[first + i];
         set_flow(f, ints + 12 * i, nums + 5 * i);
         if (f->transport) f->rel = s->n_rel++;
+        for (int k = 0; k < f->n_deps; k++) s->dependents[s->dep_start[after[edges++]]++] = first + i;
+    }
+    /* dep_start[a] was moved to the end of a's dependents, the start of a + 1's */
+    if (edges > 0 && (s->deps_left -= edges) == 0) {
+        memmove(s->dep_start + 1, s->dep_start, (size_t)s->n_flows * sizeof(int32_t));
+        s->dep_start[0] = 0;
     }
     s->rel = realloc(s->rel, (size_t)(s->n_rel ? s->n_rel : 1) * sizeof(Reliable));
     memset(s->rel + before, 0, (size_t)(s->n_rel - before) * sizeof(Reliable));
@@ -221,11 +228,12 @@ void sim_set_loss(Sim *s, int port, double start, double end, double p, int64_t 
     P->loss_n = n;
 }
 
-void sim_set_dependents(Sim *s, const int32_t *start, const int32_t *dependents) {
+/* start (n_flows + 1 entries): where each flow's dependents (the flows that wait for it, in
+ * order) begin; sim_set_flows fills them in, from what each flow waits for */
+void sim_set_dependents(Sim *s, const int32_t *start) {
     memcpy(s->dep_start, start, (size_t)(s->n_flows + 1) * sizeof(int32_t));
-    int n = start[s->n_flows];
-    s->dependents = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
-    memcpy(s->dependents, dependents, (size_t)n * sizeof(int32_t));
+    s->deps_left = start[s->n_flows];
+    s->dependents = malloc((size_t)(s->deps_left ? s->deps_left : 1) * sizeof(int32_t));
 }
 
 /* g, alpha period, timer, byte counter, F, R_AI, R_HAI, min rate, CNP interval, initial alpha,
@@ -299,7 +307,7 @@ void sim_set_checks(Sim *s, double interval, int deadlock_on, double stall, int 
     s->storm_time = ps(storm_time);
 }
 
-/* run from time 0 to `duration` seconds; returns 1 if it stopped on a deadlock */
+/* run from time 0 to `duration` seconds, once; returns 1 if it stopped on a deadlock */
 int sim_run(Sim *s, double duration, int stop_when_done) {
     s->stop_when_done = (uint8_t)stop_when_done;
     for (int f = 0; f < s->n_flows; f++) {
@@ -311,6 +319,9 @@ int sim_run(Sim *s, double duration, int stop_when_done) {
     ps_t end = ps(duration);
     sim_step_all(s, end);
     settle_flows(s);
+    free(s->dependents); /* needed no more: free before the results are read back */
+    free(s->dep_start);
+    s->dependents = s->dep_start = NULL;
     if (!s->stopped) s->now = end;
     for (int p = 0; p < s->n_ports; p++) {
         Port *P = &s->ports[p];
@@ -342,13 +353,27 @@ void sim_port_stats(const Sim *s, int64_t *out) {
     }
 }
 
+/* flows [0, n) keep their run state to the end, so that sim_flow_stats reports their final
+ * rate and alpha (call before sim_run) */
+void sim_keep_runs(Sim *s, int n) { s->keep_runs = n; }
+
 /* the rate a flow sends at: DCQCN's current rate, TCP's window per smoothed RTT (at most the
- * line), or the open-loop rate */
+ * line), or the open-loop rate; 0 before it starts, NaN once it gave its run state back */
 static double flow_rate(const Sim *s, const Flow *f) {
-    if (f->dcqcn) return f->rc;
-    if (f->transport != TR_TCP) return f->line;
+    if (f->state == FL_WAITING) return 0.0;
+    if (f->run < 0) return NAN;
+    const Run *u = flow_run(s, f);
+    if (f->dcqcn) return u->rc;
+    if (f->transport != TR_TCP) return u->line;
     const Reliable *r = &s->rel[f->rel];
-    return r->srtt > 0 ? fmin(f->line, r->cwnd * 8e12 / (double)r->srtt) : f->line;
+    return r->srtt > 0 ? fmin(u->line, r->cwnd * 8e12 / (double)r->srtt) : u->line;
+}
+
+/* DCTCP's alpha, or DCQCN's (as flow_rate: 0 before the start, NaN once given back) */
+static double flow_alpha(const Sim *s, const Flow *f) {
+    if (f->transport == TR_TCP) return s->rel[f->rel].dctcp_alpha;
+    if (f->state == FL_WAITING) return 0.0;
+    return f->run < 0 ? NAN : flow_run(s, f)->alpha;
 }
 
 /* out: a row per flow of flows [first, first + n): size, sent (the highest byte, retransmissions apart), delivered,
@@ -357,8 +382,8 @@ void sim_flow_stats(const Sim *s, int first, int n, double *out) {
     for (int i = 0; i < n; i++) {
         const Flow *f = &s->flows[first + i];
         double v[] = {(double)f->size, (double)(f->transport ? s->rel[f->rel].snd_max : f->sent), (double)f->delivered, (double)f->dropped,
-                      (double)f->cnps, (double)f->ce, (double)f->t_start, (double)f->t_done,
-                      flow_rate(s, f), f->transport == TR_TCP ? s->rel[f->rel].dctcp_alpha : f->alpha};
+                      (double)f->cnps, (double)f->ce, (double)flow_t_start(f), (double)flow_t_done(f),
+                      flow_rate(s, f), flow_alpha(s, f)};
         memcpy(out + 10 * i, v, sizeof(v));
     }
 }
@@ -378,10 +403,11 @@ void sim_flow_transport(const Sim *s, int first, int n, double *out) {
 
 /* out: per flow of [first, first + n), when its first packet was dropped (ps; -1: never) */
 void sim_flow_drops(const Sim *s, int first, int n, double *out) {
-    for (int i = 0; i < n; i++) out[i] = (double)s->flows[first + i].t_drop;
+    for (int i = 0; i < n; i++) out[i] = (double)flow_t_drop(&s->flows[first + i]);
 }
 
-/* out: events, packet hops, samples, log entries, cycle entries, peak packets, sample changes */
+/* out: events, packet hops, samples, log entries, cycle entries, peak packets, sample changes,
+ * peak run states */
 void sim_counts(const Sim *s, int64_t *out) {
     out[0] = s->n_events;
     out[1] = s->n_hops;
@@ -390,6 +416,7 @@ void sim_counts(const Sim *s, int64_t *out) {
     out[4] = s->n_cycles;
     out[5] = s->pkt_cap;
     out[6] = s->n_changes;
+    out[7] = s->runs_peak;
 }
 
 const int32_t *sim_samples(const Sim *s) { return s->changes; } /* n_changes x (sample, column, value) */

@@ -34,16 +34,24 @@ void sim_log_at(Sim *s, ps_t t, int kind, int a, int b, int c) {
 
 void sim_log(Sim *s, int kind, int a, int b, int c) { sim_log_at(s, s->now, kind, a, b, c); }
 
-/* ---- packet pool ---- */
+/* ---- pools: items in one array, the free ones linked by an int32 index ---- */
+
+/* an empty free list: double the pool (first `initial` items) and link its new items (their
+ * link an int32 at byte `link` of each), the first free one in *free; returns the moved pool */
+void *pool_grow(void *items, size_t size, size_t link, int32_t *cap, int32_t *free, int32_t initial) {
+    int32_t old = *cap;
+    *cap = old ? old * 2 : initial;
+    items = realloc(items, (size_t)*cap * size);
+    for (int32_t i = old; i < *cap; i++) {
+        int32_t next = i + 1 < *cap ? i + 1 : -1;
+        memcpy((char *)items + (size_t)i * size + link, &next, sizeof next);
+    }
+    *free = old;
+    return items;
+}
 
 int pkt_alloc(Sim *s) {
-    if (s->pkt_free < 0) {
-        int32_t old = s->pkt_cap;
-        s->pkt_cap = old ? old * 2 : 4096;
-        s->pkts = realloc(s->pkts, (size_t)s->pkt_cap * sizeof(Pkt));
-        for (int32_t i = old; i < s->pkt_cap; i++) s->pkts[i].next = i + 1 < s->pkt_cap ? i + 1 : -1;
-        s->pkt_free = old;
-    }
+    if (s->pkt_free < 0) s->pkts = pool_grow(s->pkts, sizeof(Pkt), offsetof(Pkt, next), &s->pkt_cap, &s->pkt_free, 4096);
     int pk = s->pkt_free;
     s->pkt_free = s->pkts[pk].next;
     s->pkts[pk].next = -1;
@@ -88,11 +96,29 @@ int q_pop(Sim *s, Port *P, int qi) {
 
 /* ---- flows: completion and dependencies ---- */
 
+/* a cleared run state from the pool (the pool may move: hold no Run pointer across this) */
+int run_alloc(Sim *s) {
+    if (s->run_free < 0) s->runs = pool_grow(s->runs, sizeof(Run), offsetof(Run, next_free), &s->cap_runs, &s->run_free, 1024);
+    int r = s->run_free;
+    s->run_free = s->runs[r].next_free;
+    memset(&s->runs[r], 0, sizeof(Run));
+    if (++s->runs_used > s->runs_peak) s->runs_peak = s->runs_used;
+    return r;
+}
+
+/* done: an open flow gives its run state back (no packet of it is left: what it sent was
+ * delivered or dropped); a reliable one keeps it (see Run) */
 void flow_done(Sim *s, int f) {
     Flow *F = &s->flows[f];
     F->state = FL_DONE;
     F->t_done = s->now;
     s->open_flows--;
+    if (F->run >= 0 && !F->transport && f >= s->keep_runs) {
+        s->runs[F->run].next_free = s->run_free;
+        s->run_free = F->run;
+        F->run = -1;
+        s->runs_used--;
+    }
     for (int i = s->dep_start[f]; i < s->dep_start[f + 1]; i++) {
         Flow *D = &s->flows[s->dependents[i]];
         if (--D->n_deps == 0) {
@@ -129,7 +155,7 @@ void drop_pkt(Sim *s, int pk, int port, int counter) {
         sim_log(s, LOG_LOSSLESS_DROP, port, K->prio, 0);
     }
     if (!(K->flags & PK_CTRL)) {
-        if (s->flows[K->flow].t_drop < 0) s->flows[K->flow].t_drop = s->now;
+        if (s->flows[K->flow].t_drop < 0) s->flows[K->flow].t_drop = s->now; /* started: see Flow */
         s->flows[K->flow].dropped += K->size - s->hdr_bytes;
         flow_account(s, K->flow);
     }

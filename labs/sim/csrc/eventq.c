@@ -51,13 +51,7 @@ static Event heap_pop(Heap *h) {
 
 /* put an event in its calendar bucket (its time is within the calendar's span) */
 static void cal_insert(EventQueue *q, Event e) {
-    if (q->free < 0) {
-        int32_t old = q->cap;
-        q->cap = old ? old * 2 : 1024;
-        q->nodes = realloc(q->nodes, (size_t)q->cap * sizeof(CalNode));
-        for (int32_t i = old; i < q->cap; i++) q->nodes[i].next = i + 1 < q->cap ? i + 1 : -1;
-        q->free = old;
-    }
+    if (q->free < 0) q->nodes = pool_grow(q->nodes, sizeof(CalNode), offsetof(CalNode, next), &q->cap, &q->free, 1024);
     int32_t node = q->free;
     q->free = q->nodes[node].next;
     int64_t b = (e.t >> CAL_SHIFT) & (CAL_BUCKETS - 1);

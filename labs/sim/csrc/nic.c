@@ -12,34 +12,37 @@
 /* one rate-increase event (timer or byte counter): the first F events after a CNP are fast
  * recovery, later ones additive increase, hyper increase once both counters passed F (the
  * fluid model's (1-p)^(F B) counts F fast-recovery events) */
-static void dcqcn_increase(Sim *s, Flow *F) {
+static void dcqcn_increase(Sim *s, Run *R) {
     const Dcqcn *d = &s->dcq;
-    int hi = F->t_stage > F->b_stage ? F->t_stage : F->b_stage;
-    int lo = F->t_stage < F->b_stage ? F->t_stage : F->b_stage;
+    int hi = R->t_stage > R->b_stage ? R->t_stage : R->b_stage;
+    int lo = R->t_stage < R->b_stage ? R->t_stage : R->b_stage;
     if (hi > d->f) {
-        F->rt += lo > d->f ? (lo - d->f) * d->r_hai : d->r_ai;
-        if (F->rt > F->line) F->rt = F->line;
+        R->rt += lo > d->f ? (lo - d->f) * d->r_hai : d->r_ai;
+        if (R->rt > R->line) R->rt = R->line;
     }
-    F->rc = (F->rt + F->rc) / 2;
+    R->rc = (R->rt + R->rc) / 2;
 }
 
 void on_rate_timer(Sim *s, int f, int gen) {
     Flow *F = &s->flows[f];
-    if (F->state != FL_SENDING || F->timer_gen != gen) return;
-    F->t_stage++;
-    dcqcn_increase(s, F);
+    if (F->state != FL_SENDING) return;
+    Run *R = flow_run(s, F);
+    if (R->timer_gen != gen) return;
+    R->t_stage++;
+    dcqcn_increase(s, R);
     ev_push(s, s->now + s->dcq.timer, EV_RATE_TIMER, f, gen, 0);
 }
 
 /* alpha's periodic update, done lazily: at each alpha_period boundary since the flow started,
  * alpha <- (1-g) alpha unless a CNP arrived in the period that ended there */
-static void alpha_catch_up(Sim *s, Flow *F) {
+static void alpha_catch_up(Sim *s, const Flow *F) {
+    Run *R = flow_run(s, F);
     int64_t k = (s->now - F->t_start) / s->dcq.alpha_period;
-    if (k <= F->alpha_periods) return;
-    int64_t decays = k - F->alpha_periods - F->cnp_seen;
-    if (decays > 0) F->alpha *= pow(1 - s->dcq.g, (double)decays);
-    F->alpha_periods = k;
-    F->cnp_seen = 0;
+    if (k <= R->alpha_periods) return;
+    int64_t decays = k - R->alpha_periods - R->cnp_seen;
+    if (decays > 0) R->alpha *= pow(1 - s->dcq.g, (double)decays);
+    R->alpha_periods = k;
+    R->cnp_seen = 0;
 }
 
 /* bring what is reported up to date at the end of a run */
@@ -55,14 +58,15 @@ void on_cnp(Sim *s, int f) {
     if (!F->dcqcn || F->state != FL_SENDING) return;
     const Dcqcn *d = &s->dcq;
     alpha_catch_up(s, F);
-    if (!d->clamp_after_increase || F->t_stage > 0 || F->b_stage > 0) F->rt = F->rc;
-    F->rc *= 1 - F->alpha / 2;
-    if (F->rc < d->min_rate) F->rc = d->min_rate;
-    F->alpha = (1 - d->g) * F->alpha + d->g;
-    F->cnp_seen = 1;
-    F->t_stage = F->b_stage = 0;
-    F->b_bytes = 0;
-    ev_push(s, s->now + d->timer, EV_RATE_TIMER, f, ++F->timer_gen, 0);
+    Run *R = flow_run(s, F);
+    if (!d->clamp_after_increase || R->t_stage > 0 || R->b_stage > 0) R->rt = R->rc;
+    R->rc *= 1 - R->alpha / 2;
+    if (R->rc < d->min_rate) R->rc = d->min_rate;
+    R->alpha = (1 - d->g) * R->alpha + d->g;
+    R->cnp_seen = 1;
+    R->t_stage = R->b_stage = 0;
+    R->b_bytes = 0;
+    ev_push(s, s->now + d->timer, EV_RATE_TIMER, f, ++R->timer_gen, 0);
 }
 
 /* ---- flows at the NIC ---- */
@@ -72,13 +76,17 @@ void on_flow_start(Sim *s, int f) {
     if (F->state != FL_WAITING) return;
     F->port = host_up_port(s, F->port);
     Port *P = &s->ports[F->port];
+    F->run = run_alloc(s);
+    Run *R = flow_run(s, F);
     F->state = FL_SENDING;
     F->t_start = s->now;
-    F->next_time = s->now;
-    F->line = F->rate > 0 && F->rate < P->speed ? F->rate : P->speed;
-    F->rc = F->rt = F->line;
-    F->alpha = s->dcq.initial_alpha;
-    if (F->dcqcn) F->np_phase = to_ps(rng_uniform(s) * (double)s->dcq.cnp_interval);
+    R->next_time = s->now;
+    R->line = F->rate > 0 && F->rate < P->speed ? F->rate : P->speed;
+    F->t_drop = -1; /* the rate is in R->line now */
+    R->rc = R->rt = R->line;
+    R->alpha = s->dcq.initial_alpha;
+    R->last_cnp = R->np_last_window = -1;
+    if (F->dcqcn) R->np_phase = to_ps(rng_uniform(s) * (double)s->dcq.cnp_interval);
     if (F->transport) transport_start(s, f);
     if (F->size == 0) {
         F->state = FL_SENT;
@@ -124,12 +132,13 @@ static int nic_make_packet(Sim *s, int f) {
     K->flags = F->ect ? PK_ECT : 0;
     K->psn = (int32_t)(offset / F->pkt_size);
     F->sent += size;
-    double rate = F->dcqcn ? F->rc : F->line;
-    F->next_time = s->now + to_ps((K->size + s->gap_bytes) * 8e12 / rate); /* paced on the wire */
-    if (F->dcqcn && (F->b_bytes += size) >= s->dcq.byte_counter) {
-        F->b_bytes -= s->dcq.byte_counter;
-        F->b_stage++;
-        dcqcn_increase(s, F);
+    Run *R = flow_run(s, F);
+    double rate = F->dcqcn ? R->rc : R->line;
+    R->next_time = s->now + to_ps((K->size + s->gap_bytes) * 8e12 / rate); /* paced on the wire */
+    if (F->dcqcn && (R->b_bytes += size) >= s->dcq.byte_counter) {
+        R->b_bytes -= s->dcq.byte_counter;
+        R->b_stage++;
+        dcqcn_increase(s, R);
     }
     if (F->transport) {
         transport_sent(s, f, offset, size);
@@ -137,7 +146,7 @@ static int nic_make_packet(Sim *s, int f) {
             K->flags |= PK_LAST;
             nic_stop_sending(s, f);
         }
-    } else if ((F->size >= 0 && F->sent >= F->size) || F->next_time >= F->stop) {
+    } else if ((F->size >= 0 && F->sent >= F->size) || R->next_time >= F->stop) {
         nic_stop_sending(s, f);
     }
     return pk;
@@ -161,13 +170,14 @@ int nic_dequeue(Sim *s, int port) {
         Flow *F = &s->flows[P->active[idx]];
         if (port_paused(s, P, F->prio)) continue;
         if (F->transport == TR_TCP && tcp_window_full(s, F)) continue; /* an ACK sends it on */
-        if (F->next_time <= s->now) {
+        ps_t next = flow_run(s, F)->next_time;
+        if (next <= s->now) {
             P->rr = idx + 1;
             int pk = nic_make_packet(s, P->active[idx]);
             if (P->rr >= P->n_active) P->rr = 0;
             return pk;
         }
-        if (F->next_time < wake) wake = F->next_time;
+        if (next < wake) wake = next;
     }
     if (wake < T_INF && (P->next_kick <= s->now || wake < P->next_kick)) {
         P->next_kick = wake;
@@ -196,8 +206,8 @@ void nic_send_ctrl(Sim *s, int port, int f, int flags, int prio, int dscp, int p
     try_send(s, port);
 }
 
-static void send_cnp(Sim *s, int port, int f) {
-    s->flows[f].last_cnp = s->now;
+static void send_cnp(Sim *s, int port, int f, Run *R) {
+    R->last_cnp = s->now;
     nic_send_ctrl(s, port, f, PK_CNP, s->dcq.cnp_prio, s->dcq.cnp_dscp, 0, 0x9e3779b9u);
 }
 
@@ -221,17 +231,18 @@ void host_receive(Sim *s, int port, int pk) {
     else
         F->delivered += payload;
     F->ce += ce;
-    if (!F->dcqcn || !ce) {
+    Run *R = F->dcqcn && ce ? flow_run(s, F) : NULL; /* a data packet: its flow is not done, or reliable */
+    if (!R) {
     } else if (s->dcq.np_window) {
         /* one CNP per cnp_interval window (each flow's windows at a random phase), sent at
          * the first marked packet of the window */
-        int64_t w = (s->now + F->np_phase) / s->dcq.cnp_interval;
-        if (w != F->np_last_window) {
-            F->np_last_window = w;
-            send_cnp(s, port, f);
+        int64_t w = (s->now + R->np_phase) / s->dcq.cnp_interval;
+        if (w != R->np_last_window) {
+            R->np_last_window = w;
+            send_cnp(s, port, f, R);
         }
-    } else if (F->last_cnp < 0 || s->now - F->last_cnp >= s->dcq.cnp_interval) {
-        send_cnp(s, port, f);
+    } else if (R->last_cnp < 0 || s->now - R->last_cnp >= s->dcq.cnp_interval) {
+        send_cnp(s, port, f, R);
     }
     flow_account(s, f);
 }

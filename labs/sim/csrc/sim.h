@@ -8,6 +8,7 @@
 #ifndef FT_SIM_H
 #define FT_SIM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define NPRIO 8
@@ -157,27 +158,57 @@ typedef struct {
     uint64_t salt;
 } Node;
 
+/* What every flow keeps from build to report: its spec, progress and results (120 bytes,
+ * widest fields first, no padding inside). A field whose meaning ends when the flow starts
+ * shares its bytes with one that begins there: read those through flow_t_start, flow_t_done
+ * and flow_t_drop. What only a sending flow needs is in its Run. */
 typedef struct {
-    int32_t src, dst, port, pkt_size, ttl, n_deps;
-    uint8_t dscp, prio, dcqcn, ect, state, transport;
     int64_t size; /* -1: open-ended */
-    double rate;  /* open loop rate, or DCQCN's starting/maximum rate; 0 = line rate */
-    ps_t start, stop, dep_delay;
-    uint32_t hash;
-    /* progress */
+    union {
+        ps_t start;   /* waiting: not before then */
+        ps_t t_start; /* started: when */
+    };
+    union {
+        ps_t dep_delay; /* not done: it starts that long after what it waits for is done */
+        ps_t t_done;    /* done: when */
+    };
+    union {
+        double rate; /* waiting: open loop rate, or DCQCN's starting/maximum rate; 0 = line rate */
+        ps_t t_drop; /* started: when its first packet was dropped; -1: never */
+    };
+    ps_t stop;
     int64_t sent, delivered, dropped, cnps, ce;
-    ps_t next_time, t_start, t_done, last_cnp;
-    ps_t t_drop; /* when its first packet was dropped; -1: never */
-    /* DCQCN reaction point */
-    double rc, rt, alpha, line;
-    int32_t t_stage, b_stage, timer_gen;
-    int64_t b_bytes;
-    uint8_t cnp_seen; /* a CNP arrived in the current alpha period */
-    int64_t alpha_periods; /* alpha periods accounted since the flow started */
-    ps_t np_phase; /* DCQCN notification point */
-    int64_t np_last_window;
-    int32_t rel; /* a reliable flow's state in Sim.rel; -1: open */
+    int32_t src, dst, port, n_deps;
+    uint32_t hash;
+    int32_t rel;      /* a reliable flow's state in Sim.rel; -1: open */
+    int32_t run;      /* its run state in Sim.runs; -1: none (not started, or given back) */
+    uint16_t pkt_size; /* 64-65535 (build checks) */
+    uint8_t ttl, dscp, prio, dcqcn, ect, state, transport;
 } Flow;
+
+/* What a flow needs while it sends: its pacing and DCQCN's state (96 bytes). Taken from a pool
+ * (Sim.runs) when the flow starts and given back when it is done, except that of a reliable
+ * flow (copies it retransmitted may reach its receiver, whose notification point is here, after
+ * it is done) and of a flow the caller reads the final rate of (sim_keep_runs). */
+typedef struct {
+    ps_t next_time;             /* its next packet may leave then */
+    double rc, rt, alpha, line; /* DCQCN reaction point: current and target rate, alpha; the line rate */
+    int64_t b_bytes;
+    int64_t alpha_periods; /* alpha periods accounted since the flow started */
+    ps_t np_phase;         /* DCQCN notification point (at its receiver) */
+    ps_t last_cnp;
+    int64_t np_last_window;
+    union {
+        int32_t t_stage;
+        int32_t next_free; /* a free run state: the next one, -1 for none */
+    };
+    int32_t b_stage, timer_gen;
+    uint8_t cnp_seen; /* a CNP arrived in the current alpha period */
+} Run;
+
+static inline ps_t flow_t_start(const Flow *F) { return F->state == FL_WAITING ? -1 : F->t_start; }
+static inline ps_t flow_t_done(const Flow *F) { return F->state == FL_DONE ? F->t_done : -1; }
+static inline ps_t flow_t_drop(const Flow *F) { return F->state == FL_WAITING ? -1 : F->t_drop; }
 
 typedef struct { /* a reliable flow's transport (transport.c); `sent` of its Flow is the next
                   * byte to send (it goes back on a NAK, a timeout or a fast retransmit) */
@@ -224,6 +255,8 @@ typedef struct {
     Node *nodes;
     Port *ports;
     Flow *flows;
+    Run *runs; /* a pool: the run states of flows that send (see Run) */
+    int32_t cap_runs, run_free, runs_used, runs_peak, keep_runs; /* flows [0, keep_runs) keep theirs */
     Reliable *rel; /* one per flow whose transport is not open */
     int32_t n_rel;
     Profile *profiles;
@@ -231,6 +264,7 @@ typedef struct {
     int32_t *rt_start, *rt_nh; /* CSR: node * n_hosts + host -> next-hop ports */
     int32_t ports_down;
     int32_t *dep_start, *dependents; /* CSR: flow -> flows waiting for it */
+    int64_t deps_left;               /* dependents sim_set_flows has still to fill in */
     Storm *storms;
     int32_t n_tables, n_rates;
     int32_t **tables; /* timed route tables: 2 per table (rt_start, rt_nh) */
@@ -282,11 +316,13 @@ void evq_free(EventQueue *q);
 double rng_uniform(Sim *s);
 void sim_log(Sim *s, int kind, int a, int b, int c);
 void sim_log_at(Sim *s, ps_t t, int kind, int a, int b, int c);
+void *pool_grow(void *items, size_t size, size_t link, int32_t *cap, int32_t *free, int32_t initial);
 int pkt_alloc(Sim *s);
 void pkt_free(Sim *s, int pk);
 void q_push(Sim *s, Port *P, int qi, int pk);
 int q_pop(Sim *s, Port *P, int qi);
 void flow_done(Sim *s, int f);
+int run_alloc(Sim *s);
 void flow_account(Sim *s, int f);
 void port_remove_active(Port *P, int f);
 void drop_pkt(Sim *s, int pk, int port, int counter);
@@ -329,6 +365,9 @@ void on_storm(Sim *s, int storm);
 
 /* a non-negative duration in picoseconds, rounded (llround is a libm call) */
 static inline ps_t to_ps(double x) { return (ps_t)(x + 0.5); }
+
+/* the run state of a flow that holds one */
+static inline Run *flow_run(const Sim *s, const Flow *F) { return &s->runs[F->run]; }
 
 static inline int port_paused(const Sim *s, const Port *p, int prio) {
     return p->pause_until[prio] > s->now && p->wd_state[prio] != WD_FORWARD;

@@ -69,7 +69,7 @@ void transport_sent(Sim *s, int f, int64_t offset, int size) {
         }
     }
     /* stopped: what was sent is still to be delivered */
-    if (F->next_time >= F->stop && (F->size < 0 || R->snd_max < F->size)) F->size = R->snd_max;
+    if (flow_run(s, F)->next_time >= F->stop && (F->size < 0 || R->snd_max < F->size)) F->size = R->snd_max;
     if (!R->rto_armed) {
         R->t_progress = s->now;
         rto_arm(s, f);
@@ -87,8 +87,9 @@ static void go_back(Sim *s, int f, int64_t to) {
         F->state = FL_SENDING;
         F->port = host_up_port(s, F->port);
         port_add_active(&s->ports[F->port], f);
-        if (F->next_time < s->now) F->next_time = s->now;
-        if (F->dcqcn) ev_push(s, s->now + s->dcq.timer, EV_RATE_TIMER, f, ++F->timer_gen, 0);
+        Run *N = flow_run(s, F); /* a reliable flow keeps its run state */
+        if (N->next_time < s->now) N->next_time = s->now;
+        if (F->dcqcn) ev_push(s, s->now + s->dcq.timer, EV_RATE_TIMER, f, ++N->timer_gen, 0);
     }
     try_send(s, F->port);
 }
