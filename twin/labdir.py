@@ -20,8 +20,10 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -183,11 +185,23 @@ def lab_target(target: str) -> tuple[str, Lab | None]:
     )
 
 
+RACY_NS = 2_000_000_000
+"""A config file changed less than this before it was read is read again on the next call:
+within a file system's timestamp tick (a few ms, 2 s on FAT) a later edit of the same size
+in place leaves the stat unchanged (git's "racily clean" rule)."""
+
+Stat = tuple[int, int, int]
+"""What tells a file's version: (st_mtime_ns, st_size, st_ino)."""
+
+
 @dataclass
 class Lab:
     """A lab directory on disk, read lazily."""
 
     path: Path
+    _read: dict[Path, tuple[Stat, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def open(cls, path: Path) -> Lab:
@@ -244,7 +258,7 @@ class Lab:
         return self.nodes("superspine") + self.nodes("spine") + self.nodes("leaf")
 
     def config_db(self, node: str) -> ConfigDb:
-        """A switch's `config_db.json` as it is now on disk."""
+        """A switch's `config_db.json` as it is now on disk (`_json`: shared, read-only)."""
         config: ConfigDb = self._json(node, "config_db.json")
         return config
 
@@ -253,9 +267,25 @@ class Lab:
         return self._file(node, "frr.conf").read_text()
 
     def host(self, node: str) -> dict[str, Any]:
-        """A server's host file as it is now on disk."""
+        """A server's host file as it is now on disk (`_json`: shared, read-only)."""
         host: dict[str, Any] = self._json(node, "host.json")
         return host
+
+    def configs_stamp(self) -> tuple[tuple[str, Stat], ...] | None:
+        """The version of every file under configs/, so that what is computed from them can
+        be kept while it is unchanged; None when one was written within `RACY_NS` (its
+        version may not tell a change yet)."""
+        now = time.time_ns()
+        out = []
+        for here, dirs, files in os.walk(self.path / "configs"):
+            dirs.sort()
+            for name in sorted(files):
+                path = os.path.join(here, name)
+                st = os.stat(path)
+                if st.st_mtime_ns >= now - RACY_NS:
+                    return None
+                out.append((path, (st.st_mtime_ns, st.st_size, st.st_ino)))
+        return tuple(out)
 
     def _file(self, node: str, name: str) -> Path:
         path = self.path / "configs" / node / name
@@ -264,8 +294,25 @@ class Lab:
         return path
 
     def _json(self, node: str, name: str) -> Any:
-        path = self._file(node, name)
+        """A config file parsed, read again only when it changed on disk (its version
+        differs, or it was written within `RACY_NS` of being read): callers share the
+        returned object and copy it before changing it."""
+        path = self.path / "configs" / node / name
         try:
-            return json.loads(path.read_text())
+            st = os.stat(path)
+        except OSError:
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode):
+            raise LabError(f"{path}: missing")
+        version = (st.st_mtime_ns, st.st_size, st.st_ino)
+        cached = self._read.get(path)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        now = time.time_ns()
+        try:
+            data = json.loads(path.read_text())
         except json.JSONDecodeError as exc:
             raise LabError(f"{path}: line {exc.lineno}: not valid JSON: {exc.msg}") from None
+        if st.st_mtime_ns < now - RACY_NS:
+            self._read[path] = (version, data)
+        return data
