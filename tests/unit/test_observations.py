@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 from labs.backend import Played
 from twin.cli import main as cli
 from twin.errors import InputError
-from twin.model.fib import Fib
+from twin.model.fib import Fib, NextHop
 from twin.scenario import observations, records
 from twin.scenario.observations import FILES, Observations
 
@@ -118,6 +119,23 @@ def test_a_saved_run_reads_back_as_the_records_it_was_saved_from(tmp_path: Path)
     assert (obs.flows, obs.events, obs.counters) == (record.flows, record.events, record.counters)
     assert obs.fib("fault1-link-flap") == FIB and obs.phase("backup") == record.phases[0]
     assert (tmp_path / "run" / "fabric.yaml").read_text() == "name: small\n"
+
+
+def test_snapshots_are_read_once_and_identical_ones_share_one_fib(tmp_path: Path) -> None:
+    """Validators ask for the same snapshots many times: each file is read once, and the
+    snapshots where no route changed (the same bytes) are one `Fib`."""
+    saved(tmp_path / "run")
+    other = {"leaf1": {"10.1.0.0/16": [{"node": "spine1", "port": "Ethernet0"}]}}
+    (tmp_path / "run" / "fib" / "fault1-link-flap.json").write_text(json.dumps(other))
+    obs = Observations.open(tmp_path / "run")
+    start, flap = obs.fib("start"), obs.fib("fault1-link-flap")
+    assert obs.fib("end") is start and start == FIB and flap != FIB
+    assert flap["leaf1"][IPv4Network("10.1.0.0/16")] == (NextHop("spine1", "Ethernet0"),)
+    (tmp_path / "run" / "fib" / "start.json").unlink()
+    (tmp_path / "run" / "pfc.json").write_text("[]")
+    assert obs.fib("start") is start and obs.extra("pfc") == []
+    (tmp_path / "run" / "pfc.json").unlink()
+    assert obs.extra("pfc") == [] and Observations.open(tmp_path / "run").extra("pfc") is None
 
 
 def test_added_files_events_and_run_keys_read_back(tmp_path: Path) -> None:
