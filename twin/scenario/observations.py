@@ -56,6 +56,10 @@ one its JSON holds (run.json, counters.json: the whole file; flows.json: an elem
 events.jsonl: a line). `failover_probes.json` and `KEY.json` are a backend's `extra`, the
 captures its own."""
 T = TypeVar("T")
+ORJSON_BYTES = 8 << 20
+"""The largest run file parsed with orjson; a larger one (queues.json: tens of MB of
+samples) with the standard library, slower but at half orjson's peak memory (orjson builds a
+document of its own before the Python objects)."""
 FABRIC_BYTES = 16 << 20
 """The largest fabric.yaml copied into a run directory."""
 
@@ -351,6 +355,8 @@ def _parsed(path: Path, raw: bytes) -> Any:
 
 def _read(path: Path) -> Any:
     """A file of the run as JSON, or one line saying why not (`read_json`'s)."""
+    if path.is_file() and path.stat().st_size > ORJSON_BYTES:
+        return read_json(path)
     return _parsed(path, _bytes(path))
 
 
