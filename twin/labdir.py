@@ -186,12 +186,24 @@ def lab_target(target: str) -> tuple[str, Lab | None]:
 
 
 RACY_NS = 2_000_000_000
-"""A config file changed less than this before it was read is read again on the next call:
-within a file system's timestamp tick (a few ms, 2 s on FAT) a later edit of the same size
-in place leaves the stat unchanged (git's "racily clean" rule)."""
+"""A file changed less than this before it was read is not kept: within a file system's
+timestamp tick (a few ms, 2 s on FAT) a later edit of the same size in place leaves its stat
+unchanged (git's "racily clean" rule)."""
 
 Stat = tuple[int, int, int]
 """What tells a file's version: (st_mtime_ns, st_size, st_ino)."""
+
+
+def version(path: str | Path, since: int) -> Stat | None:
+    """The version of a regular file, to keep what is read from it until it changes; None
+    when it was written within `RACY_NS` before `since` (time.time_ns() taken before reading
+    it: a later change may not show). FileNotFoundError when it is not a regular file."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise FileNotFoundError(path)
+    if st.st_mtime_ns >= since - RACY_NS:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 @dataclass
@@ -272,19 +284,17 @@ class Lab:
         return host
 
     def configs_stamp(self) -> tuple[tuple[str, Stat], ...] | None:
-        """The version of every file under configs/, so that what is computed from them can
-        be kept while it is unchanged; None when one was written within `RACY_NS` (its
-        version may not tell a change yet)."""
+        """The `version` of every file under configs/, so that what is computed from them can
+        be kept while it is unchanged; None when one was just written."""
         now = time.time_ns()
         out = []
         for here, dirs, files in os.walk(self.path / "configs"):
             dirs.sort()
             for name in sorted(files):
-                path = os.path.join(here, name)
-                st = os.stat(path)
-                if st.st_mtime_ns >= now - RACY_NS:
+                kept = version(os.path.join(here, name), now)
+                if kept is None:
                     return None
-                out.append((path, (st.st_mtime_ns, st.st_size, st.st_ino)))
+                out.append((os.path.join(here, name), kept))
         return tuple(out)
 
     def _file(self, node: str, name: str) -> Path:
@@ -294,25 +304,21 @@ class Lab:
         return path
 
     def _json(self, node: str, name: str) -> Any:
-        """A config file parsed, read again only when it changed on disk (its version
-        differs, or it was written within `RACY_NS` of being read): callers share the
-        returned object and copy it before changing it."""
+        """A config file parsed, read again only when its `version` changed (or was None):
+        callers share the returned object and copy it before changing it."""
         path = self.path / "configs" / node / name
-        try:
-            st = os.stat(path)
-        except OSError:
-            st = None
-        if st is None or not stat.S_ISREG(st.st_mode):
-            raise LabError(f"{path}: missing")
-        version = (st.st_mtime_ns, st.st_size, st.st_ino)
-        cached = self._read.get(path)
-        if cached is not None and cached[0] == version:
-            return cached[1]
         now = time.time_ns()
+        try:
+            kept = version(path, now)
+        except OSError:
+            raise LabError(f"{path}: missing") from None
+        cached = self._read.get(path)
+        if kept is not None and cached is not None and cached[0] == kept:
+            return cached[1]
         try:
             data = json.loads(path.read_text())
         except json.JSONDecodeError as exc:
             raise LabError(f"{path}: line {exc.lineno}: not valid JSON: {exc.msg}") from None
-        if st.st_mtime_ns < now - RACY_NS:
-            self._read[path] = (version, data)
+        if kept is not None:
+            self._read[path] = (kept, data)
         return data

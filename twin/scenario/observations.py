@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -25,6 +26,7 @@ from labs.backend import Played, Session
 from twin import safeio
 from twin.errors import InputError, LabError
 from twin.intent.inputs import parse_model, read_json
+from twin.labdir import Stat, version
 from twin.model.fib import Fib, from_json, to_json
 from twin.scenario.records import (
     SCHEMA,
@@ -179,11 +181,15 @@ class Observations:
     """A run directory, read lazily."""
 
     path: Path
-    _fibs: dict[str, Fib] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _fibs: dict[str, tuple[Stat, Fib]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
     _fibs_read: dict[bytes, Fib] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    _extra: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _extra: dict[str, tuple[Stat, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
     _derived: dict[Hashable, Any] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -278,33 +284,52 @@ class Observations:
         data: list[dict[str, Any]] = self._json("probes.json", list)
         return data
 
-    def extra(self, key: str) -> Any:
-        """What only some backends observe (`KEY.json`: pfc, queues, iterations, sim), None
-        when the run has no such file; read once (queues.json runs to tens of MB), callers
-        read it and never change it."""
-        if key not in self._extra:
-            path = self.path / f"{key}.json"
-            self._extra[key] = _read(path) if path.exists() else None
-        return self._extra[key]
-
     @property
     def duration(self) -> float:
         """Seconds the run lasted."""
         return float(self.run["ended"]) - float(self.run["started"])
 
     def fib(self, label: str) -> Fib:
-        """Every node's FIB at a snapshot (`start`, `end`, `fault1-link-down`...), read and
-        checked once: snapshots whose files are the same bytes (no route changed) share one
-        `Fib`, which callers read and never change."""
-        if label not in self._fibs:
-            path = self.path / "fib" / f"{label}.json"
-            raw = _bytes(path)
-            digest = hashlib.blake2b(raw, digest_size=16).digest()
-            if digest not in self._fibs_read:
-                data = _shaped(_parsed(path, raw), dict, path)
-                self._fibs_read[digest] = from_json(data, str(path))
-            self._fibs[label] = self._fibs_read[digest]
-        return self._fibs[label]
+        """Every node's FIB at a snapshot (`start`, `end`, `fault1-link-down`...), read
+        again only when its file changed (`twin.labdir.version`); files of the same bytes
+        (snapshots where no route changed) are one `Fib` for the life of `self`, which
+        callers never change."""
+        path = self.path / "fib" / f"{label}.json"
+        kept, cached = self._kept(path, self._fibs.get(label))
+        if cached is not None:
+            return cast(Fib, cached)
+        raw = _bytes(path)
+        digest = hashlib.blake2b(raw, digest_size=16).digest()
+        if digest not in self._fibs_read:
+            data = _shaped(_parsed(path, raw), dict, path)
+            self._fibs_read[digest] = from_json(data, str(path))
+        if kept is not None:
+            self._fibs[label] = (kept, self._fibs_read[digest])
+        return self._fibs_read[digest]
+
+    def extra(self, key: str) -> Any:
+        """What only some backends observe (`KEY.json`: pfc, queues, iterations, sim), None
+        when the run has no such file; read again only when the file changed (queues.json
+        runs to tens of MB), callers never change it."""
+        path = self.path / f"{key}.json"
+        if not path.exists():
+            return None
+        kept, cached = self._kept(path, self._extra.get(key))
+        if cached is not None:
+            return cached
+        data = _read(path)
+        if kept is not None:
+            self._extra[key] = (kept, data)
+        return data
+
+    def _kept(self, path: Path, cached: tuple[Stat, Any] | None) -> tuple[Stat | None, Any]:
+        """A file's `version` (None: missing or just written), and what was read from it
+        when that version was (else None)."""
+        try:
+            kept = version(path, time.time_ns())
+        except OSError:
+            return None, None
+        return kept, cached[1] if kept is not None and cached and cached[0] == kept else None
 
     def derived(self, key: Hashable, make: Callable[[], T]) -> T:
         """What validators compute from this run and share (the buffer dependency graphs

@@ -48,15 +48,15 @@ class Snapshot:
 
 def snapshots(lab: Lab, obs: Observations, limit: int) -> list[Snapshot]:
     """Every FIB snapshot of the run in time order, with at most `limit` cycles each; made
-    once per run, lab configs and limit (`no_deadlock` and `deadlock_observed` share them),
-    one graph per distinct FIB (snapshots where no route changed share one)."""
+    once per run, lab configs, FIBs and limit (`no_deadlock` and `deadlock_observed` share
+    them), one graph per distinct FIB (snapshots where no route changed share one)."""
+    fibs = [(label, obs.fib(label)) for label in obs.fib_labels()]
 
     def make() -> list[Snapshot]:
         wiring, marks = Wiring(lab), dscps(lab)
         made: dict[int, tuple[BufferGraph, list[Cycle]]] = {}
         out = []
-        for label in obs.fib_labels():
-            fib = obs.fib(label)
+        for label, fib in fibs:
             if id(fib) not in made:
                 graph = BufferGraph(wiring, fib, marks)
                 made[id(fib)] = (graph, graph.cycles(limit))
@@ -66,7 +66,9 @@ def snapshots(lab: Lab, obs: Observations, limit: int) -> list[Snapshot]:
     stamp = lab.configs_stamp()
     if stamp is None:  # a config just written: nothing kept
         return make()
-    return obs.derived(("buffer graphs", str(lab.path), stamp, limit), make)
+    # an observed FIB is one object per content for the life of `obs`: its id names it
+    fib_ids = tuple((label, id(fib)) for label, fib in fibs)
+    return obs.derived(("buffer graphs", str(lab.path), stamp, fib_ids, limit), make)
 
 
 def predicted(lab: Lab, obs: Observations, limit: int) -> list[tuple[str, Cycle]]:
