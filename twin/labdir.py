@@ -20,8 +20,10 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -183,11 +185,35 @@ def lab_target(target: str) -> tuple[str, Lab | None]:
     )
 
 
+RACY_NS = 2_000_000_000
+"""A file changed less than this before it was read is not kept: within a file system's
+timestamp tick (a few ms, 2 s on FAT) a later edit of the same size in place leaves its stat
+unchanged (git's "racily clean" rule)."""
+
+Stat = tuple[int, int, int]
+"""What tells a file's version: (st_mtime_ns, st_size, st_ino)."""
+
+
+def version(path: str | Path, since: int) -> Stat | None:
+    """The version of a regular file, to keep what is read from it until it changes; None
+    when it was written within `RACY_NS` before `since` (time.time_ns() taken before reading
+    it: a later change may not show). FileNotFoundError when it is not a regular file."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise FileNotFoundError(path)
+    if st.st_mtime_ns >= since - RACY_NS:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
 @dataclass
 class Lab:
     """A lab directory on disk, read lazily."""
 
     path: Path
+    _read: dict[Path, tuple[Stat, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def open(cls, path: Path) -> Lab:
@@ -244,7 +270,7 @@ class Lab:
         return self.nodes("superspine") + self.nodes("spine") + self.nodes("leaf")
 
     def config_db(self, node: str) -> ConfigDb:
-        """A switch's `config_db.json` as it is now on disk."""
+        """A switch's `config_db.json` as it is now on disk (`_json`: shared, read-only)."""
         config: ConfigDb = self._json(node, "config_db.json")
         return config
 
@@ -253,9 +279,23 @@ class Lab:
         return self._file(node, "frr.conf").read_text()
 
     def host(self, node: str) -> dict[str, Any]:
-        """A server's host file as it is now on disk."""
+        """A server's host file as it is now on disk (`_json`: shared, read-only)."""
         host: dict[str, Any] = self._json(node, "host.json")
         return host
+
+    def configs_stamp(self) -> tuple[tuple[str, Stat], ...] | None:
+        """The `version` of every file under configs/, so that what is computed from them can
+        be kept while it is unchanged; None when one was just written."""
+        now = time.time_ns()
+        out = []
+        for here, dirs, files in os.walk(self.path / "configs"):
+            dirs.sort()
+            for name in sorted(files):
+                kept = version(os.path.join(here, name), now)
+                if kept is None:
+                    return None
+                out.append((os.path.join(here, name), kept))
+        return tuple(out)
 
     def _file(self, node: str, name: str) -> Path:
         path = self.path / "configs" / node / name
@@ -264,8 +304,21 @@ class Lab:
         return path
 
     def _json(self, node: str, name: str) -> Any:
-        path = self._file(node, name)
+        """A config file parsed, read again only when its `version` changed (or was None):
+        callers share the returned object and copy it before changing it."""
+        path = self.path / "configs" / node / name
+        now = time.time_ns()
         try:
-            return json.loads(path.read_text())
+            kept = version(path, now)
+        except OSError:
+            raise LabError(f"{path}: missing") from None
+        cached = self._read.get(path)
+        if kept is not None and cached is not None and cached[0] == kept:
+            return cached[1]
+        try:
+            data = json.loads(path.read_text())
         except json.JSONDecodeError as exc:
             raise LabError(f"{path}: line {exc.lineno}: not valid JSON: {exc.msg}") from None
+        if kept is not None:
+            self._read[path] = (kept, data)
+        return data

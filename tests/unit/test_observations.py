@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
+import time
+from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,9 @@ import pytest
 from labs.backend import Played
 from twin.cli import main as cli
 from twin.errors import InputError
-from twin.model.fib import Fib
+from twin.labdir import RACY_NS
+from twin.model import fib
+from twin.model.fib import Fib, NextHop
 from twin.scenario import observations, records
 from twin.scenario.observations import FILES, Observations
 
@@ -118,6 +123,59 @@ def test_a_saved_run_reads_back_as_the_records_it_was_saved_from(tmp_path: Path)
     assert (obs.flows, obs.events, obs.counters) == (record.flows, record.events, record.counters)
     assert obs.fib("fault1-link-flap") == FIB and obs.phase("backup") == record.phases[0]
     assert (tmp_path / "run" / "fabric.yaml").read_text() == "name: small\n"
+
+
+def test_snapshots_are_read_once_and_identical_ones_share_one_fib(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Validators ask for the same snapshots many times: each file is parsed once while it
+    is unchanged, and snapshots where no route changed (the same bytes) are one `Fib`."""
+    saved(tmp_path / "run")
+    other = {"leaf1": {"10.1.0.0/16": [{"node": "spine1", "port": "Ethernet0"}]}}
+    (tmp_path / "run" / "fib" / "fault1-link-flap.json").write_text(json.dumps(other))
+    old = time.time_ns() - 10 * RACY_NS
+    for path in (tmp_path / "run" / "fib").iterdir():
+        os.utime(path, ns=(old, old))
+    parsed: list[object] = []
+    monkeypatch.setattr(observations, "from_json", lambda *a: parsed.append(a) or fib.from_json(*a))
+    obs = Observations.open(tmp_path / "run")
+    start, flap = obs.fib("start"), obs.fib("fault1-link-flap")
+    assert obs.fib("end") is start and start == FIB and flap != FIB
+    assert flap["leaf1"][IPv4Network("10.1.0.0/16")] == (NextHop("spine1", "Ethernet0"),)
+    assert [obs.fib(label) for label in ("start", "end", "fault1-link-flap")] == [
+        start,
+        start,
+        flap,
+    ]
+    assert len(parsed) == 2
+
+
+def test_a_snapshot_or_extra_file_rewritten_is_read_again(tmp_path: Path) -> None:
+    """A test (or a person) that rewrites a run's file and judges the same observations
+    again is judged on the new file: at once (written within a clock tick), or later."""
+    saved(tmp_path / "run")
+    obs = Observations.open(tmp_path / "run")
+    start = tmp_path / "run" / "fib" / "start.json"
+    pfc = tmp_path / "run" / "pfc.json"
+    pfc.write_text("[]")
+    assert obs.fib("start") == FIB and obs.extra("pfc") == []
+    changed = {"leaf1": {"10.1.0.0/16": []}}
+    start.write_text(json.dumps(changed))
+    pfc.write_text("[{}]")
+    assert obs.fib("start") == {"leaf1": {IPv4Network("10.1.0.0/16"): ()}}
+    assert obs.extra("pfc") == [{}]
+    old = time.time_ns() - 10 * RACY_NS
+    for path, text in ((start, json.dumps(FIB)), (pfc, "[]")):
+        path.write_text(text)
+        os.utime(path, ns=(old, old))
+    assert obs.fib("start") == FIB and obs.extra("pfc") == []
+    start.write_text(json.dumps(changed))
+    pfc.write_text("[{}]")
+    os.utime(start, ns=(old + 1000, old + 1000))
+    os.utime(pfc, ns=(old + 1000, old + 1000))
+    assert obs.fib("start") != FIB and obs.extra("pfc") == [{}]
+    pfc.unlink()
+    assert obs.extra("pfc") is None
 
 
 def test_added_files_events_and_run_keys_read_back(tmp_path: Path) -> None:

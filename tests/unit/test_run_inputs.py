@@ -141,6 +141,44 @@ READ: dict[str, tuple[str, str, Callable[[Observations], object], str]] = {
         lambda obs: obs.fib("start"),
         "leaf1.10.0.0.0/8.0.port: ",
     ),
+    "a FIB prefix with host bits set": (
+        "fib/start.json",
+        '{"leaf1": {"10.0.0.1/8": []}}',
+        lambda obs: obs.fib("start"),
+        "leaf1.10.0.0.1/8: not a valid IPv4 network",
+    ),
+    "a FIB's next hops not an array": (
+        "fib/start.json",
+        '{"leaf1": {"10.0.0.0/8": {}}}',
+        lambda obs: obs.fib("start"),
+        "leaf1.10.0.0.0/8: must be an array of next hops, not an object",
+    ),
+    "a FIB next hop not an object": (
+        "fib/start.json",
+        '{"leaf1": {"10.0.0.0/8": ["spine1"]}}',
+        lambda obs: obs.fib("start"),
+        "leaf1.10.0.0.0/8.0: must be an object",
+    ),
+    "a FIB next hop's node not a string, after the same hops well formed": (
+        "fib/start.json",
+        '{"leaf1": {"10.0.0.0/8": [{"node": "spine1", "port": "E0"}],'
+        ' "10.1.0.0/16": [{"node": 1, "port": "E0"}]}}',
+        lambda obs: obs.fib("start"),
+        "leaf1.10.1.0.0/16.0.node: must be a string, not a number",
+    ),
+    "a FIB next hop's port null, after the same hops well formed": (
+        "fib/start.json",
+        '{"leaf1": {"10.0.0.0/8": [{"node": "spine1", "port": "E0"}],'
+        ' "10.1.0.0/16": [{"node": "spine1", "port": null}]}}',
+        lambda obs: obs.fib("start"),
+        "leaf1.10.1.0.0/16.0.port: must be a string, not null",
+    ),
+    "a FIB cut short": (
+        "fib/start.json",
+        '{"leaf1": {',
+        lambda obs: obs.fib("start"),
+        "fib/start.json: line 1: not valid JSON",
+    ),
     "an extra file cut short": (
         "pfc.json",
         "[1",

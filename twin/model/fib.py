@@ -10,9 +10,14 @@ backend's observer (a live twin's FIB, saved with a run as `to_json` writes it).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Network
-from typing import NamedTuple
+from operator import itemgetter
+from typing import Any, NamedTuple
+
+from twin.errors import InputError
 
 
 class NextHop(NamedTuple):
@@ -91,18 +96,89 @@ def to_json(fib: Fib) -> dict[str, dict[str, list[dict[str, str]]]]:
     }
 
 
-def from_json(data: Mapping[str, Mapping[str, list[Mapping[str, str]]]]) -> Fib:
-    """The FIB `to_json` wrote.
+def from_json(data: Any, file: str = "") -> Fib:
+    """The FIB `to_json` wrote, checked as it is read: anything else (a node's routes not an
+    object, a prefix not an IPv4 network, next hops not an array of objects with string
+    `node` and `port`; other keys of a next hop are ignored) is refused as one `InputError`
+    line naming `file` and the key.
+
+    A FIB of thousands of routes has a few hundred distinct prefixes and next-hop lists:
+    each distinct prefix is parsed once (`_network`), each distinct next hop and next-hop
+    list made (and checked) once and shared by every route that has it.
 
     >>> fib = {"s": {IPv4Network("10.0.0.0/8"): (NextHop("a", "p1"),)}}
     >>> fib["s"][IPv4Network("0.0.0.0/0")] = ()
     >>> from_json(to_json(fib)) == fib
     True
+    >>> from_json({"s": {"10.0.0.0/8": [{"node": "a"}]}}, "fib/start.json")
+    Traceback (most recent call last):
+    twin.errors.InputError: fib/start.json: s.10.0.0.0/8.0.port: missing
     """
-    return {
-        node: {
-            IPv4Network(prefix): tuple(NextHop(h["node"], h["port"]) for h in hops)
-            for prefix, hops in routes.items()
-        }
-        for node, routes in data.items()
-    }
+    if not isinstance(data, dict):
+        raise InputError(file, "", f"must be an object of node -> routes, not {_kind(data)}")
+    made = _Made(file)
+    fib: Fib = {}
+    for node, routes in data.items():
+        if not isinstance(routes, dict):
+            raise InputError(
+                file, node, f"must be an object of prefix -> next hops, not {_kind(routes)}"
+            )
+        table: Routes = {}
+        for prefix, hops in routes.items():
+            try:
+                network = _network(prefix)
+            except ValueError as exc:
+                raise InputError(
+                    file, f"{node}.{prefix}", f"not a valid IPv4 network ({exc})"
+                ) from None
+            try:  # the common case: a list of next hops seen before
+                known = made.lists.get(tuple(map(_PAIR, hops))) if type(hops) is list else None
+            except (KeyError, TypeError):  # not a list of {node, port}: said by `made.hops`
+                known = None
+            table[network] = known if known is not None else made.hops(f"{node}.{prefix}", hops)
+        fib[node] = table
+    return fib
+
+
+_PAIR = itemgetter("node", "port")
+_network = functools.lru_cache(maxsize=1 << 16)(IPv4Network)
+"""A prefix parsed strictly (no host bits set), once per process: every snapshot of a run has
+the same few hundred to thousands."""
+
+
+@dataclass
+class _Made:
+    """The next hops and next-hop lists of one FIB file, each made once."""
+
+    file: str
+    lists: dict[tuple[tuple[str, str], ...], Hops] = field(default_factory=dict)
+    nexthops: dict[tuple[str, str], NextHop] = field(default_factory=dict)
+
+    def hops(self, key: str, hops: Any) -> Hops:
+        """A list of next hops checked, or refused naming the first wrong element."""
+        if not isinstance(hops, list):
+            raise InputError(self.file, key, f"must be an array of next hops, not {_kind(hops)}")
+        pairs = []
+        for i, hop in enumerate(hops):
+            if not isinstance(hop, dict):
+                problem = f"must be an object with node and port, not {_kind(hop)}"
+                raise InputError(self.file, f"{key}.{i}", problem)
+            for name in ("node", "port"):
+                if name not in hop:
+                    raise InputError(self.file, f"{key}.{i}.{name}", "missing")
+                if not isinstance(hop[name], str):
+                    problem = f"must be a string, not {_kind(hop[name])}"
+                    raise InputError(self.file, f"{key}.{i}.{name}", problem)
+            pairs.append((hop["node"], hop["port"]))
+        made = tuple(self.nexthops.setdefault(p, NextHop(*p)) for p in pairs)
+        return self.lists.setdefault(tuple(pairs), made)
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's type, as a message names it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    names: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
+    return names.get(type(value), "a number")

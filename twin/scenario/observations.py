@@ -10,20 +10,23 @@ two runs compared.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+import time
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
-from ipaddress import IPv4Network
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from labs.backend import Played, Session
 from twin import safeio
 from twin.errors import InputError, LabError
 from twin.intent.inputs import parse_model, read_json
+from twin.labdir import Stat, version
 from twin.model.fib import Fib, from_json, to_json
 from twin.scenario.records import (
     SCHEMA,
@@ -54,6 +57,11 @@ FILES: dict[str, type | None] = {
 one its JSON holds (run.json, counters.json: the whole file; flows.json: an element;
 events.jsonl: a line). `failover_probes.json` and `KEY.json` are a backend's `extra`, the
 captures its own."""
+T = TypeVar("T")
+ORJSON_BYTES = 8 << 20
+"""The largest run file parsed with orjson; a larger one (queues.json: tens of MB of
+samples) with the standard library, slower but at half orjson's peak memory (orjson builds a
+document of its own before the Python objects)."""
 FABRIC_BYTES = 16 << 20
 """The largest fabric.yaml copied into a run directory."""
 
@@ -96,15 +104,6 @@ class _Flow(BaseModel):
     tail_lost: float
     gaps: list[list[float]]
     dscp_received: dict[str, float]
-
-
-class _Hop(BaseModel):
-    node: str
-    port: str
-
-
-class _Fib(RootModel[dict[str, dict[IPv4Network, list[_Hop]]]]):
-    """What `fib/LABEL.json` holds: node -> prefix -> next hops."""
 
 
 RUN_KEYS: dict[str, type | tuple[type, ...]] = {
@@ -182,6 +181,18 @@ class Observations:
     """A run directory, read lazily."""
 
     path: Path
+    _fibs: dict[str, tuple[Stat, Fib]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _fibs_read: dict[bytes, Fib] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _extra: dict[str, tuple[Stat, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _derived: dict[Hashable, Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def open(cls, path: Path) -> Observations:
@@ -193,7 +204,7 @@ class Observations:
     def _json(self, name: str, shape: type = dict) -> Any:
         """A file of the run, refused in one line when it is not JSON of the `shape` its
         readers take (a run killed while writing, or an edited file)."""
-        return _shaped(read_json(self.path / name), shape, self.path / name)
+        return _shaped(_read(self.path / name), shape, self.path / name)
 
     @cached_property
     def run(self) -> RunRecord:
@@ -273,23 +284,60 @@ class Observations:
         data: list[dict[str, Any]] = self._json("probes.json", list)
         return data
 
-    def extra(self, key: str) -> Any:
-        """What only some backends observe (`KEY.json`: pfc, queues, iterations, sim), None
-        when the run has no such file."""
-        path = self.path / f"{key}.json"
-        return read_json(path) if path.exists() else None
-
     @property
     def duration(self) -> float:
         """Seconds the run lasted."""
         return float(self.run["ended"]) - float(self.run["started"])
 
     def fib(self, label: str) -> Fib:
-        """Every node's FIB at a snapshot (`start`, `end`, `fault1-link-down`...)."""
-        path = self.path / f"fib/{label}.json"
-        data = self._json(f"fib/{label}.json")
-        parse_model(_Fib, data, str(path))
-        return from_json(data)
+        """Every node's FIB at a snapshot (`start`, `end`, `fault1-link-down`...), read
+        again only when its file changed (`twin.labdir.version`); files of the same bytes
+        (snapshots where no route changed) are one `Fib` for the life of `self`, which
+        callers never change."""
+        path = self.path / "fib" / f"{label}.json"
+        kept, cached = self._kept(path, self._fibs.get(label))
+        if cached is not None:
+            return cast(Fib, cached)
+        raw = _bytes(path)
+        digest = hashlib.blake2b(raw, digest_size=16).digest()
+        if digest not in self._fibs_read:
+            data = _shaped(_parsed(path, raw), dict, path)
+            self._fibs_read[digest] = from_json(data, str(path))
+        if kept is not None:
+            self._fibs[label] = (kept, self._fibs_read[digest])
+        return self._fibs_read[digest]
+
+    def extra(self, key: str) -> Any:
+        """What only some backends observe (`KEY.json`: pfc, queues, iterations, sim), None
+        when the run has no such file; read again only when the file changed (queues.json
+        runs to tens of MB), callers never change it."""
+        path = self.path / f"{key}.json"
+        if not path.exists():
+            return None
+        kept, cached = self._kept(path, self._extra.get(key))
+        if cached is not None:
+            return cached
+        data = _read(path)
+        if kept is not None:
+            self._extra[key] = (kept, data)
+        return data
+
+    def _kept(self, path: Path, cached: tuple[Stat, Any] | None) -> tuple[Stat | None, Any]:
+        """A file's `version` (None: missing or just written), and what was read from it
+        when that version was (else None)."""
+        try:
+            kept = version(path, time.time_ns())
+        except OSError:
+            return None, None
+        return kept, cached[1] if kept is not None and cached and cached[0] == kept else None
+
+    def derived(self, key: Hashable, make: Callable[[], T]) -> T:
+        """What validators compute from this run and share (the buffer dependency graphs
+        of its FIB snapshots), made once per `key`, which names all else it depends on."""
+        if key not in self._derived:
+            self._derived[key] = make()
+        made: T = self._derived[key]
+        return made
 
     def fib_labels(self) -> list[str]:
         """Snapshot labels in time order."""
@@ -311,6 +359,30 @@ class Observations:
             if phase["label"] == label:
                 return phase
         raise LabError(f"{self.path}: no phase {label!r}")
+
+
+def _bytes(path: Path) -> bytes:
+    """A file's bytes, or one line saying it is missing."""
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise InputError(str(path), "", "missing") from None
+
+
+def _parsed(path: Path, raw: bytes) -> Any:
+    """A file's JSON at orjson's speed; what orjson refuses is read (and, if it is not JSON,
+    refused in one line) as `read_json` reads it, so both take the same files."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return read_json(path)
+
+
+def _read(path: Path) -> Any:
+    """A file of the run as JSON, or one line saying why not (`read_json`'s)."""
+    if path.is_file() and path.stat().st_size > ORJSON_BYTES:
+        return read_json(path)
+    return _parsed(path, _bytes(path))
 
 
 def _shaped(data: Any, shape: type, path: Path, key: str = "") -> Any:

@@ -203,7 +203,22 @@ def xoff_level(db: ConfigDb, port: str, pg: int) -> float | None:
     """Bytes at which a lossless PG sends XOFF when alone in its shared pool: reserved +
     alpha/(1 + alpha) of the pool (dynamic_th n: alpha 2^n), or reserved + static_th; None
     for a PG without headroom (lossy)."""
-    entry = by_port(db, "BUFFER_PG").get(port, {}).get(pg, {})
+    return _xoff(db, by_port(db, "BUFFER_PG").get(port, {}).get(pg, {}))
+
+
+def xoff_levels(db: ConfigDb) -> dict[str, dict[int, float]]:
+    """Per port, the `xoff_level` of each of its lossless PGs."""
+    levels: dict[str, dict[int, float]] = {}
+    for port, entries in by_port(db, "BUFFER_PG").items():
+        for pg, entry in entries.items():
+            level = _xoff(db, entry)
+            if level is not None:
+                levels.setdefault(port, {})[pg] = level
+    return levels
+
+
+def _xoff(db: ConfigDb, entry: Mapping[str, Any]) -> float | None:
+    """`xoff_level` of a BUFFER_PG entry."""
     profile = db.get("BUFFER_PROFILE", {}).get(str(entry.get("profile", "")).strip("[]"), {})
     if "xoff" not in profile:
         return None
@@ -218,12 +233,19 @@ def xoff_level(db: ConfigDb, port: str, pg: int) -> float | None:
 def lossless_pgs(
     lab: Lab, series: Mapping[str, Mapping[str, list[int]]]
 ) -> dict[str, dict[str, list[int]]]:
-    """The series of PGs with headroom (lossless) in their switch's configs."""
+    """The series of PGs with headroom (lossless) in their switch's configs (read once per
+    switch)."""
+    switches = set(lab.switches())
+    levels: dict[str, dict[str, dict[int, float]]] = {}
     out: dict[str, dict[str, list[int]]] = {}
     for port, pgs in series.items():
         node, name = port.split(":")
-        db = lab.config_db(node) if node in lab.switches() else {}
-        kept = {pg: v for pg, v in pgs.items() if db and xoff_level(db, name, int(pg)) is not None}
+        if node not in switches:
+            continue
+        if node not in levels:
+            levels[node] = xoff_levels(lab.config_db(node))
+        lossless = levels[node].get(name, {})
+        kept = {pg: v for pg, v in pgs.items() if int(pg) in lossless}
         if kept:
             out[port] = kept
     return out

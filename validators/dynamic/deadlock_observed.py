@@ -8,13 +8,12 @@ so routes the real control plane installed during failures are judged too.
 
 from __future__ import annotations
 
-from twin.configs.buffer_graph import BufferGraph
 from twin.labdir import Lab
-from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
+from validators.dynamic.no_deadlock import snapshots
 from validators.registry import Params, dynamic
 from validators.result import Figure, Result
-from validators.static.deadlock import Located, dscps, priorities, verdicts
+from validators.static.deadlock import Located, priorities, verdicts
 
 NAME = "deadlock_observed"
 
@@ -22,19 +21,16 @@ NAME = "deadlock_observed"
 @dynamic(NAME, needs={"fib"}, max_cycles=10)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """One result per lossless priority over every snapshot of the run."""
-    labels = obs.fib_labels()
-    wiring = Wiring(lab)
-    marks = dscps(lab)
+    taken = snapshots(lab, obs, int(params["max_cycles"]))
     found: list[Located] = []
     prios: set[int] = set()
     queues: dict[int, int] = {}
-    for label in labels:
-        graph = BufferGraph(wiring, obs.fib(label), marks)
-        for p in priorities(lab, graph):
+    for s in taken:
+        for p in priorities(lab, s.graph):
             prios.add(p)
-            queues[p] = max(queues.get(p, 0), sum(q[2] == p for q in graph.vertices))
-        found += [(c, f"FIB {label}") for c in graph.cycles(int(params["max_cycles"]))]
+            queues[p] = max(queues.get(p, 0), sum(q[2] == p for q in s.graph.vertices))
+        found += [(c, f"FIB {s.label}") for c in s.cycles]
     figures: dict[int, dict[str, Figure]] = {
-        p: {"snapshots": len(labels), "queues": queues.get(p, 0)} for p in sorted(prios)
+        p: {"snapshots": len(taken), "queues": queues.get(p, 0)} for p in sorted(prios)
     }
     return verdicts(NAME, sorted(prios), found, ", observed FIBs", figures)

@@ -59,15 +59,12 @@ def curve_check(lab: Lab, obs: Observations, rows: list[dict[str, Any]], params:
     tolerance = float(params["tolerance"])
     findings, checked, worst = [], 0, 0.0
     for r in rows:
-        node, port = r["port"].split(":")
-        curve = wred(lab.config_db(node), port, r["priority"])
+        if r["ecn_marks"] < int(params["min_marks"]) or r["paused_s"]:
+            continue
         series = [q for q in queues.get(r["port"], {}).get(str(r["priority"]), []) if q > 0]
-        if (
-            curve is None
-            or r["ecn_marks"] < int(params["min_marks"])
-            or not series
-            or r["paused_s"]
-        ):
+        node, port = r["port"].split(":")
+        curve = wred(lab.config_db(node), port, r["priority"]) if series else None
+        if curve is None:
             continue
         checked += 1
         expected = r["tx_bytes"] / packet * sum(probability(curve, q) for q in series) / len(series)

@@ -12,10 +12,13 @@ dependency graph predicts.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from twin.configs.buffer_graph import BufferGraph, Cycle
 from twin.labdir import Lab
 from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
+from twin.scenario.records import Event
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 from validators.static.deadlock import dscps
@@ -33,14 +36,52 @@ def ingress(wiring: Wiring, member: str) -> Queue:
     return (peer[0], wiring.logical(*peer), int(prio))
 
 
-def predicted(lab: Lab, wiring: Wiring, obs: Observations, limit: int) -> list[tuple[str, Cycle]]:
+@dataclass(frozen=True)
+class Snapshot:
+    """A FIB snapshot of the run: its label, its buffer dependency graph and the static
+    check's cycles in it."""
+
+    label: str
+    graph: BufferGraph
+    cycles: list[Cycle]
+
+
+def snapshots(lab: Lab, obs: Observations, limit: int) -> list[Snapshot]:
+    """Every FIB snapshot of the run in time order, with at most `limit` cycles each; made
+    once per run, lab configs, FIBs and limit (`no_deadlock` and `deadlock_observed` share
+    them), one graph per distinct FIB (snapshots where no route changed share one)."""
+    fibs = [(label, obs.fib(label)) for label in obs.fib_labels()]
+
+    def make() -> list[Snapshot]:
+        wiring, marks = Wiring(lab), dscps(lab)
+        made: dict[int, tuple[BufferGraph, list[Cycle]]] = {}
+        out = []
+        for label, fib in fibs:
+            if id(fib) not in made:
+                graph = BufferGraph(wiring, fib, marks)
+                made[id(fib)] = (graph, graph.cycles(limit))
+            out.append(Snapshot(label, *made[id(fib)]))
+        return out
+
+    stamp = lab.configs_stamp()
+    if stamp is None:  # a config just written: nothing kept
+        return make()
+    # an observed FIB is one object per content for the life of `obs`: its id names it
+    fib_ids = tuple((label, id(fib)) for label, fib in fibs)
+    return obs.derived(("buffer graphs", str(lab.path), stamp, fib_ids, limit), make)
+
+
+def predicted(lab: Lab, obs: Observations, limit: int) -> list[tuple[str, Cycle]]:
     """The static check's cycles in every FIB snapshot of the run."""
-    marks = dscps(lab)
-    out = []
-    for label in obs.fib_labels():
-        for cycle in BufferGraph(wiring, obs.fib(label), marks).cycles(limit):
-            out.append((label, cycle))
-    return out
+    return [(s.label, cycle) for s in snapshots(lab, obs, limit) for cycle in s.cycles]
+
+
+def formed(lab: Lab, locks: list[Event]) -> list[list[Queue]]:
+    """Each deadlock event's cycle as ingress queues (the wiring is read only if one formed)."""
+    if not locks:
+        return []
+    wiring = Wiring(lab)
+    return [[ingress(wiring, m) for m in e.get("cycle", [])] for e in locks]
 
 
 def _name(queues: list[Queue]) -> str:
@@ -50,9 +91,8 @@ def _name(queues: list[Queue]) -> str:
 @dynamic(NAME, needs={"deadlock", "fib"}, max_cycles=10)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """Deadlock events, and their agreement with the static buffer dependency graph."""
-    wiring = Wiring(lab)
     locks = [e for e in obs.events if e["event"] == "deadlock"]
-    cycles = [[ingress(wiring, m) for m in e.get("cycle", [])] for e in locks]
+    cycles = formed(lab, locks)
     findings = [
         Finding(
             c[0][0],
@@ -66,7 +106,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     results = [
         verdict(NAME, "run", findings, "no deadlock formed", {"deadlocks": len(locks)}),
     ]
-    static = predicted(lab, wiring, obs, int(params["max_cycles"]))
+    static = predicted(lab, obs, int(params["max_cycles"]))
     figures: dict[str, int | float | str] = {"predicted": len(static), "observed": len(cycles)}
     if not static and not cycles:
         results.append(

@@ -1,0 +1,60 @@
+"""A lab's configs are parsed once while unchanged on disk (validators ask for the same
+switch's config_db.json thousands of times), and read again as soon as they change, even in
+place with the same size within one tick of the file system's clock."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from twin.labdir import RACY_NS, Lab
+
+MTU = '{"PORT": {"Ethernet0": {"mtu": "%s"}}}'
+
+
+def config(tmp_path: Path, mtu: str, mtime_ns: int | None = None) -> Path:
+    """Write leaf1's config_db.json in place (same inode), with this mtime if given."""
+    path = tmp_path / "configs" / "leaf1" / "config_db.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(MTU % mtu)
+    if mtime_ns is not None:
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+    return path
+
+
+def mtu(lab: Lab) -> str:
+    return str(lab.config_db("leaf1")["PORT"]["Ethernet0"]["mtu"])
+
+
+def test_an_unchanged_config_is_parsed_once_a_changed_one_again(tmp_path: Path) -> None:
+    old = time.time_ns() - 10 * RACY_NS
+    config(tmp_path, "9100", old)
+    lab = Lab(tmp_path)
+    first = lab.config_db("leaf1")
+    assert lab.config_db("leaf1") is first and mtu(lab) == "9100"
+    config(tmp_path, "1500", old + 1000)  # same size and inode, 1 us later
+    assert mtu(lab) == "1500" and lab.config_db("leaf1") is not first
+
+
+def test_a_config_written_within_a_clock_tick_is_read_again(tmp_path: Path) -> None:
+    """A change within the same timestamp tick leaves (mtime, size, inode) as they were: a
+    file that recent when read is not kept."""
+    path = config(tmp_path, "9100")
+    lab = Lab(tmp_path)
+    tick = path.stat().st_mtime_ns
+    assert mtu(lab) == "9100" and lab.configs_stamp() is None
+    config(tmp_path, "1500", tick)
+    assert mtu(lab) == "1500"
+
+
+def test_the_configs_stamp_changes_with_any_config(tmp_path: Path) -> None:
+    old = time.time_ns() - 10 * RACY_NS
+    config(tmp_path, "9100", old)
+    (tmp_path / "configs" / "leaf1" / "frr.conf").write_text("hostname leaf1\n")
+    os.utime(tmp_path / "configs" / "leaf1" / "frr.conf", ns=(old, old))
+    lab = Lab(tmp_path)
+    stamp = lab.configs_stamp()
+    assert stamp is not None and len(stamp) == 2 and lab.configs_stamp() == stamp
+    config(tmp_path, "1500", old + 1000)
+    assert lab.configs_stamp() not in (None, stamp)
