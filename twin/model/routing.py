@@ -89,6 +89,7 @@ class Routing:
                     by_shift[int(a.ip) >> shift] = (name, a.ip)
             self._subnets[n] = dict(sorted(self._subnets.get(n, {}).items()))
         self._hosts = sorted((int(h.address.ip), h.name) for h in w.hosts.values())
+        self._host_prefix = {a: IPv4Network(a) for a, _ in self._hosts}
         self._svis = sorted(
             (int(ip), n) for ip, (n, i) in w.owner.items() if i in w.vlans.get(n, {})
         )
@@ -180,16 +181,14 @@ class Routing:
                 a.network: (NextHop(far[0], iface),) if far else ()
                 for a in w.interfaces[n].get(iface, [])
             }
+        neighbor = w.neighbors(n, iface, down)
         for a in w.interfaces[n].get(iface, []):
-            hops = (
-                w.neighbor(n, iface, IPv4Address(ip), down)
-                for ip, _ in _within(self._svis, a.network)
-            )
+            hops = (neighbor(ip) for ip, _ in _within(self._svis, a.network))
             routes[a.network] = tuple(dict.fromkeys(h for h in hops if h))
             for address, server in _within(self._hosts, a.network):
-                hop = w.neighbor(n, iface, IPv4Address(address), down)
+                hop = neighbor(address)
                 if hop and hop.node == server:
-                    routes[IPv4Network(address)] = (hop,)
+                    routes[self._host_prefix[address]] = (hop,)
         return routes
 
     def _originates(
