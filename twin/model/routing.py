@@ -34,9 +34,11 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
+from twin.labdir import Lab
 from twin.model.bgp import RESELECT, PathVector, Peer, Selection
 from twin.model.fib import Fib, FibDelta, Hops, Link, NextHop, Routes, lookup
 from twin.model.wiring import CONNECTED, EBGP, Wiring
+from twin.model.wiring import shared as shared_wiring
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,25 @@ def _diff(old: Routes, new: Routes) -> dict[IPv4Network, Hops | None]:
     changed: dict[IPv4Network, Hops | None] = {p: h for p, h in new.items() if old.get(p) != h}
     changed.update({p: None for p in old if p not in new})
     return changed
+
+
+_SHARED: dict[str, Routing] = {}
+"""The last shared Routing (its `w` says which Wiring it is of)."""
+
+MEMO = 4096
+"""How many `after` results a Routing keeps (every single-link failure of a large lab)."""
+
+
+def shared(lab: Lab) -> Routing:
+    """The Routing toward the lab's servers on its shared Wiring (`twin.model.wiring.shared`),
+    built once for the readers of one lab (the static validators), with the `after` results
+    they ask for kept. Readers must not change it nor the deltas it returns."""
+    wiring = shared_wiring(lab)
+    routing = _SHARED.get("last")
+    if routing is None or routing.w is not wiring:
+        routing = Routing(wiring, [h.address.ip for h in wiring.hosts.values()])
+        _SHARED["last"] = routing
+    return routing
 
 
 class Routing:
@@ -127,6 +148,7 @@ class Routing:
         self._involved = {n for n in w.routers if self._recursive(n)}
         """Switches whose static routes resolve through other routes."""
         self.fib.update({h: w.host_routes(h, self.down) for h in w.hosts})
+        self._after: dict[tuple[tuple[str, ...], ...], FibDelta] = {}
 
     def _sessions(self) -> list[Session]:
         """Sessions whose two ends name each other, with each other's AS, on a shared subnet."""
@@ -304,7 +326,18 @@ class Routing:
         return touched
 
     def after(self, failed: Collection[Link]) -> FibDelta:
-        """The FIB changes once the `failed` links are down (both ends lose carrier)."""
+        """The FIB changes once the `failed` links are down (both ends lose carrier); the
+        same links (in the same order) give the same delta object, of the first `MEMO` asked
+        for: do not change it."""
+        key = tuple(map(tuple, failed))
+        known = self._after.get(key)
+        if known is None:
+            known = self._converge(failed)
+            if len(self._after) < MEMO:
+                self._after[key] = known
+        return known
+
+    def _converge(self, failed: Collection[Link]) -> FibDelta:
         w = self.w
         ports = {(a, pa) for a, pa, _, _ in failed} | {(b, pb) for _, _, b, pb in failed}
         down = self.down | ports
