@@ -24,7 +24,7 @@ from ipaddress import IPv4Network
 import networkx as nx
 
 from twin.configs.qos import map_name, pfc_enabled, qos_map
-from twin.model.fib import Fib, FibDelta, Hops, Lpm, NextHop, lookup
+from twin.model.fib import Fib, FibDelta, Hops, NextHop, lookup
 from twin.model.wiring import Wiring
 
 Port = tuple[str, str]
@@ -87,10 +87,11 @@ class BufferGraph:
                 known[id(hops)] = ids.setdefault(_action(hops, servers), len(ids))
             return known[id(hops)]
 
-        lpms = [Lpm(fib[n]) for n in nodes]
+        ints = [address for address, _ in self.addresses]
+        columns = [_column(fib[n], ints, action_id) for n in nodes]
         groups: dict[tuple[int, ...], list[str]] = {}
-        for address, server in self.addresses:
-            key = tuple(action_id(lpm(address)) for lpm in lpms)
+        keys = zip(*columns, strict=True) if columns else [()] * len(ints)
+        for key, (_, server) in zip(keys, self.addresses, strict=True):
             groups.setdefault(key, []).append(server)
         table = list(ids)
         self.classes = list(groups.values())
@@ -175,22 +176,27 @@ class BufferGraph:
     def core(self) -> set[Queue]:
         """The vertices that lead to a cycle (others are pruned, sinks first)."""
         alive = set(self.vertices)
+        # (switch, classes, [(DSCP, the queues it is lossless in there)]) per receiving end
+        sends = [
+            (switch, mask, [(d, [(*end, p) for p in ps]) for d, ps in self.lossless(end).items()])
+            for switch, hops in self.traffic.hops.items()
+            for end, mask in hops.items()
+        ]
+        # per queue: the classes arriving there, and (switch, DSCP) of the traffic it holds
+        holds = {
+            q: (
+                self.arriving[q[:2]],
+                [(q[0], d) for d, ps in self.lossless(q[:2]).items() if q[2] in ps],
+            )
+            for q in alive
+        }
         while True:
             out: dict[tuple[str, int], int] = {}
-            for switch, hops in self.traffic.hops.items():
-                for end, mask in hops.items():
-                    for dscp, ps in self.lossless(end).items():
-                        if any((end[0], end[1], p) in alive for p in ps):
-                            out[(switch, dscp)] = out.get((switch, dscp), 0) | mask
-            kept = {
-                q
-                for q in alive
-                if any(
-                    self.arriving[q[:2]] & out.get((q[0], d), 0)
-                    for d, ps in self.lossless(q[:2]).items()
-                    if q[2] in ps
-                )
-            }
+            for switch, mask, by_dscp in sends:
+                for dscp, queues in by_dscp:
+                    if any(q in alive for q in queues):
+                        out[(switch, dscp)] = out.get((switch, dscp), 0) | mask
+            kept = {q for q in alive if any(holds[q][0] & out.get(key, 0) for key in holds[q][1])}
             if kept == alive:
                 return alive
             alive = kept
@@ -314,6 +320,24 @@ class BufferGraph:
         t = Traffic(carries, hops)
         starts = [q for end in grown for q in self.queues(end)]
         return _reaches_cycle(starts, lambda q: (nxt for nxt, _ in self.successors(q, t)))
+
+
+def _column(
+    routes: Mapping[IPv4Network, Hops],
+    addresses: list[int],
+    action_id: Callable[[Hops | None], int],
+) -> list[int]:
+    """`action_id` of the longest-prefix match of each of the sorted `addresses` (of None
+    where no route covers it): every route, the least specific first, claims the addresses
+    inside it."""
+    column = [action_id(None)] * len(addresses)
+    for prefix in sorted(routes, key=lambda p: p.prefixlen):
+        low = int(prefix.network_address)
+        first = bisect.bisect_left(addresses, low)
+        last = bisect.bisect_left(addresses, low + prefix.num_addresses, first)
+        if first < last:
+            column[first:last] = [action_id(routes[prefix])] * (last - first)
+    return column
 
 
 def _spread(
