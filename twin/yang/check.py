@@ -107,6 +107,9 @@ class _Leaf:
     def encode(self, value: Any) -> Any:
         """The YANG JSON encoding of a CONFIG_DB field (a list for a leaf-list)."""
         if not self.leaf_list:
+            seen = self._checked.get(value) if type(value) is str else None
+            if seen is not None and seen[0] is None and seen[1] is not _EMPTY:
+                return seen[1]  # a text met before (most fields): no call
             return self.scalar(value)
         if isinstance(value, str):
             items: list[Any] = [v.strip() for v in _LEAF_LIST_SEPARATORS.split(value)]
@@ -150,6 +153,14 @@ class _TableModel:
     name: str
     lists: tuple[_ListModel, ...]
     containers: dict[str, _ContainerModel]
+
+    @functools.cached_property
+    def by_parts(self) -> dict[int, list[_ListModel]]:
+        """The lists by the number of their keys (of `|`-separated parts of a CONFIG_DB key)."""
+        found: dict[int, list[_ListModel]] = {}
+        for lst in self.lists:
+            found.setdefault(len(lst.keys), []).append(lst)
+        return found
 
 
 @dataclass(frozen=True)
@@ -541,7 +552,7 @@ def _translate_list_entry(
 ) -> None:
     table = model.name
     parts = [p.strip() for p in key.split("|")]
-    candidates = [lst for lst in model.lists if len(lst.keys) == len(parts)]
+    candidates = model.by_parts.get(len(parts), [])
     if not candidates and not model.lists:
         out.problem(
             table,
@@ -598,7 +609,15 @@ def _translate_list_entry(
         entry.map_list = chosen.map_list
         entry.map_key = map_key.name
     else:
+        leaves = chosen.leaves  # no key nor container among them
         for name, value in fields.items():
+            node = leaves.get(name)
+            if node is not None:
+                try:
+                    data[name] = node.encode(value)
+                except _Rejected as exc:
+                    out.problem(table, key, name, str(exc))
+                continue
             if name in key_values:
                 if str(value) != key_values[name]:
                     out.problem(
@@ -611,21 +630,14 @@ def _translate_list_entry(
             if name in chosen.containers and isinstance(value, dict):
                 data[name] = _translate_container(out, table, key, chosen.containers[name], value)
                 continue
-            node = chosen.leaves.get(name)
-            if node is None:
-                if name != "NULL":  # Redis placeholder of an entry without fields
-                    allowed = ", ".join(sorted([*chosen.leaves, *chosen.containers]))
-                    out.problem(
-                        table,
-                        key,
-                        name,
-                        f"unknown field (YANG list {chosen.name} has: {allowed or 'no fields'})",
-                    )
-                continue
-            try:
-                data[name] = node.encode(value)
-            except _Rejected as exc:
-                out.problem(table, key, name, str(exc))
+            if name != "NULL":  # Redis placeholder of an entry without fields
+                allowed = ", ".join(sorted([*chosen.leaves, *chosen.containers]))
+                out.problem(
+                    table,
+                    key,
+                    name,
+                    f"unknown field (YANG list {chosen.name} has: {allowed or 'no fields'})",
+                )
     holder = container.setdefault(chosen.name, [])
     holder.append(data)
     entry.holder = holder
