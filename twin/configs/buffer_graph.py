@@ -174,15 +174,26 @@ class BufferGraph:
         return {q for end, classes in self.arriving.items() if classes for q in self.queues(end)}
 
     def core(self) -> set[Queue]:
-        """The vertices that lead to a cycle (others are pruned, sinks first)."""
+        """The vertices that lead to a cycle (others are pruned, sinks first).
+
+        A queue holds classes of traffic (those arriving at its port) that its switch sends on
+        per DSCP; it stays while some of them go to a port with a queue still kept, lossless
+        for that DSCP. Queues are taken out one by one until every one left stays: the
+        largest such set (taking one out never lets another stay)."""
         alive = set(self.vertices)
-        # (switch, classes, [(DSCP, the queues it is lossless in there)]) per receiving end
-        sends = [
-            (switch, mask, [(d, [(*end, p) for p in ps]) for d, ps in self.lossless(end).items()])
-            for switch, hops in self.traffic.hops.items()
-            for end, mask in hops.items()
-        ]
-        # per queue: the classes arriving there, and (switch, DSCP) of the traffic it holds
+        # per (switch, DSCP): [classes sent to a port, how many of its queues are alive]
+        sends: dict[tuple[str, int], list[list[int]]] = {}
+        feeds: dict[Queue, list[tuple[tuple[str, int], list[int]]]] = {}  # what a queue opens
+        for switch, hops in self.traffic.hops.items():
+            for end, mask in hops.items():
+                for d, ps in self.lossless(end).items():
+                    queues = [(*end, p) for p in ps]
+                    send = [mask, sum(q in alive for q in queues)]
+                    sends.setdefault((switch, d), []).append(send)
+                    for q in queues:
+                        feeds.setdefault(q, []).append(((switch, d), send))
+        out = {key: _union(s) for key, s in sends.items()}
+        # per queue: the classes arriving there and the (switch, DSCP) of the traffic it holds
         holds = {
             q: (
                 self.arriving[q[:2]],
@@ -190,16 +201,28 @@ class BufferGraph:
             )
             for q in alive
         }
-        while True:
-            out: dict[tuple[str, int], int] = {}
-            for switch, mask, by_dscp in sends:
-                for dscp, queues in by_dscp:
-                    if any(q in alive for q in queues):
-                        out[(switch, dscp)] = out.get((switch, dscp), 0) | mask
-            kept = {q for q in alive if any(holds[q][0] & out.get(key, 0) for key in holds[q][1])}
-            if kept == alive:
-                return alive
-            alive = kept
+        waiting: dict[tuple[str, int], list[Queue]] = {}
+        for q, (_, held) in holds.items():
+            for key in held:
+                waiting.setdefault(key, []).append(q)
+
+        def stays(q: Queue) -> bool:
+            arriving, held = holds[q]
+            return any(arriving & out.get(key, 0) for key in held)
+
+        doomed = [q for q in alive if not stays(q)]
+        alive -= set(doomed)
+        while doomed:
+            for key, send in feeds.get(doomed.pop(), []):
+                send[1] -= 1
+                if send[1] or (now := _union(sends[key])) == out[key]:
+                    continue
+                out[key] = now
+                for q in waiting.get(key, []):
+                    if q in alive and not stays(q):
+                        alive.discard(q)
+                        doomed.append(q)
+        return alive
 
     def cycles(self, limit: int = 10) -> list[Cycle]:
         """Per strongly connected component of the core (at most `limit`), a shortest cycle
@@ -320,6 +343,15 @@ class BufferGraph:
         t = Traffic(carries, hops)
         starts = [q for end in grown for q in self.queues(end)]
         return _reaches_cycle(starts, lambda q: (nxt for nxt, _ in self.successors(q, t)))
+
+
+def _union(sends: list[list[int]]) -> int:
+    """The classes of the sends (`[classes, alive queues]`) that still reach a queue."""
+    classes = 0
+    for mask, alive in sends:
+        if alive:
+            classes |= mask
+    return classes
 
 
 def _column(
