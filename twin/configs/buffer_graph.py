@@ -10,7 +10,7 @@ The graph is kept compact: destinations are grouped into classes (servers that e
 forwards alike) and a link carries a bit mask of classes; `carries[node]` holds the classes
 whose flows reach a node. A port is a PortChannel or a port (the logical port). Only the part
 of the graph that can hold a cycle is built as a networkx graph: vertices that lead nowhere
-are pruned first, round after round.
+are pruned first, one by one.
 """
 
 from __future__ import annotations
