@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 from labs.kernel import from_snapshot
 from twin.configs.buffer_graph import BufferGraph
 from twin.labdir import Lab
+from twin.model import routing as routing_model
+from twin.model import wiring as wiring_model
 from twin.model.fib import Fib, Link, NextHop, applied, from_json, lookup, to_json
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links
@@ -139,6 +141,24 @@ def test_incremental_routing_equals_recomputing_for_every_link_and_some_pairs(
     sets = [(x,) for x in every] + list(itertools.combinations(every, 2))[::7]
     for failed in sets:
         assert applied(routing.fib, routing.after(failed)) == recomputed(lab, failed), failed
+
+
+def test_the_shared_routing_follows_the_configs_on_disk(single: Lab) -> None:
+    first = routing_model.shared(single)
+    assert routing_model.shared(single) is first and first.w is wiring_model.shared(single)
+    failed = (link(single, "leaf1", "spine1"),)
+    delta = first.after(failed)
+    assert first.after([list(failed[0])]) is delta
+    servers = [h.address.ip for h in first.w.hosts.values()]
+    assert delta == Routing(Wiring(single), servers).after(failed)
+    edit_json(single, "leaf1", lambda db: db["PORT"]["Ethernet16"].update(admin_status="down"))
+    edited = routing_model.shared(single)
+    assert edited is not first and ("leaf1", "Ethernet16") in edited.w.admin_down
+    assert edited.fib == Routing(Wiring(single), servers).fib != first.fib
+    spine = neighbor_address(single, "spine1", "leaf3")
+    add_frr_line(single, "spine1", f"ip route {subnet(single, 'leaf1')} {spine} 250")
+    assert routing_model.shared(single).w.routers["spine1"].statics
+    assert routing_model.shared(Lab.open(single.path)) is not routing_model.shared(single)
 
 
 @settings(

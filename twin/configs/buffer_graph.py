@@ -10,7 +10,7 @@ The graph is kept compact: destinations are grouped into classes (servers that e
 forwards alike) and a link carries a bit mask of classes; `carries[node]` holds the classes
 whose flows reach a node. A port is a PortChannel or a port (the logical port). Only the part
 of the graph that can hold a cycle is built as a networkx graph: vertices that lead nowhere
-are pruned first, round after round.
+are pruned first, one by one.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ipaddress import IPv4Network
 import networkx as nx
 
 from twin.configs.qos import map_name, pfc_enabled, qos_map
-from twin.model.fib import Fib, FibDelta, Hops, Lpm, NextHop, lookup
+from twin.model.fib import Fib, FibDelta, Hops, NextHop, lookup
 from twin.model.wiring import Wiring
 
 Port = tuple[str, str]
@@ -87,10 +87,11 @@ class BufferGraph:
                 known[id(hops)] = ids.setdefault(_action(hops, servers), len(ids))
             return known[id(hops)]
 
-        lpms = [Lpm(fib[n]) for n in nodes]
+        ints = [address for address, _ in self.addresses]
+        columns = [_column(fib[n], ints, action_id) for n in nodes]
         groups: dict[tuple[int, ...], list[str]] = {}
-        for address, server in self.addresses:
-            key = tuple(action_id(lpm(address)) for lpm in lpms)
+        keys = zip(*columns, strict=True) if columns else [()] * len(ints)
+        for key, (_, server) in zip(keys, self.addresses, strict=True):
             groups.setdefault(key, []).append(server)
         table = list(ids)
         self.classes = list(groups.values())
@@ -173,27 +174,55 @@ class BufferGraph:
         return {q for end, classes in self.arriving.items() if classes for q in self.queues(end)}
 
     def core(self) -> set[Queue]:
-        """The vertices that lead to a cycle (others are pruned, sinks first)."""
+        """The vertices that lead to a cycle (others are pruned, sinks first).
+
+        A queue holds classes of traffic (those arriving at its port) that its switch sends on
+        per DSCP; it stays while some of them go to a port with a queue still kept, lossless
+        for that DSCP. Queues are taken out one by one until every one left stays: the
+        largest such set (taking one out never lets another stay)."""
         alive = set(self.vertices)
-        while True:
-            out: dict[tuple[str, int], int] = {}
-            for switch, hops in self.traffic.hops.items():
-                for end, mask in hops.items():
-                    for dscp, ps in self.lossless(end).items():
-                        if any((end[0], end[1], p) in alive for p in ps):
-                            out[(switch, dscp)] = out.get((switch, dscp), 0) | mask
-            kept = {
-                q
-                for q in alive
-                if any(
-                    self.arriving[q[:2]] & out.get((q[0], d), 0)
-                    for d, ps in self.lossless(q[:2]).items()
-                    if q[2] in ps
-                )
-            }
-            if kept == alive:
-                return alive
-            alive = kept
+        # per (switch, DSCP): [classes sent to a port, how many of its queues are alive]
+        sends: dict[tuple[str, int], list[list[int]]] = {}
+        feeds: dict[Queue, list[tuple[tuple[str, int], list[int]]]] = {}  # what a queue opens
+        for switch, hops in self.traffic.hops.items():
+            for end, mask in hops.items():
+                for d, ps in self.lossless(end).items():
+                    queues = [(*end, p) for p in ps]
+                    send = [mask, sum(q in alive for q in queues)]
+                    sends.setdefault((switch, d), []).append(send)
+                    for q in queues:
+                        feeds.setdefault(q, []).append(((switch, d), send))
+        out = {key: _union(s) for key, s in sends.items()}
+        # per queue: the classes arriving there and the (switch, DSCP) of the traffic it holds
+        holds = {
+            q: (
+                self.arriving[q[:2]],
+                [(q[0], d) for d, ps in self.lossless(q[:2]).items() if q[2] in ps],
+            )
+            for q in alive
+        }
+        waiting: dict[tuple[str, int], list[Queue]] = {}
+        for q, (_, held) in holds.items():
+            for key in held:
+                waiting.setdefault(key, []).append(q)
+
+        def stays(q: Queue) -> bool:
+            arriving, held = holds[q]
+            return any(arriving & out.get(key, 0) for key in held)
+
+        doomed = [q for q in alive if not stays(q)]
+        alive -= set(doomed)
+        while doomed:
+            for key, send in feeds.get(doomed.pop(), []):
+                send[1] -= 1
+                if send[1] or (now := _union(sends[key])) == out[key]:
+                    continue
+                out[key] = now
+                for q in waiting.get(key, []):
+                    if q in alive and not stays(q):
+                        alive.discard(q)
+                        doomed.append(q)
+        return alive
 
     def cycles(self, limit: int = 10) -> list[Cycle]:
         """Per strongly connected component of the core (at most `limit`), a shortest cycle
@@ -314,6 +343,33 @@ class BufferGraph:
         t = Traffic(carries, hops)
         starts = [q for end in grown for q in self.queues(end)]
         return _reaches_cycle(starts, lambda q: (nxt for nxt, _ in self.successors(q, t)))
+
+
+def _union(sends: list[list[int]]) -> int:
+    """The classes of the sends (`[classes, alive queues]`) that still reach a queue."""
+    classes = 0
+    for mask, alive in sends:
+        if alive:
+            classes |= mask
+    return classes
+
+
+def _column(
+    routes: Mapping[IPv4Network, Hops],
+    addresses: list[int],
+    action_id: Callable[[Hops | None], int],
+) -> list[int]:
+    """`action_id` of the longest-prefix match of each of the sorted `addresses` (of None
+    where no route covers it): every route, the least specific first, claims the addresses
+    inside it."""
+    column = [action_id(None)] * len(addresses)
+    for prefix in sorted(routes, key=lambda p: p.prefixlen):
+        low = int(prefix.network_address)
+        first = bisect.bisect_left(addresses, low)
+        last = bisect.bisect_left(addresses, low + prefix.num_addresses, first)
+        if first < last:
+            column[first:last] = [action_id(routes[prefix])] * (last - first)
+    return column
 
 
 def _spread(

@@ -64,6 +64,28 @@ def qos_map(db: ConfigDb, port: str, field: str) -> dict[int, int] | None:
     return {int(k): int(v) for k, v in table[name].items()}
 
 
+class Maps:
+    """A switch's QoS maps as `qos_map` gives them, each map read once however many ports
+    use it. The maps are shared: read them, do not change them.
+
+    >>> maps = Maps({"PORT_QOS_MAP": {"global": {"dscp_to_tc_map": "M"}},
+    ...              "DSCP_TO_TC_MAP": {"M": {"26": "3"}}})
+    >>> maps("Ethernet0", "dscp_to_tc_map") is maps("Ethernet8", "dscp_to_tc_map")
+    True
+    """
+
+    def __init__(self, db: ConfigDb) -> None:
+        self.db = db
+        self._read: dict[tuple[str, str | None], dict[int, int] | None] = {}
+
+    def __call__(self, port: str, field: str) -> dict[int, int] | None:
+        """The map the port uses for `field` (a PORT_QOS_MAP field), as `qos_map`."""
+        key = (field, map_name(self.db, port, field))
+        if key not in self._read:
+            self._read[key] = qos_map(self.db, port, field)
+        return self._read[key]
+
+
 def traffic_class(db: ConfigDb, port: str, dscp: int) -> int:
     """The TC a packet with this DSCP gets on ingress at the port."""
     return (qos_map(db, port, "dscp_to_tc_map") or {}).get(dscp, 0)

@@ -34,9 +34,11 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
+from twin.labdir import Lab
 from twin.model.bgp import RESELECT, PathVector, Peer, Selection
 from twin.model.fib import Fib, FibDelta, Hops, Link, NextHop, Routes, lookup
 from twin.model.wiring import CONNECTED, EBGP, Wiring
+from twin.model.wiring import shared as shared_wiring
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,25 @@ def _diff(old: Routes, new: Routes) -> dict[IPv4Network, Hops | None]:
     return changed
 
 
+_SHARED: dict[str, Routing] = {}
+"""The last shared Routing (its `w` says which Wiring it is of)."""
+
+MEMO = 4096
+"""How many `after` results a Routing keeps (every single-link failure of a large lab)."""
+
+
+def shared(lab: Lab) -> Routing:
+    """The Routing toward the lab's servers on its shared Wiring (`twin.model.wiring.shared`),
+    built once for the readers of one lab (the static validators), with the `after` results
+    they ask for kept. Readers must not change it nor the deltas it returns."""
+    wiring = shared_wiring(lab)
+    routing = _SHARED.get("last")
+    if routing is None or routing.w is not wiring:
+        routing = Routing(wiring, [h.address.ip for h in wiring.hosts.values()])
+        _SHARED["last"] = routing
+    return routing
+
+
 class Routing:
     """What a lab's configs make its routing converge to (`fib`), and how failing links
     change it (`after`).
@@ -89,6 +110,7 @@ class Routing:
                     by_shift[int(a.ip) >> shift] = (name, a.ip)
             self._subnets[n] = dict(sorted(self._subnets.get(n, {}).items()))
         self._hosts = sorted((int(h.address.ip), h.name) for h in w.hosts.values())
+        self._host_prefix = {a: IPv4Network(a) for a, _ in self._hosts}
         self._svis = sorted(
             (int(ip), n) for ip, (n, i) in w.owner.items() if i in w.vlans.get(n, {})
         )
@@ -126,6 +148,7 @@ class Routing:
         self._involved = {n for n in w.routers if self._recursive(n)}
         """Switches whose static routes resolve through other routes."""
         self.fib.update({h: w.host_routes(h, self.down) for h in w.hosts})
+        self._after: dict[tuple[tuple[str, ...], ...], FibDelta] = {}
 
     def _sessions(self) -> list[Session]:
         """Sessions whose two ends name each other, with each other's AS, on a shared subnet."""
@@ -180,16 +203,14 @@ class Routing:
                 a.network: (NextHop(far[0], iface),) if far else ()
                 for a in w.interfaces[n].get(iface, [])
             }
+        neighbor = w.neighbors(n, iface, down)
         for a in w.interfaces[n].get(iface, []):
-            hops = (
-                w.neighbor(n, iface, IPv4Address(ip), down)
-                for ip, _ in _within(self._svis, a.network)
-            )
+            hops = (neighbor(ip) for ip, _ in _within(self._svis, a.network))
             routes[a.network] = tuple(dict.fromkeys(h for h in hops if h))
             for address, server in _within(self._hosts, a.network):
-                hop = w.neighbor(n, iface, IPv4Address(address), down)
+                hop = neighbor(address)
                 if hop and hop.node == server:
-                    routes[IPv4Network(address)] = (hop,)
+                    routes[self._host_prefix[address]] = (hop,)
         return routes
 
     def _originates(
@@ -305,7 +326,18 @@ class Routing:
         return touched
 
     def after(self, failed: Collection[Link]) -> FibDelta:
-        """The FIB changes once the `failed` links are down (both ends lose carrier)."""
+        """The FIB changes once the `failed` links are down (both ends lose carrier); the
+        same links (in the same order) give the same delta object, of the first `MEMO` asked
+        for: do not change it."""
+        key = tuple(map(tuple, failed))
+        known = self._after.get(key)
+        if known is None:
+            known = self._converge(failed)
+            if len(self._after) < MEMO:
+                self._after[key] = known
+        return known
+
+    def _converge(self, failed: Collection[Link]) -> FibDelta:
         w = self.w
         ports = {(a, pa) for a, pa, _, _ in failed} | {(b, pb) for _, _, b, pb in failed}
         down = self.down | ports

@@ -6,6 +6,7 @@ physical `links`.
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
@@ -20,6 +21,44 @@ T = TypeVar("T")
 
 CONNECTED, STATIC, EBGP = 0, 1, 20
 DEFAULT_MAXIMUM_PATHS = 64
+
+
+_SHARED: dict[str, tuple[Lab, bytes, Wiring]] = {}
+"""The last shared Wiring: its lab, the digest of the files it was read from, and itself."""
+
+
+def shared(lab: Lab) -> Wiring:
+    """The lab's `Wiring`, built once and shared by the readers of one lab (the static
+    validators) for as long as the files it is read from (the design, every switch's
+    config_db.json and frr.conf, every server's host.json) stay the same byte for byte.
+    Readers must not change it; one lab at a time is kept."""
+    digest = _digest(lab)
+    hit = _SHARED.get("last")
+    if digest is None or hit is None or hit[0] is not lab or hit[1] != digest:
+        wiring = Wiring(lab)
+        if digest is None:
+            return wiring
+        hit = _SHARED["last"] = (lab, digest, wiring)
+    return hit[2]
+
+
+def _digest(lab: Lab) -> bytes | None:
+    """A digest of the files a `Wiring` reads (None when one cannot be read: `Wiring` then
+    says which)."""
+    files = [lab.path / "design.json"]
+    files += [
+        lab.path / "configs" / s / f for s in lab.switches() for f in ("config_db.json", "frr.conf")
+    ]
+    files += [lab.path / "configs" / s / "host.json" for s in lab.nodes("server")]
+    digest = hashlib.blake2b()
+    try:
+        for path in files:
+            data = path.read_bytes()
+            digest.update(len(data).to_bytes(8, "little"))
+            digest.update(data)
+    except OSError:
+        return None
+    return digest.digest()
 
 
 def links(lab: Lab) -> list[Link]:
@@ -154,6 +193,9 @@ class Wiring:
             for a in addresses
         }
         self.owner.update({h.address.ip: (h.name, "") for h in self.hosts.values()})
+        self._owner = {int(a): o for a, o in self.owner.items()}
+        self._far: dict[tuple[str, str], tuple[str, str] | None] = {}
+        self._kind: dict[tuple[str, str], tuple[str, bool, int, list[str]]] = {}
 
     def _read(self, node: str, file: str, read: Callable[[str], T]) -> T:
         """A device's config read by `read`; a value it cannot use is one `InputError` line."""
@@ -209,24 +251,42 @@ class Wiring:
 
     def far(self, node: str, port: str) -> tuple[str, str] | None:
         """The neighbour and its (logical) port at the other end of a port or PortChannel."""
-        for member in self.physical(node, port):
-            if (node, member) in self.cable:
-                peer, peer_port = self.cable[(node, member)]
-                return peer, self.logical(peer, peer_port)
-        return None
+        key = (node, port)
+        if key not in self._far:
+            found = None
+            for member in self.physical(node, port):
+                if (node, member) in self.cable:
+                    peer, peer_port = self.cable[(node, member)]
+                    found = (peer, self.logical(peer, peer_port))
+                    break
+            self._far[key] = found
+        return self._far[key]
 
     def up(self, node: str, port: str, down: Collection[tuple[str, str]]) -> bool:
         """Whether a port or PortChannel carries traffic when `down` physical ports are down."""
-        db = self.configs.get(node, {})
-        if port in self.members.get(node, {}):
-            attrs = db.get("PORTCHANNEL", {}).get(port, {})
-            live = sum(self._wire_up(node, m, down) for m in self.members[node][port])
-            return attrs.get("admin_status", "up") == "up" and live >= int(
-                attrs.get("min_links", 1)
-            )
-        if port in self.vlans.get(node, {}):
-            return any(self.up(node, m, down) for m in self.vlans[node][port])
-        return port.startswith("Loopback") or self._wire_up(node, port, down)
+        kind, admin_up, min_links, members = self._port_kind(node, port)
+        if kind == "bundle":
+            return admin_up and sum(self._wire_up(node, m, down) for m in members) >= min_links
+        if kind == "vlan":
+            return any(self.up(node, m, down) for m in members)
+        return kind == "loopback" or self._wire_up(node, port, down)
+
+    def _port_kind(self, node: str, port: str) -> tuple[str, bool, int, list[str]]:
+        """What `up` needs of a port: "bundle" (whether admin up, `min_links`, members),
+        "vlan" (members), "loopback" or "port"."""
+        key = (node, port)
+        if key not in self._kind:
+            if port in self.members.get(node, {}):
+                attrs = self.configs.get(node, {}).get("PORTCHANNEL", {}).get(port, {})
+                admin_up = attrs.get("admin_status", "up") == "up"
+                min_links = int(attrs.get("min_links", 1)) if admin_up else 0
+                kind = ("bundle", admin_up, min_links, self.members[node][port])
+            elif port in self.vlans.get(node, {}):
+                kind = ("vlan", True, 0, self.vlans[node][port])
+            else:
+                kind = ("loopback" if port.startswith("Loopback") else "port", True, 0, [])
+            self._kind[key] = kind
+        return self._kind[key]
 
     def _wire_up(self, node: str, port: str, down: Collection[tuple[str, str]]) -> bool:
         peer = self.cable.get((node, port))
@@ -240,34 +300,56 @@ class Wiring:
         if iface not in self.vlans.get(node, {}):
             far = self.far(node, iface)
             return iface if far and far[0] == target and self.up(node, iface, down) else None
-        queue = deque((node, iface, m, m) for m in self.vlans[node][iface])
+        return self.bridged(node, iface, down).get(target)
+
+    def bridged(self, node: str, vlan: str, down: Collection[tuple[str, str]]) -> dict[str, str]:
+        """Every node a VLAN of `node` reaches, across switches sharing the VLAN, with the
+        member toward it: the first found breadth first, members in configured order."""
+        found: dict[str, str] = {}
+        queue = deque((node, vlan, m, m) for m in self.vlans[node][vlan])
         seen = {node}
         while queue:
-            here, vlan, member, first = queue.popleft()
+            here, here_vlan, member, first = queue.popleft()
             far = self.far(here, member)
             if far is None or not self.up(here, member, down):
                 continue
             peer, peer_port = far
-            if peer == target:
-                return first
-            vid = self.configs[here].get("VLAN", {}).get(vlan, {}).get("vlanid")
+            found.setdefault(peer, first)
+            vid = self.configs[here].get("VLAN", {}).get(here_vlan, {}).get("vlanid")
             for other, ports in self.vlans.get(peer, {}).items():
                 same = self.configs[peer].get("VLAN", {}).get(other, {}).get("vlanid") == vid
                 if peer not in seen and same and peer_port in ports:
                     seen.add(peer)
                     queue.extend((peer, other, m, first) for m in ports if m != peer_port)
-        return None
+        return found
 
     def neighbor(
         self, node: str, iface: str, address: IPv4Address, down: Collection[tuple[str, str]]
     ) -> NextHop | None:
         """The first hop from `node` out of `iface` toward the owner of `address`."""
-        owner = self.owner.get(address)
-        if owner is None or owner[0] == node:
-            return None
-        port = self.reach(node, iface, owner[0], down)
-        far = self.far(node, port) if port else None
-        return NextHop(far[0], port) if far and port else None
+        return self.neighbors(node, iface, down)(int(address))
+
+    def neighbors(
+        self, node: str, iface: str, down: Collection[tuple[str, str]]
+    ) -> Callable[[int], NextHop | None]:
+        """`neighbor` out of one interface, for addresses as integers (a VLAN is walked
+        once for all of them)."""
+        if iface in self.vlans.get(node, {}):
+            reach: Callable[[str], str | None] = self.bridged(node, iface, down).get
+        else:
+
+            def reach(target: str) -> str | None:
+                return self.reach(node, iface, target, down)
+
+        def hop(address: int) -> NextHop | None:
+            owner = self._owner.get(address)
+            if owner is None or owner[0] == node:
+                return None
+            port = reach(owner[0])
+            far = self.far(node, port) if port else None
+            return NextHop(far[0], port) if far and port else None
+
+        return hop
 
     def host_routes(self, name: str, down: Collection[tuple[str, str]]) -> Routes:
         """A server's FIB: its subnet over every up NIC, its routes over their up devices; a

@@ -335,8 +335,15 @@ def by_port(db: ConfigDb, table: str) -> dict[str, dict[int, dict[str, Any]]]:
     entries: dict[str, dict[int, dict[str, Any]]] = {}
     for key, value in db.get(table, {}).items():
         port, _, index = key.partition("|")
-        if index:
-            entries.setdefault(port, {}).update({i: value for i in _indices(index)})
+        if not index:
+            continue
+        indices = entries.get(port)
+        if indices is None:
+            indices = entries[port] = {}
+        if "-" in index:
+            indices.update(dict.fromkeys(_indices(index), value))
+        else:
+            indices[int(index)] = value
     return entries
 
 

@@ -58,22 +58,92 @@ _LOCK = threading.Lock()  # one libyang context, process-global libyang logging 
 
 
 # --------------------------------------------------------------------------- schema index
+class _Leaf:
+    """A leaf or leaf-list of the schema, with what encoding its values needs.
+
+    A value's check depends only on the leaf's type and the text (leafref targets are not
+    checked before the whole tree is), so each distinct text is checked once per leaf and its
+    JSON kind (or libyang's refusal) remembered: a fabric's configs repeat the same values on
+    every port and queue.
+    """
+
+    __slots__ = ("_checked", "_ctx", "leaf_list", "name", "node")
+
+    def __init__(self, ctx: libyang.Context, node: libyang.SLeaf | libyang.SLeafList) -> None:
+        import libyang
+
+        self._ctx = ctx
+        self.node = node
+        self.name = str(node.name())
+        self.leaf_list = isinstance(node, libyang.SLeafList)
+        self._checked: dict[str, tuple[str | None, Any]] = {}
+
+    def _seen(self, text: str) -> tuple[str | None, Any]:
+        """(None, JSON encoding) of a text the type accepts, else (libyang's refusal, None)."""
+        seen = self._checked.get(text)
+        if seen is None:
+            try:
+                kind = _check_value(self._ctx, self.node, text)
+            except _Rejected as exc:
+                seen = (str(exc), None)
+            else:
+                if kind is None:
+                    kind = _schema_kind(self.node.type())
+                seen = (None, _encoding(kind, text))
+            self._checked[text] = seen
+        return seen
+
+    def accepts(self, text: str) -> bool:
+        """Whether the leaf's type accepts ``text``."""
+        return self._seen(text)[0] is None
+
+    def scalar(self, value: Any) -> Any:
+        """The YANG JSON encoding of one CONFIG_DB value; raises _Rejected."""
+        refusal, encoded = self._seen(value if type(value) is str else _scalar_text(value))
+        if refusal is not None:
+            raise _Rejected(refusal)
+        return [None] if encoded is _EMPTY else encoded
+
+    def encode(self, value: Any) -> Any:
+        """The YANG JSON encoding of a CONFIG_DB field (a list for a leaf-list)."""
+        if not self.leaf_list:
+            seen = self._checked.get(value) if type(value) is str else None
+            if seen is not None and seen[0] is None and seen[1] is not _EMPTY:
+                return seen[1]  # a text met before (most fields): no call
+            return self.scalar(value)
+        if isinstance(value, str):
+            items: list[Any] = [v.strip() for v in _LEAF_LIST_SEPARATORS.split(value)]
+            items = [v for v in items if v]
+        elif isinstance(value, list):
+            items = [v for v in value if v != ""]
+        else:
+            items = [value]
+        return [self.scalar(item) for item in items]
+
+
+@dataclass(frozen=True)
+class _ContainerModel:
+    node: libyang.SContainer
+    name: str
+    children: dict[str, libyang.SNode]  # every child schema node by name
+    leaves: dict[str, _Leaf]
+    containers: dict[str, _ContainerModel]
+
+
 @dataclass(frozen=True)
 class _ListModel:
     node: libyang.SList
-    keys: tuple[libyang.SLeaf, ...]
-    leaves: dict[str, libyang.SNode]  # non-key leaves and leaf-lists
-    containers: dict[str, libyang.SContainer]
-    map_list: libyang.SList | None  # inner list of a "map" table (DSCP_TO_TC_MAP_LIST/...)
-    map_key: libyang.SLeaf | None
-    map_value: libyang.SNode | None
-
-    @property
-    def name(self) -> str:
-        return str(self.node.name())
+    name: str
+    keys: tuple[_Leaf, ...]
+    leaves: dict[str, _Leaf]  # non-key leaves and leaf-lists
+    containers: dict[str, _ContainerModel]
+    nodes: dict[str, libyang.SNode]  # leaves and keys by name (what an error may point at)
+    map_list: str | None  # inner list of a "map" table (DSCP_TO_TC_MAP_LIST/...)
+    map_key: _Leaf | None
+    map_value: _Leaf | None
 
     def shape(self) -> str:
-        return "|".join(f"<{k.name()}>" for k in self.keys)
+        return "|".join(f"<{k.name}>" for k in self.keys)
 
 
 @dataclass(frozen=True)
@@ -82,7 +152,15 @@ class _TableModel:
     top: str
     name: str
     lists: tuple[_ListModel, ...]
-    containers: dict[str, libyang.SContainer]
+    containers: dict[str, _ContainerModel]
+
+    @functools.cached_property
+    def by_parts(self) -> dict[int, list[_ListModel]]:
+        """The lists by the number of their keys (of `|`-separated parts of a CONFIG_DB key)."""
+        found: dict[int, list[_ListModel]] = {}
+        for lst in self.lists:
+            found.setdefault(len(lst.keys), []).append(lst)
+        return found
 
 
 @dataclass(frozen=True)
@@ -131,6 +209,7 @@ def load_context(yang_dir: str | Path = YANG_DIR) -> libyang.Context:
 def _module_tables(module: libyang.Module) -> Iterator[_TableModel]:
     import libyang
 
+    ctx = module.context
     name = str(module.name())
     for top in module.children(types=(libyang.SNode.CONTAINER,)):
         # SONiC convention: one top container named after the module, one child container per
@@ -143,12 +222,12 @@ def _module_tables(module: libyang.Module) -> Iterator[_TableModel]:
                 continue
             assert isinstance(table, libyang.SContainer)
             lists = tuple(
-                _list_model(node)
+                _list_model(ctx, node)
                 for node in table.children(types=(libyang.SNode.LIST,))
                 if isinstance(node, libyang.SList)
             )
             containers = {
-                str(c.name()): c
+                str(c.name()): _container_model(ctx, c)
                 for c in table.children(types=(libyang.SNode.CONTAINER,))
                 if isinstance(c, libyang.SContainer)
             }
@@ -156,20 +235,37 @@ def _module_tables(module: libyang.Module) -> Iterator[_TableModel]:
                 yield _TableModel(name, str(top.name()), str(table.name()), lists, containers)
 
 
-def _list_model(node: libyang.SList) -> _ListModel:
+def _container_model(ctx: libyang.Context, node: libyang.SContainer) -> _ContainerModel:
+    import libyang
+
+    children = {str(c.name()): c for c in node.children()}
+    leaves = {
+        name: _Leaf(ctx, c)
+        for name, c in children.items()
+        if isinstance(c, libyang.SLeaf | libyang.SLeafList)
+    }
+    containers = {
+        name: _container_model(ctx, c)
+        for name, c in children.items()
+        if isinstance(c, libyang.SContainer)
+    }
+    return _ContainerModel(node, str(node.name()), children, leaves, containers)
+
+
+def _list_model(ctx: libyang.Context, node: libyang.SList) -> _ListModel:
     import libyang
 
     keys = _key_leaves(node)
     key_names = {k.name() for k in keys}
-    leaves: dict[str, libyang.SNode] = {}
-    containers: dict[str, libyang.SContainer] = {}
+    leaves: dict[str, libyang.SLeaf | libyang.SLeafList] = {}
+    containers: dict[str, _ContainerModel] = {}
     inner_lists: list[libyang.SList] = []
     for child in node.children():
         if isinstance(child, libyang.SLeaf | libyang.SLeafList):
             if child.name() not in key_names:
                 leaves[str(child.name())] = child
         elif isinstance(child, libyang.SContainer):
-            containers[str(child.name())] = child
+            containers[str(child.name())] = _container_model(ctx, child)
         elif isinstance(child, libyang.SList):
             inner_lists.append(child)
     map_list = map_key = map_value = None
@@ -182,8 +278,19 @@ def _list_model(node: libyang.SList) -> _ListModel:
             if isinstance(c, libyang.SLeaf | libyang.SLeafList) and not _is_key(c)
         ]
         if len(inner_keys) == 1 and len(values) == 1:
-            map_list, map_key, map_value = inner, inner_keys[0], values[0]
-    return _ListModel(node, keys, leaves, containers, map_list, map_key, map_value)
+            map_list = str(inner.name())
+            map_key, map_value = _Leaf(ctx, inner_keys[0]), _Leaf(ctx, values[0])
+    return _ListModel(
+        node,
+        str(node.name()),
+        tuple(_Leaf(ctx, k) for k in keys),
+        {name: _Leaf(ctx, leaf) for name, leaf in leaves.items()},
+        containers,
+        {**leaves, **{str(k.name()): k for k in keys}},
+        map_list,
+        map_key,
+        map_value,
+    )
 
 
 def _key_leaves(node: libyang.SList) -> tuple[libyang.SLeaf, ...]:
@@ -307,14 +414,11 @@ def _scalar_text(value: Any) -> str:
     return str(value)
 
 
-def _encode_scalar(ctx: libyang.Context, node: libyang.SNode, value: Any) -> Any:
-    import libyang
+_EMPTY = object()  # the encoding of a value of type empty: a fresh [None] each time
 
-    text = _scalar_text(value)
-    kind = _check_value(ctx, node, text)
-    if kind is None:
-        assert isinstance(node, libyang.SLeaf | libyang.SLeafList)
-        kind = _schema_kind(node.type())
+
+def _encoding(kind: str, text: str) -> Any:
+    """The YANG JSON encoding of a text its type accepts, by the JSON kind of the type."""
     if kind == "number":
         try:
             return int(text)
@@ -323,23 +427,8 @@ def _encode_scalar(ctx: libyang.Context, node: libyang.SNode, value: Any) -> Any
     if kind == "boolean":
         return text == "true"
     if kind == "empty":
-        return [None]
+        return _EMPTY
     return text
-
-
-def _encode(ctx: libyang.Context, node: libyang.SNode, value: Any) -> Any:
-    import libyang
-
-    if isinstance(node, libyang.SLeafList):
-        if isinstance(value, str):
-            items: list[Any] = [v.strip() for v in _LEAF_LIST_SEPARATORS.split(value)]
-            items = [v for v in items if v]
-        elif isinstance(value, list):
-            items = [v for v in value if v != ""]
-        else:
-            items = [value]
-        return [_encode_scalar(ctx, node, item) for item in items]
-    return _encode_scalar(ctx, node, value)
 
 
 # --------------------------------------------------------------------------- translation
@@ -403,17 +492,15 @@ def _translate(schema: YangSchema, config: ConfigDb) -> _Translation:
                     f"entry must be an object of fields, got {type(entry).__name__}",
                 )
                 continue
-            if key in model.containers:
-                data = _translate_container(
-                    schema.ctx, out, table_name, key, model.containers[key], entry
-                )
+            inner = model.containers.get(key)
+            if inner is not None:
+                data = _translate_container(out, table_name, key, inner, entry)
                 container[key] = data
-                children = {str(c.name()): c for c in model.containers[key].children()}
                 out.entries[(table_name, key)] = _Entry(
-                    table_name, key, container, data, None, leaves=children
+                    table_name, key, container, data, None, leaves=inner.children
                 )
                 continue
-            _translate_list_entry(schema.ctx, out, model, container, key, entry)
+            _translate_list_entry(out, model, container, key, entry)
         if not container:
             del top[model.name]
         if not top:
@@ -422,19 +509,22 @@ def _translate(schema: YangSchema, config: ConfigDb) -> _Translation:
 
 
 def _translate_container(
-    ctx: libyang.Context,
     out: _Translation,
     table: str,
     key: str,
-    node: libyang.SContainer,
+    model: _ContainerModel,
     fields: dict[str, Any],
 ) -> dict[str, Any]:
-    import libyang
-
-    children = {str(c.name()): c for c in node.children()}
     data: dict[str, Any] = {}
     for name, value in fields.items():
-        child = children.get(name)
+        leaf = model.leaves.get(name)
+        if leaf is not None:
+            try:
+                data[name] = leaf.encode(value)
+            except _Rejected as exc:
+                out.problem(table, key, name, str(exc))
+            continue
+        child = model.children.get(name)
         if child is None:
             if name != "NULL":  # Redis placeholder of an entry without fields
                 out.problem(
@@ -442,33 +532,18 @@ def _translate_container(
                     key,
                     name,
                     f"unknown field (not in YANG container "
-                    f"{node.name()}; allowed: {', '.join(sorted(children))})",
+                    f"{model.name}; allowed: {', '.join(sorted(model.children))})",
                 )
             continue
-        if isinstance(child, libyang.SContainer) and isinstance(value, dict):
-            data[name] = _translate_container(ctx, out, table, key, child, value)
+        inner = model.containers.get(name)
+        if inner is not None and isinstance(value, dict):
+            data[name] = _translate_container(out, table, key, inner, value)
             continue
-        if not isinstance(child, libyang.SLeaf | libyang.SLeafList):
-            out.problem(table, key, name, f"YANG node is a {child.keyword()}, not a field")
-            continue
-        try:
-            data[name] = _encode(ctx, child, value)
-        except _Rejected as exc:
-            out.problem(table, key, name, str(exc))
+        out.problem(table, key, name, f"YANG node is a {child.keyword()}, not a field")
     return data
 
 
-def _keys_accept(ctx: libyang.Context, lst: _ListModel, parts: list[str]) -> bool:
-    try:
-        for leaf, part in zip(lst.keys, parts, strict=True):
-            _check_value(ctx, leaf, part)
-    except _Rejected:
-        return False
-    return True
-
-
 def _translate_list_entry(
-    ctx: libyang.Context,
     out: _Translation,
     model: _TableModel,
     container: dict[str, Any],
@@ -477,7 +552,7 @@ def _translate_list_entry(
 ) -> None:
     table = model.name
     parts = [p.strip() for p in key.split("|")]
-    candidates = [lst for lst in model.lists if len(lst.keys) == len(parts)]
+    candidates = model.by_parts.get(len(parts), [])
     if not candidates and not model.lists:
         out.problem(
             table,
@@ -496,15 +571,19 @@ def _translate_list_entry(
             f"{' or '.join(shapes) if shapes else 'no entries'}",
         )
         return
-    chosen = next((c for c in candidates if _keys_accept(ctx, c, parts)), candidates[0])
+    chosen = candidates[0]
+    if len(candidates) > 1:
+        chosen = next(
+            (c for c in candidates if all(map(_Leaf.accepts, c.keys, parts))), candidates[0]
+        )
     data: dict[str, Any] = {}
     for leaf, part in zip(chosen.keys, parts, strict=True):
         try:
-            data[str(leaf.name())] = _encode_scalar(ctx, leaf, part)
+            data[leaf.name] = leaf.scalar(part)
         except _Rejected as exc:
-            out.problem(table, key, None, f"key part {leaf.name()} = {part!r}: {exc}")
+            out.problem(table, key, None, f"key part {leaf.name} = {part!r}: {exc}")
             return
-    key_values = {str(k.name()): p for k, p in zip(chosen.keys, parts, strict=True)}
+    key_values = {k.name: p for k, p in zip(chosen.keys, parts, strict=True)}
     entry = _Entry(
         table,
         key,
@@ -512,27 +591,33 @@ def _translate_list_entry(
         data,
         chosen.name,
         key_leaves=tuple(key_values),
-        leaves={**chosen.leaves, **{str(k.name()): k for k in chosen.keys}},
+        leaves=chosen.nodes,
     )
     if chosen.map_list is not None:
-        assert chosen.map_key is not None and chosen.map_value is not None
+        map_key, map_value = chosen.map_key, chosen.map_value
+        assert map_key is not None and map_value is not None
         inner: list[dict[str, Any]] = []
         for name, value in fields.items():
             try:
                 inner.append(
-                    {
-                        str(chosen.map_key.name()): _encode_scalar(ctx, chosen.map_key, name),
-                        str(chosen.map_value.name()): _encode(ctx, chosen.map_value, value),
-                    }
+                    {map_key.name: map_key.scalar(name), map_value.name: map_value.encode(value)}
                 )
             except _Rejected as exc:
                 out.problem(table, key, name, str(exc))
         if inner:
-            data[str(chosen.map_list.name())] = inner
-        entry.map_list = str(chosen.map_list.name())
-        entry.map_key = str(chosen.map_key.name())
+            data[chosen.map_list] = inner
+        entry.map_list = chosen.map_list
+        entry.map_key = map_key.name
     else:
+        leaves = chosen.leaves  # no key nor container among them
         for name, value in fields.items():
+            node = leaves.get(name)
+            if node is not None:
+                try:
+                    data[name] = node.encode(value)
+                except _Rejected as exc:
+                    out.problem(table, key, name, str(exc))
+                continue
             if name in key_values:
                 if str(value) != key_values[name]:
                     out.problem(
@@ -543,25 +628,16 @@ def _translate_list_entry(
                     )
                 continue
             if name in chosen.containers and isinstance(value, dict):
-                data[name] = _translate_container(
-                    ctx, out, table, key, chosen.containers[name], value
+                data[name] = _translate_container(out, table, key, chosen.containers[name], value)
+                continue
+            if name != "NULL":  # Redis placeholder of an entry without fields
+                allowed = ", ".join(sorted([*chosen.leaves, *chosen.containers]))
+                out.problem(
+                    table,
+                    key,
+                    name,
+                    f"unknown field (YANG list {chosen.name} has: {allowed or 'no fields'})",
                 )
-                continue
-            node = chosen.leaves.get(name)
-            if node is None:
-                if name != "NULL":  # Redis placeholder of an entry without fields
-                    allowed = ", ".join(sorted([*chosen.leaves, *chosen.containers]))
-                    out.problem(
-                        table,
-                        key,
-                        name,
-                        f"unknown field (YANG list {chosen.name} has: {allowed or 'no fields'})",
-                    )
-                continue
-            try:
-                data[name] = _encode(ctx, node, value)
-            except _Rejected as exc:
-                out.problem(table, key, name, str(exc))
     holder = container.setdefault(chosen.name, [])
     holder.append(data)
     entry.holder = holder

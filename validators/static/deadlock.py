@@ -9,8 +9,8 @@ from twin.configs.buffer_graph import BufferGraph, Cycle
 from twin.configs.qos import host_dscps
 from twin.labdir import Lab
 from twin.model.fib import Fib, FibDelta, Link
-from twin.model.routing import Routing
-from twin.model.wiring import Wiring, links
+from twin.model.routing import Routing, shared
+from twin.model.wiring import links
 from validators.registry import Params, static
 from validators.result import Figure, Finding, Result, verdict
 
@@ -110,9 +110,8 @@ def deadlock(lab: Lab, params: Params) -> list[Result]:
     >>> [(r.scope, r.status.value) for r in results]
     [('priority 3', 'pass'), ('priority 3, 1-link failures', 'pass')]
     """
-    wiring = Wiring(lab)
-    routing = Routing(wiring, [h.address.ip for h in wiring.hosts.values()])
-    graph = BufferGraph(wiring, routing.fib, dscps(lab))
+    routing = shared(lab)
+    graph = BufferGraph(routing.w, routing.fib, dscps(lab))
     prios = priorities(lab, graph)
     base = graph.cycles(params["max_cycles"])
     cycles = [(c, "FIB") for c in base]

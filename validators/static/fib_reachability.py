@@ -11,8 +11,8 @@ from itertools import combinations
 from twin.design.graph import remote_subnets, uplink_width
 from twin.labdir import Lab
 from twin.model.fib import Fib, FibDelta, Link, Lpm
-from twin.model.routing import Routing
-from twin.model.wiring import Wiring, links
+from twin.model.routing import shared
+from twin.model.wiring import links
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict
 from validators.static.deadlock import apply_delta, link_name
@@ -125,9 +125,9 @@ def fib_reachability(lab: Lab, params: Params) -> list[Result]:
     >>> print(fib_reachability(lab, {"failures": 1})[1].findings[-1])
     leaf2 leaf1:Ethernet16-leaf2:Ethernet16 down: server1: black hole at leaf2 (dropped)
     """
-    wiring = Wiring(lab)
+    routing = shared(lab)
+    wiring = routing.w
     servers = {h.name: h.address.ip for h in wiring.hosts.values()}
-    routing = Routing(wiring, servers.values())
     fib = routing.fib
     switches = list(wiring.routers)
     leaves = lab.nodes("leaf")

@@ -8,7 +8,7 @@ from typing import Any
 from twin.configs.qos import number
 from twin.design.graph import ports_of
 from twin.labdir import Lab
-from twin.model.wiring import Wiring
+from twin.model.wiring import Wiring, shared
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict
 
@@ -232,7 +232,7 @@ def mlag_consistency(lab: Lab, params: Params) -> list[Result]:
     >>> print(mlag_consistency(lab, {})[0].findings[0])
     leaf2 MCLAG_DOMAIN|1: peer_ip 10.3.0.9 is not leaf1's source_ip 10.3.0.0
     """
-    wiring = Wiring(lab)
+    wiring = shared(lab)
     pairs = _pairs(lab)
     findings = [f for a, b in pairs for f in _Pair(wiring, a, b).check()]
     cabled = {leaf for pair in pairs for leaf in pair}

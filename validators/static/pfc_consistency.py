@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-from twin.configs.qos import (
-    by_port,
-    host_dscps,
-    map_name,
-    pfc_enabled,
-    qos_map,
-    switch_ports,
-    traffic_class,
-)
+from twin.configs.qos import Maps, by_port, host_dscps, map_name, pfc_enabled, switch_ports
 from twin.intent.fabric import Qos
 from twin.labdir import Lab
-from twin.render.config_db import ConfigDb
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict
 
 ECN_ON_GREEN = {"ecn_green", "ecn_green_yellow", "ecn_green_red", "ecn_all"}
 
 
-def _maps(switch: str, db: ConfigDb, port: str, lossless: list[int]) -> list[Finding]:
+def _maps(switch: str, maps: Maps, port: str, lossless: list[int]) -> list[Finding]:
     """TC -> PG and TC -> queue of each lossless priority agree with the PFC maps."""
     found = []
     pairs = (
@@ -28,7 +19,7 @@ def _maps(switch: str, db: ConfigDb, port: str, lossless: list[int]) -> list[Fin
         ("tc_to_queue_map", "pfc_to_queue_map", "queue"),
     )
     for tc_field, pfc_field, what in pairs:
-        by_tc, by_pfc = qos_map(db, port, tc_field), qos_map(db, port, pfc_field)
+        by_tc, by_pfc = maps(port, tc_field), maps(port, pfc_field)
         if by_tc is None:
             found.append(Finding(switch, f"no {tc_field}", port, "PORT_QOS_MAP"))
             continue
@@ -46,14 +37,15 @@ def _maps(switch: str, db: ConfigDb, port: str, lossless: list[int]) -> list[Fin
     return found
 
 
-def _lossy(switch: str, db: ConfigDb, port: str, qos: Qos) -> list[Finding]:
+def _lossy(switch: str, maps: Maps, port: str, qos: Qos) -> list[Finding]:
     """The DSCP of each class the intent makes lossy (CNP apart: checked with RoCE) stays out
     of the lossless TCs and out of the TCs the port enables PFC on."""
     found = []
-    lossless = set(qos.lossless_priorities) | pfc_enabled(db, port)
-    where = f"DSCP_TO_TC_MAP|{map_name(db, port, 'dscp_to_tc_map')}"
+    lossless = set(qos.lossless_priorities) | pfc_enabled(maps.db, port)
+    where = f"DSCP_TO_TC_MAP|{map_name(maps.db, port, 'dscp_to_tc_map')}"
+    to_tc = maps(port, "dscp_to_tc_map") or {}
     for name, cls in sorted(qos.classes.items()):
-        tc = traffic_class(db, port, cls.dscp)
+        tc = to_tc.get(cls.dscp, 0)
         if name != "cnp" and not qos.lossless(name) and tc in lossless:
             message = (
                 f"DSCP {cls.dscp} (class {name}, lossy by the intent) maps to lossless TC {tc}"
@@ -92,19 +84,20 @@ def _hosts(lab: Lab, qos: Qos) -> list[Finding]:
 
 
 def _classes(
-    switch: str, db: ConfigDb, port: str, lossless: list[int], roce: set[int], cnp: set[int]
+    switch: str, maps: Maps, port: str, lossless: list[int], roce: set[int], cnp: set[int]
 ) -> list[Finding]:
     """RoCE DSCPs land in a lossless TC; CNP DSCPs in a lossy TC on a higher queue."""
     found = []
-    enabled = pfc_enabled(db, port)
-    queues = qos_map(db, port, "tc_to_queue_map") or {}
-    if qos_map(db, port, "dscp_to_tc_map") is None:
+    enabled = pfc_enabled(maps.db, port)
+    queues = maps(port, "tc_to_queue_map") or {}
+    to_tc = maps(port, "dscp_to_tc_map")
+    if to_tc is None:
         return [
             Finding(switch, "no dscp_to_tc_map (every DSCP goes to TC 0)", port, "PORT_QOS_MAP")
         ]
     roce_queues = set()
     for dscp in sorted(roce):
-        tc = traffic_class(db, port, dscp)
+        tc = to_tc.get(dscp, 0)
         roce_queues.add(queues.get(tc, tc))
         if tc not in lossless:
             found.append(
@@ -117,7 +110,7 @@ def _classes(
                 )
             )
     for dscp in sorted(cnp):
-        tc = traffic_class(db, port, dscp)
+        tc = to_tc.get(dscp, 0)
         queue = queues.get(tc, tc)
         if tc in lossless or tc in enabled:
             found.append(
@@ -137,11 +130,12 @@ def _classes(
 
 
 def _ecn(
-    switch: str, db: ConfigDb, port: str, entries: dict[int, dict[str, str]], lossless: list[int]
+    switch: str, maps: Maps, port: str, entries: dict[int, dict[str, str]], lossless: list[int]
 ) -> list[Finding]:
     """Each lossless queue has a WRED profile that marks ECN on green packets."""
     found = []
-    queues = qos_map(db, port, "tc_to_queue_map") or {}
+    db = maps.db
+    queues = maps(port, "tc_to_queue_map") or {}
     for p in lossless:
         q = queues.get(p, p)
         profile = entries.get(q, {}).get("wred_profile")
@@ -195,7 +189,7 @@ def pfc_consistency(lab: Lab, params: Params) -> list[Result]:
     findings: list[Finding] = []
     ports = 0
     for switch, db, cabled in switch_ports(lab):
-        queues = by_port(db, "QUEUE")
+        queues, maps = by_port(db, "QUEUE"), Maps(db)
         for name in cabled:
             ports += 1
             enabled = pfc_enabled(db, name)
@@ -210,10 +204,10 @@ def pfc_consistency(lab: Lab, params: Params) -> list[Result]:
                 for p in lossless
                 if p not in enabled
             ]
-            findings += _classes(switch, db, name, lossless, roce, marks["cnp"])
-            findings += _lossy(switch, db, name, qos)
-            findings += _maps(switch, db, name, lossless)
-            findings += _ecn(switch, db, name, queues.get(name, {}), lossless)
+            findings += _classes(switch, maps, name, lossless, roce, marks["cnp"])
+            findings += _lossy(switch, maps, name, qos)
+            findings += _maps(switch, maps, name, lossless)
+            findings += _ecn(switch, maps, name, queues.get(name, {}), lossless)
     return [
         verdict(
             "pfc_consistency",
