@@ -11,6 +11,7 @@ import json
 import os
 import re
 import time
+from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,31 @@ def test_a_snapshot_or_extra_file_rewritten_is_read_again(tmp_path: Path) -> Non
     assert obs.fib("start") != FIB and obs.extra("pfc") == [{}]
     pfc.unlink()
     assert obs.extra("pfc") is None
+
+
+@dataclass
+class _Unwritable:
+    x: int
+
+
+WRITTEN: list[Any] = [
+    {"interval": 1e-05, "queues": {"leaf1:Ethernet0": {3: [0, 4096, 2**40]}}},
+    {True: 1, 2.5: [1e16, -0.0, 1e-7], "s": "\u00e9 nullroute"},
+    [None, {"drops": {"lossless": 0}}],
+    [2**70, NextHop("spine1", "Ethernet0"), ("a", 1)],
+    {"x": float("inf"), "y": float("nan")},
+]
+
+
+@pytest.mark.parametrize("value", WRITTEN, ids=range(len(WRITTEN)))
+def test_run_files_hold_what_json_dumps_writes(value: Any) -> None:
+    """`dumps` (orjson where exact) writes the values json.dumps writes, reading back alike
+    with either reader."""
+    written = observations.dumps(value)
+    text = written.decode() if isinstance(written, bytes) else written
+    assert repr(json.loads(text)) == repr(json.loads(json.dumps(value)))
+    with pytest.raises(TypeError):
+        observations.dumps({"a": _Unwritable(1)})
 
 
 def test_added_files_events_and_run_keys_read_back(tmp_path: Path) -> None:

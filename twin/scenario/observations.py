@@ -128,13 +128,13 @@ def save(out: Path, run: RunRecord, played: Played, fabric: Path) -> None:
     """Write a played run's observations: run.json, the backend's record and a copy of the
     lab's intent."""
     safeio.write(out / "run.json", json.dumps(run, indent=1))
-    safeio.write(out / "counters.json", json.dumps(played.counters))
+    safeio.write(out / "counters.json", dumps(played.counters))
     safeio.write(out / "flows.json", json.dumps(played.flows, indent=1))
     bgp = {when: [asdict(s) for s in sessions] for when, sessions in played.bgp.items()}
-    safeio.write(out / "bgp.json", json.dumps(bgp))
+    safeio.write(out / "bgp.json", dumps(bgp))
     safeio.write(out / "events.jsonl", _lines(played.events))
     for label, (_, fib) in played.fibs.items():
-        safeio.write(out / "fib" / f"{label}.json", json.dumps(to_json(fib)))
+        safeio.write(out / "fib" / f"{label}.json", dumps(to_json(fib)))
     if played.probes is not None:
         safeio.write(out / "probes.json", json.dumps(played.probes, indent=1))
     _files(out, played.extra)
@@ -151,7 +151,24 @@ def add(out: Path, run: RunRecord, files: Mapping[str, Any], events: list[Event]
 
 def _files(out: Path, files: Mapping[str, Any]) -> None:
     for key, value in files.items():
-        safeio.write(out / f"{key}.json", json.dumps(value))
+        safeio.write(out / f"{key}.json", dumps(value))
+
+
+def dumps(value: Any) -> bytes | str:
+    """`json.dumps(value)` (the same JSON values), at orjson's speed where that is exact
+    (queues.json: millions of samples, 6x faster). orjson writes NaN and infinities as
+    null, where json.dumps writes NaN and Infinity: output with a null is written again by
+    json.dumps, as is a value orjson refuses (an integer over 64 bits, a tuple subclass).
+
+    >>> dumps({1: [0.5, "a"]}), dumps({"x": float("nan")}), dumps([2**70])
+    (b'{"1":[0.5,"a"]}', '{"x": NaN}', '[1180591620717411303424]')
+    """
+    options = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
+    try:
+        out = orjson.dumps(value, option=options | orjson.OPT_PASSTHROUGH_DATETIME)
+    except TypeError:
+        return json.dumps(value)
+    return json.dumps(value) if b"null" in out else out
 
 
 def _lines(events: Iterable[Event]) -> str:
