@@ -366,7 +366,7 @@ def _column(
     for prefix in sorted(routes, key=lambda p: p.prefixlen):
         low = int(prefix.network_address)
         first = bisect.bisect_left(addresses, low)
-        last = bisect.bisect_left(addresses, low + prefix.num_addresses, first)
+        last = bisect.bisect_left(addresses, low + (1 << 32 - prefix.prefixlen), first)
         if first < last:
             column[first:last] = [action_id(routes[prefix])] * (last - first)
     return column
