@@ -283,6 +283,15 @@ def test_port_mtu_out_of_range() -> None:
     _only(_with(_set("PORT", "Ethernet0", mtu="99999")), "PORT", '"Ethernet0"', '"mtu"', "99999")
 
 
+def test_a_value_refused_once_is_refused_again_wherever_it_is() -> None:
+    """Each distinct text is checked once per leaf: the refusal is remembered, not lost."""
+    first = _with(_set("PORT", "Ethernet0", mtu="99999"))
+    _only(_with(_set("PORT", "Ethernet0", mtu="99999")), *first)
+    both = _with(lambda c: [_set("PORT", p, mtu="99999")(c) for p in ("Ethernet0", "Ethernet8")])
+    assert [p.replace("Ethernet8", "Ethernet0") for p in both] == first * 2
+    assert _with(_set("PORT", "Ethernet0", mtu="9000")) == []
+
+
 def test_buffer_pg_profile_must_exist() -> None:
     problems = _with(_set("BUFFER_PG", "Ethernet0|3-4", profile="pg_lossless_400000_5m_profile"))
     _only(problems, "BUFFER_PG", '"Ethernet0|3-4"', '"profile"', "existing BUFFER_PROFILE")

@@ -16,6 +16,7 @@ are pruned first, one by one.
 from __future__ import annotations
 
 import bisect
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -63,6 +64,17 @@ class Cycle:
         return text
 
 
+_KNOWN: weakref.WeakKeyDictionary[
+    Wiring,
+    tuple[
+        dict[tuple[int, ...], dict[Port, dict[int, frozenset[int]]]],
+        dict[tuple[str, str | None], dict[int, int]],
+    ],
+] = weakref.WeakKeyDictionary()
+"""What a Wiring's configs say whatever the FIB, for every graph on it: per set of DSCPs, the
+lossless priorities of each receiving end (`BufferGraph.lossless`); the DSCP -> TC maps."""
+
+
 def _action(hops: Hops | None, servers: Mapping[str, object]) -> Action:
     if not hops:
         return (), False
@@ -108,8 +120,9 @@ class BufferGraph:
         self.traffic = Traffic(carries, hops)
         self.arriving = {end: self.send(end) for h in hops.values() for end in h}
         """Classes arriving at each receiving end."""
-        self._lossless: dict[Port, dict[int, frozenset[int]]] = {}
-        self._maps: dict[tuple[str, str | None], dict[int, int]] = {}
+        lossless, maps = _KNOWN.setdefault(wiring, ({}, {}))
+        self._lossless = lossless.setdefault(tuple(self.dscps), {})
+        self._maps = maps
 
     def _hops(self, n: str, actions: list[Action]) -> dict[Port, int]:
         """Per receiving end, the classes n forwards there."""
@@ -366,7 +379,7 @@ def _column(
     for prefix in sorted(routes, key=lambda p: p.prefixlen):
         low = int(prefix.network_address)
         first = bisect.bisect_left(addresses, low)
-        last = bisect.bisect_left(addresses, low + prefix.num_addresses, first)
+        last = bisect.bisect_left(addresses, low + (1 << 32 - prefix.prefixlen), first)
         if first < last:
             column[first:last] = [action_id(routes[prefix])] * (last - first)
     return column

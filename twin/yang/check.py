@@ -99,7 +99,8 @@ class _Leaf:
 
     def scalar(self, value: Any) -> Any:
         """The YANG JSON encoding of one CONFIG_DB value; raises _Rejected."""
-        refusal, encoded = self._seen(value if type(value) is str else _scalar_text(value))
+        text = value if type(value) is str else _scalar_text(value)
+        refusal, encoded = self._checked.get(text) or self._seen(text)
         if refusal is not None:
             raise _Rejected(refusal)
         return [None] if encoded is _EMPTY else encoded
@@ -107,9 +108,6 @@ class _Leaf:
     def encode(self, value: Any) -> Any:
         """The YANG JSON encoding of a CONFIG_DB field (a list for a leaf-list)."""
         if not self.leaf_list:
-            seen = self._checked.get(value) if type(value) is str else None
-            if seen is not None and seen[0] is None and seen[1] is not _EMPTY:
-                return seen[1]  # a text met before (most fields): no call
             return self.scalar(value)
         if isinstance(value, str):
             items: list[Any] = [v.strip() for v in _LEAF_LIST_SEPARATORS.split(value)]
@@ -457,6 +455,15 @@ class _Translation:
     def problem(self, table: str, key: str | None, fld: str | None, message: str) -> None:
         self.problems.append(((table, key, fld), message))
 
+    def field(
+        self, data: dict[str, Any], table: str, key: str, name: str, leaf: _Leaf, value: Any
+    ) -> None:
+        """A field encoded into `data`, or the problem its type finds."""
+        try:
+            data[name] = leaf.encode(value)
+        except _Rejected as exc:
+            self.problem(table, key, name, str(exc))
+
 
 def _translate(schema: YangSchema, config: ConfigDb) -> _Translation:
     out = _Translation()
@@ -519,10 +526,7 @@ def _translate_container(
     for name, value in fields.items():
         leaf = model.leaves.get(name)
         if leaf is not None:
-            try:
-                data[name] = leaf.encode(value)
-            except _Rejected as exc:
-                out.problem(table, key, name, str(exc))
+            out.field(data, table, key, name, leaf, value)
             continue
         child = model.children.get(name)
         if child is None:
@@ -613,10 +617,7 @@ def _translate_list_entry(
         for name, value in fields.items():
             node = leaves.get(name)
             if node is not None:
-                try:
-                    data[name] = node.encode(value)
-                except _Rejected as exc:
-                    out.problem(table, key, name, str(exc))
+                out.field(data, table, key, name, node, value)
                 continue
             if name in key_values:
                 if str(value) != key_values[name]:
