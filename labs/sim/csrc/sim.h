@@ -218,6 +218,9 @@ typedef struct {
     uint8_t cnp_seen; /* a CNP arrived in the current alpha period */
 } Run;
 
+_Static_assert(sizeof(Flow) == 120, "a Flow is 120 bytes (docs/simulator.md)");
+_Static_assert(sizeof(Run) == 96, "a Run is 96 bytes (docs/simulator.md)");
+
 static inline ps_t flow_t_start(const Flow *F) { return F->state == FL_WAITING ? -1 : F->t_start; }
 static inline ps_t flow_t_done(const Flow *F) { return F->state == FL_DONE ? F->t_done : -1; }
 static inline ps_t flow_t_drop(const Flow *F) { return F->state == FL_WAITING ? -1 : F->t_drop; }
