@@ -487,6 +487,9 @@ def _configure(
         lib.sim_set_node(handle, i, int(n in switches), host_idx, pool)
     mtu = _mtu(exp, flows)
     lib.sim_set_wire(handle, exp.header_bytes, exp.gap_bytes)
+    # ports with the same tables share a profile: a few instead of one per port, which keeps
+    # what every hop reads in cache on large fabrics
+    profiles: dict[tuple[tuple[float, ...], ...], int] = {}
     for li, link in enumerate(exp.links):
         if link.speed <= 0:
             raise ExperimentError(f"link {link.a} - {link.b}: speed must be positive")
@@ -500,10 +503,20 @@ def _configure(
                 else hosts[node].qos
             )
             maps, pg, q, other = profile_arrays(qos, link.speed, link.propagation, mtu)
-            lib.sim_set_profile(
-                handle, me, native.i32(maps), native.f64(pg), native.f64(q), native.f64(other)
+            key = (tuple(maps), tuple(pg), tuple(q), tuple(other))
+            if key not in profiles:
+                profiles[key] = len(profiles)
+                lib.sim_set_profile(
+                    handle,
+                    profiles[key],
+                    native.i32(maps),
+                    native.f64(pg),
+                    native.f64(q),
+                    native.f64(other),
+                )
+            lib.sim_set_port(
+                handle, me, node_index[node], peer, profiles[key], link.speed, link.propagation
             )
-            lib.sim_set_port(handle, me, node_index[node], peer, me, link.speed, link.propagation)
 
     table = forwarding(exp.switches, exp.hosts, exp.links)
     host_order = list(hosts)

@@ -30,7 +30,8 @@ Sim *sim_new(int n_nodes, int n_ports, int n_links, int n_flows, int n_profiles,
     s->n_profiles = n_profiles;
     s->n_hosts = n_hosts;
     s->nodes = calloc((size_t)n_nodes, sizeof(Node));
-    s->ports = calloc((size_t)n_ports, sizeof(Port));
+    s->ports = aligned_alloc(_Alignof(Port), (size_t)(n_ports ? n_ports : 1) * sizeof(Port)); /* see Port */
+    memset(s->ports, 0, (size_t)n_ports * sizeof(Port));
     s->flows = calloc((size_t)n_flows, sizeof(Flow));
     s->profiles = calloc((size_t)n_profiles, sizeof(Profile));
     s->link_ports = calloc((size_t)n_links * 2, sizeof(int32_t));
@@ -346,8 +347,8 @@ void sim_port_stats(const Sim *s, int64_t *out) {
             r[1] = p->pfc_rx[k];
             r[2] = p->paused_total[k];
             r[3] = p->ecn_marked[k];
-            r[4] = p->tx_bytes[k];
-            r[5] = p->tx_pkts[k];
+            r[4] = p->tx[k].bytes;
+            r[5] = p->tx[k].pkts;
             for (int d = 0; d < DR_N; d++) r[6 + d] = p->drops[d][k];
         }
     }

@@ -181,8 +181,8 @@ void try_send(Sim *s, int port) {
     Pkt *K = &s->pkts[pk];
     ps_t ser = to_ps((K->size + s->gap_bytes) * P->ps_per_byte);
     P->busy_until = s->now + ser;
-    P->tx_bytes[K->prio] += K->size;
-    P->tx_pkts[K->prio]++;
+    P->tx[K->prio].bytes += K->size;
+    P->tx[K->prio].pkts++;
     ev_push(s, s->now + ser + P->prop, EV_ARRIVE, P->peer, pk, 0);
     if (!P->wake && (P->nonempty || P->n_active > 0)) {
         P->wake = 1;

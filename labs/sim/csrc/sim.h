@@ -123,24 +123,36 @@ typedef struct {
     ps_t wd_detect, wd_restore;
 } Profile;
 
+typedef struct { /* a priority's frames and bytes sent, together in one cache line */
+    int64_t bytes, pkts;
+} TxCount;
+
+/* A port, its fields in the order a packet reads them: what every packet through it reads
+ * in the first cache line (ports are 64-byte aligned), then the pauses and queues, the PG
+ * counters and the transmit counters, and what only faults, checks and NICs read last. */
 typedef struct {
-    int32_t node, peer, profile;
-    double ps_per_byte, speed;
-    ps_t prop, busy_until, next_kick;
-    ps_t loss_until; /* a loss fault on frames arriving here ends (0: none) */
+    _Alignas(64) int32_t node; /* the whole Port 64-byte aligned */
+    int32_t peer, profile;
     uint8_t up, wake, nonempty; /* wake: an EV_TX_DONE is pending; nonempty: bit q set when queue q holds packets */
+    uint8_t wd_state[NPRIO], pg_paused[NPRIO];
+    double ps_per_byte;
+    ps_t prop, busy_until;
+    ps_t loss_until; /* a loss fault on frames arriving here ends (0: none) */
+    /* egress side: pauses received from the peer */
+    ps_t pause_until[NPRIO];
     Queue q[NPRIO];
+    /* ingress side: PG accounting */
+    PgUse pg[NPRIO];
+    TxCount tx[NPRIO];
     int32_t dwrr_cur, dwrr_fresh;
     int64_t deficit[NPRIO];
-    /* egress side: pauses received from the peer */
-    ps_t pause_from[NPRIO], pause_until[NPRIO], paused_total[NPRIO], last_pfc_rx[NPRIO];
-    uint8_t wd_state[NPRIO], storm_reported[NPRIO];
-    /* ingress side: PG accounting and pauses sent to the peer */
-    PgUse pg[NPRIO];
-    uint8_t pg_paused[NPRIO], drop_logged[NPRIO];
+    double speed;
+    ps_t next_kick;
+    ps_t pause_from[NPRIO], paused_total[NPRIO], last_pfc_rx[NPRIO];
+    uint8_t storm_reported[NPRIO], drop_logged[NPRIO];
     int32_t pg_gen[NPRIO];
     /* counters per priority */
-    int64_t pfc_tx[NPRIO], pfc_rx[NPRIO], ecn_marked[NPRIO], tx_bytes[NPRIO], tx_pkts[NPRIO];
+    int64_t pfc_tx[NPRIO], pfc_rx[NPRIO], ecn_marked[NPRIO];
     int64_t drops[DR_N][NPRIO];
     /* host NIC: flows sending through this port */
     int32_t *active, n_active, cap_active, rr;
@@ -205,6 +217,9 @@ typedef struct {
     int32_t b_stage, timer_gen;
     uint8_t cnp_seen; /* a CNP arrived in the current alpha period */
 } Run;
+
+_Static_assert(sizeof(Flow) == 120, "a Flow is 120 bytes (docs/simulator.md)");
+_Static_assert(sizeof(Run) == 96, "a Run is 96 bytes (docs/simulator.md)");
 
 static inline ps_t flow_t_start(const Flow *F) { return F->state == FL_WAITING ? -1 : F->t_start; }
 static inline ps_t flow_t_done(const Flow *F) { return F->state == FL_DONE ? F->t_done : -1; }
