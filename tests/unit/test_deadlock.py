@@ -148,7 +148,7 @@ def test_the_shared_routing_follows_the_configs_on_disk(single: Lab) -> None:
     assert routing_model.shared(single) is first and first.w is wiring_model.shared(single)
     failed = (link(single, "leaf1", "spine1"),)
     delta = first.after(failed)
-    assert first.after([list(failed[0])]) is delta
+    assert first.after(list(failed)) is delta
     servers = [h.address.ip for h in first.w.hosts.values()]
     assert delta == Routing(Wiring(single), servers).after(failed)
     edit_json(single, "leaf1", lambda db: db["PORT"]["Ethernet16"].update(admin_status="down"))

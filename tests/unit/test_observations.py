@@ -138,7 +138,12 @@ def test_snapshots_are_read_once_and_identical_ones_share_one_fib(
     for path in (tmp_path / "run" / "fib").iterdir():
         os.utime(path, ns=(old, old))
     parsed: list[object] = []
-    monkeypatch.setattr(observations, "from_json", lambda *a: parsed.append(a) or fib.from_json(*a))
+
+    def counted(*args: Any) -> Fib:
+        parsed.append(args)
+        return fib.from_json(*args)
+
+    monkeypatch.setattr(observations, "from_json", counted)
     obs = Observations.open(tmp_path / "run")
     start, flap = obs.fib("start"), obs.fib("fault1-link-flap")
     assert obs.fib("end") is start and start == FIB and flap != FIB
@@ -160,7 +165,7 @@ def test_a_snapshot_or_extra_file_rewritten_is_read_again(tmp_path: Path) -> Non
     pfc = tmp_path / "run" / "pfc.json"
     pfc.write_text("[]")
     assert obs.fib("start") == FIB and obs.extra("pfc") == []
-    changed = {"leaf1": {"10.1.0.0/16": []}}
+    changed: dict[str, dict[str, list[Any]]] = {"leaf1": {"10.1.0.0/16": []}}
     start.write_text(json.dumps(changed))
     pfc.write_text("[{}]")
     assert obs.fib("start") == {"leaf1": {IPv4Network("10.1.0.0/16"): ()}}
