@@ -46,41 +46,51 @@ def simulate(
         if prepare is not None:
             prepare(built)
         stopped = bool(lib.sim_run(built.handle, exp.duration, int(exp.stop_when_done)))
-        return _collect(lib, built, exp, seed, stopped)
+        result, n_samples, changes = _collect(lib, built, exp, seed, stopped)
     finally:
         lib.sim_free(built.handle)
+    # the occupancy series once the core is freed: with the table's results, the largest outputs
+    queues, pgs = _occupancy(built.layout, n_samples, changes)
+    return dataclasses.replace(result, queues=queues, pgs=pgs)
 
 
-def _collect(lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped: bool) -> Result:
+def _collect(
+    lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped: bool
+) -> tuple[Result, int, npt.NDArray[np.int32]]:
+    """What the core holds: the result but its occupancy series, and the samples and
+    (sample, column, value) changes they come from (a copy)."""
     h, layout = built.handle, built.layout
     counts = (native.I64 * native.COUNTS)()
     lib.sim_counts(h, counts)
     n_samples, n_log, n_cycles, n_changes = counts[2], counts[3], counts[4], counts[6]
     changes = np.zeros((0, 3), np.int32)
-    if n_changes:  # a view of the core's log, read before it is freed
-        changes = np.ctypeslib.as_array(lib.sim_samples(h), shape=(n_changes, 3))
+    if n_changes:
+        changes = np.ctypeslib.as_array(lib.sim_samples(h), shape=(n_changes, 3)).copy()
     delivered = np.zeros((0, len(layout.flows)), np.int64)
-    if layout.flow_series and n_samples:
+    if layout.flow_series and n_samples:  # a view of the core's samples, read before it is freed
         delivered = np.ctypeslib.as_array(
             lib.sim_flow_samples(h), shape=(n_samples, len(layout.flows))
         )
-    queues, pgs = _occupancy(layout, n_samples, changes)
     flows, table = _flows(lib, h, layout, exp, delivered, lib.sim_now(h))
     events = _events(lib, h, layout, n_log, n_cycles)
-    return Result(
-        experiment=exp.name,
-        seed=seed,
-        end_time=lib.sim_now(h),
-        deadlocked=any(e.kind == "deadlock" for e in events) or stopped,
-        flows=flows,
-        ports=_ports(lib, h, layout),
-        sample_interval=exp.monitor.interval,
-        queues=queues,
-        pgs=pgs,
-        events=events,
-        packet_hops=counts[1],
-        events_processed=counts[0],
-        table=table,
+    return (
+        Result(
+            experiment=exp.name,
+            seed=seed,
+            end_time=lib.sim_now(h),
+            deadlocked=any(e.kind == "deadlock" for e in events) or stopped,
+            flows=flows,
+            ports=_ports(lib, h, layout),
+            sample_interval=exp.monitor.interval,
+            queues={},
+            pgs={},
+            events=events,
+            packet_hops=counts[1],
+            events_processed=counts[0],
+            table=table,
+        ),
+        n_samples,
+        changes,
     )
 
 
