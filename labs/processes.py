@@ -112,7 +112,8 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether a process runs (a zombie, killed but not yet reaped by its parent, does not)."""
     _reap(pid)
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -123,18 +124,20 @@ def _alive(pid: int) -> bool:
 
 def end(pids: list[int], lab: str, grace: float = 2.0, netns: set[NetnsId] | None = None) -> None:
     """SIGTERM the lab's processes among `pids` (tagged, or in one of its namespaces `netns`),
-    then SIGKILL what is left after `grace` s; never this process or its ancestors."""
+    then SIGKILL what is left after `grace` s, and wait (up to `grace` s more) until they
+    are gone; never this process or its ancestors."""
     mine = lineage()
     ours = [p for p in pids if p not in mine and (belongs(p, lab) or _in_netns(p, netns or set()))]
     for pid in ours:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while any(_alive(p) for p in ours) and time.monotonic() < deadline:
+    while any(alive(p) for p in ours) and time.monotonic() < deadline:
         time.sleep(0.02)
     for pid in ours:
-        if _alive(pid):
+        if alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    for pid in ours:
-        _reap(pid)
+    deadline = time.monotonic() + grace  # a SIGKILL takes effect when the process next runs
+    while any(alive(p) for p in ours) and time.monotonic() < deadline:
+        time.sleep(0.02)

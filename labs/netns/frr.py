@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from labs import cmdlog, lifecycle
+from labs import cmdlog, lifecycle, processes
 from labs.netns.netlink import inside
 from twin import safeio
 from twin.errors import LabError
@@ -319,7 +319,7 @@ def read_log(path: Path, offset: int) -> tuple[list[str], int]:
 def remove_tmp(pids: list[int]) -> None:
     """Remove the crash-log directories of ended daemons (those a SIGKILL left behind)."""
     for pid in pids:
-        if Path(f"/proc/{pid}").exists():
+        if processes.alive(pid):
             continue
         for leftover in FRR_TMP.glob(f"*.{pid}"):
             shutil.rmtree(leftover, ignore_errors=True)
