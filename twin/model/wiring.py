@@ -6,7 +6,7 @@ physical `links`.
 
 from __future__ import annotations
 
-import hashlib
+import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
@@ -14,7 +14,7 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from typing import Any, TypeVar
 
 from twin.errors import InputError
-from twin.labdir import Lab
+from twin.labdir import Lab, version
 from twin.model.fib import Hops, Link, NextHop, Routes
 
 T = TypeVar("T")
@@ -23,42 +23,28 @@ CONNECTED, STATIC, EBGP = 0, 1, 20
 DEFAULT_MAXIMUM_PATHS = 64
 
 
-_SHARED: dict[str, tuple[Lab, bytes, Wiring]] = {}
-"""The last shared Wiring: its lab, the digest of the files it was read from, and itself."""
+_SHARED: dict[str, tuple[Lab, Any, Wiring]] = {}
+"""The last shared Wiring: its lab, the versions of the files it was read from, and itself."""
 
 
 def shared(lab: Lab) -> Wiring:
     """The lab's `Wiring`, built once and shared by the readers of one lab (the static
-    validators) for as long as the files it is read from (the design, every switch's
-    config_db.json and frr.conf, every server's host.json) stay the same byte for byte.
+    validators) while the files it is read from (the design and every config) keep their
+    `twin.labdir.version`; a fresh one, not kept, while one of them was just written.
     Readers must not change it; one lab at a time is kept."""
-    digest = _digest(lab)
-    hit = _SHARED.get("last")
-    if digest is None or hit is None or hit[0] is not lab or hit[1] != digest:
-        wiring = Wiring(lab)
-        if digest is None:
-            return wiring
-        hit = _SHARED["last"] = (lab, digest, wiring)
-    return hit[2]
-
-
-def _digest(lab: Lab) -> bytes | None:
-    """A digest of the files a `Wiring` reads (None when one cannot be read: `Wiring` then
-    says which)."""
-    files = [lab.path / "design.json"]
-    files += [
-        lab.path / "configs" / s / f for s in lab.switches() for f in ("config_db.json", "frr.conf")
-    ]
-    files += [lab.path / "configs" / s / "host.json" for s in lab.nodes("server")]
-    digest = hashlib.blake2b()
+    configs = lab.configs_stamp()
     try:
-        for path in files:
-            data = path.read_bytes()
-            digest.update(len(data).to_bytes(8, "little"))
-            digest.update(data)
+        design = version(lab.path / "design.json", time.time_ns())
     except OSError:
-        return None
-    return digest.digest()
+        design = None  # `Wiring` says what is missing
+    stamp = (design, configs)
+    hit = _SHARED.get("last")
+    if design is None or configs is None or hit is None or hit[0] is not lab or hit[1] != stamp:
+        wiring = Wiring(lab)
+        if design is None or configs is None:
+            return wiring
+        hit = _SHARED["last"] = (lab, stamp, wiring)
+    return hit[2]
 
 
 def links(lab: Lab) -> list[Link]:
