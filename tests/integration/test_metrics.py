@@ -166,7 +166,7 @@ def test_a_bad_metrics_address_is_refused_before_anything_starts(tmp_path: Path)
 SHORT = {
     "name": "scraped",
     "settle": 0,
-    "traffic": [{"at": 0, "duration": 8, "kind": "backup", "src": "server1", "dst": "server3"}],
+    "traffic": [{"at": 0, "duration": 16, "kind": "backup", "src": "server1", "dst": "server3"}],
     "validate": {"bgp_health": {}},
 }
 """Long enough for a scrape within the run on a loaded machine."""
