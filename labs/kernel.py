@@ -18,6 +18,17 @@ from typing import Any
 from twin.model.fib import Fib, NextHop, Routes
 from twin.model.wiring import Wiring
 
+ECMP_HASH = {
+    "net.ipv4.fib_multipath_hash_policy": "3",
+    "net.ipv4.fib_multipath_hash_fields": "0x0037",
+}
+"""A switch's kernel hashes ECMP on each packet's 5-tuple (policy 3: these fields), as an ASIC
+does. A new network namespace hashes on addresses only (policy 0), and docker-sonic-vs sets
+nothing (SONiC's hash config reaches only the ASIC: ../shared/reference/sonic.md 3.1), so
+every backend whose switches forward in a Linux kernel sets it in each switch's namespace.
+Policy 1 would reuse a hash the sending socket left on the packet, which crosses veths with
+it: paths would depend on a random per-socket value, not on the 5-tuple."""
+
 
 def from_snapshot(wiring: Wiring, snapshot: Mapping[str, list[dict[str, Any]]]) -> Fib:
     """The FIB of a live twin from each switch's `ip -j route` (servers from host files)."""

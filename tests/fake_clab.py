@@ -17,7 +17,8 @@ A "container" here is a network namespace `<lab>.<node>` with a `sleep` process 
 pid is the container's pid) and the topology's links as veth pairs named by their endpoints.
 `stop` sets the node's interfaces down where containerlab parks them in another namespace;
 `start` sets them up with the per-interface sysctls back at their defaults (containerlab
-moves them into the container again) and counts a new boot of the container.
+moves them into the container again), the ECMP hash policy at a new namespace's (0), and
+counts a new boot of the container.
 A docker-sonic-vs container gets its ports and forwarding as tests/fake_vs.py describes.
 State and the call log live in `$FAKE_CLAB_STATE` (state.json, calls.jsonl), which the fake
 Docker engine (tests/fake_docker.py) reads.
@@ -245,6 +246,8 @@ def _lifecycle(argv: list[str], up: bool) -> int:
                     _ip("-n", box["netns"], "link", "set", eth, "up" if up else "down")
                     if up:  # moved back into the container: its sysctls are the defaults
                         _sysctl(box["netns"], f"net.ipv4.conf.{eth}.arp_ignore", "0")
+        if up:  # a restarted container's new namespace hashes ECMP on addresses
+            _sysctl(box["netns"], "net.ipv4.fib_multipath_hash_policy", "0")
         box["state"] = "running" if up else "exited"
         box["boot"] += int(up)
     _save(state)

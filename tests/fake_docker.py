@@ -17,8 +17,10 @@ it and from the real state of its interfaces: `redis-cli ping`, `supervisorctl s
 signal`, `supervisord` (start.sh's config steps, tests/fake_vs.py), `sonic-cfggen -d -v
 DEVICE_METADATA.localhost.hostname` (from the config start.sh loaded), `vtysh -c 'show
 daemons'`, `/usr/lib/frr/bfdd -d ...` (detached; attached, the exec never ends: bfdd keeps its
-pipes open), `vtysh -f FILE` (FILE must be bound; the first push after each boot fails on the
-config lock that bgpcfgd's own start-up push holds), `ip link set dev PORT carrier off|on`
+pipes open), `vtysh -f FILE` (FILE must be bound; the first push after each boot waits for
+the config lock that bgpcfgd's own start-up push holds, as FRR 10.5's vtysh does, or forever
+in a container named in `Engine.stuck`), `timeout -k K N CMD` (coreutils: 124 when CMD does
+not end in N s), `ip link set dev PORT carrier off|on`
 (the port's kernel carrier, tests/fake_vs.py), `vtysh -c 'show bgp summary json'` (FRR's
 JSON: a peer is Established when both ends' configs were pushed, both bgpds run, and the
 ports between them are up), `ip -j route show` (the container's kernel routes, which
@@ -54,8 +56,12 @@ IMAGES = frozenset({"docker-sonic-vs:latest", "ghcr.io/hellt/network-multitool:l
 """The images a lab's topology names, loaded by default."""
 FRR_DAEMONS = ("mgmtd", "zebra", "bgpd", "watchfrr", "staticd")
 """What `vtysh -c 'show daemons'` lists in the image (bfdd once started)."""
-LOCKED = "MGMTD: Locking for DS 2 failed, Err: 'Lock already taken on DS by another session!'\n"
-"""vtysh -f while bgpcfgd's start-up push holds FRR's configuration lock."""
+WAITING = "% Can't enter config; candidate datastore locked by another session\n"
+"""What FRR 10.5's `vtysh -f` prints on each try (every 0.1 s) while bgpcfgd's start-up push
+holds FRR's configuration lock: it waits for the lock itself (vtysh/vtysh_config.c
+`vtysh_read_file`, lib/vty.c `vty_config_enter`, frr-10.5.4)."""
+TRIES = 5
+"""How many tries vtysh makes before bgpcfgd releases the lock after a boot."""
 HELD_S = 600.0
 """How long an exec that never ends holds its connection (the SDK times out first)."""
 UPGRADE_PAUSE = 0.15
@@ -76,6 +82,7 @@ class Engine:
         self.networks: dict[str, dict[str, Any]] = {}  # name -> network, as inspect shows it
         self.lock = threading.RLock()
         self.raced: dict[str, int] = {}  # container -> the boot whose bgpcfgd took the lock
+        self.stuck: set[str] = set()  # containers whose bgpcfgd never releases the lock
         self.bfdd: set[str] = set()  # containers whose bfdd was started (detached)
         self.held: list[str] = []  # containers whose attached exec never ended
         self.add_network("bridge", "172.17.0.0/16")  # the daemon's default bridge
@@ -226,14 +233,19 @@ def answer(engine: Engine, box: dict[str, Any], argv: list[str]) -> tuple[int, s
     if argv == ["vtysh", "-c", "show daemons"]:
         running = [d for d in FRR_DAEMONS if d not in stopped]
         return 0, " " + " ".join(running + ["bfdd"] * (name in engine.bfdd)) + "\n", ""
+    if argv[:2] == ["timeout", "-k"] and len(argv) > 4:
+        if argv[4:6] == ["vtysh", "-f"] and name in engine.stuck:  # vtysh waits on: killed
+            return 124, WAITING * 10 * int(argv[3]), ""
+        return answer(engine, box, argv[4:])
     if argv[:2] == ["vtysh", "-f"]:
         if argv[2] not in box["binds"]:
             return 1, "", f"vtysh: Can't open configuration file {argv[2]}\n"
+        waited = ""
         if engine.raced.get(name) != box["boot"]:  # bgpcfgd's start-up push holds the lock
             engine.raced[name] = box["boot"]
-            return 1, "", LOCKED
+            waited = WAITING * TRIES
         engine.pushed.add(name)
-        return 0, "", ""
+        return 0, waited, ""
     if argv == ["vtysh", "-c", "show bgp summary json"]:
         return 0, _bgp_summary(engine, box), ""
     if argv[:4] == ["ip", "link", "set", "dev"] and argv[5:6] == ["carrier"]:

@@ -58,9 +58,9 @@ INIT_CFG = {
 silent (a hostname `sonic` when no config was bound)."""
 FRR_CONF = "/etc/twin/frr.conf"
 POLL_S = 0.1
-SYSCTLS = {
+SYSCTLS = {  # what the image's namespace has: ECMP hashed on addresses (policy 0)
     "net.ipv4.ip_forward": "1",
-    "net.ipv4.fib_multipath_hash_policy": "1",
+    "net.ipv4.fib_multipath_hash_policy": "0",
     "net.ipv4.conf.all.rp_filter": "0",
     "net.ipv4.conf.default.rp_filter": "0",
 }

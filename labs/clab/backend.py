@@ -4,7 +4,8 @@ Deploy: refuse, before anything is created, a lab that cannot run (no containerl
 daemon, an image not loaded, a fabric beyond the image's port tables or management network);
 derive the container flavour from the lab's configs as they are now (`clab/`), its management
 subnet overlapping no network Docker has (labs side by side); `containerlab
-deploy`; turn ARP replies off on the switches' `ethN` (the image's TAP answers for the port,
+deploy`; hash ECMP on the 5-tuple in each switch's kernel (`labs.kernel.ECMP_HASH`) and turn
+ARP replies off on the switches' `ethN` (the image's TAP answers for the port,
 containerlab pull request 3390); wait until each switch is ready, push its frr.conf; set up the
 servers through their namespaces; wait until every BGP session is Established, then until
 every switch has a route to every server. A failure on the way destroys what was deployed.
@@ -93,9 +94,9 @@ class ClabBackend:
         start = time.monotonic()
         progress(f"containerlab deploy ({lab.graph.number_of_nodes()} containers)")
         tools.run(["deploy", "-t", str(tools.topology(lab))], timeout=timeout + 3600)
-        progress("switches: ARP replies off on the wires")
+        progress("switches: ECMP hash on the 5-tuple, ARP replies off on the wires")
         for node in lab.switches():
-            boxes.quiet_arp(node)
+            boxes.set_kernel(node)
         progress("servers: addresses, routes, DSCP marking")
         with ThreadPoolExecutor(8) as pool:
             rdma = set(pool.map(lambda s: faults.set_up_server(boxes, s), lab.nodes("server")))

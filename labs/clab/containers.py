@@ -7,6 +7,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from labs.clab import namespace, tools
+from labs.kernel import ECMP_HASH
 from twin.errors import LabError
 from twin.labdir import Lab
 
@@ -33,12 +34,15 @@ class Containers:
         """Start a command in a node's container and return at once (a daemon)."""
         tools.start_detached(self.engine, self.lab, node, argv)
 
-    def quiet_arp(self, node: str) -> None:
-        """Turn ARP replies off on a switch's `ethN`: the image's TAP port answers for it
-        (containerlab pull request 3390). Containerlab moving an interface into the
-        container's namespace (deploy, `start --node`) resets it, so it is set after each."""
+    def set_kernel(self, node: str) -> None:
+        """Set a switch's kernel as the twin needs it: ECMP hashed on the 5-tuple
+        (`labs.kernel.ECMP_HASH`: the image leaves a new namespace's policy 0), and ARP replies
+        off on its `ethN`, for the image's TAP port answers for it (containerlab pull request
+        3390). Containerlab moving an interface into the container's namespace (deploy,
+        `start --node`) resets the latter, and a restarted container has a new namespace, so
+        both are set after each."""
         names = {f"net.ipv4.conf.{eth}.arp_ignore": NO_ARP_REPLY for eth in self.port[node]}
-        namespace.set_sysctls(self.pid(node), names)
+        namespace.set_sysctls(self.pid(node), {**ECMP_HASH, **names})
 
     def pid(self, node: str) -> int:
         """The host pid of a node's container (cached until `forget`)."""

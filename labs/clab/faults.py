@@ -44,8 +44,9 @@ def _switch(boxes: Containers, fault: Fault) -> str:
 def bring_up_switch(boxes: Containers, node: str, timeout: float) -> None:
     """Start a switch container's SONiC as containerlab's post-deploy does, then wait until it
     is ready and push its frr.conf (nodes/sonic/sonic.go: `supervisord`, `supervisorctl start
-    bgpd`); ARP replies off on its `ethN` again (containerlab moved them in anew)."""
-    boxes.quiet_arp(node)
+    bgpd`); its kernel set again (`Containers.set_kernel`: containerlab moved its `ethN`
+    in anew)."""
+    boxes.set_kernel(node)
     boxes.start(node, ["supervisord"])
     boxes.run(node, ["supervisorctl", "start", "bgpd"])
     deadline = time.monotonic() + timeout

@@ -7,10 +7,15 @@ config uses BFD (the image's supervisord has no bfdd program), started detached 
 keeps an attached exec's pipes open on FRR >= 9, so the exec would never end); then, as
 bgpcfgd does before its own pushes (sonic-buildimage src/sonic-bgpcfgd bgpcfgd/main.py,
 frr.py `wait_for_daemons`), wait until vtysh reaches every daemon the file configures; then
-`vtysh -f`, retried while the config lock is taken: the image's supervisord runs bgpcfgd
-whatever `docker_routing_config_mode` says (it is rendered when the image is built), and
-bgpcfgd pushes its own configuration at start-up, holding FRR's lock ("Lock already taken
-on DS by another session!"). The fabric has converged when every session is Established and
+`vtysh -f` while bgpcfgd may hold FRR's configuration lock: the image's supervisord runs
+bgpcfgd whatever `docker_routing_config_mode` says (it is rendered when the image is built),
+and bgpcfgd pushes its own configuration at start-up. Since FRR 10.0 `vtysh -f` waits for the
+lock itself, polling every 0.1 s and printing "% Can't enter config; candidate datastore
+locked by another session" on each try (vtysh/vtysh_config.c `vtysh_read_file`, lib/vty.c
+`vty_config_enter`, frr-10.5.4), so the push runs under coreutils `timeout` and a lock still
+held after `PUSH_WAIT` is an error that says so; FRR 9 refused at once instead ("Lock already
+taken on DS by another session!", mgmtd/mgmt_fe_adapter.c), which is retried until then.
+The fabric has converged when every session is Established and
 every switch's kernel has a route to every server. Everything here runs in the container
 (`docker exec`), argv lists only.
 """
@@ -37,10 +42,14 @@ BFDD = ["/usr/lib/frr/bfdd", "-d", "-A", "127.0.0.1", "-P", "0"]
 DAEMONS = ("zebra", "bgpd", "staticd")
 """The daemons bgpcfgd waits for before it configures FRR (bgpcfgd/main.py)."""
 LOCKED = "Lock already taken"
-"""FRR's mgmtd refusing a configuration session while another one holds the lock."""
+"""FRR 9's mgmtd refusing a configuration session while another one holds the lock."""
+WAITING = "locked by another session"
+"""What FRR >= 10's vtysh prints on each try while it waits for the lock."""
 PUSH_WAIT = 60.0
 """Seconds to wait for the daemons and for the config lock (bgpcfgd waits 20 s for the
 daemons, then for mgmtd's datastores)."""
+PUSH = ["timeout", "-k", "5", f"{PUSH_WAIT:.0f}"]
+"""coreutils `timeout` around the push: vtysh would wait for a held lock forever."""
 NEIGHBOR = re.compile(r"^ neighbor (\S+) remote-as ", re.M)
 
 
@@ -83,12 +92,17 @@ def configure_frr(run: Exec, detach: Detach, lab: Lab, node: str) -> None:
         time.sleep(0.5)
     path = sonic_vs.image()["frr_conf_path"]
     while True:
-        done = run(node, ["vtysh", "-f", path])
+        done = run(node, [*PUSH, "vtysh", "-f", path])
         said = (done.stdout + done.stderr).strip()
         if done.returncode == 0:
             return
+        if done.returncode in (124, 137) and WAITING in said:
+            raise LabError(
+                f"{node}: {path} not pushed: FRR's configuration lock was still held by another"
+                f" session after {PUSH_WAIT:.0f} s"
+            )
         if LOCKED not in said or time.monotonic() > deadline:
-            raise LabError(f"{node}: {path} was refused: {said[:300]}")
+            raise LabError(f"{node}: {path} was refused: {said[-300:]}")
         time.sleep(0.5)
 
 

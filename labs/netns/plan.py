@@ -22,17 +22,14 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
+from labs.kernel import ECMP_HASH
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.render.config_db import ConfigDb
 
-# Switches hash ECMP on each packet's 5-tuple (policy 3: these fields, 0x37), as an ASIC
-# does. Policy 1 would reuse a hash the sending socket left on the packet, which crosses veths
-# with it: paths would depend on a random per-socket value, not on the 5-tuple.
 SWITCH_SYSCTLS = {
     "net.ipv4.ip_forward": "1",
-    "net.ipv4.fib_multipath_hash_policy": "3",
-    "net.ipv4.fib_multipath_hash_fields": "0x0037",
+    **ECMP_HASH,
     "net.ipv4.conf.all.ignore_routes_with_linkdown": "1",
     "net.ipv4.conf.default.ignore_routes_with_linkdown": "1",
     "net.ipv4.conf.all.rp_filter": "0",

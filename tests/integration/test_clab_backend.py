@@ -31,6 +31,7 @@ from twin.errors import LabError
 from twin.labdir import Lab
 from twin.render import sonic_vs
 
+PUSH = ["timeout", "-k", "5", "60", "vtysh", "-f", "/etc/twin/frr.conf"]
 SWITCH_STARTUP = [
     ["redis-cli", "ping"],
     ["supervisorctl", "status", "orchagent"],
@@ -38,11 +39,10 @@ SWITCH_STARTUP = [
     ["supervisorctl", "status", "bgpd"],
     ["/usr/lib/frr/bfdd", "-d", "-A", "127.0.0.1", "-P", "0"],
     ["vtysh", "-c", "show daemons"],
-    ["vtysh", "-f", "/etc/twin/frr.conf"],  # refused: bgpcfgd holds the config lock
-    ["vtysh", "-f", "/etc/twin/frr.conf"],
+    PUSH,  # vtysh waits while bgpcfgd holds the config lock, as FRR >= 10.0 does
     ["vtysh", "-c", "show bgp summary json"],
 ]
-"""What the backend runs in each switch at deploy (the fake's vtysh loses bgpcfgd's race once)."""
+"""What the backend runs in each switch at deploy."""
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 
@@ -242,7 +242,7 @@ def test_daemon_kill_and_node_restart(fakes: Fakes) -> None:
         ["supervisorctl", "start", "bgpd"],
         SWITCH_STARTUP[4],  # bfdd
         ["vtysh", "-c", "show daemons"],
-        ["vtysh", "-f", "/etc/twin/frr.conf"],
+        PUSH,
     ]
     backend.fault(lab, Fault("node-down", node="leaf2"))
     backend.fault(lab, Fault("node-up", node="leaf2"))
@@ -253,18 +253,22 @@ def test_daemon_kill_and_node_restart(fakes: Fakes) -> None:
     ]
     detached = [r for r in fakes.engine.requests if r[0] == "POST" and r[2] and r[2].get("Cmd")]
     assert ["supervisord"] in [r[2]["Cmd"] for r in detached]
-    # After the restart: ARP replies off again on the wires containerlab moved back in, and
-    # frr.conf pushed again once the new boot's bgpcfgd released the config lock.
+    # After the restart (a new namespace in the fake: ECMP hashed on addresses, ARP replies
+    # on): the kernel set again, and frr.conf pushed again once.
     after = fakes.execs("leaf2")[fakes.execs("leaf2").index(["supervisord"]) :]
-    assert after.count(["vtysh", "-f", "/etc/twin/frr.conf"]) == 2
+    assert after.count(PUSH) == 1
+    assert _sysctl(lab, "leaf2", "net.ipv4.fib_multipath_hash_policy") == "3"
     for eth in lab.ifmap["leaf2"].values():
-        sysctl = ["sysctl", "-n", f"net.ipv4.conf.{eth['clab']}.arp_ignore"]
-        arp = subprocess.run(["ip", "netns", "exec", f"{lab.name}.leaf2", *sysctl],
-                             capture_output=True, text=True)  # fmt: skip
-        assert arp.stdout.strip() == "8", eth
+        assert _sysctl(lab, "leaf2", f"net.ipv4.conf.{eth['clab']}.arp_ignore") == "8", eth
     observer = backend.observer(lab)
     wait_for(lambda: all(s.state == "Established" for s in observer.bgp()), "BGP back", 10)
     backend.destroy(lab)
+
+
+def _sysctl(lab: Lab, node: str, key: str) -> str:
+    done = subprocess.run(["ip", "netns", "exec", f"{lab.name}.{node}", "sysctl", "-n", key],
+                          capture_output=True, text=True)  # fmt: skip
+    return done.stdout.strip()
 
 
 def _start_bodies(fakes: Fakes) -> dict[str, dict[str, object]]:
@@ -378,6 +382,21 @@ def test_no_routes_after_the_sessions(fakes: Fakes) -> None:
     assert "\n" not in message
     assert message.startswith(f"lab {fakes.lab.name} did not install routes to every server")
     assert "spine1: no route to 10.2.0.3" in message
+    assert state.load(fakes.lab.path) is None and fake_clab.load_state() == {}
+
+
+def test_a_config_lock_never_released(fakes: Fakes) -> None:
+    """FRR >= 10's vtysh waits for a held configuration lock for ever: the push is bounded and
+    says why it failed; what was deployed is removed."""
+    fakes.engine.stuck.add(f"clab-{fakes.lab.name}-leaf1")
+    with pytest.raises(LabError) as info:
+        registry.get("clab").deploy(fakes.lab, lambda _: None, timeout=2)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.endswith(
+        "leaf1: /etc/twin/frr.conf not pushed: FRR's configuration lock was still held by"
+        " another session after 60 s"
+    ), message
     assert state.load(fakes.lab.path) is None and fake_clab.load_state() == {}
 
 
