@@ -34,6 +34,8 @@ def test_the_table_covers_the_required_tables_each_field_with_its_source_line() 
         for own in [spec, *spec.get("keys", {}).values()]:
             places += own.get("fields", {}).values()
             places += [own["unknown"]["at"]] if "unknown" in own else []
+            places += own.get("required", {}).values()
+            places += [v["at"].split(" ")[0] for v in own.get("values", {}).values()]
         places += [spec["numbered"]["at"]] if "numbered" in spec else []
         assert places and all(SOURCE.match(p) for p in places), name
     assert "priority" not in data["tables"]["SCHEDULER"]["fields"]
@@ -78,3 +80,36 @@ def test_a_field_ignored_and_a_map_key_out_of_range_are_named() -> None:
     assert sonic_fields.problem("PORT_QOS_MAP", "Ethernet0", "tc_to_queue_map") is None
     assert sonic_fields.problem("PFC_WD", "GLOBAL", "POLL_INTERVAL") is None
     assert sonic_fields.problem("PFC_WD", "Ethernet0", "POLL_INTERVAL") is not None
+
+
+def test_required_fields_and_refused_values_are_named(tmp_path: Path) -> None:
+    """orchagent refuses a watchdog entry without `detection_time` and values outside what it
+    parses (pfcwdorch.cpp 230-323, qosorch.cpp 744 and 1393): each fails, naming the switch."""
+    lab: Lab = generate(tmp_path / "small", SMALL)
+    port = next(iter(lab.config_db("leaf2")["PFC_WD"].keys() - {"GLOBAL"}))
+    assert _run(lab.path)[0] == 0
+    breaks = {
+        "leaf1": lambda db: db["PFC_WD"][port].pop("detection_time"),
+        "leaf2": lambda db: db["PFC_WD"][port].update(restoration_time="50", action="shutdown"),
+        "spine1": lambda db: db["SCHEDULER"]["scheduler.cnp"].update(type="WFQ"),
+        "spine2": lambda db: db["WRED_PROFILE"][next(iter(db["WRED_PROFILE"]))].update(ecn="on"),
+    }
+    for switch, edit in breaks.items():
+        edit_json(lab, switch, edit)
+    code, report = _run(lab.path)
+    assert code == 1
+    for line in (
+        f"leaf1 {port} PFC_WD: field 'detection_time' is missing: orchagent (pfcwdorch) refuses",
+        f"leaf2 {port} PFC_WD: restoration_time='50' is refused by orchagent (pfcwdorch): it "
+        "takes an integer in 100-60000",
+        f"leaf2 {port} PFC_WD: action='shutdown' is refused by orchagent (pfcwdorch): it takes "
+        "one of forward, drop, alert",
+        "spine1 scheduler.cnp SCHEDULER: type='WFQ' is refused by orchagent (qosorch): it takes "
+        "one of DWRR, WRR, STRICT",
+        "SPINE2",
+    ):
+        assert line.replace("SPINE2", "spine2 ") in report, line
+    assert "ecn='on' is refused" in report
+    assert sonic_fields.missing("PFC_WD", "GLOBAL", {}) == []
+    assert sonic_fields.value_problem("PFC_WD", port, "detection_time", "5000") is None
+    assert sonic_fields.value_problem("PFC_WD", port, "detection_time", "5001") is not None

@@ -4,7 +4,10 @@ The YANG models accept fields the daemons never read: orchagent's qosorch refuse
 SCHEDULER entry with a field it does not know, and skips unknown fields of most other tables.
 `twin/platforms/sonic-fields.yml` lists, per table, the fields orchagent and the cfgmgr
 daemons compare against, each with the sonic-swss source line that parses it (the commit is
-in the file); this check fails on any other field, naming switch, table, key and field.
+in the file); this check fails on any other field, on an entry without a field the daemon
+requires (a PFC_WD port without `detection_time`) and on a value it refuses (a scheduler
+`type` other than DWRR, WRR or STRICT, a watchdog timer out of its range), naming switch,
+table, key and field.
 """
 
 from __future__ import annotations
@@ -55,10 +58,48 @@ def problem(name: str, key: str, field: str) -> str | None:
     )
 
 
+def value_problem(name: str, key: str, field: str, value: Any) -> str | None:
+    """Why the daemon would refuse `value` of `field` in `name|key` (None when it takes it)."""
+    spec = table()["tables"][name]
+    if key in spec.get("keys", {}):
+        return None
+    rule = spec.get("values", {}).get(field)
+    if rule is None:
+        return None
+    text = str(value)
+    if "one_of" in rule:
+        if text in rule["one_of"]:
+            return None
+        wanted = f"one of {', '.join(rule['one_of'])}"
+    else:
+        low, high = rule["range"]
+        if text.isdigit() and low <= int(text) <= high:
+            return None
+        wanted = f"an integer in {low}-{high}"
+    return (
+        f"{field}={text[:40]!r} is refused by {spec['daemon']}: it takes {wanted} "
+        f"({rule['at']}, sonic-swss {table()['commit'][:7]})"
+    )
+
+
+def missing(name: str, key: str, entry: dict[str, Any]) -> list[str]:
+    """What the daemon says of `name|key` for each field it requires that `entry` lacks."""
+    spec = table()["tables"][name]
+    if key in spec.get("keys", {}):
+        return []
+    return [
+        f"field {field!r} is missing: {spec['daemon']} refuses the entry without it "
+        f"({at}, sonic-swss {table()['commit'][:7]})"
+        for field, at in spec.get("required", {}).items()
+        if field not in entry
+    ]
+
+
 @static("sonic_fields")
 def sonic_fields(lab: Lab, params: Params) -> list[Result]:
     """Every field of PORT, the QoS, buffer and PFC watchdog tables, PORTCHANNEL and INTERFACE
-    is one the daemon reading the table parses (sonic-swss, per source line).
+    is one the daemon reading the table parses, with a value it takes, and every field it
+    requires is there (sonic-swss, per source line).
 
     >>> from validators.examples import tiny_lab, edit_json
     >>> lab = tiny_lab()
@@ -67,6 +108,10 @@ def sonic_fields(lab: Lab, params: Params) -> list[Result]:
     >>> edit_json(lab, "leaf1", lambda db: db["SCHEDULER"]["scheduler.lossy"].update(priority="6"))
     >>> print(sonic_fields(lab, {})[0].findings[0])  # doctest: +ELLIPSIS
     leaf1 scheduler.lossy SCHEDULER: field 'priority' is not one orchagent (qosorch) parses: ...
+    >>> lab = tiny_lab()
+    >>> edit_json(lab, "leaf1", lambda db: db["PFC_WD"]["Ethernet0"].pop("detection_time"))
+    >>> print(sonic_fields(lab, {})[0].findings[0])  # doctest: +ELLIPSIS
+    leaf1 Ethernet0 PFC_WD: field 'detection_time' is missing: orchagent (pfcwdorch) refuses ...
     """
     known = table()["tables"]
     findings: list[Finding] = []
@@ -75,10 +120,17 @@ def sonic_fields(lab: Lab, params: Params) -> list[Result]:
         db = lab.config_db(switch)
         for name in sorted(set(db) & set(known)):
             for key, entry in db[name].items():
-                for field in entry:
+                whys = missing(name, key, entry) if isinstance(entry, dict) else []
+                for field, value in entry.items() if isinstance(entry, dict) else ():
                     checked += 1
-                    why = problem(name, key, field)
-                    if why:
-                        findings.append(Finding(switch, why, key, name))
+                    whys += [
+                        why
+                        for why in (
+                            problem(name, key, field),
+                            value_problem(name, key, field, value),
+                        )
+                        if why
+                    ]
+                findings += [Finding(switch, why, key, name) for why in whys]
     ok = f"{checked} fields of {len(known)} tables are all parsed by SONiC's daemons"
     return [verdict("sonic_fields", "fabric", findings, ok, {"fields": checked})]
