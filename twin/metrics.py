@@ -176,7 +176,8 @@ def _subnets(lab: Lab) -> tuple[str, ...]:
 
 class Live(Collector):
     """A running twin's metrics, read from its backend at each scrape (at most once every
-    CACHE_S: a scrape within it gets the same values)."""
+    CACHE_S: a scrape within it gets the same values; a scrape's counters were read at most
+    CACHE_S before it was asked, however long BGP and the FIBs then took to read)."""
 
     def __init__(self, lab: Lab, backend: Managed) -> None:
         self.lab, self.backend = lab, backend
@@ -189,6 +190,7 @@ class Live(Collector):
             if self._last is None or time.monotonic() - self._last[0] > CACHE_S:
                 observer = self.backend.observer(self.lab)
                 capabilities = set(getattr(self.backend, "capabilities", ()))
+                read = time.monotonic()  # the values' age counts from here, not from the end
                 counters = observer.counters()
                 snap = Snapshot(
                     self.lab.name,
@@ -199,7 +201,7 @@ class Live(Collector):
                     fib=observer.fib() if "fib" in capabilities else None,
                     subnets=_subnets(self.lab),
                 )
-                self._last = (time.monotonic(), snap)
+                self._last = (read, snap)
             return self._last[1]
 
     def collect(self) -> Iterable[Metric]:

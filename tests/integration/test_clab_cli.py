@@ -169,10 +169,11 @@ def test_allreduce_across_a_link_fault(cli: Cli, tmp_path: Path) -> None:
         assert f["sent"] > 300 and f["received"] > 0.8 * f["sent"], f
         assert f["dscp_received"] == {str(f["dscp_sent"]): f["received"]}, f
     # Frames hashed onto leaf1-spine1 are lost only between the link going down and the
-    # fake's routing moving them (its next poll); none before, none after it came back.
+    # fake's routing moving them (its next poll, within 0.1 s: whether a frame was on the link
+    # then is timing, so their number may be 0); none before, none after it came back.
     down, up = (fault["began"] for fault in run["faults"])
     gaps = [(t, n) for f in flows for t, n in f["gaps"]]
-    assert sum(f["lost"] for f in flows) == sum(n for _, n in gaps) > 0
+    assert sum(f["lost"] for f in flows) == sum(n for _, n in gaps)
     assert all(down < t < up for t, _ in gaps), (down, up, gaps)
     assert all(f["tail_lost"] == 0 for f in flows)
     # Counters by SONiC port: leaf1's uplink to spine1 carried frames, and none while down.
