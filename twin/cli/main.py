@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import keyword
 import os
 import sys
 import traceback
@@ -24,6 +25,7 @@ from twin.version import version
 VERBS = {
     "completion": "print a shell completion script (bash, zsh, fish)",
     "apply": "apply a change file (config and intent edits) to a copy of a lab: a new lab",
+    "compare": "compare a run with production telemetry (twin import): pauses, ECN marks, drops",
     "cleanup": "remove leftovers of crashed runs (by lab name or lab directory; without one, all "
     "leftovers)",
     "deploy": "start a live twin of a lab directory (default backend netns: namespaces, veths, "
@@ -34,8 +36,10 @@ VERBS = {
     "drill": "failure drill: a scenario played once per fault (every link, switch, ...), ranked",
     "exec": "run a command in a node (vtysh on a switch reaches its FRR)",
     "fault": "inject a fault (link, node, daemon, loss, rate) and log the state changes it causes",
+    "export": "export a run's counters as each switch's COUNTERS_DB dumps (sonic-db-dump -y)",
     "generate": "design a fabric and write its lab directory",
     "graph": "draw a lab's topology (dot, mermaid, SVG, PNG), optionally with a run's utilisation",
+    "import": "import production telemetry (COUNTERS_DB dumps, techsupport archives) as a run",
     "incident": "write an incident's labs before and after its fix (pause-storm, micro-bursts, "
     "...)",
     "inspect": "show a running twin: nodes, BGP sessions, links and their state",
@@ -71,7 +75,8 @@ class _Version(argparse.Action):
 
 def module_of(verb: str) -> str:
     """The module holding a verb."""
-    return f"twin.cli.verbs.{verb.replace('-', '_')}"
+    name = verb.replace("-", "_")
+    return f"twin.cli.verbs.{name}_" if keyword.iskeyword(name) else f"twin.cli.verbs.{name}"
 
 
 def parser(arguments_of: Iterable[str] = VERBS) -> argparse.ArgumentParser:

@@ -1,0 +1,130 @@
+"""Production telemetry: SONiC's published COUNTERS_DB dumps read, bad sources refused in one
+line, and the round trip twin -> SONiC's formats -> import -> compare on the pause-storm and
+micro-burst incidents: the run agrees with itself (1.0), a different scenario scores lower.
+
+tests/data/sonic-utilities/ holds two of sonic-utilities' mock tables (gzipped), under the
+Apache License 2.0 (see its README).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import lab_name
+from twin.incident import build, fabric_file
+from twin.telemetry import counters_db
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data" / "sonic-utilities"
+SMALL = REPO / "examples" / "small.yaml"
+
+
+def twin(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "twin.cli.main", *args], capture_output=True, text=True, env=env
+    )
+
+
+def fixture(name: str, into: Path) -> Path:
+    path = into / name.removesuffix(".gz")
+    path.write_bytes(gzip.decompress((DATA / name).read_bytes()))
+    return path
+
+
+def nonzero(dump: counters_db.Dump) -> int:
+    tables: list[dict[Any, dict[str, int]]] = [dump.ports, dump.queues, dump.pgs]
+    return sum(1 for t in tables for stats in t.values() for v in stats.values() if v)
+
+
+def test_published_dumps_are_read(tmp_path: Path) -> None:
+    """A real 34-port device's `sonic-db-dump -y` (t1) and the hand-written newest schema."""
+    t1 = counters_db.read(fixture("t1_counter_db.json.gz", tmp_path))
+    assert (len(t1.ports), len(t1.queues), len(t1.pgs), nonzero(t1)) == (34, 340, 272, 503)
+    assert t1.first is not None and t1.last is not None and 0 < t1.last - t1.first < 1
+    assert t1.ports["Ethernet0"]["SAI_PORT_STAT_IF_IN_UCAST_PKTS"] == 38882
+    assert sum(1 for v in t1.pg_watermarks.values() if v) == 183
+    plain = counters_db.read(fixture("counters_db.json.gz", tmp_path))
+    assert (len(plain.ports), len(plain.queues), len(plain.pgs)) == (3, 30, 24)
+    assert plain.first is None  # no read times in a plain dump
+    ecn = sum(s.get("SAI_QUEUE_STAT_WRED_ECN_MARKED_PACKETS", 0) for s in plain.queues.values())
+    pfc = sum(
+        v for s in plain.ports.values() for k, v in s.items() if k.startswith("SAI_PORT_STAT_PFC")
+    )
+    assert (ecn, pfc) == (1590, 28808)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    lab = tmp_path_factory.mktemp("small") / "lab"
+    assert twin("generate", str(SMALL), "-o", str(lab)).returncode == 0
+    return lab
+
+
+def test_a_switch_or_port_the_lab_lacks_is_one_line(small: Path, tmp_path: Path) -> None:
+    dump = fixture("t1_counter_db.json.gz", tmp_path)
+    for source, said in (
+        (f"leaf1={dump}", "leaf1 has no port Ethernet4 in lab small"),
+        (f"spine9={dump}", "lab small has no switch spine9"),
+        (str(tmp_path / "missing.tar"), "not SWITCH=DUMP[,DUMP], a directory or an archive"),
+        (f"leaf1={dump},{dump},{dump}", "3 COUNTERS_DB snapshots (give 1 or 2)"),
+    ):
+        done = twin("import", source, "--lab", str(small), "-o", str(tmp_path / "prod"))
+        assert done.returncode == 2, done.stderr
+        assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert not (tmp_path / "prod").exists()
+
+
+def _run(lab: Path, scenario: Path, out: Path) -> Path:
+    done = twin(
+        "run", "--backend", "sim", "--no-static", str(lab), str(scenario), "--out", str(out)
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return out
+
+
+def _agreement(compare_dir: Path) -> float:
+    results = json.loads((compare_dir / "report.json").read_text())["results"]
+    return float(next(r for r in results if r["scope"] == "agreement")["figures"]["agreement"])
+
+
+@pytest.mark.parametrize("incident", ["1-pause-storm", "2-micro-bursts"])
+def test_round_trip_agrees_and_another_scenario_does_not(incident: str, tmp_path: Path) -> None:
+    folder = tmp_path / incident  # the incident under a lab name of this test's
+    shutil.copytree(REPO / "examples" / "incidents" / incident, folder)
+    fabric = yaml.safe_load(fabric_file(REPO / "examples" / "incidents" / incident).read_text())
+    (folder / "fabric.yaml").write_text(yaml.safe_dump({**fabric, "name": lab_name("tel")}))
+    before, _ = build(folder, tmp_path / "labs")
+    seen = _run(before, folder / "scenario.yaml", tmp_path / "seen")
+    exported = tmp_path / "exported"
+    assert twin("export", str(seen), "--format", "sonic-db", "-o", str(exported)).returncode == 0
+    archive = sorted(exported.iterdir())
+    assert {p.name for p in archive[0].iterdir()} == {"COUNTERS_DB_1.json", "COUNTERS_DB_2.json"}
+    production = tmp_path / "production"
+    done = twin("import", *map(str, archive), "--lab", str(before), "-o", str(production))
+    assert done.returncode == 0, done.stderr
+    assert json.loads((production / "run.json").read_text())["kind"] == "production"
+    assert twin("report", str(production)).returncode in (0, 1)  # read like any run
+    same = twin("compare", str(seen), str(production), "--out", str(tmp_path / "same"))
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert _agreement(tmp_path / "same") == 1.0
+    # The same fabric with only the first traffic of the incident: what production saw is
+    # not what this run does.
+    data = yaml.safe_load((folder / "scenario.yaml").read_text())
+    data["traffic"] = data["traffic"][:1]
+    other_scenario = tmp_path / "other.yaml"
+    other_scenario.write_text(yaml.safe_dump(data))
+    other = _run(before, other_scenario, tmp_path / "other")
+    differs = twin("compare", str(other), str(production), "--out", str(tmp_path / "differs"))
+    assert differs.returncode == 1, differs.stdout
+    assert _agreement(tmp_path / "differs") < 0.8

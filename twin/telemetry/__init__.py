@@ -1,0 +1,1 @@
+"""Production telemetry: COUNTERS_DB read, a production run written, compared, exported."""
