@@ -31,13 +31,13 @@ import tarfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from labs.backend import COUNTER_FIELDS
-from twin import safeio
+from labs.backend import COUNTER_FIELDS, Played
 from twin.errors import InputError
 from twin.labdir import Lab
-from twin.scenario.records import SCHEMA
+from twin.scenario import observations
+from twin.scenario.records import SCHEMA, Counters, RunRecord
 from twin.telemetry import counters_db, qos_maps
 from twin.telemetry.counters_db import Dump
 from twin.version import version
@@ -49,6 +49,8 @@ PAUSED_SOURCES = (
     ("EST_PORT_STAT_PFC_{p}_RX_PAUSE_DURATION_US", "watchdog estimate"),
 )
 CAPABILITIES = ["counters", "pfc"]
+SCENARIO = "name: production\nsettle: 0\ntraffic: []\nvalidate: {}\n"
+"""A production run's scenario.yaml: no traffic played, nothing but the static checks."""
 PG_DROPS = "SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS"
 ACTIVITY = ("pause_sent", "pause_received", "ecn_marks", "tx_bytes")
 
@@ -235,7 +237,7 @@ def write(lab: Lab, switches: dict[str, list[Dump]], out: Path, given: list[str]
     rows: list[dict[str, Any]] = []
     marks: dict[str, dict[str, dict[str, int]]] = {"queues": {}, "pgs": {}}
     windows = {}
-    samples: list[dict[str, Any]] = [{"t": 0.0, "c": {}}, {"t": 0.0, "c": {}}]
+    samples: list[Any] = [{"t": 0.0, "c": {}}, {"t": 0.0, "c": {}}]
     for switch, dumps in sorted(switches.items()):
         got, bounds = _rows(lab, switch, dumps, resets)
         rows += got
@@ -248,7 +250,7 @@ def write(lab: Lab, switches: dict[str, list[Dump]], out: Path, given: list[str]
     started = max(w[0] for w in windows.values())
     ended = min(w[1] for w in windows.values())
     samples[0]["t"], samples[1]["t"] = started, max(ended, started)
-    run = {
+    run: dict[str, Any] = {
         "schema": SCHEMA,
         "kind": "production",
         "lab": lab.name,
@@ -271,16 +273,11 @@ def write(lab: Lab, switches: dict[str, list[Dump]], out: Path, given: list[str]
         "sources": given,
         "stamp": {"twin_version": version(), "backend": "production", "imported": time.time()},
     }
-    safeio.write(out / "run.json", json.dumps(run, indent=1))
-    safeio.write(
-        out / "counters.json",
-        json.dumps({"interval": 0.0, "fields": list(COUNTER_FIELDS), "samples": samples}),
-    )
-    safeio.write(out / "flows.json", "[]")
-    safeio.write(out / "bgp.json", json.dumps({"start": [], "end": []}))
-    safeio.write(out / "events.jsonl", "")
-    safeio.write(out / "pfc.json", json.dumps(rows, indent=1))
-    safeio.write(out / "watermarks.json", json.dumps(marks, indent=1))
-    fabric = safeio.read(lab.path / "fabric.yaml", 1 << 20)
-    safeio.write(out / "fabric.yaml", fabric or b"")
+    counters: Counters = {"interval": 0.0, "fields": list(COUNTER_FIELDS), "samples": samples}
+    played = Played(
+        run["started"], run["ended"], [], [], [], counters, {}, {"start": [], "end": []}, [],
+        extra={"pfc": rows, "watermarks": marks}, fault_margin=0.0,
+    )  # fmt: skip
+    observations.save_scenario(out, SCENARIO)
+    observations.save(out, cast(RunRecord, run), played, lab.path / "fabric.yaml")
     return out

@@ -6,13 +6,11 @@ import argparse
 import json
 from pathlib import Path
 
-from twin import labcheck, outdir, safeio
+from twin import labcheck, outdir
 from twin.cli.output import add_json, emit
 from twin.labdir import Lab
 
 HELP = "import production telemetry (COUNTERS_DB dumps, techsupport archives) as a run"
-SCENARIO = "name: production\nsettle: 0\ntraffic: []\nvalidate: {}\n"
-"""A production run's scenario.yaml: no traffic played, nothing but the static checks."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,7 +37,6 @@ def run(args: argparse.Namespace) -> int:
     outdir.check(args.out)
     switches = production.sources(args.sources)
     production.write(lab, switches, args.out, list(args.sources))
-    safeio.write(args.out / "scenario.yaml", SCENARIO)
     record = json.loads((args.out / "run.json").read_text())
     rows = json.loads((args.out / "pfc.json").read_text())
     window = record["ended"] - record["started"]
