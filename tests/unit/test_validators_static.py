@@ -511,6 +511,39 @@ def test_schedulers_name_switch_ports_queue_and_class(small: Lab) -> None:
     ]
 
 
+def test_hosts_and_schedulers_of_another_shape_pass_and_are_judged_by_its_intent(
+    tmp_path: Path,
+) -> None:
+    """100G single-homed servers, RoCE on priority 4 with weight 60: healthy passes; a DCQCN
+    floor below 400G but at 100G is named per NIC."""
+    data = {
+        "name": "other",
+        "spines": {"count": 2, "ports": 8, "speed": "100G"},
+        "leaves": {"count": 2, "ports": 8, "speed": "100G", "uplinks_per_spine": 1},
+        "servers": {"count": 2, "nic_speed": "100G", "nics": 1, "dual_homed": False},
+        "qos": {
+            "lossless_priorities": [4],
+            "rdma_scheduler_weight": 60,
+            "classes": {"roce": {"dscp": 26, "tc": 4}, "cnp": {"dscp": 48, "tc": 6}},
+        },
+    }
+    lab = generate(tmp_path / "other", data)
+    names = ["host_rdma", "schedulers"]
+    assert [r.status for rs in validate(lab, names).values() for r in rs] == [Status.PASS] * 2
+    host(lab, "server1", dcqcn_min_rate_mbps=100000.0, pfc_priority=3)
+    edit_json(lab, "leaf1", lambda db: db["SCHEDULER"]["scheduler.rdma"].update(weight="80"))
+    found = [str(f) for rs in validate(lab, names).values() for r in rs for f in r.findings]
+    assert found == [
+        "server1 host.json rdma.pfc_priority: pfc_priority 3 (lossy); the intent's RoCE "
+        "priority is 4: the NIC holds RoCE on the priority the switches pause",
+        "server1 host.json rdma.dcqcn.min_rate_mbps: min_rate_mbps is 100000.0, the intent's 100.0",
+        "server1 nic0 host.json rdma.dcqcn.min_rate_mbps: min_rate_mbps 100000.0 is not below "
+        "the NIC's line rate (100000 Mb/s): DCQCN cannot slow it",
+        "leaf1 Ethernet0,Ethernet4,Ethernet8 SCHEDULER|scheduler.rdma: queue 4 (roce) has "
+        "DWRR weight 80; the intent's 60",
+    ]
+
+
 def test_weights_in_the_intents_proportions_pass(small: Lab) -> None:
     def doubled(db: Any) -> None:
         db["SCHEDULER"]["scheduler.rdma"]["weight"] = "160"

@@ -23,7 +23,8 @@ Want = tuple[str, int | None, str]
 
 
 def wanted(qos: Qos, to_queue: dict[int, int]) -> dict[int, Want]:
-    """Per queue an intent class uses: its scheduler (a lossless class first, then CNP).
+    """Per queue an intent class uses (and the queue of the DSCPs no class names): its
+    scheduler (a lossless class first, then CNP).
 
     >>> from twin.intent.fabric import Qos
     >>> wanted(Qos(), {})
@@ -32,9 +33,13 @@ def wanted(qos: Qos, to_queue: dict[int, int]) -> dict[int, Want]:
     """
     weight = qos.rdma_scheduler_weight
     rank = sorted(qos.classes, key=lambda n: (not qos.lossless(n), n != "cnp"))
+    tcs = {name: c.tc for name, c in qos.classes.items()}
+    if "default" not in tcs:  # the DSCPs no class names go to TC 0 (twin.render.config_db)
+        rank.append("default")
+        tcs["default"] = 0
     out: dict[int, Want] = {}
     for name in rank:
-        tc = qos.classes[name].tc
+        tc = tcs[name]
         queue = to_queue.get(tc, tc)
         if queue in out:
             continue
