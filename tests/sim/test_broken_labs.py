@@ -32,6 +32,10 @@ Db = dict[str, Any]
 Break = Callable[[Path], None]
 INCAST_LEAVES = ("leaf3", "leaf4")
 """The MLAG pair of server14, where the default scenario's incast converges."""
+INCAST_SENDERS = [*range(1, 9), *range(39, 47)]
+"""The default scenario's incast senders: server1-8 and server39-46."""
+QUIET_LEAF = "leaf1"
+"""A leaf the default scenario's backup (server27 to server40) does not cross."""
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +117,51 @@ def backup_into_dscp_26(lab: Path) -> None:
         path.write_text(json.dumps(host, indent=2))
 
 
+def edit_rdma(lab: Path, servers: list[int], change: Callable[[Db], None]) -> None:
+    for n in servers:
+        path = lab / "configs" / f"server{n}" / "host.json"
+        host = json.loads(path.read_text())
+        change(host["rdma"])
+        path.write_text(json.dumps(host, indent=2))
+
+
+def ecn_off_on_incast_senders(lab: Path) -> None:
+    """The incast's 16 senders turn their RDMA stack's ECN off."""
+    edit_rdma(lab, INCAST_SENDERS, lambda rdma: rdma.update(ecn=False))
+
+
+def dcqcn_floor_at_line_rate_on_server1(lab: Path) -> None:
+    """server1's DCQCN may not cut its rate below 400 Gb/s."""
+    edit_rdma(lab, [1], lambda rdma: rdma["dcqcn"].update(min_rate_mbps=400000.0))
+
+
+def roce_on_priority_4_on_server1(lab: Path) -> None:
+    """server1 sends RoCE on priority 4, which the switches do not pause."""
+    edit_rdma(lab, [1], lambda rdma: rdma.update(pfc_priority=4))
+
+
+def roce_weight_1_on_quiet_leaf(lab: Path) -> None:
+    """The RoCE queue's DWRR weight 1 against 99 for the lossy queues."""
+
+    def change(db: Db) -> None:
+        db["SCHEDULER"]["scheduler.rdma"]["weight"] = "1"
+        db["SCHEDULER"]["scheduler.lossy"]["weight"] = "99"
+
+    edit_db(lab, QUIET_LEAF, change)
+
+
+def strict_bulk_queue_on_quiet_leaf(lab: Path) -> None:
+    """The storage queue (1) of every port on a STRICT scheduler."""
+
+    def change(db: Db) -> None:
+        db["SCHEDULER"]["scheduler.bulk"] = {"type": "STRICT"}
+        for key, entry in db["QUEUE"].items():
+            if key.endswith("|1"):
+                entry["scheduler"] = "scheduler.bulk"
+
+    edit_db(lab, QUIET_LEAF, change)
+
+
 def no_bfd_on_leaf2(lab: Path) -> None:
     """leaf2's BGP sessions lose BFD (the profile line removed)."""
     edit_text(
@@ -128,6 +177,11 @@ BREAKS: dict[str, tuple[Break, set[str]]] = {
     "ecn-off-receivers": (ecn_off_on_incast_leaves, set(INCAST_LEAVES)),
     "backup-dscp-26": (backup_into_dscp_26, {"server27"}),
     "no-bfd-leaf2": (no_bfd_on_leaf2, {"leaf2"}),
+    "ecn-off-senders": (ecn_off_on_incast_senders, {"server1"}),
+    "dcqcn-floor-server1": (dcqcn_floor_at_line_rate_on_server1, {"server1"}),
+    "roce-priority-4-server1": (roce_on_priority_4_on_server1, {"server1"}),
+    "roce-weight-1-leaf1": (roce_weight_1_on_quiet_leaf, {QUIET_LEAF}),
+    "strict-bulk-leaf1": (strict_bulk_queue_on_quiet_leaf, {QUIET_LEAF}),
 }
 """Break -> (the edit, the devices a failing row must name: one of them at least)."""
 
@@ -182,3 +236,21 @@ def test_no_static_leaves_a_static_break_out_of_the_verdict(
     out = capsys.readouterr().out
     assert code == 0, out
     assert "failover_budget" not in out
+
+
+def test_ecn_off_on_the_incast_senders_pauses_the_fabric_in_the_simulator(
+    reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The simulator plays each NIC's own ECN: with the incast's senders ignoring CNPs, the
+    switches pause where the healthy reference sends no pause frame (its ECN marks hold the
+    incast), and the run fails on the data plane alone (--no-static)."""
+    lab = Path(shutil.copytree(reference, tmp_path / "ecnoff"))
+    ecn_off_on_incast_senders(lab)
+    code = main(["run", str(lab), str(DEFAULT_SCENARIO), "--backend", "sim", "--no-static"])
+    rows = {
+        (m[1], m[2]): m for line in capsys.readouterr().out.splitlines() if (m := ROW.match(line))
+    }
+    assert code == 1
+    drops = rows[("pfc_behaviour", "lossless drops")][4]
+    assert int(re.findall(r"\((\d+) pause frames sent\)", drops)[0]) > 1000, drops
+    assert rows[("ecn_behaviour", "ecn before pfc, priority 3")][3] == "fail"
