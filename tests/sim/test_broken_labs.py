@@ -27,6 +27,7 @@ from twin import labdir
 from twin.cli.main import main
 from twin.cli.verbs.run import DEFAULT_SCENARIO, REFERENCE
 from twin.intent import fabric as intent
+from validators.examples import roce_weight_1_against_99, strict_bulk_queue
 
 Db = dict[str, Any]
 Break = Callable[[Path], None]
@@ -141,25 +142,11 @@ def roce_on_priority_4_on_server1(lab: Path) -> None:
 
 
 def roce_weight_1_on_quiet_leaf(lab: Path) -> None:
-    """The RoCE queue's DWRR weight 1 against 99 for the lossy queues."""
-
-    def change(db: Db) -> None:
-        db["SCHEDULER"]["scheduler.rdma"]["weight"] = "1"
-        db["SCHEDULER"]["scheduler.lossy"]["weight"] = "99"
-
-    edit_db(lab, QUIET_LEAF, change)
+    edit_db(lab, QUIET_LEAF, roce_weight_1_against_99)
 
 
 def strict_bulk_queue_on_quiet_leaf(lab: Path) -> None:
-    """The storage queue (1) of every port on a STRICT scheduler."""
-
-    def change(db: Db) -> None:
-        db["SCHEDULER"]["scheduler.bulk"] = {"type": "STRICT"}
-        for key, entry in db["QUEUE"].items():
-            if key.endswith("|1"):
-                entry["scheduler"] = "scheduler.bulk"
-
-    edit_db(lab, QUIET_LEAF, change)
+    edit_db(lab, QUIET_LEAF, strict_bulk_queue)
 
 
 def no_bfd_on_leaf2(lab: Path) -> None:

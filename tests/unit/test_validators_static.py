@@ -17,7 +17,14 @@ import pytest
 from twin.cli import main as cli
 from twin.labdir import Lab
 from validators import registry
-from validators.examples import add_frr_line, edit_json, generate, neighbor_address
+from validators.examples import (
+    add_frr_line,
+    edit_json,
+    generate,
+    neighbor_address,
+    roce_weight_1_against_99,
+    strict_bulk_queue,
+)
 from validators.result import Result, Status
 
 REPO = Path(__file__).resolve().parents[2]
@@ -129,23 +136,11 @@ def roce_on_priority_4_on_server1(lab: Lab) -> None:
 
 
 def roce_weight_1_against_99_on_leaf3(lab: Lab) -> None:
-    def starve(db: Any) -> None:
-        db["SCHEDULER"]["scheduler.rdma"]["weight"] = "1"
-        db["SCHEDULER"]["scheduler.lossy"]["weight"] = "99"
-
-    edit_json(lab, "leaf3", starve)
+    edit_json(lab, "leaf3", roce_weight_1_against_99)
 
 
 def strict_bulk_queue_on_leaf2(lab: Lab) -> None:
-    """The storage queue (1) of every port of leaf2 on a STRICT scheduler of its own."""
-
-    def strict(db: Any) -> None:
-        db["SCHEDULER"]["scheduler.bulk"] = {"type": "STRICT"}
-        for key, entry in db["QUEUE"].items():
-            if key.endswith("|1"):
-                entry["scheduler"] = "scheduler.bulk"
-
-    edit_json(lab, "leaf2", strict)
+    edit_json(lab, "leaf2", strict_bulk_queue)
 
 
 CATALOGUE = [

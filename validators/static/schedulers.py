@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from twin.configs.qos import Maps, by_port, switch_ports
+from twin.configs.qos import cabled_queues
 from twin.intent.fabric import Qos
 from twin.labdir import Lab
 from twin.render.config_db import ConfigDb
@@ -127,12 +127,11 @@ def schedulers(lab: Lab, params: Params) -> list[Result]:
     qos = lab.fabric.qos
     findings: list[Finding] = []
     ports = 0
-    for switch, db, cabled in switch_ports(lab):
-        queues, maps = by_port(db, "QUEUE"), Maps(db)
-        for name in cabled:
-            ports += 1
-            want = wanted(qos, maps(name, "tc_to_queue_map") or {})
-            findings += _port(switch, db, name, queues.get(name, {}), want)
+    for switch, db, maps, name, queues in cabled_queues(lab):
+        ports += 1
+        findings += _port(
+            switch, db, name, queues, wanted(qos, maps(name, "tc_to_queue_map") or {})
+        )
     return [
         verdict(
             "schedulers",
