@@ -9,7 +9,8 @@ cables with the headroom of 40 m, a static route loop, ECN off on the receiving 
 default scenario's incast only, hosts marking the backup into DSCP 26, BFD removed from one
 leaf, ECN off on the incast's senders or on its receiver, one server's DCQCN floor at line
 rate, one server's RoCE on priority 4, and on a leaf the default scenario sends no bulk
-through, the RoCE queue's weight 1 against 99 or a STRICT storage queue. The reference fabric (50 servers, 12 switches) costs about 10 s a run on the simulator.
+through, the RoCE queue's weight 1 against 99 or a STRICT storage queue. The reference fabric
+(50 servers, 12 switches) costs about 10 s a run on the simulator.
 """
 
 from __future__ import annotations
