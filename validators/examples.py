@@ -62,6 +62,20 @@ def edit_json(
     path.write_text(json.dumps(data, indent=4) + "\n")
 
 
+def roce_weight_1_against_99(db: dict[str, Any]) -> None:
+    """A config_db edit: the RoCE queues' DWRR weight 1 against 99 for the lossy ones."""
+    db["SCHEDULER"]["scheduler.rdma"]["weight"] = "1"
+    db["SCHEDULER"]["scheduler.lossy"]["weight"] = "99"
+
+
+def strict_bulk_queue(db: dict[str, Any]) -> None:
+    """A config_db edit: the storage queue (1) of every port on a STRICT scheduler of its own."""
+    db["SCHEDULER"]["scheduler.bulk"] = {"type": "STRICT"}
+    for key, entry in db["QUEUE"].items():
+        if key.endswith("|1"):
+            entry["scheduler"] = "scheduler.bulk"
+
+
 def add_frr_line(lab: Lab, node: str, line: str) -> None:
     """Add a top-level line (an `ip route`) to a switch's frr.conf."""
     path = lab.path / "configs" / node / "frr.conf"

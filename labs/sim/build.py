@@ -16,6 +16,7 @@ from labs.sim import native
 from labs.sim.flows import TRANSPORTS, FlowTable
 from labs.sim.model import (
     NPRIO,
+    Dcqcn,
     Experiment,
     Host,
     LinkFault,
@@ -32,6 +33,8 @@ NEVER = 1e30
 """A time past any run (the core treats >= 9e6 s as never)."""
 MAX_PORTS = 2**23
 """A packet holds its ingress port in 24 signed bits (csrc/sim.h)."""
+MAX_DCQCN_SETS = 2**16
+"""A node holds its DCQCN set's index in 16 bits (csrc/sim.h)."""
 
 
 class ExperimentError(TwinError, ValueError):
@@ -239,6 +242,8 @@ class CoreFlows:
     n_hosts: int
     maps: npt.NDArray[np.int64]
     """Per host, its dscp_to_tc (the priority of a row without one)."""
+    ect: npt.NDArray[np.bool_]
+    """Per host, whether it marks its DCQCN flows ECN-capable (`Dcqcn.ect`)."""
     count: npt.NDArray[np.int64]
     """Per host, its ports."""
     host_ports: npt.NDArray[np.int64]
@@ -276,7 +281,7 @@ class CoreFlows:
                 dscp,
                 np.where(priority >= 0, priority, self.maps[src, dscp]),
                 t.dcqcn[rows],
-                t.ecn_capable[rows],
+                t.ecn_capable[rows] & (self.ect[src] | ~t.dcqcn[rows]),
                 np.where(packet > 0, packet, self.packet_bytes),
                 t.ttl[rows],
                 np.diff(t.after_start[first : end + 1]),
@@ -375,12 +380,14 @@ def core_flows(
     dep_start = np.zeros(n + 1, np.int32)
     np.cumsum(np.bincount(table.after, minlength=n), out=dep_start[1:])
     pairs, prefixes = _pairs(table, seed, hosts)
+    ect = np.array([(h.dcqcn or exp.dcqcn).ect for h in hosts] or [True], np.bool_)
     return CoreFlows(
         table,
         exp.packet_bytes,
         len(exp.switches),
         n_hosts,
         maps,
+        ect,
         count,
         ports,
         pairs,
@@ -389,9 +396,26 @@ def core_flows(
     )
 
 
+def dcqcn_sets(exp: Experiment) -> tuple[list[Dcqcn], list[int]]:
+    """The distinct DCQCN sets (the experiment's first) and each host's index into them.
+
+    >>> from labs.sim.model import Host
+    >>> off = Dcqcn(reaction=False, notification=False)
+    >>> exp = Experiment([], [Host("a"), Host("b", dcqcn=off), Host("c", dcqcn=off)], [])
+    >>> sets, index = dcqcn_sets(exp)
+    >>> len(sets), index
+    (2, [0, 1, 1])
+    """
+    found = {exp.dcqcn: 0}
+    index = [found.setdefault(h.dcqcn or exp.dcqcn, len(found)) for h in exp.hosts]
+    if len(found) > MAX_DCQCN_SETS:
+        raise ExperimentError(f"{len(found)} DCQCN sets: the core holds at most {MAX_DCQCN_SETS}")
+    return list(found), index
+
+
 def _check_times(exp: Experiment) -> None:
     """Periods the core divides by or repeats at must be positive (else it would spin)."""
-    d, c, t = exp.dcqcn, exp.checks, exp.transports
+    c, t = exp.checks, exp.transports
     positive = {
         "transports.rc_ack_every": t.rc_ack_every,
         "transports.tcp_ack_every": t.tcp_ack_every,
@@ -400,12 +424,17 @@ def _check_times(exp: Experiment) -> None:
         "transports.tcp_rto_initial": t.tcp_rto_initial,
         "transports.tcp_initial_window": t.tcp_initial_window,
         "duration": exp.duration,
-        "dcqcn.alpha_period": d.alpha_period,
-        "dcqcn.timer": d.timer,
-        "dcqcn.cnp_interval": d.cnp_interval,
-        "dcqcn.byte_counter": d.byte_counter,
         "checks.interval": c.interval,
     }
+    for host, d in [("", exp.dcqcn)] + [
+        (f"host {h.name}: ", h.dcqcn) for h in exp.hosts if h.dcqcn
+    ]:
+        positive |= {
+            f"{host}dcqcn.alpha_period": d.alpha_period,
+            f"{host}dcqcn.timer": d.timer,
+            f"{host}dcqcn.cnp_interval": d.cnp_interval,
+            f"{host}dcqcn.byte_counter": d.byte_counter,
+        }
     positive |= {
         f"pfc_storm {f.port}: interval": f.interval
         for f in exp.faults
@@ -481,10 +510,12 @@ def _configure(
     switches: dict[str, Switch] = {s.name: s for s in exp.switches}
     hosts: dict[str, Host] = {h.name: h for h in exp.hosts}
     node_index = {n: i for i, n in enumerate(names)}
+    sets, host_set = dcqcn_sets(exp)
     for i, n in enumerate(names):
         pool = switches[n].buffer_bytes if n in switches else 0
         host_idx = i - len(switches) if n in hosts else -1
-        lib.sim_set_node(handle, i, int(n in switches), host_idx, pool)
+        dcq = host_set[host_idx] if host_idx >= 0 else 0
+        lib.sim_set_node(handle, i, int(n in switches), host_idx, pool, dcq)
     mtu = _mtu(exp, flows)
     lib.sim_set_wire(handle, exp.header_bytes, exp.gap_bytes)
     # ports with the same tables share a profile: a few instead of one per port, which keeps
@@ -531,28 +562,8 @@ def _configure(
     core.load(lib, handle)
     lib.sim_keep_runs(handle, len(exp.flows))  # their final rate and alpha are reported
 
-    d = exp.dcqcn
-    lib.sim_set_dcqcn(
-        handle,
-        native.f64(
-            [
-                d.g,
-                d.alpha_period,
-                d.timer,
-                d.byte_counter,
-                d.f,
-                d.r_ai,
-                d.r_hai,
-                d.min_rate,
-                d.cnp_interval,
-                d.initial_alpha,
-                d.cnp_dscp,
-                d.cnp_priority,
-                int(d.cnp_mode == "window"),
-                int(d.clamp_after_increase),
-            ]
-        ),
-    )
+    for i, d in enumerate(sets):
+        lib.sim_set_dcqcn(handle, i, native.f64(_dcqcn_numbers(d)))
 
     t = exp.transports
     lib.sim_set_transport(
@@ -595,6 +606,28 @@ def _configure(
         sampled_ports=sampled,
         flow_series=exp.monitor.interval > 0 and exp.monitor.flows,
     )
+
+
+def _dcqcn_numbers(d: Dcqcn) -> list[float]:
+    """A DCQCN set as sim_set_dcqcn takes it."""
+    return [
+        d.g,
+        d.alpha_period,
+        d.timer,
+        d.byte_counter,
+        d.f,
+        d.r_ai,
+        d.r_hai,
+        d.min_rate,
+        d.cnp_interval,
+        d.initial_alpha,
+        d.cnp_dscp,
+        d.cnp_priority,
+        int(d.cnp_mode == "window"),
+        int(d.clamp_after_increase),
+        int(d.reaction),
+        int(d.notification),
+    ]
 
 
 def _faults(

@@ -21,8 +21,9 @@ Per switch port (SONiC CONFIG_DB):
 - the link: PORT speed, CABLE_LENGTH (5 ns/m), and admin_status (down from the start).
 
 Per server (host.json): its NICs and their speeds, the DSCP its RDMA stack marks (priority
-`pfc_priority`), the CNP DSCP (priority 6) and the DCQCN parameters of `rdma.dcqcn` (the
-engine takes one set: the first server's).
+`pfc_priority`), the CNP DSCP (priority 6), and its own DCQCN: the parameters of
+`rdma.dcqcn`, `rdma.ecn` (off: as a sender it ignores CNPs, as a receiver it sends none) and
+the ECN bits of `rdma.traffic_class` (Not-ECT: switches cannot mark its RoCE packets).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from twin.labdir import Lab
 from twin.model.fib import Fib, Hops, Lpm
 from twin.model.wiring import Wiring, links
 from twin.render.config_db import ConfigDb
+from twin.render.host_conf import ECT0
 
 CNP_PRIORITY = 6
 DEFAULT_CABLE_M = 5.0
@@ -56,7 +58,8 @@ DEFAULT_CABLE_M = 5.0
 
 @dataclass
 class Network:
-    """The simulator's view of a lab: nodes, cables, the DCQCN set and the admin-down ports."""
+    """The simulator's view of a lab: nodes (each NIC with its DCQCN), cables, the default
+    DCQCN set (the first server's) and the admin-down ports."""
 
     switches: list[Switch]
     hosts: list[Host]
@@ -239,10 +242,17 @@ def host_profile(host: Mapping[str, Any]) -> QosProfile:
 
 
 def dcqcn(host: Mapping[str, Any]) -> Dcqcn:
-    """A host file's DCQCN parameters (the engine's defaults where it has none)."""
+    """A host file's DCQCN parameters and ECN settings (the engine's defaults where it has
+    none).
+
+    >>> off = dcqcn({"rdma": {"ecn": False, "traffic_class": 104}})
+    >>> off.reaction, off.notification, off.ect
+    (False, False, False)
+    """
     d = (host.get("rdma") or {}).get("dcqcn") or {}
     base = Dcqcn()
     rdma = host.get("rdma") or {}
+    ecn = bool(rdma.get("ecn", True))
     return Dcqcn(
         g=float(d.get("g", base.g)),
         alpha_period=float(d.get("alpha_period_us", base.alpha_period * 1e6)) * 1e-6,
@@ -256,6 +266,9 @@ def dcqcn(host: Mapping[str, Any]) -> Dcqcn:
         initial_alpha=float(d.get("initial_alpha", base.initial_alpha)),
         cnp_dscp=int(rdma.get("cnp_dscp", base.cnp_dscp)),
         cnp_priority=CNP_PRIORITY,
+        reaction=ecn,
+        notification=ecn,
+        ect=(int(rdma.get("traffic_class", ECT0)) & 3) in (1, 2),
     )
 
 
@@ -275,7 +288,12 @@ def network(lab: Lab) -> Network:
         for s, db in dbs.items()
     ]
     nics = [
-        Host(name=h, address=str(IPv4Interface(data["address"]).ip), qos=host_profile(data))
+        Host(
+            name=h,
+            address=str(IPv4Interface(data["address"]).ip),
+            qos=host_profile(data),
+            dcqcn=dcqcn(data),
+        )
         for h, data in hosts.items()
     ]
     cables: list[Link] = []

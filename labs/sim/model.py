@@ -131,11 +131,13 @@ class Switch:
 @dataclass(frozen=True)
 class Host:
     """A server NIC (or several ports of one); its profile maps a flow's DSCP to its priority
-    and says which priorities it honours pauses on (all of them)."""
+    and says which priorities it honours pauses on (all of them); its DCQCN parameters and
+    ECN settings are its own when given (else the experiment's)."""
 
     name: str
     address: str | None = None
     qos: QosProfile = field(default_factory=QosProfile)
+    dcqcn: Dcqcn | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,13 @@ class Dcqcn:
     DCQCN paper and its fluid model)."""
     cnp_dscp: int = 48
     cnp_priority: int = 6
+    reaction: bool = True
+    """The NIC's ECN as a sender (reaction point): False, it counts CNPs and ignores them."""
+    notification: bool = True
+    """The NIC's ECN as a receiver (notification point): False, it sends no CNPs."""
+    ect: bool = True
+    """The NIC marks its DCQCN flows' packets ECN-capable (its traffic class's ECN bits);
+    False, switches cannot mark them."""
 
 
 @dataclass(frozen=True)

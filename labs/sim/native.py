@@ -29,7 +29,7 @@ COUNTS = 8
 _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_new": (P, [I32, I32, I32, I32, I32, I32, ctypes.c_uint64]),
     "sim_free": (None, [P]),
-    "sim_set_node": (None, [P, I32, I32, I32, I64]),
+    "sim_set_node": (None, [P, I32, I32, I32, I64, I32]),
     "sim_set_profile": (None, [P, I32, PI32, PF64, PF64, PF64]),
     "sim_set_port": (None, [P, I32, I32, I32, I32, F64, F64]),
     "sim_set_link_ports": (None, [P, I32, I32, I32]),
@@ -37,7 +37,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_set_flows": (None, [P, I32, I32, PI64, PF64, PI32]),
     "sim_set_dependents": (None, [P, PI32]),
     "sim_keep_runs": (None, [P, I32]),
-    "sim_set_dcqcn": (None, [P, PF64]),
+    "sim_set_dcqcn": (None, [P, I32, PF64]),
     "sim_set_transport": (None, [P, PF64]),
     "sim_set_loss": (None, [P, I32, F64, F64, F64, I64]),
     "sim_add_link_event": (None, [P, I32, F64, I32]),

@@ -7,7 +7,10 @@ Each break is made as a person would make it, by editing the lab directory's con
 files: PFC on the wrong priority on one leaf, RoCE's DSCP mapped lossy on one spine, 300 m
 cables with the headroom of 40 m, a static route loop, ECN off on the receiving leaves of the
 default scenario's incast only, hosts marking the backup into DSCP 26, BFD removed from one
-leaf. The reference fabric (50 servers, 12 switches) costs about 10 s a run on the simulator.
+leaf, ECN off on the incast's senders or on its receiver, one server's DCQCN floor at line
+rate, one server's RoCE on priority 4, and on a leaf the default scenario sends no bulk
+through, the RoCE queue's weight 1 against 99 or a STRICT storage queue. The reference fabric
+(50 servers, 12 switches) costs about 10 s a run on the simulator.
 """
 
 from __future__ import annotations
@@ -27,11 +30,17 @@ from twin import labdir
 from twin.cli.main import main
 from twin.cli.verbs.run import DEFAULT_SCENARIO, REFERENCE
 from twin.intent import fabric as intent
+from validators.examples import roce_weight_1_against_99, strict_bulk_queue
 
 Db = dict[str, Any]
 Break = Callable[[Path], None]
 INCAST_LEAVES = ("leaf3", "leaf4")
 """The MLAG pair of server14, where the default scenario's incast converges."""
+INCAST_SENDERS = [f"server{n}" for n in (*range(1, 9), *range(39, 47))]
+"""The default scenario's incast senders: server1-8 and server39-46."""
+INCAST_RECEIVER = "server14"
+QUIET_LEAF = "leaf1"
+"""A leaf the default scenario's backup (server27 to server40) does not cross."""
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +122,42 @@ def backup_into_dscp_26(lab: Path) -> None:
         path.write_text(json.dumps(host, indent=2))
 
 
+def edit_rdma(lab: Path, servers: list[str], change: Callable[[Db], None]) -> None:
+    for server in servers:
+        path = lab / "configs" / server / "host.json"
+        host = json.loads(path.read_text())
+        change(host["rdma"])
+        path.write_text(json.dumps(host, indent=2))
+
+
+def ecn_off_on_incast_senders(lab: Path) -> None:
+    """The incast's 16 senders turn their RDMA stack's ECN off."""
+    edit_rdma(lab, INCAST_SENDERS, lambda rdma: rdma.update(ecn=False))
+
+
+def ecn_off_on_the_incast_receiver(lab: Path) -> None:
+    """The incast's receiver turns its RDMA stack's ECN off: it sends no CNP."""
+    edit_rdma(lab, [INCAST_RECEIVER], lambda rdma: rdma.update(ecn=False))
+
+
+def dcqcn_floor_at_line_rate_on_server1(lab: Path) -> None:
+    """server1's DCQCN may not cut its rate below 400 Gb/s."""
+    edit_rdma(lab, ["server1"], lambda rdma: rdma["dcqcn"].update(min_rate_mbps=400000.0))
+
+
+def roce_on_priority_4_on_server1(lab: Path) -> None:
+    """server1 sends RoCE on priority 4, which the switches do not pause."""
+    edit_rdma(lab, ["server1"], lambda rdma: rdma.update(pfc_priority=4))
+
+
+def roce_weight_1_on_quiet_leaf(lab: Path) -> None:
+    edit_db(lab, QUIET_LEAF, roce_weight_1_against_99)
+
+
+def strict_bulk_queue_on_quiet_leaf(lab: Path) -> None:
+    edit_db(lab, QUIET_LEAF, strict_bulk_queue)
+
+
 def no_bfd_on_leaf2(lab: Path) -> None:
     """leaf2's BGP sessions lose BFD (the profile line removed)."""
     edit_text(
@@ -128,6 +173,12 @@ BREAKS: dict[str, tuple[Break, set[str]]] = {
     "ecn-off-receivers": (ecn_off_on_incast_leaves, set(INCAST_LEAVES)),
     "backup-dscp-26": (backup_into_dscp_26, {"server27"}),
     "no-bfd-leaf2": (no_bfd_on_leaf2, {"leaf2"}),
+    "ecn-off-senders": (ecn_off_on_incast_senders, {"server1"}),
+    "ecn-off-receiver": (ecn_off_on_the_incast_receiver, {INCAST_RECEIVER}),
+    "dcqcn-floor-server1": (dcqcn_floor_at_line_rate_on_server1, {"server1"}),
+    "roce-priority-4-server1": (roce_on_priority_4_on_server1, {"server1"}),
+    "roce-weight-1-leaf1": (roce_weight_1_on_quiet_leaf, {QUIET_LEAF}),
+    "strict-bulk-leaf1": (strict_bulk_queue_on_quiet_leaf, {QUIET_LEAF}),
 }
 """Break -> (the edit, the devices a failing row must name: one of them at least)."""
 
@@ -182,3 +233,21 @@ def test_no_static_leaves_a_static_break_out_of_the_verdict(
     out = capsys.readouterr().out
     assert code == 0, out
     assert "failover_budget" not in out
+
+
+def test_ecn_off_on_the_incast_senders_pauses_the_fabric_in_the_simulator(
+    reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The simulator plays each NIC's own ECN: with the incast's senders ignoring CNPs, the
+    switches pause where the healthy reference sends no pause frame (its ECN marks hold the
+    incast), and the run fails on the data plane alone (--no-static)."""
+    lab = Path(shutil.copytree(reference, tmp_path / "ecnoff"))
+    ecn_off_on_incast_senders(lab)
+    code = main(["run", str(lab), str(DEFAULT_SCENARIO), "--backend", "sim", "--no-static"])
+    rows = {
+        (m[1], m[2]): m for line in capsys.readouterr().out.splitlines() if (m := ROW.match(line))
+    }
+    assert code == 1
+    drops = rows[("pfc_behaviour", "lossless drops")][4]
+    assert int(re.findall(r"\((\d+) pause frames sent\)", drops)[0]) > 1000, drops
+    assert rows[("ecn_behaviour", "ecn before pfc, priority 3")][3] == "fail"

@@ -17,7 +17,14 @@ import pytest
 from twin.cli import main as cli
 from twin.labdir import Lab
 from validators import registry
-from validators.examples import add_frr_line, edit_json, generate, neighbor_address
+from validators.examples import (
+    add_frr_line,
+    edit_json,
+    generate,
+    neighbor_address,
+    roce_weight_1_against_99,
+    strict_bulk_queue,
+)
 from validators.result import Result, Status
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,7 +65,9 @@ def test_reference_lab_passes_every_static_validator(tmp_path: Path) -> None:
         "deadlock",
         "failover_budget",
         "fib_reachability",
+        "host_rdma",
         "mlag_consistency",
+        "schedulers",
         "sonic_fields",
         "yang",
     }
@@ -101,7 +110,53 @@ def one_path_per_prefix_on_leaf3(lab: Lab) -> None:
     path.write_text(path.read_text().replace("maximum-paths 64", "maximum-paths 1"))
 
 
+def host(lab: Lab, server: str, **rdma: Any) -> None:
+    """Change RDMA settings (`dcqcn_KEY` for a DCQCN parameter) in a server's host file."""
+
+    def edit(data: dict[str, Any]) -> None:
+        for key, value in rdma.items():
+            if key.startswith("dcqcn_"):
+                data["rdma"]["dcqcn"][key.removeprefix("dcqcn_")] = value
+            else:
+                data["rdma"][key] = value
+
+    edit_json(lab, server, edit, "host.json")
+
+
+def ecn_off_on_server2(lab: Lab) -> None:
+    host(lab, "server2", ecn=False)
+
+
+def dcqcn_floor_at_line_rate_on_server3(lab: Lab) -> None:
+    host(lab, "server3", dcqcn_min_rate_mbps=400000.0)
+
+
+def roce_on_priority_4_on_server1(lab: Lab) -> None:
+    host(lab, "server1", pfc_priority=4)
+
+
+def roce_weight_1_against_99_on_leaf3(lab: Lab) -> None:
+    edit_json(lab, "leaf3", roce_weight_1_against_99)
+
+
+def strict_bulk_queue_on_leaf2(lab: Lab) -> None:
+    edit_json(lab, "leaf2", strict_bulk_queue)
+
+
 CATALOGUE = [
+    (
+        roce_weight_1_against_99_on_leaf3,
+        "schedulers",
+        ("leaf3", "Ethernet0", "SCHEDULER|scheduler.rdma"),
+    ),
+    (strict_bulk_queue_on_leaf2, "schedulers", ("leaf2", "Ethernet8", "SCHEDULER|scheduler.bulk")),
+    (ecn_off_on_server2, "host_rdma", ("server2", "", "host.json rdma.ecn")),
+    (
+        dcqcn_floor_at_line_rate_on_server3,
+        "host_rdma",
+        ("server3", "", "host.json rdma.dcqcn.min_rate_mbps"),
+    ),
+    (roce_on_priority_4_on_server1, "host_rdma", ("server1", "", "host.json rdma.pfc_priority")),
     (one_path_per_prefix_on_leaf3, "fib_reachability", ("leaf3", "", "FIB")),
     (pfc_off_on_a_spine_port, "pfc_consistency", ("spine1", "Ethernet8", "PORT_QOS_MAP")),
     (roce_dscp_24_instead_of_26, "pfc_consistency", ("leaf3", "Ethernet0", "DSCP_TO_TC_MAP")),
@@ -351,7 +406,7 @@ def test_a_harmless_edit_is_listed_as_drift_and_validate_passes(
     assert cli.main(["validate", str(small.path), "--failures", "0"]) == 0
     out = capsys.readouterr().out
     assert "| config_drift | fabric | info | 1 difference on leaf1 from what the intent" in out
-    assert "12 passed, 0 failed, 0 not observable, 1 informational" in out
+    assert "14 passed, 0 failed, 0 not observable, 1 informational" in out
 
 
 def test_fib_reachability_names_what_the_deploy_would_wait_for(small: Lab) -> None:
@@ -413,6 +468,85 @@ def test_a_host_marking_the_backup_into_the_lossless_dscp_is_named(small: Lab) -
         "server2 host.json dscp_marking[0]: marks class storage with DSCP 26, class roce's "
         "(lossless); the intent gives storage DSCP 10"
     ]
+
+
+def test_host_rdma_names_server_nic_and_key(small: Lab) -> None:
+    host(small, "server3", dcqcn_min_rate_mbps=400000.0, traffic_class=104)
+    edit_json(small, "server4", lambda h: h.update(mtu=1500), "host.json")
+    edit_json(small, "server1", lambda h: h["rdma"]["devices"].pop(), "host.json")
+    (result,) = validate(small, ["host_rdma"])["host_rdma"]
+    assert result.status is Status.FAIL
+    assert [str(f) for f in result.findings] == [
+        "server1 nic1 host.json rdma.devices: no RDMA device on this NIC",
+        "server3 host.json rdma.traffic_class: traffic_class 104 (DSCP 26, Not-ECT); the "
+        "intent's 106 (DSCP 26, ECT(0): RoCE ECN-capable)",
+        "server3 host.json rdma.dcqcn.min_rate_mbps: min_rate_mbps is 400000.0, the intent's 100.0",
+        "server3 nic0,nic1 host.json rdma.dcqcn.min_rate_mbps: min_rate_mbps 400000.0 is not "
+        "below the NIC's line rate (400000 Mb/s): DCQCN cannot slow it",
+        "server4 host.json mtu: MTU 1500; the intent's 9000",
+    ]
+
+
+def test_schedulers_name_switch_ports_queue_and_class(small: Lab) -> None:
+    roce_weight_1_against_99_on_leaf3(small)
+    strict_bulk_queue_on_leaf2(small)
+    edit_json(small, "spine1", lambda db: db["QUEUE"]["Ethernet0|6"].pop("scheduler"))
+    (result,) = validate(small, ["schedulers"])["schedulers"]
+    leaf_ports = "Ethernet0,Ethernet8,Ethernet16,Ethernet24,Ethernet32"
+    assert [str(f) for f in result.findings] == [
+        "spine1 Ethernet0 QUEUE: queue 6 (cnp) has no scheduler",
+        f"leaf2 {leaf_ports} SCHEDULER|scheduler.bulk: queue 1 (storage) is STRICT; the "
+        "intent's DWRR weight 20",
+        f"leaf3 {leaf_ports} SCHEDULER|scheduler.lossy: queue 0 (default) has DWRR weight 99; "
+        "the intent's 20",
+        f"leaf3 {leaf_ports} SCHEDULER|scheduler.lossy: queue 1 (storage) has DWRR weight 99; "
+        "the intent's 20",
+        f"leaf3 {leaf_ports} SCHEDULER|scheduler.rdma: queue 3 (roce) has DWRR weight 1; "
+        "the intent's 80",
+    ]
+
+
+def test_hosts_and_schedulers_of_another_shape_pass_and_are_judged_by_its_intent(
+    tmp_path: Path,
+) -> None:
+    """100G single-homed servers, RoCE on priority 4 with weight 60: healthy passes; a DCQCN
+    floor below 400G but at 100G is named per NIC."""
+    data = {
+        "name": "other",
+        "spines": {"count": 2, "ports": 8, "speed": "100G"},
+        "leaves": {"count": 2, "ports": 8, "speed": "100G", "uplinks_per_spine": 1},
+        "servers": {"count": 2, "nic_speed": "100G", "nics": 1, "dual_homed": False},
+        "qos": {
+            "lossless_priorities": [4],
+            "rdma_scheduler_weight": 60,
+            "classes": {"roce": {"dscp": 26, "tc": 4}, "cnp": {"dscp": 48, "tc": 6}},
+        },
+    }
+    lab = generate(tmp_path / "other", data)
+    names = ["host_rdma", "schedulers"]
+    assert [r.status for rs in validate(lab, names).values() for r in rs] == [Status.PASS] * 2
+    host(lab, "server1", dcqcn_min_rate_mbps=100000.0, pfc_priority=3)
+    edit_json(lab, "leaf1", lambda db: db["SCHEDULER"]["scheduler.rdma"].update(weight="80"))
+    found = [str(f) for rs in validate(lab, names).values() for r in rs for f in r.findings]
+    assert found == [
+        "server1 host.json rdma.pfc_priority: pfc_priority 3 (lossy); the intent's RoCE "
+        "priority is 4: the NIC holds RoCE on the priority the switches pause",
+        "server1 host.json rdma.dcqcn.min_rate_mbps: min_rate_mbps is 100000.0, the intent's 100.0",
+        "server1 nic0 host.json rdma.dcqcn.min_rate_mbps: min_rate_mbps 100000.0 is not below "
+        "the NIC's line rate (100000 Mb/s): DCQCN cannot slow it",
+        "leaf1 Ethernet0,Ethernet4,Ethernet8 SCHEDULER|scheduler.rdma: queue 4 (roce) has "
+        "DWRR weight 80; the intent's 60",
+    ]
+
+
+def test_weights_in_the_intents_proportions_pass(small: Lab) -> None:
+    def doubled(db: Any) -> None:
+        db["SCHEDULER"]["scheduler.rdma"]["weight"] = "160"
+        db["SCHEDULER"]["scheduler.lossy"]["weight"] = "40"
+
+    edit_json(small, "leaf1", doubled)
+    (result,) = validate(small, ["schedulers"])["schedulers"]
+    assert result.status is Status.PASS, result.findings
 
 
 def test_bfd_removed_from_a_leaf_fails_the_failover_budget(small: Lab) -> None:

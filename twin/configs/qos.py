@@ -31,6 +31,17 @@ def switch_ports(lab: Lab) -> Iterator[tuple[str, ConfigDb, list[str]]]:
         yield switch, lab.config_db(switch), [p.name for p in ports_of(lab.graph, switch)]
 
 
+def cabled_queues(
+    lab: Lab,
+) -> Iterator[tuple[str, ConfigDb, Maps, str, dict[int, dict[str, str]]]]:
+    """Each cabled port of each switch (`switch_ports`): the switch, its config_db and maps,
+    the port, and the port's QUEUE entries by queue index."""
+    for switch, db, cabled in switch_ports(lab):
+        queues, maps = by_port(db, "QUEUE"), Maps(db)
+        for name in cabled:
+            yield switch, db, maps, name, queues.get(name, {})
+
+
 def port_qos(db: ConfigDb, port: str) -> dict[str, str]:
     """The port's PORT_QOS_MAP entry (empty when it has none)."""
     entry: dict[str, str] = db.get("PORT_QOS_MAP", {}).get(port, {})

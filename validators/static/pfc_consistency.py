@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from twin.configs.qos import Maps, by_port, host_dscps, map_name, pfc_enabled, switch_ports
+from twin.configs.qos import Maps, cabled_queues, host_dscps, map_name, pfc_enabled
 from twin.intent.fabric import Qos
 from twin.labdir import Lab
 from validators.registry import Params, static
@@ -188,26 +188,24 @@ def pfc_consistency(lab: Lab, params: Params) -> list[Result]:
     roce = marks["roce"] | {c.dscp for name, c in qos.classes.items() if qos.lossless(name)}
     findings: list[Finding] = []
     ports = 0
-    for switch, db, cabled in switch_ports(lab):
-        queues, maps = by_port(db, "QUEUE"), Maps(db)
-        for name in cabled:
-            ports += 1
-            enabled = pfc_enabled(db, name)
-            findings += [
-                Finding(
-                    switch,
-                    f"PFC is not enabled on priority {p} (pfc_enable "
-                    f"'{db.get('PORT_QOS_MAP', {}).get(name, {}).get('pfc_enable', '')}')",
-                    name,
-                    "PORT_QOS_MAP",
-                )
-                for p in lossless
-                if p not in enabled
-            ]
-            findings += _classes(switch, maps, name, lossless, roce, marks["cnp"])
-            findings += _lossy(switch, maps, name, qos)
-            findings += _maps(switch, maps, name, lossless)
-            findings += _ecn(switch, maps, name, queues.get(name, {}), lossless)
+    for switch, db, maps, name, queues in cabled_queues(lab):
+        ports += 1
+        enabled = pfc_enabled(db, name)
+        findings += [
+            Finding(
+                switch,
+                f"PFC is not enabled on priority {p} (pfc_enable "
+                f"'{db.get('PORT_QOS_MAP', {}).get(name, {}).get('pfc_enable', '')}')",
+                name,
+                "PORT_QOS_MAP",
+            )
+            for p in lossless
+            if p not in enabled
+        ]
+        findings += _classes(switch, maps, name, lossless, roce, marks["cnp"])
+        findings += _lossy(switch, maps, name, qos)
+        findings += _maps(switch, maps, name, lossless)
+        findings += _ecn(switch, maps, name, queues, lossless)
     return [
         verdict(
             "pfc_consistency",

@@ -66,6 +66,7 @@ void sim_free(Sim *s) {
     free(s->dep_start);
     free(s->dependents);
     free(s->storms);
+    free(s->dcqs);
     evq_free(&s->evq);
     free(s->pkts);
     free(s->dl_mark);
@@ -79,11 +80,13 @@ void sim_free(Sim *s) {
     free(s);
 }
 
-void sim_set_node(Sim *s, int i, int is_switch, int host_idx, int64_t pool) {
+/* dcq: a NIC's DCQCN set (sim_set_dcqcn), 0 for a switch */
+void sim_set_node(Sim *s, int i, int is_switch, int host_idx, int64_t pool, int dcq) {
     Node *n = &s->nodes[i];
     n->is_switch = (uint8_t)is_switch;
     n->host_idx = host_idx;
     n->pool = pool;
+    n->dcq = (uint16_t)dcq;
 }
 
 /* maps: dscp_to_tc[64] tc_to_queue[8] tc_to_pg[8] lossless[8];
@@ -237,10 +240,15 @@ void sim_set_dependents(Sim *s, const int32_t *start) {
     s->dependents = malloc((size_t)(s->deps_left ? s->deps_left : 1) * sizeof(int32_t));
 }
 
-/* g, alpha period, timer, byte counter, F, R_AI, R_HAI, min rate, CNP interval, initial alpha,
- * CNP DSCP, CNP priority */
-void sim_set_dcqcn(Sim *s, const double *v) {
-    Dcqcn *d = &s->dcq;
+/* DCQCN set i (sets 0..i-1 given before): g, alpha period, timer, byte counter, F, R_AI, R_HAI,
+ * min rate, CNP interval, initial alpha, CNP DSCP, CNP priority, CNP windows (1) or hold-off
+ * (0), clamp after increase, reaction point on, notification point on */
+void sim_set_dcqcn(Sim *s, int i, const double *v) {
+    if (i >= s->n_dcqs) {
+        s->dcqs = realloc(s->dcqs, (size_t)(i + 1) * sizeof(Dcqcn));
+        s->n_dcqs = i + 1;
+    }
+    Dcqcn *d = &s->dcqs[i];
     d->g = v[0];
     d->alpha_period = ps(v[1]);
     d->timer = ps(v[2]);
@@ -255,6 +263,8 @@ void sim_set_dcqcn(Sim *s, const double *v) {
     d->cnp_prio = (int32_t)v[11];
     d->np_window = (uint8_t)v[12];
     d->clamp_after_increase = (uint8_t)v[13];
+    d->rp = (uint8_t)v[14];
+    d->np = (uint8_t)v[15];
 }
 
 /* a route table (as sim_set_routes takes it, after it) that replaces the current one at time t */

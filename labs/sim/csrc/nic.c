@@ -12,8 +12,7 @@
 /* one rate-increase event (timer or byte counter): the first F events after a CNP are fast
  * recovery, later ones additive increase, hyper increase once both counters passed F (the
  * fluid model's (1-p)^(F B) counts F fast-recovery events) */
-static void dcqcn_increase(Sim *s, Run *R) {
-    const Dcqcn *d = &s->dcq;
+static void dcqcn_increase(const Dcqcn *d, Run *R) {
     int hi = R->t_stage > R->b_stage ? R->t_stage : R->b_stage;
     int lo = R->t_stage < R->b_stage ? R->t_stage : R->b_stage;
     if (hi > d->f) {
@@ -29,18 +28,20 @@ void on_rate_timer(Sim *s, int f, int gen) {
     Run *R = flow_run(s, F);
     if (R->timer_gen != gen) return;
     R->t_stage++;
-    dcqcn_increase(s, R);
-    ev_push(s, s->now + s->dcq.timer, EV_RATE_TIMER, f, gen, 0);
+    const Dcqcn *d = flow_rp(s, F);
+    dcqcn_increase(d, R);
+    ev_push(s, s->now + d->timer, EV_RATE_TIMER, f, gen, 0);
 }
 
 /* alpha's periodic update, done lazily: at each alpha_period boundary since the flow started,
  * alpha <- (1-g) alpha unless a CNP arrived in the period that ended there */
 static void alpha_catch_up(Sim *s, const Flow *F) {
     Run *R = flow_run(s, F);
-    int64_t k = (s->now - F->t_start) / s->dcq.alpha_period;
+    const Dcqcn *d = flow_rp(s, F);
+    int64_t k = (s->now - F->t_start) / d->alpha_period;
     if (k <= R->alpha_periods) return;
     int64_t decays = k - R->alpha_periods - R->cnp_seen;
-    if (decays > 0) R->alpha *= pow(1 - s->dcq.g, (double)decays);
+    if (decays > 0) R->alpha *= pow(1 - d->g, (double)decays);
     R->alpha_periods = k;
     R->cnp_seen = 0;
 }
@@ -51,12 +52,13 @@ void settle_flows(Sim *s) {
         if (s->flows[f].dcqcn && s->flows[f].state == FL_SENDING) alpha_catch_up(s, &s->flows[f]);
 }
 
-/* a CNP reached the flow's sender: cut the rate by alpha/2, raise alpha, restart the counters */
+/* a CNP reached the flow's sender: cut the rate by alpha/2, raise alpha, restart the counters
+ * (a sender whose ECN is off counts it and goes on) */
 void on_cnp(Sim *s, int f) {
     Flow *F = &s->flows[f];
     F->cnps++;
-    if (!F->dcqcn || F->state != FL_SENDING) return;
-    const Dcqcn *d = &s->dcq;
+    const Dcqcn *d = flow_rp(s, F);
+    if (!F->dcqcn || F->state != FL_SENDING || !d->rp) return;
     alpha_catch_up(s, F);
     Run *R = flow_run(s, F);
     if (!d->clamp_after_increase || R->t_stage > 0 || R->b_stage > 0) R->rt = R->rc;
@@ -84,9 +86,9 @@ void on_flow_start(Sim *s, int f) {
     R->line = F->rate > 0 && F->rate < P->speed ? F->rate : P->speed;
     F->t_drop = -1; /* the rate is in R->line now */
     R->rc = R->rt = R->line;
-    R->alpha = s->dcq.initial_alpha;
+    R->alpha = flow_rp(s, F)->initial_alpha;
     R->last_cnp = R->np_last_window = -1;
-    if (F->dcqcn) R->np_phase = to_ps(rng_uniform(s) * (double)s->dcq.cnp_interval);
+    if (F->dcqcn) R->np_phase = to_ps(rng_uniform(s) * (double)flow_np(s, F)->cnp_interval);
     if (F->transport) transport_start(s, f);
     if (F->size == 0) {
         F->state = FL_SENT;
@@ -135,10 +137,13 @@ static int nic_make_packet(Sim *s, int f) {
     Run *R = flow_run(s, F);
     double rate = F->dcqcn ? R->rc : R->line;
     R->next_time = s->now + to_ps((K->size + s->gap_bytes) * 8e12 / rate); /* paced on the wire */
-    if (F->dcqcn && (R->b_bytes += size) >= s->dcq.byte_counter) {
-        R->b_bytes -= s->dcq.byte_counter;
-        R->b_stage++;
-        dcqcn_increase(s, R);
+    if (F->dcqcn) {
+        const Dcqcn *d = flow_rp(s, F);
+        if ((R->b_bytes += size) >= d->byte_counter) {
+            R->b_bytes -= d->byte_counter;
+            R->b_stage++;
+            dcqcn_increase(d, R);
+        }
     }
     if (F->transport) {
         transport_sent(s, f, offset, size);
@@ -206,9 +211,9 @@ void nic_send_ctrl(Sim *s, int port, int f, int flags, int prio, int dscp, int p
     try_send(s, port);
 }
 
-static void send_cnp(Sim *s, int port, int f, Run *R) {
+static void send_cnp(Sim *s, int port, int f, Run *R, const Dcqcn *np) {
     R->last_cnp = s->now;
-    nic_send_ctrl(s, port, f, PK_CNP, s->dcq.cnp_prio, s->dcq.cnp_dscp, 0, 0x9e3779b9u);
+    nic_send_ctrl(s, port, f, PK_CNP, np->cnp_prio, np->cnp_dscp, 0, 0x9e3779b9u);
 }
 
 void host_receive(Sim *s, int port, int pk) {
@@ -231,18 +236,19 @@ void host_receive(Sim *s, int port, int pk) {
     else
         F->delivered += payload;
     F->ce += ce;
-    Run *R = F->dcqcn && ce ? flow_run(s, F) : NULL; /* a data packet: its flow is not done, or reliable */
+    const Dcqcn *np = F->dcqcn && ce ? flow_np(s, F) : NULL;
+    Run *R = np && np->np ? flow_run(s, F) : NULL; /* a data packet: its flow is not done, or reliable */
     if (!R) {
-    } else if (s->dcq.np_window) {
+    } else if (np->np_window) {
         /* one CNP per cnp_interval window (each flow's windows at a random phase), sent at
          * the first marked packet of the window */
-        int64_t w = (s->now + R->np_phase) / s->dcq.cnp_interval;
+        int64_t w = (s->now + R->np_phase) / np->cnp_interval;
         if (w != R->np_last_window) {
             R->np_last_window = w;
-            send_cnp(s, port, f, R);
+            send_cnp(s, port, f, R, np);
         }
-    } else if (R->last_cnp < 0 || s->now - R->last_cnp >= s->dcq.cnp_interval) {
-        send_cnp(s, port, f, R);
+    } else if (R->last_cnp < 0 || s->now - R->last_cnp >= np->cnp_interval) {
+        send_cnp(s, port, f, R, np);
     }
     flow_account(s, f);
 }

@@ -165,6 +165,7 @@ typedef struct {
 
 typedef struct {
     uint8_t is_switch;
+    uint16_t dcq; /* a NIC's DCQCN set in Sim.dcqs (0: the experiment's) */
     int32_t host_idx;
     int64_t pool, pool_used;
     uint64_t salt;
@@ -218,6 +219,7 @@ typedef struct {
     uint8_t cnp_seen; /* a CNP arrived in the current alpha period */
 } Run;
 
+_Static_assert(sizeof(Node) == 32, "a Node is 32 bytes: its DCQCN set's index sits in its padding");
 _Static_assert(sizeof(Flow) == 120, "a Flow is 120 bytes (docs/simulator.md)");
 _Static_assert(sizeof(Run) == 96, "a Run is 96 bytes (docs/simulator.md)");
 
@@ -245,6 +247,7 @@ typedef struct {
     int32_t f, cnp_dscp, cnp_prio;
     uint8_t np_window; /* one CNP per interval window; else held off for an interval */
     uint8_t clamp_after_increase;
+    uint8_t rp, np; /* the NIC's ECN: its reaction point cuts on CNPs, its notification point sends them */
 } Dcqcn;
 
 typedef struct { /* transport parameters (docs/simulator.md, Transports) */
@@ -284,7 +287,8 @@ typedef struct {
     int32_t n_tables, n_rates;
     int32_t **tables; /* timed route tables: 2 per table (rt_start, rt_nh) */
     double *rates;    /* timed link speeds */
-    Dcqcn dcq;
+    Dcqcn *dcqs; /* DCQCN sets: a NIC uses its node's (Node.dcq) */
+    int32_t n_dcqs;
     TransportParams tp;
     uint64_t rng[4];
     /* event queue */
@@ -380,6 +384,10 @@ void on_storm(Sim *s, int storm);
 
 /* a non-negative duration in picoseconds, rounded (llround is a libm call) */
 static inline ps_t to_ps(double x) { return (ps_t)(x + 0.5); }
+
+/* the DCQCN set of a flow's sender (its reaction point) and of its receiver (notification point) */
+static inline const Dcqcn *flow_rp(const Sim *s, const Flow *F) { return &s->dcqs[s->nodes[F->src].dcq]; }
+static inline const Dcqcn *flow_np(const Sim *s, const Flow *F) { return &s->dcqs[s->nodes[F->dst].dcq]; }
 
 /* the run state of a flow that holds one */
 static inline Run *flow_run(const Sim *s, const Flow *F) { return &s->runs[F->run]; }
