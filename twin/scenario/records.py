@@ -88,6 +88,10 @@ class RunRecord(TypedDict):
     schema: str
     lab: str
     lab_dir: str
+    """The lab directory, absolute (relative in runs saved before `lab_from_run`)."""
+    lab_from_run: NotRequired[str]
+    """The lab directory relative to the run directory: found when both were copied or
+    downloaded together (a CI artifact)."""
     backend: str
     capabilities: list[str]
     scenario: str
