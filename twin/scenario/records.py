@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict, cast
 
-SCHEMA = "1.1"
+SCHEMA = "1.2"
 """`MAJOR.MINOR` of the records: a new minor adds keys older readers may ignore; a new major
 changes or removes some. Runs saved before run.json named it are 1.0."""
 
