@@ -151,6 +151,18 @@ def test_no_change_is_no_regression(tmp_path: Path) -> None:
     assert "Verdict: no regression." in (tmp_path / "review" / "summary.md").read_text()
 
 
+def test_decommissioned_servers_are_reviewed_not_a_crash(tmp_path: Path) -> None:
+    """The change removes two servers from the fabric: the review runs (not exit 3) and the
+    comment lists each as removed, with the links it had."""
+    where = layout(tmp_path, None)
+    fabric = where / "head" / "fabric.yaml"
+    fabric.write_text(fabric.read_text().replace("servers:\n  count: 4", "servers:\n  count: 2"))
+    done = review(where)
+    assert done.returncode in (0, 1), done.stderr
+    summary = (where / "review" / "summary.md").read_text()
+    assert "- server4: removed (only in base): address 10.2.0.12/29; nic0 to leaf3" in summary
+
+
 @pytest.mark.parametrize(("change", "code"), [("configs/nosuch/x.json:\n  - {delete: A}\n", 2)])
 def test_a_change_that_does_not_apply_is_bad_input(tmp_path: Path, change: str, code: int) -> None:
     """Refused, and still a summary.md and a JUnit case saying what was refused, which the
