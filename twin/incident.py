@@ -43,8 +43,9 @@ from twin import labdir, outdir
 from twin.errors import InputError
 from twin.intent import fabric as intent
 
-INCIDENTS = Path(__file__).resolve().parents[1] / "examples" / "incidents"
-"""The incidents `twin incident NAME` knows (examples/incidents/<n>-NAME)."""
+INCIDENTS = (Path(__file__).parent / "incidents").resolve()
+"""The incidents `twin incident NAME` knows (<n>-NAME): examples/incidents, through the link
+twin/incidents, which the wheel holds as package data."""
 LEFT_BEHIND = ("runs", "logs", "validate", labdir.STATE_FILE, "events.jsonl")
 """What `twin apply` does not copy from the base lab: its runs and its twin's state."""
 

@@ -24,13 +24,13 @@ import json
 import statistics
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from twin.errors import InputError
 from twin.verdict import report
-from validators.result import Result
+from validators.result import Finding, Result
 
 KINDS = {
     "iteration_mean": ("collective iteration mean", "ms"),
@@ -185,25 +185,52 @@ def compare(
     return sorted(found, key=lambda m: order[m.verdict])
 
 
+SHOWN = 40
+"""Config differences listed in the Markdown (a pull request comment stays readable)."""
+
+
 @dataclass(frozen=True)
 class Review:
-    """A change review: static verdict changes, and with a scenario the dynamic ones and the
-    figures that moved."""
+    """A change review: config differences (removed, renamed and added devices first) and
+    static verdict changes, and with a scenario the dynamic ones and the figures that moved."""
 
     title: str
-    config: str
+    configs: list[Finding]
     static: list[report.Change]
     dynamic: list[report.Change]
     moved: list[Moved]
     played: bool
 
     @property
-    def regressions(self) -> list[str]:
-        """One line per regression: a verdict that now fails, a figure past its threshold."""
-        out = [f"static {c.validator} {c.scope}: {_was(c)}" for c in self.static if c.regression]
-        out += [f"dynamic {c.validator} {c.scope}: {_was(c)}" for c in self.dynamic if c.regression]
-        out += [m.describe() for m in self.moved if m.verdict == "regression"]
+    def cases(self) -> list[tuple[str, str]]:
+        """(name, line) per regression: a verdict that now fails, a figure past its threshold.
+        The name is what regressed and where (stable from run to run), the line also says
+        how."""
+        out = [
+            (f"{side} {c.validator} {c.scope}", f"{side} {c.validator} {c.scope}: {_was(c)}")
+            for side, changes in (("static", self.static), ("dynamic", self.dynamic))
+            for c in changes
+            if c.regression
+        ]
+        out += [
+            (f"{m.label} {m.scope}", m.describe()) for m in self.moved if m.verdict == "regression"
+        ]
         return out
+
+    @property
+    def regressions(self) -> list[str]:
+        """One line per regression (`cases`' lines)."""
+        return [line for _, line in self.cases]
+
+    def config_list(self) -> str:
+        """The config differences as a Markdown list (the first `SHOWN`)."""
+        if not self.configs:
+            return "no config changed"
+        many = "s" if len(self.configs) > 1 else ""
+        shown = [f"- {f}" for f in self.configs[:SHOWN]]
+        if len(self.configs) > SHOWN:
+            shown.append(f"- … and {len(self.configs) - SHOWN} more")
+        return "\n".join([f"{len(self.configs)} config difference{many}:", *shown])
 
     @property
     def exit_code(self) -> int:
@@ -215,7 +242,7 @@ class Review:
         out = [f"## {self.title}", "", f"Verdict: {mark}."]
         if self.regressions:
             out += ["", *(f"- :x: {line}" for line in self.regressions)]
-        out += ["", "### Configs", "", self.config, "", "### Static verdicts", ""]
+        out += ["", "### Configs", "", self.config_list(), "", "### Static verdicts", ""]
         out.append(report.change_table(self.static))
         if self.played:
             out += ["", "### Dynamic verdicts (the scenario on both)", ""]
@@ -242,15 +269,15 @@ class Review:
         return "\n".join(rows)
 
     def junit(self) -> str:
-        """JUnit XML: one failing test case per regression, nothing else."""
-        lines = self.regressions
+        """JUnit XML: one failing test case per regression, nothing else; a case is named by
+        what regressed and where, its failure says how."""
+        cases = self.cases
         suite = ET.Element(
-            "testsuite", name=self.title, tests=str(len(lines)), failures=str(len(lines))
+            "testsuite", name=self.title, tests=str(len(cases)), failures=str(len(cases))
         )
-        for line in lines:
-            kind, _, what = line.partition(" ")
-            case = ET.SubElement(suite, "testcase", classname="twin.diff", name=line)
-            ET.SubElement(case, "failure", message=line).text = f"{kind}: {what}"
+        for name, line in cases:
+            case = ET.SubElement(suite, "testcase", classname="twin.diff", name=name)
+            ET.SubElement(case, "failure", message=line).text = line
         root = ET.Element("testsuites")
         root.append(suite)
         ET.indent(root)
@@ -271,6 +298,7 @@ class Review:
             "title": self.title,
             "exit_code": self.exit_code,
             "regressions": self.regressions,
+            "configs": [asdict(f) for f in self.configs],
             "static": [change(c) for c in self.static],
             "dynamic": [change(c) for c in self.dynamic],
             "figures": [

@@ -58,8 +58,12 @@ def test_the_reverse_is_one_junit_case_per_regression(
     assert code == 1
     data = json.loads((tmp_path / "rev" / "review.json").read_text())
     cases = ET.parse(junit_path).getroot().findall(".//testcase")
-    assert [c.get("name") for c in cases] == data["regressions"]
-    assert all(c.find("failure") is not None for c in cases)
+    failures = [c.find("failure") for c in cases]
+    assert [f.get("message") for f in failures if f is not None] == data["regressions"]
+    for case, line in zip(cases, data["regressions"], strict=True):  # what and where, not how
+        name = case.get("name") or ""
+        assert line.startswith(f"{name}: ")
+        assert "->" not in name and len(name) < 80
     regressed = {f["kind"] for f in data["figures"] if f["verdict"] == "regression"}
     assert {"iteration_mean", "iteration_p99", "pause"} <= regressed
     names = " ".join(data["regressions"])

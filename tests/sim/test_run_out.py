@@ -4,13 +4,17 @@ holds something; default run directories named after their scenario; long reason
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO
 from tests.simlab import small_lab
+from twin import labdir
 from twin.cli import main as cli
+from twin.intent import fabric as intent
 from twin.labdir import Lab
 from twin.verdict import verdict
 from validators.result import Result, Status
@@ -112,3 +116,28 @@ def test_static_results_judged_ahead_are_the_ones_reported(
     ahead["yang"] = [Result("yang", "fabric", Status.FAIL, "judged ahead")]
     _, results = verdict.report_run(out, static=True, judged=ahead)
     assert [r.reason for r in results if r.validator == "yang"] == ["judged ahead"]
+
+
+def test_a_run_and_its_lab_copied_elsewhere_are_reported_from_any_directory(
+    scenario: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a CI job leaves them (`twin run labs/x S --out review/x`, relative paths), then
+    downloaded as one artifact elsewhere and reported from /: the lab is found beside the
+    run; with the lab moved away too, one line names where it was looked for."""
+    job = tmp_path / "job"
+    fabric = tmp_path / "fabric.yaml"  # its own lab name: no lock shared with another test
+    fabric.write_text((REPO / "examples" / "small.yaml").read_text().replace("small", "carried"))
+    labdir.generate(intent.load(fabric), job / "labs" / "small", str(fabric))
+    monkeypatch.chdir(job)
+    argv = ["run", "labs/small", str(scenario), "--backend", "sim", "--out", "review/small"]
+    assert cli.main(argv) in (0, 1)
+    before = json.loads(Path("review/small/report.json").read_text())["results"]
+    artifact = tmp_path / "downloaded" / "artifact"
+    shutil.copytree(job, artifact)
+    shutil.rmtree(job)
+    monkeypatch.chdir("/")
+    assert cli.main(["report", str(artifact / "review" / "small")]) in (0, 1)
+    after = json.loads((artifact / "review" / "small" / "report.json").read_text())["results"]
+    assert after == before
+    shutil.move(artifact / "labs", tmp_path / "elsewhere")
+    assert cli.main(["report", str(artifact / "review" / "small")]) == 2

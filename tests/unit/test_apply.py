@@ -105,6 +105,24 @@ def test_incident_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert not (tmp_path / "x").exists()
 
 
+def test_incident_and_apply_print_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--json: the labs written and the scenario, for scripts; the same facts as the text."""
+    ps = tmp_path / "ps"
+    capsys.readouterr()
+    assert cli.main(["incident", "pause-storm", str(ps), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["before"] == str(ps / "before") and data["after"] == str(ps / "after")
+    assert Path(data["scenario"]).is_file() and data["scenario"].endswith("scenario.yaml")
+    fix = Path(data["scenario"]).parent / "fix.yaml"
+    argv = ["apply", data["before"], str(fix), "-o", str(tmp_path / "fixed"), "--json"]
+    assert cli.main(argv) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "lab": str(tmp_path / "fixed"),
+        "base": data["before"],
+        "change": str(fix),
+    }
+
+
 def test_an_internal_error_is_one_line_exit_3(
     lab: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -163,7 +163,10 @@ def test_diff_verb_shows_changed_verdicts_and_fails_on_regressions(
     assert (out / "diff.md").read_text() == text
     assert json.loads((out / "review.json").read_text())["exit_code"] == 1
     (case,) = ET.parse(out / "junit.xml").getroot().iter("testcase")  # the regression alone
-    assert str(case.get("name")).startswith("static headroom fabric: pass -> fail")
+    assert case.get("name") == "static headroom fabric"  # what and where; how in the failure
+    failure = case.find("failure")
+    assert failure is not None
+    assert str(failure.get("message")).startswith("static headroom fabric: pass -> fail")
     # the other way round the change is a fix, not a regression
     assert cli.main(["diff", str(small.path), str(pristine.path), *only]) == 0
 

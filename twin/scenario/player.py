@@ -8,6 +8,7 @@ meaning whichever backend produced it.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 
@@ -35,7 +36,8 @@ def save(out: Path, lab: Lab, scenario: Scenario, backend: Managed, played: Play
     run: RunRecord = {
         "schema": SCHEMA,
         "lab": lab.name,
-        "lab_dir": str(lab.path),
+        "lab_dir": str(lab.path.resolve()),
+        "lab_from_run": os.path.relpath(lab.path.resolve(), out.resolve()),
         "backend": backend.name,
         "capabilities": sorted(backend.capabilities),
         "scenario": scenario.name,

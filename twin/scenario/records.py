@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict, cast
 
-SCHEMA = "1.1"
+SCHEMA = "1.2"
 """`MAJOR.MINOR` of the records: a new minor adds keys older readers may ignore; a new major
 changes or removes some. Runs saved before run.json named it are 1.0."""
 
@@ -88,6 +88,10 @@ class RunRecord(TypedDict):
     schema: str
     lab: str
     lab_dir: str
+    """The lab directory, absolute (relative in runs saved before `lab_from_run`)."""
+    lab_from_run: NotRequired[str]
+    """The lab directory relative to the run directory: found when both were copied or
+    downloaded together (a CI artifact)."""
     backend: str
     capabilities: list[str]
     scenario: str

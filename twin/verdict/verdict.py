@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from twin import safeio
-from twin.errors import InputError
+from twin.errors import InputError, LabError
 from twin.intent.inputs import strict_yaml
 from twin.labdir import Lab, refuse_links
 from twin.scenario.observations import Observations
@@ -66,13 +66,24 @@ def judge_static(
 
 
 def lab_of(run_dir: Path, obs: Observations) -> Lab:
-    """The lab a run was played on: the directory holding LAB/runs/RUN, else the lab
-    directory the run recorded (a run directory copied elsewhere)."""
+    """The lab a run was played on, from any working directory: the directory holding
+    LAB/runs/RUN, else the lab where the run recorded it relative to itself (the two copied
+    or downloaded together), else at the absolute path it recorded (a run saved before
+    `lab_from_run`: its `lab_dir` as written, relative to where it was played)."""
     home = run_dir.resolve().parent.parent
-    recorded = Path(str(obs.run.get("lab_dir", "")))
-    if not (home / "fabric.yaml").is_file() and (recorded / "fabric.yaml").is_file():
-        return Lab.open(recorded)
-    return Lab.open(home)
+    beside = obs.run.get("lab_from_run")
+    if not isinstance(beside, str | None):
+        raise InputError(str(run_dir / "run.json"), "lab_from_run", "not a string")
+    recorded = obs.run["lab_dir"]
+    places = [home, *([run_dir / beside] if beside else []), Path(recorded)]
+    for place in places:
+        if (place / "fabric.yaml").is_file():
+            return Lab.open(place)
+    where = f", nor at {run_dir / beside} (lab_from_run)" if beside else ""
+    raise LabError(
+        f"{run_dir}: its lab directory is not at {recorded} (run.json lab_dir){where}: "
+        "copy the lab with the run"
+    )
 
 
 def with_static(wanted: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

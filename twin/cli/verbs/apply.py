@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from twin import incident
+from twin.cli.output import add_json, emit
 
 HELP = "apply a change file (config and intent edits) to a copy of a lab: a new lab"
 
@@ -19,10 +20,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-o", "--out", type=Path, required=True, help="the new lab directory (must not exist)"
     )
+    add_json(p)
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the new lab; exit 0, or 2 when the change does not apply (nothing written)."""
     out = incident.apply_to(args.lab, args.change, args.out)
-    print(f"{out}: {args.lab} with {args.change} applied (twin diff {args.lab} {out})")
+    text = f"{out}: {args.lab} with {args.change} applied (twin diff {args.lab} {out})"
+    emit(args, {"lab": out, "base": args.lab, "change": args.change}, text)
     return 0

@@ -12,6 +12,7 @@ from pathlib import Path
 from labs import registry as backends
 from twin import outdir, review
 from twin.cli.options import add_reports
+from twin.cli.output import add_json, emit
 from twin.cli.verbs.deploy import progress
 from twin.cli.verbs.validate import add_selection, selection
 from twin.labdiff import differences, lab_configs
@@ -22,8 +23,6 @@ from twin.verdict import report, verdict
 from validators import registry
 from validators.result import Result
 
-SHOWN = 40
-"""Config differences listed (a pull request comment stays readable)."""
 HELP = (
     "review a change: config differences, static verdicts, and with a scenario the dynamic "
     "verdicts and figures that moved"
@@ -64,18 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "write the JUnit XML (one case per regression, nothing else) here",
     )
     p.add_argument("--markdown", type=Path, help="write the Markdown summary here")
-
-
-def config_changes(base: Lab, candidate: Lab) -> str:
-    """The config differences from base to candidate as a Markdown list."""
-    found = differences(lab_configs(base), lab_configs(candidate), ("in base", "in candidate"))
-    if not found:
-        return "no config changed"
-    many = "s" if len(found) > 1 else ""
-    shown = [f"- {f}" for f in found[:SHOWN]]
-    if len(found) > SHOWN:
-        shown.append(f"- … and {len(found) - SHOWN} more")
-    return "\n".join([f"{len(found)} config difference{many}:", *shown])
+    add_json(p)
 
 
 def play(lab: Lab, scenario: Path, backend: str, out: Path) -> list[Result]:
@@ -129,11 +117,10 @@ def run(args: argparse.Namespace) -> int:
     title = f"twin diff {args.base} {args.candidate}" + (
         f" {args.scenario} ({args.backend})" if args.scenario else ""
     )
-    done = review.Review(
-        title, config_changes(base, candidate), static, dynamic, moved, bool(args.scenario)
-    )
+    configs = differences(lab_configs(base), lab_configs(candidate), ("in base", "in candidate"))
+    done = review.Review(title, configs, static, dynamic, moved, bool(args.scenario))
     text = done.markdown()
-    print(text, end="")
+    emit(args, done.to_json(), text.rstrip("\n"))
     if out:
         (out / "diff.md").write_text(text)
         (out / "junit.xml").write_text(done.junit())
