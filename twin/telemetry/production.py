@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import tarfile
 import time
@@ -255,6 +256,7 @@ def write(lab: Lab, switches: dict[str, list[Dump]], out: Path, given: list[str]
         "kind": "production",
         "lab": lab.name,
         "lab_dir": str(lab.path.resolve()),
+        "lab_from_run": os.path.relpath(lab.path.resolve(), out.resolve()),
         "backend": "production",
         "capabilities": CAPABILITIES,
         "scenario": "production",
