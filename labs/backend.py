@@ -91,7 +91,8 @@ class Fault:
 
 @dataclass(frozen=True)
 class Deployed:
-    """A twin that came up: how big, and how long it took to converge."""
+    """A twin that came up: how big, how long it took to converge, and what it had not
+    reached when its deploy stopped waiting (`unconverged`, empty once converged)."""
 
     lab: str
     backend: str
@@ -99,6 +100,7 @@ class Deployed:
     sessions: int
     seconds: float
     details: dict[str, Any] = field(default_factory=dict)
+    unconverged: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -309,7 +311,9 @@ class Backend(Protocol):
     ) -> Deployed:
         """Bring the lab up and wait (at most `timeout` s, else the backend's default for the
         lab's size) until it has converged, adding what it creates (namespaces, daemons) to
-        `record` as it goes; whatever it raises, the lifecycle then calls `remove`."""
+        `record` as it goes; whatever it raises, the lifecycle then calls `remove`. A twin
+        still short of convergence at `timeout` may be returned up, with what it lacks in
+        `Deployed.unconverged` (a lab whose configs keep it from converging is judged)."""
         ...
 
     def remove(self, lab: Lab) -> dict[str, int]:

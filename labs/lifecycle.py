@@ -16,7 +16,8 @@ twin (state file, run directory) after the backend removed it, and `twin cleanup
 backend's leftovers only through `Backend.cleanup`.
 
 The events a lifecycle logs (`labs.events`), one schema on every backend:
-`deployed` {backend, nodes, sessions, converged_s, details (the backend's own figures)} and
+`deployed` {backend, nodes, sessions, converged_s, details (the backend's own figures), and
+`unconverged` (what it had not reached when it stopped waiting) where it did not converge} and
 `destroyed` {backend, and what was removed, a count per kind}.
 
 A twin is known on this machine by its lab's name: its run directory `/run/twin/<lab>` holds
@@ -379,6 +380,7 @@ class Managed:
             sessions=up.sessions,
             converged_s=up.seconds,
             details=up.details,
+            **({"unconverged": up.unconverged} if up.unconverged else {}),
         )
         return up
 

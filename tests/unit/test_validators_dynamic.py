@@ -482,6 +482,22 @@ def test_bgp_health_fails_a_missing_route(lab: Lab, run: SyntheticRun) -> None:
     assert [(f.device, f.message) for f in result.findings] == [("leaf4", f"no route to {remote}")]
 
 
+def test_bgp_health_fails_a_twin_that_had_not_converged_at_the_start(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    fib = full_fib(lab)
+    remote = IPv4Network(lab.graph.nodes["leaf3"]["subnet"])
+    fib["leaf1"][remote] = fib["leaf1"][remote][:1]  # maximum-paths 1
+    del fib["leaf2"][remote]  # a route-map that drops the prefix
+    run.fib_start = fib
+    result = by_scope(check("bgp_health", lab, run.write()))["routes"]
+    assert result.status is Status.FAIL
+    assert [(f.device, f.message) for f in result.findings] == [
+        ("leaf1", f"{remote} has 1/2 paths at the start"),
+        ("leaf2", f"{remote} has 0/2 paths at the start"),
+    ]
+
+
 def test_bgp_health_calls_an_unexplained_down_a_flap(lab: Lab, run: SyntheticRun) -> None:
     run.bgp_down(2.0, "leaf2", "spine1", "Peer closed the session")
     flaps = by_scope(check("bgp_health", lab, run.write()))["flaps"]

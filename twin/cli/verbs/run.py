@@ -19,8 +19,10 @@ import threading
 import time
 from concurrent import futures
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labs import lifecycle, registry
+from labs.ready import unready
 from twin import labdir, outdir
 from twin.cli.options import add_backend, add_reports, backend
 from twin.cli.output import add_json
@@ -33,6 +35,9 @@ from twin.scenario import hybrid
 from twin.scenario import model as scenarios
 from twin.scenario import player as runs
 from twin.verdict import report, verdict
+
+if TYPE_CHECKING:
+    from validators.result import Result
 
 HELP = "deploy if needed, play a scenario, validate, report (no arguments: the reference)"
 DEFAULTS = Path(__file__).resolve().parents[2] / "defaults"
@@ -112,16 +117,31 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> int:
-    """Deploy unless running, play, destroy what was deployed here; the verdict."""
+    """Deploy unless running, play, destroy what was deployed here; the verdict (`--metrics`
+    served from before the deploy: a port it cannot take is refused before anything starts)."""
     chosen = backend(args, lab)
+    with metrics(args.metrics, lab, chosen, progress):
+        run_dir, judged = _played(args, lab, scenario, chosen)
+    return _verdict(args, lab, scenario, chosen, run_dir, judged)
+
+
+def _played(
+    args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario, chosen: lifecycle.Managed
+) -> tuple[Path, dict[str, list[Result]] | None]:
+    """Deploy unless running, play, destroy what was deployed here; the run directory and
+    the static validators judged beside the play."""
     deployed = not chosen.running(lab)
     if deployed:
         with contextlib.nullcontext() if args.keep else lifecycle.transient():
             up = chosen.deploy(lab, progress, timeout=args.timeout)
-        progress(
-            f"{lab.name}: {up.nodes} nodes, {up.sessions} BGP sessions, "
-            f"converged in {up.seconds} s ({up.backend})"
-        )
+        if up.unconverged:
+            timeout = float(up.details.get("timeout_s", up.seconds))
+            progress(unready(lab.name, "converge", timeout, up.unconverged) + "; playing on it")
+        else:
+            progress(
+                f"{lab.name}: {up.nodes} nodes, {up.sessions} BGP sessions, "
+                f"converged in {up.seconds} s ({up.backend})"
+            )
     stop = threading.Event()
     bar = threading.Thread(target=_bar, args=(scenario.duration, stop), daemon=True)
     # a twin whose play is a computation leaves a core free: judge the static validators there
@@ -135,8 +155,7 @@ def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> in
         progress(f"playing {scenario.name} ({scenario.duration:.0f} s)")
         if sys.stderr.isatty():
             bar.start()
-        with metrics(args.metrics, lab, chosen, progress):
-            run_dir = runs.play(lab, scenario, chosen, progress=progress, out=args.out)
+        run_dir = runs.play(lab, scenario, chosen, progress=progress, out=args.out)
     finally:
         stop.set()
         if bar.is_alive():
@@ -146,9 +165,20 @@ def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> in
         if deployed and not args.keep:
             chosen.destroy(lab)
             progress(f"{lab.name}: destroyed")
+    return run_dir, static.result() if static else None
+
+
+def _verdict(
+    args: argparse.Namespace,
+    lab: Lab,
+    scenario: scenarios.Scenario,
+    chosen: lifecycle.Managed,
+    run_dir: Path,
+    judged: dict[str, list[Result]] | None,
+) -> int:
+    """The data plane on the simulator where asked, then the verdict and its reports."""
     if (args.sim or (args.lab is None and args.backend is None)) and chosen.name != "sim":
         hybrid.add_data_plane(run_dir, lab, scenario, registry.get("sim"), progress)
-    judged = static.result() if static else None
     code, results = verdict.report_run(run_dir, static=not args.no_static, judged=judged)
     if args.junit:
         shutil.copyfile(run_dir / "junit.xml", args.junit)
