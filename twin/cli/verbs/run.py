@@ -1,12 +1,14 @@
 """`twin run [DIR [SCENARIO]]`: deploy if needed, play a scenario, validate and report.
 
-With no arguments: the reference fabric, generated into ./twin-reference, and the default
-scenario, played on netns (the live control plane) and then on the packet simulator, fed by
-the FIBs the live twin recorded (the data plane: PFC, ECN, buffers, collective iterations),
-one verdict over both (`twin.scenario.hybrid`); `--sim` does the same for any lab and
-scenario. The verdict includes every static validator on the lab's configs (`--no-static`
-skips them), so a static finding fails the run. A twin this command deployed is destroyed
-at the end (unless --keep); a twin that was already running is left running.
+With no arguments: the reference fabric in ./twin-reference (generated there when missing,
+regenerated only when its design is no longer the reference's, its earlier runs kept each
+time), and the default scenario, played on netns (the live control plane) and then on the
+packet simulator, fed by the FIBs the live twin recorded (the data plane: PFC, ECN, buffers,
+collective iterations), one verdict over both (`twin.scenario.hybrid`); `--sim` does the
+same for any lab and scenario. The verdict includes every static validator on the lab's
+configs (`--no-static` skips them), so a static finding fails the run. A twin this command
+deployed is destroyed at the end (unless --keep); a twin that was already running is left
+running.
 """
 
 from __future__ import annotations
@@ -104,8 +106,7 @@ def run(args: argparse.Namespace) -> int:
     """Play, validate, report; exit 0 only when every validator passed."""
     lab_dir: Path = args.lab or Path("twin-reference")
     if args.lab is None:
-        labdir.generate(intent.load(REFERENCE), lab_dir, str(REFERENCE), force=True)
-        progress(f"generated the reference fabric into {lab_dir}")
+        _reference(lab_dir)
     lab = Lab.open(lab_dir)
     scenario = scenarios.load(args.scenario, lab)
     if args.out:
@@ -114,6 +115,18 @@ def run(args: argparse.Namespace) -> int:
         outdir.check_file(args.junit, "--junit")
     with lifecycle.locked(lab.name, "run"):
         return _run(args, lab, scenario)
+
+
+def _reference(lab_dir: Path) -> None:
+    """The reference fabric in `lab_dir`: generated when missing, regenerated (its runs, logs
+    and events kept) only when the design it holds is no longer the reference's."""
+    fabric = intent.load(REFERENCE)
+    if labdir.holds(lab_dir, fabric, str(REFERENCE)):
+        progress(f"the reference fabric in {lab_dir}")
+        return
+    made = lab_dir.exists()
+    labdir.generate(fabric, lab_dir, str(REFERENCE), force=True, keep=True)
+    progress(f"{'regenerated' if made else 'generated'} the reference fabric into {lab_dir}")
 
 
 def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> int:
