@@ -219,9 +219,10 @@ def status(lab: str) -> str:
     """`deploying` (its deploying process lives; `in use by its run` when that is a `twin
     run` that destroys it at its end, and `left over` once that run is gone), `running` (its
     state says running and its processes live, or its backend says it is up: a fake, sim or
-    container twin), `unknown` (processes of it live, but no record or state file says what
-    they are: its lab directory moved, say) or `left over` (nothing of it lives, or its state
-    says its deploy died)."""
+    container twin, which runs no process here), `unknown` (processes of it live, but no
+    record or state file says what they are: its lab directory moved, say) or `left over`
+    (nothing of it lives: none of the processes its state records, as after a destroy killed
+    part-way; or its state says its deploy died)."""
     record = owner(lab)
     alive = bool(processes.tagged(lab))
     if record is None:
@@ -235,7 +236,9 @@ def status(lab: str) -> str:
         return "unknown" if alive else "left over"
     if st.status != "running":
         return "left over"
-    return "running" if alive or _up(record) else "left over"
+    if alive:
+        return "running"
+    return "running" if not st.pids and _up(record) else "left over"
 
 
 def _up(record: Owner) -> bool:
