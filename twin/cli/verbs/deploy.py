@@ -13,7 +13,6 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from labs import lifecycle
 from labs.backend import Deployed
 from labs.ready import unready
 from twin.cli.options import add_backend, backend
@@ -52,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     lab = Lab.open(args.lab)
     chosen = backend(args, lab)
     with metrics(args.metrics, lab, chosen, progress):  # a port it cannot take: nothing starts
-        with lifecycle.locked(lab.name, "deploy"):
+        with chosen.locked(lab.name, lab.path, "deploy"):
             up = chosen.deploy(lab, progress, timeout=args.timeout)
         _print(args, lab, up)
         if args.metrics:

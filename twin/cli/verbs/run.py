@@ -113,8 +113,9 @@ def run(args: argparse.Namespace) -> int:
         outdir.check(args.out)
     if args.junit:
         outdir.check_file(args.junit, "--junit")
-    with lifecycle.locked(lab.name, "run"):
-        return _run(args, lab, scenario)
+    chosen = backend(args, lab)
+    with chosen.locked(lab.name, lab.path, "run"):
+        return _run(args, lab, scenario, chosen)
 
 
 def _reference(lab_dir: Path) -> None:
@@ -129,10 +130,11 @@ def _reference(lab_dir: Path) -> None:
     progress(f"{'regenerated' if made else 'generated'} the reference fabric into {lab_dir}")
 
 
-def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> int:
+def _run(
+    args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario, chosen: lifecycle.Managed
+) -> int:
     """Deploy unless running, play, destroy what was deployed here; the verdict (`--metrics`
     served from before the deploy: a port it cannot take is refused before anything starts)."""
-    chosen = backend(args, lab)
     with metrics(args.metrics, lab, chosen, progress):
         run_dir, judged = _played(args, lab, scenario, chosen)
     return _verdict(args, lab, scenario, chosen, run_dir, judged)
