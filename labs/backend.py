@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
+from labs.ready import unready
 from twin.labdir import Lab
 from twin.model.fib import Fib
 from twin.scenario.records import Counters, Event, FaultRecord, FlowRecord, PhaseRecord
@@ -101,6 +102,13 @@ class Deployed:
     seconds: float
     details: dict[str, Any] = field(default_factory=dict)
     unconverged: list[str] = field(default_factory=list)
+
+    def lacking(self) -> str:
+        """`lab LAB did not converge in T s: ...` (`labs.ready`), empty once converged."""
+        if not self.unconverged:
+            return ""
+        timeout = float(self.details.get("timeout_s", self.seconds))
+        return unready(self.lab, "converge", timeout, self.unconverged)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 from labs.backend import Deployed
-from labs.ready import unready
 from twin.cli.options import add_backend, backend
 from twin.cli.output import add_json, emit
 from twin.cli.serve import add_metrics, metrics, until_gone
@@ -64,10 +63,9 @@ def _print(args: argparse.Namespace, lab: Lab, up: Deployed) -> None:
     links = up.details.get("links")
     text = f"{lab.name}: {up.nodes} nodes" + (f", {links} links" if links is not None else "")
     if up.unconverged:
-        timeout = float(up.details.get("timeout_s", up.seconds))
         text += (
             f", {up.sessions} BGP sessions ({up.backend}): left running, not converged "
-            f"(twin destroy {lab.path})\n{unready(lab.name, 'converge', timeout, up.unconverged)}"
+            f"(twin destroy {lab.path})\n{up.lacking()}"
         )
     else:
         text += (

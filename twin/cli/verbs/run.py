@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labs import lifecycle, registry
-from labs.ready import unready
 from twin import labdir, outdir
 from twin.cli.options import add_backend, add_reports, backend
 from twin.cli.output import add_json
@@ -150,8 +149,7 @@ def _played(
         with contextlib.nullcontext() if args.keep else lifecycle.transient():
             up = chosen.deploy(lab, progress, timeout=args.timeout)
         if up.unconverged:
-            timeout = float(up.details.get("timeout_s", up.seconds))
-            progress(unready(lab.name, "converge", timeout, up.unconverged) + "; playing on it")
+            progress(f"{up.lacking()}; playing on it")
         else:
             progress(
                 f"{lab.name}: {up.nodes} nodes, {up.sessions} BGP sessions, "
