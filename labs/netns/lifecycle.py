@@ -223,13 +223,13 @@ def _converge(lab: Lab, plan: Plan, timeout: float) -> dict[str, Any]:
                 time.sleep(0.2)
     if missing:
         sessions = bgp_sessions(lab)
-    return {
-        "routes_converged_s": round(routes_s, 2),
-        "bgp_established_s": round(sessions_s, 2),
-        "bgp_sessions": len(sessions),
-        "timeout_s": timeout,
-        "unconverged": missing,
-    }
+    figures = {"bgp_sessions": len(sessions), "timeout_s": timeout, "unconverged": missing}
+    if not missing:
+        figures |= {
+            "routes_converged_s": round(routes_s, 2),
+            "bgp_established_s": round(sessions_s, 2),
+        }
+    return figures
 
 
 def _unconverged(lab: Lab, plan: Plan, rtnl: Rtnl) -> list[str]:
