@@ -177,10 +177,10 @@ def test_cleanup_after_sigkill_leaves_nothing(
 
 
 def test_cleanup_by_name_after_a_destroy_killed_once_the_daemons_ended(tmp_path: Path) -> None:
-    """A destroy SIGKILLed after its first step (every daemon of the twin ended and its
-    crash-log directory removed: `labs.netns.lifecycle.destroy`, done here as it does it)
-    leaves the state file saying running, the run directory and the namespaces, and no
-    process: `twin cleanup LAB` by name removes them, as nothing of the twin lives."""
+    """A destroy SIGKILLed after its first step (every daemon of the twin ended:
+    `labs.netns.lifecycle.destroy`, done here as it does it) leaves the state file saying
+    running, the run directory, the namespaces and the daemons' crash-log directories, and no
+    process: `twin cleanup LAB` by name removes them all, as nothing of the twin lives."""
     reason = root_and_frr()
     if reason:
         pytest.skip(reason)
@@ -191,8 +191,8 @@ def test_cleanup_by_name_after_a_destroy_killed_once_the_daemons_ended(tmp_path:
         daemons = tagged(name)
         assert daemons
         processes.end(daemons, name)  # what the killed destroy did
-        frr.remove_tmp(daemons)
         assert not any(alive(p) for p in daemons)
+        assert any(frr.FRR_TMP.glob(f"*.{p}") for p in daemons)
         assert namespaces(name) and '"status": "running"' in (path / "state.json").read_text()
         done = twin_cli("cleanup", name)
         assert done.returncode == 0, done.stderr
