@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
+from labs.ready import unready
 from twin.labdir import Lab
 from twin.model.fib import Fib
 from twin.scenario.records import Counters, Event, FaultRecord, FlowRecord, PhaseRecord
@@ -91,7 +92,8 @@ class Fault:
 
 @dataclass(frozen=True)
 class Deployed:
-    """A twin that came up: how big, and how long it took to converge."""
+    """A twin that came up: how big, how long it took to converge, and what it had not
+    reached when its deploy stopped waiting (`unconverged`, empty once converged)."""
 
     lab: str
     backend: str
@@ -99,6 +101,14 @@ class Deployed:
     sessions: int
     seconds: float
     details: dict[str, Any] = field(default_factory=dict)
+    unconverged: list[str] = field(default_factory=list)
+
+    def lacking(self) -> str:
+        """`lab LAB did not converge in T s: ...` (`labs.ready`), empty once converged."""
+        if not self.unconverged:
+            return ""
+        timeout = float(self.details.get("timeout_s", self.seconds))
+        return unready(self.lab, "converge", timeout, self.unconverged)
 
 
 @dataclass(frozen=True)
@@ -309,7 +319,9 @@ class Backend(Protocol):
     ) -> Deployed:
         """Bring the lab up and wait (at most `timeout` s, else the backend's default for the
         lab's size) until it has converged, adding what it creates (namespaces, daemons) to
-        `record` as it goes; whatever it raises, the lifecycle then calls `remove`."""
+        `record` as it goes; whatever it raises, the lifecycle then calls `remove`. A twin
+        still short of convergence at `timeout` may be returned up, with what it lacks in
+        `Deployed.unconverged` (a lab whose configs keep it from converging is judged)."""
         ...
 
     def remove(self, lab: Lab) -> dict[str, int]:

@@ -16,7 +16,8 @@ twin (state file, run directory) after the backend removed it, and `twin cleanup
 backend's leftovers only through `Backend.cleanup`.
 
 The events a lifecycle logs (`labs.events`), one schema on every backend:
-`deployed` {backend, nodes, sessions, converged_s, details (the backend's own figures)} and
+`deployed` {backend, nodes, sessions, converged_s, details (the backend's own figures), and
+`unconverged` (what it had not reached when it stopped waiting) where it did not converge} and
 `destroyed` {backend, and what was removed, a count per kind}.
 
 A twin is known on this machine by its lab's name: its run directory `/run/twin/<lab>` holds
@@ -28,6 +29,8 @@ the lab directory that deployed it, unless told to (`--force-owner`); the refusa
 One command at a time changes a lab: deploy, run, destroy and cleanup hold the lab's lock (an
 `flock` on `/run/twin/.lock.<lab>`, released by the kernel when the holder dies); a second
 command of the same lab is refused in one line instead of destroying the twin under the first.
+Where twins do not hold the lab's name (`Backend.claims_name` false: fake, sim), the lock is
+the lab directory's (`.lock.<lab>.<digest of its path>`), so same-named copies run side by side.
 
 Not as root (the fake and sim backends need none), the run root is a directory of the user's
 own under the temporary directory (`twin-<uid>`, refused unless it is theirs and private).
@@ -38,12 +41,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -218,9 +223,10 @@ def status(lab: str) -> str:
     """`deploying` (its deploying process lives; `in use by its run` when that is a `twin
     run` that destroys it at its end, and `left over` once that run is gone), `running` (its
     state says running and its processes live, or its backend says it is up: a fake, sim or
-    container twin), `unknown` (processes of it live, but no record or state file says what
-    they are: its lab directory moved, say) or `left over` (nothing of it lives, or its state
-    says its deploy died)."""
+    container twin, which runs no process here), `unknown` (processes of it live, but no
+    record or state file says what they are: its lab directory moved, say) or `left over`
+    (nothing of it lives: none of the processes its state records, as after a destroy killed
+    part-way; or its state says its deploy died)."""
     record = owner(lab)
     alive = bool(processes.tagged(lab))
     if record is None:
@@ -234,7 +240,9 @@ def status(lab: str) -> str:
         return "unknown" if alive else "left over"
     if st.status != "running":
         return "left over"
-    return "running" if alive or _up(record) else "left over"
+    if alive:
+        return "running"
+    return "running" if not st.pids and _up(record) else "left over"
 
 
 def _up(record: Owner) -> bool:
@@ -292,25 +300,31 @@ def check_lab_dir(path: Path, trusted: bool = False) -> None:
 
 
 _held: dict[str, int] = {}
-"""Locks this process holds: lab -> descriptor of its lock file."""
+"""Locks this process holds: lab (or lab and digest of its directory) -> descriptor of its
+lock file."""
 
 
 @contextlib.contextmanager
-def locked(lab: str, verb: str) -> Iterator[None]:
-    """Hold the lab's lock while inside (again inside: already held); another holder is
-    refused in one line."""
-    if lab in _held:
+def locked(lab: str, verb: str, lab_dir: Path | None = None) -> Iterator[None]:
+    """Hold the lab's lock while inside (that of its lab directory `lab_dir` when given; again
+    inside: already held); another holder is refused in one line."""
+    key = lab
+    if lab_dir is not None:
+        digest = hashlib.blake2b(str(lab_dir.resolve()).encode(), digest_size=8).hexdigest()
+        key = f"{lab}.{digest}"
+    if key in _held:
         yield
         return
-    path = root() / (LOCK + lab)
+    path = root() / (LOCK + key)
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
+            where = f" ({lab_dir})" if lab_dir is not None else ""
             raise LabError(
-                f"lab {lab} is busy: another twin command is acting on it; {verb} refused"
+                f"lab {lab}{where} is busy: another twin command is acting on it; {verb} refused"
             ) from None
         try:
             now = os.stat(path, follow_symlinks=False)
@@ -320,11 +334,11 @@ def locked(lab: str, verb: str) -> Iterator[None]:
         if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
             break
         os.close(fd)  # its holder removed it as we opened it: take the new one
-    _held[lab] = fd
+    _held[key] = fd
     try:
         yield
     finally:
-        del _held[lab]
+        del _held[key]
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         os.close(fd)
@@ -340,6 +354,11 @@ class Managed:
         self.capabilities = backend.capabilities
         self.computed = backend.computed
         self.force_owner = force_owner
+
+    def locked(self, lab: str, lab_dir: Path | None, verb: str) -> AbstractContextManager[None]:
+        """The lab's lock (`locked`): its name's where its twins hold the name, else its lab
+        directory's (by name when none is given)."""
+        return locked(lab, verb, None if self.backend.claims_name else lab_dir)
 
     def check(self, lab: Lab) -> None:
         """Refuse a lab directory other than the one that deployed the lab's running twin
@@ -379,6 +398,7 @@ class Managed:
             sessions=up.sessions,
             converged_s=up.seconds,
             details=up.details,
+            **({"unconverged": up.unconverged} if up.unconverged else {}),
         )
         return up
 

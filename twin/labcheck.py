@@ -1,11 +1,15 @@
 """Check every file of a lab directory before anything reads it for real.
 
 `twin validate` and every deploy run `check` first: each file must parse, have the shape its
-readers expect, and agree with the others (the ports a config names are wired in
-`ifmap.json`, a server's NICs are its own, next hops leave through a NIC it has), and the
-addresses must not collide (no two servers with one address, no overlapping interface
-subnets on a switch, no address on two nodes). The first problem is raised as one
+readers expect, and agree with the others (the ports a config names are in its PORT or
+PORTCHANNEL table or wired in `ifmap.json`, as SONiC's YANG leafrefs want; a server's NICs
+are its own, next hops leave through a NIC it has), and the addresses must not collide (no
+two servers with one address, no overlapping interface subnets on a switch, no address on
+two nodes). The first problem is raised as one
 `InputError` line naming the file, the key and what is wrong; nothing is created before.
+A port or PortChannel that a config holds but that is not cabled (a PortChannel without
+members, a member port taken out of its PortChannel) is one those models accept: it is
+deployed and judged (`mlag_consistency`, the routing), not refused.
 """
 
 from __future__ import annotations
@@ -283,27 +287,27 @@ def _config_db(
     channels = db.get("PORTCHANNEL", {})
     _fields(file, "PORT", db.get("PORT", {}), live)
     _fields(file, "PORTCHANNEL", channels, live)
+    known = set(ports) | set(db.get("PORT", {}))
     for key in db.get("PORTCHANNEL_MEMBER", {}):
         channel, port = _pair(file, "PORTCHANNEL_MEMBER", key)
         if channel not in channels:
             raise InputError(file, f"PORTCHANNEL_MEMBER.{key}", f"no PORTCHANNEL {channel}")
-        if port not in ports:
-            raise InputError(file, f"PORTCHANNEL_MEMBER.{key}", f"{port} is not wired")
-    members = {_pair(file, "PORTCHANNEL_MEMBER", k)[0] for k in db.get("PORTCHANNEL_MEMBER", {})}
+        if port not in known:
+            raise InputError(file, f"PORTCHANNEL_MEMBER.{key}", f"no PORT {port}")
     for key in db.get("VLAN_MEMBER", {}):
         _, member = _pair(file, "VLAN_MEMBER", key)
-        if member not in ports and member not in members:
-            raise InputError(file, f"VLAN_MEMBER.{key}", f"{member} is not wired")
+        if member not in known and member not in channels:
+            raise InputError(file, f"VLAN_MEMBER.{key}", f"no PORT or PORTCHANNEL {member}")
     held: list[tuple[str, str, ipaddress.IPv4Interface]] = []
     for table in ADDRESS_TABLES:
         for key in db.get(table, {}):
             if "|" not in key:
                 continue
             name, cidr = _pair(file, table, key)
-            if table == "INTERFACE" and name not in ports:
-                raise InputError(file, f"{table}.{key}", f"{name} is not wired")
-            if table == "PORTCHANNEL_INTERFACE" and name not in members:
-                raise InputError(file, f"{table}.{key}", f"{name} has no wired members")
+            if table == "INTERFACE" and name not in known:
+                raise InputError(file, f"{table}.{key}", f"no PORT {name}")
+            if table == "PORTCHANNEL_INTERFACE" and name not in channels:
+                raise InputError(file, f"{table}.{key}", f"no PORTCHANNEL {name}")
             try:
                 address = ipaddress.IPv4Interface(_cidr(cidr))
             except ValueError as exc:

@@ -68,10 +68,38 @@ def _write_json(path: Path, data: Any) -> None:
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
 
 
+KEPT = ("runs", "logs", "events.jsonl")
+"""What `generate(..., keep=True)` carries over from the lab directory it replaces."""
+
+
+def _design_json(d: Design) -> dict[str, Any]:
+    graph = nx.node_link_data(d.graph, edges="links")
+    return {"figures": figures(d), "sizing": vars(d.sizing), "graph": graph}
+
+
+def holds(out: Path, fabric: intent.Fabric, file: str = "fabric.yaml") -> bool:
+    """Whether the lab directory `out` holds the design of `fabric` (its fabric.yaml and
+    design.json are what `generate` would write for it)."""
+    d = design(fabric, file)
+    try:
+        resolved = (out / "fabric.yaml").read_text()
+        written = json.loads((out / "design.json").read_bytes())
+    except (OSError, ValueError):
+        return False
+    return resolved == intent.dump(d.fabric) and written == json.loads(
+        orjson.dumps(_design_json(d))
+    )
+
+
 def generate(
-    fabric: intent.Fabric, out: Path, file: str = "fabric.yaml", force: bool = False
+    fabric: intent.Fabric,
+    out: Path,
+    file: str = "fabric.yaml",
+    force: bool = False,
+    keep: bool = False,
 ) -> Design:
-    """Design the fabric and write its lab directory to `out` (atomically)."""
+    """Design the fabric and write its lab directory to `out` (atomically); with `keep`, the
+    runs, logs and events of the lab directory it replaces are carried over (`KEPT`)."""
     d = design(fabric, file)
     if (out / STATE_FILE).exists():
         raise LabError(f"{out}: a twin of this lab is running; destroy it first")
@@ -84,11 +112,21 @@ def generate(
         check_replaceable(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    moved: list[str] = []
     try:
         _write(d, tmp)
         if out.exists():
+            for entry in KEPT if keep else ():
+                if os.path.lexists(out / entry):
+                    (out / entry).rename(tmp / entry)
+                    moved.append(entry)
             shutil.rmtree(out)
         tmp.rename(out)
+    except BaseException:
+        for entry in moved:  # what was carried over goes back, whatever failed
+            out.mkdir(exist_ok=True)
+            (tmp / entry).rename(out / entry)
+        raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return d
@@ -127,10 +165,7 @@ def check_replaceable(out: Path) -> None:
 
 def _write(d: Design, root: Path) -> None:
     (root / "fabric.yaml").write_text(intent.dump(d.fabric))
-    graph = nx.node_link_data(d.graph, edges="links")
-    _write_json(
-        root / "design.json", {"figures": figures(d), "sizing": vars(d.sizing), "graph": graph}
-    )
+    _write_json(root / "design.json", _design_json(d))
     names = ifmap(d)
     _write_json(root / "ifmap.json", names)
     for i, switch in enumerate(d.switches()):

@@ -57,15 +57,18 @@ class NetnsBackend:
     def create(
         self, lab: Lab, record: Record, progress: Progress = quiet, timeout: float | None = None
     ) -> Deployed:
-        """Build the twin and wait until BGP and ECMP have converged."""
+        """Build the twin and wait until BGP and ECMP have converged (or `timeout`: it is left
+        up, with what it lacked)."""
         figures = lifecycle.deploy(lab, record, timeout=timeout, progress=progress)
+        own = ("nodes", "bgp_sessions", "converged_s", "unconverged")
         return Deployed(
             lab.name,
             self.name,
             int(figures["nodes"]),
             int(figures["bgp_sessions"]),
             float(figures["converged_s"]),
-            {k: v for k, v in figures.items() if k not in ("nodes", "bgp_sessions", "converged_s")},
+            {k: v for k, v in figures.items() if k not in own},
+            list(figures["unconverged"]),
         )
 
     def remove(self, lab: Lab) -> dict[str, int]:

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labs.kernel import ECMP_HASH
-from twin.errors import LabError
 from twin.labdir import Lab
 from twin.render.config_db import ConfigDb
 
@@ -130,22 +129,17 @@ def _veths(lab: Lab) -> list[Veth]:
     return list(seen.values())
 
 
-def _linux(lab: Lab, node: str, db: ConfigDb, name: str) -> str:
-    """Linux name of a SONiC port or PortChannel on a switch (`db`: its config)."""
+def _linux(lab: Lab, node: str, db: ConfigDb, name: str) -> str | None:
+    """Linux name of a SONiC port or PortChannel on a switch (`db`: its config); None when it
+    is not cabled (a port the design does not wire, a PortChannel without wired members:
+    SONiC takes such a config, and the twin runs it without that port)."""
     if name.startswith("PortChannel"):
         members = [
             k.split("|")[1] for k in db.get("PORTCHANNEL_MEMBER", {}) if k.split("|")[0] == name
         ]
         names = {lab.ifmap[node][m]["netns"] for m in members if m in lab.ifmap[node]}
-        if len(names) != 1:
-            raise LabError(
-                f"{lab.path}/configs/{node}/config_db.json: PORTCHANNEL_MEMBER: "
-                f"{name} has no wired members"
-            )
-        return names.pop()
-    if name not in lab.ifmap[node]:
-        raise LabError(f"{lab.path}/configs/{node}/config_db.json: {name} is not wired")
-    return lab.ifmap[node][name]["netns"]
+        return names.pop() if len(names) == 1 else None
+    return lab.ifmap[node][name]["netns"] if name in lab.ifmap[node] else None
 
 
 def _switch(lab: Lab, name: str, veths: list[Veth], servers: dict[str, str]) -> Node:
@@ -159,7 +153,9 @@ def _switch(lab: Lab, name: str, veths: list[Veth], servers: dict[str, str]) -> 
         for key in db.get(table, {}):
             if "|" in key:
                 ifname, cidr = key.split("|")
-                node.addresses.append((_linux(lab, name, db, ifname), cidr))
+                linux = _linux(lab, name, db, ifname)
+                if linux is not None:
+                    node.addresses.append((linux, cidr))
     for key in db.get("LOOPBACK_INTERFACE", {}):
         if "|" in key:
             node.addresses.append(("lo", key.split("|")[1]))
@@ -181,7 +177,8 @@ def _links(
     PORTs' and their PortChannel's (SONiC's default 9100 where unset). It is down when its
     PortChannel is admin down, or fewer of its PORTs are admin up than the PortChannel's
     `min_links` (at least one). SONiC defaults: a PORT without admin_status is down, a
-    PORTCHANNEL without it is up.
+    PORTCHANNEL without it is up. A port in no PortChannel whose far end is bundled (LACP
+    there) counts as down: LACP keeps it out of the far end's bundle.
     """
     ports = db.get("PORT", {})
     channels = db.get("PORTCHANNEL", {})
@@ -190,6 +187,7 @@ def _links(
         for key in db.get("PORTCHANNEL_MEMBER", {})
         if "|" in key
     }
+    lacp = _lacp_partners(lab, name)
     carried: dict[str, list[str]] = {}
     for port in ports:
         linux = lab.ifmap[name].get(port, {}).get("netns")
@@ -200,10 +198,30 @@ def _links(
         mtus = [int(ports[p].get("mtu", 9100)) for p in members]
         mtus += [int(channels[pc]["mtu"]) for pc in pcs if "mtu" in channels[pc]]
         node.mtu[linux] = min(mtus)
-        up = [p for p in members if ports[p].get("admin_status", "down") == "up"]
+        up = [
+            p
+            for p in members
+            if ports[p].get("admin_status", "down") == "up" and (p in bundle or p not in lacp)
+        ]
         needed = max([1] + [int(channels[pc].get("min_links", 1)) for pc in pcs])
         if len(up) < needed or any(channels[pc].get("admin_status", "up") != "up" for pc in pcs):
             node.down.add(linux)
+
+
+def _lacp_partners(lab: Lab, name: str) -> set[str]:
+    """A switch's ports whose far end is bundled: a switch's port in a PortChannel of its
+    config, a server's NIC in the design's bond."""
+    found = set()
+    for _, far, e in lab.graph.edges(name, data=True):
+        mine, theirs = ("a", "b") if e["a"] == name else ("b", "a")
+        if lab.graph.nodes[far]["role"] == "server":
+            bundled = bool(e.get(f"{theirs}_bundle"))
+        else:
+            members = lab.config_db(far).get("PORTCHANNEL_MEMBER", {})
+            bundled = any(k.partition("|")[2] == e[f"{theirs}_port"] for k in members)
+        if bundled:
+            found.add(e[f"{mine}_port"])
+    return found
 
 
 def _vlans(
@@ -218,7 +236,9 @@ def _vlans(
     members: dict[str, list[str]] = {}
     for key in db.get("VLAN_MEMBER", {}):
         vlan, member = key.split("|")
-        members.setdefault(vlan, []).append(_linux(lab, name, db, member))
+        linux = _linux(lab, name, db, member)
+        if linux is not None:
+            members.setdefault(vlan, []).append(linux)
     peers = {
         p
         for v in members.values()

@@ -210,3 +210,18 @@ def test_the_default_run_of_the_reference_passes_on_the_fake_backend(tmp_path: P
     for scope in ("fault2 link-up leaf1:spine1", "fault4 link-up server2:nic0"):
         assert re.search(rf"failover +{scope} +pass +8 probe flows", done.stdout), scope
     assert "the fake backend does not observe probes: run on netns (--backend netns)" in done.stdout
+
+
+def test_run_with_no_arguments_keeps_the_reference_and_its_earlier_runs(tmp_path: Path) -> None:
+    """A second `twin run` with no lab plays in the same ./twin-reference: its design is the
+    reference's, so it is not regenerated and the first run is still there."""
+    first = twin_cli("run", "--backend", "fake", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    runs = tmp_path / "twin-reference" / "runs"
+    before = sorted(runs.iterdir())
+    assert len(before) == 1
+    second = twin_cli("run", "--backend", "fake", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert "the reference fabric in twin-reference" in second.stderr
+    after = sorted(runs.iterdir())
+    assert len(after) == 2 and after[0] == before[0] and (after[0] / "report.md").is_file()

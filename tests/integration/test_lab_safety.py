@@ -94,11 +94,23 @@ def test_a_left_over_twin_of_another_directory_does_not_block(
 
 HOLD = """
 import sys, time
+from pathlib import Path
 from labs import lifecycle
-with lifecycle.locked(sys.argv[1], "test"):
+with lifecycle.locked(sys.argv[1], "test", Path(sys.argv[2]) if sys.argv[2:] else None):
     print("held", flush=True)
     sys.stdin.read()
 """
+"""Holds a lab's lock (its lab directory's, given one) until its input ends."""
+
+
+def hold(name: str, lab_dir: Path | None = None) -> subprocess.Popen[bytes]:
+    """A process holding the lab's lock (`HOLD`), once it says so."""
+    where = [str(lab_dir)] if lab_dir else []
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, name, *where], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert holder.stdout and holder.stdout.readline() == b"held\n"
+    return holder
 
 
 @ROOT
@@ -108,24 +120,40 @@ def test_a_second_command_of_a_busy_lab_is_refused_in_one_line(
 ) -> None:
     name = lab_name()
     path = write_lab(tmp_path / "lab", name)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, name], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
+    holder = hold(name, path if verb in ("deploy", "run") else None)  # fake: the directory's
     try:
-        assert holder.stdout and holder.stdout.readline() == b"held\n"
         scenario = tmp_path / "s.yaml"  # the default scenario names servers the small lab lacks
         scenario.write_text("name: s\nsettle: 0\nvalidate: {bgp_health: {}}\n")
         extra = {"deploy": ["--backend", "fake"], "run": [str(scenario), "--backend", "fake"]}
         argv = [verb, str(path), *extra.get(verb, [])]
         assert cli.main(argv) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and f"lab {name} is busy" in err, err
+        assert err.count("\n") == 1 and f"lab {name}" in err and " is busy: " in err, err
         assert not (path / "state.json").exists()
     finally:
         holder.communicate(b"")
     assert not (lifecycle.RUN_ROOT / f"{lifecycle.LOCK}{name}").exists()
     with lifecycle.locked(name, "test"):  # released with its holder
         pass
+
+
+def test_same_named_copies_on_fake_take_the_lock_of_their_own_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A twin on a backend that claims no name is its lab directory's own: a command on one
+    copy of a lab does not make a copy elsewhere busy (it does the copy itself)."""
+    name = lab_name()
+    a = write_lab(tmp_path / "a", name)
+    b = Path(shutil.copytree(a, tmp_path / "b"))
+    holder = hold(name, a)
+    try:
+        assert cli.main(["deploy", str(b), "--backend", "fake"]) == 0
+        assert cli.main(["destroy", str(b)]) == 0
+        assert cli.main(["deploy", str(a), "--backend", "fake"]) == 2
+        assert f"lab {name} ({a}) is busy" in capsys.readouterr().err
+    finally:
+        holder.communicate(b"")
+        cli.main(["destroy", str(b)])
 
 
 CLAIMS = """

@@ -163,6 +163,25 @@ def test_a_bad_metrics_address_is_refused_before_anything_starts(tmp_path: Path)
     assert not (path / "state.json").exists() and twin_cli("inspect", str(path)).returncode == 2
 
 
+@pytest.mark.parametrize("verb", ["deploy", "run"])
+def test_a_metrics_port_in_use_is_refused_before_anything_starts(tmp_path: Path, verb: str) -> None:
+    import socket
+
+    path = write_lab(tmp_path / "lab", lab_name("met"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        where = f"127.0.0.1:{taken.getsockname()[1]}"
+        done = twin_cli(verb, str(path), "--backend", "fake", "--metrics", where)
+    try:
+        assert done.returncode == 2, done.stderr
+        assert f"--metrics: cannot serve on {where}" in done.stderr
+        assert not (path / "state.json").exists() and not (path / "events.jsonl").exists()
+        assert not (path / "runs").exists()
+    finally:
+        twin_cli("destroy", str(path))
+
+
 SHORT = {
     "name": "scraped",
     "settle": 0,

@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from labs import processes
+from labs.netns import frr
 from tests.conftest import (
     TWIN,
     alive,
@@ -171,4 +173,32 @@ def test_cleanup_after_sigkill_leaves_nothing(
                 if alive(pid) and (str(path) in command or f"/{name}/" in command):
                     os.kill(pid, signal.SIGKILL)
         if leftovers(name):
+            twin_cli("cleanup", name)
+
+
+def test_cleanup_by_name_after_a_destroy_killed_once_the_daemons_ended(tmp_path: Path) -> None:
+    """A destroy SIGKILLed after its first step (every daemon of the twin ended:
+    `labs.netns.lifecycle.destroy`, done here as it does it) leaves the state file saying
+    running, the run directory, the namespaces and the daemons' crash-log directories, and no
+    process: `twin cleanup LAB` by name removes them all, as nothing of the twin lives."""
+    reason = root_and_frr()
+    if reason:
+        pytest.skip(reason)
+    name = lab_name()
+    path = write_lab(tmp_path / "lab", name)
+    try:
+        assert twin_cli("deploy", str(path)).returncode == 0
+        daemons = tagged(name)
+        assert daemons
+        processes.end(daemons, name)  # what the killed destroy did
+        assert not any(alive(p) for p in daemons)
+        assert any(frr.FRR_TMP.glob(f"*.{p}") for p in daemons)
+        assert namespaces(name) and '"status": "running"' in (path / "state.json").read_text()
+        done = twin_cli("cleanup", name)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"{name}: removed "), done.stdout
+        assert leftovers(name, daemons) == [] and not (path / "state.json").exists()
+    finally:
+        if leftovers(name):
+            twin_cli("destroy", str(path))
             twin_cli("cleanup", name)

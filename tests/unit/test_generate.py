@@ -196,6 +196,32 @@ def test_running_lab_is_not_replaced(tmp_path: Path) -> None:
     assert (out / labdir.STATE_FILE).is_file()
 
 
+def test_a_lab_holds_its_design_until_the_design_changes(tmp_path: Path) -> None:
+    small = intent.load(REPO / "examples" / "small.yaml")
+    out = _generate("small", tmp_path / "lab")
+    assert labdir.holds(out, small)
+    assert not labdir.holds(out, intent.load(REPO / "examples" / "reference.yaml"))
+    assert not labdir.holds(tmp_path / "none", small)
+    design = json.loads((out / "design.json").read_text())
+    design["graph"]["nodes"][0]["address"] = "10.9.9.9/32"
+    (out / "design.json").write_text(json.dumps(design))
+    assert not labdir.holds(out, small)
+
+
+def test_a_lab_regenerated_with_keep_keeps_its_runs_logs_and_events(tmp_path: Path) -> None:
+    out = _generate("small", tmp_path / "lab")
+    (out / "runs" / "earlier").mkdir(parents=True)
+    (out / "runs" / "earlier" / "report.md").write_text("kept\n")
+    (out / "events.jsonl").write_text("{}\n")
+    (out / "configs" / "leaf1" / "frr.conf").write_text("edited\n")
+    labdir.generate(intent.load(REPO / "examples" / "small.yaml"), out, force=True, keep=True)
+    assert (out / "runs" / "earlier" / "report.md").read_text() == "kept\n"
+    assert (out / "events.jsonl").read_text() == "{}\n"
+    assert (out / "configs" / "leaf1" / "frr.conf").read_text() != "edited\n"
+    labdir.generate(intent.load(REPO / "examples" / "small.yaml"), out, force=True)
+    assert not (out / "runs").exists()
+
+
 def test_lab_reads_back_what_was_written(lab: Lab) -> None:
     design = json.loads((lab.path / "design.json").read_text())
     assert lab.figures == design["figures"]

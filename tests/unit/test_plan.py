@@ -15,7 +15,6 @@ import yaml
 from labs.netns.plan import Plan, Route, build, netns_name
 from tests.conftest import SMALL, write_lab
 from twin import labdir
-from twin.errors import LabError
 from twin.intent import fabric as intent
 from twin.labdir import Lab
 
@@ -163,13 +162,43 @@ def test_an_edited_host_file_changes_the_server(lab: Lab) -> None:
     assert server.addresses == [("nic0", "10.2.0.6/32"), ("nic1", "10.2.0.6/32")]
 
 
-def test_an_address_on_an_unwired_port_names_the_file(lab: Lab) -> None:
+def test_an_address_on_a_port_not_cabled_is_left_out(lab: Lab) -> None:
     def change(db: dict[str, Any]) -> None:
         db["INTERFACE"]["Ethernet56|192.0.2.0/31"] = {}
 
+    before = build(lab)
     edit_db(lab, "leaf1", change)
-    with pytest.raises(LabError, match=r"configs/leaf1/config_db.json: Ethernet56 is not wired"):
-        build(lab)
+    assert differences(before, build(lab)) == {}
+
+
+def test_a_peer_link_without_members_is_down_and_carries_no_vlan(lab: Lab) -> None:
+    before = build(lab)
+    peer_link = before.nodes["leaf1"].proxy_arp[0]
+
+    def change(db: dict[str, Any]) -> None:
+        db["PORTCHANNEL_MEMBER"] = {
+            k: v for k, v in db["PORTCHANNEL_MEMBER"].items() if not k.startswith("PortChannel100|")
+        }
+
+    edit_db(lab, "leaf1", change)
+    leaf1 = build(lab).nodes["leaf1"]
+    assert peer_link in leaf1.down and peer_link not in before.nodes["leaf1"].down
+    assert leaf1.proxy_arp == [] and all(dev != peer_link for dev, _ in leaf1.addresses)
+
+
+def test_a_server_port_taken_out_of_its_portchannel_is_down(lab: Lab) -> None:
+    before = build(lab)
+
+    def change(db: dict[str, Any]) -> None:
+        del db["PORTCHANNEL_MEMBER"]["PortChannel101|Ethernet0"]
+
+    edit_db(lab, "leaf1", change)
+    after = build(lab)
+    leaf1, server1 = after.nodes["leaf1"], after.nodes["server1"]
+    assert "Ethernet0" in leaf1.down and "Ethernet0" not in before.nodes["leaf1"].down
+    assert any(r.dev == "Ethernet0" for r in before.nodes["leaf1"].routes)
+    assert not any(r.dev == "Ethernet0" for r in leaf1.routes)
+    assert server1 == before.nodes["server1"]
 
 
 @pytest.fixture(scope="module")

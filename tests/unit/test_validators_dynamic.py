@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from labs.failures import Failures, Network
+from tests.conftest import SMALL
 from tests.synthetic import (
     NETNS,
     SIX,
@@ -33,13 +35,14 @@ from tests.synthetic import (
     sessions,
 )
 from twin.configs.frr_timers import Detection, neighbours
+from twin.design.graph import remote_subnets
 from twin.labdir import Lab
 from twin.model.fib import NextHop
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord
 from validators import registry
 from validators.dynamic import bgp_health, failover
-from validators.examples import edit_json
+from validators.examples import edit_json, generate
 from validators.result import Result, Status
 
 
@@ -480,6 +483,55 @@ def test_bgp_health_fails_a_missing_route(lab: Lab, run: SyntheticRun) -> None:
     result = by_scope(check("bgp_health", lab, run.write()))["routes"]
     assert result.status is Status.FAIL
     assert [(f.device, f.message) for f in result.findings] == [("leaf4", f"no route to {remote}")]
+
+
+def test_bgp_health_fails_a_twin_that_had_not_converged_at_the_start(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    fib = full_fib(lab)
+    remote = IPv4Network(lab.graph.nodes["leaf3"]["subnet"])
+    fib["leaf1"][remote] = fib["leaf1"][remote][:1]  # maximum-paths 1
+    del fib["leaf2"][remote]  # a route-map that drops the prefix
+    run.fib_start = fib
+    result = by_scope(check("bgp_health", lab, run.write()))["routes"]
+    assert result.status is Status.FAIL
+    assert [(f.device, f.message) for f in result.findings] == [
+        ("leaf1", f"{remote} has 1/2 paths at the start"),
+        ("leaf2", f"{remote} has 0/2 paths at the start"),
+    ]
+
+
+SHAPES: dict[str, dict[str, Any]] = {
+    "3-tier": {"superspines": {"count": 2}, "spines": {"count": 2, "ports": 4}},
+    "single-homed": {
+        "servers": {"count": 4, "nics": 1, "dual_homed": False},
+        "leaves": {"count": 4, "ports": 8, "uplinks_per_spine": 1},
+    },
+    "other prefix": {"servers": {"count": 4, "name_prefix": "gpu"}},
+}
+"""examples/small.yaml changed into fabrics of other shapes."""
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_bgp_health_holds_the_start_to_the_routing_models_width_on_other_shapes(
+    tmp_path: Path, shape: str
+) -> None:
+    """What a deploy waits for is what the routing model converges to on every shape: a
+    healthy start passes, and one leaf narrowed to one path fails naming it."""
+    small = yaml.safe_load(SMALL.read_text())
+    other = generate(tmp_path / "lab", {**small, "name": "shape"}, **SHAPES[shape])
+    run = SyntheticRun(other)
+    run.fib_start = Network(other, Failures()).fib
+    healthy = by_scope(check("bgp_health", other, run.write(tmp_path / "ok")))["routes"]
+    assert healthy.status is Status.PASS, healthy.reason
+    leaf = other.nodes("leaf")[-1]
+    prefix = IPv4Network(remote_subnets(other.graph, leaf)[0])
+    assert len(run.fib_start[leaf][prefix]) > 1
+    run.fib_start[leaf][prefix] = run.fib_start[leaf][prefix][:1]
+    routes = by_scope(check("bgp_health", other, run.write(tmp_path / "short")))["routes"]
+    assert [(f.device, f.message[: len(str(prefix))]) for f in routes.findings] == [
+        (leaf, str(prefix))
+    ]
 
 
 def test_bgp_health_calls_an_unexplained_down_a_flap(lab: Lab, run: SyntheticRun) -> None:

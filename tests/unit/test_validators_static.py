@@ -318,6 +318,18 @@ def session_timeout_of_two_keepalives(lab: Lab) -> None:
     mclag(lab, "leaf1", keepalive_interval="5", session_timeout="10")
 
 
+def peer_link_without_members(lab: Lab) -> None:
+    edit_json(lab, "leaf1", lambda db: db["PORTCHANNEL_MEMBER"].pop("PortChannel100|Ethernet16"))
+
+
+def peer_link_member_shut(lab: Lab) -> None:
+    edit_json(lab, "leaf2", lambda db: db["PORT"]["Ethernet16"].update(admin_status="down"))
+
+
+def server_port_out_of_its_portchannel(lab: Lab) -> None:
+    edit_json(lab, "leaf3", lambda db: db["PORTCHANNEL_MEMBER"].pop("PortChannel101|Ethernet0"))
+
+
 MLAG_BREAKS = [
     (
         wrong_peer_ip,
@@ -350,6 +362,24 @@ MLAG_BREAKS = [
         "MCLAG_DOMAIN|1",
         "session_timeout 10 s is outside 15..3600 (3 keepalives)",
     ),
+    (
+        peer_link_without_members,
+        "leaf1",
+        "PORTCHANNEL_MEMBER",
+        "peer_link PortChannel100 has no member ports",
+    ),
+    (
+        peer_link_member_shut,
+        "leaf2",
+        "PORT",
+        "peer_link PortChannel100: member port Ethernet16 admin down",
+    ),
+    (
+        server_port_out_of_its_portchannel,
+        "leaf3",
+        "PORTCHANNEL_MEMBER",
+        "PortChannel101 has no member ports",
+    ),
 ]
 
 
@@ -364,6 +394,21 @@ def test_mlag_misconfiguration_is_found_where_it_is(
     result = validate(small, ["mlag_consistency"])["mlag_consistency"][0]
     assert result.status is Status.FAIL
     assert (device, where, message) in {(f.device, f.where, f.message) for f in result.findings}
+
+
+@pytest.mark.parametrize(
+    "breaks",
+    [peer_link_without_members, server_port_out_of_its_portchannel],
+    ids=lambda b: b.__name__,
+)
+def test_a_portchannel_yang_accepts_without_members_is_judged_not_refused(
+    small: Lab, breaks: Callable[[Lab], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    breaks(small)
+    assert cli.main(["validate", str(small.path), "--only", "mlag_consistency", "yang"]) == 1
+    out = capsys.readouterr().out
+    assert "| mlag_consistency | fabric | fail | " in out and " finding" in out
+    assert "| yang | fabric | fail" not in out
 
 
 def mtu_out_of_range(lab: Lab) -> None:

@@ -42,7 +42,9 @@ def address(text: str) -> tuple[str, int]:
 def metrics(
     where: tuple[str, int] | None, lab: Lab, backend: Managed, progress: Progress
 ) -> Iterator[None]:
-    """Serve the twin's metrics inside the block when `where` is given."""
+    """Serve the twin's metrics inside the block when `where` is given: the port is taken
+    first, so a deploy inside the block starts only once it is (one it cannot take is bad
+    input, exit 2, with nothing started); scrapes before the twin is up are empty."""
     if where is None:
         yield
         return
@@ -56,16 +58,13 @@ def metrics(
         server.stop()
 
 
-def serve_until_gone(
-    where: tuple[str, int], lab: Lab, backend: Managed, progress: Progress
-) -> None:
-    """Serve the twin's metrics until it is destroyed (`twin destroy`) or Ctrl-C (which
+def until_gone(lab: Lab, backend: Managed, progress: Progress) -> None:
+    """Serve (inside `metrics`) until the twin is destroyed (`twin destroy`) or Ctrl-C (which
     leaves the twin running)."""
     sys.stdout.flush()
-    with metrics(where, lab, backend, progress):
-        progress("serving until the twin is destroyed (Ctrl-C stops serving, the twin stays)")
-        try:
-            while backend.running(lab):
-                time.sleep(2)
-        except KeyboardInterrupt:
-            progress("stopped serving metrics; the twin is still running")
+    progress("serving until the twin is destroyed (Ctrl-C stops serving, the twin stays)")
+    try:
+        while backend.running(lab):
+            time.sleep(2)
+    except KeyboardInterrupt:
+        progress("stopped serving metrics; the twin is still running")

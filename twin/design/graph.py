@@ -12,6 +12,7 @@ cable length, the PortChannel each side bundles it into, and its /31 when it is 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,26 @@ def remote_subnets(graph: nx.MultiGraph, leaf: str) -> list[str]:
     mine = graph.nodes[leaf]["subnet"]
     leaves = [n for n, role in graph.nodes(data="role") if role == "leaf"]
     return sorted({graph.nodes[n]["subnet"] for n in leaves} - {mine})
+
+
+def short_paths(graph: nx.MultiGraph, leaf: str, widths: Mapping[str, int]) -> list[str]:
+    """Each remote server subnet `leaf` does not reach over its full uplink width, given the
+    paths it holds per prefix (`widths`): what a converged fabric has, by its design.
+
+    >>> g = nx.MultiGraph()
+    >>> g.add_nodes_from([("l1", {"role": "leaf", "subnet": "10.2.0.0/27"}),
+    ...                   ("l2", {"role": "leaf", "subnet": "10.2.0.32/27"}),
+    ...                   ("s1", {"role": "spine"}), ("s2", {"role": "spine"})])
+    >>> _ = g.add_edges_from([("l1", "s1"), ("l1", "s2"), ("l2", "s1"), ("l2", "s2")])
+    >>> short_paths(g, "l1", {"10.2.0.32/27": 1})
+    ['l1: 10.2.0.32/27 has 1/2 paths']
+    """
+    width = uplink_width(graph, leaf)
+    return [
+        f"{leaf}: {subnet} has {widths.get(subnet, 0)}/{width} paths"
+        for subnet in remote_subnets(graph, leaf)
+        if widths.get(subnet, 0) != width
+    ]
 
 
 def l3_interfaces(ports: list[Port]) -> dict[str, tuple[str, list[Port]]]:

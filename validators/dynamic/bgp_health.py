@@ -1,5 +1,8 @@
 """`bgp_health`: every session Established at the end, the expected routes present, and no
-session flapping that no fault on the timeline explains.
+session flapping that no fault on the timeline explains; and at the start of the run, what a
+deploy waits for: every leaf reaches every remote server subnet over its full uplink width
+(the design's; a twin whose configs kept it from converging is judged here, naming each
+leaf and prefix).
 
 A session going down is explained when a fault touched either of its ends (a link of that
 node, the node itself, or one of its daemons) within `holdtime` + 2 s before it. Expected
@@ -11,7 +14,9 @@ from __future__ import annotations
 
 from ipaddress import IPv4Network
 
+from twin.design.graph import short_paths
 from twin.labdir import Lab
+from twin.model.fib import Routes
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord
 from validators.dynamic.failover import fault_began
@@ -47,6 +52,11 @@ def _addresses(lab: Lab) -> dict[str, str]:
     return owners
 
 
+def _widths(routes: Routes) -> dict[str, int]:
+    """Paths per prefix of one node's FIB."""
+    return {str(prefix): len(hops) for prefix, hops in routes.items()}
+
+
 @dynamic(NAME, needs={"bgp", "fib"}, max_flaps=0)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """Sessions, routes and flaps."""
@@ -67,8 +77,12 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
             {"sessions": len(sessions), "not_established": len(down)},
         )
     ]
+    missing = [
+        Finding(leaf, f"{short.partition(': ')[2]} at the start", where="FIB")
+        for leaf in lab.nodes("leaf")
+        for short in short_paths(lab.graph, leaf, _widths(obs.fib("start").get(leaf, {})))
+    ]
     fib = obs.fib("end")
-    missing = []
     loopbacks = {n: lab.graph.nodes[n]["loopback"] for n in lab.switches()}
     for leaf in lab.nodes("leaf"):
         have = {str(prefix) for prefix in fib.get(leaf, {})}
@@ -84,7 +98,8 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
             NAME,
             "routes",
             missing,
-            "every leaf has every expected route",
+            "every leaf reached every remote server subnet over its full uplink width at the "
+            "start and has every expected route at the end",
             {"missing_routes": len(missing)},
         )
     )

@@ -81,7 +81,20 @@ class _Pair:
                 self.side(switch, self.peer(switch))
             self.timers()
         self.interfaces()
+        self.empty()
         return self.findings
+
+    def empty(self) -> None:
+        """Every PortChannel of both leaves has member ports (the peer-link's is judged with
+        the domain)."""
+        for switch in (self.a, self.b):
+            link = self.entry(switch).get("peer_link")
+            members = self.wiring.members.get(switch, {})
+            for channel in self.wiring.configs[switch].get("PORTCHANNEL", {}):
+                if channel != link and channel not in members:
+                    self.add(
+                        switch, f"{channel} has no member ports", channel, "PORTCHANNEL_MEMBER"
+                    )
 
     def peer(self, switch: str) -> str:
         return self.b if switch == self.a else self.a
@@ -113,8 +126,19 @@ class _Pair:
         link = mine.get("peer_link", "")
         db = self.wiring.configs[switch]
         far = self.wiring.far(switch, link) if link else None
+        members = self.wiring.members.get(switch, {}).get(link, [])
         if link not in db.get("PORTCHANNEL", {}) and link not in db.get("PORT", {}):
             self.add(switch, f"peer_link {link or '(none)'} does not exist", link, where)
+        elif link in db.get("PORTCHANNEL", {}) and not members:
+            self.add(switch, f"peer_link {link} has no member ports", link, "PORTCHANNEL_MEMBER")
+        elif shut := [m for m in members or [link] if (switch, m) in self.wiring.admin_down]:
+            self.add(
+                switch,
+                f"peer_link {link}: member port{'s' * (len(shut) > 1)} {', '.join(shut)} "
+                "admin down",
+                link,
+                "PORT",
+            )
         elif far is None or far[0] != peer:
             self.add(switch, f"peer_link {link} is not cabled to {peer}", link, where)
         elif peer_ip is not None and not self.over(switch, peer, peer_ip, link):
@@ -220,7 +244,8 @@ def mlag_consistency(lab: Lab, params: Params) -> list[Result]:
     same id on both; each `source_ip` an address of its leaf and the other's `peer_ip`,
     reached over the `peer_link`; the peer-link exists and is cabled to the peer;
     keepalive_interval 1..60 s and session_timeout from 3 keepalives to 3600 s, alike on
-    both; every server cabled to both leaves sits on a PortChannel of the same name on each,
+    both; the peer-link and every PortChannel of the pair has member ports, the peer-link's
+    admin up; every server cabled to both leaves sits on a PortChannel of the same name on each,
     an MCLAG_INTERFACE of the domain, in the same VLANs (id and tagging), which the peer-link
     carries too.
 

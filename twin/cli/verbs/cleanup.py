@@ -56,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
             lines.append("nothing to clean up")
     removed = {}
     for name, path in chosen:
-        with lifecycle.locked(name, "cleanup"):
-            backend = registry.left_by(name, path)
+        backend = registry.left_by(name, path)
+        with backend.locked(name, path, "cleanup"):
             removed[name] = done = backend.cleanup(name, path)
         what = ", ".join(f"{n} {kind}" for kind, n in done.items()) or "nothing was left"
         lines.append(f"{name}: removed {what} ({backend.name})")

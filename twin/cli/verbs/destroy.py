@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from labs import lifecycle
 from twin.cli.options import add_backend, backend
 from twin.cli.output import add_json, emit
 from twin.labdir import Lab
@@ -23,8 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Destroy and say what was removed."""
     lab = Lab.open(args.lab)
-    with lifecycle.locked(lab.name, "destroy"):
-        removed = backend(args, lab).destroy(lab)
+    chosen = backend(args, lab)
+    with chosen.locked(lab.name, lab.path, "destroy"):
+        removed = chosen.destroy(lab)
     text = f"{lab.name}: removed " + ", ".join(f"{n} {what}" for what, n in removed.items())
     emit(args, {"lab": lab.name, "removed": removed}, text)
     return 0

@@ -1,12 +1,14 @@
 """`twin run [DIR [SCENARIO]]`: deploy if needed, play a scenario, validate and report.
 
-With no arguments: the reference fabric, generated into ./twin-reference, and the default
-scenario, played on netns (the live control plane) and then on the packet simulator, fed by
-the FIBs the live twin recorded (the data plane: PFC, ECN, buffers, collective iterations),
-one verdict over both (`twin.scenario.hybrid`); `--sim` does the same for any lab and
-scenario. The verdict includes every static validator on the lab's configs (`--no-static`
-skips them), so a static finding fails the run. A twin this command deployed is destroyed
-at the end (unless --keep); a twin that was already running is left running.
+With no arguments: the reference fabric in ./twin-reference (generated there when missing,
+regenerated only when its design is no longer the reference's, its earlier runs kept each
+time), and the default scenario, played on netns (the live control plane) and then on the
+packet simulator, fed by the FIBs the live twin recorded (the data plane: PFC, ECN, buffers,
+collective iterations), one verdict over both (`twin.scenario.hybrid`); `--sim` does the
+same for any lab and scenario. The verdict includes every static validator on the lab's
+configs (`--no-static` skips them), so a static finding fails the run. A twin this command
+deployed is destroyed at the end (unless --keep); a twin that was already running is left
+running.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import threading
 import time
 from concurrent import futures
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labs import lifecycle, registry
 from twin import labdir, outdir
@@ -33,6 +36,9 @@ from twin.scenario import hybrid
 from twin.scenario import model as scenarios
 from twin.scenario import player as runs
 from twin.verdict import report, verdict
+
+if TYPE_CHECKING:
+    from validators.result import Result
 
 HELP = "deploy if needed, play a scenario, validate, report (no arguments: the reference)"
 DEFAULTS = Path(__file__).resolve().parents[2] / "defaults"
@@ -99,29 +105,56 @@ def run(args: argparse.Namespace) -> int:
     """Play, validate, report; exit 0 only when every validator passed."""
     lab_dir: Path = args.lab or Path("twin-reference")
     if args.lab is None:
-        labdir.generate(intent.load(REFERENCE), lab_dir, str(REFERENCE), force=True)
-        progress(f"generated the reference fabric into {lab_dir}")
+        _reference(lab_dir)
     lab = Lab.open(lab_dir)
     scenario = scenarios.load(args.scenario, lab)
     if args.out:
         outdir.check(args.out)
     if args.junit:
         outdir.check_file(args.junit, "--junit")
-    with lifecycle.locked(lab.name, "run"):
-        return _run(args, lab, scenario)
-
-
-def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> int:
-    """Deploy unless running, play, destroy what was deployed here; the verdict."""
     chosen = backend(args, lab)
+    with chosen.locked(lab.name, lab.path, "run"):
+        return _run(args, lab, scenario, chosen)
+
+
+def _reference(lab_dir: Path) -> None:
+    """The reference fabric in `lab_dir`: generated when missing, regenerated (its runs, logs
+    and events kept) only when the design it holds is no longer the reference's."""
+    fabric = intent.load(REFERENCE)
+    if labdir.holds(lab_dir, fabric, str(REFERENCE)):
+        progress(f"the reference fabric in {lab_dir}")
+        return
+    made = lab_dir.exists()
+    labdir.generate(fabric, lab_dir, str(REFERENCE), force=True, keep=True)
+    progress(f"{'regenerated' if made else 'generated'} the reference fabric into {lab_dir}")
+
+
+def _run(
+    args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario, chosen: lifecycle.Managed
+) -> int:
+    """Deploy unless running, play, destroy what was deployed here; the verdict (`--metrics`
+    served from before the deploy: a port it cannot take is refused before anything starts)."""
+    with metrics(args.metrics, lab, chosen, progress):
+        run_dir, judged = _played(args, lab, scenario, chosen)
+    return _verdict(args, lab, scenario, chosen, run_dir, judged)
+
+
+def _played(
+    args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario, chosen: lifecycle.Managed
+) -> tuple[Path, dict[str, list[Result]] | None]:
+    """Deploy unless running, play, destroy what was deployed here; the run directory and
+    the static validators judged beside the play."""
     deployed = not chosen.running(lab)
     if deployed:
         with contextlib.nullcontext() if args.keep else lifecycle.transient():
             up = chosen.deploy(lab, progress, timeout=args.timeout)
-        progress(
-            f"{lab.name}: {up.nodes} nodes, {up.sessions} BGP sessions, "
-            f"converged in {up.seconds} s ({up.backend})"
-        )
+        if up.unconverged:
+            progress(f"{up.lacking()}; playing on it")
+        else:
+            progress(
+                f"{lab.name}: {up.nodes} nodes, {up.sessions} BGP sessions, "
+                f"converged in {up.seconds} s ({up.backend})"
+            )
     stop = threading.Event()
     bar = threading.Thread(target=_bar, args=(scenario.duration, stop), daemon=True)
     # a twin whose play is a computation leaves a core free: judge the static validators there
@@ -135,8 +168,7 @@ def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> in
         progress(f"playing {scenario.name} ({scenario.duration:.0f} s)")
         if sys.stderr.isatty():
             bar.start()
-        with metrics(args.metrics, lab, chosen, progress):
-            run_dir = runs.play(lab, scenario, chosen, progress=progress, out=args.out)
+        run_dir = runs.play(lab, scenario, chosen, progress=progress, out=args.out)
     finally:
         stop.set()
         if bar.is_alive():
@@ -146,9 +178,20 @@ def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> in
         if deployed and not args.keep:
             chosen.destroy(lab)
             progress(f"{lab.name}: destroyed")
+    return run_dir, static.result() if static else None
+
+
+def _verdict(
+    args: argparse.Namespace,
+    lab: Lab,
+    scenario: scenarios.Scenario,
+    chosen: lifecycle.Managed,
+    run_dir: Path,
+    judged: dict[str, list[Result]] | None,
+) -> int:
+    """The data plane on the simulator where asked, then the verdict and its reports."""
     if (args.sim or (args.lab is None and args.backend is None)) and chosen.name != "sim":
         hybrid.add_data_plane(run_dir, lab, scenario, registry.get("sim"), progress)
-    judged = static.result() if static else None
     code, results = verdict.report_run(run_dir, static=not args.no_static, judged=judged)
     if args.junit:
         shutil.copyfile(run_dir / "junit.xml", args.junit)
