@@ -54,5 +54,5 @@ def run(args: argparse.Namespace) -> int:
     )
     emit(args, {"lab": lab.name, **asdict(up)}, text)
     if args.metrics:
-        serve_until_gone(args.metrics, lab, chosen, progress)
+        serve_until_gone(args.metrics, lab, chosen, progress, args.metrics_flavour)
     return 0

@@ -135,7 +135,7 @@ def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> in
         progress(f"playing {scenario.name} ({scenario.duration:.0f} s)")
         if sys.stderr.isatty():
             bar.start()
-        with metrics(args.metrics, lab, chosen, progress):
+        with metrics(args.metrics, lab, chosen, progress, args.metrics_flavour):
             run_dir = runs.play(lab, scenario, chosen, progress=progress, out=args.out)
     finally:
         stop.set()
