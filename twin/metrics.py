@@ -104,6 +104,9 @@ class Snapshot:
     verdict: list[dict[str, Any]] | None = None
     at: float | None = None
     """The timestamp of every sample but the counters' (a run's end); None: now (live)."""
+    since: float | None = None
+    """A run's start: the simulator's counts (PFC, ECN, drops) are also exported there, at
+    0, so that `increase()` finds two samples."""
     up: bool | None = None
     """A live twin: whether its counters' last read succeeded; None for a run."""
     reads: Mapping[str, float] | None = None
@@ -207,7 +210,8 @@ def _pfc(snap: Snapshot) -> Iterator[Metric]:
         family = CounterMetricFamily(name, text, labels=["switch", "port", label])
         for r in rows:
             labels = [*_port(str(r["port"])), str(r["priority"])]
-            family.add_metric(labels, float(r[field]), timestamp=snap.at)
+            for t, value in _counted(snap, float(r[field])):
+                family.add_metric(labels, value, timestamp=t)
         yield family
     drops = CounterMetricFamily(
         "sonic_port_dropped_packets",
@@ -217,8 +221,17 @@ def _pfc(snap: Snapshot) -> Iterator[Metric]:
     for r in rows:
         for reason, n in sorted(r["drops"].items()):
             labels = [*_port(str(r["port"])), str(r["priority"]), reason]
-            drops.add_metric(labels, float(n), timestamp=snap.at)
+            for t, value in _counted(snap, float(n)):
+                drops.add_metric(labels, value, timestamp=t)
     yield drops
+
+
+def _counted(snap: Snapshot, total: float) -> list[tuple[float | None, float]]:
+    """A count over a run: 0 at its start (when in another millisecond), the total at its
+    end; live, the total now."""
+    if snap.since is None or snap.at is None or round(snap.at * 1e3) <= round(snap.since * 1e3):
+        return [(snap.at, total)]
+    return [(snap.since, 0.0), (snap.at, total)]
 
 
 def _bgp(sessions: list[Session], at: float | None) -> Iterator[Metric]:
@@ -422,6 +435,7 @@ def of_run(obs: Observations, lab: Lab, epoch: float | None = None) -> Snapshot:
         watermarks=watermarks,
         verdict=_json_results(report) if report.exists() else None,
         at=max([float(obs.run["ended"]) + shift, *(t for t, _ in counters)]),
+        since=started + shift,
     )
 
 

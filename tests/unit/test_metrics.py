@@ -71,7 +71,7 @@ def test_a_live_run_exports_every_sample_timestamped_and_grouped_by_series(lab: 
     assert any(n == "sonic_bgp_session_established" for n, _ in series)
 
 
-def test_a_hybrid_run_exports_the_simulators_counts_at_the_runs_end(lab: Lab) -> None:
+def test_a_hybrid_run_exports_the_simulators_counts_over_the_run(lab: Lab) -> None:
     obs = live_run(lab, "hybrid")
     leaf, ports = next(iter(uplinks(lab).items()))
     row = {
@@ -88,8 +88,9 @@ def test_a_hybrid_run_exports_the_simulators_counts_at_the_runs_end(lab: Lab) ->
     (obs.path / "queues.json").write_text(json.dumps(queues))
     series = assert_loadable(openmetrics(of_run(Observations.open(obs.path), lab)).decode())
     labels = (("port", ports[0]), ("priority", "3"), ("switch", leaf))
-    ended = float(obs.run["ended"])
-    assert series[("sonic_pfc_pause_frames_sent_total", labels)] == [(ended, 7.0)]
+    started, ended = float(obs.run["started"]), float(obs.run["ended"])
+    counted = [(started, 0.0), (ended, 7.0)]  # from 0 at the start: increase() has two samples
+    assert series[("sonic_pfc_pause_frames_sent_total", labels)] == counted
     watermark = (("port", ports[0]), ("queue", "3"), ("switch", leaf))
     assert series[("sonic_queue_watermark_bytes", watermark)] == [(ended, 900.0)]
 
