@@ -14,13 +14,16 @@ prometheus_client is imported here only, by the verbs that serve or export metri
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -290,9 +293,9 @@ class Source(Protocol):
 class Live(Collector):
     """A running twin's metrics, read in the background (`start`): its counters every
     COUNTERS_S, its BGP sessions and its FIBs every ROUTING_S, each part by its own thread,
-    so that a scrape only serialises what was last read and never waits on the twin. A part
-    whose read fails (the twin destroyed) is dropped: a scrape then has `twin_up 0` and none
-    of its values."""
+    which also renders the exposition after its read, so that a scrape only sends bytes
+    already made and never waits on the twin. A part whose read fails (the twin destroyed)
+    is dropped: a scrape then has `twin_up 0` and none of its values."""
 
     def __init__(self, lab: Lab, backend: Source, flavour: str = "twin") -> None:
         self.lab, self.backend, self.flavour = lab, backend, flavour
@@ -303,6 +306,9 @@ class Live(Collector):
         self._up = False
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._registry = CollectorRegistry(auto_describe=False)
+        self._registry.register(self)
+        self._rendered = self._render()
 
     def start(self) -> None:
         """Read the counters once (a first scrape has them), then keep every part the
@@ -344,10 +350,29 @@ class Live(Collector):
             with self._lock:
                 self._parts.pop(part, None)
                 self._up = self._up if part != "counters" else False
-            return
+        else:
+            with self._lock:
+                self._parts[part] = (began, value)
+                self._up = self._up if part != "counters" else True
+        rendered = self._render()
         with self._lock:
-            self._parts[part] = (began, value)
-            self._up = self._up if part != "counters" else True
+            self._rendered = rendered
+
+    def _render(self) -> dict[bool, tuple[bytes, str]]:
+        """The exposition of the twin as last read: OpenMetrics (True) and Prometheus's text
+        format (False) -> (body, content type)."""
+        from prometheus_client import exposition
+        from prometheus_client.openmetrics import exposition as om
+
+        return {
+            True: (om.generate_latest(self._registry), om.CONTENT_TYPE_LATEST),
+            False: (exposition.generate_latest(self._registry), exposition.CONTENT_TYPE_LATEST),
+        }
+
+    def exposition(self, openmetrics: bool) -> tuple[bytes, str]:
+        """What a scrape is answered: (body, content type) of the twin as last read."""
+        with self._lock:
+            return self._rendered[openmetrics]
 
     def snapshot(self) -> Snapshot:
         """The twin as last read (what a scrape serialises)."""
@@ -367,8 +392,30 @@ class Live(Collector):
         )
 
     def collect(self) -> Iterable[Metric]:
-        """Called by prometheus_client at each scrape."""
+        """Called by prometheus_client when rendering."""
         return families(self.snapshot(), self.flavour)
+
+
+class _Scrape(BaseHTTPRequestHandler):
+    """GET /metrics: the live twin's exposition as last rendered, OpenMetrics when the
+    scraper accepts it (as prometheus_client's own handler chooses)."""
+
+    live: Live
+
+    def do_GET(self) -> None:
+        if urlsplit(self.path).path != "/metrics":
+            self.send_error(404)
+            return
+        accept = self.headers.get("Accept", "")
+        body, kind = self.live.exposition("application/openmetrics-text" in accept)
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: no line per scrape on stderr."""
 
 
 class Server:
@@ -377,18 +424,22 @@ class Server:
     def __init__(
         self, lab: Lab, backend: Source, host: str, port: int, flavour: str = "twin"
     ) -> None:
-        from prometheus_client import start_http_server
-
         self.live = Live(lab, backend, flavour)
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(self.live)
+        handler = type("Scrape", (_Scrape,), {"live": self.live})
+
+        class Http(ThreadingHTTPServer):
+            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            daemon_threads = True
+
         try:
-            self._server, self._thread = start_http_server(port, addr=host, registry=registry)
+            self._server = Http((host, port), handler)
         except OSError as exc:
             raise InputError(
                 "--metrics", "", f"cannot serve on {host}:{port}: {exc.strerror}"
             ) from None
         self.live.start()
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
         self.url = f"http://{host}:{self._server.server_port}/metrics"
 
     def stop(self) -> None:

@@ -10,7 +10,6 @@ from ipaddress import IPv4Network
 
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
-from prometheus_client.registry import CollectorRegistry
 
 from labs.backend import COUNTER_FIELDS, Observer, Session
 from tests.synthetic import SyntheticRun, generate_lab, uplinks
@@ -218,19 +217,16 @@ class Twin:
 
 
 def scrape(live: Live) -> Series:
-    from prometheus_client.openmetrics.exposition import generate_latest
-
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(live)
-    return parse(generate_latest(registry).decode())
+    """What a scrape accepting OpenMetrics is answered (`twin.metrics.Server`)."""
+    body, kind = live.exposition(True)
+    assert kind.startswith("application/openmetrics-text")
+    return parse(body.decode())
 
 
 def test_a_scrape_serves_the_counters_while_bgp_and_fib_reads_block(lab: Lab) -> None:
     released = threading.Event()
     live = Live(lab, Twin(Reads(released)))
-    start = getattr(live, "start", None)  # main: no background reads, a scrape reads them all
-    if start is not None:
-        start()
+    live.start()
     try:
         got = scrape(live)
         tx = (
