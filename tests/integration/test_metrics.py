@@ -20,6 +20,7 @@ import urllib.request
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -36,6 +37,8 @@ from twin.scenario.observations import Observations
 TWIN = Path(sys.executable).with_name("twin")
 REPO = Path(__file__).parents[2]
 DASHBOARD = REPO / "examples" / "grafana" / "fabric-twin.json"
+FLAVOUR = ("--metrics-flavour", "sonic-exporter")
+"""The dashboard's (docs/metrics.md)."""
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
@@ -189,9 +192,10 @@ def test_the_example_prometheus_config_is_valid() -> None:
 
 class Prometheus:
     """The real Prometheus serving a TSDB directory on 127.0.0.1 behind basic auth (no other
-    local user reads it without the password), until `stop`."""
+    local user reads it without the password), scraping `target` (HOST:PORT) every second
+    when given, until `stop`."""
 
-    def __init__(self, db: Path, work: Path) -> None:
+    def __init__(self, db: Path, work: Path, target: str | None = None) -> None:
         with warnings.catch_warnings():  # crypt: deprecated, the one bcrypt at hand
             warnings.simplefilter("ignore", DeprecationWarning)
             import crypt
@@ -199,7 +203,11 @@ class Prometheus:
         password = secrets.token_hex(16)
         hashed = crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH))
         (work / "web.yml").write_text(yaml.safe_dump({"basic_auth_users": {"twin": hashed}}))
-        (work / "prometheus.yml").write_text("global: {}\n")
+        config: dict[str, object] = {"global": {"scrape_interval": "1s"}}
+        if target is not None:
+            job = {"job_name": "fabric-twin", "static_configs": [{"targets": [target]}]}
+            config["scrape_configs"] = [job]
+        (work / "prometheus.yml").write_text(yaml.safe_dump(config))
         self.url = f"http://127.0.0.1:{free_port()}"
         token = base64.b64encode(f"twin:{password}".encode()).decode()
         self.auth = {"Authorization": f"Basic {token}"}
@@ -231,12 +239,12 @@ class Prometheus:
             body: bytes = answer.read()
             return body
 
-    def query(self, expr: str, at: float) -> list[dict[str, object]]:
+    def query(self, expr: str, at: float) -> list[dict[str, Any]]:
         """An instant query's result vector at `at` (its HTTP API, /api/v1/query)."""
         args = urllib.parse.urlencode({"query": expr, "time": f"{at:.3f}"})
         answer = json.loads(self.get(f"/api/v1/query?{args}"))
         assert answer["status"] == "success", answer
-        result: list[dict[str, object]] = answer["data"]["result"]
+        result: list[dict[str, Any]] = answer["data"]["result"]
         return result
 
     def stop(self) -> None:
@@ -254,7 +262,7 @@ def prometheus(
     db, ends = tmp_path / "db", {}
     for kind, obs in (("simulator", sim_run), ("live", live_runs[1])):
         out = tmp_path / f"{kind}.om"
-        text = export(obs.path, out, "--metrics-flavour", "sonic-exporter")
+        text = export(obs.path, out, *FLAVOUR)
         assert backfill(out, db) > 0
         (info,) = (s for f in samples_of(text) for s in f.samples if s.name == "twin_info")
         assert info.timestamp is not None
@@ -283,7 +291,7 @@ def test_prometheus_answers_each_dashboard_query_from_the_run_its_panel_names(
             assert served.query(expr, ends[kind]), (panel["title"], kind)
     (ecmp,) = (p for p in json.loads(DASHBOARD.read_text())["panels"] if "ECMP" in p["title"])
     expr = ecmp["targets"][0]["expr"].replace("$switch", ".*")
-    widths = {r["metric"]["switch"]: r["value"][1] for r in served.query(expr, ends["live"])}  # type: ignore[index]
+    widths = {r["metric"]["switch"]: r["value"][1] for r in served.query(expr, ends["live"])}
     assert widths["leaf1"] == "1" and widths["leaf2"] == "2"  # an uplink lost: width 1, kept
 
 
@@ -329,6 +337,37 @@ def test_deploy_serves_metrics_until_the_twin_is_destroyed(tmp_path: Path) -> No
         _, err = serving.communicate(timeout=30)
     assert serving.returncode == 0, err
     assert f"metrics of {Lab.open(path).name} on http://{where}/metrics" in err
+
+
+def test_prometheus_scrapes_a_live_twin_in_the_dashboards_flavour(tmp_path: Path) -> None:
+    path = write_lab(tmp_path / "lab", lab_name("met"))
+    where = f"127.0.0.1:{free_port()}"
+    serving = subprocess.Popen(
+        [str(TWIN), "deploy", str(path), "--backend", "fake", "--metrics", where, *FLAVOUR],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        served = Prometheus(tmp_path / "db", tmp_path, where)
+        try:
+            widths: list[dict[str, Any]] = []
+            for _ in range(300):  # until it has scraped the twin (FIBs read in the background)
+                widths = served.query("sonic_route_ecmp_width", time.time())
+                if widths:
+                    break
+                time.sleep(0.2)
+            assert widths, served.log.read_text()
+            now = time.time()
+            for expr in ('up{job="fabric-twin"}', "twin_up", 'twin_info{backend="fake"}'):
+                assert [r["value"][1] for r in served.query(expr, now)] == ["1"], expr
+            assert {r["metric"]["switch"] for r in widths} == set(Lab.open(path).switches())
+        finally:
+            served.stop()
+    finally:
+        twin_cli("destroy", str(path))
+        _, err = serving.communicate(timeout=30)
+    assert serving.returncode == 0, err
 
 
 def test_a_bad_metrics_address_is_refused_before_anything_starts(tmp_path: Path) -> None:
