@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Install everything fabric twin needs on Debian 12, as root: system packages (FRR, iproute2,
-# iptables, tcpdump, tcpreplay, libyang, graphviz for `twin graph`) and a virtual environment
-# .venv with the project.
+# iptables, tcpdump, tcpreplay, libyang, graphviz for `twin graph`, prometheus and promtool for
+# the metrics tests) and a virtual environment .venv with the project.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(frr iproute2 iptables nftables tcpdump tcpreplay iputils-ping procps
-          libyang2-dev gcc python3-venv python3-dev graphviz)
+          libyang2-dev gcc python3-venv python3-dev graphviz prometheus)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -15,6 +15,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
+    # the package starts a server on every interface's :9090; the tests start their own
+    systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
 fi
 
 if [ ! -x .venv/bin/python ]; then

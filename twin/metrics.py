@@ -4,7 +4,8 @@ observations in the OpenMetrics text format (`twin report --openmetrics`).
 
 Names follow SONiC's counters as its Prometheus exporters publish them (`sonic_` prefix;
 COUNTERS_DB's port, PFC, queue and priority-group counters and watermarks), labelled by
-`switch`, `port` and `priority`, `queue` or `pg`. What a backend cannot observe is absent,
+`switch`, `port` and `priority`, `queue` or `pg`; the `sonic-exporter` flavour renames them as
+the common SONiC exporter writes them (`FLAVOURS`). What a backend cannot observe is absent,
 never zero: a live netns twin has no PFC or queues; a simulator run has no BGP.
 
 prometheus_client is imported here only, by the verbs that serve or export metrics.
@@ -12,20 +13,23 @@ prometheus_client is imported here only, by the verbs that serve or export metri
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from ipaddress import IPv4Network
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from labs.backend import COUNTER_FIELDS, Session
-from labs.lifecycle import Managed
+from labs.backend import COUNTER_FIELDS, Observer, Session
 from twin.errors import InputError
 from twin.labdir import Lab
 from twin.model.fib import Fib
@@ -50,6 +54,41 @@ PFC_METRICS = {
 """pfc.json fields -> (counter metric, help), per switch, port and priority."""
 
 
+EXPORTER: dict[str, tuple[str, str, dict[str, str]]] = {
+    "sonic_interface_receive_packets": (
+        "sonic_interface_receive_packets",
+        "counter",
+        {"method": "ucast"},
+    ),
+    "sonic_interface_transmit_packets": (
+        "sonic_interface_transmit_packets",
+        "counter",
+        {"method": "ucast"},
+    ),
+    "sonic_interface_receive_dropped_packets": (
+        "sonic_interface_receive_errs",
+        "counter",
+        {"type": "discard"},
+    ),
+    "sonic_interface_transmit_dropped_packets": (
+        "sonic_interface_transmit_errs",
+        "counter",
+        {"type": "discard"},
+    ),
+    "sonic_queue_watermark_bytes": (
+        "sonic_queue_watermark_bytes",
+        "counter",
+        {"type": "persistent", "watermark": "shared"},
+    ),
+}
+"""The `sonic-exporter` flavour: a twin metric -> the name, type and added labels the common
+SONiC exporter (vinted/sonic-exporter, internal/collector/interface_collector.go and
+queue_collector.go) gives the same counter; every `port` label becomes its `device`."""
+
+FLAVOURS = ("twin", "sonic-exporter")
+"""Names and labels: the twin's own (docs/metrics.md), or the common SONiC exporter's."""
+
+
 @dataclass
 class Snapshot:
     """What the metrics are made of, whichever source: a live twin now, or a run."""
@@ -61,15 +100,30 @@ class Snapshot:
     """(timestamp or None, `node:port` -> COUNTER_FIELDS values) in time order."""
     sessions: list[Session] | None = None
     fib: Fib | None = None
-    subnets: tuple[str, ...] = ()
+    subnets: Mapping[str, tuple[str, ...]] | None = None
+    """Per switch, the server subnets it routes to (not its own: a connected route)."""
     pfc: list[dict[str, Any]] | None = None
     watermarks: dict[str, dict[str, dict[str, int]]] | None = None
     """'queues'/'pgs' -> `node:port` -> index -> the highest occupancy in bytes."""
     verdict: list[dict[str, Any]] | None = None
+    at: float | None = None
+    """The timestamp of every sample but the counters' (a run's end); None: now (live)."""
+    since: float | None = None
+    """A run's start: the simulator's counts (PFC, ECN, drops) are also exported there, at
+    0, so that `increase()` finds two samples."""
+    up: bool | None = None
+    """A live twin: whether its counters' last read succeeded; None for a run."""
+    reads: Mapping[str, float] | None = None
+    """A live twin: part ('counters', 'bgp', 'fib') -> when its values were read (seconds
+    since the epoch, when the read began)."""
 
 
-CACHE_S = 1.0
-"""Seconds a live snapshot is served again (a dashboard's panels scrape together)."""
+COUNTERS_S = 1.0
+"""Seconds between two reads of a live twin's counters."""
+
+ROUTING_S = 5.0
+"""Seconds between two reads of a live twin's BGP sessions, and of its FIBs (vtysh and
+`ip route` in every switch: slower reads, slower changes)."""
 
 
 def _port(key: str) -> tuple[str, str]:
@@ -77,21 +131,52 @@ def _port(key: str) -> tuple[str, str]:
     return node, port
 
 
-def families(snap: Snapshot) -> Iterator[Metric]:
-    """The metric families of a snapshot."""
+def families(snap: Snapshot, flavour: str = "twin") -> Iterator[Metric]:
+    """The metric families of a snapshot, with the names and labels of `flavour`; each
+    family holds all its series, and each series its samples in time order."""
+    for metric in _families(snap):
+        yield metric if flavour == "twin" else _as_exporter(metric)
+
+
+def _as_exporter(metric: Metric) -> Metric:
+    name, kind, added = EXPORTER.get(metric.name, (metric.name, metric.type, {}))
+    renamed = Metric(name, metric.documentation, kind)
+    suffix = "_total" if kind == "counter" else ""
+    for s in metric.samples:
+        labels = {("device" if k == "port" else k): v for k, v in s.labels.items()}
+        renamed.add_sample(name + suffix, {**labels, **added}, s.value, s.timestamp)
+    return renamed
+
+
+def _families(snap: Snapshot) -> Iterator[Metric]:
+    at = snap.at
     info = GaugeMetricFamily(
         "twin_info", "the twin the metrics come from", labels=["lab", "backend"]
     )
-    info.add_metric([snap.lab, snap.backend], 1)
+    info.add_metric([snap.lab, snap.backend], 1, timestamp=at)
     yield info
+    if snap.up is not None:
+        up = GaugeMetricFamily("twin_up", "1 when the twin's counters were last read")
+        up.add_metric([], 1 if snap.up else 0)
+        yield up
+    if snap.reads is not None:
+        reads = GaugeMetricFamily(
+            "twin_read_timestamp_seconds",
+            "when the values of a part (counters, bgp, fib) were read",
+            labels=["part"],
+        )
+        for part, began in sorted(snap.reads.items()):
+            reads.add_metric([part], began)
+        yield reads
+    keys = sorted({k for _, sample in snap.counters for k in sample})
+    keys = [k for k in keys if _port(k)[0] in snap.switches]
     for i, field in enumerate(COUNTER_FIELDS):
         name, text = PORT_METRICS[field]
         family = CounterMetricFamily(name, text, labels=["switch", "port"])
-        for t, sample in snap.counters:
-            for key, values in sorted(sample.items()):
-                node, port = _port(key)
-                if node in snap.switches:
-                    family.add_metric([node, port], values[i], timestamp=t)
+        for key in keys:
+            for when, sample in snap.counters:
+                if key in sample:
+                    family.add_metric([*_port(key)], sample[key][i], timestamp=when)
         yield family
     if snap.pfc is not None:
         yield from _pfc(snap)
@@ -103,10 +188,10 @@ def families(snap: Snapshot) -> Iterator[Metric]:
             )
             for key, by_index in sorted(snap.watermarks.get(kind, {}).items()):
                 for index, peak in sorted(by_index.items()):
-                    peaks.add_metric([*_port(key), str(index)], peak)
+                    peaks.add_metric([*_port(key), str(index)], peak, timestamp=at)
             yield peaks
     if snap.sessions is not None:
-        yield from _bgp(snap.sessions)
+        yield from _bgp(snap.sessions, at)
     if snap.fib is not None:
         yield _ecmp(snap)
     if snap.verdict is not None:
@@ -118,7 +203,7 @@ def families(snap: Snapshot) -> Iterator[Metric]:
         for r in snap.verdict:
             value = {"pass": 1, "fail": 0}.get(str(r["status"]), -1)
             if r["status"] != "info":
-                passed.add_metric([str(r["validator"]), str(r["scope"])], value)
+                passed.add_metric([str(r["validator"]), str(r["scope"])], value, timestamp=at)
         yield passed
 
 
@@ -128,7 +213,9 @@ def _pfc(snap: Snapshot) -> Iterator[Metric]:
         label = "queue" if field == "ecn_marks" else "priority"
         family = CounterMetricFamily(name, text, labels=["switch", "port", label])
         for r in rows:
-            family.add_metric([*_port(str(r["port"])), str(r["priority"])], float(r[field]))
+            labels = [*_port(str(r["port"])), str(r["priority"])]
+            for t, value in _counted(snap, float(r[field])):
+                family.add_metric(labels, value, timestamp=t)
         yield family
     drops = CounterMetricFamily(
         "sonic_port_dropped_packets",
@@ -137,11 +224,21 @@ def _pfc(snap: Snapshot) -> Iterator[Metric]:
     )
     for r in rows:
         for reason, n in sorted(r["drops"].items()):
-            drops.add_metric([*_port(str(r["port"])), str(r["priority"]), reason], float(n))
+            labels = [*_port(str(r["port"])), str(r["priority"]), reason]
+            for t, value in _counted(snap, float(n)):
+                drops.add_metric(labels, value, timestamp=t)
     yield drops
 
 
-def _bgp(sessions: list[Session]) -> Iterator[Metric]:
+def _counted(snap: Snapshot, total: float) -> list[tuple[float | None, float]]:
+    """A count over a run: 0 at its start (when in another millisecond), the total at its
+    end; live, the total now."""
+    if snap.since is None or snap.at is None or round(snap.at * 1e3) <= round(snap.since * 1e3):
+        return [(snap.at, total)]
+    return [(snap.since, 0.0), (snap.at, total)]
+
+
+def _bgp(sessions: list[Session], at: float | None) -> Iterator[Metric]:
     up = GaugeMetricFamily(
         "sonic_bgp_session_established",
         "1 when the BGP session is Established",
@@ -153,79 +250,202 @@ def _bgp(sessions: list[Session]) -> Iterator[Metric]:
         labels=["switch", "peer", "peer_name"],
     )
     for s in sessions:
-        up.add_metric([s.node, s.peer, s.name], 1 if s.state == "Established" else 0)
-        prefixes.add_metric([s.node, s.peer, s.name], s.prefixes)
+        labels = [s.node, s.peer, s.name]
+        up.add_metric(labels, 1 if s.state == "Established" else 0, timestamp=at)
+        prefixes.add_metric(labels, s.prefixes, timestamp=at)
     yield up
     yield prefixes
 
 
 def _ecmp(snap: Snapshot) -> Metric:
-    text = "next hops of the route to a server subnet"
+    text = "next hops of the route to another leaf's server subnet"
     family = GaugeMetricFamily("sonic_route_ecmp_width", text, labels=["switch", "prefix"])
     for node, routes in sorted((snap.fib or {}).items()):
-        if node not in snap.switches:
-            continue
-        for subnet in snap.subnets:
-            family.add_metric([node, subnet], len(routes.get(IPv4Network(subnet), ())))
+        for subnet in (snap.subnets or {}).get(node, ()):
+            width = len(routes.get(IPv4Network(subnet), ()))
+            family.add_metric([node, subnet], width, timestamp=snap.at)
     return family
 
 
-def _subnets(lab: Lab) -> tuple[str, ...]:
-    return tuple(sorted({str(lab.graph.nodes[n]["subnet"]) for n in lab.nodes("leaf")}))
+def _subnets(lab: Lab) -> dict[str, tuple[str, ...]]:
+    """Per switch, the server subnets of the leaves but its own."""
+    subnets = {n: str(lab.graph.nodes[n]["subnet"]) for n in lab.nodes("leaf")}
+    return {s: tuple(sorted(set(subnets.values()) - {subnets.get(s, "")})) for s in lab.switches()}
+
+
+class Source(Protocol):
+    """What a live endpoint reads: the backend of a running twin (`labs.lifecycle.Managed`)."""
+
+    @property
+    def name(self) -> str:
+        """The backend's name."""
+        ...
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What it observes ('bgp', 'fib', ...)."""
+        ...
+
+    def observer(self, lab: Lab) -> Observer:
+        """A reader of the running twin's state."""
+        ...
 
 
 class Live(Collector):
-    """A running twin's metrics, read from its backend at each scrape (at most once every
-    CACHE_S: a scrape within it gets the same values; a scrape's counters were read at most
-    CACHE_S before it was asked, however long BGP and the FIBs then took to read)."""
+    """A running twin's metrics, read in the background (`start`): its counters every
+    COUNTERS_S, its BGP sessions and its FIBs every ROUTING_S, each part by its own thread,
+    which also renders the exposition after its read, so that a scrape only sends bytes
+    already made and never waits on the twin. A part whose read fails (the twin destroyed)
+    is dropped: a scrape then has `twin_up 0` and none of its values."""
 
-    def __init__(self, lab: Lab, backend: Managed) -> None:
-        self.lab, self.backend = lab, backend
+    def __init__(self, lab: Lab, backend: Source, flavour: str = "twin") -> None:
+        self.lab, self.backend, self.flavour = lab, backend, flavour
+        self.switches, self.subnets = set(lab.switches()), _subnets(lab)
         self._lock = threading.Lock()
-        self._last: tuple[float, Snapshot] | None = None
+        self._parts: dict[str, tuple[float, Any]] = {}
+        """part -> (when its read began, seconds since the epoch; what it read)."""
+        self._up = False
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._registry = CollectorRegistry(auto_describe=False)
+        self._registry.register(self)
+        self._rendered = self._render()
+
+    def start(self) -> None:
+        """Read the counters once (a first scrape has them), then keep every part the
+        backend observes fresh in the background until `stop`."""
+        every = {"counters": COUNTERS_S, "bgp": ROUTING_S, "fib": ROUTING_S}
+        parts = [p for p in every if p == "counters" or p in self.backend.capabilities]
+        with contextlib.suppress(Exception):  # not deployed yet: read once it is
+            self._read("counters", self.backend.observer(self.lab))
+        for part in parts:
+            first = every[part] if part == "counters" else 0.0
+            thread = threading.Thread(
+                target=self._keep, args=(part, every[part], first), daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        """Stop reading (a read under way is not waited for beyond a second)."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=1)
+
+    def _keep(self, part: str, every: float, first: float) -> None:
+        observer: Observer | None = None
+        if self._stop.wait(first):
+            return
+        while True:
+            read = time.monotonic()
+            try:  # the server may start before the twin is deployed (its port taken first)
+                observer = observer or self.backend.observer(self.lab)
+            except Exception:
+                observer = None
+            else:
+                self._read(part, observer)
+            if self._stop.wait(max(0.0, read + every - time.monotonic())):
+                return
+
+    def _read(self, part: str, observer: Observer) -> None:
+        began = time.time()
+        reader = {"counters": observer.counters, "bgp": observer.bgp, "fib": observer.fib}
+        try:
+            value: Any = reader[part]()
+        except Exception:  # the twin torn down, or a read it refused: no values, not stale ones
+            with self._lock:
+                self._parts.pop(part, None)
+                self._up = self._up if part != "counters" else False
+        else:
+            with self._lock:
+                self._parts[part] = (began, value)
+                self._up = self._up if part != "counters" else True
+        rendered = self._render()
+        with self._lock:
+            self._rendered = rendered
+
+    def _render(self) -> dict[bool, tuple[bytes, str]]:
+        """The exposition of the twin as last read: OpenMetrics (True) and Prometheus's text
+        format (False) -> (body, content type)."""
+        from prometheus_client import exposition
+        from prometheus_client.openmetrics import exposition as om
+
+        return {
+            True: (om.generate_latest(self._registry), om.CONTENT_TYPE_LATEST),
+            False: (exposition.generate_latest(self._registry), exposition.CONTENT_TYPE_LATEST),
+        }
+
+    def exposition(self, openmetrics: bool) -> tuple[bytes, str]:
+        """What a scrape is answered: (body, content type) of the twin as last read."""
+        with self._lock:
+            return self._rendered[openmetrics]
 
     def snapshot(self) -> Snapshot:
-        """The twin now (cached for CACHE_S)."""
+        """The twin as last read (what a scrape serialises)."""
         with self._lock:
-            if self._last is None or time.monotonic() - self._last[0] > CACHE_S:
-                observer = self.backend.observer(self.lab)
-                capabilities = set(getattr(self.backend, "capabilities", ()))
-                read = time.monotonic()  # the values' age counts from here, not from the end
-                counters = observer.counters()
-                snap = Snapshot(
-                    self.lab.name,
-                    self.backend.name,
-                    set(self.lab.switches()),
-                    [(None, {k: [float(v) for v in vs] for k, vs in counters.items()})],
-                    sessions=observer.bgp() if "bgp" in capabilities else None,
-                    fib=observer.fib() if "fib" in capabilities else None,
-                    subnets=_subnets(self.lab),
-                )
-                self._last = (read, snap)
-            return self._last[1]
+            parts, up = dict(self._parts), self._up
+        counters: dict[str, list[int]] = parts["counters"][1] if "counters" in parts else {}
+        return Snapshot(
+            self.lab.name,
+            self.backend.name,
+            self.switches,
+            [(None, {k: [float(v) for v in vs] for k, vs in counters.items()})],
+            sessions=parts["bgp"][1] if "bgp" in parts else None,
+            fib=parts["fib"][1] if "fib" in parts else None,
+            subnets=self.subnets,
+            up=up,
+            reads={part: began for part, (began, _) in parts.items()},
+        )
 
     def collect(self) -> Iterable[Metric]:
-        """Called by prometheus_client at each scrape."""
-        try:
-            yield from families(self.snapshot())
-        except Exception:  # a twin torn down between scrapes: an empty scrape
+        """Called by prometheus_client when rendering."""
+        return families(self.snapshot(), self.flavour)
+
+
+class _Scrape(BaseHTTPRequestHandler):
+    """GET /metrics: the live twin's exposition as last rendered, OpenMetrics when the
+    scraper accepts it (as prometheus_client's own handler chooses)."""
+
+    live: Live
+
+    def do_GET(self) -> None:
+        if urlsplit(self.path).path != "/metrics":
+            self.send_error(404)
             return
+        accept = self.headers.get("Accept", "")
+        body, kind = self.live.exposition("application/openmetrics-text" in accept)
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: no line per scrape on stderr."""
 
 
 class Server:
     """The HTTP endpoint serving a live twin's metrics (`/metrics`), until `stop`."""
 
-    def __init__(self, lab: Lab, backend: Managed, host: str, port: int) -> None:
-        from prometheus_client import start_http_server
+    def __init__(
+        self, lab: Lab, backend: Source, host: str, port: int, flavour: str = "twin"
+    ) -> None:
+        self.live = Live(lab, backend, flavour)
+        handler = type("Scrape", (_Scrape,), {"live": self.live})
 
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(Live(lab, backend))
+        class Http(ThreadingHTTPServer):
+            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            daemon_threads = True
+
         try:
-            self._server, self._thread = start_http_server(port, addr=host, registry=registry)
+            self._server = Http((host, port), handler)
         except OSError as exc:
             raise InputError(
                 "--metrics", "", f"cannot serve on {host}:{port}: {exc.strerror}"
             ) from None
+        self.live.start()
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
         self.url = f"http://{host}:{self._server.server_port}/metrics"
 
     def stop(self) -> None:
@@ -233,17 +453,23 @@ class Server:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+        self.live.stop()
 
 
-def of_run(obs: Observations, lab: Lab) -> Snapshot:
-    """A run's observations (and its verdict when reported) as a snapshot: every counter
-    sample with its time (live clocks only; a simulator's own clock has no date), the last
-    BGP sessions and FIB, and what the simulator counted."""
-    live = float(obs.run["started"]) > 1e9
-    samples = obs.counters["samples"]
-    counters = [(float(s["t"]) if live else None, s["c"]) for s in samples]
-    if not live:
-        counters = counters[-1:]
+def of_run(obs: Observations, lab: Lab, epoch: float | None = None) -> Snapshot:
+    """A run's observations (and its verdict when reported) as a snapshot, every sample
+    timestamped: the counters at their sample times, everything else (the last BGP sessions
+    and FIB, what the simulator counted, the verdict) at the run's end. A live or hybrid run
+    is on its own clock; a simulator run's seconds start at `epoch` (default: when its
+    run.json was written). Prometheus keeps milliseconds: of the samples within one, the
+    last."""
+    started = float(obs.run["started"])
+    shift = 0.0
+    if started < 1e9:  # a simulator's own clock, with no date
+        written = (obs.path / "run.json").stat().st_mtime
+        shift = (written if epoch is None else epoch) - started
+    by_ms = {round((float(s["t"]) + shift) * 1e3): s for s in obs.counters["samples"]}
+    counters = [(ms / 1e3, s["c"]) for ms, s in by_ms.items()]
     occupancy = obs.extra("queues")
     watermarks = None
     if occupancy:
@@ -265,6 +491,8 @@ def of_run(obs: Observations, lab: Lab) -> Snapshot:
         pfc=obs.extra("pfc"),
         watermarks=watermarks,
         verdict=_json_results(report) if report.exists() else None,
+        at=max([float(obs.run["ended"]) + shift, *(t for t, _ in counters)]),
+        since=started + shift,
     )
 
 
@@ -274,13 +502,13 @@ def _json_results(path: Path) -> list[dict[str, Any]]:
     return results
 
 
-def openmetrics(snap: Snapshot) -> bytes:
+def openmetrics(snap: Snapshot, flavour: str = "twin") -> bytes:
     """A snapshot in the OpenMetrics text format (ends with `# EOF`)."""
     from prometheus_client.openmetrics.exposition import generate_latest
 
     class Fixed(Collector):
         def collect(self) -> Iterable[Metric]:
-            return families(snap)
+            return families(snap, flavour)
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(Fixed())

@@ -1,32 +1,44 @@
 """Prometheus and OpenMetrics: a simulator run exported with `twin report --openmetrics` (its
-values equal the run's files), the live endpoint of `twin deploy --metrics` on the fake
-backend, and `twin run --metrics` scraped while a real netns twin of the small fabric plays a
-scenario, checked against the counters that run recorded (root and FRR; under the heavy
-lock)."""
+values equal the run's files), the exports of simulator, live and hybrid runs backfilled by
+the real promtool and queried through a real Prometheus with every query of the Grafana
+dashboard, the live endpoint of `twin deploy --metrics` on the fake backend, and `twin run
+--metrics` scraped while a real netns twin of the small fabric plays a scenario, checked
+against the counters that run recorded (root and FRR; under the heavy lock)."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import re
+import secrets
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
+from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import lab_name, twin_cli, write_lab
 from tests.simlab import paused_incast
+from tests.synthetic import SyntheticRun, full_fib, generate_lab, uplinks
 from twin.labdir import Lab
-from twin.metrics import CACHE_S
 from twin.pytest_plugin import Twin
 from twin.scenario.observations import Observations
 
 TWIN = Path(sys.executable).with_name("twin")
+REPO = Path(__file__).parents[2]
+DASHBOARD = REPO / "examples" / "grafana" / "fabric-twin.json"
+FLAVOUR = ("--metrics-flavour", "sonic-exporter")
+"""The dashboard's (docs/metrics.md)."""
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
@@ -112,6 +124,177 @@ def test_openmetrics_export_of_a_sim_run_equals_its_files(sim_run: Observations)
     assert widths and max(widths.values()) == 2  # two spines
 
 
+@pytest.fixture(scope="module")
+def live_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Observations, Observations]:
+    """A live-shaped run of the small lab (counters every second, BGP, FIBs: leaf1 left with
+    one next hop to leaf3's subnet) and a hybrid-shaped one (the same with what the simulator
+    counted), both reported (a verdict to export)."""
+    lab = generate_lab(tmp_path_factory.mktemp("om") / "lab", "omlive")
+    subnet = str(lab.graph.nodes["leaf3"]["subnet"])
+    tx = {leaf: [1000, 2000] for leaf in uplinks(lab)}
+    live = SyntheticRun(lab, name="live", uplink_tx=tx, fib_end=full_fib(lab, ("leaf1", subnet)))
+    hybrid = SyntheticRun(lab, name="hybrid", uplink_tx=tx, fib_end=live.fib_end)
+    runs = live.write(), hybrid.write()
+    port = f"leaf1:{uplinks(lab)['leaf1'][0]}"
+    drops = {"lossless": 0, "lossy": 3}
+    row = {"port": port, "priority": 3, "pause_sent": 7, "pause_received": 0, "paused_s": 0.1}
+    (runs[1].path / "pfc.json").write_text(json.dumps([{**row, "ecn_marks": 5, "drops": drops}]))
+    occupancy = {"queues": {port: {"3": [0, 900]}}, "pgs": {port: {"3": [0, 700]}}}
+    (runs[1].path / "queues.json").write_text(json.dumps({"interval": 1e-5, **occupancy}))
+    for obs in runs:
+        assert twin_cli("report", str(obs.path)).returncode in (0, 1)
+    return runs
+
+
+def export(run: Path, out: Path, *options: str) -> str:
+    """`twin report RUN --openmetrics OUT` and what it wrote."""
+    done = subprocess.run(
+        [str(TWIN), "report", str(run), "--openmetrics", str(out), *options],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode in (0, 1) and done.stderr == "", done.stderr
+    return out.read_text()
+
+
+def backfill(export: Path, db: Path) -> int:
+    """The real promtool's backfill of an export into `db`: the samples it wrote."""
+    done = subprocess.run(
+        ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(export), str(db)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    # a row per block: ULID, min time, max time, duration, samples, chunks, series, size
+    rows = [line.split() for line in done.stdout.splitlines() if re.match(r"[0-9A-Z]{26} ", line)]
+    return sum(int(row[4]) for row in rows)
+
+
+@pytest.mark.parametrize("flavour", ["twin", "sonic-exporter"])
+def test_promtool_backfills_every_sample_of_sim_live_and_hybrid_exports(
+    sim_run: Observations,
+    live_runs: tuple[Observations, Observations],
+    tmp_path: Path,
+    flavour: str,
+) -> None:
+    for obs in (sim_run, *live_runs):
+        out = tmp_path / f"{obs.path.name}.om"
+        text = export(obs.path, out, "--metrics-flavour", flavour)
+        lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+        assert backfill(out, tmp_path / f"db-{obs.path.name}") == len(lines)
+
+
+def test_the_example_prometheus_config_is_valid() -> None:
+    config = REPO / "examples" / "grafana" / "prometheus.yml"
+    done = subprocess.run(["promtool", "check", "config", str(config)], capture_output=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+class Prometheus:
+    """The real Prometheus serving a TSDB directory on 127.0.0.1 behind basic auth (no other
+    local user reads it without the password), scraping `target` (HOST:PORT) every second
+    when given, until `stop`."""
+
+    def __init__(self, db: Path, work: Path, target: str | None = None) -> None:
+        with warnings.catch_warnings():  # crypt: deprecated, the one bcrypt at hand
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import crypt
+
+        password = secrets.token_hex(16)
+        hashed = crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH))
+        (work / "web.yml").write_text(yaml.safe_dump({"basic_auth_users": {"twin": hashed}}))
+        config: dict[str, object] = {"global": {"scrape_interval": "1s"}}
+        if target is not None:
+            job = {"job_name": "fabric-twin", "static_configs": [{"targets": [target]}]}
+            config["scrape_configs"] = [job]
+        (work / "prometheus.yml").write_text(yaml.safe_dump(config))
+        self.url = f"http://127.0.0.1:{free_port()}"
+        token = base64.b64encode(f"twin:{password}".encode()).decode()
+        self.auth = {"Authorization": f"Basic {token}"}
+        self.log = work / "prometheus.log"
+        with self.log.open("w") as log:
+            self.process = subprocess.Popen(
+                [
+                    "prometheus",
+                    f"--config.file={work / 'prometheus.yml'}",
+                    f"--web.config.file={work / 'web.yml'}",
+                    f"--storage.tsdb.path={db}",
+                    "--storage.tsdb.retention.time=100y",
+                    f"--web.listen-address={self.url.removeprefix('http://')}",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        for _ in range(600):  # until ready (it loads the blocks first)
+            assert self.process.poll() is None, self.log.read_text()
+            with contextlib.suppress(OSError):
+                self.get("/-/ready")
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"Prometheus never ready: {self.log.read_text()}")
+
+    def get(self, path: str) -> bytes:
+        asked = urllib.request.Request(self.url + path, headers=self.auth)
+        with urllib.request.urlopen(asked, timeout=30) as answer:
+            body: bytes = answer.read()
+            return body
+
+    def query(self, expr: str, at: float) -> list[dict[str, Any]]:
+        """An instant query's result vector at `at` (its HTTP API, /api/v1/query)."""
+        args = urllib.parse.urlencode({"query": expr, "time": f"{at:.3f}"})
+        answer = json.loads(self.get(f"/api/v1/query?{args}"))
+        assert answer["status"] == "success", answer
+        result: list[dict[str, Any]] = answer["data"]["result"]
+        return result
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=60)
+
+
+@pytest.fixture
+def prometheus(
+    sim_run: Observations, live_runs: tuple[Observations, Observations], tmp_path: Path
+) -> Iterator[tuple[Prometheus, dict[str, float]]]:
+    """The simulator and hybrid runs exported in the sonic-exporter flavour (the dashboard's),
+    backfilled into one TSDB, served by Prometheus; with each run's end (where the dashboard
+    is looked at)."""
+    db, ends = tmp_path / "db", {}
+    for kind, obs in (("simulator", sim_run), ("live", live_runs[1])):
+        out = tmp_path / f"{kind}.om"
+        text = export(obs.path, out, *FLAVOUR)
+        assert backfill(out, db) > 0
+        (info,) = (s for f in samples_of(text) for s in f.samples if s.name == "twin_info")
+        assert info.timestamp is not None
+        ends[kind] = float(info.timestamp)
+    served = Prometheus(db, tmp_path)
+    try:
+        yield served, ends
+    finally:
+        served.stop()
+
+
+def samples_of(text: str) -> list[Metric]:
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse
+
+    return list(parse(text))
+
+
+def test_prometheus_answers_each_dashboard_query_from_the_run_its_panel_names(
+    prometheus: tuple[Prometheus, dict[str, float]],
+) -> None:
+    served, ends = prometheus
+    for panel in json.loads(DASHBOARD.read_text())["panels"]:
+        kind = "simulator" if "Needs the simulator" in panel["description"] else "live"
+        for target in panel["targets"]:
+            expr = target["expr"].replace("$switch", ".*").replace("$__range", "1h")
+            assert served.query(expr, ends[kind]), (panel["title"], kind)
+    (ecmp,) = (p for p in json.loads(DASHBOARD.read_text())["panels"] if "ECMP" in p["title"])
+    expr = ecmp["targets"][0]["expr"].replace("$switch", ".*")
+    widths = {r["metric"]["switch"]: r["value"][1] for r in served.query(expr, ends["live"])}
+    assert widths["leaf1"] == "1" and widths["leaf2"] == "2"  # an uplink lost: width 1, kept
+
+
 def scrape(url: str, timeout: float = 5) -> str:
     with urllib.request.urlopen(url, timeout=timeout) as answer:
         text: str = answer.read().decode()
@@ -154,6 +337,37 @@ def test_deploy_serves_metrics_until_the_twin_is_destroyed(tmp_path: Path) -> No
         _, err = serving.communicate(timeout=30)
     assert serving.returncode == 0, err
     assert f"metrics of {Lab.open(path).name} on http://{where}/metrics" in err
+
+
+def test_prometheus_scrapes_a_live_twin_in_the_dashboards_flavour(tmp_path: Path) -> None:
+    path = write_lab(tmp_path / "lab", lab_name("met"))
+    where = f"127.0.0.1:{free_port()}"
+    serving = subprocess.Popen(
+        [str(TWIN), "deploy", str(path), "--backend", "fake", "--metrics", where, *FLAVOUR],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        served = Prometheus(tmp_path / "db", tmp_path, where)
+        try:
+            widths: list[dict[str, Any]] = []
+            for _ in range(300):  # until it has scraped the twin (FIBs read in the background)
+                widths = served.query("sonic_route_ecmp_width", time.time())
+                if widths:
+                    break
+                time.sleep(0.2)
+            assert widths, served.log.read_text()
+            now = time.time()
+            for expr in ('up{job="fabric-twin"}', "twin_up", 'twin_info{backend="fake"}'):
+                assert [r["value"][1] for r in served.query(expr, now)] == ["1"], expr
+            assert {r["metric"]["switch"] for r in widths} == set(Lab.open(path).switches())
+        finally:
+            served.stop()
+    finally:
+        twin_cli("destroy", str(path))
+        _, err = serving.communicate(timeout=30)
+    assert serving.returncode == 0, err
 
 
 def test_a_bad_metrics_address_is_refused_before_anything_starts(tmp_path: Path) -> None:
@@ -205,13 +419,11 @@ def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
         stderr=subprocess.PIPE,
         text=True,
     )
-    scrapes: list[tuple[float, float, Samples]] = []  # asked at, answered at, what it said
+    scrapes: list[tuple[float, Samples]] = []  # answered at, what it said
     while playing.poll() is None:
-        asked = time.time()
         with contextlib.suppress(OSError):  # before the server is up, after it is down
-            # a scrape reads BGP and the FIBs of every switch: seconds on a loaded machine
-            got = samples(scrape(f"http://{where}/metrics", 30))
-            scrapes.append((asked, time.time(), got))
+            got = samples(scrape(f"http://{where}/metrics"))
+            scrapes.append((time.time(), got))
         time.sleep(0.3)
     out, err = playing.communicate()
     assert playing.returncode in (0, 1), err
@@ -226,17 +438,18 @@ def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
     series = obs.counters["samples"]
     first, last = series[0], series[-1]
     switches = set(small_twin.lab.switches())
-    # Counters only grow: a scrape's value (read at most CACHE_S before it was asked, and
-    # before it answered) is at least every sample read before that and at most every sample
-    # read after it, wherever the scrape lies in the run. MARGIN covers a sample's own read.
+    # Counters only grow: a scrape's value (read when its `twin_read_timestamp_seconds` says)
+    # is at least every sample read before that and at most every sample read after it,
+    # wherever the scrape lies in the run. MARGIN covers a sample's own read.
     checked = 0
-    for asked, answered, got in scrapes:
+    for answered, got in scrapes:
+        read = got.get(("twin_read_timestamp_seconds", (("part", "counters"),)))
         for key in last["c"]:
             node, name = key.split(":")
             value = got.get(("sonic_interface_transmit_packets_total", port(node, name)))
-            if node not in switches or key not in first["c"] or value is None:
+            if node not in switches or key not in first["c"] or value is None or read is None:
                 continue
-            before = [s["c"][key][column] for s in series if s["t"] < asked - CACHE_S - MARGIN]
+            before = [s["c"][key][column] for s in series if s["t"] < read - MARGIN]
             after = [s["c"][key][column] for s in series if s["t"] > answered + MARGIN]
             assert max(before, default=value) <= value <= min(after, default=value), key
             checked += bool(before or after)
@@ -244,7 +457,7 @@ def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
     busiest = max(
         (
             v
-            for (n, labels), v in scrapes[-1][2].items()
+            for (n, labels), v in scrapes[-1][1].items()
             if n == "sonic_interface_transmit_bytes_total"
         ),
     )
@@ -252,7 +465,7 @@ def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
     sessions = obs.bgp["end"]
     up = {
         labels: v
-        for (n, labels), v in scrapes[-1][2].items()
+        for (n, labels), v in scrapes[-1][1].items()
         if n == "sonic_bgp_session_established"
     }
     assert len(up) == len(sessions) and sum(up.values()) == sum(
@@ -260,13 +473,18 @@ def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
     )
     leaf1 = [
         v
-        for (n, labels), v in scrapes[-1][2].items()
+        for (n, labels), v in scrapes[-1][1].items()
         if n == "sonic_route_ecmp_width" and ("switch", "leaf1") in labels
     ]
     assert max(leaf1) == 2  # a next hop per spine to the other leaves' subnets
 
 
-def test_the_grafana_dashboard_asks_only_for_metrics_the_twin_exports() -> None:
+def test_each_dashboard_panel_asks_for_what_its_description_says_fills_it() -> None:
+    """A panel that says it fills from a live twin asks only for what a live twin serves (in
+    the dashboard's flavour, sonic-exporter); one that says it needs the simulator or a run's
+    export asks for something a live twin does not serve, and a run's export has."""
+    import dataclasses
+
     from labs.backend import Session
     from twin.metrics import Snapshot, families
 
@@ -279,22 +497,36 @@ def test_the_grafana_dashboard_asks_only_for_metrics_the_twin_exports() -> None:
         "ecn_marks": 2,
         "drops": {"lossless": 0},
     }
-    full = Snapshot(
+    live = Snapshot(
         "lab",
-        "sim",
+        "netns",
         {"leaf1"},
         [(None, {"leaf1:Ethernet0": [0.0] * 6})],
         sessions=[Session("leaf1", "10.0.0.1", "spine1", "Established", 3, 1000)],
         fib={},
-        subnets=("10.2.0.0/27",),
+        subnets={"leaf1": ("10.2.0.0/27",)},
+        up=True,
+        reads={"counters": 0.0},
+    )
+    run = dataclasses.replace(
+        live,
         pfc=[row],
         watermarks={"queues": {"leaf1:Ethernet0": {"3": 10}}, "pgs": {}},
         verdict=[{"validator": "mtu", "scope": "run", "status": "pass"}],
     )
-    exported = set()
-    for family in families(full):
-        exported |= {family.name, f"{family.name}_total"}
-    dashboard = Path(__file__).parents[2] / "examples" / "grafana" / "fabric-twin.json"
-    exprs = [t["expr"] for p in json.loads(dashboard.read_text())["panels"] for t in p["targets"]]
-    asked = {name for e in exprs for name in re.findall(r"\b(?:sonic|twin)_\w+", e)}
-    assert asked and asked <= exported, asked - exported
+
+    def names(snap: Snapshot) -> set[str]:
+        found = set()
+        for family in families(snap, "sonic-exporter"):
+            found |= {family.name, f"{family.name}_total"}
+        return found
+
+    for panel in json.loads(DASHBOARD.read_text())["panels"]:
+        exprs = [t["expr"] for t in panel["targets"]]
+        asked = {name for e in exprs for name in re.findall(r"\b(?:sonic|twin)_\w+", e)}
+        assert asked and asked <= names(run), (panel["title"], asked - names(run))
+        if "Needs" in panel["description"]:
+            assert not asked <= names(live), panel["title"]
+        else:
+            assert "live twin" in panel["description"], panel["title"]
+            assert asked <= names(live), (panel["title"], asked - names(live))

@@ -1,5 +1,6 @@
 """`--metrics [HOST]:PORT` of the verbs that run a live twin (`run`, `deploy`): a Prometheus
-endpoint serving the twin's metrics (`twin.metrics`) while it runs."""
+endpoint serving the twin's metrics (`twin.metrics`) while it runs; `--metrics-flavour` of
+these and of `twin report --openmetrics`, and `--epoch` of the latter."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 from labs.backend import Progress
 from labs.lifecycle import Managed
@@ -23,6 +25,41 @@ def add_metrics(p: argparse.ArgumentParser) -> None:
         help="serve the live twin's metrics for Prometheus on HOST:PORT/metrics "
         "(HOST defaults to 127.0.0.1; docs/metrics.md)",
     )
+    add_flavour(p)
+
+
+FLAVOURS = ("twin", "sonic-exporter")
+"""`twin.metrics.FLAVOURS` (not imported from there: it imports prometheus_client)."""
+
+
+def add_flavour(p: argparse.ArgumentParser) -> None:
+    """`--metrics-flavour twin|sonic-exporter`."""
+    p.add_argument(
+        "--metrics-flavour",
+        choices=FLAVOURS,
+        default="twin",
+        help="metric names and labels: the twin's own (default) or as the common SONiC "
+        "exporter writes them, to share its dashboards (docs/metrics.md)",
+    )
+
+
+def epoch(text: str) -> float:
+    """`--epoch`: seconds since 1970 or an ISO 8601 date and time (UTC unless it says).
+
+    >>> epoch("1800000000"), epoch("2027-01-15T08:00:00Z"), epoch("2027-01-15 09:00+01:00")
+    (1800000000.0, 1800000000.0, 1800000000.0)
+    """
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither seconds since 1970 nor an ISO 8601 date and time"
+        ) from None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
 
 def address(text: str) -> tuple[str, int]:
@@ -40,7 +77,11 @@ def address(text: str) -> tuple[str, int]:
 
 @contextlib.contextmanager
 def metrics(
-    where: tuple[str, int] | None, lab: Lab, backend: Managed, progress: Progress
+    where: tuple[str, int] | None,
+    lab: Lab,
+    backend: Managed,
+    progress: Progress,
+    flavour: str = "twin",
 ) -> Iterator[None]:
     """Serve the twin's metrics inside the block when `where` is given: the port is taken
     first, so a deploy inside the block starts only once it is (one it cannot take is bad
@@ -50,7 +91,7 @@ def metrics(
         return
     from twin.metrics import Server
 
-    server = Server(lab, backend, *where)
+    server = Server(lab, backend, *where, flavour)
     progress(f"metrics of {lab.name} on {server.url}")
     try:
         yield

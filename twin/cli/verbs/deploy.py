@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     """Deploy and print what converged."""
     lab = Lab.open(args.lab)
     chosen = backend(args, lab)
-    with metrics(args.metrics, lab, chosen, progress):  # a port it cannot take: nothing starts
+    # a port it cannot take: nothing starts
+    with metrics(args.metrics, lab, chosen, progress, args.metrics_flavour):
         with chosen.locked(lab.name, lab.path, "deploy"):
             up = chosen.deploy(lab, progress, timeout=args.timeout)
         _print(args, lab, up)

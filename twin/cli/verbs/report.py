@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from twin.cli.output import add_json, emit
+from twin.cli.serve import add_flavour, epoch
 from twin.verdict import report, verdict
 
 HELP = "rebuild the reports (JSON, JUnit, Markdown, plots) of a run from its observations"
@@ -27,6 +28,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="also export the run's observations and verdict in the OpenMetrics text format "
         "to FILE ('-': stdout; docs/metrics.md)",
     )
+    add_flavour(p)
+    p.add_argument(
+        "--epoch",
+        type=epoch,
+        metavar="WHEN",
+        help="where a simulator run's time 0 is put in the export: seconds since 1970 or an "
+        "ISO 8601 date and time (default: when the run's run.json was written)",
+    )
     add_json(p)
 
 
@@ -39,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
         from twin.scenario.observations import Observations
 
         obs = Observations.open(args.run_dir)
-        data = metrics.openmetrics(metrics.of_run(obs, verdict.lab_of(args.run_dir, obs)))
+        snap = metrics.of_run(obs, verdict.lab_of(args.run_dir, obs), args.epoch)
+        data = metrics.openmetrics(snap, args.metrics_flavour)
         if args.openmetrics == "-":
             sys.stdout.buffer.write(data)
             print(summary, file=sys.stderr)

@@ -134,7 +134,7 @@ def _run(
 ) -> int:
     """Deploy unless running, play, destroy what was deployed here; the verdict (`--metrics`
     served from before the deploy: a port it cannot take is refused before anything starts)."""
-    with metrics(args.metrics, lab, chosen, progress):
+    with metrics(args.metrics, lab, chosen, progress, args.metrics_flavour):
         run_dir, judged = _played(args, lab, scenario, chosen)
     return _verdict(args, lab, scenario, chosen, run_dir, judged)
 

@@ -1,0 +1,148 @@
+"""How fast a live twin's metrics endpoint answers while the twin plays a scenario.
+
+    sudo .venv/bin/python bench/bench_metrics.py             # the small fabric, its scenario
+    sudo .venv/bin/python bench/bench_metrics.py --busy 2    # beside two CPU-bound processes
+
+examples/small.yaml is generated under a lab name of the bench's own (`bm-<hex>`, so it never
+meets a lab someone else runs) and deployed on the netns backend; `twin run LAB SCENARIO
+--metrics 127.0.0.1:PORT` plays the scenario (examples/scenarios/default.yaml unless told)
+while this process scrapes /metrics every 0.5 s (a scrape given up after 5 s counts as a
+timeout); then the twin is destroyed. It prints the scrapes' latencies (min, median, p99,
+max) against the goal (every scrape answered within 0.5 s) and the load average before and
+after.
+
+Needs root and FRR. Exit status 1 if the goal is missed, 2 if the twin cannot be deployed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+from labs import registry
+from labs.netns import lifecycle as netns
+from twin import labdir
+from twin.errors import TwinError
+from twin.intent import fabric as intent
+from twin.labdir import Lab
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCE = REPO / "examples" / "small.yaml"
+SCENARIO = REPO / "examples" / "scenarios" / "default.yaml"
+TWIN = Path(sys.executable).with_name("twin")
+GOAL_S = 0.5
+EVERY_S = 0.5
+TIMEOUT_S = 5.0
+
+
+def generate(out: Path, name: str) -> Lab:
+    """examples/small.yaml under the bench's lab name, written to `out`."""
+    fabric = yaml.safe_load(SOURCE.read_text())
+    fabric["name"] = name
+    source = out.parent / f"{name}.yaml"
+    source.write_text(yaml.safe_dump(fabric))
+    labdir.generate(intent.load(source), out, str(source))
+    return Lab.open(out)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def scrapes(lab: Lab, scenario: Path) -> tuple[list[float], int]:
+    """Play the scenario with --metrics and scrape while it plays: the answered scrapes'
+    latencies in seconds, and the number that timed out (once the endpoint first answered)."""
+    url = f"http://127.0.0.1:{free_port()}/metrics"
+    where = url.removeprefix("http://").removesuffix("/metrics")
+    command = [str(TWIN), "run", str(lab.path), str(scenario), "--metrics", where]
+    latencies: list[float] = []
+    timeouts = 0
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as playing:
+        while playing.poll() is None:
+            asked = time.perf_counter()
+            try:
+                with urllib.request.urlopen(url, timeout=TIMEOUT_S) as answer:
+                    answer.read()
+                latencies.append(time.perf_counter() - asked)
+            except TimeoutError:
+                timeouts += 1
+            except OSError:  # not serving yet, or no more
+                pass
+            time.sleep(max(0.0, asked + EVERY_S - time.perf_counter()))
+        _, err = playing.communicate()
+    if playing.returncode not in (0, 1):
+        raise SystemExit(f"twin run failed ({playing.returncode}): {err.decode()[-2000:]}")
+    return latencies, timeouts
+
+
+def busy(n: int) -> list[subprocess.Popen[bytes]]:
+    """N CPU-bound processes (ended by the caller)."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def load() -> str:
+    """The load average over 1, 5 and 15 minutes."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> int:
+    """Run the bench and print its figures against the goal."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", type=Path, default=SCENARIO, help="the scenario to play")
+    parser.add_argument("--busy", type=int, default=0, help="CPU-bound processes beside it")
+    parser.add_argument("--name", default=f"bm-{secrets.token_hex(2)}", help="lab name")
+    args = parser.parse_args()
+    backend = registry.get("netns")
+    try:
+        netns.check_root()
+        with tempfile.TemporaryDirectory(prefix="bench-metrics-") as tmp:
+            lab = generate(Path(tmp) / "lab", args.name)
+            backend.deploy(lab)
+            burners = busy(args.busy)
+            before = load()
+            try:
+                latencies, timeouts = scrapes(lab, args.scenario)
+            finally:
+                for burner in burners:
+                    burner.kill()
+                    burner.wait()
+                after = load()
+                backend.destroy(lab)
+    except TwinError as exc:
+        print(f"bench_metrics: {exc}", file=sys.stderr)
+        return 2
+    if not latencies:
+        print("bench_metrics: no scrape answered", file=sys.stderr)
+        return 1
+    ms = sorted(x * 1e3 for x in latencies)
+    p99 = ms[min(len(ms) - 1, round(0.99 * (len(ms) - 1)))]
+    played = f"{SOURCE.relative_to(REPO)} on netns playing {args.scenario.name}"
+    print(f"{lab.name}: {played}, {args.busy} CPU-bound processes beside")
+    print(f"load average before {before}, after {after}")
+    print(
+        f"{len(ms)} scrapes answered, {timeouts} timed out ({TIMEOUT_S:g} s): "
+        f"min {ms[0]:.1f} ms, median {statistics.median(ms):.1f} ms, p99 {p99:.1f} ms, "
+        f"max {ms[-1]:.1f} ms"
+    )
+    ok = timeouts == 0 and ms[-1] < GOAL_S * 1e3
+    print(f"goal: every scrape within {GOAL_S:g} s: {'ok' if ok else 'MISSED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
