@@ -391,6 +391,7 @@ def test_failover_is_not_observable_without_probe_flows_through_the_element(
     assert {s: (r.status, r.reason) for s, r in results.items() if s != "convergence"} == {
         "fault1 link-down leaf1:leaf2": (
             Status.NOT_OBSERVABLE,
+            "not exercised: no flow of allreduce was routed through leaf1:leaf2; "
             "no flow of 12 server pairs crosses leaf1:leaf2",
         ),
         "fault2 link-down leaf1:spine1": (
@@ -410,10 +411,48 @@ def test_failover_is_not_observable_without_probe_flows_through_the_element(
     run.failover_probes = None
     fault = by_scope(check("failover", lab, run.write()))["fault1 link-down leaf1:leaf2"]
     assert fault.status is Status.NOT_OBSERVABLE
-    assert (
-        fault.reason
-        == "the netns backend cannot pin probe flows through a fault: run on fake (--backend fake)"
+    assert fault.reason.endswith(
+        "; the netns backend cannot pin probe flows through a fault: run on fake (--backend fake)"
     )
+
+
+def test_a_fault_no_traffic_crossed_is_not_a_pass(lab: Lab, run: SyntheticRun) -> None:
+    """The simulator's All-Reduce done before the scenario's faults fire: nothing was there to
+    fail over or to converge, so nothing passes; the run says which faults it did not exercise.
+    A fault the traffic crossed is judged (the convergence pass names it)."""
+    run.capabilities = sorted(NETNS - {"failover-probes"})
+    run.fault(7.0, "link-down", link="leaf1:spine1", ends=UPLINK)  # the phase ran 0-5 s
+    run.fault(8.0, "link-up", link="leaf1:spine1", ends=UPLINK)
+    run.flows = [flow("server1", "server3"), flow("server3", "server1")]
+    results = by_scope(check("failover", lab, run.write()))
+    assert {s: r.status for s, r in results.items()} == dict.fromkeys(
+        ["fault1 link-down leaf1:spine1", "fault2 link-up leaf1:spine1", "convergence"],
+        Status.NOT_OBSERVABLE,
+    )
+    assert results["fault1 link-down leaf1:spine1"].reason.startswith(
+        "not exercised: no traffic was running when it fired at 7 s (allreduce 0 ms-5 s)"
+    )
+    assert results["convergence"].reason == (
+        "no traffic crossed a fault that takes something away: fault1: no traffic was running "
+        "when it fired at 7 s (allreduce 0 ms-5 s)"
+    )
+    # Within the phase, over the failed uplink: judged.
+    run.faults = []
+    run.fault(2.0, "link-down", link="leaf1:spine1", ends=UPLINK)
+    convergence = by_scope(check("failover", lab, run.write()))["convergence"]
+    assert convergence.status is Status.PASS
+    assert convergence.reason == "2 flows crossed fault1: none black-holed after convergence"
+    # Within the phase, but on a link no flow is routed over (the MLAG peer-link).
+    run.faults = []
+    run.fault(2.0, "link-down", link="leaf1:leaf2")
+    convergence = by_scope(check("failover", lab, run.write()))["convergence"]
+    assert convergence.status is Status.NOT_OBSERVABLE
+    assert "fault1: no flow of allreduce was routed through leaf1:leaf2" in convergence.reason
+    # No fault at all: nothing to converge from.
+    run.faults = []
+    convergence = by_scope(check("failover", lab, run.write()))["convergence"]
+    assert convergence.status is Status.NOT_OBSERVABLE
+    assert convergence.reason == "no fault took anything away: nothing to converge from"
 
 
 def test_failover_fails_black_holed_flows(lab: Lab, run: SyntheticRun) -> None:

@@ -3,9 +3,10 @@
 Everything is rebuilt from the run directory alone (`twin report RUN_DIR`): the scenario
 saved with it says which validators to run with which thresholds; static validators among
 them read the lab's configs. The invariants (`validators.registry.INVARIANTS`: dead
-daemons, lossless loss, FIB agreement, BGP flaps) are judged whatever it selects. With `static` (what `twin run` and `twin report` do unless
-`--no-static`), every other static validator runs too, after the scenario's, with its
-defaults: a static finding fails the run's one verdict and its JUnit.
+daemons, lossless loss, FIB agreement, BGP flaps) are judged whatever it selects, after its
+own. With `static` (what `twin run` and `twin report` do unless `--no-static`), every other
+static validator runs too, after those, with its defaults: a static finding fails the run's
+one verdict and its JUnit.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from labs.registry import how_to_observe
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord
+from validators.dynamic import crossing
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 
@@ -210,9 +211,9 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     for n, fault in enumerate(order, 1):
         if fault["fault"] in RESTORES:
             scope = f"fault{n} {fault['fault']} {target_of(fault)}"
-            results.append((n, restored(obs, fault, n - 1, scope, records, params)))
+            results.append((n, restored(lab, obs, fault, n - 1, scope, records, params)))
     return [r for _, r in sorted(results, key=lambda nr: nr[0])] + [
-        convergence(obs, float(params["blackhole_s"]))
+        convergence(lab, obs, float(params["blackhole_s"]))
     ]
 
 
@@ -256,7 +257,8 @@ def taken(
     record = records.get(int(fault.get("index", -1)))
     why = unobserved(obs, fault, record, began)
     if why is not None or record is None:
-        return Result(NAME, scope, Status.NOT_OBSERVABLE, str(why), figures)
+        why = _exercised(lab, obs, fault, str(why))
+        return Result(NAME, scope, Status.NOT_OBSERVABLE, why, figures)
     seen = probed(record, began, _next_began(obs, began))
     crossed = sorted({str(f["crossed"]) for f in seen.flows})
     figures |= {
@@ -317,6 +319,7 @@ def _given_back(
 
 
 def restored(
+    lab: Lab,
     obs: Observations,
     fault: FaultRecord,
     index: int,
@@ -333,7 +336,9 @@ def restored(
     figures: dict[str, int | float | str] = {"limit_ms": round(max_loss_ms, 1)}
     found = _given_back(obs, fault, index, records)
     if isinstance(found, str):
-        return Result(NAME, scope, Status.NOT_OBSERVABLE, found, figures)
+        return Result(
+            NAME, scope, Status.NOT_OBSERVABLE, _exercised(lab, obs, fault, found), figures
+        )
     record, back = found
     margin = float(obs.run.get("fault_margin", 0.5))
     seen = probed(record, began, _next_began(obs, began), since=began - margin)
@@ -358,8 +363,18 @@ def restored(
     return Result(NAME, scope, status, reason, figures, seen.hit if problems else [])
 
 
-def convergence(obs: Observations, blackhole_s: float) -> Result:
-    """The collective flows black-holed after convergence."""
+def _exercised(lab: Lab, obs: Observations, fault: FaultRecord, why: str) -> str:
+    """Why a fault is not judged: `why` its probes show nothing, and first, when none of
+    the scenario's traffic crossed it either, that the run did not exercise it."""
+    seen = crossing.crossed(lab, obs, fault, fault_began(fault))
+    if seen.flows or not obs.flows:
+        return why
+    return f"not exercised: {seen.why}; {why}"
+
+
+def convergence(lab: Lab, obs: Observations, blackhole_s: float) -> Result:
+    """The collective flows black-holed after convergence: a pass needs flows that crossed
+    a fault that takes something away (else nothing was there to converge)."""
     if not obs.flows:
         return Result(NAME, "convergence", Status.NOT_OBSERVABLE, "the scenario sent no traffic")
     holes = [
@@ -372,10 +387,26 @@ def convergence(obs: Observations, blackhole_s: float) -> Result:
         for f in obs.flows
         if f["received"] == 0 or f["tail_lost"] / f["pps"] > blackhole_s
     ]
-    return verdict(
-        NAME,
-        "convergence",
-        holes,
-        "no flow black-holed after convergence",
-        {"flows": len(obs.flows), "black_holed": len(holes)},
+    numbered = enumerate(sorted(obs.run.get("faults", []), key=fault_began), 1)
+    taking = [(n, f) for n, f in numbered if f["fault"] in TAKES]
+    crossings = {n: crossing.crossed(lab, obs, f, fault_began(f)) for n, f in taking}
+    exercised = [n for n, c in crossings.items() if c.flows]
+    figures: dict[str, int | float | str] = {
+        "flows": len(obs.flows),
+        "black_holed": len(holes),
+        "faults_crossed": len(exercised),
+    }
+    if not holes and not exercised:
+        why = (
+            "no traffic crossed a fault that takes something away: "
+            + "; ".join(f"fault{n}: {c.why}" for n, c in crossings.items())
+            if crossings
+            else "no fault took anything away: nothing to converge from"
+        )
+        return Result(NAME, "convergence", Status.NOT_OBSERVABLE, why, figures)
+    flows = len({id(f) for n in exercised for f in crossings[n].flows})
+    ok = (
+        f"{flows} flows crossed {', '.join(f'fault{n}' for n in exercised)}: "
+        "none black-holed after convergence"
     )
+    return verdict(NAME, "convergence", holes, ok, figures)
