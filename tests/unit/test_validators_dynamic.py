@@ -779,6 +779,13 @@ def test_dscp_preserved_fails_a_server_marking_another_dscp(lab: Lab, run: Synth
 
 def test_dscp_preserved_is_not_observable_without_traffic(lab: Lab, run: SyntheticRun) -> None:
     assert [r.status for r in check("dscp_preserved", lab, run.write())] == [Status.NOT_OBSERVABLE]
+    # A class none of whose packets arrived has no marking to judge: not a pass.
+    storage = flow("server1", "server4", cls="storage", dscp_sent=10, received=0)
+    run.flows = [flow("server1", "server3"), storage]
+    results = by_scope(check("dscp_preserved", lab, run.write()))
+    assert results["roce"].status is Status.PASS
+    assert results["storage"].status is Status.NOT_OBSERVABLE
+    assert results["storage"].reason == "no packet of class storage arrived: no marking to judge"
 
 
 def test_deadlock_observed_passes_the_fibs_bgp_installs(lab: Lab, run: SyntheticRun) -> None:
