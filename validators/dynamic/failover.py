@@ -29,7 +29,10 @@ node that goes down, `failover.gray_ms` for a gray failure (daemon kill, loss, r
 default to BFD's detection (3 x 300 ms) plus 500 ms. A switch whose BFD was removed detects
 with the BGP hold time and fails here (and in the static `failover_budget`). A collective
 flow black-holed after convergence (nothing received during its last `blackhole_s`, default
-1 s, or nothing at all) fails the `convergence` scope.
+1 s, or nothing at all) fails the `convergence` scope; it passes only when the scenario's
+traffic crossed a fault that takes something away (`crossing`), else it is not-observable,
+saying why for each fault. A fault its probes cannot judge that no traffic crossed either
+is `not exercised` (on the simulator: fired after the collective was done).
 """
 
 from __future__ import annotations
