@@ -903,6 +903,45 @@ def test_lossless_isolation_leaves_loss_in_a_fault_to_failover(lab: Lab, run: Sy
     assert (roce.status, roce.figures["lossless_lost"]) == (Status.PASS, 0)
 
 
+def test_lossless_isolation_leaves_a_restore_while_routing_settles_to_failover(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """A link given back (failover judges what that costs) loses packets until the routes
+    that use it again are installed: not loss outside faults; later loss is."""
+    run.fault(1.0, "link-down", link="leaf1:spine1")
+    run.fault(3.0, "link-up", link="leaf1:spine1")
+    run.flows = [flow("server1", "server3", gaps=[(3.3, 10)])]  # began at 3.2 s
+    roce = by_scope(check("lossless_isolation", lab, run.write()))["loss roce"]
+    assert (roce.status, roce.figures["lossless_lost"]) == (Status.PASS, 0)
+    run.flows = [flow("server1", "server3", gaps=[(4.6, 10)])]  # began at 4.5 s
+    roce = by_scope(check("lossless_isolation", lab, run.write()))["loss roce"]
+    assert (roce.status, roce.figures["lossless_lost"]) == (Status.FAIL, 10)
+
+
+def test_lossless_isolation_owns_no_drop_at_a_faults_very_instant(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """The simulator's times are exact (`fault_margin` 0): a drop at the instant a link went
+    down is that fault's, though its start rebuilt from the gap's end and rate falls a
+    rounding error before it."""
+    # as the reference recorded them in a leaf-reboot: the gap began (t - 990 / pps) 2e-19 s
+    # before the node-down
+    pps, down = 2547591.9565458675, 0.0011367857142857143
+    run.fault(0.0, "link-down", link="leaf1:spine1")
+    run.flows = [flow("server2", "server3", pps=pps)]
+    path = run.write().path
+    saved = json.loads((path / "run.json").read_text())
+    fault = {**saved["faults"][0], "t": down, "began": down}
+    phase = {**saved["phases"][0], "start": 0.0, "end": 0.0127}
+    sim = {"started": 0.0, "ended": 0.0127, "fault_margin": 0.0}
+    (path / "run.json").write_text(json.dumps(saved | sim | {"faults": [fault], "phases": [phase]}))
+    (path / "flows.json").write_text(
+        json.dumps([{**run.flows[0], "lost": 990, "gaps": [[0.001525387977190642, 990]]}])
+    )
+    roce = by_scope(check("lossless_isolation", lab, Observations.open(path)))["loss roce"]
+    assert (roce.status, roce.figures["lossless_lost"]) == (Status.PASS, 0)
+
+
 def test_lossless_isolation_tells_a_backup_from_the_all_reduce_on_its_pair(
     lab: Lab, run: SyntheticRun
 ) -> None:

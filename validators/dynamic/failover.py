@@ -57,6 +57,9 @@ LINK_LOSS = ("link-down", "link-flap-done", "node-down")
 taking faults are gray (`failover.gray_ms`)."""
 MIN_BACK_S = 1.0
 """A restore is judged from probe flows that sent at least this long after they were back."""
+EXACT = 1e-9
+"""Seconds by which a gap's start, rebuilt from when it closed and the flow's rate, may miss
+the instant it began (the simulator drops at a fault's very instant, `fault_margin` 0)."""
 OPEN_TAIL_S = 0.05
 """A probe flow whose last run of losses, still open when it ended, is this long or longer
 never recovered (a shorter one is its last packets still in flight)."""
@@ -72,18 +75,39 @@ def fault_began(fault: FaultRecord) -> float:
     return float(fault["t"])
 
 
+def _margin(obs: Observations) -> float:
+    """run.json's `fault_margin`, at least `EXACT`."""
+    return max(float(obs.run.get("fault_margin", 0.5)), EXACT)
+
+
 def spans(obs: Observations) -> list[tuple[FaultRecord, float, float]]:
     """Per fault that takes something away: (fault, from, until), the time during which a gap
     that begins belongs to it: from half a second before it fired until half a second before
     the next fault (a minute after the run for the last one). Half a second is run.json's
     `fault_margin` (the live twins' default; the simulator's fault and drop times are exact: 0)."""
-    margin = float(obs.run.get("fault_margin", 0.5))
+    margin = _margin(obs)
     faults = sorted(obs.run.get("faults", []), key=fault_began)
     ends = [fault_began(f) - margin for f in faults[1:]] + [obs.run["ended"] + 60] * bool(faults)
     return [
         (fault, fault_began(fault) - margin, until)
         for fault, until in zip(faults, ends, strict=True)
         if fault["fault"] in TAKES
+    ]
+
+
+def restoring(obs: Observations) -> list[tuple[float, float]]:
+    """Per fault that gives something back: (from, until), the time its routing takes to
+    settle, whose losses are its own (judged from its probes above, not loss outside
+    faults): from `fault_margin` before it fired until `fault_margin` after the FIB snapshot
+    that follows it (on the simulator, the FIBs it applies `sim.convergence` later; live,
+    half a second on), or after it fired when there is none."""
+    margin = _margin(obs)
+    taken = obs.run.get("fibs", {})
+    after = {i: float(taken[label]) for label, i in obs.run.get("fib_faults", {}).items()}
+    return [
+        (fault_began(f) - margin, after.get(int(f["index"]), fault_began(f)) + margin)
+        for f in obs.run.get("faults", [])
+        if f["fault"] in RESTORES
     ]
 
 

@@ -28,7 +28,7 @@ from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
 from twin.scenario.records import FlowRecord
 from validators.dynamic import dscp_preserved
-from validators.dynamic.failover import spans
+from validators.dynamic.failover import restoring, spans
 from validators.registry import Params, dynamic
 from validators.result import Figure, Finding, Result, Status, merged, verdict
 
@@ -114,8 +114,9 @@ def _bulk(obs: Observations, paths: _Paths, bulk: set[str]) -> list[Finding]:
 
 def _unexplained(obs: Observations, flow: FlowRecord) -> int:
     """Packets a flow lost that no fault explains: gaps that began outside every fault's
-    span (see `failover.spans`), and its tail when no fault was in force at the end."""
-    windows = [(start, until) for _, start, until in spans(obs)]
+    span (see `failover.spans`) or while a restore's routing settled (`failover.restoring`),
+    and its tail when no fault was in force at the end."""
+    windows = [(start, until) for _, start, until in spans(obs)] + restoring(obs)
     lost = 0
     for t, missing in flow.get("gaps", []):
         began = t - missing / flow["pps"]
