@@ -158,12 +158,12 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
     "lossless_isolation": ("loss",),
     "pfc_behaviour": ("lossless drops",),
 }
-"""Dynamic validators judged on every run, and their scopes that are (none listed: all of
-them; `loss` stands for `loss CLASS`, one per class)."""
+"""Dynamic validators judged on every run, and which of their scopes are invariants (none
+listed: all of them; `loss` stands for `loss CLASS`, one per class)."""
 
 
 def invariant(name: str, scope: str) -> str | None:
-    """The invariant scope `scope` of validator `name` is (None: it is not one).
+    """The invariant (as `INVARIANTS` lists it) that a validator's scope judges, or None.
 
     >>> invariant("lossless_isolation", "loss roce"), invariant("bgp_health", "sessions")
     ('loss', None)
