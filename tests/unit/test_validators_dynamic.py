@@ -918,6 +918,17 @@ def test_lossless_isolation_leaves_a_restore_while_routing_settles_to_failover(
     assert (roce.status, roce.figures["lossless_lost"]) == (Status.FAIL, 10)
 
 
+def test_lossless_isolation_leaves_a_pfc_storms_drops_to_the_watchdog_check(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """A NIC storming pauses: the PFC watchdog drops its queue's packets (the fix of the
+    pfc-storm incident); pfc_watchdog_behaviour judges that, not loss outside faults."""
+    run.fault(1.0, "pfc-storm", link="server3:nic0", priority=3)
+    run.flows = [flow("server1", "server3", gaps=[(2.5, 100)])]
+    roce = by_scope(check("lossless_isolation", lab, run.write()))["loss roce"]
+    assert (roce.status, roce.figures["lossless_lost"]) == (Status.PASS, 0)
+
+
 def test_lossless_isolation_owns_no_drop_at_a_faults_very_instant(
     lab: Lab, run: SyntheticRun
 ) -> None:
