@@ -7,7 +7,10 @@ Run against any fabric or edited lab directory:
     .venv/bin/pytest examples/test_my_fabric.py --twin-lab ./my-lab --twin-backend fake  # no root
 
 What the chosen backend cannot observe is skipped with the reason (the fake backend has no BGP
-sessions: the BGP test skips there, saying which backend observes them).
+sessions: the BGP test skips there, saying which backend observes them). So is a verdict that
+could judge only part of what it covers: `twin.verdict(...)` is true only when every scope
+passed, and skips, naming the others, when none failed (on the simulator, which pins no
+failover probes, the failover test skips).
 """
 
 from ipaddress import IPv4Network
@@ -24,6 +27,7 @@ UPLINK_FAILURE = {
         {"at": 1, "fault": "link-down", "link": "leaf1:spine1"},
         {"at": 2.5, "fault": "link-up", "link": "leaf1:spine1"},
     ],
+    "validate": {"failover": {}},  # so that the backend pins probe flows through the fault
 }
 
 

@@ -16,9 +16,11 @@ from typing import Any
 import yaml
 
 from labs.backend import COUNTER_FIELDS as FIELDS
+from labs.failures import Failures, Network
 from tests.conftest import write_lab
 from twin.labdir import Lab
 from twin.model.fib import Fib, NextHop, to_json
+from twin.model.routing import Routing
 from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
 
@@ -104,6 +106,12 @@ def full_fib(lab: Lab, short: tuple[str, str] | None = None) -> Fib:
     for spine in lab.nodes("spine"):
         fib[spine] = {}
     return fib
+
+
+def model_fib(lab: Lab) -> Fib:
+    """Every node's FIB as the routing model computes it from the lab's configs: what a
+    healthy live twin holds (`fib_agreement` passes it)."""
+    return Network(lab, Failures(), Routing(Wiring(lab))).fib
 
 
 def flow(
@@ -251,8 +259,8 @@ class SyntheticRun:
                     "sent": {str(f["flow_id"]): f["sent"] for f in flows},
                 }
             )
-        fib_start = self.fib_start or full_fib(self.lab)
-        fib_end = self.fib_end or full_fib(self.lab)
+        fib_start = self.fib_start or model_fib(self.lab)
+        fib_end = self.fib_end or model_fib(self.lab)
         run = {
             "lab": self.lab.name,
             "lab_dir": str(self.lab.path),

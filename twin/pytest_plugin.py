@@ -19,10 +19,12 @@ four fixtures:
 
 What a backend cannot observe skips, never fails: `twin.sessions()` and `twin.established()`
 need `bgp`, `twin.fib()` needs `fib`, and `twin.verdict(NAME)` needs what the validator
-needs, or skips when none of its scopes could be judged. `twin.verdict("failover",
-max_loss_ms=500)` judges the last run `twin_play` played (static validators judge the lab's
-configs) and is true when no scope failed and one passed; its repr lists each scope's status
-and reason, so a failed `assert` shows why.
+needs. `twin.verdict("failover", max_loss_ms=500)` judges the last run `twin_play` played
+(static validators judge the lab's configs) and is true only when every scope it covers
+passed; when one failed it is false (its repr lists each scope's status and reason, so a
+failed `assert` shows why); when none failed but some could not be judged (not-observable:
+a fault no traffic crossed, what the backend cannot see), the test skips, naming those
+scopes and why: a verdict that judged only part of what it covers is no pass.
 
 Example (see `examples/test_my_fabric.py`)::
 
@@ -71,15 +73,14 @@ def unobservable(backend: str, missing: set[str]) -> str:
 
 
 class Verdict:
-    """A validator's results on a run (or on the lab's configs): true when no scope failed
-    and at least one passed (scopes not observable are in its repr, with every other
-    scope's status and reason)."""
+    """A validator's results on a run (or on the lab's configs): true when every scope
+    passed (its repr gives each scope's status and reason)."""
 
     def __init__(self, name: str, results: list[Result]) -> None:
         self.name, self.results = name, results
 
     def __bool__(self) -> bool:
-        return bool(self.of(Status.PASS)) and not self.of(Status.FAIL)
+        return bool(self.results) and all(r.status is Status.PASS for r in self.results)
 
     def __repr__(self) -> str:
         rows = "; ".join(f"{r.scope}: {r.status.value} ({r.reason})" for r in self.results)
@@ -111,17 +112,24 @@ class Twin:
     def verdict(self, name: str, run: Observations | None = None, **params: Any) -> Verdict:
         """A validator's verdict with these thresholds: a dynamic one on `run` (default: the
         last run played), a static one on the lab's configs. Skips when the backend cannot
-        observe what the validator needs."""
+        observe what the validator needs, or when no scope failed and some could not be
+        judged (naming them and why)."""
         v = validators.get(name)
         if v.kind == "static":
-            return Verdict(name, validators.run_static(self.lab, [v], {name: params}))
-        self.needs(*v.needs)
-        run = run or self.last
-        if run is None:
-            raise LookupError(f"twin.verdict({name!r}): no run played yet (twin_play)")
-        verdict = Verdict(name, validators.run_dynamic(self.lab, run, [v], {name: params}))
-        if not verdict.of(Status.PASS) and not verdict.of(Status.FAIL):
-            pytest.skip(f"{name} judged nothing on the {self.backend.name} backend: {verdict!r}")
+            verdict = Verdict(name, validators.run_static(self.lab, [v], {name: params}))
+        else:
+            self.needs(*v.needs)
+            run = run or self.last
+            if run is None:
+                raise LookupError(f"twin.verdict({name!r}): no run played yet (twin_play)")
+            verdict = Verdict(name, validators.run_dynamic(self.lab, run, [v], {name: params}))
+        unjudged = verdict.of(Status.NOT_OBSERVABLE)
+        if unjudged and not verdict.of(Status.FAIL):
+            why = "; ".join(f"{r.scope}: {r.reason}" for r in unjudged)
+            pytest.skip(
+                f"{name}: {len(unjudged)} of {len(verdict.results)} scopes not observable "
+                f"on the {self.backend.name} backend: {why}"
+            )
         return verdict
 
     @property

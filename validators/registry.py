@@ -15,6 +15,12 @@ always holds every threshold: the defaults, overridden by what a scenario or the
 gives; an unknown threshold is an input error. Each validator's docstring says what its
 thresholds mean.
 
+Some scopes are invariants (`INVARIANTS`): a dead daemon, a lossless drop or loss outside
+faults, FIBs that disagree with the routing model, a twin that had not converged at the
+start, unexplained BGP flaps. A run is judged on
+them whatever its scenario's `validate:` selects (`run_invariants`): a scenario that names
+their validator sets its thresholds, one that does not gets them with their defaults.
+
 >>> v = get("ecn_thresholds")
 >>> v.kind, v.params({"rtt_us": 8})["rtt_us"]
 ('static', 8)
@@ -143,6 +149,55 @@ def run_static(lab: Lab, chosen: Iterable[Validator], given: Mapping[str, Params
     results: list[Result] = []
     for v in chosen:
         results += _guarded(v, lab, v.params(given.get(v.name, {})))
+    return results
+
+
+INVARIANTS: dict[str, tuple[str, ...]] = {
+    "daemons": (),
+    "fib_agreement": (),
+    "bgp_health": ("routes", "flaps"),
+    "lossless_isolation": ("loss",),
+    "pfc_behaviour": ("lossless drops",),
+}
+"""Dynamic validators judged on every run, and which of their scopes are invariants (none
+listed: all of them; `loss` stands for `loss CLASS`, one per class)."""
+
+
+def invariant(name: str, scope: str) -> str | None:
+    """The invariant (as `INVARIANTS` lists it) that a validator's scope judges, or None.
+
+    >>> invariant("lossless_isolation", "loss roce"), invariant("bgp_health", "sessions")
+    ('loss', None)
+    """
+    if name not in INVARIANTS:
+        return None
+    scopes = INVARIANTS[name]
+    if not scopes:
+        return scope
+    return next((s for s in scopes if scope == s or scope.startswith(f"{s} ")), None)
+
+
+def run_invariants(lab: Lab, obs: Observations, named: Iterable[str]) -> list[Result]:
+    """The invariants of the validators not `named` (a scenario's selection), with their
+    defaults: only their invariant scopes; an invariant scope the validator could not judge
+    (the backend does not observe it, the run sent nothing) is not-observable, with the
+    validator's reason."""
+    results: list[Result] = []
+    skipped = set(named)
+    for name, scopes in INVARIANTS.items():
+        if name in skipped:
+            continue
+        found = run_dynamic(lab, obs, [get(name)], {})
+        kept = [r for r in found if invariant(name, r.scope)]
+        results += kept
+        unjudged = [r for r in found if r.status is Status.NOT_OBSERVABLE and r not in kept]
+        if unjudged:
+            judged = {invariant(name, r.scope) for r in kept}
+            results += [
+                Result(name, scope, Status.NOT_OBSERVABLE, unjudged[0].reason)
+                for scope in scopes
+                if scope not in judged
+            ]
     return results
 
 

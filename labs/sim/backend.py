@@ -55,9 +55,11 @@ def run(
     net = simlab.network(lab)
     base = Network(lab, Failures.load(lab))
     p = plan(lab, timeline, net, base, fibs)
+    k = float(timeline.sim.get("time_scale", 1.0))
     progress(
         f"simulating {p.n_flows} flows on {len(net.links)} links "
         f"for up to {timeline.duration * 1e3:g} ms of simulated time"
+        + (f" (the scenario's times x {k:.2g})" if k != 1 else "")
     )
     result = simulate(
         p.experiment,

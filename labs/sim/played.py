@@ -315,6 +315,7 @@ def played(timeline: Timeline, plan: Plan, result: Result, base: Network, wall: 
         "sim": {
             "seed": result.seed,
             "simulated_s": result.end_time,
+            "time_scale": float(timeline.sim.get("time_scale", 1.0)),
             "wall_s": round(wall, 3),
             "packet_hops": result.packet_hops,
             "events": result.events_processed,

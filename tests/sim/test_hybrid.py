@@ -60,7 +60,8 @@ def test_one_run_holds_both_planes(run_dir: Path) -> None:
     assert len(times) == 8 and all(t is not None for t in times)
     report = json.loads((run_dir / "report.json").read_text())["results"]
     static = {v.name for v in registry.available("static")}  # one verdict: the static ones too
-    assert {r["validator"] for r in report} == set(SCENARIO["validate"]) | static
+    invariants = set(registry.INVARIANTS)  # judged on every run
+    assert {r["validator"] for r in report} == set(SCENARIO["validate"]) | static | invariants
     assert all(r["status"] != "fail" for r in report)
 
 

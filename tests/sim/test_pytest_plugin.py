@@ -40,11 +40,14 @@ def test_example_passes_against_a_small_fabric(tmp_path: Path, backend: str) -> 
     path.write_text(yaml.safe_dump(fabric))
     done = example(tmp_path, "--twin-fabric", str(path), "--twin-backend", backend, "-rs")
     assert done.returncode == 0, done.stdout[-3000:]
-    # What the backend cannot observe (BGP on fake and sim) is skipped, naming who observes it.
-    expected = "5 passed" if backend == "netns" else "4 passed, 1 skipped"
-    assert expected in done.stdout
+    # What the backend cannot observe (BGP on fake and sim, failover probes on sim) is
+    # skipped, naming who observes it.
+    expected = {"netns": "5 passed", "fake": "4 passed, 1 skipped", "sim": "3 passed, 2 skipped"}
+    assert expected[backend] in done.stdout
     if backend != "netns":
         assert f"the {backend} backend cannot observe bgp: run on netns" in done.stdout
+    if backend == "sim":
+        assert "the sim backend cannot pin probe flows through a fault" in done.stdout
 
 
 CHECKS = """
@@ -59,6 +62,24 @@ def test_headroom(twin):
 def test_a_verdict_before_any_run(twin):
     with pytest.raises(LookupError):
         twin.verdict("failover")
+
+TWO_FAULTS = {
+    "name": "two-faults",
+    "settle": 1,
+    "traffic": [{"kind": "all_reduce", "duration": 4, "qps": 2, "pps": 100,
+                 "order": "interleaved"}],
+    "faults": [
+        {"at": 1, "fault": "link-down", "link": "leaf1:spine1"},
+        {"at": 1.5, "fault": "link-up", "link": "leaf1:spine1"},
+        {"at": 2, "fault": "link-down", "link": "leaf1:leaf2"},
+        {"at": 2.5, "fault": "link-up", "link": "leaf1:leaf2"},
+    ],
+    "validate": {"failover": {}},  # the backend pins probe flows through each fault
+}
+
+def test_failover_when_one_fault_crossed_nothing(twin, twin_play):
+    twin_play(TWO_FAULTS)
+    assert twin.verdict("failover")  # fault1 passes; the peer-link crossed nothing: skipped
 """
 
 
@@ -82,10 +103,15 @@ def test_the_plugin_skips_the_unobservable_and_a_verdict_flips_with_the_configs(
         "fake",
     ]
     done = subprocess.run([*run, "--twin-lab", str(lab)], capture_output=True, text=True)
-    assert "2 passed, 1 skipped" in done.stdout, done.stdout[-2000:]
+    assert "2 passed, 2 skipped" in done.stdout, done.stdout[-2000:]
     assert "the fake backend cannot observe bgp: run on netns or clab" in done.stdout
+    # A verdict that could judge only part of what it covers is no pass: it skips, naming
+    # what it could not judge.
+    assert "failover: 2 of 5 scopes not observable on the fake backend: fault3 link-down" in (
+        done.stdout
+    )
     broken = copy(lab, tmp_path / "broken")
     edit_switches(broken, small_xoff)  # headroom below what the cables need
     done = subprocess.run([*run, "--twin-lab", str(broken)], capture_output=True, text=True)
-    assert "1 failed, 1 passed, 1 skipped" in done.stdout, done.stdout[-2000:]
+    assert "1 failed, 1 passed, 2 skipped" in done.stdout, done.stdout[-2000:]
     assert "<headroom: " in done.stdout and ": fail (" in done.stdout

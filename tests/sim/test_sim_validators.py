@@ -183,6 +183,11 @@ def test_not_observable_without_the_traffic_they_judge(lab: Path) -> None:
     results = validate(lab, checked(incast("roce", None, 0.0002), *EVERY))
     assert results["collective_efficiency/collectives"].status is Status.NOT_OBSERVABLE
     assert results["pfc_watchdog_behaviour/storms"].status is Status.NOT_OBSERVABLE
+    # Only storage (lossy) traffic: no lossless packet to keep from being dropped.
+    lossy = validate(lab, checked(incast("storage", None, 0.0002), "pfc_behaviour"))
+    drops = lossy["pfc_behaviour/lossless drops"]
+    assert drops.status is Status.NOT_OBSERVABLE, drops.reason
+    assert drops.reason.startswith("no packet of a class the intent makes lossless was sent")
 
 
 def test_dscp_preserved_fails_when_a_host_marks_roce_24(lab: Path, tmp_path: Path) -> None:

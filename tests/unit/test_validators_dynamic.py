@@ -394,6 +394,7 @@ def test_failover_is_not_observable_without_probe_flows_through_the_element(
     assert {s: (r.status, r.reason) for s, r in results.items() if s != "convergence"} == {
         "fault1 link-down leaf1:leaf2": (
             Status.NOT_OBSERVABLE,
+            "not exercised: no flow of allreduce was routed through leaf1:leaf2; "
             "no flow of 12 server pairs crosses leaf1:leaf2",
         ),
         "fault2 link-down leaf1:spine1": (
@@ -413,10 +414,48 @@ def test_failover_is_not_observable_without_probe_flows_through_the_element(
     run.failover_probes = None
     fault = by_scope(check("failover", lab, run.write()))["fault1 link-down leaf1:leaf2"]
     assert fault.status is Status.NOT_OBSERVABLE
-    assert (
-        fault.reason
-        == "the netns backend cannot pin probe flows through a fault: run on fake (--backend fake)"
+    assert fault.reason.endswith(
+        "; the netns backend cannot pin probe flows through a fault: run on fake (--backend fake)"
     )
+
+
+def test_a_fault_no_traffic_crossed_is_not_a_pass(lab: Lab, run: SyntheticRun) -> None:
+    """The simulator's All-Reduce done before the scenario's faults fire: nothing was there to
+    fail over or to converge, so nothing passes; the run says which faults it did not exercise.
+    A fault the traffic crossed is judged (the convergence pass names it)."""
+    run.capabilities = sorted(NETNS - {"failover-probes"})
+    run.fault(7.0, "link-down", link="leaf1:spine1", ends=UPLINK)  # the phase ran 0-5 s
+    run.fault(8.0, "link-up", link="leaf1:spine1", ends=UPLINK)
+    run.flows = [flow("server1", "server3"), flow("server3", "server1")]
+    results = by_scope(check("failover", lab, run.write()))
+    assert {s: r.status for s, r in results.items()} == dict.fromkeys(
+        ["fault1 link-down leaf1:spine1", "fault2 link-up leaf1:spine1", "convergence"],
+        Status.NOT_OBSERVABLE,
+    )
+    assert results["fault1 link-down leaf1:spine1"].reason.startswith(
+        "not exercised: no traffic was running when it fired at 7 s (allreduce 0 ms-5 s)"
+    )
+    assert results["convergence"].reason == (
+        "no traffic crossed a fault that takes something away: fault1: no traffic was running "
+        "when it fired at 7 s (allreduce 0 ms-5 s)"
+    )
+    # Within the phase, over the failed uplink: judged.
+    run.faults = []
+    run.fault(2.0, "link-down", link="leaf1:spine1", ends=UPLINK)
+    convergence = by_scope(check("failover", lab, run.write()))["convergence"]
+    assert convergence.status is Status.PASS
+    assert convergence.reason == "2 flows crossed fault1: none black-holed after convergence"
+    # Within the phase, but on a link no flow is routed over (the MLAG peer-link).
+    run.faults = []
+    run.fault(2.0, "link-down", link="leaf1:leaf2")
+    convergence = by_scope(check("failover", lab, run.write()))["convergence"]
+    assert convergence.status is Status.NOT_OBSERVABLE
+    assert "fault1: no flow of allreduce was routed through leaf1:leaf2" in convergence.reason
+    # No fault at all: nothing to converge from.
+    run.faults = []
+    convergence = by_scope(check("failover", lab, run.write()))["convergence"]
+    assert convergence.status is Status.NOT_OBSERVABLE
+    assert convergence.reason == "no fault took anything away: nothing to converge from"
 
 
 def test_failover_fails_black_holed_flows(lab: Lab, run: SyntheticRun) -> None:
@@ -792,6 +831,13 @@ def test_dscp_preserved_fails_a_server_marking_another_dscp(lab: Lab, run: Synth
 
 def test_dscp_preserved_is_not_observable_without_traffic(lab: Lab, run: SyntheticRun) -> None:
     assert [r.status for r in check("dscp_preserved", lab, run.write())] == [Status.NOT_OBSERVABLE]
+    # A class none of whose packets arrived has no marking to judge: not a pass.
+    storage = flow("server1", "server4", cls="storage", dscp_sent=10, received=0)
+    run.flows = [flow("server1", "server3"), storage]
+    results = by_scope(check("dscp_preserved", lab, run.write()))
+    assert results["roce"].status is Status.PASS
+    assert results["storage"].status is Status.NOT_OBSERVABLE
+    assert results["storage"].reason == "no packet of class storage arrived: no marking to judge"
 
 
 def test_deadlock_observed_passes_the_fibs_bgp_installs(lab: Lab, run: SyntheticRun) -> None:
@@ -906,6 +952,56 @@ def test_lossless_isolation_leaves_loss_in_a_fault_to_failover(lab: Lab, run: Sy
     run.fault(1.0, "link-down", link="leaf1:spine1")
     run.flows = [flow("server1", "server3", gaps=[(1.2, 10)])]
     roce = by_scope(check("lossless_isolation", lab, run.write()))["loss roce"]
+    assert (roce.status, roce.figures["lossless_lost"]) == (Status.PASS, 0)
+
+
+def test_lossless_isolation_leaves_a_restore_while_routing_settles_to_failover(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """A link given back (failover judges what that costs) loses packets until the routes
+    that use it again are installed: not loss outside faults; later loss is."""
+    run.fault(1.0, "link-down", link="leaf1:spine1")
+    run.fault(3.0, "link-up", link="leaf1:spine1")
+    run.flows = [flow("server1", "server3", gaps=[(3.3, 10)])]  # began at 3.2 s
+    roce = by_scope(check("lossless_isolation", lab, run.write()))["loss roce"]
+    assert (roce.status, roce.figures["lossless_lost"]) == (Status.PASS, 0)
+    run.flows = [flow("server1", "server3", gaps=[(4.6, 10)])]  # began at 4.5 s
+    roce = by_scope(check("lossless_isolation", lab, run.write()))["loss roce"]
+    assert (roce.status, roce.figures["lossless_lost"]) == (Status.FAIL, 10)
+
+
+def test_lossless_isolation_leaves_a_pfc_storms_drops_to_the_watchdog_check(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """A NIC storming pauses: the PFC watchdog drops its queue's packets (the fix of the
+    pfc-storm incident); pfc_watchdog_behaviour judges that, not loss outside faults."""
+    run.fault(1.0, "pfc-storm", link="server3:nic0", priority=3)
+    run.flows = [flow("server1", "server3", gaps=[(2.5, 100)])]
+    roce = by_scope(check("lossless_isolation", lab, run.write()))["loss roce"]
+    assert (roce.status, roce.figures["lossless_lost"]) == (Status.PASS, 0)
+
+
+def test_lossless_isolation_owns_no_drop_at_a_faults_very_instant(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """The simulator's times are exact (`fault_margin` 0): a drop at the instant a link went
+    down is that fault's, though its start rebuilt from the gap's end and rate falls a
+    rounding error before it."""
+    # as the reference recorded them in a leaf-reboot: the gap began (t - 990 / pps) 2e-19 s
+    # before the node-down
+    pps, down = 2547591.9565458675, 0.0011367857142857143
+    run.fault(0.0, "link-down", link="leaf1:spine1")
+    run.flows = [flow("server2", "server3", pps=pps)]
+    path = run.write().path
+    saved = json.loads((path / "run.json").read_text())
+    fault = {**saved["faults"][0], "t": down, "began": down}
+    phase = {**saved["phases"][0], "start": 0.0, "end": 0.0127}
+    sim = {"started": 0.0, "ended": 0.0127, "fault_margin": 0.0}
+    (path / "run.json").write_text(json.dumps(saved | sim | {"faults": [fault], "phases": [phase]}))
+    (path / "flows.json").write_text(
+        json.dumps([{**run.flows[0], "lost": 990, "gaps": [[0.001525387977190642, 990]]}])
+    )
+    roce = by_scope(check("lossless_isolation", lab, Observations.open(path)))["loss roce"]
     assert (roce.status, roce.figures["lossless_lost"]) == (Status.PASS, 0)
 
 

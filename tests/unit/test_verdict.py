@@ -16,7 +16,16 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.synthetic import SyntheticRun, flow, generate_lab, probe_all, probed
+from tests.synthetic import (
+    NETNS,
+    T0,
+    SyntheticRun,
+    flow,
+    generate_lab,
+    model_fib,
+    probe_all,
+    probed,
+)
 from twin.cli import main as cli
 from twin.errors import InputError
 from twin.labdir import Lab
@@ -116,13 +125,69 @@ def test_report_exits_0_when_nothing_failed_even_if_something_was_not_observable
     run_dir = passing_run(lab).write().path
     code, out, _ = twin_main(capsys, "report", str(run_dir))
     assert code == 0
-    assert "0 failed, 1 not observable" in out
+    # mtu, and two invariants the scenario does not name that this backend cannot observe
+    assert "0 failed, 3 not observable" in out
     assert statuses(run_dir)[("mtu", "run")] == "not-observable"
+    assert statuses(run_dir)[("daemons", "run")] == "not-observable"
+    assert statuses(run_dir)[("pfc_behaviour", "lossless drops")] == "not-observable"
     suite = ET.fromstring((run_dir / "junit.xml").read_text()).find("testsuite")
-    assert suite is not None and suite.get("skipped") == "1" and suite.get("failures") == "0"
+    assert suite is not None and suite.get("skipped") == "3" and suite.get("failures") == "0"
     # No faults: no loss plot, and report.md links only the plots that exist.
     assert not (run_dir / "loss.png").exists()
     assert "loss.png" not in (run_dir / "report.md").read_text()
+
+
+def broken_run(lab: Lab, validate: dict[str, dict[str, Any]]) -> SyntheticRun:
+    """A run that broke every invariant while its scenario selected `validate`: zebra of leaf1
+    died with no fault to explain it, a BGP session flapped, a lossless flow lost packets
+    outside any fault, and spine1 lost its route to a server subnet."""
+    run = SyntheticRun(lab, name="broken")
+    run.capabilities = sorted(NETNS | {"daemons"})
+    run.flows = [flow("server1", "server3", gaps=[(2.0, 5)]), flow("server3", "server1")]
+    run.events = [
+        {"t": T0, "event": "daemons", "watched": 18, "interval": 0.25},
+        {"t": T0 + 2, "event": "daemon", "node": "leaf1", "daemon": "zebra", "state": "died"},
+    ]
+    run.bgp_down(3.0, "leaf3", "spine2", "hold timer expired")
+    fib = model_fib(lab)
+    fib["spine1"] = dict(list(fib["spine1"].items())[1:])
+    run.fib_end = fib
+    run.validate = validate
+    return run
+
+
+def test_invariants_fail_the_run_whatever_the_scenario_selects(
+    lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A scenario that selects only dscp_preserved still gets the invariants judged: the dead
+    zebra, the flap, the lossless loss and the FIB that disagrees with the model each fail,
+    naming the device; the other scopes of those validators are not run."""
+    run_dir = broken_run(lab, {"dscp_preserved": {}}).write().path
+    code, _, _ = twin_main(capsys, "report", str(run_dir))
+    assert code == 1
+    rows = statuses(run_dir)
+    assert {k: v for k, v in rows.items() if v == "fail"} == {
+        ("daemons", "switches"): "fail",
+        ("bgp_health", "flaps"): "fail",
+        ("lossless_isolation", "loss roce"): "fail",
+        ("fib_agreement", "FIB end"): "fail",
+    }
+    assert ("bgp_health", "sessions") not in rows and ("lossless_isolation", "bulk") not in rows
+    assert rows[("pfc_behaviour", "lossless drops")] == "not-observable"  # netns: no PFC
+    report = json.loads((run_dir / "report.json").read_text())["results"]
+    (daemons,) = [r["reason"] for r in report if r["validator"] == "daemons"]
+    assert "leaf1" in daemons and "zebra" in daemons
+    # A scenario sets an invariant's thresholds (one flap allowed); it cannot drop it.
+    code, results = verdict.report_run(
+        broken_run(lab, {"bgp_health": {"max_flaps": 1}}).write().path
+    )
+    flaps = [r for r in results if (r.validator, r.scope) == ("bgp_health", "flaps")]
+    assert [r.status for r in flaps] == [Status.PASS]
+    assert code == 1 and {r.validator for r in results if r.status is Status.FAIL} == {
+        "daemons",
+        "lossless_isolation",
+        "fib_agreement",
+    }
 
 
 def test_report_of_a_run_directory_copied_elsewhere_finds_its_lab(

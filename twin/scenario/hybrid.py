@@ -63,7 +63,7 @@ def add_data_plane(
     """Simulate the data plane of a live run from its FIB snapshots; add it to the run."""
     obs = Observations.open(run_dir)
     started = float(obs.run["started"])
-    k = scenario.sim.time_scale
+    k = plan.time_scale(lab, scenario)
     fibs = [(at * k, label, obs.fib(label)) for label, at in _on_scenario_clock(obs, scenario)]
     timeline = dataclasses.replace(plan.timeline(lab, scenario), fibs=fibs or None)
     progress(f"data plane: {len(fibs)} FIB snapshots of the live twin, time x {k:g}")

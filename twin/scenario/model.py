@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -197,11 +197,10 @@ class Fault(_Model):
 class SimOptions(_Model):
     """How the simulator plays the scenario (ignored by other backends)."""
 
-    time_scale: float = Field(
-        default=1.0,
-        gt=0,
-        le=1,
-        description="the timeline's times multiplied by this (a live scenario's seconds as ms)",
+    time_scale: Annotated[float, Field(gt=0, le=1)] | Literal["auto"] = Field(
+        default="auto",
+        description="the timeline's times multiplied by this (a live scenario's seconds as ms);"
+        " auto: 1, or what puts the faults and phases a collective's duration holds inside it",
     )
     convergence: float = Field(
         default=0.0005, ge=0, description="seconds from a topology fault to the FIBs that follow it"

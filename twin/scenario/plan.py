@@ -105,6 +105,32 @@ def analytical(lab: Lab, phase: Traffic) -> dict[str, float] | None:
     }
 
 
+def time_scale(lab: Lab, scenario: Scenario) -> float:
+    """The factor the simulator multiplies the scenario's times by: `sim.time_scale` when a
+    number. `auto`: 1 (the scenario is in simulated time), unless a fault or another phase
+    starts while a collective phase's `duration` says it runs but later than the collective
+    can take on a fabric the intent accepts (its `iterations` x its analytical bound x the
+    intent's `collectives.max_slowdown`): then the scenario is in live seconds, and the
+    factor makes each such collective's `duration` its analytical time, the smallest of
+    them, so that what the scenario placed inside the collective falls inside it (the
+    bound is a lower bound of what it takes)."""
+    given = scenario.sim.time_scale
+    if given != "auto":
+        return float(given)
+    starts = [f.at for f in scenario.faults] + [t.at for t in scenario.traffic]
+    slowest = lab.fabric.collectives.max_slowdown
+    factors = [1.0]
+    for phase in scenario.traffic:
+        bound = analytical(lab, phase)
+        if bound is None:
+            continue
+        done = phase.iterations * bound["bound_s"]
+        inside = [at for at in starts if phase.at < at <= phase.at + phase.duration]
+        if any(at > phase.at + slowest * done for at in inside):
+            factors.append(done / phase.duration)
+    return min(factors)
+
+
 def probe_pairs(lab: Lab, phase: Traffic) -> list[ProbePair]:
     """An ECMP probe's pairs: per leaf, `pairs` servers behind it, each sending out of its NIC
     to that leaf, to servers behind other leaf groups (a leaf's MLAG peer uses other servers
@@ -238,5 +264,5 @@ def timeline(lab: Lab, scenario: Scenario, files: Path | None = None) -> Timelin
             else None
         ),
         files=files,
-        sim=scenario.sim.model_dump(),
+        sim={**scenario.sim.model_dump(), "time_scale": time_scale(lab, scenario)},
     )

@@ -2,9 +2,11 @@
 
 Everything is rebuilt from the run directory alone (`twin report RUN_DIR`): the scenario
 saved with it says which validators to run with which thresholds; static validators among
-them read the lab's configs. With `static` (what `twin run` and `twin report` do unless
-`--no-static`), every other static validator runs too, after the scenario's, with its
-defaults: a static finding fails the run's one verdict and its JUnit.
+them read the lab's configs. The invariants (`validators.registry.INVARIANTS`: dead
+daemons, lossless loss, FIB agreement, BGP flaps) are judged whatever it selects, after its
+own. With `static` (what `twin run` and `twin report` do unless `--no-static`), every other
+static validator runs too, after those, with its defaults: a static finding fails the run's
+one verdict and its JUnit.
 """
 
 from __future__ import annotations
@@ -36,19 +38,37 @@ def evaluate(
     obs: Observations,
     wanted: dict[str, dict[str, Any]],
     judged: dict[str, list[Result]] | None = None,
+    static: bool = False,
 ) -> list[Result]:
-    """Run the wanted validators (static and dynamic) in the order given; a static one's
-    results may come `judged` already (`judge_static`)."""
+    """Run the wanted validators (static and dynamic) in the order given, then the
+    invariants they do not name (`registry.INVARIANTS`: judged on every run) and, with
+    `static`, every other static validator; a static one's results may come `judged`
+    already (`judge_static`)."""
     results: list[Result] = []
     for name, given in wanted.items():
-        v = registry.get(name)
-        if v.kind == "dynamic":
-            results += registry.run_dynamic(lab, obs, [v], {name: given or {}})
-        elif judged is not None and name in judged:
-            results += judged[name]
-        else:
-            results += registry.run_static(lab, [v], {name: given or {}})
+        results += _judged(lab, obs, name, given or {}, judged)
+    results += registry.run_invariants(lab, obs, wanted)
+    rest = with_static(wanted) if static else wanted
+    for name, given in rest.items():
+        if name not in wanted:
+            results += _judged(lab, obs, name, given, judged)
     return results
+
+
+def _judged(
+    lab: Lab,
+    obs: Observations,
+    name: str,
+    given: dict[str, Any],
+    judged: dict[str, list[Result]] | None,
+) -> list[Result]:
+    """One validator's results, static ones taken from `judged` when there."""
+    v = registry.get(name)
+    if v.kind == "dynamic":
+        return registry.run_dynamic(lab, obs, [v], {name: given})
+    if judged is not None and name in judged:
+        return judged[name]
+    return registry.run_static(lab, [v], {name: given})
 
 
 def judge_static(
@@ -106,7 +126,7 @@ def report_run(
     saved = run_dir / "scenario.yaml"
     wanted: dict[str, dict[str, Any]] = strict_yaml(saved).get("validate") or {}
     check_names(wanted, str(saved))
-    results = evaluate(lab, obs, with_static(wanted) if static else wanted, judged)
+    results = evaluate(lab, obs, wanted, judged, static)
     title = f"{obs.run['scenario']} on {obs.run['lab']} ({obs.run['backend']})"
     code = report.write(results, run_dir, title, str(obs.run["backend"]))
     params = {name: registry.get(name).params(given or {}) for name, given in wanted.items()}

@@ -64,7 +64,8 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     is named, once per server), or when a flow of it arrives with a DSCP it was not sent with
     (the pair is named, once). Flows the receiver counts together (two phases on the same
     pair and queue pair, e.g. All-Reduce and a backup) are judged together: each DSCP that
-    arrived must have been sent by one of them, no more often than it was sent.
+    arrived must have been sent by one of them, no more often than it was sent. A class
+    none of whose packets arrived (and no host mismarks) is not-observable.
     """
     policy = {name: c.dscp for name, c in lab.fabric.qos.classes.items()}
     if not obs.flows:
@@ -92,6 +93,10 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     results = []
     for cls, found in sorted(findings.items()):
         want = policy.get(cls)
+        if not found and not any(f["received"] for f in obs.flows if f["class"] == cls):
+            why = f"no packet of class {cls} arrived: no marking to judge"
+            results.append(Result(NAME, cls, Status.NOT_OBSERVABLE, why, {"flows": flows[cls]}))
+            continue
         ordered = sorted(found, key=lambda f: (f.where != "host.json", f.device, f.message))
         results.append(
             verdict(

@@ -29,7 +29,10 @@ node that goes down, `failover.gray_ms` for a gray failure (daemon kill, loss, r
 default to BFD's detection (3 x 300 ms) plus 500 ms. A switch whose BFD was removed detects
 with the BGP hold time and fails here (and in the static `failover_budget`). A collective
 flow black-holed after convergence (nothing received during its last `blackhole_s`, default
-1 s, or nothing at all) fails the `convergence` scope.
+1 s, or nothing at all) fails the `convergence` scope; it passes only when the scenario's
+traffic crossed a fault that takes something away (`crossing`), else it is not-observable,
+saying why for each fault. A fault its probes cannot judge that no traffic crossed either
+is `not exercised` (on the simulator: fired after the collective was done).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from labs.registry import how_to_observe
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord
+from validators.dynamic import crossing
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 
@@ -53,6 +57,9 @@ LINK_LOSS = ("link-down", "link-flap-done", "node-down")
 taking faults are gray (`failover.gray_ms`)."""
 MIN_BACK_S = 1.0
 """A restore is judged from probe flows that sent at least this long after they were back."""
+EXACT = 1e-9
+"""Seconds by which a gap's start, rebuilt from when it closed and the flow's rate, may miss
+the instant it began (the simulator drops at a fault's very instant, `fault_margin` 0)."""
 OPEN_TAIL_S = 0.05
 """A probe flow whose last run of losses, still open when it ended, is this long or longer
 never recovered (a shorter one is its last packets still in flight)."""
@@ -68,18 +75,39 @@ def fault_began(fault: FaultRecord) -> float:
     return float(fault["t"])
 
 
+def _margin(obs: Observations) -> float:
+    """run.json's `fault_margin`, at least `EXACT`."""
+    return max(float(obs.run.get("fault_margin", 0.5)), EXACT)
+
+
 def spans(obs: Observations) -> list[tuple[FaultRecord, float, float]]:
     """Per fault that takes something away: (fault, from, until), the time during which a gap
     that begins belongs to it: from half a second before it fired until half a second before
     the next fault (a minute after the run for the last one). Half a second is run.json's
     `fault_margin` (the live twins' default; the simulator's fault and drop times are exact: 0)."""
-    margin = float(obs.run.get("fault_margin", 0.5))
+    margin = _margin(obs)
     faults = sorted(obs.run.get("faults", []), key=fault_began)
     ends = [fault_began(f) - margin for f in faults[1:]] + [obs.run["ended"] + 60] * bool(faults)
     return [
         (fault, fault_began(fault) - margin, until)
         for fault, until in zip(faults, ends, strict=True)
         if fault["fault"] in TAKES
+    ]
+
+
+def restoring(obs: Observations) -> list[tuple[float, float]]:
+    """Per fault that gives something back: (from, until), the time its routing takes to
+    settle, whose losses are its own (judged from its probes above, not loss outside
+    faults): from `fault_margin` before it fired until `fault_margin` after the FIB snapshot
+    that follows it (on the simulator, the FIBs it applies `sim.convergence` later; live,
+    half a second on), or after it fired when there is none."""
+    margin = _margin(obs)
+    taken = obs.run.get("fibs", {})
+    after = {i: float(taken[label]) for label, i in obs.run.get("fib_faults", {}).items()}
+    return [
+        (fault_began(f) - margin, after.get(int(f["index"]), fault_began(f)) + margin)
+        for f in obs.run.get("faults", [])
+        if f["fault"] in RESTORES
     ]
 
 
@@ -210,9 +238,9 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     for n, fault in enumerate(order, 1):
         if fault["fault"] in RESTORES:
             scope = f"fault{n} {fault['fault']} {target_of(fault)}"
-            results.append((n, restored(obs, fault, n - 1, scope, records, params)))
+            results.append((n, restored(lab, obs, fault, n - 1, scope, records, params)))
     return [r for _, r in sorted(results, key=lambda nr: nr[0])] + [
-        convergence(obs, float(params["blackhole_s"]))
+        convergence(lab, obs, float(params["blackhole_s"]))
     ]
 
 
@@ -256,7 +284,8 @@ def taken(
     record = records.get(int(fault.get("index", -1)))
     why = unobserved(obs, fault, record, began)
     if why is not None or record is None:
-        return Result(NAME, scope, Status.NOT_OBSERVABLE, str(why), figures)
+        why = _exercised(lab, obs, fault, str(why))
+        return Result(NAME, scope, Status.NOT_OBSERVABLE, why, figures)
     seen = probed(record, began, _next_began(obs, began))
     crossed = sorted({str(f["crossed"]) for f in seen.flows})
     figures |= {
@@ -317,6 +346,7 @@ def _given_back(
 
 
 def restored(
+    lab: Lab,
     obs: Observations,
     fault: FaultRecord,
     index: int,
@@ -333,7 +363,9 @@ def restored(
     figures: dict[str, int | float | str] = {"limit_ms": round(max_loss_ms, 1)}
     found = _given_back(obs, fault, index, records)
     if isinstance(found, str):
-        return Result(NAME, scope, Status.NOT_OBSERVABLE, found, figures)
+        return Result(
+            NAME, scope, Status.NOT_OBSERVABLE, _exercised(lab, obs, fault, found), figures
+        )
     record, back = found
     margin = float(obs.run.get("fault_margin", 0.5))
     seen = probed(record, began, _next_began(obs, began), since=began - margin)
@@ -358,8 +390,18 @@ def restored(
     return Result(NAME, scope, status, reason, figures, seen.hit if problems else [])
 
 
-def convergence(obs: Observations, blackhole_s: float) -> Result:
-    """The collective flows black-holed after convergence."""
+def _exercised(lab: Lab, obs: Observations, fault: FaultRecord, why: str) -> str:
+    """Why a fault is not judged: `why` its probes show nothing, and first, when none of
+    the scenario's traffic crossed it either, that the run did not exercise it."""
+    seen = crossing.crossed(lab, obs, fault, fault_began(fault))
+    if seen.flows or not obs.flows:
+        return why
+    return f"not exercised: {seen.why}; {why}"
+
+
+def convergence(lab: Lab, obs: Observations, blackhole_s: float) -> Result:
+    """The collective flows black-holed after convergence: a pass needs flows that crossed
+    a fault that takes something away (else nothing was there to converge)."""
     if not obs.flows:
         return Result(NAME, "convergence", Status.NOT_OBSERVABLE, "the scenario sent no traffic")
     holes = [
@@ -372,10 +414,26 @@ def convergence(obs: Observations, blackhole_s: float) -> Result:
         for f in obs.flows
         if f["received"] == 0 or f["tail_lost"] / f["pps"] > blackhole_s
     ]
-    return verdict(
-        NAME,
-        "convergence",
-        holes,
-        "no flow black-holed after convergence",
-        {"flows": len(obs.flows), "black_holed": len(holes)},
+    numbered = enumerate(sorted(obs.run.get("faults", []), key=fault_began), 1)
+    taking = [(n, f) for n, f in numbered if f["fault"] in TAKES]
+    crossings = {n: crossing.crossed(lab, obs, f, fault_began(f)) for n, f in taking}
+    exercised = [n for n, c in crossings.items() if c.flows]
+    figures: dict[str, int | float | str] = {
+        "flows": len(obs.flows),
+        "black_holed": len(holes),
+        "faults_crossed": len(exercised),
+    }
+    if not holes and not exercised:
+        why = (
+            "no traffic crossed a fault that takes something away: "
+            + "; ".join(f"fault{n}: {c.why}" for n, c in crossings.items())
+            if crossings
+            else "no fault took anything away: nothing to converge from"
+        )
+        return Result(NAME, "convergence", Status.NOT_OBSERVABLE, why, figures)
+    flows = len({id(f) for n in exercised for f in crossings[n].flows})
+    ok = (
+        f"{flows} flows crossed {', '.join(f'fault{n}' for n in exercised)}: "
+        "none black-holed after convergence"
     )
+    return verdict(NAME, "convergence", holes, ok, figures)

@@ -28,7 +28,7 @@ from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
 from twin.scenario.records import FlowRecord
 from validators.dynamic import dscp_preserved
-from validators.dynamic.failover import spans
+from validators.dynamic.failover import fault_began, restoring, spans
 from validators.registry import Params, dynamic
 from validators.result import Figure, Finding, Result, Status, merged, verdict
 
@@ -112,10 +112,24 @@ def _bulk(obs: Observations, paths: _Paths, bulk: set[str]) -> list[Finding]:
     return merged(list(dict.fromkeys(findings)))
 
 
+def _storms(obs: Observations) -> list[tuple[float, float]]:
+    """Per `pfc-storm` fault: from when it fired to the run's end. What a storm costs (the
+    PFC watchdog drops the stormed queue's packets until it restores it) is
+    `pfc_watchdog_behaviour`'s to judge, not loss outside faults."""
+    margin = float(obs.run.get("fault_margin", 0.5))
+    end = float(obs.run.get("ended", 0.0)) + 60
+    return [
+        (fault_began(f) - margin, end)
+        for f in obs.run.get("faults", [])
+        if f["fault"] == "pfc-storm"
+    ]
+
+
 def _unexplained(obs: Observations, flow: FlowRecord) -> int:
     """Packets a flow lost that no fault explains: gaps that began outside every fault's
-    span (see `failover.spans`), and its tail when no fault was in force at the end."""
-    windows = [(start, until) for _, start, until in spans(obs)]
+    span (see `failover.spans`), while a restore's routing settled (`failover.restoring`)
+    or from a PFC storm on (`_storms`), and its tail when no fault was in force at the end."""
+    windows = [(start, until) for _, start, until in spans(obs)] + restoring(obs) + _storms(obs)
     lost = 0
     for t, missing in flow.get("gaps", []):
         began = t - missing / flow["pps"]

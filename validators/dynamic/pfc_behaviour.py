@@ -30,10 +30,12 @@ from typing import Any
 from twin.configs.qos import traffic_class
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
+from validators.dynamic.lossless_isolation import lossless_by_intent
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 
 NAME = "pfc_behaviour"
+SCOPES = ("lossless drops", "pause storms", "propagation")
 
 
 def _rows(obs: Observations) -> list[dict[str, Any]]:
@@ -142,20 +144,26 @@ def lossless_drops(lab: Lab, rows: list[dict[str, Any]]) -> list[Finding]:
 @dynamic(NAME, needs={"pfc", "flows"}, storm_share=0.2, max_hops=2)
 def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     """Lossless drops, pause storms and how far pauses spread."""
+    if not obs.flows:
+        why = "the scenario sent no traffic"
+        return [Result(NAME, s, Status.NOT_OBSERVABLE, why) for s in SCOPES]
     rows = _rows(obs)
     sim = obs.extra("sim") or {}
     duration = max(float(sim.get("simulated_s", obs.duration)), 1e-12)
     drops = lossless_drops(lab, rows)
     sent = sum(r["pause_sent"] for r in rows)
-    results = [
-        verdict(
-            NAME,
-            "lossless drops",
-            drops,
-            f"no drop of a lossless class ({sent} pause frames sent)",
-            {"lossless_drops": sum(r["drops"]["lossless"] for r in rows), "pause_frames": sent},
-        )
-    ]
+    lossless = sum(int(f["sent"]) for f in obs.flows if lossless_by_intent(lab, f))
+    counted: dict[str, int | float | str] = {
+        "lossless_drops": sum(r["drops"]["lossless"] for r in rows),
+        "pause_frames": sent,
+        "lossless_packets": lossless,
+    }
+    if drops or lossless:
+        ok = f"no drop of a lossless class ({sent} pause frames sent)"
+        results = [verdict(NAME, "lossless drops", drops, ok, counted)]
+    else:
+        why = "no packet of a class the intent makes lossless was sent: nothing to keep lossless"
+        results = [Result(NAME, "lossless drops", Status.NOT_OBSERVABLE, why, counted)]
     share = float(params["storm_share"])
     worst = max(rows, key=lambda r: r["paused_s"], default=None)
     storms = [

@@ -1,0 +1,131 @@
+"""Which of a run's traffic crossed a fault: the evidence a verdict on the fault stands on.
+
+A flow of a traffic phase crossed a fault when its phase was sending when the fault began
+(between the phase's `start` and `end` in run.json: for a collective on the simulator, when
+its last flow was done) and, where the run took FIB snapshots, some path of it (every ECMP
+branch of the snapshot in force: before a fault that takes something away, after one that
+gives it back) goes through the faulted element: a link by either end, a node. Without
+snapshots, running at the fault is enough. A fault no flow crossed was not exercised by the
+scenario's traffic: a verdict on it has nothing to stand on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from labs.failures import resolve
+from twin.labdir import Lab
+from twin.model.fib import Fib, lookup
+from twin.model.wiring import Wiring
+from twin.scenario.observations import Observations
+from twin.scenario.records import FaultRecord, FlowRecord, PhaseRecord
+
+Port = tuple[str, str]
+GIVES_BACK = ("link-up", "node-up", "daemon-restart", "clear")
+"""Faults judged on the FIB after them (the paths the element carries again)."""
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """The flows that crossed a fault, or why none did."""
+
+    flows: list[FlowRecord]
+    why: str
+
+
+def _at(seconds: float, obs: Observations) -> str:
+    """A time of the run, from its start (ms below a second: a simulator's run).
+
+    >>> from types import SimpleNamespace as N
+    >>> _at(12.5, N(run={"started": 2.0})), _at(0.0095, N(run={"started": 0.0}))
+    ('10.5 s', '9.5 ms')
+    """
+    t = seconds - float(obs.run.get("started", 0.0))
+    return f"{t:.3g} s" if abs(t) >= 1 else f"{t * 1e3:.3g} ms"
+
+
+def _snapshot(obs: Observations, fault: FaultRecord) -> str | None:
+    """The FIB snapshot in force for the fault's paths: the last taken after an earlier
+    fault (or its own, for one that gives something back), else `start`."""
+    labels = obs.fib_labels()
+    if not labels:
+        return None
+    index = int(fault.get("index", -1))
+    own = fault.get("fault") in GIVES_BACK
+    after = obs.run.get("fib_faults", {})
+    found = [(i, label) for label, i in after.items() if i < index or (own and i == index)]
+    return max(found)[1] if found else ("start" if "start" in labels else None)
+
+
+def _element(lab: Lab, wiring: Wiring, fault: FaultRecord) -> tuple[set[Port], str | None]:
+    """The ports (node, port: physical and logical) and the node a fault acts on."""
+    ends = [tuple(end.split(":", 1)) for end in fault.get("ends", [])]
+    if not ends and fault.get("link"):
+        for a, a_port, b, b_port in resolve(lab, wiring, str(fault["link"])):
+            ends += [(a, a_port), (b, b_port)]
+    ports = {(str(n), str(p)) for n, p in ends}
+    return ports | {(n, wiring.logical(n, p)) for n, p in ports}, fault.get("node")
+
+
+class _Paths:
+    """Every port and node a flow's packets may use, per (src, dst), in one FIB."""
+
+    def __init__(self, wiring: Wiring, fib: Fib) -> None:
+        self.wiring, self.fib = wiring, fib
+        self._seen: dict[tuple[str, str], tuple[set[Port], set[str]]] = {}
+
+    def __call__(self, src: str, dst: str) -> tuple[set[Port], set[str]]:
+        if (src, dst) not in self._seen:
+            address = self.wiring.hosts[dst].address.ip
+            ports: set[Port] = set()
+            nodes, todo = {src}, [src]
+            while todo:
+                here = todo.pop()
+                for hop in lookup(self.fib.get(here, {}), address) or ():
+                    far = self.wiring.far(here, hop.port)
+                    ports.add((here, hop.port))
+                    if far is None:
+                        continue
+                    ports.add(far)
+                    if far[0] not in nodes:
+                        nodes.add(far[0])
+                        if far[0] != dst:
+                            todo.append(far[0])
+            self._seen[(src, dst)] = (ports, nodes)
+        return self._seen[(src, dst)]
+
+
+def crossed(lab: Lab, obs: Observations, fault: FaultRecord, began: float) -> Crossing:
+    """The flows of the scenario's traffic that crossed a fault begun at `began`."""
+    phases: list[PhaseRecord] = obs.run.get("phases", [])
+    running = {
+        p["label"] for p in phases if p["flows"] and float(p["start"]) <= began <= float(p["end"])
+    }
+    if not running:
+        spans = ", ".join(
+            f"{p['label']} {_at(float(p['start']), obs)}-{_at(float(p['end']), obs)}"
+            for p in phases
+            if p["flows"]
+        )
+        return Crossing(
+            [],
+            f"no traffic was running when it fired at {_at(began, obs)} "
+            f"({spans or 'the scenario sent none'})",
+        )
+    flows = [f for f in obs.flows if f["phase"] in running]
+    label = _snapshot(obs, fault)
+    if label is None:
+        return Crossing(flows, "")
+    wiring = Wiring(lab)
+    ends, node = _element(lab, wiring, fault)
+    paths = _Paths(wiring, obs.fib(label))
+    hit = []
+    for flow in flows:
+        ports, nodes = paths(flow["src"], flow["dst"])
+        if ports & ends or (node is not None and node in nodes):
+            hit.append(flow)
+    what = node or fault.get("link") or ", ".join(sorted(f"{a}:{b}" for a, b in ends))
+    return Crossing(
+        hit,
+        "" if hit else f"no flow of {', '.join(sorted(running))} was routed through {what}",
+    )
