@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from twin import labdir, outdir
+from twin import labdir, outdir, safeio
 from twin.errors import InputError
 from twin.intent import fabric as intent
 
@@ -154,24 +154,17 @@ def fabric_file(incident: Path) -> Path:
 
 @contextmanager
 def fresh(out: Path) -> Iterator[Path]:
-    """A scratch directory beside `out` (checked fresh first), renamed to `out` when the block
-    succeeds, removed when it fails: nothing half-made is left."""
+    """A new directory to fill (`out` checked fresh first; `twin.safeio.fresh_dir`), renamed
+    to `out` when the block succeeds, removed when it fails: nothing half-made is left."""
     outdir.check(out, "-o")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with safeio.fresh_dir(out) as tmp:
         yield tmp
-        if out.is_dir():
-            out.rmdir()
-        tmp.rename(out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _copy_lab(base: Path, out: Path) -> None:
     """The lab's files without its runs and its twin's state."""
     labdir.Lab.open(base)
-    labdir.refuse_links(base, ("configs",))
+    labdir.refuse_links(base, ("configs", "clab"))
     for entry in base.iterdir():
         if entry.name in LEFT_BEHIND:
             continue

@@ -10,8 +10,9 @@
     DIR/clab/<node>/...                the container flavour of the configs (twin.render.sonic_vs)
 
 Backends and validators read the configs in this directory, so an edited config is what gets
-tested. The directory is written whole into a temporary sibling and renamed into place: bad
-input never leaves half a lab.
+tested. The directory is written whole into a scratch directory only root can enter and
+renamed into place (`twin.safeio.fresh_dir`): bad input never leaves half a lab, and no link
+another user plants beside it is followed.
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import stat
-import tempfile
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -31,6 +30,7 @@ from typing import Any
 import networkx as nx
 import orjson
 
+from twin import safeio
 from twin.design.graph import Design, design, figures, ports_of
 from twin.errors import LabError
 from twin.intent import fabric as intent
@@ -82,15 +82,8 @@ def generate(
         if not force:
             raise LabError(f"{out}: directory exists and is not empty (use --force to replace it)")
         check_replaceable(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with safeio.fresh_dir(out, replace=force) as tmp:
         _write(d, tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return d
 
 

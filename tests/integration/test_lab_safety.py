@@ -26,6 +26,7 @@ import yaml
 from labs import events, lifecycle, state
 from labs.fake.backend import FakeBackend
 from tests.conftest import SHORT, TWIN, lab_name, twin_cli, write_lab
+from twin import incident, labdir
 from twin.cli import main as cli
 
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the run root)")
@@ -352,3 +353,64 @@ def test_cleanup_of_a_plain_directory_named_like_a_lab_is_refused(
     monkeypatch.chdir(tmp_path)
     assert cli.main(["cleanup", "mylab"]) == 2
     assert "not a lab directory" in capsys.readouterr().err
+
+
+PLANTER = """
+import os, sys
+parent, target = sys.argv[1], sys.argv[2]
+for name in os.listdir(parent):
+    if name.startswith(".") and not os.path.islink(os.path.join(parent, name)):
+        os.rename(os.path.join(parent, name), os.path.join(parent, "moved" + name))
+        os.symlink(target, os.path.join(parent, name))
+"""
+
+
+def as_user(user: str, script: str, *args: str) -> None:
+    """Run a Python script as `user` (a real second local user), to its end."""
+    subprocess.run(["runuser", "-u", user, "--", "python3", "-c", script, *args], check=True)
+
+
+@ROOT
+@pytest.mark.parametrize("verb", ["generate", "apply", "incident"])
+def test_a_scratch_directory_swapped_by_another_user_is_never_written_through(
+    verb: str,
+    shared_tmp: Path,
+    other_user: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`generate -o`, `apply -o` and `incident` into a directory another user owns: that
+    user replaces the scratch directory beside the output by a link to a root-only directory
+    just before the files are written; nothing is written there, and the output is whole."""
+    base = write_lab(shared_tmp / "base", lab_name())
+    theirs = shared_tmp / "theirs"
+    theirs.mkdir()
+    shutil.chown(theirs, other_user)
+    secret = shared_tmp / "secret"
+    secret.mkdir(mode=0o700)
+    (secret / "shadow").write_text("root only\n")
+
+    def planting(real: Any) -> Any:
+        def wrapped(*args: Any) -> Any:
+            as_user(other_user, PLANTER, str(theirs), str(secret))
+            return real(*args)
+
+        return wrapped
+
+    if verb == "apply":
+        monkeypatch.setattr(incident, "_copy_lab", planting(incident._copy_lab))
+    else:
+        monkeypatch.setattr(labdir, "_write", planting(labdir._write))
+    change = shared_tmp / "change.yaml"
+    change.write_text(yaml.safe_dump({"configs/leaf1/frr.conf": [{"append": "! changed"}]}))
+    argv = {
+        "generate": ["generate", str(shared_tmp / "base.yaml"), "-o", str(theirs / "lab")],
+        "apply": ["apply", str(base), str(change), "-o", str(theirs / "lab")],
+        "incident": ["incident", "pause-storm", str(theirs / "lab")],
+    }[verb]
+    code = cli.main(argv)
+    assert sorted(p.name for p in secret.iterdir()) == ["shadow"]
+    assert (secret / "shadow").read_text() == "root only\n"
+    assert code == 0, capsys.readouterr().err
+    made = theirs / "lab" / ("before" if verb == "incident" else "")
+    assert not made.is_symlink() and (made / "configs" / "leaf1" / "frr.conf").is_file()
