@@ -26,6 +26,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from labs.backend import COUNTER_FIELDS, Session
 from labs.lifecycle import Managed
+from twin import safeio
 from twin.errors import InputError
 from twin.labdir import Lab
 from twin.model.fib import Fib
@@ -292,4 +293,4 @@ def write(path: Path, data: bytes) -> None:
         raise InputError(
             "--openmetrics", "", f"{path} is not a regular file: will not overwrite it"
         )
-    path.write_bytes(data)
+    safeio.write(path, data)
