@@ -14,9 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -272,15 +270,6 @@ print(swaps)
 """
 
 
-@pytest.fixture
-def shared_tmp() -> Iterator[Path]:
-    """A temporary directory another local user can reach (pytest's are root's only)."""
-    path = Path(tempfile.mkdtemp(prefix="twt-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path)
-
-
 @ROOT
 def test_link_swaps_by_another_user_during_runs_never_reach_roots_files(
     shared_tmp: Path, other_user: str
@@ -414,3 +403,11 @@ def test_a_scratch_directory_swapped_by_another_user_is_never_written_through(
     assert code == 0, capsys.readouterr().err
     made = theirs / "lab" / ("before" if verb == "incident" else "")
     assert not made.is_symlink() and (made / "configs" / "leaf1" / "frr.conf").is_file()
+
+
+@ROOT
+def test_the_record_of_a_deploy_is_roots_only(run_root: Path, tmp_path: Path) -> None:
+    """`.owner` names the lab directory, which only its owner reads: no one else reads it."""
+    name = lab_name()
+    _deploying(tmp_path, "lab", name)
+    assert (run_root / name / lifecycle.OWNER).stat().st_mode & 0o077 == 0
