@@ -313,6 +313,16 @@ def shared_tmp() -> Iterator[Path]:
     shutil.rmtree(path)
 
 
+@pytest.fixture
+def netns() -> Iterator[str]:
+    """An empty network namespace of this test's own, its loopback up."""
+    name = f"twt-{secrets.token_hex(3)}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+    yield name
+    subprocess.run(["ip", "netns", "delete", name], check=False)
+
+
 @pytest.fixture(scope="session")
 def other_user() -> Iterator[str]:
     """A second local user of our own (`twt` and 5 hex digits), removed afterwards."""

@@ -14,7 +14,6 @@ import contextlib
 import grp
 import os
 import pwd
-import secrets
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -157,15 +156,6 @@ def test_the_event_log_is_read_only_as_a_regular_file(
     log.write_text("one\ntwo\n")
     assert frr.read_log(log, 0) == (["one\n", "two\n"], 8)
     assert frr.read_log(log, 4) == (["two\n"], 8)
-
-
-@pytest.fixture
-def netns() -> Iterator[str]:
-    """An empty network namespace of this test's own."""
-    name = f"twt-{secrets.token_hex(3)}"
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    yield name
-    subprocess.run(["ip", "netns", "delete", name], check=False)
 
 
 def test_a_restarted_daemon_never_writes_through_a_link_user_frr_planted(

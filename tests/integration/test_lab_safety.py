@@ -9,6 +9,7 @@ names of their own, and leave nothing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -23,9 +24,13 @@ import yaml
 
 from labs import events, lifecycle, state
 from labs.fake.backend import FakeBackend
+from labs.netns import traffic as netns_traffic
+from labs.netns.faults import End
 from tests.conftest import SHORT, TWIN, lab_name, twin_cli, write_lab
 from twin import incident, labdir
 from twin.cli import main as cli
+from twin.errors import LabError
+from twin.labdir import Lab
 
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the run root)")
 
@@ -411,3 +416,52 @@ def test_the_record_of_a_deploy_is_roots_only(run_root: Path, tmp_path: Path) ->
     name = lab_name()
     _deploying(tmp_path, "lab", name)
     assert (run_root / name / lifecycle.OWNER).stat().st_mode & 0o077 == 0
+
+
+def _pcap_capture(
+    monkeypatch: pytest.MonkeyPatch, lab: Path, out: Path, netns: str
+) -> list[subprocess.Popen[bytes]]:
+    """The captures of `leaf1:spine1` started into `out`, tcpdump listening on the loopback
+    of `netns` (no twin deployed)."""
+    monkeypatch.setattr(netns_traffic, "netns_name", lambda lab, node: netns)
+    lo = (End("leaf1", "lo"), End("spine1", "lo"))
+    monkeypatch.setattr(netns_traffic, "resolve_link", lambda *_: lo)
+    return netns_traffic.start_captures(Lab.open(lab), ["leaf1:spine1"], out)
+
+
+@ROOT
+def test_a_capture_never_writes_through_a_link_another_user_planted(
+    shared_tmp: Path, other_user: str, monkeypatch: pytest.MonkeyPatch, netns: str
+) -> None:
+    """A run directory another user owns (`--trust-lab-dir`): that user plants a link to a
+    root-only file where the capture goes; tcpdump starts, the file is never written; a
+    capture where nothing is planted is a pcap."""
+    lab = write_lab(shared_tmp / "lab", lab_name())
+    run = shared_tmp / "run"
+    (run / "capture").mkdir(parents=True)
+    subprocess.run(["chown", "-R", other_user, str(run)], check=True)
+    victim = shared_tmp / "victim"
+    victim.write_text("root only\n")
+    victim.chmod(0o600)
+    planted = str(run / "capture" / "leaf1_lo.pcap")
+    as_user(other_user, "import os, sys; os.symlink(*sys.argv[1:])", str(victim), planted)
+    started = []
+    try:
+        with contextlib.suppress(LabError):
+            started = _pcap_capture(monkeypatch, lab, run, netns)
+        deadline = time.monotonic() + 10
+        while started and victim.read_bytes() == b"root only\n" and time.monotonic() < deadline:
+            time.sleep(0.05)  # tcpdump writes its pcap header when it starts
+    finally:
+        netns_traffic.stop_captures(started)
+    assert victim.read_bytes() == b"root only\n" and victim.stat().st_uid == 0
+    mine = shared_tmp / "mine"
+    started = _pcap_capture(monkeypatch, lab, mine, netns)
+    pcap = mine / "capture" / "leaf1_lo.pcap"
+    try:
+        deadline = time.monotonic() + 10
+        while pcap.stat().st_size < 24 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        netns_traffic.stop_captures(started)
+    assert pcap.read_bytes()[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4")  # pcap magic
