@@ -18,7 +18,6 @@ another user plants beside it is followed.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 import time
@@ -34,6 +33,7 @@ from twin import safeio
 from twin.design.graph import Design, design, figures, ports_of
 from twin.errors import LabError
 from twin.intent import fabric as intent
+from twin.intent.inputs import CONFIG_BYTES, read_json, read_text
 from twin.render import clab, config_db, frr_conf, host_conf, sonic_vs
 from twin.render.config_db import ConfigDb
 
@@ -229,7 +229,7 @@ class Lab:
 
     @cached_property
     def _design(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.path / "design.json").read_text())
+        data: dict[str, Any] = read_json(self.path / "design.json")
         return data
 
     @cached_property
@@ -249,9 +249,7 @@ class Lab:
     @cached_property
     def ifmap(self) -> dict[str, dict[str, dict[str, str]]]:
         """Port -> Linux names per node."""
-        data: dict[str, dict[str, dict[str, str]]] = json.loads(
-            (self.path / "ifmap.json").read_text()
-        )
+        data: dict[str, dict[str, dict[str, str]]] = read_json(self.path / "ifmap.json")
         return data
 
     def nodes(self, role: str) -> list[str]:
@@ -269,7 +267,7 @@ class Lab:
 
     def frr_conf(self, node: str) -> str:
         """A switch's `frr.conf` as it is now on disk."""
-        return self._file(node, "frr.conf").read_text()
+        return read_text(self._file(node, "frr.conf"), CONFIG_BYTES)
 
     def host(self, node: str) -> dict[str, Any]:
         """A server's host file as it is now on disk (`_json`: shared, read-only)."""
@@ -308,10 +306,7 @@ class Lab:
         cached = self._read.get(path)
         if kept is not None and cached is not None and cached[0] == kept:
             return cached[1]
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise LabError(f"{path}: line {exc.lineno}: not valid JSON: {exc.msg}") from None
+        data = read_json(path, CONFIG_BYTES)
         if kept is not None:
             self._read[path] = (kept, data)
         return data
