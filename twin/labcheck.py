@@ -282,6 +282,8 @@ def _config_db(
     for table, entries in db.items():
         for key, fields in _mapping(entries, file, table).items():
             for field, value in _mapping(fields, file, f"{table}.{key}").items():
+                if table in QOS_MAPS.values():
+                    continue  # numbers: `_maps`
                 if isinstance(value, list) and field in leaf_lists():
                     value = "" if all(isinstance(v, str) for v in value) else None
                 if not isinstance(value, str):
