@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -88,6 +89,9 @@ def _edits(edits_file: Path) -> dict[str, list[dict[str, Any]]]:
         edits = yaml.safe_load(edits_file.read_text()) or {}
     except yaml.YAMLError as exc:
         raise InputError(str(edits_file), "", f"not YAML: {one_line(exc)}") from None
+    except ValueError:  # int(): more digits than Python converts
+        digits = sys.get_int_max_str_digits()
+        raise InputError(str(edits_file), "", f"an integer of more than {digits} digits") from None
     if not isinstance(edits, dict):
         raise InputError(str(edits_file), "", "must map lab files (or intent) to lists of edits")
     for pattern, steps in edits.items():
