@@ -126,11 +126,51 @@ class _ProbeRecord(BaseModel):
     restore: _Restore | None = None
 
 
-class _RunOptional(BaseModel):
-    """The keys of run.json only some runs have, of the types their readers take."""
+class _PhaseFlow(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    flow_id: int
+    src: str
+    dst: str
+    qp: int
+
+
+class _Phase(BaseModel):
+    """The keys of a phase (`PhaseRecord`) every run has."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 
+    index: int
+    label: str
+    kind: str
+    traffic_class: str = Field(alias="class")
+    start: Number
+    end: Number
+    pps_per_flow: Number | None
+    dscp: dict[str, int]
+    flows: list[_PhaseFlow]
+
+
+class _Fault(BaseModel):
+    """The keys of a fault (`FaultRecord`) every run has."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    index: int
+    began: Number
+    t: Number
+    event: str
+    fault: str
+
+
+class _RunKeys(BaseModel):
+    """The phases and faults of run.json, and the keys only some runs have, of the types
+    their readers take."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    phases: list[_Phase]
+    faults: list[_Fault]
     fault_margin: Number = 0.0
     fibs: dict[str, Number] = {}
     fib_faults: dict[str, int] = {}
@@ -294,7 +334,7 @@ class Observations:
                 raise InputError(str(self.path / "run.json"), key, f"not {what}")
         if not all(isinstance(c, str) for c in data["capabilities"]):
             raise InputError(str(self.path / "run.json"), "capabilities", "not all strings")
-        parse_model(_RunOptional, data, str(self.path / "run.json"))
+        parse_model(_RunKeys, data, str(self.path / "run.json"))
         if "fib_faults" not in data:
             data["fib_faults"] = snapshot_faults(data["faults"], data.get("fibs", {}))
         return cast(RunRecord, data)
