@@ -31,6 +31,7 @@ from twin import incident, labdir
 from twin.cli import main as cli
 from twin.errors import LabError
 from twin.labdir import Lab
+from twin.verdict import verdict
 
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the run root)")
 
@@ -465,3 +466,37 @@ def test_a_capture_never_writes_through_a_link_another_user_planted(
     finally:
         netns_traffic.stop_captures(started)
     assert pcap.read_bytes()[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4")  # pcap magic
+
+
+@ROOT
+def test_a_report_file_is_never_written_through_a_link_another_user_planted(
+    shared_tmp: Path,
+    other_user: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`twin run --junit` into another user's directory: that user plants a link to a
+    root-only file at the report's name after the command checked it, before the report is
+    written; the link is replaced, the file left as it was."""
+    lab = write_lab(shared_tmp / "lab", lab_name())
+    theirs = shared_tmp / "theirs"
+    theirs.mkdir()
+    shutil.chown(theirs, other_user)
+    victim = shared_tmp / "victim"
+    victim.write_text("root only\n")
+    victim.chmod(0o600)
+    junit = theirs / "junit.xml"
+    judge = verdict.report_run
+
+    def planted(*args: Any, **kwargs: Any) -> Any:
+        link = "import os, sys; os.symlink(*sys.argv[1:])"
+        as_user(other_user, link, str(victim), str(junit))
+        return judge(*args, **kwargs)
+
+    monkeypatch.setattr(verdict, "report_run", planted)
+    scenario = shared_tmp / "short.yaml"
+    scenario.write_text(yaml.safe_dump(SHORT))
+    code = cli.main(["run", str(lab), str(scenario), "--backend", "fake", "--junit", str(junit)])
+    assert victim.read_text() == "root only\n"
+    assert code in (0, 1), capsys.readouterr().err
+    assert not junit.is_symlink() and junit.read_text().startswith("<?xml")
