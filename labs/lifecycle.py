@@ -129,6 +129,7 @@ def claim(lab: str, lab_dir: Path, backend: str = "netns") -> None:
     tmp.chmod(0o755)
     me = os.getpid()
     record = Owner(str(lab_dir.resolve()), me, processes.start_time(me), _transient[0], backend)
+    (tmp / OWNER).touch(mode=0o600)  # root's only, as the lab directory it names
     (tmp / OWNER).write_text(json.dumps(asdict(record)))
     try:
         tmp.rename(final)

@@ -31,6 +31,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -300,6 +301,26 @@ def played_lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
     scenario.write_text(yaml.safe_dump(SHORT))
     assert twin_main.main(["run", str(lab), str(scenario), "--backend", "fake"]) in (0, 1)
     return lab
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A temporary directory another local user (or frr) can reach (pytest's are root's
+    only)."""
+    path = Path(tempfile.mkdtemp(prefix="twt-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+@pytest.fixture
+def netns() -> Iterator[str]:
+    """An empty network namespace of this test's own, its loopback up."""
+    name = f"twt-{secrets.token_hex(3)}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+    yield name
+    subprocess.run(["ip", "netns", "delete", name], check=False)
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,7 +40,7 @@ from typing import Any
 
 import yaml
 
-from twin import labdir, outdir
+from twin import labdir, outdir, safeio
 from twin.errors import InputError
 from twin.intent import fabric as intent
 
@@ -89,6 +90,9 @@ def _edits(edits_file: Path) -> dict[str, list[dict[str, Any]]]:
         edits = yaml.safe_load(edits_file.read_text()) or {}
     except yaml.YAMLError as exc:
         raise InputError(str(edits_file), "", f"not YAML: {one_line(exc)}") from None
+    except ValueError:  # int(): more digits than Python converts
+        digits = sys.get_int_max_str_digits()
+        raise InputError(str(edits_file), "", f"an integer of more than {digits} digits") from None
     if not isinstance(edits, dict):
         raise InputError(str(edits_file), "", "must map lab files (or intent) to lists of edits")
     for pattern, steps in edits.items():
@@ -155,24 +159,17 @@ def fabric_file(incident: Path) -> Path:
 
 @contextmanager
 def fresh(out: Path) -> Iterator[Path]:
-    """A scratch directory beside `out` (checked fresh first), renamed to `out` when the block
-    succeeds, removed when it fails: nothing half-made is left."""
+    """A new directory to fill (`out` checked fresh first; `twin.safeio.fresh_dir`), renamed
+    to `out` when the block succeeds, removed when it fails: nothing half-made is left."""
     outdir.check(out, "-o")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with safeio.fresh_dir(out) as tmp:
         yield tmp
-        if out.is_dir():
-            out.rmdir()
-        tmp.rename(out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _copy_lab(base: Path, out: Path) -> None:
     """The lab's files without its runs and its twin's state."""
     labdir.Lab.open(base)
-    labdir.refuse_links(base, ("configs",))
+    labdir.refuse_links(base, ("configs", "clab"))
     for entry in base.iterdir():
         if entry.name in LEFT_BEHIND:
             continue

@@ -14,8 +14,10 @@ deployed and judged (`mlag_consistency`, the routing), not refused.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
+from pathlib import Path
 from typing import Annotated, Any
 
 import networkx as nx
@@ -23,7 +25,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from twin.errors import InputError
 from twin.intent.fabric import Dcqcn
-from twin.intent.inputs import parse_model, read_json
+from twin.intent.inputs import CONFIG_BYTES, parse_model, read_json, read_text
 from twin.labdir import Lab
 from twin.render.config_db import QOS_MAPS
 
@@ -213,14 +215,19 @@ def _ifmap(lab: Lab, graph: nx.MultiGraph) -> dict[str, dict[str, str]]:
     return linux
 
 
+@functools.cache
+def leaf_lists() -> frozenset[str]:
+    """The fields a config_db.json may hold as a list of strings: the leaf-lists of SONiC's
+    YANG models (twin/yang/models); every other field is a string."""
+    names: set[str] = set()
+    for model in (Path(__file__).parent / "yang" / "models").glob("*.yang"):
+        names.update(re.findall(r"\bleaf-list\s+([\w-]+)", model.read_text()))
+    return frozenset(names)
+
+
 def _frr_conf(lab: Lab, node: str) -> None:
     path = lab.path / "configs" / node / "frr.conf"
-    if not path.is_file():
-        raise InputError(str(path), "", "missing")
-    try:
-        text = path.read_bytes().decode()
-    except UnicodeDecodeError:
-        raise InputError(str(path), "", "not UTF-8 text") from None
+    text = read_text(path, CONFIG_BYTES)
     if "\0" in text:
         line = text[: text.index("\0")].count("\n") + 1
         raise InputError(str(path), f"line {line}", "a NUL byte")
@@ -243,7 +250,7 @@ def _host(
 ) -> None:
     path = lab.path / "configs" / node / "host.json"
     file = str(path)
-    host = parse_model(Host, read_json(path), file)
+    host = parse_model(Host, read_json(path, CONFIG_BYTES), file)
     own = set(ifmap[node].values())
     nics = [nic.name for nic in host.interfaces]
     for i, nic in enumerate(host.interfaces):
@@ -275,13 +282,15 @@ def _config_db(
 ) -> None:
     path = lab.path / "configs" / node / "config_db.json"
     file = str(path)
-    db = _mapping(read_json(path), file, "")
+    db = _mapping(read_json(path, CONFIG_BYTES), file, "")
     for table, entries in db.items():
         for key, fields in _mapping(entries, file, table).items():
             for field, value in _mapping(fields, file, f"{table}.{key}").items():
-                if not isinstance(value, str) and not (
-                    isinstance(value, list) and all(isinstance(v, str) for v in value)
-                ):
+                if table in QOS_MAPS.values():
+                    continue  # numbers: `_maps`
+                if isinstance(value, list) and field in leaf_lists():
+                    value = "" if all(isinstance(v, str) for v in value) else None
+                if not isinstance(value, str):
                     raise InputError(file, f"{table}.{key}.{field}", "must be a string")
     _maps(file, db)
     channels = db.get("PORTCHANNEL", {})

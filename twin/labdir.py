@@ -10,8 +10,9 @@
     DIR/clab/<node>/...                the container flavour of the configs (twin.render.sonic_vs)
 
 Backends and validators read the configs in this directory, so an edited config is what gets
-tested. The directory is written whole into a temporary sibling and renamed into place: bad
-input never leaves half a lab.
+tested. The directory is written whole into a scratch directory only root can enter and
+renamed into place (`twin.safeio.fresh_dir`): bad input never leaves half a lab, and no link
+another user plants beside it is followed.
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import stat
-import tempfile
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -31,9 +30,11 @@ from typing import Any
 import networkx as nx
 import orjson
 
+from twin import safeio
 from twin.design.graph import Design, design, figures, ports_of
 from twin.errors import LabError
 from twin.intent import fabric as intent
+from twin.intent.inputs import CONFIG_BYTES, read_json, read_text
 from twin.render import clab, config_db, frr_conf, host_conf, sonic_vs
 from twin.render.config_db import ConfigDb
 
@@ -110,25 +111,18 @@ def generate(
         if not force:
             raise LabError(f"{out}: directory exists and is not empty (use --force to replace it)")
         check_replaceable(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    moved: list[str] = []
-    try:
+    with safeio.fresh_dir(out, replace=force) as tmp:
         _write(d, tmp)
-        if out.exists():
+        moved: list[str] = []
+        try:
             for entry in KEPT if keep else ():
                 if os.path.lexists(out / entry):
                     (out / entry).rename(tmp / entry)
                     moved.append(entry)
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
-        for entry in moved:  # what was carried over goes back, whatever failed
-            out.mkdir(exist_ok=True)
-            (tmp / entry).rename(out / entry)
-        raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        except BaseException:
+            for entry in moved:  # what was carried over goes back, whatever failed
+                (tmp / entry).rename(out / entry)
+            raise
     return d
 
 
@@ -271,7 +265,7 @@ class Lab:
 
     @cached_property
     def _design(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.path / "design.json").read_text())
+        data: dict[str, Any] = read_json(self.path / "design.json")
         return data
 
     @cached_property
@@ -291,9 +285,7 @@ class Lab:
     @cached_property
     def ifmap(self) -> dict[str, dict[str, dict[str, str]]]:
         """Port -> Linux names per node."""
-        data: dict[str, dict[str, dict[str, str]]] = json.loads(
-            (self.path / "ifmap.json").read_text()
-        )
+        data: dict[str, dict[str, dict[str, str]]] = read_json(self.path / "ifmap.json")
         return data
 
     def nodes(self, role: str) -> list[str]:
@@ -311,7 +303,7 @@ class Lab:
 
     def frr_conf(self, node: str) -> str:
         """A switch's `frr.conf` as it is now on disk."""
-        return self._file(node, "frr.conf").read_text()
+        return read_text(self._file(node, "frr.conf"), CONFIG_BYTES)
 
     def host(self, node: str) -> dict[str, Any]:
         """A server's host file as it is now on disk (`_json`: shared, read-only)."""
@@ -350,10 +342,7 @@ class Lab:
         cached = self._read.get(path)
         if kept is not None and cached is not None and cached[0] == kept:
             return cached[1]
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise LabError(f"{path}: line {exc.lineno}: not valid JSON: {exc.msg}") from None
+        data = read_json(path, CONFIG_BYTES)
         if kept is not None:
             self._read[path] = (kept, data)
         return data

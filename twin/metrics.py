@@ -30,6 +30,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from labs.backend import COUNTER_FIELDS, Observer, Session
+from twin import safeio
 from twin.errors import InputError
 from twin.labdir import Lab
 from twin.model.fib import Fib
@@ -522,4 +523,4 @@ def write(path: Path, data: bytes) -> None:
         raise InputError(
             "--openmetrics", "", f"{path} is not a regular file: will not overwrite it"
         )
-    path.write_bytes(data)
+    safeio.write(path, data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from twin import safeio
 from twin.errors import InputError
 
 
@@ -31,7 +32,7 @@ def check(path: Path, option: str = "--out") -> None:
 def create(path: Path, option: str = "--out") -> Path:
     """Check `path`, then create it (and its parents)."""
     check(path, option)
-    path.mkdir(parents=True, exist_ok=True)
+    safeio.mkdir(path)
     return path
 
 

@@ -8,6 +8,9 @@ another user owns or can write, its `runs`, `logs`...) a link is refused in one 
 are opened with `O_NOFOLLOW` and `O_NONBLOCK` (a FIFO planted there never blocks) and must be
 regular files with one link (a hard link planted to a file elsewhere is refused); a whole
 file is written to a new temporary name and renamed over the old one in the same directory.
+A new directory (`fresh_dir`) is filled inside a root-only scratch directory reached through
+this process's descriptor of it (`/proc/self/fd/N`), so no name another user renames or
+replaces meanwhile redirects a write, and is renamed into place by descriptor.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
+import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -113,6 +118,68 @@ def create(path: Path) -> Iterator[BinaryIO]:
             raise
     finally:
         os.close(directory)
+
+
+def writing(path: Path) -> BinaryIO:
+    """A file open for writing from its start (made when missing, emptied after it was
+    checked); the caller closes it."""
+    directory = open_dir(path.parent, create=True)
+    try:
+        fd = _open_in(directory, path.name, os.O_WRONLY | os.O_CREAT, path)
+    finally:
+        os.close(directory)
+    os.ftruncate(fd, 0)
+    return os.fdopen(fd, "wb")
+
+
+def _clear(directory: int) -> None:
+    """Remove what a directory holds (links removed, never followed)."""
+    for name in os.listdir(directory):
+        try:
+            shutil.rmtree(name, dir_fd=directory)
+        except NotADirectoryError:
+            os.unlink(name, dir_fd=directory)
+        except OSError:  # a link: rmtree refuses it
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=directory)
+
+
+@contextlib.contextmanager
+def fresh_dir(out: Path, replace: bool = False) -> Iterator[Path]:
+    """A new directory to fill, renamed to `out` when the block ends without error (an empty
+    directory `out` is replaced, a full one only when `replace`), removed when it fails.
+
+    It is made inside a scratch directory beside `out` that only root can enter, and the path
+    yielded reaches it through this process's descriptor of the scratch directory, so what
+    another user does meanwhile to names in `out`'s parent never redirects a write into it.
+    """
+    parent = open_dir(out.parent, create=True)
+    scratch_name = f".{out.name}.{secrets.token_hex(4)}"
+    try:
+        os.mkdir(scratch_name, 0o700, dir_fd=parent)
+        scratch = os.open(scratch_name, DIR | os.O_NOFOLLOW, dir_fd=parent)
+        try:
+            os.mkdir("new", 0o700, dir_fd=scratch)
+            yield Path(f"/proc/self/fd/{scratch}/new")
+            try:
+                if replace:
+                    os.rename(out.name, "old", src_dir_fd=parent, dst_dir_fd=scratch)
+                else:
+                    os.rmdir(out.name, dir_fd=parent)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                    raise _refused(out, "exists and is not an empty directory") from None
+                raise
+            os.rename("new", out.name, src_dir_fd=scratch, dst_dir_fd=parent)
+        finally:
+            _clear(scratch)
+            os.close(scratch)
+            with contextlib.suppress(OSError):
+                os.rmdir(scratch_name, dir_fd=parent)
+    finally:
+        os.close(parent)
 
 
 def append(path: Path, data: str) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from twin import safeio
 from twin.errors import LabError
 from twin.labdir import Lab
 from twin.scenario.observations import Observations
@@ -268,4 +269,4 @@ def write(path: Path, data: bytes) -> None:
     """Write a picture (refusing a directory or a symlink)."""
     if path.is_symlink() or path.is_dir():
         raise LabError(f"{path}: not a regular file: will not overwrite it")
-    path.write_bytes(data)
+    safeio.write(path, data)

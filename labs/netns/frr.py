@@ -10,6 +10,7 @@ tag in its environment (`TWIN_LAB`, `TWIN_NODE`) so cleanup can find it by that 
 from __future__ import annotations
 
 import functools
+import grp
 import os
 import shutil
 import stat
@@ -111,8 +112,9 @@ def _startup_conf(conf: str, rundir: Path, daemon: str) -> str:
 
 
 def conf_dir(lab: str, node: str) -> Path:
-    """The configs a switch's daemons read: written by root in a directory that user frr can
-    read but not write (root never writes into the run directory frr owns)."""
+    """The configs a switch's daemons read: written by root in a directory that group frr can
+    read but not write, and no one else can read (root never writes into the run directory
+    frr owns)."""
     return lab_run_dir(lab) / CONF_DIR / node
 
 
@@ -120,32 +122,27 @@ def _conf_files(lab: str, node: str, source: Path) -> tuple[Path, str]:
     """Copy the switch's `frr.conf` into its root-owned config directory; returns the copy
     and its text."""
     confs = conf_dir(lab, node)
-    for directory in (lab_run_dir(lab), confs.parent, confs):
-        directory.mkdir(exist_ok=True)
-        directory.chmod(0o755)
+    safeio.mkdir(confs)
+    for directory in (confs.parent, confs):
+        os.chown(directory, 0, _frr_group())
+        directory.chmod(0o750)
     conf = confs / "frr.conf"
     text = source.read_text()
     _write_readable(conf, text)
     return conf, text
 
 
+def _frr_group() -> int:
+    return grp.getgrnam("frr").gr_gid
+
+
 def _write_readable(path: Path, text: str) -> None:
-    path.write_text(text)
-    path.chmod(0o644)
-
-
-def _open_output(path: Path) -> int:
-    """Open a daemon's output log in its frr-owned run directory for appending, never through
-    a link or into anything but a regular file (whatever frr planted there is refused)."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags, 0o644)
-    except OSError:
-        raise LabError(f"{path}: not a regular file") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise LabError(f"{path}: not a regular file")
-    return fd
+    """Write a config the daemons read: root's, readable by group frr only (0640), as the lab
+    directory it comes from is not readable by others."""
+    with safeio.create(path) as file:
+        os.fchown(file.fileno(), 0, _frr_group())
+        os.fchmod(file.fileno(), 0o640)
+        file.write(text.encode())
 
 
 def start(
@@ -193,11 +190,11 @@ def start(
             "-z",
             str(zserv),
             "--log",
-            f"file:{rundir / daemon}.log",
+            "stdout",  # into the output log twin opened (a `file:` one is opened as root)
         ]
         if daemon == "bfdd":
             args += ["--bfdctl", str(rundir / BFDCTL)]
-        out = _open_output(rundir / f"{daemon}.out.log")
+        out = safeio.appending(rundir / f"{daemon}.out.log")
         try:
             with inside(netns):
                 proc = cmdlog.start(
@@ -210,7 +207,7 @@ def start(
                     umask=0o007,  # sockets (bfdd.sock too) for user and group frr only
                 )
         finally:
-            os.close(out)
+            out.close()
         pids[daemon] = proc.pid
         if daemon == "zebra":
             _wait_for(zserv, proc, node)

@@ -11,6 +11,7 @@ from labs.flows import Servers
 from labs.netns.faults import resolve_link
 from labs.netns.plan import build, netns_name, port_names
 from labs.processes import lab_env
+from twin import safeio
 from twin.labdir import Lab
 
 
@@ -24,37 +25,39 @@ def servers(lab: Lab) -> Servers:
 
 def start_captures(lab: Lab, links: list[str], out: Path) -> list[subprocess.Popen[bytes]]:
     """tcpdump on one end of each link into OUT/capture/<node>_<port>.pcap (Wireshark opens
-    them); in immediate mode, so frames of the run's last second are not left in its buffer."""
+    them); in immediate mode, so frames of the run's last second are not left in its buffer.
+    tcpdump writes to its standard output, a file twin opened (`twin.safeio`): given a path,
+    it opens it as root and follows a link planted there."""
     if not links:
         return []
     plan = build(lab)
-    (out / "capture").mkdir(parents=True, exist_ok=True)
+    safeio.mkdir(out / "capture")
     started = []
     for spec in links:
         end, _ = resolve_link(lab, plan, spec)
         port = port_names(lab, end.node).get(end.ifname, end.ifname)
-        pcap = out / "capture" / f"{end.node}_{port}.pcap"
-        started.append(
-            cmdlog.start(
-                [
-                    "ip",
-                    "netns",
-                    "exec",
-                    netns_name(lab.name, end.node),
-                    "tcpdump",
-                    "-q",
-                    "-U",
-                    "--immediate-mode",
-                    "-i",
-                    end.ifname,
-                    "-w",
-                    str(pcap),
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=lab_env(lab.name),
+        with safeio.writing(out / "capture" / f"{end.node}_{port}.pcap") as pcap:
+            started.append(
+                cmdlog.start(
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        netns_name(lab.name, end.node),
+                        "tcpdump",
+                        "-q",
+                        "-U",
+                        "--immediate-mode",
+                        "-i",
+                        end.ifname,
+                        "-w",
+                        "-",
+                    ],
+                    stdout=pcap,
+                    stderr=subprocess.DEVNULL,
+                    env=lab_env(lab.name),
+                )
             )
-        )
     return started
 
 

@@ -12,6 +12,7 @@ import time
 
 from labs.sim.engine import simulate
 from labs.sim.loader import load
+from twin import safeio
 from twin.cli.verbs.sim import add_run_arguments
 from twin.errors import TwinError, one_line
 
@@ -27,7 +28,7 @@ def execute(args: argparse.Namespace) -> int:
     result = simulate(exp, seed)
     wall = time.perf_counter() - started
     if args.output is not None:
-        args.output.write_text(result.to_json())
+        safeio.write(args.output, result.to_json())
     if not args.quiet:
         print(result.summary())
         print(

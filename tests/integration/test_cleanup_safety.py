@@ -34,9 +34,10 @@ def run_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "other-lab" / "leaf1" / "zserv.api").write_text("")
     monkeypatch.setattr(lifecycle, "RUN_ROOT", root)
 
-    def guarded(path: Any, *args: Any, **kwargs: Any) -> None:
-        assert Path(path).resolve().is_relative_to(tmp_path), f"rmtree({path}) outside the test"
-        REAL_RMTREE(path, *args, **kwargs)
+    def guarded(path: Any, *args: Any, dir_fd: int | None = None, **kwargs: Any) -> None:
+        where = Path(f"/proc/self/fd/{dir_fd}", path) if dir_fd is not None else Path(path)
+        assert where.resolve().is_relative_to(tmp_path), f"rmtree({path}) outside the test"
+        REAL_RMTREE(path, *args, dir_fd=dir_fd, **kwargs)
 
     monkeypatch.setattr(shutil, "rmtree", guarded)
     return root

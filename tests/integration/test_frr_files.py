@@ -2,15 +2,19 @@
 
 The daemons run as user frr and own their run directory, so whatever is there may be a
 symlink to any file. These tests plant such links (to a root-owned file) and check that
-starting the daemons and saving their logs leave the target untouched. Nothing is started:
-`Popen` is replaced by a stand-in that stops `start` where the daemon would be spawned.
+starting the daemons and saving their logs leave the target untouched. Nothing is started
+(`Popen` is replaced by a stand-in that stops `start` where the daemon would be spawned),
+except in the last test: a real zebra in a namespace of its own, restarted after user frr
+planted its links.
 """
 
 from __future__ import annotations
 
 import contextlib
+import grp
 import os
 import pwd
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +37,18 @@ class Spawned(Exception):
 @pytest.fixture
 def setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path, Path]]:
     """(lab, frr-owned run directory of leaf1, a root-owned victim file)."""
+
+    def spawn(*args: Any, **kwargs: Any) -> None:
+        raise Spawned
+
+    monkeypatch.setattr(subprocess, "Popen", spawn)
+    monkeypatch.setattr(frr, "inside", lambda netns: contextlib.nullcontext())
+    yield _frr_run_dir(tmp_path, monkeypatch)
+
+
+def _frr_run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path, Path]:
+    """(lab, frr-owned run directory of leaf1 under a run root in `tmp_path`, a root-owned
+    victim file there)."""
     if os.geteuid() != 0:
         pytest.skip("needs root (chown to frr)")
     try:
@@ -41,19 +57,14 @@ def setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[s
         pytest.skip("needs the frr user")
     monkeypatch.setattr(lifecycle, "RUN_ROOT", tmp_path / "run")
     tmp_path.chmod(0o755)
-
-    def spawn(*args: Any, **kwargs: Any) -> None:
-        raise Spawned
-
-    monkeypatch.setattr(subprocess, "Popen", spawn)
-    monkeypatch.setattr(frr, "inside", lambda netns: contextlib.nullcontext())
     lab = lab_name()
     rundir = frr.run_dir(lab, "leaf1")
     rundir.mkdir(parents=True)
     os.chown(rundir, pwd.getpwnam("frr").pw_uid, pwd.getpwnam("frr").pw_gid)
     victim = tmp_path / "victim"
     victim.write_text("mine\n")
-    yield lab, rundir, victim
+    victim.chmod(0o600)
+    return lab, rundir, victim
 
 
 def _untouched(victim: Path) -> bool:
@@ -81,7 +92,7 @@ def test_start_refuses_a_planted_symlink_at_the_daemon_output(
     (rundir / "zebra.out.log").symlink_to(victim)
     source = tmp_path / "frr.conf"
     source.write_text(CONF)
-    with pytest.raises(LabError, match=r"zebra\.out\.log: not a regular file"):
+    with pytest.raises(LabError, match=r"zebra\.out\.log: a link or not a regular file"):
         frr.start(lab, "leaf1", "nowhere", source)
 
 
@@ -94,9 +105,10 @@ def test_the_config_daemons_read_is_in_a_directory_frr_cannot_write(
     with pytest.raises(Spawned):
         frr.start(lab, "leaf1", "nowhere", source)
     conf = frr.conf_dir(lab, "leaf1")
-    for path in [conf, conf / "frr.conf", conf / "zebra.startup.conf"]:
+    for path in [conf, conf.parent, conf / "frr.conf", conf / "zebra.startup.conf"]:
         stat = path.lstat()
-        assert stat.st_uid == 0 and not stat.st_mode & 0o022, path
+        assert stat.st_uid == 0 and not stat.st_mode & 0o027, path  # as the lab directory
+        assert stat.st_gid == grp.getgrnam("frr").gr_gid, path  # the daemons read them
     assert (conf / "frr.conf").read_text() == CONF
 
 
@@ -144,3 +156,25 @@ def test_the_event_log_is_read_only_as_a_regular_file(
     log.write_text("one\ntwo\n")
     assert frr.read_log(log, 0) == (["one\n", "two\n"], 8)
     assert frr.read_log(log, 4) == (["two\n"], 8)
+
+
+def test_a_restarted_daemon_never_writes_through_a_link_user_frr_planted(
+    shared_tmp: Path, monkeypatch: pytest.MonkeyPatch, netns: str
+) -> None:
+    """User frr plants links to a root-only file at the names its daemons log to, then the
+    daemon is (re)started as `daemon-restart` does: the file is left as it was."""
+    lab, rundir, victim = _frr_run_dir(shared_tmp, monkeypatch)
+    for name in ("zebra.log", frr.EVENT_LOG):
+        link = str(rundir / name)
+        subprocess.run(["runuser", "-u", "frr", "--", "ln", "-s", str(victim), link], check=True)
+    source = shared_tmp / "frr.conf"
+    source.write_text(CONF)
+    pids = frr.start(lab, "leaf1", netns, source, only=["zebra"])
+    try:
+        log = (rundir / "zebra.out.log").read_text()
+        assert victim.read_text() == "mine\n", log
+    finally:
+        for pid in pids.values():
+            os.kill(pid, signal.SIGTERM)
+            os.waitpid(pid, 0)
+        frr.remove_tmp(list(pids.values()))

@@ -9,14 +9,13 @@ names of their own, and leave nothing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,14 @@ import yaml
 
 from labs import events, lifecycle, state
 from labs.fake.backend import FakeBackend
+from labs.netns import traffic as netns_traffic
+from labs.netns.faults import End
 from tests.conftest import SHORT, TWIN, lab_name, twin_cli, write_lab
+from twin import incident, labdir
 from twin.cli import main as cli
+from twin.errors import LabError
+from twin.labdir import Lab
+from twin.verdict import verdict
 
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the run root)")
 
@@ -299,15 +304,6 @@ print(swaps)
 """
 
 
-@pytest.fixture
-def shared_tmp() -> Iterator[Path]:
-    """A temporary directory another local user can reach (pytest's are root's only)."""
-    path = Path(tempfile.mkdtemp(prefix="twt-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path)
-
-
 @ROOT
 def test_link_swaps_by_another_user_during_runs_never_reach_roots_files(
     shared_tmp: Path, other_user: str
@@ -380,3 +376,155 @@ def test_cleanup_of_a_plain_directory_named_like_a_lab_is_refused(
     monkeypatch.chdir(tmp_path)
     assert cli.main(["cleanup", "mylab"]) == 2
     assert "not a lab directory" in capsys.readouterr().err
+
+
+PLANTER = """
+import os, sys
+parent, target = sys.argv[1], sys.argv[2]
+for name in os.listdir(parent):
+    if name.startswith(".") and not os.path.islink(os.path.join(parent, name)):
+        os.rename(os.path.join(parent, name), os.path.join(parent, "moved" + name))
+        os.symlink(target, os.path.join(parent, name))
+"""
+
+
+def as_user(user: str, script: str, *args: str) -> None:
+    """Run a Python script as `user` (a real second local user), to its end."""
+    subprocess.run(["runuser", "-u", user, "--", "python3", "-c", script, *args], check=True)
+
+
+@ROOT
+@pytest.mark.parametrize("verb", ["generate", "apply", "incident"])
+def test_a_scratch_directory_swapped_by_another_user_is_never_written_through(
+    verb: str,
+    shared_tmp: Path,
+    other_user: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`generate -o`, `apply -o` and `incident` into a directory another user owns: that
+    user replaces the scratch directory beside the output by a link to a root-only directory
+    just before the files are written; nothing is written there, and the output is whole."""
+    base = write_lab(shared_tmp / "base", lab_name())
+    theirs = shared_tmp / "theirs"
+    theirs.mkdir()
+    shutil.chown(theirs, other_user)
+    secret = shared_tmp / "secret"
+    secret.mkdir(mode=0o700)
+    (secret / "shadow").write_text("root only\n")
+
+    def planting(real: Any) -> Any:
+        def wrapped(*args: Any) -> Any:
+            as_user(other_user, PLANTER, str(theirs), str(secret))
+            return real(*args)
+
+        return wrapped
+
+    if verb == "apply":
+        monkeypatch.setattr(incident, "_copy_lab", planting(incident._copy_lab))
+    else:
+        monkeypatch.setattr(labdir, "_write", planting(labdir._write))
+    change = shared_tmp / "change.yaml"
+    change.write_text(yaml.safe_dump({"configs/leaf1/frr.conf": [{"append": "! changed"}]}))
+    argv = {
+        "generate": ["generate", str(shared_tmp / "base.yaml"), "-o", str(theirs / "lab")],
+        "apply": ["apply", str(base), str(change), "-o", str(theirs / "lab")],
+        "incident": ["incident", "pause-storm", str(theirs / "lab")],
+    }[verb]
+    code = cli.main(argv)
+    assert sorted(p.name for p in secret.iterdir()) == ["shadow"]
+    assert (secret / "shadow").read_text() == "root only\n"
+    assert code == 0, capsys.readouterr().err
+    made = theirs / "lab" / ("before" if verb == "incident" else "")
+    assert not made.is_symlink() and (made / "configs" / "leaf1" / "frr.conf").is_file()
+
+
+@ROOT
+def test_the_record_of_a_deploy_is_roots_only(run_root: Path, tmp_path: Path) -> None:
+    """`.owner` names the lab directory, which only its owner reads: no one else reads it."""
+    name = lab_name()
+    _deploying(tmp_path, "lab", name)
+    assert (run_root / name / lifecycle.OWNER).stat().st_mode & 0o077 == 0
+
+
+def _pcap_capture(
+    monkeypatch: pytest.MonkeyPatch, lab: Path, out: Path, netns: str
+) -> list[subprocess.Popen[bytes]]:
+    """The captures of `leaf1:spine1` started into `out`, tcpdump listening on the loopback
+    of `netns` (no twin deployed)."""
+    monkeypatch.setattr(netns_traffic, "netns_name", lambda lab, node: netns)
+    lo = (End("leaf1", "lo"), End("spine1", "lo"))
+    monkeypatch.setattr(netns_traffic, "resolve_link", lambda *_: lo)
+    return netns_traffic.start_captures(Lab.open(lab), ["leaf1:spine1"], out)
+
+
+@ROOT
+def test_a_capture_never_writes_through_a_link_another_user_planted(
+    shared_tmp: Path, other_user: str, monkeypatch: pytest.MonkeyPatch, netns: str
+) -> None:
+    """A run directory another user owns (`--trust-lab-dir`): that user plants a link to a
+    root-only file where the capture goes; tcpdump starts, the file is never written; a
+    capture where nothing is planted is a pcap."""
+    lab = write_lab(shared_tmp / "lab", lab_name())
+    run = shared_tmp / "run"
+    (run / "capture").mkdir(parents=True)
+    subprocess.run(["chown", "-R", other_user, str(run)], check=True)
+    victim = shared_tmp / "victim"
+    victim.write_text("root only\n")
+    victim.chmod(0o600)
+    planted = str(run / "capture" / "leaf1_lo.pcap")
+    as_user(other_user, "import os, sys; os.symlink(*sys.argv[1:])", str(victim), planted)
+    started = []
+    try:
+        with contextlib.suppress(LabError):
+            started = _pcap_capture(monkeypatch, lab, run, netns)
+        deadline = time.monotonic() + 10
+        while started and victim.read_bytes() == b"root only\n" and time.monotonic() < deadline:
+            time.sleep(0.05)  # tcpdump writes its pcap header when it starts
+    finally:
+        netns_traffic.stop_captures(started)
+    assert victim.read_bytes() == b"root only\n" and victim.stat().st_uid == 0
+    mine = shared_tmp / "mine"
+    started = _pcap_capture(monkeypatch, lab, mine, netns)
+    pcap = mine / "capture" / "leaf1_lo.pcap"
+    try:
+        deadline = time.monotonic() + 10
+        while pcap.stat().st_size < 24 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        netns_traffic.stop_captures(started)
+    assert pcap.read_bytes()[:4] in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4")  # pcap magic
+
+
+@ROOT
+def test_a_report_file_is_never_written_through_a_link_another_user_planted(
+    shared_tmp: Path,
+    other_user: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`twin run --junit` into another user's directory: that user plants a link to a
+    root-only file at the report's name after the command checked it, before the report is
+    written; the link is replaced, the file left as it was."""
+    lab = write_lab(shared_tmp / "lab", lab_name())
+    theirs = shared_tmp / "theirs"
+    theirs.mkdir()
+    shutil.chown(theirs, other_user)
+    victim = shared_tmp / "victim"
+    victim.write_text("root only\n")
+    victim.chmod(0o600)
+    junit = theirs / "junit.xml"
+    judge = verdict.report_run
+
+    def planted(*args: Any, **kwargs: Any) -> Any:
+        link = "import os, sys; os.symlink(*sys.argv[1:])"
+        as_user(other_user, link, str(victim), str(junit))
+        return judge(*args, **kwargs)
+
+    monkeypatch.setattr(verdict, "report_run", planted)
+    scenario = shared_tmp / "short.yaml"
+    scenario.write_text(yaml.safe_dump(SHORT))
+    code = cli.main(["run", str(lab), str(scenario), "--backend", "fake", "--junit", str(junit)])
+    assert victim.read_text() == "root only\n"
+    assert code in (0, 1), capsys.readouterr().err
+    assert not junit.is_symlink() and junit.read_text().startswith("<?xml")

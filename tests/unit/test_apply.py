@@ -68,6 +68,7 @@ def test_intent_edits_render_the_configs_again(lab: Path, tmp_path: Path) -> Non
         ("configs/leaf1/frr.conf:\n  - {remove: not a line}\n", "no line 'not a line'"),
         ("configs/leaf1/frr.conf:\n  - {frobnicate: 1}\n", "an edit is one of set"),
         ("- just a list\n", "must map lab files"),
+        (f"configs/leaf1/frr.conf:\n  - {{append: {'7' * 5000}}}\n", "more than 4300 digits"),
     ],
 )
 def test_a_change_that_does_not_apply_writes_nothing(

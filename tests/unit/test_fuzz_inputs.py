@@ -7,8 +7,11 @@ checks `twin deploy` runs before it creates anything (the pre-deploy check, then
 builds from the configs; nothing is deployed). Each must end with exit code 0 or 2 (1 is a
 validator's failing verdict), a refusal must be one line on stderr, and nothing may appear
 outside the output directory. The files of a running twin (`state.json`, `events.jsonl`) and
-a played run's event log are edited the same way and read by `twin destroy` and `twin report`.
-Example counts are kept small (20) so this runs in seconds; `TWIN_FUZZ_EXAMPLES` sets them.
+of a played run (run.json, failover_probes.json, counters, flows, BGP, FIB snapshots, events),
+a run with a fault its probes crossed, are edited the same way and read by `twin destroy` and
+`twin report`. Values include an integer of more digits than Python converts. Example counts
+are kept small (20) so this runs in seconds; `TWIN_FUZZ_EXAMPLES` sets them, and
+`TWIN_FUZZ_CODES` names a file each example's exit code is appended to (bench/bench_fuzz.py).
 """
 
 from __future__ import annotations
@@ -38,7 +41,10 @@ FUZZ = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+BIG_INTEGER = "big-integer-of-5000-digits"
+"""A value written as an integer of 5,000 digits (more than Python converts by default)."""
 SCALARS = st.one_of(
+    st.just(BIG_INTEGER),
     st.none(),
     st.booleans(),
     st.integers(-3, 70),
@@ -80,10 +86,15 @@ def _edited_text(data: st.DataObject, document: Any, as_yaml: bool) -> str:
     if data.draw(st.integers(0, 4), label="whole file") == 0:
         return data.draw(TEXT, label="text")
     changed = _mutate(data, document)
-    return yaml.safe_dump(changed, allow_unicode=True) if as_yaml else json.dumps(changed)
+    text = yaml.safe_dump(changed, allow_unicode=True) if as_yaml else json.dumps(changed)
+    return text.replace(f'"{BIG_INTEGER}"', "7" * 5000).replace(BIG_INTEGER, "7" * 5000)
 
 
 def _one_line_refusal(code: int, err: str) -> None:
+    codes = os.environ.get("TWIN_FUZZ_CODES")
+    if codes:
+        with open(codes, "a") as out:
+            out.write(f"{code}\n")
     assert code in (0, 1, 2), code
     if code == 2:
         assert err.count("\n") == 1 and err.startswith("twin: "), err
@@ -146,7 +157,10 @@ def test_a_scenario_is_loaded_or_refused_in_one_line(
     try:
         scenarios.load(path, Lab.open(pristine))
     except TwinError as exc:
-        assert "\n" not in str(exc) and str(exc).startswith(f"{path}: ")
+        assert str(exc).startswith(f"{path}: ")
+        _one_line_refusal(2, f"twin: {exc}\n")
+    else:
+        _one_line_refusal(0, "")
 
 
 LAB_FILES = [
@@ -212,7 +226,29 @@ def test_an_edited_lab_is_validated_or_refused_before_deploy(
     build(lab)
 
 
-TWIN_FILES = ["lab/state.json", "lab/events.jsonl", "run/events.jsonl"]
+TWIN_FILES = [
+    "lab/state.json",
+    "lab/events.jsonl",
+    "run/events.jsonl",
+    "run/run.json",
+    "run/failover_probes.json",
+    "run/counters.json",
+    "run/flows.json",
+    "run/bgp.json",
+    "run/fib/start.json",
+    "run/fib/fault1-link-down.json",
+]
+
+
+@pytest.fixture(scope="module")
+def faulted_lab(pristine: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lab with one run of `SCENARIO` on the fake backend: a link-down fault crossed by
+    failover probes, FIB snapshots around it, failover and ECMP spread judged."""
+    lab = Path(shutil.copytree(pristine, tmp_path_factory.mktemp("faulted") / "lab"))
+    scenario = lab.parent / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump({k: v for k, v in SCENARIO.items() if k != "capture"}))
+    assert cli.main(["run", str(lab), str(scenario), "--backend", "fake"]) in (0, 1)
+    return lab
 
 
 def _edited_lines(data: st.DataObject, text: str) -> str:
@@ -231,17 +267,18 @@ def _edited_lines(data: st.DataObject, text: str) -> str:
 def test_edited_twin_and_run_files_are_read_or_refused_in_one_line(
     data: st.DataObject,
     file: str,
-    played_lab: Path,
+    faulted_lab: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     lab_dir = tmp_path / "lab"
     shutil.rmtree(lab_dir, ignore_errors=True)
-    shutil.copytree(played_lab, lab_dir)
+    shutil.copytree(faulted_lab, lab_dir)
     (run,) = (lab_dir / "runs").iterdir()
     state.State(Lab.open(lab_dir).name, "fake", status="running").save(lab_dir)  # a fake twin
     where, _, name = file.partition("/")
     target = (lab_dir if where == "lab" else run) / name
+    assert target.is_file(), sorted(p.name for p in run.iterdir())
     text = target.read_text()
     target.write_text(
         _edited_lines(data, text)
@@ -249,7 +286,7 @@ def test_edited_twin_and_run_files_are_read_or_refused_in_one_line(
         else _edited_text(data, json.loads(text), as_yaml=False)
     )
     capsys.readouterr()
-    code = cli.main(["report", str(run)])
+    code = cli.main(["report", str(run), "--no-static"])
     _one_line_refusal(code, capsys.readouterr().err)
     code = cli.main(["destroy", str(lab_dir), "--backend", "fake"])
     _one_line_refusal(code, capsys.readouterr().err)

@@ -20,6 +20,7 @@ from tests.conftest import lab_name, write_lab
 from twin import labcheck
 from twin.cli import main as cli
 from twin.errors import InputError
+from twin.intent.inputs import CONFIG_BYTES
 from twin.labdir import Lab
 from twin.render import sonic_vs
 
@@ -152,7 +153,39 @@ CASES: dict[str, tuple[Edit, str]] = {
         lambda lab: (lab / "configs" / "leaf1" / "frr.conf").write_bytes(b"\xff\xfe\x00"),
         "frr.conf: ",
     ),
+    "frr.conf larger than a config may be": (
+        lambda lab: _grown(lab / "configs" / "leaf1" / "frr.conf", CONFIG_BYTES),
+        "frr.conf: larger than 16 MiB",
+    ),
+    "config_db.json larger than a config may be": (
+        lambda lab: _grown(lab / "configs" / "leaf1" / "config_db.json", CONFIG_BYTES),
+        "config_db.json: larger than 16 MiB",
+    ),
+    "an integer of 5,000 digits in config_db.json": (
+        lambda lab: _big_integer(lab / "configs" / "leaf1" / "config_db.json"),
+        "config_db.json: an integer of more than 4300 digits",
+    ),
+    "an integer of 5,000 digits in design.json": (
+        lambda lab: _big_integer(lab / "design.json"),
+        "design.json: an integer of more than 4300 digits",
+    ),
+    "a BUFFER_QUEUE profile a list": (
+        _db(lambda db: db["BUFFER_QUEUE"]["Ethernet0|0"].update(profile=["egress_lossy_profile"])),
+        "config_db.json: BUFFER_QUEUE.Ethernet0|0.profile: must be a string",
+    ),
 }
+
+
+def _grown(path: Path, limit: int) -> None:
+    """The file grown past `limit` with blank lines (JSON and frr.conf both allow them)."""
+    with path.open("a") as file:
+        file.write("\n" * (limit + 1 - path.stat().st_size))
+
+
+def _big_integer(path: Path) -> None:
+    """A key of 5,000 digits added to the file's top object."""
+    text = path.read_text()
+    path.write_text(text.replace("{", '{"big": ' + "7" * 5000 + ", ", 1))
 
 
 @pytest.fixture(scope="module")

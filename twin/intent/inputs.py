@@ -8,6 +8,7 @@ import json
 import os
 import re
 import stat
+import sys
 import types
 import typing
 from collections.abc import Iterator
@@ -155,8 +156,9 @@ about 90 KB, and a larger file would take seconds to parse before a bound refuse
 
 
 def _bounded(node: yaml.Node, file: str) -> None:
-    """Refuse nesting deeper than `MAX_DEPTH` and more than `MAX_VALUES` values with aliases
-    expanded, walking iteratively and stopping at the bound (so a bomb costs nothing)."""
+    """Refuse nesting deeper than `MAX_DEPTH`, more than `MAX_VALUES` values with aliases
+    expanded and an integer longer than Python converts, walking
+    iteratively and stopping at the bound (so a bomb costs nothing)."""
     stack: list[tuple[yaml.Node, int]] = [(node, 1)]
     seen = 0
     while stack:
@@ -167,27 +169,61 @@ def _bounded(node: yaml.Node, file: str) -> None:
         if depth > MAX_DEPTH:
             line = here.start_mark.line + 1
             raise InputError(file, f"line {line}", f"nested deeper than {MAX_DEPTH} levels")
+        digits = sys.get_int_max_str_digits()  # int() refuses an integer of more
+        if here.tag == "tag:yaml.org,2002:int" and len(here.value) > digits:
+            line = here.start_mark.line + 1
+            raise InputError(file, f"line {line}", f"an integer of more than {digits} digits")
         if isinstance(here, yaml.MappingNode):
             stack += [(child, depth + 1) for pair in here.value for child in pair]
         elif isinstance(here, yaml.SequenceNode):
             stack += [(child, depth + 1) for child in here.value]
 
 
-def _read(path: Path) -> bytes:
-    """The bytes of a regular file of at most `MAX_BYTES` (a FIFO or a device is refused
-    before it is read: it could block or never end)."""
+CONFIG_BYTES = 16 << 20
+"""Bytes a device's config may hold (config_db.json, frr.conf, host.json): the largest of
+examples/big.yaml (2,048 servers, 3 tiers) is a super-spine's config_db.json of 0.34 MB."""
+LAB_FILE_BYTES = 64 << 20
+"""Bytes design.json and ifmap.json may hold: examples/big.yaml's are 6.9 and 2.1 MB."""
+RUN_FILE_BYTES = 1 << 30
+"""Bytes a file of a run may hold (queues.json: tens of MB of samples)."""
+
+
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB"
+
+
+def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit`, or one line saying why not: not there,
+    not a regular file (a FIFO or a device is refused before it is read: it could block or never
+    end), larger than `limit` (refused by its size, before a byte is read)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise InputError(str(path), "", exc.strerror or str(exc)) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise InputError(str(path), "", "not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        data = handle.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        raise InputError(str(path), "", f"larger than {MAX_BYTES // 1024} KiB")
+        data = handle.read(limit + 1) if st.st_size <= limit else b""
+    if st.st_size > limit or len(data) > limit:
+        raise InputError(str(path), "", f"larger than {_size(limit)} (the most twin reads)")
     return data
+
+
+def read_file(path: Path, limit: int) -> bytes:
+    """`read_bytes`, a file that is not there said `missing`."""
+    if not os.path.lexists(path):
+        raise InputError(str(path), "", "missing")
+    return read_bytes(path, limit)
+
+
+def read_text(path: Path, limit: int) -> str:
+    """A UTF-8 text file of at most `limit` bytes (`read_bytes`), or one line saying why not."""
+    try:
+        return read_file(path, limit).decode()
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), f"byte {exc.start}", "not UTF-8 text") from None
 
 
 def strict_yaml(path: Path) -> Any:
@@ -196,7 +232,7 @@ def strict_yaml(path: Path) -> Any:
     holds a NUL byte, nesting or alias expansion beyond the bounds, and duplicate keys."""
     file = str(path)
     try:
-        text = _read(path).decode()
+        text = read_bytes(path).decode()
     except UnicodeDecodeError as exc:
         raise InputError(file, f"byte {exc.start}", "not UTF-8 text") from None
     if not text.strip():
@@ -243,16 +279,24 @@ def _tab(text: str, line: int) -> int | None:
     return None
 
 
-def read_json(path: Path) -> Any:
-    """A JSON file, or one line naming it and what is wrong (missing, not UTF-8, not JSON)."""
+def read_json(path: Path, limit: int = LAB_FILE_BYTES) -> Any:
+    """A JSON file of at most `limit` bytes, or one line naming it and what is wrong (missing,
+    too large, not UTF-8, not JSON)."""
+    return parse_json(path, read_file(path, limit))
+
+
+def parse_json(path: Path, raw: bytes | str) -> Any:
+    """JSON read from `path`, or one line naming it and what is wrong (not UTF-8, not JSON,
+    an integer of more digits than Python converts)."""
     file = str(path)
-    if not path.is_file():
-        raise InputError(file, "", "missing")
     try:
-        return json.loads(path.read_text())
+        return json.loads(raw)
     except UnicodeDecodeError:
         raise InputError(file, "", "not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise InputError(file, f"line {exc.lineno}", f"not valid JSON: {exc.msg}") from None
     except RecursionError:
         raise InputError(file, "", "nested too deeply") from None
+    except ValueError:  # int(): more digits than Python converts
+        digits = sys.get_int_max_str_digits()
+        raise InputError(file, "", f"an integer of more than {digits} digits") from None

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from twin import safeio
 from twin.render import sonic_vs
 
 if TYPE_CHECKING:
@@ -141,5 +142,5 @@ def write(lab: Lab, taken: Sequence[str] = ()) -> None:
     sonic_vs.check(lab)
     sonic_vs.write(lab, lab.path)
     topo = topology(lab, taken)
-    (lab.path / "topology.clab.yml").write_text(dump(topo))
-    (lab.path / "clabernetes.yml").write_text(clabernetes(lab, topo))
+    safeio.write(lab.path / "topology.clab.yml", dump(topo))
+    safeio.write(lab.path / "clabernetes.yml", clabernetes(lab, topo))

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
+from twin import safeio
 from twin.design.graph import Port, ports_of
 from twin.render.config_db import ConfigDb, Table
 
@@ -380,8 +381,7 @@ def write(lab: Lab, root: Path) -> list[Path]:
 
     def put(node: str, name: str, text: str) -> None:
         path = root / FLAVOUR / node / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        safeio.write(path, text)
         written.append(path)
 
     for switch in lab.switches():

@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Annotated, Any, TypeVar, cast
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from labs.backend import Played, Session
 from twin import safeio
 from twin.errors import InputError, LabError
-from twin.intent.inputs import parse_model, read_json
+from twin.intent.inputs import RUN_FILE_BYTES, parse_json, parse_model, read_file, read_text
 from twin.labdir import Stat, version
 from twin.model.fib import Fib, from_json, to_json
 from twin.scenario.records import (
@@ -84,6 +84,102 @@ class _Counters(BaseModel):
                 if len(values) != len(self.fields):
                     raise ValueError(f"samples.{i}.c.{port}: {len(values)} values, not one a field")
         return self
+
+
+Number = Annotated[float, Field(allow_inf_nan=False)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Gap = Annotated[list[Number], Field(min_length=3, max_length=3)]
+
+
+class _ProbeFlow(BaseModel):
+    """A probe flow of `failover_probes.json`, the keys `failover` reads."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    src: str
+    dst: str
+    sport: int
+    crossed: str
+    pps: Positive
+    gaps: list[Gap]
+
+
+class _Restore(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    back: Number
+
+
+class _ProbeRecord(BaseModel):
+    """A fault's record of `failover_probes.json` (docs/observations.md), the keys `failover`
+    reads."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    index: int
+    element: str
+    pps: Positive
+    flows: list[_ProbeFlow]
+    why: str | None = None
+    started: Number | None = None
+    ends: Number | None = None
+    restore: _Restore | None = None
+
+
+class _PhaseFlow(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    flow_id: int
+    src: str
+    dst: str
+    qp: int
+
+
+class _Phase(BaseModel):
+    """The keys of a phase (`PhaseRecord`) every run has."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    index: int
+    label: str
+    kind: str
+    traffic_class: str = Field(alias="class")
+    start: Number
+    end: Number
+    pps_per_flow: Number | None
+    dscp: dict[str, int]
+    flows: list[_PhaseFlow]
+
+
+class _Fault(BaseModel):
+    """The keys of a fault (`FaultRecord`) every run has."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    index: int
+    began: Number
+    t: Number
+    event: str
+    fault: str
+
+
+class _RunKeys(BaseModel):
+    """The phases and faults of run.json, and the keys only some runs have, of the types
+    their readers take."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    phases: list[_Phase]
+    faults: list[_Fault]
+    fault_margin: Number = 0.0
+    fibs: dict[str, Number] = {}
+    fib_faults: dict[str, int] = {}
+    servers: list[str] = []
+    uplinks: dict[str, list[str]] = {}
+
+
+EXTRA: dict[str, type[BaseModel]] = {"failover_probes": _ProbeRecord}
+"""The `extra` files whose records are checked as they are read (a list of such records)."""
 
 
 class _Flow(BaseModel):
@@ -238,6 +334,7 @@ class Observations:
                 raise InputError(str(self.path / "run.json"), key, f"not {what}")
         if not all(isinstance(c, str) for c in data["capabilities"]):
             raise InputError(str(self.path / "run.json"), "capabilities", "not all strings")
+        parse_model(_RunKeys, data, str(self.path / "run.json"))
         if "fib_faults" not in data:
             data["fib_faults"] = snapshot_faults(data["faults"], data.get("fibs", {}))
         return cast(RunRecord, data)
@@ -253,20 +350,14 @@ class Observations:
     def flows(self) -> list[FlowRecord]:
         """Per-flow results."""
         data: list[dict[str, Any]] = self._json("flows.json", list)
-        for i, flow in enumerate(data):
-            _shaped(flow, dict, self.path / "flows.json", str(i))
-            try:
-                parse_model(_Flow, flow, "")
-            except InputError as exc:
-                key = ".".join(k for k in (str(i), exc.key) if k)
-                raise InputError(str(self.path / "flows.json"), key, exc.problem) from None
+        _records(_Flow, data, self.path / "flows.json")
         return cast(list[FlowRecord], data)
 
     @cached_property
     def events(self) -> list[Event]:
         """Faults and state changes, in time order."""
         path = self.path / "events.jsonl"
-        lines = path.read_text().splitlines() if path.exists() else []
+        lines = read_text(path, RUN_FILE_BYTES).splitlines() if path.exists() else []
         events = []
         for number, line in enumerate(lines, 1):
             try:
@@ -335,6 +426,8 @@ class Observations:
         if cached is not None:
             return cached
         data = _read(path)
+        if key in EXTRA:
+            _records(EXTRA[key], data, path)
         if kept is not None:
             self._extra[key] = (kept, data)
         return data
@@ -378,12 +471,22 @@ class Observations:
         raise LabError(f"{self.path}: no phase {label!r}")
 
 
+def _records(model: type[BaseModel], data: Any, path: Path) -> None:
+    """Refuse in one line a file that is not a list of `model` records."""
+    _shaped(data, list, path)
+    for i, record in enumerate(data):
+        _shaped(record, dict, path, str(i))
+        try:
+            parse_model(model, record, "")
+        except InputError as exc:
+            key = ".".join(k for k in (str(i), exc.key) if k)
+            raise InputError(str(path), key, exc.problem) from None
+
+
 def _bytes(path: Path) -> bytes:
-    """A file's bytes, or one line saying it is missing."""
-    try:
-        return path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        raise InputError(str(path), "", "missing") from None
+    """A file's bytes, or one line saying it is missing, not a regular file or larger than
+    `RUN_FILE_BYTES`."""
+    return read_file(path, RUN_FILE_BYTES)
 
 
 def _parsed(path: Path, raw: bytes) -> Any:
@@ -392,14 +495,13 @@ def _parsed(path: Path, raw: bytes) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return read_json(path)
+        return parse_json(path, raw)
 
 
 def _read(path: Path) -> Any:
     """A file of the run as JSON, or one line saying why not (`read_json`'s)."""
-    if path.is_file() and path.stat().st_size > ORJSON_BYTES:
-        return read_json(path)
-    return _parsed(path, _bytes(path))
+    raw = _bytes(path)
+    return parse_json(path, raw) if len(raw) > ORJSON_BYTES else _parsed(path, raw)
 
 
 def _shaped(data: Any, shape: type, path: Path, key: str = "") -> Any:

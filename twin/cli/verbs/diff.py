@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from labs import registry as backends
-from twin import outdir, review
+from twin import outdir, review, safeio
 from twin.cli.options import add_reports
 from twin.cli.output import add_json, emit
 from twin.cli.verbs.deploy import progress
@@ -122,11 +122,11 @@ def run(args: argparse.Namespace) -> int:
     text = done.markdown()
     emit(args, done.to_json(), text.rstrip("\n"))
     if out:
-        (out / "diff.md").write_text(text)
-        (out / "junit.xml").write_text(done.junit())
-        (out / "review.json").write_text(json.dumps(done.to_json(), indent=2) + "\n")
+        safeio.write(out / "diff.md", text)
+        safeio.write(out / "junit.xml", done.junit())
+        safeio.write(out / "review.json", json.dumps(done.to_json(), indent=2) + "\n")
     if args.junit:
-        args.junit.write_text(done.junit())
+        safeio.write(args.junit, done.junit())
     if args.markdown:
-        args.markdown.write_text(text)
+        safeio.write(args.markdown, text)
     return done.exit_code

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labs import lifecycle, registry
-from twin import labdir, outdir
+from twin import labdir, outdir, safeio
 from twin.cli.options import add_backend, add_reports, backend
 from twin.cli.output import add_json
 from twin.cli.serve import add_metrics, metrics
@@ -194,7 +194,7 @@ def _verdict(
         hybrid.add_data_plane(run_dir, lab, scenario, registry.get("sim"), progress)
     code, results = verdict.report_run(run_dir, static=not args.no_static, judged=judged)
     if args.junit:
-        shutil.copyfile(run_dir / "junit.xml", args.junit)
+        safeio.write(args.junit, (run_dir / "junit.xml").read_bytes())
     if args.json:
         print((run_dir / "report.json").read_text(), end="")
         return code
