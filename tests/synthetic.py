@@ -216,10 +216,15 @@ class SyntheticRun:
     capabilities: list[str] = field(default_factory=lambda: sorted(NETNS))
 
     def fault(self, at: float, fault: str, **fields: Any) -> None:
-        """A fault record as `labs.netns.faults` logs it, `at` seconds after T0."""
+        """A fault record as the player saves it: logged by `labs.netns.faults` `at` seconds
+        after T0, fired by the run then (a flap, logged once over, that long before)."""
+        began = T0 + at
+        if fault == "link-flap-done":
+            began -= 2 * float(fields["period"]) * int(fields["count"])
         self.faults.append(
-            {"index": len(self.faults), "t": T0 + at, "event": "fault", "fault": fault, **fields}
-        )
+            {"index": len(self.faults), "began": began, "t": T0 + at, "event": "fault",
+             "fault": fault, **fields}
+        )  # fmt: skip
 
     def bgp_down(self, at: float, node: str, peer: str, reason: str = "") -> None:
         """A BGP session of `node` to its neighbour `peer` going down, as the monitor logs it."""

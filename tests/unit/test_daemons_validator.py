@@ -73,7 +73,7 @@ def test_a_daemon_that_died_fails_naming_switch_daemon_and_time(lab: Lab, tmp_pa
     ],
 )
 def test_a_daemon_a_fault_killed_passes(lab: Lab, tmp_path: Path, fault: dict[str, Any]) -> None:
-    faults = [{**fault, "index": 0, "t": STARTED + 12.4, "began": STARTED + 12.4}]
+    faults = [{**fault, "index": 0, "t": STARTED + 12.4, "began": STARTED + 12.4, "event": "fault"}]
     result = judge(lab, tmp_path, [WATCHED, {**ZEBRA, "state": "died"}], faults)
     assert result.status is Status.PASS and result.figures["died"] == 1
 
@@ -88,7 +88,7 @@ def test_a_daemon_a_fault_killed_passes(lab: Lab, tmp_path: Path, fault: dict[st
 def test_a_fault_elsewhere_explains_nothing(
     lab: Lab, tmp_path: Path, fault: dict[str, Any]
 ) -> None:
-    faults = [{**fault, "index": 0, "t": STARTED + 12.4, "began": STARTED + 12.4}]
+    faults = [{**fault, "index": 0, "t": STARTED + 12.4, "began": STARTED + 12.4, "event": "fault"}]
     result = judge(lab, tmp_path, [WATCHED, {**ZEBRA, "state": "died"}], faults)
     assert result.status is Status.FAIL
 

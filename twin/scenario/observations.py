@@ -88,7 +88,8 @@ class _Counters(BaseModel):
 
 Number = Annotated[float, Field(allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-Gap = Annotated[list[Number], Field(min_length=3, max_length=3)]
+Gap = Annotated[list[Number | None], Field(min_length=3, max_length=3)]
+"""[first lost packet sent, packets lost, next arrival: null when nothing arrived again]."""
 
 
 class _ProbeFlow(BaseModel):
@@ -107,7 +108,7 @@ class _ProbeFlow(BaseModel):
 class _Restore(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
-    back: Number
+    back: Number | None
 
 
 class _ProbeRecord(BaseModel):
