@@ -1,6 +1,11 @@
 """The eBGP path-vector engine: `PathVector` selects, one prefix at a time over fixed
 sessions, each router's best AS path and multipath set (`Selection`), from scratch or
 converging again from a solved state after a change (sessions down, origins changed).
+
+Without routing policy the shortest AS path wins and the engine takes shortcuts that hold for
+shortest paths; with policy (`Rules`: per session and direction, `twin.model.policy`) every
+change is a full reselection among the offers as policy leaves them: highest weight, then
+highest local preference, then shortest AS path, then the peer's rank.
 """
 
 from __future__ import annotations
@@ -8,12 +13,18 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict, deque
 from collections.abc import Collection, Iterable, Mapping
+from ipaddress import IPv4Network
 from typing import NamedTuple
 
+from twin.model.policy import NO_EXPORT, Attrs, Filters
 from twin.model.wiring import Router
 
 Peer = tuple[str, str]
 """A BGP neighbour as a router sees it: (neighbour, local port of the session)."""
+Rules = Mapping[tuple[str, Peer], tuple[Filters, Filters, bool]]
+"""Per receiving router and the peer it hears: the peer's outbound filters toward it, its own
+inbound filters, and whether the peer sends communities."""
+NONE = Filters()
 
 
 class Selection(NamedTuple):
@@ -26,6 +37,7 @@ class Selection(NamedTuple):
     """Multipath neighbours, in tie-break order."""
     spare: bool
     """Equal paths beyond maximum-paths exist (they may step in when a hop leaves)."""
+    communities: frozenset[str] = frozenset()
 
 
 ORIGIN = Selection((), None, (), False)
@@ -43,9 +55,14 @@ class PathVector:
     """
 
     def __init__(
-        self, routers: Mapping[str, Router], peers: Mapping[str, list[tuple[str, str, str]]]
+        self,
+        routers: Mapping[str, Router],
+        peers: Mapping[str, list[tuple[str, str, str]]],
+        rules: Rules | None = None,
     ) -> None:
         self.peers = peers
+        self.rules = rules or {}
+        self.policies = {r: c.policy for r, c in routers.items()}
         self.asn = {r: c.bgp.asn for r, c in routers.items() if c.bgp}
         self.maxpaths = {r: c.bgp.maximum_paths for r, c in routers.items() if c.bgp}
         self.relax = {r: c.bgp.relax for r, c in routers.items() if c.bgp}
@@ -63,9 +80,18 @@ class PathVector:
             self.by_asn[r] = list(groups.items())
 
     def solve(
-        self, origins: Collection[str], down: Collection[tuple[str, str, str]]
+        self,
+        origins: Collection[str],
+        down: Collection[tuple[str, str, str]],
+        prefix: IPv4Network | None = None,
     ) -> dict[str, Selection]:
         """Every router's selection, sessions (router, neighbour, port) in `down` down."""
+        if self.rules:
+            run = _Convergence(self, origins, {}, down, prefix)
+            for n in sorted(origins):
+                run.set(n, ORIGIN)
+            run.drain()
+            return {n: c for n, c in run.over.items() if c is not None}
         chosen = dict.fromkeys(sorted(origins), ORIGIN)
         frontier = list(chosen)
         while frontier:
@@ -96,17 +122,63 @@ class PathVector:
         down: Collection[tuple[str, str, str]],
         lost: Iterable[tuple[str, Peer]],
         reselect: Iterable[str],
+        prefix: IPv4Network | None = None,
     ) -> dict[str, Selection | None]:
         """The selections that differ from a solved `state` once converged again, sessions in
         `down` down (`lost`: each end's peer of the sessions that just went down) and the
         routers in `reselect` changing what they originate."""
-        run = _Convergence(self, origins, state, down)
+        run = _Convergence(self, origins, state, down, prefix)
         for n, peer in lost:
             run.consider(n, peer)
         for n in reselect:
             run.set(n, run.select(n))
         run.drain()
         return run.over
+
+    def receive(
+        self, n: str, peer: Peer, chosen: Selection, prefix: IPv4Network
+    ) -> tuple[Attrs | None, str, str]:
+        """What n holds of the route `peer` selected once policy applied both ways: the
+        attributes (None: none), and when policy denied or changed it, the statement and
+        the router it is on."""
+        r = peer[0]
+        if self.asn[n] == self.asn[r]:
+            return None, "", ""
+        out, inbound, send = self.rules.get((n, peer), (NONE, NONE, True))
+        attrs = Attrs(chosen.path, chosen.communities)
+        if attrs.communities & NO_EXPORT:
+            return None, f"community {min(attrs.communities & NO_EXPORT)}", r
+        held, why = self.policies[r].apply(out, prefix, attrs, "out")
+        if held is None:
+            return None, why, r
+        path = (self.asn[r], *held.path)
+        if self.asn[n] in path:
+            return None, "", ""
+        changed = (why, r) if why else ("", "")
+        got = Attrs(path, held.communities if send else frozenset())
+        held, why = self.policies[n].apply(inbound, prefix, got, "in")
+        if held is None:
+            return None, why, n
+        return held, *((why, n) if why else changed)
+
+    def choose(self, n: str, offers: list[tuple[Attrs, Peer]]) -> Selection | None:
+        """n's selection among offers as policy left them."""
+        if not offers:
+            return None
+
+        def rank(o: tuple[Attrs, Peer]) -> tuple[int, int, int]:
+            return (-o[0].weight, -o[0].pref, len(o[0].path))
+
+        offers.sort(key=lambda o: (*rank(o), self.order[o[1]]))
+        best = offers[0]
+        equal = [
+            o
+            for o in offers
+            if rank(o) == rank(best) and (self.relax[n] or o[0].path == best[0].path)
+        ]
+        limit = self.maxpaths[n]
+        hops = tuple(o[1] for o in equal[:limit])
+        return Selection(best[0].path, best[1], hops, len(equal) > limit, best[0].communities)
 
     def update(
         self, n: str, cur: Selection | None, peer: Peer, offer: tuple[int, ...] | None
@@ -151,8 +223,13 @@ class _Convergence:
         origins: Collection[str],
         state: Mapping[str, Selection],
         down: Collection[tuple[str, str, str]],
+        prefix: IPv4Network | None = None,
     ) -> None:
         self.pv, self.origins, self.state, self.down = pv, origins, state, down
+        self.prefix = prefix
+        self.budget = 64 * (len(pv.asn) + 16)
+        """Changes of advertisement a policy run may make before it stops (a policy dispute
+        that never settles: FRR would oscillate too)."""
         self.over: dict[str, Selection | None] = {}
         self.queue: deque[tuple[str, tuple[int, ...] | None]] = deque()
         """Routers whose advertisement changed, with the AS path they advertised before."""
@@ -175,6 +252,8 @@ class _Convergence:
         """n's selection from all its neighbours' offers."""
         if n in self.origins:
             return ORIGIN
+        if self.pv.rules and self.prefix is not None:
+            return self.pv.choose(n, self._received(n))
         offers = []
         for r, port, _ in self.pv.peers.get(n, []):
             path = self.offer(n, (r, port))
@@ -190,15 +269,35 @@ class _Convergence:
         limit = self.pv.maxpaths[n]
         return Selection(path, best, tuple(o[1] for o in equal[:limit]), len(equal) > limit)
 
+    def _received(self, n: str) -> list[tuple[Attrs, Peer]]:
+        """Every offer n holds once policy applied."""
+        assert self.prefix is not None
+        found = []
+        for r, port, _ in self.pv.peers.get(n, []):
+            chosen = self.get(r)
+            if chosen is not None and (n, r, port) not in self.down:
+                attrs = self.pv.receive(n, (r, port), chosen, self.prefix)[0]
+                if attrs is not None:
+                    found.append((attrs, (r, port)))
+        return found
+
     def set(self, n: str, new: Selection | None) -> None:
         old = self.get(n)
         if new != old:
             self.over[n] = new
-            if new is None or old is None or new.path != old.path:
+            if (
+                new is None
+                or old is None
+                or new.path != old.path
+                or new.communities != old.communities
+            ):
                 self.queue.append((n, None if old is None else old.path))
 
     def consider(self, n: str, peer: Peer) -> None:
         if n in self.origins:
+            return
+        if self.pv.rules:
+            self.set(n, self.select(n))
             return
         cur, offer = self.get(n), self.offer(n, peer)
         new = self.pv.update(n, cur, peer, offer)
@@ -220,6 +319,10 @@ class _Convergence:
 
     def drain(self) -> None:
         while self.queue:
+            if self.pv.rules:
+                self.budget -= 1
+                if self.budget < 0:
+                    return
             r, before = self.queue.popleft()
             now = self.get(r)
             for asn, group in self.pv.by_asn.get(r, []):
