@@ -189,6 +189,35 @@ class Routing:
         rules = {k: (out.get(k, NONE), inbound.get(k, NONE), sends.get(k, True)) for k in keys}
         return {k: r for k, r in rules.items() if r != (NONE, NONE, True)}
 
+    def policy_effects(self, prefix: IPv4Network) -> list[tuple[str, str, str, str]]:
+        """With all links up, each (switch, neighbour, statement, what) by which routing
+        policy denied or changed a route to `prefix` that the switch then did not use, and
+        each switch whose `maximum-paths` left equal paths out (neighbour "")."""
+        chosen, pv, found = self.bgp.get(prefix, {}), self.pv, []
+        for n, sessions in pv.peers.items():
+            mine = chosen.get(n)
+            if mine is not None and mine.spare:
+                what = f"{prefix}: only {len(mine.hops)} of its equal paths used"
+                found.append((n, "", f"maximum-paths {pv.maxpaths[n]}", what))
+            for r, port, _ in sessions if pv.rules else ():
+                theirs = chosen.get(r)
+                if theirs is None or (n, r, port) in self._down_sessions:
+                    continue
+                attrs, why, who = pv.receive(n, (r, port), theirs, prefix)
+                if not why or (attrs is not None and mine and (r, port) in mine.hops):
+                    continue
+                what = "denied" if attrs is None else "changed, not used"
+                if who == r:
+                    found.append((r, n, why, f"{prefix} to {n}: {what}"))
+                else:
+                    found.append((n, r, why, f"{prefix} from {r}: {what}"))
+        return found
+
+    def covering(self, address: IPv4Address) -> IPv4Network | None:
+        """The longest eBGP prefix routed that holds an address."""
+        held = [p for p in self.prefixes if address in p]
+        return max(held, key=lambda p: p.prefixlen, default=None)
+
     def _subnet_of(self, node: str, address: IPv4Address) -> tuple[str, IPv4Address] | None:
         """(interface, own address) of the node's subnet holding `address` (not its own),
         the longest first."""
