@@ -21,6 +21,7 @@ from twin.errors import InputError
 from twin.intent.fabric import Dcqcn
 from twin.intent.inputs import parse_model, read_json
 from twin.labdir import Lab
+from twin.model.frr import parse_frr
 from twin.render.config_db import QOS_MAPS
 
 NODE_NAME = re.compile(r"[a-z][a-z0-9]{0,31}")
@@ -220,6 +221,7 @@ def _frr_conf(lab: Lab, node: str) -> None:
     if "\0" in text:
         line = text[: text.index("\0")].count("\n") + 1
         raise InputError(str(path), f"line {line}", "a NUL byte")
+    parse_frr(text, str(path))
 
 
 def _claim(addresses: dict[str, tuple[str, str]], ip: str, file: str, key: str, node: str) -> None:
