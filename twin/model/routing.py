@@ -191,22 +191,34 @@ class Routing:
 
     def policy_effects(self, prefix: IPv4Network) -> list[tuple[str, str, str, str]]:
         """With all links up, each (switch, neighbour, statement, what) by which routing
-        policy denied or changed a route to `prefix` that the switch then did not use, and
-        each switch whose `maximum-paths` left equal paths out (neighbour "")."""
+        policy denied a route to `prefix`, or changed it so that the switch left it out or
+        preferred it over others; and each switch whose `maximum-paths` left equal paths out
+        (neighbour "")."""
         chosen, pv, found = self.bgp.get(prefix, {}), self.pv, []
         for n, sessions in pv.peers.items():
             mine = chosen.get(n)
             if mine is not None and mine.spare:
                 what = f"{prefix}: only {len(mine.hops)} of its equal paths used"
                 found.append((n, "", f"maximum-paths {pv.maxpaths[n]}", what))
+            offers = []
             for r, port, _ in sessions if pv.rules else ():
                 theirs = chosen.get(r)
-                if theirs is None or (n, r, port) in self._down_sessions:
+                if theirs is not None and (n, r, port) not in self._down_sessions:
+                    offers.append(((r, port), *pv.receive(n, (r, port), theirs, prefix)))
+            used = set(mine.hops) if mine else set()
+            left_out = sum(attrs is not None and peer not in used for peer, attrs, _, _ in offers)
+            for peer, attrs, why, who in offers:
+                r = peer[0]
+                if not why:
                     continue
-                attrs, why, who = pv.receive(n, (r, port), theirs, prefix)
-                if not why or (attrs is not None and mine and (r, port) in mine.hops):
+                if attrs is None:
+                    what = "denied"
+                elif peer not in used:
+                    what = "changed, not used"
+                elif left_out:
+                    what = f"changed, preferred over {left_out} other paths"
+                else:
                     continue
-                what = "denied" if attrs is None else "changed, not used"
                 if who == r:
                     found.append((r, n, why, f"{prefix} to {n}: {what}"))
                 else:
