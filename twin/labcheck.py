@@ -1,6 +1,8 @@
 """Check every file of a lab directory before anything reads it for real.
 
-`twin validate` and every deploy run `check` first: each file must parse, have the shape its
+`twin validate` and every deploy run `check` first: each file must parse (frr.conf as the
+routing model reads it, `twin.model.frr`: a statement that could change routing and that the
+model does not apply is refused), have the shape its
 readers expect, and agree with the others (the ports a config names are wired in
 `ifmap.json`, a server's NICs are its own, next hops leave through a NIC it has), and the
 addresses must not collide (no two servers with one address, no overlapping interface

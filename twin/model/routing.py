@@ -16,14 +16,16 @@
   statements originate a prefix that is in the RIB (connected or static); a path holding the
   receiver's AS is refused; the shortest AS path wins, then the lowest router-id; multipath
   takes the equal-length paths (`bgp bestpath as-path multipath-relax`) or only those with the
-  same AS path, up to `maximum-paths` (64 when unset). Sessions between equal ASes (iBGP) are
-  not modelled.
+  same AS path, up to `maximum-paths` (64 when unset). Routing policy per session and
+  direction (`twin.model.policy`: prefix-lists, filter-lists, route-maps) filters and changes
+  the routes first; weight and local preference then come before the AS path's length.
+  Sessions between equal ASes (iBGP) are not modelled.
 - a server sends to its own subnet over every up NIC, elsewhere by its host file's routes; a
   NIC's next hop is the leaf it is cabled to (MLAG leaves route for each other's gateway).
 
 `Routing.after(failed)` gives the FIB changes when links fail, incrementally: an eBGP
 path-vector converges from the state before the failure (without policies shortest-path eBGP
-has one stable state, reached from any start).
+has one stable state, reached from any start; with policy each change is a full reselection).
 """
 
 from __future__ import annotations
