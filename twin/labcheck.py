@@ -2,12 +2,12 @@
 
 `twin validate` and every deploy run `check` first: each file must parse (frr.conf as the
 routing model reads it, `twin.model.frr`: a statement that could change routing and that the
-model does not apply is refused), have the shape its
-readers expect, and agree with the others (the ports a config names are wired in
-`ifmap.json`, a server's NICs are its own, next hops leave through a NIC it has), and the
-addresses must not collide (no two servers with one address, no overlapping interface
-subnets on a switch, no address on two nodes). The first problem is raised as one
-`InputError` line naming the file, the key and what is wrong; nothing is created before.
+model does not apply is refused), have the shape its readers expect, and agree with the
+others (the ports a config names are wired in `ifmap.json`, a server's NICs are its own, next
+hops leave through a NIC it has), and the addresses must not collide (no two servers with one
+address, no overlapping interface subnets on a switch, no address on two nodes). The first
+problem is raised as one `InputError` line naming the file, the key and what is wrong;
+nothing is created before.
 """
 
 from __future__ import annotations
