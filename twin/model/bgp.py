@@ -51,7 +51,9 @@ class PathVector:
     mostly update in O(1) and reselect from all offers only when their best route is lost).
 
     `peers[r]` lists r's sessions as (neighbour, local port, neighbour's port); r knows a
-    neighbour as the `Peer` (neighbour, local port).
+    neighbour as the `Peer` (neighbour, local port). With `rules` (policy on some session)
+    both converge from the origins outward and every router an advertisement reaches
+    reselects among all its offers as policy leaves them (`receive`, `choose`).
     """
 
     def __init__(
@@ -83,7 +85,7 @@ class PathVector:
         self,
         origins: Collection[str],
         down: Collection[tuple[str, str, str]],
-        prefix: IPv4Network | None = None,
+        prefix: IPv4Network,
     ) -> dict[str, Selection]:
         """Every router's selection, sessions (router, neighbour, port) in `down` down."""
         if self.rules:
@@ -122,7 +124,7 @@ class PathVector:
         down: Collection[tuple[str, str, str]],
         lost: Iterable[tuple[str, Peer]],
         reselect: Iterable[str],
-        prefix: IPv4Network | None = None,
+        prefix: IPv4Network,
     ) -> dict[str, Selection | None]:
         """The selections that differ from a solved `state` once converged again, sessions in
         `down` down (`lost`: each end's peer of the sessions that just went down) and the
@@ -223,7 +225,7 @@ class _Convergence:
         origins: Collection[str],
         state: Mapping[str, Selection],
         down: Collection[tuple[str, str, str]],
-        prefix: IPv4Network | None = None,
+        prefix: IPv4Network,
     ) -> None:
         self.pv, self.origins, self.state, self.down = pv, origins, state, down
         self.prefix = prefix
@@ -252,7 +254,7 @@ class _Convergence:
         """n's selection from all its neighbours' offers."""
         if n in self.origins:
             return ORIGIN
-        if self.pv.rules and self.prefix is not None:
+        if self.pv.rules:
             return self.pv.choose(n, self._received(n))
         offers = []
         for r, port, _ in self.pv.peers.get(n, []):
@@ -271,7 +273,6 @@ class _Convergence:
 
     def _received(self, n: str) -> list[tuple[Attrs, Peer]]:
         """Every offer n holds once policy applied."""
-        assert self.prefix is not None
         found = []
         for r, port, _ in self.pv.peers.get(n, []):
             chosen = self.get(r)
