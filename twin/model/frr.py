@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Network
 
 from twin.errors import InputError
-from twin.model.policy import Entry, Filters, Match, Policy, PrefixEntry, as_path_regex, community
+from twin.model.policy import Entry, Filters, Match, Policy, PrefixEntry, bgp_regex, community
 
 STATIC = 1
 DEFAULT_MAXIMUM_PATHS = 64
@@ -146,7 +146,7 @@ class _Reader:
             self.prefix_list(words[2], words[3:])
         elif words[:3] == ["bgp", "as-path", "access-list"]:
             seq, rest = _seq(words[4:], len(self.policy.as_paths.get(words[3], [])))
-            regex = as_path_regex(" ".join(rest[1:]))
+            regex = bgp_regex(" ".join(rest[1:]))
             self.policy.as_paths.setdefault(words[3], []).append((seq, _action(rest[0]), regex))
         elif words[:2] == ["bgp", "community-list"]:
             self.community_list(words[2:])
@@ -186,12 +186,12 @@ class _Reader:
             kind = "standard" if int(words[0]) < 100 else "expanded"
             name, rest = words[0], words[1:]
         entries = self.policy.community_lists.setdefault(name, [])
-        _, rest = _seq(rest, 0)
+        seq, rest = _seq(rest, len(entries))
         permit = _action(rest[0])
         if kind == "standard":
-            entries.append((permit, frozenset(map(community, rest[1:]))))
+            entries.append((seq, permit, frozenset(map(community, rest[1:]))))
         else:
-            entries.append((permit, as_path_regex(" ".join(rest[1:]))))
+            entries.append((seq, permit, bgp_regex(" ".join(rest[1:]))))
 
     def bgp_line(self, number: int, line: str, words: list[str]) -> None:
         bgp = self.bgp

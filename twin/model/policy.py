@@ -68,12 +68,13 @@ def _community_text(communities: frozenset[str]) -> str:
     return " ".join(sorted(communities, key=key))
 
 
-def as_path_regex(text: str) -> re.Pattern[str]:
-    """FRR's AS-path regular expression: `_` stands for a boundary (start, end, space or a
-    set's punctuation), as bgpd/bgp_regex.c `bgp_regcomp` rewrites it.
+def bgp_regex(text: str) -> re.Pattern[str]:
+    """FRR's BGP regular expression (AS-path and expanded community lists): `_` stands for a
+    boundary (start, end, space or a set's punctuation), as bgpd/bgp_regex.c `bgp_regcomp`
+    rewrites it.
 
     >>> path = "65000 65103"
-    >>> bool(as_path_regex("_65103$").search(path)), bool(as_path_regex("^65103_").search(path))
+    >>> bool(bgp_regex("_65103$").search(path)), bool(bgp_regex("^65103_").search(path))
     (True, False)
     """
     return re.compile(text.replace("_", "(^|[,{}() ]|$)"))
@@ -150,7 +151,7 @@ class Policy:
 
     prefix_lists: dict[str, list[PrefixEntry]] = field(default_factory=dict)
     as_paths: dict[str, list[tuple[int, bool, re.Pattern[str]]]] = field(default_factory=dict)
-    community_lists: dict[str, list[tuple[bool, frozenset[str] | re.Pattern[str]]]] = field(
+    community_lists: dict[str, list[tuple[int, bool, frozenset[str] | re.Pattern[str]]]] = field(
         default_factory=dict
     )
     route_maps: dict[str, list[Entry]] = field(default_factory=dict)
@@ -180,7 +181,7 @@ class Policy:
 
     def community_permits(self, name: str, communities: frozenset[str], exact: bool) -> bool:
         """A community-list's verdict (an undefined list does not match)."""
-        for permit, value in self.community_lists.get(name, []):
+        for _, permit, value in sorted(self.community_lists.get(name, []), key=lambda e: e[0]):
             if isinstance(value, frozenset):
                 hit = value == communities if exact else value <= communities
             else:
