@@ -7,7 +7,9 @@ Each break is made as a person would make it, by editing the lab directory's con
 files: PFC on the wrong priority on one leaf, RoCE's DSCP mapped lossy on one spine, 300 m
 cables with the headroom of 40 m, a static route loop, ECN off on the receiving leaves of the
 default scenario's incast only, hosts marking the backup into DSCP 26, BFD removed from one
-leaf. The reference fabric (50 servers, 12 switches) costs about 10 s a run on the simulator.
+leaf, routing policy (an inbound route-map dropping a rack, an outbound prefix-list, one
+path per prefix on a spine). The reference fabric (50 servers, 12 switches) costs about 10 s
+a run on the simulator.
 """
 
 from __future__ import annotations
@@ -120,6 +122,46 @@ def no_bfd_on_leaf2(lab: Path) -> None:
     )
 
 
+def bind_policy(lab: Path, switch: str, binding: str, definitions: str) -> None:
+    """A policy bound to the switch's FABRIC peer-group (IPv4 unicast), defined at the top."""
+    edit_text(
+        lab,
+        switch,
+        "frr.conf",
+        lambda t: (
+            t.replace("  neighbor FABRIC activate\n", f"  neighbor FABRIC activate\n{binding}\n")
+            + definitions
+        ),
+    )
+
+
+def route_map_drops_a_rack_on_leaf1(lab: Path) -> None:
+    """leaf1 takes in everything from the spines but server14's rack (10.2.0.32/27)."""
+    bind_policy(
+        lab,
+        "leaf1",
+        "  neighbor FABRIC route-map FROM-SPINES in",
+        "ip prefix-list RACK seq 5 permit 10.2.0.32/27\n"
+        "route-map FROM-SPINES deny 10\n match ip address prefix-list RACK\nexit\n"
+        "route-map FROM-SPINES permit 20\nexit\n",
+    )
+
+
+def prefix_list_out_on_leaf3(lab: Path) -> None:
+    """leaf3 stops announcing its own rack's subnet (the incast's receivers) to the spines."""
+    bind_policy(
+        lab,
+        "leaf3",
+        "  neighbor FABRIC prefix-list NO-OWN out",
+        "ip prefix-list NO-OWN seq 5 deny 10.2.0.32/27\nip prefix-list NO-OWN seq 10 permit any\n",
+    )
+
+
+def one_path_on_spine1(lab: Path) -> None:
+    """spine1 keeps one path per prefix (`maximum-paths 1`) toward the MLAG pairs."""
+    edit_text(lab, "spine1", "frr.conf", lambda t: t.replace("maximum-paths 64", "maximum-paths 1"))
+
+
 BREAKS: dict[str, tuple[Break, set[str]]] = {
     "pfc-priority-4": (pfc_on_priority_4, {"leaf3"}),
     "roce-lossy-spine2": (roce_lossy_on_spine2, {"spine2"}),
@@ -128,6 +170,9 @@ BREAKS: dict[str, tuple[Break, set[str]]] = {
     "ecn-off-receivers": (ecn_off_on_incast_leaves, set(INCAST_LEAVES)),
     "backup-dscp-26": (backup_into_dscp_26, {"server27"}),
     "no-bfd-leaf2": (no_bfd_on_leaf2, {"leaf2"}),
+    "route-map-in-leaf1": (route_map_drops_a_rack_on_leaf1, {"leaf1"}),
+    "prefix-list-out-leaf3": (prefix_list_out_on_leaf3, {"leaf3"}),
+    "maximum-paths-1-spine1": (one_path_on_spine1, {"spine1"}),
 }
 """Break -> (the edit, the devices a failing row must name: one of them at least)."""
 

@@ -358,8 +358,8 @@ def test_fib_reachability_names_what_the_deploy_would_wait_for(small: Lab) -> No
     one_path_per_prefix_on_leaf3(small)
     fib, _ = validate(small, ["fib_reachability"])["fib_reachability"]
     assert [str(f) for f in fib.findings] == [
-        "leaf3 FIB: 10.2.0.0/29 has 1/2 paths",
         "leaf3 maximum-paths 1: 10.2.0.0/29: only 1 of its equal paths used",
+        "leaf3 FIB: 10.2.0.0/29 has 1/2 paths",
     ]
 
 

@@ -115,7 +115,8 @@ def _narrow(fib: Fib, lab: Lab) -> list[tuple[str, str, int, int]]:
 
 def _policy(routing: Routing, prefixes: Iterable[IPv4Network | None]) -> list[Finding]:
     """The routing policy (and `maximum-paths`) behind the routes to `prefixes` that a check
-    found missing or narrow: one finding per switch, neighbour and statement."""
+    found missing or narrow: one finding per switch, neighbour and statement (listed first:
+    the cause before the switches it leaves short)."""
     found = []
     for prefix in sorted({p for p in prefixes if p is not None}):
         for switch, _, where, what in routing.policy_effects(prefix):
@@ -155,10 +156,10 @@ def fib_reachability(lab: Lab, params: Params) -> list[Result]:
     lpms = _lpms(fib, switches)
     problems = list(_problems(lpms, servers, leaves))
     narrow = _narrow(fib, lab)
-    findings = [Finding(leaf, f"{s}: {why}", "", "FIB") for leaf, s, why in problems]
-    findings += [Finding(n, f"{p} has {k}/{w} paths", "", "FIB") for n, p, k, w in narrow]
     affected = [routing.covering(servers[s]) for _, s, _ in problems]
-    findings += _policy(routing, affected + [IPv4Network(p) for _, p, _, _ in narrow])
+    findings = _policy(routing, affected + [IPv4Network(p) for _, p, _, _ in narrow])
+    findings += [Finding(leaf, f"{s}: {why}", "", "FIB") for leaf, s, why in problems]
+    findings += [Finding(n, f"{p} has {k}/{w} paths", "", "FIB") for n, p, k, w in narrow]
     ok = (
         f"{len(leaves) * len(servers)} paths ({len(leaves)} leaves x {len(servers)} servers) "
         "deliver over full ECMP width"
