@@ -170,6 +170,7 @@ def test_harmless_statements_are_ignored() -> None:
     frr = parse_frr(
         conf(
             "route-map RM_SET_SRC permit 10\n set src 10.1.0.1\nexit\n"
+            "route-map FROM_PEER permit 100\n set ipv6 next-hop prefer-global\nexit\n"
             "ip protocol bgp route-map RM_SET_SRC\nipv6 prefix-list V6 seq 5 permit ::/0",
             "  neighbor FABRIC soft-reconfiguration inbound\n"
             " exit-address-family\n address-family l2vpn evpn\n  advertise-all-vni",

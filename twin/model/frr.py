@@ -264,8 +264,8 @@ class _Reader:
             values = words[2 : len(words) - additive]
             e.communities = frozenset() if values == ["none"] else frozenset(map(community, values))
             e.additive = additive
-        elif words[:2] == ["set", "src"] or words[:2] == ["match", "ipv6"]:
-            return  # the source address zebra installs; IPv6 routes
+        elif words[:2] in (["set", "src"], ["set", "tag"], ["match", "ipv6"], ["set", "ipv6"]):
+            return  # what zebra installs the route with; IPv6 routes
         else:
             raise self.refuse(number, line, f"route-map {text}")
 
