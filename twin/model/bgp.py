@@ -38,6 +38,9 @@ class Selection(NamedTuple):
     spare: bool
     """Equal paths beyond maximum-paths exist (they may step in when a hop leaves)."""
     communities: frozenset[str] = frozenset()
+    weight: int = 0
+    pref: int = 100
+    """Weight and local preference of the best route (policy may set them)."""
 
 
 ORIGIN = Selection((), None, (), False)
@@ -163,24 +166,51 @@ class PathVector:
             return None, why, n
         return held, *((why, n) if why else changed)
 
-    def choose(self, n: str, offers: list[tuple[Attrs, Peer]]) -> Selection | None:
-        """n's selection among offers as policy left them."""
+    def choose(self, n: str, offers: Mapping[Peer, Attrs]) -> Selection | None:
+        """n's selection among the offers (by peer) as policy left them."""
         if not offers:
             return None
-
-        def rank(o: tuple[Attrs, Peer]) -> tuple[int, int, int]:
-            return (-o[0].weight, -o[0].pref, len(o[0].path))
-
-        offers.sort(key=lambda o: (*rank(o), self.order[o[1]]))
-        best = offers[0]
+        ranked = sorted(offers.items(), key=lambda o: (_rank(o[1]), self.order[o[0]]))
+        peer, best = ranked[0]
         equal = [
-            o
-            for o in offers
-            if rank(o) == rank(best) and (self.relax[n] or o[0].path == best[0].path)
+            p
+            for p, a in ranked
+            if _rank(a) == _rank(best) and (self.relax[n] or a.path == best.path)
         ]
         limit = self.maxpaths[n]
-        hops = tuple(o[1] for o in equal[:limit])
-        return Selection(best[0].path, best[1], hops, len(equal) > limit, best[0].communities)
+        hops = tuple(equal[:limit])
+        return Selection(
+            best.path, peer, hops, len(equal) > limit, best.communities, best.weight, best.pref
+        )
+
+    def policed(
+        self,
+        n: str,
+        cur: Selection | None,
+        offers: Mapping[Peer, Attrs],
+        peer: Peer,
+        old: Attrs | None,
+    ) -> Selection | None:
+        """n's selection once `peer`'s offer changed from `old` to `offers.get(peer)`: in
+        O(1) where the change cannot move the best route, else `choose`."""
+        new = offers.get(peer)
+        if cur is None or cur.best is None or peer in cur.hops:
+            return self.choose(n, offers)
+        mine = (-cur.weight, -cur.pref, len(cur.path))
+        if old is not None and _rank(old) == mine:
+            return self.choose(n, offers)  # it may have been a path beyond maximum-paths
+        if new is None or _rank(new) > mine:
+            return cur
+        if _rank(new) < mine:
+            return Selection(new.path, peer, (peer,), False, new.communities, new.weight, new.pref)
+        if self.order[peer] < self.order[cur.best]:
+            return self.choose(n, offers)
+        if not self.relax[n] and new.path != cur.path:
+            return cur
+        hops = list(cur.hops)
+        bisect.insort(hops, peer, key=self.order.__getitem__)
+        limit = self.maxpaths[n]
+        return cur._replace(hops=tuple(hops[:limit]), spare=cur.spare or len(hops) > limit)
 
     def update(
         self, n: str, cur: Selection | None, peer: Peer, offer: tuple[int, ...] | None
@@ -216,6 +246,12 @@ class PathVector:
         return Selection(best[0], best[1], tuple(hops[:limit]), cur.spare or len(hops) > limit)
 
 
+def _rank(a: Attrs) -> tuple[int, int, int]:
+    """What selects among routes before the peer's rank: weight, local preference (both
+    highest first), AS path length."""
+    return (-a.weight, -a.pref, len(a.path))
+
+
 class _Convergence:
     """One prefix converging from a state (read-only) into `over` (the changes)."""
 
@@ -229,6 +265,8 @@ class _Convergence:
     ) -> None:
         self.pv, self.origins, self.state, self.down = pv, origins, state, down
         self.prefix = prefix
+        self.rib: dict[str, dict[Peer, Attrs]] = {}
+        """Under policy: the offers each router considered holds, by peer."""
         self.budget = 64 * (len(pv.asn) + 16)
         """Changes of advertisement a policy run may make before it stops (a policy dispute
         that never settles: FRR would oscillate too)."""
@@ -271,16 +309,22 @@ class _Convergence:
         limit = self.pv.maxpaths[n]
         return Selection(path, best, tuple(o[1] for o in equal[:limit]), len(equal) > limit)
 
-    def _received(self, n: str) -> list[tuple[Attrs, Peer]]:
-        """Every offer n holds once policy applied."""
-        found = []
+    def _received(self, n: str) -> dict[Peer, Attrs]:
+        """Every offer n holds once policy applied, by peer (kept as n's `rib`)."""
+        rib = {}
         for r, port, _ in self.pv.peers.get(n, []):
-            chosen = self.get(r)
-            if chosen is not None and (n, r, port) not in self.down:
-                attrs = self.pv.receive(n, (r, port), chosen, self.prefix)[0]
-                if attrs is not None:
-                    found.append((attrs, (r, port)))
-        return found
+            attrs = self._policed_offer(n, (r, port))
+            if attrs is not None:
+                rib[(r, port)] = attrs
+        self.rib[n] = rib
+        return rib
+
+    def _policed_offer(self, n: str, peer: Peer) -> Attrs | None:
+        r, port = peer
+        chosen = self.get(r)
+        if chosen is None or (n, r, port) in self.down:
+            return None
+        return self.pv.receive(n, peer, chosen, self.prefix)[0]
 
     def set(self, n: str, new: Selection | None) -> None:
         old = self.get(n)
@@ -298,13 +342,24 @@ class _Convergence:
         if n in self.origins:
             return
         if self.pv.rules:
-            self.set(n, self.select(n))
+            self.set(n, self._policed(n, peer))
             return
         cur, offer = self.get(n), self.offer(n, peer)
         new = self.pv.update(n, cur, peer, offer)
         if new is RESELECT:
             new = self._promote(n, cur, peer) or self.select(n)
         self.set(n, new)
+
+    def _policed(self, n: str, peer: Peer) -> Selection | None:
+        """n's selection once `peer`'s offer may have changed, under policy."""
+        rib = self.rib.get(n)
+        if rib is None:
+            return self.pv.choose(n, self._received(n))
+        old = rib.pop(peer, None)
+        offer = self._policed_offer(n, peer)
+        if offer is not None:
+            rib[peer] = offer
+        return self.pv.policed(n, self.get(n), rib, peer, old)
 
     def _promote(self, n: str, cur: Selection | None, lost: Peer) -> Selection | None:
         """When the best of several equal paths (multipath-relax, none spare) leaves, the next
