@@ -178,6 +178,9 @@ class Routing:
 
     def _rules(self) -> Rules:
         """The policy of every session that has some (`twin.model.bgp.Rules`)."""
+        configs = [r.bgp for r in self.w.routers.values() if r.bgp]
+        if not any(b.bound or b.requires_policy or b.no_communities for b in configs):
+            return {}
         out: dict[tuple[str, Peer], Filters] = {}
         inbound: dict[tuple[str, Peer], Filters] = {}
         sends: dict[tuple[str, Peer], bool] = {}
