@@ -96,7 +96,7 @@ def test_prefix_list_entries_by_sequence_with_ge_le_and_an_implicit_deny() -> No
         "f",
     ).policy
     permits = policy.prefix_permits
-    assert [e.seq for e in policy.prefix_lists["L"]] == [20, 10, 25]  # auto: next multiple of 5
+    assert [e.seq for e in policy.prefix_lists["L"]] == [10, 20, 25]  # auto: next multiple of 5
     assert permits("L", P("10.2.1.0/24")) is False  # seq 10 first
     assert permits("L", P("10.2.2.0/24")) is True
     assert permits("L", P("10.2.2.0/25")) is False  # longer than le

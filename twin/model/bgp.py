@@ -25,6 +25,10 @@ Rules = Mapping[tuple[str, Peer], tuple[Filters, Filters, bool]]
 """Per receiving router and the peer it hears: the peer's outbound filters toward it, its own
 inbound filters, and whether the peer sends communities."""
 NONE = Filters()
+Offer = tuple[str, str, str, tuple[int, ...], frozenset[str]]
+"""An offer as received: receiver, peer, its port, the AS path and communities it advertises."""
+RECEIVED = 1 << 17
+"""How many policy verdicts on an offer a PathVector keeps."""
 
 
 class Selection(NamedTuple):
@@ -67,6 +71,8 @@ class PathVector:
     ) -> None:
         self.peers = peers
         self.rules = rules or {}
+        self._received: dict[IPv4Network, dict[Offer, Attrs | None]] = {}
+        self._kept = 0
         self.policies = {r: c.policy for r, c in routers.items()}
         self.asn = {r: c.bgp.asn for r, c in routers.items() if c.bgp}
         self.maxpaths = {r: c.bgp.maximum_paths for r, c in routers.items() if c.bgp}
@@ -140,6 +146,14 @@ class PathVector:
         run.drain()
         return run.over
 
+    def verdicts(self, prefix: IPv4Network) -> dict[Offer, Attrs | None]:
+        """The offers of `prefix` already received (`receive`'s attributes by receiver, peer
+        and what the peer advertises), kept while fewer than `RECEIVED` are: the same offers
+        come back at every failure."""
+        if self._kept >= RECEIVED:
+            return {}
+        return self._received.setdefault(prefix, {})
+
     def receive(
         self, n: str, peer: Peer, chosen: Selection, prefix: IPv4Network
     ) -> tuple[Attrs | None, str, str]:
@@ -170,13 +184,11 @@ class PathVector:
         """n's selection among the offers (by peer) as policy left them."""
         if not offers:
             return None
-        ranked = sorted(offers.items(), key=lambda o: (_rank(o[1]), self.order[o[0]]))
-        peer, best = ranked[0]
-        equal = [
-            p
-            for p, a in ranked
-            if _rank(a) == _rank(best) and (self.relax[n] or a.path == best.path)
-        ]
+        ranks = {p: _rank(a) for p, a in offers.items()}
+        top = min(ranks.values())
+        tied = sorted((p for p, r in ranks.items() if r == top), key=self.order.__getitem__)
+        peer, best = tied[0], offers[tied[0]]
+        equal = tied if self.relax[n] else [p for p in tied if offers[p].path == best.path]
         limit = self.maxpaths[n]
         hops = tuple(equal[:limit])
         return Selection(
@@ -267,6 +279,7 @@ class _Convergence:
         self.prefix = prefix
         self.rib: dict[str, dict[Peer, Attrs]] = {}
         """Under policy: the offers each router considered holds, by peer."""
+        self.verdicts = pv.verdicts(prefix) if pv.rules else {}
         self.budget = 64 * (len(pv.asn) + 16)
         """Changes of advertisement a policy run may make before it stops (a policy dispute
         that never settles: FRR would oscillate too)."""
@@ -324,7 +337,14 @@ class _Convergence:
         chosen = self.get(r)
         if chosen is None or (n, r, port) in self.down:
             return None
-        return self.pv.receive(n, peer, chosen, self.prefix)[0]
+        key = (n, r, port, chosen.path, chosen.communities)
+        if key in self.verdicts:
+            return self.verdicts[key]
+        attrs = self.pv.receive(n, peer, chosen, self.prefix)[0]
+        if self.pv._kept < RECEIVED:
+            self.verdicts[key] = attrs
+            self.pv._kept += 1
+        return attrs
 
     def set(self, n: str, new: Selection | None) -> None:
         old = self.get(n)

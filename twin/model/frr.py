@@ -270,8 +270,9 @@ class _Reader:
             raise self.refuse(number, line, f"route-map {text}")
 
     def done(self) -> Frr:
+        self.policy.in_order()
         for number, line, name in self.protocol_maps:
-            entries = sorted(self.policy.route_maps.get(name, []), key=lambda e: e.seq)
+            entries = self.policy.route_maps.get(name, [])
             if not entries or not entries[0].permit or entries[0].matches:
                 raise self.refuse(number, line, "a route-map filtering what zebra installs")
         return Frr(self.bgp, self.statics, self.policy)

@@ -147,7 +147,8 @@ class Verdict(NamedTuple):
 
 @dataclass
 class Policy:
-    """A router's policy definitions, by name."""
+    """A router's policy definitions, by name, each list's entries in sequence order
+    (`in_order`)."""
 
     prefix_lists: dict[str, list[PrefixEntry]] = field(default_factory=dict)
     as_paths: dict[str, list[tuple[int, bool, re.Pattern[str]]]] = field(default_factory=dict)
@@ -156,6 +157,18 @@ class Policy:
     )
     route_maps: dict[str, list[Entry]] = field(default_factory=dict)
 
+    def in_order(self) -> Policy:
+        """Every list's and route-map's entries sorted by sequence number."""
+        for prefixes in self.prefix_lists.values():
+            prefixes.sort(key=lambda e: e.seq)
+        for paths in self.as_paths.values():
+            paths.sort(key=lambda e: e[0])
+        for communities in self.community_lists.values():
+            communities.sort(key=lambda e: e[0])
+        for entries in self.route_maps.values():
+            entries.sort(key=lambda e: e.seq)
+        return self
+
     def prefix_permits(self, name: str, p: IPv4Network) -> bool | None:
         """A prefix-list's verdict on a prefix (None: the list is undefined)."""
         entries = self.prefix_lists.get(name)
@@ -163,7 +176,7 @@ class Policy:
             return None
         if not entries:
             return True
-        for e in sorted(entries, key=lambda e: e.seq):
+        for e in entries:
             if e.matches(p):
                 return e.permit
         return False
@@ -174,14 +187,14 @@ class Policy:
         if entries is None:
             return None
         text = " ".join(map(str, path))
-        for _, permit, regex in sorted(entries, key=lambda e: e[0]):
+        for _, permit, regex in entries:
             if regex.search(text):
                 return permit
         return False
 
     def community_permits(self, name: str, communities: frozenset[str], exact: bool) -> bool:
         """A community-list's verdict (an undefined list does not match)."""
-        for _, permit, value in sorted(self.community_lists.get(name, []), key=lambda e: e[0]):
+        for _, permit, value in self.community_lists.get(name, []):
             if isinstance(value, frozenset):
                 hit = value == communities if exact else value <= communities
             else:
@@ -199,7 +212,7 @@ class Policy:
 
     def route_map(self, name: str, p: IPv4Network, attrs: Attrs) -> Attrs | None:
         """A route-map applied (None: denied, also when the route-map is undefined)."""
-        for e in sorted(self.route_maps.get(name, []), key=lambda e: e.seq):
+        for e in self.route_maps.get(name, []):
             if not all(self._holds(m, p, attrs) for m in e.matches.values()):
                 continue
             if not e.permit:
