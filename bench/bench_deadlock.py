@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from twin.labdir import Lab
-from validators.examples import generate
+from validators.examples import add_frr_policy, generate
 from validators.registry import get
 from validators.result import Result
 
@@ -45,12 +45,12 @@ WIDE = {
 def police(lab: Lab) -> None:
     """An outbound route-map on every switch's FABRIC peer-group that changes no route."""
     for switch in lab.switches():
-        path = lab.path / "configs" / switch / "frr.conf"
-        text = path.read_text().replace(
-            "  neighbor FABRIC activate\n",
-            "  neighbor FABRIC activate\n  neighbor FABRIC route-map TAG out\n",
+        add_frr_policy(
+            lab,
+            switch,
+            "  neighbor FABRIC route-map TAG out",
+            "route-map TAG permit 10\n set community 65000:1 additive\nexit\n",
         )
-        path.write_text(text + "route-map TAG permit 10\n set community 65000:1 additive\nexit\n")
 
 
 def check(lab: Lab, failures: int) -> tuple[float, list[Result]]:

@@ -18,14 +18,7 @@ from twin.model.routing import Routing
 from twin.model.wiring import Wiring
 from twin.pytest_plugin import Twin
 from validators.dynamic.fib_agreement import differences
-
-
-def bind(lab: Lab, switch: str, binding: str, definitions: str) -> None:
-    """A policy bound to the switch's FABRIC peer-group, defined at the top level."""
-    path = lab.path / "configs" / switch / "frr.conf"
-    text = path.read_text()
-    text = text.replace("  neighbor FABRIC activate\n", f"  neighbor FABRIC activate\n{binding}\n")
-    path.write_text(text + definitions)
+from validators.examples import add_frr_policy as bind
 
 
 def subnet(lab: Lab, leaf: str) -> IPv4Network:

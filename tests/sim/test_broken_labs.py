@@ -29,6 +29,8 @@ from twin import labdir
 from twin.cli.main import main
 from twin.cli.verbs.run import DEFAULT_SCENARIO, REFERENCE
 from twin.intent import fabric as intent
+from twin.labdir import Lab
+from validators.examples import add_frr_policy
 
 Db = dict[str, Any]
 Break = Callable[[Path], None]
@@ -122,23 +124,10 @@ def no_bfd_on_leaf2(lab: Path) -> None:
     )
 
 
-def bind_policy(lab: Path, switch: str, binding: str, definitions: str) -> None:
-    """A policy bound to the switch's FABRIC peer-group (IPv4 unicast), defined at the top."""
-    edit_text(
-        lab,
-        switch,
-        "frr.conf",
-        lambda t: (
-            t.replace("  neighbor FABRIC activate\n", f"  neighbor FABRIC activate\n{binding}\n")
-            + definitions
-        ),
-    )
-
-
 def route_map_drops_a_rack_on_leaf1(lab: Path) -> None:
     """leaf1 takes in everything from the spines but server14's rack (10.2.0.32/27)."""
-    bind_policy(
-        lab,
+    add_frr_policy(
+        Lab.open(lab),
         "leaf1",
         "  neighbor FABRIC route-map FROM-SPINES in",
         "ip prefix-list RACK seq 5 permit 10.2.0.32/27\n"
@@ -149,8 +138,8 @@ def route_map_drops_a_rack_on_leaf1(lab: Path) -> None:
 
 def prefix_list_out_on_leaf3(lab: Path) -> None:
     """leaf3 stops announcing its own rack's subnet (the incast's receivers) to the spines."""
-    bind_policy(
-        lab,
+    add_frr_policy(
+        Lab.open(lab),
         "leaf3",
         "  neighbor FABRIC prefix-list NO-OWN out",
         "ip prefix-list NO-OWN seq 5 deny 10.2.0.32/27\nip prefix-list NO-OWN seq 10 permit any\n",

@@ -24,6 +24,7 @@ from twin.model.policy import Attrs
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links
 from validators import registry
+from validators.examples import add_frr_policy as bind
 from validators.examples import generate
 from validators.result import Finding, Status
 
@@ -35,15 +36,6 @@ P = IPv4Network
 def conf(top: str, af: str = "") -> str:
     """An frr.conf with `top` lines and `af` lines in the IPv4 unicast family."""
     return f"{top}\n{ROUTER}{af}\n exit-address-family\nexit\n"
-
-
-def bind(lab: Lab, switch: str, binding: str, definitions: str) -> None:
-    """Bind a policy to the FABRIC peer-group of a switch and define it."""
-    path = lab.path / "configs" / switch / "frr.conf"
-    text = path.read_text()
-    assert "  neighbor FABRIC activate\n" in text
-    text = text.replace("  neighbor FABRIC activate\n", f"  neighbor FABRIC activate\n{binding}\n")
-    path.write_text(text + definitions)
 
 
 def subnet(lab: Lab, leaf: str) -> str:
