@@ -97,13 +97,7 @@ _NO_COMMUNITIES = (
     ["send-community", "both"],
     ["send-community", "all"],
 )
-REFUSED_BGP = {
-    "redistribute": "redistribute",
-    "aggregate-address": "aggregate-address",
-    "table-map": "table-map",
-    "distance": "distance",
-    "import": "import",
-}
+REFUSED_BGP = frozenset({"redistribute", "aggregate-address", "table-map", "distance", "import"})
 """`router bgp` IPv4 statements that change routing and are not modelled, by first word."""
 
 
@@ -218,7 +212,7 @@ class _Reader:
             if words[1] != "ibgp":  # iBGP is not in the fabric the model routes
                 bgp.maximum_paths = int(words[1])
         elif words[0] in REFUSED_BGP:
-            raise self.refuse(number, line, REFUSED_BGP[words[0]])
+            raise self.refuse(number, line, words[0])
         elif words[0] == "neighbor":
             self.neighbor(number, line, words[1], words[2:])
         elif words[:2] == ["no", "neighbor"] and words[3:] in _NO_COMMUNITIES:
