@@ -4,6 +4,11 @@ every single-link failure (< 60 s).
 
     .venv/bin/python bench/bench_deadlock.py            # the three times
     .venv/bin/python bench/bench_deadlock.py --profile  # plus the top functions of the last
+    .venv/bin/python bench/bench_deadlock.py --policy   # every session under a route-map
+
+With `--policy` every switch's FABRIC peer-group gets an outbound route-map that permits all
+and tags a community (no route changes): routing policy on every session, the routing model's
+slower path (a full reselection at each change), against the same goals.
 
 A lab is generated into a temporary directory first (not timed); the time is the whole
 validator: reading the configs, routing, the buffer dependency graph and every failure.
@@ -23,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from twin.labdir import Lab
-from validators.examples import generate
+from validators.examples import add_frr_policy, generate
 from validators.registry import get
 from validators.result import Result
 
@@ -35,6 +40,17 @@ WIDE = {
     "servers": {"count": 512},
 }
 """256 leaves in MLAG pairs, one 400G uplink to each of 64 spines, 512 dual-homed servers."""
+
+
+def police(lab: Lab) -> None:
+    """An outbound route-map on every switch's FABRIC peer-group that changes no route."""
+    for switch in lab.switches():
+        add_frr_policy(
+            lab,
+            switch,
+            "  neighbor FABRIC route-map TAG out",
+            "route-map TAG permit 10\n set community 65000:1 additive\nexit\n",
+        )
 
 
 def check(lab: Lab, failures: int) -> tuple[float, list[Result]]:
@@ -63,11 +79,14 @@ def line(name: str, seconds: float, goal: float, results: list[Result]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", action="store_true", help="cProfile the last case")
+    parser.add_argument("--policy", action="store_true", help="a route-map on every session")
     args = parser.parse_args()
     missed = False
     with tempfile.TemporaryDirectory() as tmp:
         reference = generate(Path(tmp) / "reference", REPO / "examples" / "reference.yaml")
         wide = generate(Path(tmp) / "wide", WIDE)
+        for lab in (reference, wide) if args.policy else ():
+            police(lab)
         cases = [
             ("reference, every single-link failure", reference, 1, 5.0),
             ("256 leaves x 64 spines, no failure", wide, 0, 10.0),

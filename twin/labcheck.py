@@ -1,15 +1,16 @@
 """Check every file of a lab directory before anything reads it for real.
 
-`twin validate` and every deploy run `check` first: each file must parse, have the shape its
-readers expect, and agree with the others (the ports a config names are in its PORT or
-PORTCHANNEL table or wired in `ifmap.json`, as SONiC's YANG leafrefs want; a server's NICs
-are its own, next hops leave through a NIC it has), and the addresses must not collide (no
-two servers with one address, no overlapping interface subnets on a switch, no address on
-two nodes). The first problem is raised as one
-`InputError` line naming the file, the key and what is wrong; nothing is created before.
-A port or PortChannel that a config holds but that is not cabled (a PortChannel without
-members, a member port taken out of its PortChannel) is one those models accept: it is
-deployed and judged (`mlag_consistency`, the routing), not refused.
+`twin validate` and every deploy run `check` first: each file must parse (frr.conf as the
+routing model reads it, `twin.model.frr`: a statement that could change routing and that the
+model does not apply is refused), have the shape its readers expect, and agree with the
+others (the ports a config names are in its PORT or PORTCHANNEL table or wired in
+`ifmap.json`, as SONiC's YANG leafrefs want; a server's NICs are its own, next hops leave
+through a NIC it has), and the addresses must not collide (no two servers with one address,
+no overlapping interface subnets on a switch, no address on two nodes). The first problem is
+raised as one `InputError` line naming the file, the key and what is wrong; nothing is
+created before. A port or PortChannel that a config holds but that is not cabled (a
+PortChannel without members, a member port taken out of its PortChannel) is one those models
+accept: it is deployed and judged (`mlag_consistency`, the routing), not refused.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from twin.errors import InputError
 from twin.intent.fabric import Dcqcn
 from twin.intent.inputs import CONFIG_BYTES, parse_model, read_json, read_text
 from twin.labdir import Lab
+from twin.model.frr import parse_frr
 from twin.render.config_db import QOS_MAPS
 
 NODE_NAME = re.compile(r"[a-z][a-z0-9]{0,31}")
@@ -231,6 +233,7 @@ def _frr_conf(lab: Lab, node: str) -> None:
     if "\0" in text:
         line = text[: text.index("\0")].count("\n") + 1
         raise InputError(str(path), f"line {line}", "a NUL byte")
+    parse_frr(text, str(path))
 
 
 def _claim(addresses: dict[str, tuple[str, str]], ip: str, file: str, key: str, node: str) -> None:

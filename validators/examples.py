@@ -82,6 +82,17 @@ def add_frr_line(lab: Lab, node: str, line: str) -> None:
     path.write_text(f"{line}\n{path.read_text()}")
 
 
+def add_frr_policy(lab: Lab, node: str, binding: str, definitions: str) -> None:
+    """Bind a policy in a switch's IPv4 unicast family (`binding`: e.g. `  neighbor FABRIC
+    route-map NAME in`, after `neighbor FABRIC activate`) and define it at the top level."""
+    path = lab.path / "configs" / node / "frr.conf"
+    text = path.read_text()
+    anchor = "  neighbor FABRIC activate\n"
+    if anchor not in text:
+        raise ValueError(f"{path}: no {anchor.strip()!r} to bind a policy after")
+    path.write_text(text.replace(anchor, f"{anchor}{binding}\n") + definitions)
+
+
 def neighbor_address(lab: Lab, switch: str, name: str) -> str:
     """The address a switch's BGP_NEIGHBOR table gives a neighbour, as a person looks it up."""
     neighbors = lab.config_db(switch)["BGP_NEIGHBOR"]

@@ -9,8 +9,9 @@ cables with the headroom of 40 m, a static route loop, ECN off on the receiving 
 default scenario's incast only, hosts marking the backup into DSCP 26, BFD removed from one
 leaf, ECN off on the incast's senders or on its receiver, one server's DCQCN floor at line
 rate, one server's RoCE on priority 4, and on a leaf the default scenario sends no bulk
-through, the RoCE queue's weight 1 against 99 or a STRICT storage queue. The reference fabric
-(50 servers, 12 switches) costs about 10 s a run on the simulator.
+through, the RoCE queue's weight 1 against 99 or a STRICT storage queue; routing policy (an
+inbound route-map dropping a rack, an outbound prefix-list, one path per prefix on a spine).
+The reference fabric (50 servers, 12 switches) costs about 10 s a run on the simulator.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from twin import labdir
 from twin.cli.main import main
 from twin.cli.verbs.run import DEFAULT_SCENARIO, REFERENCE
 from twin.intent import fabric as intent
-from validators.examples import roce_weight_1_against_99, strict_bulk_queue
+from twin.labdir import Lab
+from validators.examples import add_frr_policy, roce_weight_1_against_99, strict_bulk_queue
 
 Db = dict[str, Any]
 Break = Callable[[Path], None]
@@ -165,6 +167,33 @@ def no_bfd_on_leaf2(lab: Path) -> None:
     )
 
 
+def route_map_drops_a_rack_on_leaf1(lab: Path) -> None:
+    """leaf1 takes in everything from the spines but server14's rack (10.2.0.32/27)."""
+    add_frr_policy(
+        Lab.open(lab),
+        "leaf1",
+        "  neighbor FABRIC route-map FROM-SPINES in",
+        "ip prefix-list RACK seq 5 permit 10.2.0.32/27\n"
+        "route-map FROM-SPINES deny 10\n match ip address prefix-list RACK\nexit\n"
+        "route-map FROM-SPINES permit 20\nexit\n",
+    )
+
+
+def prefix_list_out_on_leaf3(lab: Path) -> None:
+    """leaf3 stops announcing its own rack's subnet (the incast's receivers) to the spines."""
+    add_frr_policy(
+        Lab.open(lab),
+        "leaf3",
+        "  neighbor FABRIC prefix-list NO-OWN out",
+        "ip prefix-list NO-OWN seq 5 deny 10.2.0.32/27\nip prefix-list NO-OWN seq 10 permit any\n",
+    )
+
+
+def one_path_on_spine1(lab: Path) -> None:
+    """spine1 keeps one path per prefix (`maximum-paths 1`) toward the MLAG pairs."""
+    edit_text(lab, "spine1", "frr.conf", lambda t: t.replace("maximum-paths 64", "maximum-paths 1"))
+
+
 BREAKS: dict[str, tuple[Break, set[str]]] = {
     "pfc-priority-4": (pfc_on_priority_4, {"leaf3"}),
     "roce-lossy-spine2": (roce_lossy_on_spine2, {"spine2"}),
@@ -179,6 +208,9 @@ BREAKS: dict[str, tuple[Break, set[str]]] = {
     "roce-priority-4-server1": (roce_on_priority_4_on_server1, {"server1"}),
     "roce-weight-1-leaf1": (roce_weight_1_on_quiet_leaf, {QUIET_LEAF}),
     "strict-bulk-leaf1": (strict_bulk_queue_on_quiet_leaf, {QUIET_LEAF}),
+    "route-map-in-leaf1": (route_map_drops_a_rack_on_leaf1, {"leaf1"}),
+    "prefix-list-out-leaf3": (prefix_list_out_on_leaf3, {"leaf3"}),
+    "maximum-paths-1-spine1": (one_path_on_spine1, {"spine1"}),
 }
 """Break -> (the edit, the devices a failing row must name: one of them at least)."""
 

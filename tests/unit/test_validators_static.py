@@ -457,7 +457,10 @@ def test_a_harmless_edit_is_listed_as_drift_and_validate_passes(
 def test_fib_reachability_names_what_the_deploy_would_wait_for(small: Lab) -> None:
     one_path_per_prefix_on_leaf3(small)
     fib, _ = validate(small, ["fib_reachability"])["fib_reachability"]
-    assert [str(f) for f in fib.findings] == ["leaf3 FIB: 10.2.0.0/29 has 1/2 paths"]
+    assert [str(f) for f in fib.findings] == [
+        "leaf3 maximum-paths 1: 10.2.0.0/29: only 1 of its equal paths used",
+        "leaf3 FIB: 10.2.0.0/29 has 1/2 paths",
+    ]
 
 
 def test_a_server_left_single_homed_is_found_under_failure(small: Lab) -> None:

@@ -16,14 +16,16 @@
   statements originate a prefix that is in the RIB (connected or static); a path holding the
   receiver's AS is refused; the shortest AS path wins, then the lowest router-id; multipath
   takes the equal-length paths (`bgp bestpath as-path multipath-relax`) or only those with the
-  same AS path, up to `maximum-paths` (64 when unset). Sessions between equal ASes (iBGP) are
-  not modelled.
+  same AS path, up to `maximum-paths` (64 when unset). Routing policy per session and
+  direction (`twin.model.policy`: prefix-lists, filter-lists, route-maps) filters and changes
+  the routes first; weight and local preference then come before the AS path's length.
+  Sessions between equal ASes (iBGP) are not modelled.
 - a server sends to its own subnet over every up NIC, elsewhere by its host file's routes; a
   NIC's next hop is the leaf it is cabled to (MLAG leaves route for each other's gateway).
 
 `Routing.after(failed)` gives the FIB changes when links fail, incrementally: an eBGP
 path-vector converges from the state before the failure (without policies shortest-path eBGP
-has one stable state, reached from any start).
+has one stable state, reached from any start; with policy each change is a full reselection).
 """
 
 from __future__ import annotations
@@ -35,21 +37,23 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
 from twin.labdir import Lab
-from twin.model.bgp import RESELECT, PathVector, Peer, Selection
+from twin.model.bgp import NONE, RESELECT, PathVector, Peer, Rules, Selection
 from twin.model.fib import Fib, FibDelta, Hops, Link, NextHop, Routes, lookup
+from twin.model.policy import Filters
 from twin.model.wiring import CONNECTED, EBGP, Wiring
 from twin.model.wiring import shared as shared_wiring
 
 
 @dataclass(frozen=True)
 class Session:
-    """An eBGP session both ends configure: `a` reaches `b` out of `a_port`, `b` back out of
-    `b_port`."""
+    """An eBGP session both ends configure: `a` reaches `b` (at `address`) out of `a_port`,
+    `b` back out of `b_port`."""
 
     a: str
     a_port: str
     b: str
     b_port: str
+    address: IPv4Address
 
 
 Ranked = dict[IPv4Network, tuple[int, Hops]]
@@ -121,7 +125,7 @@ class Routing:
         for s in self.sessions:
             peers.setdefault(s.a, []).append((s.b, s.a_port, s.b_port))
             self._by_port.setdefault((s.a, s.a_port), []).append(s)
-        self.pv = PathVector(w.routers, peers)
+        self.pv = PathVector(w.routers, peers, self._rules())
         self.by_interface = {
             n: {i: self._interface_routes(n, i, self.down) for i in w.interfaces[n]}
             for n in w.routers
@@ -135,7 +139,9 @@ class Routing:
         }
         self.prefixes = self._relevant(networks, destinations)
         self._down_sessions = self._sessions_down(self.sessions, self.down)
-        self.bgp = {p: self.pv.solve(self.origins[p], self._down_sessions) for p in self.prefixes}
+        self.bgp = {
+            p: self.pv.solve(self.origins[p], self._down_sessions, p) for p in self.prefixes
+        }
         self.learned = {n: self._learned(n, self.bgp) for n in w.routers}
         self.statics = {
             n: self._statics(n, self.down, self.connected[n], self.learned[n]) for n in w.routers
@@ -167,8 +173,67 @@ class Routing:
                     continue
                 a_port, b_port = w.reach(a, here[0], b, ()), w.reach(b, back[0], a, ())
                 if a_port and b_port:
-                    found.append(Session(a, a_port, b, b_port))
+                    found.append(Session(a, a_port, b, b_port, address))
         return found
+
+    def _rules(self) -> Rules:
+        """The policy of every session that has some (`twin.model.bgp.Rules`)."""
+        configs = [r.bgp for r in self.w.routers.values() if r.bgp]
+        if not any(b.bound or b.requires_policy or b.no_communities for b in configs):
+            return {}
+        out: dict[tuple[str, Peer], Filters] = {}
+        inbound: dict[tuple[str, Peer], Filters] = {}
+        sends: dict[tuple[str, Peer], bool] = {}
+        for s in self.sessions:
+            bgp = self.w.routers[s.a].bgp
+            assert bgp is not None  # a session has BGP on both ends
+            inbound[(s.a, (s.b, s.a_port))] = bgp.filters(str(s.address), "in")
+            out[(s.b, (s.a, s.b_port))] = bgp.filters(str(s.address), "out")
+            sends[(s.b, (s.a, s.b_port))] = bgp.sends_communities(str(s.address))
+        keys = inbound.keys() | out.keys()
+        rules = {k: (out.get(k, NONE), inbound.get(k, NONE), sends.get(k, True)) for k in keys}
+        return {k: r for k, r in rules.items() if r != (NONE, NONE, True)}
+
+    def policy_effects(self, prefix: IPv4Network) -> list[tuple[str, str, str, str]]:
+        """With all links up, each (switch, neighbour, statement, what) by which routing
+        policy denied a route to `prefix`, or changed it so that the switch left it out or
+        preferred it over others; and each switch whose `maximum-paths` left equal paths out
+        (neighbour "")."""
+        chosen, pv, found = self.bgp.get(prefix, {}), self.pv, []
+        for n, sessions in pv.peers.items():
+            mine = chosen.get(n)
+            if mine is not None and mine.spare:
+                what = f"{prefix}: only {len(mine.hops)} of its equal paths used"
+                found.append((n, "", f"maximum-paths {pv.maxpaths[n]}", what))
+            offers = []
+            for r, port, _ in sessions if pv.rules else ():
+                theirs = chosen.get(r)
+                if theirs is not None and (n, r, port) not in self._down_sessions:
+                    offers.append(((r, port), *pv.receive(n, (r, port), theirs, prefix)))
+            used = set(mine.hops) if mine else set()
+            left_out = sum(attrs is not None and peer not in used for peer, attrs, _, _ in offers)
+            for peer, attrs, why, who in offers:
+                r = peer[0]
+                if not why:
+                    continue
+                if attrs is None:
+                    what = "denied"
+                elif peer not in used:
+                    what = "changed, not used"
+                elif left_out:
+                    what = f"changed, preferred over {left_out} other paths"
+                else:
+                    continue
+                if who == r:
+                    found.append((r, n, why, f"{prefix} to {n}: {what}"))
+                else:
+                    found.append((n, r, why, f"{prefix} from {r}: {what}"))
+        return found
+
+    def covering(self, address: IPv4Address) -> IPv4Network | None:
+        """The longest eBGP prefix routed that holds an address."""
+        held = [p for p in self.prefixes if address in p]
+        return max(held, key=lambda p: p.prefixlen, default=None)
 
     def _subnet_of(self, node: str, address: IPv4Address) -> tuple[str, IPv4Address] | None:
         """(interface, own address) of the node's subnet holding `address` (not its own),
@@ -362,7 +427,8 @@ class Routing:
             over = None if flip else self._shrink(chosen, lost)
             if over is None:
                 origins = self.origins[p] ^ flip
-                over = self.pv.converge(origins, chosen, self._down_sessions | dead, lost, flip)
+                down_now = self._down_sessions | dead
+                over = self.pv.converge(origins, chosen, down_now, lost, flip, p)
             for n, now in over.items():
                 was = chosen.get(n)
                 if (
@@ -391,7 +457,9 @@ class Routing:
         self, chosen: Mapping[str, Selection], lost: list[tuple[str, Peer]]
     ) -> dict[str, Selection | None] | None:
         """The changes when the lost peers only leave multipath sets (no router's advertised
-        path changes); None when a full convergence is needed."""
+        path changes); None when a full convergence is needed (always under policy)."""
+        if self.pv.rules:
+            return None
         over: dict[str, Selection | None] = {}
         for n, peer in lost:
             was = over.get(n, chosen.get(n))

@@ -1,7 +1,7 @@
 """A lab's devices as its configs set them up, on the design's cabling (no routing yet):
 `Wiring` (interfaces, bundles, VLANs, which ports are up, who owns an address, servers'
-routes), what frr.conf says (`parse_frr`: eBGP settings and static routes) and the
-physical `links`.
+routes), what frr.conf says (`twin.model.frr.parse_frr`: eBGP settings, routing policy and
+static routes) and the physical `links`.
 """
 
 from __future__ import annotations
@@ -9,18 +9,19 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from typing import Any, TypeVar
 
 from twin.errors import InputError
 from twin.labdir import Lab, version
 from twin.model.fib import Hops, Link, NextHop, Routes
+from twin.model.frr import Bgp, Static, parse_frr
+from twin.model.policy import Policy
 
 T = TypeVar("T")
 
-CONNECTED, STATIC, EBGP = 0, 1, 20
-DEFAULT_MAXIMUM_PATHS = 64
+CONNECTED, EBGP = 0, 20
 
 
 _SHARED: dict[str, tuple[Lab, Any, Wiring]] = {}
@@ -52,85 +53,6 @@ def links(lab: Lab) -> list[Link]:
     return [(e["a"], e["a_port"], e["b"], e["b_port"]) for _, _, e in lab.graph.edges(data=True)]
 
 
-@dataclass(frozen=True)
-class Static:
-    """An `ip route` of frr.conf."""
-
-    prefix: IPv4Network
-    gateway: IPv4Address | None
-    interface: str | None
-    distance: int
-    blackhole: bool
-
-
-@dataclass
-class Bgp:
-    """What frr.conf's `router bgp` says."""
-
-    asn: int
-    router_id: IPv4Address | None = None
-    networks: list[IPv4Network] = field(default_factory=list)
-    maximum_paths: int = DEFAULT_MAXIMUM_PATHS
-    relax: bool = False
-
-
-def parse_frr(text: str, file: str) -> tuple[Bgp | None, list[Static]]:
-    """The eBGP settings and static routes of an frr.conf.
-
-    >>> bgp, statics = parse_frr("ip route 10.2.0.0/24 10.1.0.1 250\\nrouter bgp 65001\\n"
-    ...     " bgp bestpath as-path multipath-relax\\n address-family ipv4 unicast\\n"
-    ...     "  network 10.0.0.1/32\\n  maximum-paths 8\\n exit-address-family\\nexit\\n", "f")
-    >>> bgp.asn, bgp.networks, bgp.maximum_paths, bgp.relax, statics[0].distance
-    (65001, [IPv4Network('10.0.0.1/32')], 8, True, 250)
-    """
-    bgp: Bgp | None = None
-    statics: list[Static] = []
-    in_bgp = False
-    for number, line in enumerate(text.splitlines(), 1):
-        words = line.split()
-        if not words or words[0] == "!":
-            continue
-        try:
-            if not line[0].isspace():
-                in_bgp = words[:2] == ["router", "bgp"] and len(words) == 3
-                if in_bgp:
-                    bgp = Bgp(int(words[2]))
-                elif words[:2] == ["ip", "route"]:
-                    statics.append(_static(words[2:]))
-            elif in_bgp and bgp is not None:
-                _bgp_line(bgp, words)
-        except (ValueError, IndexError) as exc:
-            raise InputError(
-                file, f"line {number}", f"cannot read {line.strip()!r}: {exc}"
-            ) from None
-    return bgp, statics
-
-
-def _bgp_line(bgp: Bgp, words: list[str]) -> None:
-    if words[:2] == ["bgp", "router-id"]:
-        bgp.router_id = IPv4Address(words[2])
-    elif words == ["bgp", "bestpath", "as-path", "multipath-relax"]:
-        bgp.relax = True
-    elif words[0] == "network":
-        bgp.networks.append(IPv4Network(words[1]))
-    elif words[0] == "maximum-paths" and words[1].isdigit():
-        bgp.maximum_paths = int(words[1])
-
-
-def _static(words: list[str]) -> Static:
-    prefix = IPv4Network(words[0])
-    rest = words[1:]
-    distance = int(rest.pop()) if len(rest) > 1 and rest[-1].isdigit() else STATIC
-    target = rest[0]
-    if target in ("blackhole", "Null0", "reject"):
-        return Static(prefix, None, None, distance, True)
-    if target[0].isdigit():
-        return Static(
-            prefix, IPv4Address(target), rest[1] if len(rest) > 1 else None, distance, False
-        )
-    return Static(prefix, None, target, distance, False)
-
-
 @dataclass
 class Router:
     """One switch's routing configuration."""
@@ -140,6 +62,7 @@ class Router:
     router_id: int
     statics: list[Static]
     neighbors: dict[IPv4Address, int]
+    policy: Policy
 
 
 @dataclass
@@ -217,7 +140,8 @@ class Wiring:
             vlans.setdefault(vlan, []).append(member)
         self.vlans[switch] = vlans
         file = f"{self.lab.path}/configs/{switch}/frr.conf"
-        bgp, statics = parse_frr(self.lab.frr_conf(switch), file)
+        frr = parse_frr(self.lab.frr_conf(switch), file)
+        bgp = frr.bgp
         loopback = next((a.ip for a in interfaces.get("Loopback0", [])), IPv4Address(0))
         router_id = bgp.router_id if bgp and bgp.router_id else loopback
         neighbors = {
@@ -225,7 +149,7 @@ class Wiring:
             for key, attrs in db.get("BGP_NEIGHBOR", {}).items()
             if attrs.get("admin_status", "up") == "up" and "asn" in attrs
         }
-        return Router(switch, bgp, int(router_id), statics, neighbors)
+        return Router(switch, bgp, int(router_id), frr.statics, neighbors, frr.policy)
 
     def logical(self, node: str, port: str) -> str:
         """The port a physical port belongs to: its PortChannel, or itself."""

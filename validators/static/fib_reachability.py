@@ -11,7 +11,7 @@ from itertools import combinations
 from twin.design.graph import remote_subnets, uplink_width
 from twin.labdir import Lab
 from twin.model.fib import Fib, FibDelta, Link, Lpm
-from twin.model.routing import shared
+from twin.model.routing import Routing, shared
 from twin.model.wiring import links
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict
@@ -89,16 +89,38 @@ def _suspects(
     return found
 
 
-def _narrow(fib: Fib, lab: Lab) -> list[Finding]:
-    """Leaves whose route to a remote server subnet has fewer next hops than uplinks: what the
-    netns deploy waits for (`twin.design.graph.uplink_width`, `remote_subnets`)."""
+def _narrow(fib: Fib, lab: Lab) -> list[tuple[str, str, int, int]]:
+    """(switch, subnet, next hops, intent's width) for each leaf whose route to a remote
+    server subnet has fewer next hops than uplinks: what the netns deploy waits for
+    (`twin.design.graph.uplink_width`, `remote_subnets`); and each spine whose route to the
+    subnet of leaves cabled to it has fewer next hops than there are such leaves."""
     found = []
     for leaf in lab.nodes("leaf"):
         width = uplink_width(lab.graph, leaf)
         for subnet in remote_subnets(lab.graph, leaf):
             hops = fib[leaf].get(IPv4Network(subnet), ())
             if len(hops) != width:
-                found.append(Finding(leaf, f"{subnet} has {len(hops)}/{width} paths", "", "FIB"))
+                found.append((leaf, subnet, len(hops), width))
+    for spine in lab.nodes("spine"):
+        below: dict[str, set[str]] = {}
+        for n in lab.graph.neighbors(spine):
+            if lab.graph.nodes[n]["role"] == "leaf":
+                below.setdefault(lab.graph.nodes[n]["subnet"], set()).add(n)
+        for subnet, leaves in sorted(below.items()):
+            hops = fib.get(spine, {}).get(IPv4Network(subnet), ())
+            if len(hops) < len(leaves):
+                found.append((spine, subnet, len(hops), len(leaves)))
+    return found
+
+
+def _policy(routing: Routing, prefixes: Iterable[IPv4Network | None]) -> list[Finding]:
+    """The routing policy (and `maximum-paths`) behind the routes to `prefixes` that a check
+    found missing or narrow: one finding per switch, neighbour and statement (listed first:
+    the cause before the switches it leaves short)."""
+    found = []
+    for prefix in sorted({p for p in prefixes if p is not None}):
+        for switch, _, where, what in routing.policy_effects(prefix):
+            found.append(Finding(switch, what, "", where))
     return found
 
 
@@ -132,10 +154,12 @@ def fib_reachability(lab: Lab, params: Params) -> list[Result]:
     switches = list(wiring.routers)
     leaves = lab.nodes("leaf")
     lpms = _lpms(fib, switches)
-    findings = [
-        Finding(leaf, f"{s}: {why}", "", "FIB") for leaf, s, why in _problems(lpms, servers, leaves)
-    ]
-    findings += _narrow(fib, lab)
+    problems = list(_problems(lpms, servers, leaves))
+    narrow = _narrow(fib, lab)
+    affected = [routing.covering(servers[s]) for _, s, _ in problems]
+    findings = _policy(routing, affected + [IPv4Network(p) for _, p, _, _ in narrow])
+    findings += [Finding(leaf, f"{s}: {why}", "", "FIB") for leaf, s, why in problems]
+    findings += [Finding(n, f"{p} has {k}/{w} paths", "", "FIB") for n, p, k, w in narrow]
     ok = (
         f"{len(leaves) * len(servers)} paths ({len(leaves)} leaves x {len(servers)} servers) "
         "deliver over full ECMP width"
