@@ -6,7 +6,7 @@ restored and checked after each fault."""
 from __future__ import annotations
 
 import json
-import logging
+import stat
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,14 +39,14 @@ def single_homed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
-    """A Dask cluster of its own, reached by address as a real one would be."""
-    from distributed import LocalCluster
+def scheduler() -> Iterator[list[str]]:
+    """A Dask cluster of its own over TLS, reached by address and credentials as a real one
+    would be: the `twin drill` options that name it."""
+    from twin import drillcluster
 
-    with LocalCluster(
-        n_workers=1, threads_per_worker=1, dashboard_address=None, silence_logs=logging.ERROR
-    ) as cluster:
-        yield str(cluster.scheduler_address)
+    with drillcluster.local(1) as (cluster, tls):
+        files = ["--tls-ca", str(tls.ca), "--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
+        yield ["--scheduler", str(cluster.scheduler_address), *files]
 
 
 def test_fault_sets(small: Path, tmp_path: Path) -> None:
@@ -82,6 +82,8 @@ def test_fault_sets(small: Path, tmp_path: Path) -> None:
         ("links:optical", "no link kind 'optical'"),
         ("random:99", "K from 1 to 18 links"),
         ("random:x", "write random:K or random:KxN"),
+        ("random:1x19", "19 draws, but 18 links make 18 sets of 1"),
+        ("random:16x154", "154 draws, but 18 links make 153 sets of 16"),
     ],
 )
 def test_bad_fault_sets_are_one_line(small: Path, spec: str, problem: str) -> None:
@@ -90,13 +92,68 @@ def test_bad_fault_sets_are_one_line(small: Path, spec: str, problem: str) -> No
     assert problem in refused.value.problem
 
 
+def test_random_draws_never_repeat(small: Path) -> None:
+    """`random:1xN` is N different links (all of them at N = links), `random:KxN` N different
+    sets; more draws than sets are refused (test_bad_fault_sets_are_one_line)."""
+    lab = Lab.open(small)
+    every = {c.faults[0]["link"] for c in fault_sets(lab, "links")}
+    for seed in range(5):
+        drawn = [c.faults[0]["link"] for c in fault_sets(lab, "random:1x18", seed)]
+        assert sorted(drawn) == sorted(every)
+        pairs = [frozenset(f["link"] for f in c.faults) for c in fault_sets(lab, "random:2x40")]
+        assert len(set(pairs)) == 40 and all(len(p) == 2 for p in pairs)
+    assert len(fault_sets(lab, "random:17")) == 10
+
+
+def test_a_cluster_given_by_address_must_be_tls(
+    small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plain tcp:// scheduler runs code for any process that reaches it: refused in one
+    line before anything runs, as is a TLS one without its credentials."""
+    argv = ["drill", str(small), "--faults", "links", "--out", str(tmp_path / "d")]
+    capsys.readouterr()
+    assert cli.main([*argv, "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "tcp://127.0.0.1:1" in err and "tls://HOST:PORT" in err and "\n" not in err
+    assert cli.main([*argv, "--scheduler", "tls://127.0.0.1:1"]) == 2
+    assert "needs --tls-ca" in capsys.readouterr().err
+    key = tmp_path / "key.pem"
+    key.write_text("")
+    key.chmod(0o644)
+    tls = ["--tls-ca", str(key), "--tls-cert", str(key), "--tls-key", str(key)]
+    assert cli.main([*argv, "--scheduler", "tls://127.0.0.1:1", *tls]) == 2
+    assert "readable by others" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()
+
+
+def test_the_local_clusters_credentials_are_the_drills_own() -> None:
+    """Made for the cluster in a directory only this user reads, the key 0600, the CA's key
+    not written at all; gone with the cluster."""
+    from twin import drillcluster
+
+    with drillcluster.local(1) as (cluster, tls):
+        assert str(cluster.scheduler_address).startswith("tls://127.0.0.1:")
+        assert stat.S_IMODE(tls.key.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(tls.key.stat().st_mode) == 0o600
+        assert sorted(p.name for p in tls.key.parent.iterdir()) == [
+            "ca.pem",
+            "cert.pem",
+            "key.pem",
+        ]
+    assert not tls.key.parent.exists()
+
+
 def test_a_small_drill_through_a_local_cluster(
     small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out, junit = tmp_path / "drill", tmp_path / "junit.xml"
     argv = ["drill", str(small), "--faults", "links:fabric", "--out", str(out)]
-    assert cli.main([*argv, "--workers", "2", "--junit", str(junit)]) == 0
+    assert cli.main([*argv, "--workers", "2", "--junit", str(junit), "--json"]) == 0
+    printed = capsys.readouterr()
     data = json.loads((out / "drill.json").read_text())
+    assert json.loads(printed.out) == data  # --json: the drill's result on stdout
+    kept = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert sorted(c["case"] for c in kept) == list(range(9))  # each case, as it ended
     assert len(data["faults"]) == 8 and data["baseline"]["label"] == "no fault"
     assert data["baseline"]["iteration_mean_ms"] > 0
     assert all(f["verdict"] == "pass" and f["slowdown"] > 0.5 for f in data["faults"])
@@ -105,12 +162,12 @@ def test_a_small_drill_through_a_local_cluster(
     assert ET.parse(junit).getroot().findall(".//testcase") == []
     assert (out / "heatmap.png").stat().st_size > 10_000
     assert "| fault | verdict | worst loss window (ms) |" in (out / "drill.md").read_text()
-    assert "8 faults in" in capsys.readouterr().out
+    assert "8 faults in" in printed.err
     assert not (small / "runs").exists()  # nothing written into the lab
 
 
 def test_a_fault_that_breaks_the_fabric_fails(
-    single_homed: Path, tmp_path: Path, scheduler: str
+    single_homed: Path, tmp_path: Path, scheduler: list[str]
 ) -> None:
     """On a single-homed fabric a server's only link going down cuts it off: the collective
     cannot finish and the drill says so, one JUnit case per failing validator of that fault."""
@@ -128,7 +185,7 @@ def test_a_fault_that_breaks_the_fabric_fails(
     )
     out = tmp_path / "drill"
     argv = ["drill", str(single_homed), "--faults", str(listed), "--out", str(out)]
-    assert cli.main([*argv, "--scheduler", scheduler]) == 1
+    assert cli.main([*argv, *scheduler]) == 1
     data = json.loads((out / "drill.json").read_text())
     worst, other = data["faults"]
     assert worst["label"] == "cut server1" and worst["verdict"] == "fail"
