@@ -6,6 +6,8 @@ restored and checked after each fault."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import stat
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -222,3 +224,43 @@ def test_an_existing_report_directory_is_refused_first(
     argv = ["drill", str(small), "--faults", "links", "--out", str(tmp_path)]
     assert cli.main(argv) == 2
     assert "--out: exists and is not empty" in capsys.readouterr().err
+
+
+def test_cases_finished_before_the_workers_die_are_kept(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both worker processes SIGKILLed (by pid: the ones this drill started) once three
+    cases are done: those three are kept, the cases running on the dead workers are error
+    rows (no retry allowed here), the others run on the restarted workers; drill.json and
+    the report are written and the exit code is the verdict's, not 3."""
+    import dask
+    import psutil
+
+    from twin.cli.verbs import drill as verb
+
+    killed: list[int] = []
+
+    def kill_workers_at_three(message: str) -> None:
+        if message.startswith("3/") and not killed:
+            for child in psutil.Process().children(recursive=True):
+                if "spawn_main" in " ".join(child.cmdline()):
+                    os.kill(child.pid, signal.SIGKILL)
+                    killed.append(child.pid)
+
+    monkeypatch.setattr(verb, "progress", kill_workers_at_three)
+    out = tmp_path / "drill"
+    argv = ["drill", str(small), "--faults", "links", "--out", str(out), "--workers", "2"]
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        code = cli.main(argv)
+    assert len(killed) == 2
+    data = json.loads((out / "drill.json").read_text())
+    assert code == 1 == data["exit_code"]
+    rows = [data["baseline"], *data["faults"]]
+    assert len(rows) == 19
+    lost = [r for r in rows if r["error"]]
+    assert lost and all("lost with its worker" in r["error"] for r in lost)
+    done = [r for r in rows if not r["error"]]
+    assert len(done) >= 3 and all(r["results"] for r in done)
+    kept = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert sorted(c["case"] for c in kept) == list(range(19))
+    assert (out / "drill.md").is_file() and (out / "heatmap.png").is_file()
