@@ -158,7 +158,7 @@ def local(workers: int) -> Iterator[tuple[SpecCluster, Credentials]]:
                 "nthreads": 1,
                 "worker_class": PrivateWorker,
                 "dashboard": False,
-                "silence_logs": logging.ERROR,
+                "silence_logs": logging.CRITICAL,
             },
         }
         with SpecCluster(
@@ -168,6 +168,6 @@ def local(workers: int) -> Iterator[tuple[SpecCluster, Credentials]]:
             },
             workers={i: worker for i in range(workers)},
             security=secured,
-            silence_logs=logging.ERROR,
+            silence_logs=logging.CRITICAL,
         ) as cluster:
             yield cluster, credentials
