@@ -171,3 +171,12 @@ def local(workers: int) -> Iterator[tuple[SpecCluster, Credentials]]:
             silence_logs=logging.CRITICAL,
         ) as cluster:
             yield cluster, credentials
+
+
+def dask_setup(server: Any) -> None:
+    """`dask scheduler --preload twin.drillcluster` (and `dask worker`): the node's HTTP
+    server closed once it has started (the stock commands open one, dashboard or not)."""
+    http = getattr(server, "http_server", None)
+    if http is not None:
+        http.stop()
+        server.services.pop("dashboard", None)
