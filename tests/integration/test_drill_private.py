@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -94,15 +91,6 @@ def _attack(ports: set[int], user: str | None) -> dict[str, object]:
     assert done.returncode == 0, done.stderr
     result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
     return result
-
-
-@pytest.fixture
-def shared_tmp() -> Iterator[Path]:
-    """A temporary directory another local user can reach (pytest's are root's only)."""
-    path = Path(tempfile.mkdtemp(prefix="twt-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path)
 
 
 @ROOT
