@@ -70,10 +70,26 @@ def test_the_heat_map_shades_by_comparison_with_the_baseline() -> None:
     assert drill._level(cheap, "bgp_health") == 0
 
 
-def test_a_passing_baseline_leaves_absolute_verdicts() -> None:
-    ok = ("collective_efficiency", "allreduce", "pass", "")
-    drill = Drill("d", _outcome("no fault", 1.0, ok), [_outcome("x", 1.05, SLOW)])
-    assert [f["verdict"] for f in drill.to_json()["faults"]] == ["fail"]
+def test_a_collectives_speed_is_judged_by_its_slowdown() -> None:
+    """A baseline at 3.9x collective_efficiency's bound passes it; a fault that costs the
+    collective 1.05x crosses 4x and fails it, but is not worse than the baseline beyond the
+    tolerance; one that costs 1.3x is, as is one whose collective never finished, and a
+    validator the baseline passes that fails under a fault."""
+    ok = ("collective_efficiency", "allreduce", "pass", "mean 3.90x the bound")
+    over = ("collective_efficiency", "allreduce", "fail", "mean 4.1x the bound")
+    drill = Drill(
+        "d",
+        _outcome("no fault", 1.0, ok, BGP),
+        [
+            _outcome("edge", 1.05, over, BGP),
+            _outcome("slow", 1.3, over, BGP),
+            Outcome("stuck", [over, BGP]),
+            _outcome("bgp", 1.0, ok, ("bgp_health", "leaf1", "fail", "2/4 sessions")),
+        ],
+    )
+    verdicts = {f["label"]: f["verdict"] for f in drill.to_json()["faults"]}
+    assert verdicts == {"edge": "pass", "slow": "fail", "stuck": "fail", "bgp": "fail"}
+    assert drill.cell(drill.outcomes[0], "collective_efficiency") == AS_BASELINE
     assert "The baseline" not in drill.markdown()
 
 
