@@ -1,6 +1,7 @@
-"""Running a drill's cases: on the simulator as independent tasks of a Dask cluster (a
-`LocalCluster` of worker processes, or the scheduler given), on a live backend one after the
-other on one twin, restored and checked after each.
+"""Running a drill's cases: on the simulator as independent tasks of a Dask cluster, TLS only
+(`twin.drillcluster`: worker processes made for the drill, or the scheduler given), each
+outcome kept as it ends; on a live backend one after the other on one twin, restored and
+checked after each.
 
 A simulator task gets the lab directory's files and the scenario as data, rebuilds the lab
 in the worker's own directory once (cached by content), and returns the case's compact

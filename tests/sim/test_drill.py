@@ -1,7 +1,8 @@
-"""Failure drills: fault sets, a small drill on the simulator through a Dask LocalCluster
-(and through a scheduler given by address), a drill whose fault breaks the fabric (exit 1,
-one JUnit case per fault and failing validator), and a serial drill on the fake backend,
-restored and checked after each fault."""
+"""Failure drills: fault sets (random draws without repeats), a small drill on the simulator
+through the drill's own TLS cluster (and through a TLS scheduler given by address; a plain
+one refused), a drill whose fault breaks the fabric (exit 1, one JUnit case per fault and
+failing validator), cases kept when the workers die, and a serial drill on the fake
+backend, restored and checked after each fault."""
 
 from __future__ import annotations
 
