@@ -205,6 +205,8 @@ class Outcome:
     iteration_mean_ms: float | None = None
     error: str | None = None
     seconds: float = 0.0
+    unfinished: int = 0
+    """Iterations of the collectives that never finished (the mean is of the others)."""
 
     @property
     def failing(self) -> dict[str, list[str]]:
@@ -241,10 +243,12 @@ def outcome(label: str, run_dir: Path, results: Sequence[Result], seconds: float
         if r.validator == "failover" and "loss_window_ms" in r.figures
     ]
     means = []
+    unfinished = 0
     iterations = run_dir / "iterations.json"
     if iterations.is_file():
         for record in json.loads(iterations.read_text()).values():
             finished = [t for t in record.get("times_s", []) if t is not None]
+            unfinished += len(record.get("times_s", [])) - len(finished)
             if finished:
                 means.append(statistics.fmean(finished) * 1e3)
     means += [
@@ -258,4 +262,5 @@ def outcome(label: str, run_dir: Path, results: Sequence[Result], seconds: float
         round(max(windows), 3) if windows else None,
         round(max(means), 4) if means else None,
         seconds=round(seconds, 2),
+        unfinished=unfinished,
     )

@@ -18,6 +18,7 @@ credentials given (`--tls-ca`, `--tls-cert`, `--tls-key`), docs/drills.md.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime
 import logging
 import os
@@ -50,10 +51,38 @@ class PrivateScheduler(Scheduler):
 
 
 class PrivateWorker(Worker):
-    """A worker that serves no HTTP."""
+    """A worker that serves no HTTP and holds no capability (`drop_capabilities`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        drop_capabilities()
+        super().__init__(*args, **kwargs)
 
     def start_http_server(self, *args: Any, **kwargs: Any) -> None:
         """Nothing."""
+
+
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+CAPABILITY_VERSION_3 = 0x20080522
+
+
+def drop_capabilities() -> None:
+    """Give up every capability for good (effective, permitted, inheritable, the bounding
+    set; no new privileges on exec): a worker as root keeps only what its user id owns
+    (the simulator needs nothing more), so no network or namespace admin, no module
+    loading, no ptrace, no reading or writing other users' files past their modes. Running
+    the workers as another user is not done: the Python of the project's machines lives
+    under /root (0700), and the simulator's modules load lazily."""
+    if os.geteuid() != 0:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    for cap in range(last + 1):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice 32 bits, none
+    if libc.capset(header, data) != 0 or libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "the drill's worker could not drop its capabilities")
 
 
 def _credentials(directory: Path) -> Credentials:
@@ -143,13 +172,16 @@ def external(address: str, ca: Path | None, cert: Path | None, key: Path | None)
 
 @contextlib.contextmanager
 def local(workers: int) -> Iterator[tuple[SpecCluster, Credentials]]:
-    """A cluster of `workers` processes on 127.0.0.1, TLS only, no HTTP; its credentials
-    made for it and removed with it."""
+    """A cluster of `workers` processes on 127.0.0.1, TLS only, no HTTP, workers without
+    capabilities; its credentials and the workers' directories made for it (in a 0700
+    directory of its own) and removed with it."""
     from distributed import Nanny, SpecCluster
 
     with tempfile.TemporaryDirectory(prefix="twin-drill-tls-") as tmp:  # 0700, made fresh
         credentials = _credentials(Path(tmp))
         secured = credentials.security()
+        scratch = Path(tmp) / "workers"  # not /tmp/dask-scratch-space: any user can make that
+        scratch.mkdir(mode=0o700)
         common = {"security": secured, "host": "127.0.0.1", "protocol": "tls://"}
         worker = {
             "cls": Nanny,
@@ -157,6 +189,7 @@ def local(workers: int) -> Iterator[tuple[SpecCluster, Credentials]]:
                 **common,
                 "nthreads": 1,
                 "worker_class": PrivateWorker,
+                "local_directory": str(scratch),
                 "dashboard": False,
                 "silence_logs": logging.CRITICAL,
             },

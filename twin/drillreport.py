@@ -55,8 +55,9 @@ class Drill:
         return list(seen)
 
     def slowdown(self, o: Outcome) -> float | None:
-        """The case's collective iteration mean over the baseline's."""
-        if o.iteration_mean_ms is None or not self.baseline.iteration_mean_ms:
+        """The case's collective iteration mean over the baseline's (None when an iteration
+        of the case never finished: the mean of the others says nothing of it)."""
+        if o.iteration_mean_ms is None or not self.baseline.iteration_mean_ms or o.unfinished:
             return None
         return round(o.iteration_mean_ms / self.baseline.iteration_mean_ms, 3)
 

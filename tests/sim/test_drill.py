@@ -13,6 +13,7 @@ import stat
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -129,9 +130,12 @@ def test_a_cluster_given_by_address_must_be_tls(
     assert not (tmp_path / "d").exists()
 
 
-def test_the_local_clusters_credentials_are_the_drills_own() -> None:
-    """Made for the cluster in a directory only this user reads, the key 0600, the CA's key
-    not written at all; gone with the cluster."""
+def test_the_local_cluster_is_the_drills_own() -> None:
+    """Its credentials made for it in a directory only this user reads, the key 0600, the
+    CA's key not written at all; its workers' directories in there too, the workers without
+    a capability (as root) and no way to gain one; all gone with the cluster."""
+    from distributed import Client
+
     from twin import drillcluster
 
     with drillcluster.local(1) as (cluster, tls):
@@ -142,8 +146,22 @@ def test_the_local_clusters_credentials_are_the_drills_own() -> None:
             "ca.pem",
             "cert.pem",
             "key.pem",
+            "workers",
         ]
+        with Client(cluster, security=tls.security()) as client:
+            (seen,) = client.run(_status).values()
+        assert seen["local"].startswith(str(tls.key.parent / "workers"))
+        assert seen["NoNewPrivs"] == "1"
+        if os.geteuid() == 0:
+            assert {seen[c] for c in ("CapEff", "CapPrm", "CapBnd")} == {"0000000000000000"}
     assert not tls.key.parent.exists()
+
+
+def _status(dask_worker: Any) -> dict[str, str]:
+    """In a worker (given by `client.run`): its directory and its capabilities."""
+    lines = Path("/proc/self/status").read_text().splitlines()
+    seen = dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+    return {**seen, "local": str(dask_worker.local_directory)}
 
 
 def test_a_small_drill_through_a_local_cluster(

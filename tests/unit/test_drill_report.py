@@ -83,7 +83,7 @@ def test_a_collectives_speed_is_judged_by_its_slowdown() -> None:
         [
             _outcome("edge", 1.05, over, BGP),
             _outcome("slow", 1.3, over, BGP),
-            Outcome("stuck", [over, BGP]),
+            Outcome("stuck", [over, BGP], iteration_mean_ms=0.9, unfinished=2),
             _outcome("bgp", 1.0, ok, ("bgp_health", "leaf1", "fail", "2/4 sessions")),
         ],
     )
