@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         required=True,
         metavar="SET",
         help="links, links:KIND (fabric, server, peerlink), server-links, switches, "
-        "random:K[xN] (N draws of K links at once), or FILE.yaml",
+        "random:K[xN] (N different draws of K links at once), or FILE.yaml",
     )
     p.add_argument("--seed", type=int, default=0, help="random:K draws (default 0)")
     p.add_argument(
@@ -56,10 +56,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=("sim", "fake", "netns"),
         default="sim",
         help="sim (default): cases in parallel on Dask; fake, netns: one twin, one case "
-        "after the other, restored after each",
+        "after the other; each fault given back with the scenario's recovery",
     )
     p.add_argument(
-        "--workers", type=int, default=2, help="sim: worker processes of the LocalCluster"
+        "--workers", type=int, default=2, help="sim: worker processes of the drill's own cluster"
     )
     p.add_argument(
         "--scheduler",
