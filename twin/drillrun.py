@@ -128,8 +128,8 @@ def on_dask(
 
     Each outcome is fetched as soon as its case ends (and appended to `record`, a JSON line
     each): a worker that dies takes nothing finished with it. A case whose task dies with
-    its worker (`distributed.scheduler.allowed-failures` times) is an error row; when the
-    cluster has no worker left for `WORKERLESS` seconds, the cases still waiting are."""
+    its worker (`distributed.scheduler.allowed-failures` times), or is cancelled when every
+    worker is gone (and the lab's scattered data with them), is an error row."""
     from twin import drillcluster
 
     everything = [BASELINE, *cases]
@@ -138,10 +138,6 @@ def on_dask(
     with drillcluster.local(workers) as (cluster, credentials):
         where = (cluster.scheduler_address, credentials.security())
         return _gather(lab, scenario, everything, when, where, progress, record)
-
-
-WORKERLESS = 60.0
-"""Seconds a cluster may have no worker before the cases still waiting are given up."""
 
 
 def _gather(
@@ -163,44 +159,15 @@ def _gather(
             client.submit(sim_task, data, scenario, c.label, list(c.faults), when, pure=False): i
             for i, c in enumerate(everything)
         }
-        waiting = as_completed(futures, with_results=True, raise_errors=False)
-        alone_since: float | None = None
-        while len(outcomes) < len(everything):
-            batch = waiting.next_batch(block=False)
-            for future, result in batch:
-                i = futures.pop(future)
-                if future.status == "finished":
-                    done = Outcome(**_tuples(result))
-                else:
-                    done = Outcome(everything[i].label, error=f"lost with its worker: {result!r}")
-                future.release()  # a worker dying now takes nothing finished with it
-                _keep(outcomes, i, done, record, progress, len(everything))
-            if batch:
-                continue
-            alone_since = None if _workers(client) else alone_since or time.monotonic()
-            if alone_since is not None and time.monotonic() - alone_since > WORKERLESS:
-                for future, i in futures.items():
-                    why = f"lost: the cluster had no worker for {WORKERLESS:.0f} s"
-                    _keep(
-                        outcomes,
-                        i,
-                        Outcome(everything[i].label, error=why),
-                        record,
-                        progress,
-                        len(everything),
-                    )
-                    future.release()
-                break
-            time.sleep(0.05)
+        for future, result in as_completed(futures, with_results=True, raise_errors=False):
+            i = futures.pop(future)
+            if future.status == "finished":
+                done = Outcome(**_tuples(result))
+            else:  # its worker died (or every worker, and the lab's data with them)
+                done = Outcome(everything[i].label, error=f"lost with its worker: {result!r}")
+            future.release()  # a worker dying now takes nothing finished with it
+            _keep(outcomes, i, done, record, progress, len(everything))
     return [outcomes[i] for i in range(len(everything))]
-
-
-def _workers(client: Any) -> int:
-    """The cluster's workers now (0 when its scheduler cannot say)."""
-    try:
-        return len(client.scheduler_info(n_workers=-1)["workers"])
-    except (OSError, TimeoutError):
-        return 0
 
 
 def _keep(

@@ -253,16 +253,18 @@ def test_cases_finished_before_the_workers_die_are_kept(
     rows (no retry allowed here), the others run on the restarted workers; drill.json and
     the report are written and the exit code is the verdict's, not 3."""
     import dask
+    import distributed  # noqa: F401  (its defaults loaded first: the set below restores them)
     import psutil
 
     from twin.cli.verbs import drill as verb
 
     killed: list[int] = []
+    others = {c.pid for c in psutil.Process().children(recursive=True)}  # not this drill's
 
     def kill_workers_at_three(message: str) -> None:
         if message.startswith("3/") and not killed:
             for child in psutil.Process().children(recursive=True):
-                if "spawn_main" in " ".join(child.cmdline()):
+                if child.pid not in others and "spawn_main" in " ".join(child.cmdline()):
                     os.kill(child.pid, signal.SIGKILL)
                     killed.append(child.pid)
 
@@ -283,3 +285,29 @@ def test_cases_finished_before_the_workers_die_are_kept(
     kept = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
     assert sorted(c["case"] for c in kept) == list(range(19))
     assert (out / "drill.md").is_file() and (out / "heatmap.png").is_file()
+
+
+def test_cases_left_without_a_worker_are_error_rows(small: Path) -> None:
+    """A cluster given by address whose only worker is retired after the first case (the
+    lab's data goes with it): the cases still waiting are error rows, the finished one is
+    kept, and the drill returns."""
+    from twin import drill, drillcluster, drillrun
+    from twin.cli.verbs.drill import DEFAULT_SCENARIO
+    from twin.intent.inputs import strict_yaml
+
+    lab = Lab.open(small)
+    cases = fault_sets(lab, "links:fabric")
+    with drillcluster.local(1) as (cluster, tls):
+
+        def retire_after_one(message: str) -> None:
+            if message.startswith("1/"):
+                cluster.scale(0)
+
+        where = (str(cluster.scheduler_address), tls.security())
+        when = drill.When(0.0005)
+        scenario = strict_yaml(DEFAULT_SCENARIO)
+        done = drillrun.on_dask(lab, scenario, cases, when, 1, where, retire_after_one)
+    assert len(done) == 9
+    lost = [o for o in done if o.error]
+    assert lost and all("lost with its worker" in (o.error or "") for o in lost)
+    assert any(o.results for o in done)
