@@ -31,7 +31,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -316,12 +315,3 @@ def other_user() -> Iterator[str]:
         yield name
     finally:
         subprocess.run(["userdel", name], check=False, capture_output=True)
-
-
-@pytest.fixture
-def shared_tmp() -> Iterator[Path]:
-    """A temporary directory another local user can reach (pytest's are root's only)."""
-    path = Path(tempfile.mkdtemp(prefix="twt-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -145,13 +147,20 @@ print(swaps)
 
 
 @ROOT
-def test_links_planted_at_the_drill_directory_are_never_followed(
-    shared_tmp: Path, other_user: str
-) -> None:
+def test_links_planted_at_the_drill_directory_are_never_followed(other_user: str) -> None:
     """A lab directory another user owns: a drill as root is refused unless trusted; trusted,
     that user keeps replacing the drill's report directory, once made, with a link to a
     root-only directory: nothing lands there, and the drill ends in one
     line (exit 2), never through the link."""
+    shared_tmp = Path(tempfile.mkdtemp(prefix="twt-"))  # pytest's are root's only
+    shared_tmp.chmod(0o755)
+    try:
+        _plant_links_while_a_drill_runs(shared_tmp, other_user)
+    finally:
+        shutil.rmtree(shared_tmp)
+
+
+def _plant_links_while_a_drill_runs(shared_tmp: Path, other_user: str) -> None:
     lab = write_lab(shared_tmp / "lab", lab_name("dl"))
     (lab / "drills").mkdir()
     subprocess.run(["chown", "-R", other_user, str(lab)], check=True)

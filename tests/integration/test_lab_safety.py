@@ -10,10 +10,13 @@ names of their own, and leave nothing.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +269,15 @@ while time.time() < until:
                 pass
 print(swaps)
 """
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A temporary directory another local user can reach (pytest's are root's only)."""
+    path = Path(tempfile.mkdtemp(prefix="twt-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
 
 
 @ROOT
