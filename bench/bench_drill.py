@@ -1,8 +1,9 @@
-"""Drill throughput on the simulator: the reference fabric's first N single-link failures
-(default 24) played through a Dask LocalCluster of 1 and then 2 worker processes; prints
-faults per minute for each (the cluster's start included) and the speed-up.
+"""Drill throughput on the simulator: a fabric's first N single-link failures (default 24;
+the reference fabric unless FABRIC.yaml is given) played through the drill's private
+LocalCluster (TLS, `twin.drillcluster`) of 1 and then 2 worker processes; prints faults per
+minute for each (the cluster's start and its credentials included) and the speed-up.
 
-    flock /tmp/twin-heavy.lock .venv/bin/python bench/bench_drill.py [N]
+    flock /tmp/twin-heavy.lock .venv/bin/python bench/bench_drill.py [N] [FABRIC.yaml]
 """
 
 from __future__ import annotations
@@ -26,16 +27,18 @@ SCENARIO = REPO / "twin" / "defaults" / "drill-scenario.yaml"
 
 def main(argv: list[str]) -> int:
     count = int(argv[0]) if argv else 24
+    fabric = Path(argv[1]) if len(argv) > 1 else REFERENCE
     with tempfile.TemporaryDirectory(prefix="bench-drill-") as tmp:
-        lab_dir = Path(tmp) / "reference"
-        labdir.generate(intent.load(REFERENCE), lab_dir, str(REFERENCE))
+        lab_dir = Path(tmp) / "lab"
+        labdir.generate(intent.load(fabric), lab_dir, str(fabric))
         lab = Lab.open(lab_dir)
         scenario = strict_yaml(SCENARIO)
         cases = drill.fault_sets(lab, "links")[:count]
         rates = {}
         for workers in (1, 2):
             start = time.monotonic()
-            outcomes = drillrun.on_dask(lab, scenario, cases, drill.default_at(scenario), workers)
+            when = drill.timing(scenario, drill.default_at(scenario), live=False)
+            outcomes = drillrun.on_dask(lab, scenario, cases, when, workers)
             seconds = time.monotonic() - start
             rates[workers] = len(cases) / seconds * 60
             per_case = sum(o.seconds for o in outcomes) / len(outcomes)

@@ -20,7 +20,9 @@ a live backend they run one after the other on one twin, restored after each.
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import random
 import statistics
 from collections.abc import Sequence
@@ -36,7 +38,9 @@ from twin.scenario.observations import Observations
 from validators.result import Result, Status
 
 DRAWS = 10
-"""Draws of `random:K` without `xN`."""
+"""Draws of `random:K` without `xN` (fewer when the lab has fewer sets of K links)."""
+ENUMERATED = 100_000
+"""Sets of K links listed and sampled from up to this many; beyond, drawn and redrawn."""
 MAX_CASES = 20_000
 
 
@@ -49,8 +53,7 @@ class Case:
 
     def restores(self) -> list[dict[str, Any]]:
         """The faults that give back what this case took (link-up, node-up)."""
-        back = {"link-down": "link-up", "node-down": "node-up"}
-        return [{**f, "fault": back[f["fault"]]} for f in self.faults if f["fault"] in back]
+        return [{**f, "fault": RESTORES[f["fault"]]} for f in self.faults if f["fault"] in RESTORES]
 
 
 def _links(lab: Lab, kinds: set[str] | None) -> list[Case]:
@@ -96,20 +99,32 @@ def fault_sets(lab: Lab, spec: str, seed: int = 0) -> list[Case]:
 
 
 def _random(lab: Lab, spec: str, seed: int) -> list[Case]:
-    """N draws of K links failed together."""
+    """N draws of K links failed together, no two draws the same set of links."""
     k_text, _, n_text = spec.partition(":")[2].partition("x")
     try:
-        k, n = int(k_text), int(n_text or DRAWS)
+        k, asked = int(k_text), int(n_text) if n_text else None
     except ValueError:
         raise InputError("--faults", spec, "write random:K or random:KxN (whole numbers)") from None
     links = _links(lab, None)
-    if not (1 <= k <= len(links) and 1 <= n <= MAX_CASES):
+    if not (1 <= k <= len(links) and 1 <= (asked or 1) <= MAX_CASES):
         raise InputError("--faults", spec, f"K from 1 to {len(links)} links, N from 1")
+    sets = math.comb(len(links), k)
+    if asked is not None and asked > sets:
+        raise InputError(
+            "--faults", spec, f"{asked} draws, but {len(links)} links make {sets} sets of {k}"
+        )
+    n = min(DRAWS, sets) if asked is None else asked
     rng = random.Random(seed)
+    if sets <= ENUMERATED:
+        drawn = rng.sample(list(itertools.combinations(range(len(links)), k)), n)
+    else:  # far more sets than draws: draw again on the rare repeat
+        seen: dict[tuple[int, ...], None] = {}
+        while len(seen) < n:
+            seen.setdefault(tuple(sorted(rng.sample(range(len(links)), k))), None)
+        drawn = list(seen)
     cases = []
-    for i in range(n):
-        drawn = rng.sample(links, k)
-        faults = tuple(f for c in drawn for f in c.faults)
+    for i, chosen in enumerate(drawn):
+        faults = tuple(f for c in chosen for f in links[c].faults)
         cases.append(Case(f"random {i + 1}: " + ", ".join(f["link"] for f in faults), faults))
     return cases
 
@@ -129,9 +144,22 @@ def _from_file(path: Path) -> list[Case]:
     return cases
 
 
-def with_faults(scenario: dict[str, Any], case: Case, at: float) -> dict[str, Any]:
-    """The scenario's data with its faults replaced by the case's, at `at`."""
-    return {**scenario, "faults": [{**f, "at": at} for f in case.faults]}
+@dataclass(frozen=True)
+class When:
+    """When a case's faults fire (`at`, s) and when what they took is given back (`back`,
+    s; None: held to the end)."""
+
+    at: float
+    back: float | None = None
+
+
+def with_faults(scenario: dict[str, Any], case: Case, when: When) -> dict[str, Any]:
+    """The scenario's data with its faults replaced by the case's, at `when.at`, and their
+    restores (link-up, node-up) at `when.back`."""
+    faults = [{**f, "at": when.at} for f in case.faults]
+    if when.back is not None:
+        faults += [{**f, "at": when.back} for f in case.restores()]
+    return {**scenario, "faults": faults}
 
 
 def default_at(scenario: dict[str, Any]) -> float:
@@ -139,6 +167,32 @@ def default_at(scenario: dict[str, Any]) -> float:
     phases = scenario.get("traffic") or [{}]
     first = phases[0] if isinstance(phases[0], dict) else {}
     return float(first.get("at", 0.0)) + float(first.get("duration", 10.0)) / 4
+
+
+RESTORES = {"link-down": "link-up", "node-down": "node-up"}
+"""A fault -> the fault that gives back what it took."""
+
+
+def timing(scenario: dict[str, Any], at: float, live: bool) -> When:
+    """When a case's faults fire and are given back: after the scenario's own recovery (the
+    time from its first link-down or node-down to the link-up or node-up of the same link or
+    node); on a live twin, whose protocols judged after the traffic must find the fabric
+    whole, half-way from `at` to the end of the traffic when the scenario has none; on the
+    simulator without one, never (the fault held to the end, its whole effect measured)."""
+    faults = [f for f in scenario.get("faults") or [] if isinstance(f, dict)]
+    for down in faults:
+        for up in faults:
+            if (
+                RESTORES.get(str(down.get("fault"))) == up.get("fault")
+                and (down.get("link"), down.get("node")) == (up.get("link"), up.get("node"))
+                and float(up.get("at", 0)) > float(down.get("at", 0))
+            ):
+                return When(at, at + float(up["at"]) - float(down["at"]))
+    if not live:
+        return When(at)
+    phases = [p for p in scenario.get("traffic") or [] if isinstance(p, dict)]
+    end = max((float(p.get("at", 0)) + float(p.get("duration", 10)) for p in phases), default=at)
+    return When(at, at + max(end - at, 0.0) / 2)
 
 
 @dataclass
@@ -151,6 +205,8 @@ class Outcome:
     iteration_mean_ms: float | None = None
     error: str | None = None
     seconds: float = 0.0
+    unfinished: int = 0
+    """Iterations of the collectives that never finished (the mean is of the others)."""
 
     @property
     def failing(self) -> dict[str, list[str]]:
@@ -187,10 +243,12 @@ def outcome(label: str, run_dir: Path, results: Sequence[Result], seconds: float
         if r.validator == "failover" and "loss_window_ms" in r.figures
     ]
     means = []
+    unfinished = 0
     iterations = run_dir / "iterations.json"
     if iterations.is_file():
         for record in json.loads(iterations.read_text()).values():
             finished = [t for t in record.get("times_s", []) if t is not None]
+            unfinished += len(record.get("times_s", [])) - len(finished)
             if finished:
                 means.append(statistics.fmean(finished) * 1e3)
     means += [
@@ -204,4 +262,5 @@ def outcome(label: str, run_dir: Path, results: Sequence[Result], seconds: float
         round(max(windows), 3) if windows else None,
         round(max(means), 4) if means else None,
         seconds=round(seconds, 2),
+        unfinished=unfinished,
     )

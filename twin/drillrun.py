@@ -1,6 +1,7 @@
-"""Running a drill's cases: on the simulator as independent tasks of a Dask cluster (a
-`LocalCluster` of worker processes, or the scheduler given), on a live backend one after the
-other on one twin, restored and checked after each.
+"""Running a drill's cases: on the simulator as independent tasks of a Dask cluster, TLS only
+(`twin.drillcluster`: worker processes made for the drill, or the scheduler given), each
+outcome kept as it ends; on a live backend one after the other on one twin, restored and
+checked after each.
 
 A simulator task gets the lab directory's files and the scenario as data, rebuilds the lab
 in the worker's own directory once (cached by content), and returns the case's compact
@@ -10,26 +11,30 @@ in the worker's own directory once (cached by content), and returns the case's c
 from __future__ import annotations
 
 import hashlib
-import logging
+import json
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from labs import registry
 from labs.backend import Progress, Status, quiet
 from labs.lifecycle import Managed
-from twin.drill import Case, Outcome, outcome, with_faults
+from twin import safeio
+from twin.drill import RESTORES, Case, Outcome, When, outcome, with_faults
 from twin.errors import LabError, TwinError
 from twin.labdir import Lab
 from twin.scenario import model as scenarios
 from twin.scenario import plan, player
 from twin.scenario.observations import Observations
 from twin.verdict import verdict
+
+if TYPE_CHECKING:
+    from distributed.security import Security
 
 BASELINE = Case("no fault", ())
 """Played first: what the collective takes without a fault (the slowdowns' reference)."""
@@ -40,14 +45,14 @@ RESTORE_TIMEOUT = 120.0
 
 
 def run_case(
-    lab: Lab, scenario: dict[str, Any], case: Case, at: float, backend: Managed
+    lab: Lab, scenario: dict[str, Any], case: Case, when: When, backend: Managed
 ) -> tuple[Outcome, list[scenarios.Fault]]:
     """Play one case on the lab's running twin and judge it; the outcome and the faults it
     injected (selectors resolved)."""
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="twin-drill-") as tmp:
         path = Path(tmp) / "scenario.yaml"
-        path.write_text(yaml.safe_dump(with_faults(scenario, case, at), sort_keys=False))
+        path.write_text(yaml.safe_dump(with_faults(scenario, case, when), sort_keys=False))
         loaded = scenarios.load(path, lab)
         run_dir = player.play(lab, loaded, backend, out=Path(tmp) / "run")
         results = verdict.evaluate(lab, Observations.open(run_dir), loaded.validate_)
@@ -91,7 +96,7 @@ def _materialise(files: dict[str, bytes]) -> Path:
 
 
 def sim_task(
-    files: dict[str, bytes], scenario: dict[str, Any], label: str, faults: list[Any], at: float
+    files: dict[str, bytes], scenario: dict[str, Any], label: str, faults: list[Any], when: When
 ) -> dict[str, Any]:
     """One case on the simulator, in whatever process runs it: the outcome as a dict."""
     lab = Lab.open(_materialise(files))
@@ -99,7 +104,7 @@ def sim_task(
     if not sim.running(lab):
         sim.deploy(lab, quiet)
     try:
-        done, _ = run_case(lab, scenario, Case(label, tuple(faults)), at, sim)
+        done, _ = run_case(lab, scenario, Case(label, tuple(faults)), when, sim)
     except TwinError as exc:
         done = Outcome(label, error=str(exc))
     except Exception as exc:  # one broken case must not lose the drill's other results
@@ -111,39 +116,73 @@ def on_dask(
     lab: Lab,
     scenario: dict[str, Any],
     cases: Sequence[Case],
-    at: float,
+    when: When,
     workers: int = 2,
-    scheduler: str | None = None,
+    scheduler: tuple[str, Security] | None = None,
     progress: Progress = quiet,
+    record: Path | None = None,
 ) -> list[Outcome]:
-    """Every case (the baseline first) as a task of a Dask cluster; outcomes in case order."""
-    from distributed import Client, LocalCluster, as_completed
+    """Every case (the baseline first) as a task of a Dask cluster, TLS only
+    (`twin.drillcluster`: a LocalCluster of `workers` processes made for the drill, or the
+    scheduler given with its security); outcomes in case order.
 
-    cluster = None
-    if scheduler:
-        client = Client(scheduler, timeout=30)
-    else:
-        cluster = LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        )
-        client = Client(cluster)
-    try:
+    Each outcome is fetched as soon as its case ends (and appended to `record`, a JSON line
+    each): a worker that dies takes nothing finished with it. A case whose task dies with
+    its worker (`distributed.scheduler.allowed-failures` times), or is cancelled when every
+    worker is gone (and the lab's scattered data with them), is an error row."""
+    from twin import drillcluster
+
+    everything = [BASELINE, *cases]
+    if scheduler is not None:
+        return _gather(lab, scenario, everything, when, scheduler, progress, record)
+    with drillcluster.local(workers) as (cluster, credentials):
+        where = (cluster.scheduler_address, credentials.security())
+        return _gather(lab, scenario, everything, when, where, progress, record)
+
+
+def _gather(
+    lab: Lab,
+    scenario: dict[str, Any],
+    everything: Sequence[Case],
+    when: When,
+    scheduler: tuple[str, Security],
+    progress: Progress,
+    record: Path | None,
+) -> list[Outcome]:
+    from distributed import Client, as_completed
+
+    address, security = scheduler
+    outcomes: dict[int, Outcome] = {}
+    with Client(address, security=security, timeout=30) as client:
         (data,) = client.scatter([lab_files(lab)], broadcast=True)
-        futures = [
-            client.submit(sim_task, data, scenario, c.label, list(c.faults), at, pure=False)
-            for c in [BASELINE, *cases]
-        ]
-        for n, _ in enumerate(as_completed(futures), 1):
-            progress(f"{n}/{len(futures)} cases done")
-        return [Outcome(**_tuples(d)) for d in client.gather(futures)]
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        futures = {
+            client.submit(sim_task, data, scenario, c.label, list(c.faults), when, pure=False): i
+            for i, c in enumerate(everything)
+        }
+        for future, result in as_completed(futures, with_results=True, raise_errors=False):
+            i = futures.pop(future)
+            if future.status == "finished":
+                done = Outcome(**_tuples(result))
+            else:  # its worker died (or every worker, and the lab's data with them)
+                done = Outcome(everything[i].label, error=f"lost with its worker: {result!r}")
+            future.release()  # a worker dying now takes nothing finished with it
+            _keep(outcomes, i, done, record, progress, len(everything))
+    return [outcomes[i] for i in range(len(everything))]
+
+
+def _keep(
+    outcomes: dict[int, Outcome],
+    i: int,
+    done: Outcome,
+    record: Path | None,
+    progress: Progress,
+    total: int,
+) -> None:
+    """A finished case: kept, appended to the record, counted."""
+    outcomes[i] = done
+    if record is not None:
+        safeio.append(record, json.dumps({"case": i, **asdict(done)}) + "\n")
+    progress(f"{len(outcomes)}/{total} cases done")
 
 
 def _tuples(data: dict[str, Any]) -> dict[str, Any]:
@@ -154,7 +193,7 @@ def serial(
     lab: Lab,
     scenario: dict[str, Any],
     cases: Sequence[Case],
-    at: float,
+    when: When,
     backend: Managed,
     progress: Progress = quiet,
 ) -> list[Outcome]:
@@ -167,9 +206,9 @@ def serial(
         before = _health(backend.status(lab))
         outcomes = []
         for n, case in enumerate([BASELINE, *cases]):
-            done, injected = run_case(lab, scenario, case, at, backend)
+            done, injected = run_case(lab, scenario, case, when, backend)
             for fault in injected:
-                back = {"link-down": "link-up", "node-down": "node-up"}.get(fault.fault)
+                back = RESTORES.get(fault.fault)
                 if back:
                     restore = fault.model_copy(update={"fault": back, "delay_ms": 0.0})
                     backend.fault(lab, plan.fault(restore))

@@ -1,6 +1,8 @@
 """A drill on a live twin (netns: namespaces and FRR, root): two cases played one after the
-other on one twin, each fault given back and the twin checked to be as it was before the
-next; the twin the drill deployed is gone afterwards."""
+other on one twin, each fault given back within its case (the scenario has no recovery of
+its own: half-way to the end of the traffic), so that `bgp_health` judges a whole fabric,
+and the twin checked to be as it was before the next; the twin the drill deployed is gone
+afterwards."""
 
 from __future__ import annotations
 
@@ -45,6 +47,9 @@ def test_a_serial_drill_on_netns(tmp_path: Path) -> None:
         for fault in data["faults"]:
             assert fault["loss_window_ms"] is not None, fault  # judged from its probe flows
             assert fault["error"] is None
+            # given back half-way to the end of the traffic: BGP whole again when judged
+            bgp = {r[2] for r in fault["results"] if r[0] == "bgp_health"}
+            assert bgp == {"pass"}, fault["results"]
         assert "restored" in done.stderr
         assert not (lab / "state.json").exists()
     finally:

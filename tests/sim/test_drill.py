@@ -1,15 +1,19 @@
-"""Failure drills: fault sets, a small drill on the simulator through a Dask LocalCluster
-(and through a scheduler given by address), a drill whose fault breaks the fabric (exit 1,
-one JUnit case per fault and failing validator), and a serial drill on the fake backend,
-restored and checked after each fault."""
+"""Failure drills: fault sets (random draws without repeats), a small drill on the simulator
+through the drill's own TLS cluster (and through a TLS scheduler given by address; a plain
+one refused), a drill whose fault breaks the fabric (exit 1, one JUnit case per fault and
+failing validator), cases kept when the workers die, and a serial drill on the fake
+backend, restored and checked after each fault."""
 
 from __future__ import annotations
 
 import json
-import logging
+import os
+import signal
+import stat
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -39,14 +43,14 @@ def single_homed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
-    """A Dask cluster of its own, reached by address as a real one would be."""
-    from distributed import LocalCluster
+def scheduler() -> Iterator[list[str]]:
+    """A Dask cluster of its own over TLS, reached by address and credentials as a real one
+    would be: the `twin drill` options that name it."""
+    from twin import drillcluster
 
-    with LocalCluster(
-        n_workers=1, threads_per_worker=1, dashboard_address=None, silence_logs=logging.ERROR
-    ) as cluster:
-        yield str(cluster.scheduler_address)
+    with drillcluster.local(1) as (cluster, tls):
+        files = ["--tls-ca", str(tls.ca), "--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
+        yield ["--scheduler", str(cluster.scheduler_address), *files]
 
 
 def test_fault_sets(small: Path, tmp_path: Path) -> None:
@@ -82,6 +86,8 @@ def test_fault_sets(small: Path, tmp_path: Path) -> None:
         ("links:optical", "no link kind 'optical'"),
         ("random:99", "K from 1 to 18 links"),
         ("random:x", "write random:K or random:KxN"),
+        ("random:1x19", "19 draws, but 18 links make 18 sets of 1"),
+        ("random:16x154", "154 draws, but 18 links make 153 sets of 16"),
     ],
 )
 def test_bad_fault_sets_are_one_line(small: Path, spec: str, problem: str) -> None:
@@ -90,13 +96,85 @@ def test_bad_fault_sets_are_one_line(small: Path, spec: str, problem: str) -> No
     assert problem in refused.value.problem
 
 
+def test_random_draws_never_repeat(small: Path) -> None:
+    """`random:1xN` is N different links (all of them at N = links), `random:KxN` N different
+    sets; more draws than sets are refused (test_bad_fault_sets_are_one_line)."""
+    lab = Lab.open(small)
+    every = {c.faults[0]["link"] for c in fault_sets(lab, "links")}
+    for seed in range(5):
+        drawn = [c.faults[0]["link"] for c in fault_sets(lab, "random:1x18", seed)]
+        assert sorted(drawn) == sorted(every)
+        pairs = [frozenset(f["link"] for f in c.faults) for c in fault_sets(lab, "random:2x40")]
+        assert len(set(pairs)) == 40 and all(len(p) == 2 for p in pairs)
+    assert len(fault_sets(lab, "random:17")) == 10
+
+
+def test_a_cluster_given_by_address_must_be_tls(
+    small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plain tcp:// scheduler runs code for any process that reaches it: refused in one
+    line before anything runs, as is a TLS one without its credentials."""
+    argv = ["drill", str(small), "--faults", "links", "--out", str(tmp_path / "d")]
+    capsys.readouterr()
+    assert cli.main([*argv, "--scheduler", "tcp://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "tcp://127.0.0.1:1" in err and "tls://HOST:PORT" in err and "\n" not in err
+    assert cli.main([*argv, "--scheduler", "tls://127.0.0.1:1"]) == 2
+    assert "needs --tls-ca" in capsys.readouterr().err
+    key = tmp_path / "key.pem"
+    key.write_text("")
+    key.chmod(0o644)
+    tls = ["--tls-ca", str(key), "--tls-cert", str(key), "--tls-key", str(key)]
+    assert cli.main([*argv, "--scheduler", "tls://127.0.0.1:1", *tls]) == 2
+    assert "readable by others" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()
+
+
+def test_the_local_cluster_is_the_drills_own() -> None:
+    """Its credentials made for it in a directory only this user reads, the key 0600, the
+    CA's key not written at all; its workers' directories in there too, the workers without
+    a capability (as root) and no way to gain one; all gone with the cluster."""
+    from distributed import Client
+
+    from twin import drillcluster
+
+    with drillcluster.local(1) as (cluster, tls):
+        assert str(cluster.scheduler_address).startswith("tls://127.0.0.1:")
+        assert stat.S_IMODE(tls.key.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(tls.key.stat().st_mode) == 0o600
+        assert sorted(p.name for p in tls.key.parent.iterdir()) == [
+            "ca.pem",
+            "cert.pem",
+            "key.pem",
+            "workers",
+        ]
+        with Client(cluster, security=tls.security()) as client:
+            (seen,) = client.run(_status).values()
+        assert seen["local"].startswith(str(tls.key.parent / "workers"))
+        assert seen["NoNewPrivs"] == "1"
+        if os.geteuid() == 0:
+            assert {seen[c] for c in ("CapEff", "CapPrm", "CapBnd")} == {"0000000000000000"}
+    assert not tls.key.parent.exists()
+
+
+def _status(dask_worker: Any) -> dict[str, str]:
+    """In a worker (given by `client.run`): its directory and its capabilities."""
+    lines = Path("/proc/self/status").read_text().splitlines()
+    seen = dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+    return {**seen, "local": str(dask_worker.local_directory)}
+
+
 def test_a_small_drill_through_a_local_cluster(
     small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out, junit = tmp_path / "drill", tmp_path / "junit.xml"
     argv = ["drill", str(small), "--faults", "links:fabric", "--out", str(out)]
-    assert cli.main([*argv, "--workers", "2", "--junit", str(junit)]) == 0
+    assert cli.main([*argv, "--workers", "2", "--junit", str(junit), "--json"]) == 0
+    printed = capsys.readouterr()
     data = json.loads((out / "drill.json").read_text())
+    assert json.loads(printed.out) == data  # --json: the drill's result on stdout
+    kept = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert sorted(c["case"] for c in kept) == list(range(9))  # each case, as it ended
     assert len(data["faults"]) == 8 and data["baseline"]["label"] == "no fault"
     assert data["baseline"]["iteration_mean_ms"] > 0
     assert all(f["verdict"] == "pass" and f["slowdown"] > 0.5 for f in data["faults"])
@@ -105,12 +183,12 @@ def test_a_small_drill_through_a_local_cluster(
     assert ET.parse(junit).getroot().findall(".//testcase") == []
     assert (out / "heatmap.png").stat().st_size > 10_000
     assert "| fault | verdict | worst loss window (ms) |" in (out / "drill.md").read_text()
-    assert "8 faults in" in capsys.readouterr().out
+    assert "8 faults in" in printed.err
     assert not (small / "runs").exists()  # nothing written into the lab
 
 
 def test_a_fault_that_breaks_the_fabric_fails(
-    single_homed: Path, tmp_path: Path, scheduler: str
+    single_homed: Path, tmp_path: Path, scheduler: list[str]
 ) -> None:
     """On a single-homed fabric a server's only link going down cuts it off: the collective
     cannot finish and the drill says so, one JUnit case per failing validator of that fault."""
@@ -128,7 +206,7 @@ def test_a_fault_that_breaks_the_fabric_fails(
     )
     out = tmp_path / "drill"
     argv = ["drill", str(single_homed), "--faults", str(listed), "--out", str(out)]
-    assert cli.main([*argv, "--scheduler", scheduler]) == 1
+    assert cli.main([*argv, *scheduler]) == 1
     data = json.loads((out / "drill.json").read_text())
     worst, other = data["faults"]
     assert worst["label"] == "cut server1" and worst["verdict"] == "fail"
@@ -165,3 +243,71 @@ def test_an_existing_report_directory_is_refused_first(
     argv = ["drill", str(small), "--faults", "links", "--out", str(tmp_path)]
     assert cli.main(argv) == 2
     assert "--out: exists and is not empty" in capsys.readouterr().err
+
+
+def test_cases_finished_before_the_workers_die_are_kept(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both worker processes SIGKILLed (by pid: the ones this drill started) once three
+    cases are done: those three are kept, the cases running on the dead workers are error
+    rows (no retry allowed here), the others run on the restarted workers; drill.json and
+    the report are written and the exit code is the verdict's, not 3."""
+    import dask
+    import distributed  # noqa: F401  (its defaults loaded first: the set below restores them)
+    import psutil
+
+    from twin.cli.verbs import drill as verb
+
+    killed: list[int] = []
+    others = {c.pid for c in psutil.Process().children(recursive=True)}  # not this drill's
+
+    def kill_workers_at_three(message: str) -> None:
+        if message.startswith("3/") and not killed:
+            for child in psutil.Process().children(recursive=True):
+                if child.pid not in others and "spawn_main" in " ".join(child.cmdline()):
+                    os.kill(child.pid, signal.SIGKILL)
+                    killed.append(child.pid)
+
+    monkeypatch.setattr(verb, "progress", kill_workers_at_three)
+    out = tmp_path / "drill"
+    argv = ["drill", str(small), "--faults", "links", "--out", str(out), "--workers", "2"]
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        code = cli.main(argv)
+    assert len(killed) == 2
+    data = json.loads((out / "drill.json").read_text())
+    assert code == 1 == data["exit_code"]
+    rows = [data["baseline"], *data["faults"]]
+    assert len(rows) == 19
+    lost = [r for r in rows if r["error"]]
+    assert lost and all("lost with its worker" in r["error"] for r in lost)
+    done = [r for r in rows if not r["error"]]
+    assert len(done) >= 3 and all(r["results"] for r in done)
+    kept = [json.loads(line) for line in (out / "cases.jsonl").read_text().splitlines()]
+    assert sorted(c["case"] for c in kept) == list(range(19))
+    assert (out / "drill.md").is_file() and (out / "heatmap.png").is_file()
+
+
+def test_cases_left_without_a_worker_are_error_rows(small: Path) -> None:
+    """A cluster given by address whose only worker is retired after the first case (the
+    lab's data goes with it): the cases still waiting are error rows, the finished one is
+    kept, and the drill returns."""
+    from twin import drill, drillcluster, drillrun
+    from twin.cli.verbs.drill import DEFAULT_SCENARIO
+    from twin.intent.inputs import strict_yaml
+
+    lab = Lab.open(small)
+    cases = fault_sets(lab, "links:fabric")
+    with drillcluster.local(1) as (cluster, tls):
+
+        def retire_after_one(message: str) -> None:
+            if message.startswith("1/"):
+                cluster.scale(0)
+
+        where = (str(cluster.scheduler_address), tls.security())
+        when = drill.When(0.0005)
+        scenario = strict_yaml(DEFAULT_SCENARIO)
+        done = drillrun.on_dask(lab, scenario, cases, when, 1, where, retire_after_one)
+    assert len(done) == 9
+    lost = [o for o in done if o.error]
+    assert lost and all("lost with its worker" in (o.error or "") for o in lost)
+    assert any(o.results for o in done)

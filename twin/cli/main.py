@@ -57,7 +57,7 @@ INTERNAL = 3
 
 EXIT_CODES = """exit codes (every verb):
   0  all good: every verdict passed (or not observable), no regression
-  1  a verdict failed, or (diff, drill) a regression or a fault that fails a validator,
+  1  a verdict failed, or (diff, drill) a regression or a fault worse than the baseline,
      or (deploy) the twin runs but had not converged at --timeout (twin destroy removes it)
   2  bad input: one line naming the file, the key and what is wrong; nothing was started
   3  internal error: one line (--debug or TWIN_DEBUG=1 prints the traceback too)"""

@@ -4,15 +4,16 @@ and the faults ranked worst first (twin.drill, docs/drills.md)."""
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from labs import registry
+from labs import lifecycle, registry
 from labs.backend import Progress
-from twin import drill, drillrun, outdir
+from twin import drill, drillrun, outdir, safeio
+from twin.cli import output
 from twin.cli.options import add_reports
 from twin.cli.verbs.deploy import progress
 from twin.drillreport import Drill, summary
@@ -20,6 +21,9 @@ from twin.errors import InputError
 from twin.intent.inputs import strict_yaml
 from twin.labdir import Lab
 from twin.scenario import model as scenarios
+
+if TYPE_CHECKING:
+    from distributed.security import Security
 
 HELP = "failure drill: a scenario played once per fault (every link, switch, ...), ranked"
 DEFAULT_SCENARIO = Path(__file__).resolve().parents[2] / "defaults" / "drill-scenario.yaml"
@@ -41,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         required=True,
         metavar="SET",
         help="links, links:KIND (fabric, server, peerlink), server-links, switches, "
-        "random:K[xN] (N draws of K links at once), or FILE.yaml",
+        "random:K[xN] (N different draws of K links at once), or FILE.yaml",
     )
     p.add_argument("--seed", type=int, default=0, help="random:K draws (default 0)")
     p.add_argument(
@@ -52,53 +56,89 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=("sim", "fake", "netns"),
         default="sim",
         help="sim (default): cases in parallel on Dask; fake, netns: one twin, one case "
-        "after the other, restored after each",
+        "after the other; each fault given back with the scenario's recovery",
     )
     p.add_argument(
-        "--workers", type=int, default=2, help="sim: worker processes of the LocalCluster"
+        "--workers", type=int, default=2, help="sim: worker processes of the drill's own cluster"
     )
-    p.add_argument("--scheduler", help="sim: tcp://HOST:PORT of a Dask scheduler to use instead")
+    p.add_argument(
+        "--scheduler",
+        metavar="tls://HOST:PORT",
+        help="sim: a Dask scheduler to use instead, over TLS only (with --tls-ca, --tls-cert, "
+        "--tls-key: docs/drills.md)",
+    )
+    p.add_argument("--tls-ca", type=Path, metavar="PEM", help="--scheduler: the cluster's CA")
+    p.add_argument("--tls-cert", type=Path, metavar="PEM", help="--scheduler: our certificate")
+    p.add_argument("--tls-key", type=Path, metavar="PEM", help="--scheduler: its key (0600)")
+    p.add_argument(
+        "--trust-lab-dir",
+        action="store_true",
+        help="as root, drill a lab directory another user owns or can write",
+    )
     add_reports(p, "report directory (default LAB/drills/TIME-SET)", "also write the JUnit here")
+    output.add_json(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Play every case, write the reports, print the worst; exit 1 when a fault fails a
-    validator."""
+    """Play every case, write the reports, print the worst; exit 1 when a fault makes things
+    worse than the baseline, or the baseline fails."""
     lab = Lab.open(args.lab)
+    lifecycle.check_lab_dir(lab.path, args.trust_lab_dir)
     data = strict_yaml(args.scenario)
     scenarios.load(args.scenario, lab)  # refused in one line before anything runs
     cases = drill.fault_sets(lab, args.faults, args.seed)
     at = drill.default_at(data) if args.at is None else args.at
     if not 0 <= at <= scenarios.MAX_TIME:
         raise InputError("--at", str(at), f"must be from 0 to {scenarios.MAX_TIME:g} s")
+    when = drill.timing(data, at, live=args.backend != "sim")
     if not 1 <= args.workers <= 64:
         raise InputError("--workers", str(args.workers), "must be from 1 to 64")
+    scheduler = None
+    if args.scheduler:
+        security = _security(args)
+        scheduler = (args.scheduler, security)
     name = args.faults.replace("/", "_").replace(":", "-")
     out = args.out or lab.path / "drills" / f"{datetime.now():%Y%m%d-%H%M%S}-{Path(name).stem}"
     outdir.check(out)
     if args.junit:
         outdir.check_file(args.junit, "--junit")
-    progress(f"{len(cases)} faults on {lab.name}, each at t={at:g} s ({args.backend})")
+    safeio.mkdir(out)  # never through a link where another user can plant one
+    back = "" if when.back is None else f", given back at t={when.back:g} s"
+    progress(f"{len(cases)} faults on {lab.name}, each at t={at:g} s{back} ({args.backend})")
     start = time.monotonic()
     if args.backend == "sim":
-        where = args.scheduler or f"a LocalCluster of {args.workers} worker processes"
-        progress(f"on Dask: {where}")
+        where = args.scheduler or f"a private LocalCluster of {args.workers} worker processes"
+        progress(f"on Dask over TLS: {where}; each case kept in {out / CASES} as it ends")
         outcomes = drillrun.on_dask(
-            lab, data, cases, at, args.workers, args.scheduler, _every(len(cases) + 1)
+            lab, data, cases, when, args.workers, scheduler, _every(len(cases) + 1), out / CASES
         )
     else:
-        outcomes = drillrun.serial(lab, data, cases, at, registry.of(lab, args.backend), progress)
+        backend = registry.of(lab, args.backend)
+        outcomes = drillrun.serial(lab, data, cases, when, backend, progress)
     seconds = time.monotonic() - start
     title = f"twin drill {lab.name} --faults {args.faults} ({args.backend})"
     done = Drill(title, outcomes[0], outcomes[1:])
-    outdir.create(out)
     done.write(out)
     if args.junit:
-        shutil.copyfile(out / "junit.xml", args.junit)
-    print(summary(done))
+        safeio.write(args.junit, done.junit())
+    output.emit(args, done.to_json(), summary(done))
     rate = len(cases) / seconds * 60
-    print(f"\n{len(cases)} faults in {seconds:.0f} s ({rate:.1f} faults/minute); reports in {out}")
+    print(
+        f"\n{len(cases)} faults in {seconds:.0f} s ({rate:.1f} faults/minute); reports in {out}",
+        file=sys.stderr if args.json else sys.stdout,
+    )
     return done.exit_code
+
+
+CASES = "cases.jsonl"
+"""In the report directory: each simulator case's outcome, appended as it ends."""
+
+
+def _security(args: argparse.Namespace) -> Security:
+    """The TLS of `--scheduler` (one line when it is not TLS or lacks its credentials)."""
+    from twin import drillcluster
+
+    return drillcluster.external(args.scheduler, args.tls_ca, args.tls_cert, args.tls_key)
 
 
 def _every(total: int) -> Progress:
