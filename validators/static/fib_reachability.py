@@ -4,7 +4,7 @@ converge to, with all links up and after every single-link failure."""
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterator
 from ipaddress import IPv4Address, IPv4Network
 from itertools import combinations
 
@@ -15,7 +15,7 @@ from twin.model.routing import shared
 from twin.model.wiring import links
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict
-from validators.static.deadlock import apply_delta, link_name
+from validators.static.deadlock import link_name
 
 GOOD = ""
 
@@ -54,10 +54,6 @@ class Walk:
         self.open.discard(node)
         self.verdicts[node] = why
         return why
-
-
-def _lpms(fib: Fib, nodes: Iterable[str]) -> dict[str, Lpm]:
-    return {n: Lpm(fib[n]) for n in nodes}
 
 
 def _problems(
@@ -131,7 +127,7 @@ def fib_reachability(lab: Lab, params: Params) -> list[Result]:
     fib = routing.fib
     switches = list(wiring.routers)
     leaves = lab.nodes("leaf")
-    lpms = _lpms(fib, switches)
+    lpms = {n: Lpm(fib[n]) for n in switches}
     findings = [
         Finding(leaf, f"{s}: {why}", "", "FIB") for leaf, s, why in _problems(lpms, servers, leaves)
     ]
@@ -154,7 +150,7 @@ def fib_reachability(lab: Lab, params: Params) -> list[Result]:
         suspects = _suspects(fib, delta, lpms.keys())
         if not suspects:
             continue
-        changed = {**lpms, **_lpms(apply_delta(fib, delta), {n for n, _ in suspects})}
+        changed = {**lpms, **{n: lpms[n].patched(d) for n, d in delta.items() if n in lpms}}
         for server, starts in _covered(by_address, suspects).items():
             walk = Walk(changed, servers[server], server)
             if any(walk(n) for n in starts):
