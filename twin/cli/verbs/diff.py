@@ -81,8 +81,8 @@ def config_changes(base: Lab, candidate: Lab) -> str:
 def play(lab: Lab, scenario: Path, backend: str, out: Path) -> list[Result]:
     """The scenario played on the lab (deployed for it, then destroyed), judged; its run
     directory is `out`."""
-    loaded = scenarios.load(scenario, lab)
     chosen = backends.of(lab, backend)
+    loaded = scenarios.load(scenario, lab, frames=not chosen.computed)
     deployed = not chosen.running(lab)
     if deployed:
         chosen.deploy(lab, progress)
@@ -104,8 +104,9 @@ def run(args: argparse.Namespace) -> int:
         if path:
             outdir.check_file(path, option)
     if args.scenario:
-        for lab in (base, candidate):
-            scenarios.load(args.scenario, lab)  # both refused before anything plays
+        for lab in (base, candidate):  # both refused before anything plays
+            frames = not backends.of(lab, args.backend).computed
+            scenarios.load(args.scenario, lab, frames=frames)
     out = outdir.create(args.out) if args.out else None
     static = report.changes(
         registry.run_static(base, chosen, given), registry.run_static(candidate, chosen, given)

@@ -102,18 +102,21 @@ def run(args: argparse.Namespace) -> int:
         labdir.generate(intent.load(REFERENCE), lab_dir, str(REFERENCE), force=True)
         progress(f"generated the reference fabric into {lab_dir}")
     lab = Lab.open(lab_dir)
-    scenario = scenarios.load(args.scenario, lab)
+    chosen = backend(args, lab)
+    # the simulator and the fake send no frames: no frame rate bounds what they play
+    scenario = scenarios.load(args.scenario, lab, frames=not chosen.computed)
     if args.out:
         outdir.check(args.out)
     if args.junit:
         outdir.check_file(args.junit, "--junit")
     with lifecycle.locked(lab.name, "run"):
-        return _run(args, lab, scenario)
+        return _run(args, lab, scenario, chosen)
 
 
-def _run(args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario) -> int:
+def _run(
+    args: argparse.Namespace, lab: Lab, scenario: scenarios.Scenario, chosen: lifecycle.Managed
+) -> int:
     """Deploy unless running, play, destroy what was deployed here; the verdict."""
-    chosen = backend(args, lab)
     deployed = not chosen.running(lab)
     if deployed:
         with contextlib.nullcontext() if args.keep else lifecycle.transient():
