@@ -1,10 +1,11 @@
 """`twin run [DIR [SCENARIO]]`: deploy if needed, play a scenario, validate and report.
 
 With no arguments: the reference fabric, generated into ./twin-reference, and the default
-scenario, played on netns (the live control plane) and then on the packet simulator, fed by
-the FIBs the live twin recorded (the data plane: PFC, ECN, buffers, collective iterations),
-one verdict over both (`twin.scenario.hybrid`); `--sim` does the same for any lab and
-scenario. The verdict includes every static validator on the lab's configs (`--no-static`
+scenario. A scenario played on a live backend that observes no data plane (netns, clab) is
+then played on the packet simulator, fed by the FIBs the live twin recorded (the data
+plane: PFC, ECN, buffers, collective iterations), one verdict over both
+(`twin.scenario.hybrid`); `--no-sim` leaves the simulator out, `--sim` adds it on the fake
+too. The verdict includes every static validator on the lab's configs (`--no-static`
 skips them), so a static finding fails the run. A twin this command deployed is destroyed
 at the end (unless --keep); a twin that was already running is left running.
 """
@@ -61,10 +62,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="leave the static validators (twin validate) out of the verdict",
     )
-    p.add_argument(
+    plane = p.add_mutually_exclusive_group()
+    plane.add_argument(
         "--sim",
         action="store_true",
-        help="then play the data plane on the simulator with the live FIBs (as with no arguments)",
+        help="then play the data plane on the simulator with the twin's FIBs, on any backend "
+        "(the default on netns and clab, which observe no data plane)",
+    )
+    plane.add_argument(
+        "--no-sim",
+        action="store_true",
+        help="play on the backend alone: no data plane on the simulator after a live twin",
     )
     p.add_argument(
         "--timeout",
@@ -83,6 +91,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_backend(p)
     add_metrics(p)
     add_json(p)
+
+
+DATA_PLANE = frozenset({"queues", "pfc", "ecn", "iterations"})
+"""What a backend observes of the data plane (the simulator all of it)."""
+
+
+def with_data_plane(args: argparse.Namespace, chosen: lifecycle.Managed) -> bool:
+    """Whether the run plays the data plane on the simulator after the backend: with `--sim`,
+    and by default on a live backend whose FIBs it observes but none of its data plane
+    (netns, clab: as the main job does); never with `--no-sim` nor on the simulator itself."""
+    if args.no_sim or chosen.name == "sim":
+        return False
+    live = not chosen.computed and "fib" in chosen.capabilities
+    return bool(args.sim) or (live and not chosen.capabilities & DATA_PLANE)
 
 
 def _bar(total: float, stop: threading.Event) -> None:
@@ -149,7 +171,7 @@ def _run(
         if deployed and not args.keep:
             chosen.destroy(lab)
             progress(f"{lab.name}: destroyed")
-    if (args.sim or (args.lab is None and args.backend is None)) and chosen.name != "sim":
+    if with_data_plane(args, chosen):
         hybrid.add_data_plane(run_dir, lab, scenario, registry.get("sim"), progress)
     judged = static.result() if static else None
     code, results = verdict.report_run(run_dir, static=not args.no_static, judged=judged)
