@@ -161,17 +161,19 @@ def probed(
     flows: int = 2,
     pps: float = 1000.0,
     started: float = 0.5,
+    until: float = 10.0,
 ) -> dict[str, Any]:
     """A fault's failover_probes.json record: `flows` probe flows server2->server3 that
     crossed `crossed`, each with the same gaps (seconds after T0 the first lost packet was
-    sent, packets lost, seconds after T0 the next one arrived or None: never)."""
+    sent, packets lost, seconds after T0 the next one arrived or None: never), sent from
+    `started` until the next fault was due (`until`), seconds after T0."""
     return {
         "index": index,
         "fault": "link-down",
         "element": element,
         "pps": pps,
         "started": T0 + started,
-        "until": T0 + 10.0,
+        "until": T0 + until,
         "why": None,
         "flows": [
             {

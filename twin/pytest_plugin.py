@@ -206,7 +206,8 @@ class Twin:
             path = (tmp or self.lab.path) / "scenario.yaml"
             path.write_text(yaml.safe_dump(scenario))
             scenario = path
-        played = runs.play(self.lab, scenarios.load(scenario, self.lab), self.backend)
+        loaded = scenarios.load(scenario, self.lab, frames=not self.backend.computed)
+        played = runs.play(self.lab, loaded, self.backend)
         self.last = Observations.open(played)
         return self.last
 

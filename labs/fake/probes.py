@@ -9,8 +9,9 @@ of the faulted link, or crosses or ends at the faulted node; the first two pairs
 (or the run's end). A fault followed by the one that gives back what it took (`RESTORES`:
 the same link or node) keeps its probes until `BACK_S` after that one, and records whether
 their ways cross the element again once it is back (`restore`). A flow loses what it sends
-while no way leads to its destination. The records are those of the netns backend
-(docs/observations.md, `failover_probes.json`).
+while no way leads to its destination, and its packets are counted on the ports of its way,
+as the netns twin's counters count its probes' (`FRAME` bytes each). The records are those
+of the netns backend (docs/observations.md, `failover_probes.json`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ PORTS = range(20000, 20032)
 DPORT = 47000
 LEAD_S = 0.5
 BACK_S = 2.0
+FRAME = 106
+"""A probe's frame: Ethernet, IPv4, UDP and the netns probe's 64 bytes (`labs.netns.udpprobe`)."""
 
 
 def _crosses(hops: list[tuple[str, str]], flow: FlowSpec, record: FaultRecord) -> str | None:
@@ -69,13 +72,15 @@ def _played(
     sim: Simulation, flow: FlowSpec, pps: float, start: float, until: float
 ) -> tuple[int, int, list[list[Any]]]:
     """Sent, received and gaps (`[first lost sent at, packets, next arrival | None]`) of a
-    probe flow over the model's epochs."""
+    probe flow over the model's epochs; its packets counted on the ports of its ways."""
     sent = received = 0
     gaps: list[list[Any]] = []
     for lo, hi, net in sim.stretches(start, until):
         n = math.floor(pps * (hi - start) + 1e-9) - math.floor(pps * (lo - start) + 1e-9)
         sent += n
-        if path(net, flow, sim.addresses[flow.dst]) is None:
+        hops = path(net, flow, sim.addresses[flow.dst])
+        sim.count(net, hops or [], pps, lo, hi, FRAME)
+        if hops is None:
             if gaps and gaps[-1][2] is None:
                 gaps[-1][1] += n
             elif n:

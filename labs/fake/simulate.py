@@ -117,10 +117,7 @@ class Simulation:
                 gaps.append([round(self.t0 + lo + 1 / pps, 4), missing])
                 missing = 0
             received += n
-            for node, port in hops:
-                far = net.wiring.far(node, port)
-                rx = f"{far[0]}:{far[1]}" if far else ""
-                self.rates.append((f"{node}:{port}", rx, pps, lo, hi, frame))
+            self.count(net, hops, pps, lo, hi, frame)
         sent = _sent(pps, phase.duration)
         dscp = phase.dscp[flow.src]
         return {
@@ -154,11 +151,24 @@ class Simulation:
                 way = path(net, tuple_, self.addresses[pair.dst], start=pair.leaf)
                 ways[((pair.src, pair.nic), *(way or []))] += 1
             for hops, n in ways.items():
-                for node, port in hops:
-                    far = net.wiring.far(node, port)
-                    rx = f"{far[0]}:{far[1]}" if far else ""
-                    self.rates.append((f"{node}:{port}", rx, pps * n, lo, hi, PROBE_FRAME))
+                self.count(net, list(hops), pps * n, lo, hi, PROBE_FRAME)
         return _sent(pps, phase.duration) * pair.flows
+
+    def count(
+        self,
+        net: Network,
+        hops: list[tuple[str, str]],
+        pps: float,
+        lo: float,
+        hi: float,
+        frame: int,
+    ) -> None:
+        """Count `pps` packets of `frame` bytes from `lo` to `hi` on each port of a way (tx)
+        and at its far end (rx)."""
+        for node, port in hops:
+            far = net.wiring.far(node, port)
+            rx = f"{far[0]}:{far[1]}" if far else ""
+            self.rates.append((f"{node}:{port}", rx, pps, lo, hi, frame))
 
     def run(self) -> None:
         """Play every phase."""

@@ -225,3 +225,39 @@ def test_run_with_no_arguments_keeps_the_reference_and_its_earlier_runs(tmp_path
     assert "the reference fabric in twin-reference" in second.stderr
     after = sorted(runs.iterdir())
     assert len(after) == 2 and after[0] == before[0] and (after[0] / "report.md").is_file()
+
+
+UPLINK_FAILURE = (
+    Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "uplink-failure.yaml"
+)
+"""A ring All-Reduce at 10 packets a second per flow while leaf1's first uplink fails and
+comes back: the failover probes send a thousand a second through it."""
+
+
+@pytest.mark.parametrize(
+    ("leaves", "servers"),
+    [(4, {"count": 16}), (2, {"count": 8, "nics": 1, "dual_homed": False})],
+    ids=["16-dual-homed", "8-single-homed"],
+)
+def test_ecmp_spread_is_judged_without_the_failover_probes(
+    tmp_path: Path, leaves: int, servers: dict[str, Any]
+) -> None:
+    """The fake counts its failover probes' packets on their ports, as the netns twin's
+    counters do; `ecmp_spread` judges the collective's uplink counts outside the probes'
+    spans, so the healthy fabric passes (16 servers: leaf1's uplinks 1.95 max/mean with
+    the probes counted)."""
+    name = lab_name("fk")
+    fabric = {"name": name, "spines": {"count": 2}, "leaves": {"count": leaves}}
+    source = tmp_path / "fabric.yaml"
+    source.write_text(yaml.safe_dump({**fabric, "servers": servers}))
+    generated = twin_cli("generate", str(source), "-o", str(tmp_path / name))
+    assert generated.returncode == 0, generated.stderr
+    done = twin_cli("run", str(tmp_path / name), str(UPLINK_FAILURE), "--backend", "fake", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads(done.stdout)["results"]
+    spread = {r["scope"]: r["status"] for r in results if r["validator"] == "ecmp_spread"}
+    assert spread == {"fib": "pass", **{f"leaf{i}": "pass" for i in range(1, leaves + 1)}}
+    probes = json.loads(
+        (sorted((tmp_path / name / "runs").iterdir())[-1] / "failover_probes.json").read_text()
+    )
+    assert probes[0]["flows"] and probes[0]["until"] > probes[0]["started"]

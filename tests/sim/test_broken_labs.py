@@ -283,3 +283,23 @@ def test_ecn_off_on_the_incast_senders_pauses_the_fabric_in_the_simulator(
     drops = rows[("pfc_behaviour", "lossless drops")][4]
     assert int(re.findall(r"\((\d+) pause frames sent\)", drops)[0]) > 1000, drops
     assert rows[("ecn_behaviour", "ecn before pfc, priority 3")][3] == "fail"
+
+
+def test_a_starved_roce_scheduler_fails_collective_efficiency(
+    reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """leaf7 (server40's, where the backup lands) gives RoCE DWRR weight 1 and the lossy queues
+    99: the All-Reduce's iterations beside the backup stretch, and the spread the intent
+    allows is exceeded on the reference, its ranks all keeping their links."""
+
+    def starve(db: Db) -> None:
+        db["SCHEDULER"]["scheduler.rdma"]["weight"] = "1"
+        db["SCHEDULER"]["scheduler.lossy"]["weight"] = "99"
+
+    lab = Path(shutil.copytree(reference, tmp_path / "starved"))
+    edit_db(lab, "leaf7", starve)
+    code = main(["run", str(lab), str(DEFAULT_SCENARIO), "--backend", "sim", "--no-static"])
+    rows = [m.groups() for line in capsys.readouterr().out.splitlines() if (m := ROW.match(line))]
+    assert code == 1
+    (row,) = [r for r in failing(rows) if r[0] == "collective_efficiency"]
+    assert "p99/p50" in row[3] and "left out" not in row[3], row

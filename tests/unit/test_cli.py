@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
+from labs import registry
 from twin import labdir
 from twin.cli import main as cli
+from twin.cli.verbs.run import with_data_plane
 from twin.intent import fabric as intent
 
 REPO = Path(__file__).resolve().parents[2]
@@ -240,3 +242,31 @@ def test_schema_check_refuses_what_the_intent_refuses(capsys: pytest.CaptureFixt
     assert _accepts(schema, {"spines": {"count": "4"}}, schema, "f") != []
     assert _accepts(schema, {"spines": {"speed": "400G"}}, schema, "f") == []
     assert _accepts(schema, {"servers": {"nics": 3}}, schema, "f") != []
+
+
+@pytest.mark.parametrize(
+    ("flags", "backend", "simulated"),
+    [
+        ([], "netns", True),  # a live twin observes no data plane: the simulator plays it too
+        ([], "clab", True),
+        (["--no-sim"], "netns", False),
+        ([], "fake", False),  # the routing model's stand-in plays alone, unless asked
+        (["--sim"], "fake", True),
+        ([], "sim", False),  # the simulator is the data plane already
+        (["--sim"], "sim", False),
+    ],
+)
+def test_run_plays_the_data_plane_on_the_simulator_where_the_backend_cannot(
+    flags: list[str], backend: str, simulated: bool
+) -> None:
+    """`twin run LAB` on netns or clab adds the simulator's data plane, as the main job (`twin
+    run` with no arguments) does; `--no-sim` leaves it out, `--sim` adds it on any backend."""
+    args = cli.parser(["run"]).parse_args(["run", "lab", *flags, "--backend", backend])
+    assert with_data_plane(args, registry.get(backend)) is simulated
+
+
+def test_run_takes_sim_or_no_sim_not_both(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.parser(["run"]).parse_args(["run", "lab", "--sim", "--no-sim"])
+    assert exited.value.code == 2
+    assert "not allowed with argument --sim" in capsys.readouterr().err

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from labs import registry
 from tests.conftest import REPO
 from tests.simlab import small_lab
 from twin import labcheck, labdir
@@ -207,3 +208,27 @@ def test_examples_load_on_the_reference_and_big(
             scenarios.load(example, lab)
         except InputError as refused:
             assert fabric == "big" and "this machine sends at most" in refused.problem, refused
+
+
+@pytest.mark.parametrize("servers", [240, 1024])
+def test_the_frame_rate_bounds_only_backends_that_send_frames(
+    servers: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default scenario on 36 leaves (the reference intent with 240 servers) and on 1,024
+    servers (examples/big.yaml's shape: 70 leaves) sends more frames a second than one machine
+    can: refused for netns, played on the simulator and the fake, which send none
+    (`Backend.computed`), as `twin run` and `twin diff` load it."""
+    source = REPO / ("examples/reference.yaml" if servers == 240 else "examples/big.yaml")
+    fabric = yaml.safe_load(source.read_text())
+    fabric["name"] = f"many{servers}"
+    fabric["servers"]["count"] = servers
+    lab = Lab.open(generated(tmp_path / fabric["name"], fabric))
+    assert len(lab.nodes("leaf")) > 33
+    labcheck.check(lab, live=True)
+    monkeypatch.setattr(labcheck, "check", lambda checked, live: None)
+    scenario = REPO / "twin" / "defaults" / "default-scenario.yaml"
+    with pytest.raises(InputError, match="this machine sends at most 100,000"):
+        scenarios.load(scenario, lab, frames=not registry.get("netns").computed)
+    for name in ("sim", "fake"):
+        loaded = scenarios.load(scenario, lab, frames=not registry.get(name).computed)
+        assert loaded.name == "default"

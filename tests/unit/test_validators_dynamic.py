@@ -144,6 +144,24 @@ def test_ecmp_spread_fails_uneven_uplink_counters_naming_the_leaf(
     assert loose["leaf2"].status is Status.PASS
 
 
+def test_ecmp_spread_leaves_the_failover_probes_out_of_the_collectives(
+    lab: Lab, run: SyntheticRun
+) -> None:
+    """Probe flows from server2 (behind leaf1 and leaf2), a thousand packets a second pinned
+    through leaf2's first uplink for the whole run: leaf2's uneven uplinks are theirs, not the
+    collective's; leaf4, which no probe went up through, is judged from the same run."""
+    run.flows = crossing_flows(16)
+    run.uplink_tx = {"leaf2": [3900, 100], "leaf4": [1950, 2050]}
+    run.fault(1.0, "link-down", link="leaf2:spine1", ends=["leaf2:Ethernet24", "spine1:Ethernet8"])
+    run.failover_probes = [probed(0, "leaf2:spine1", "leaf2:Ethernet24", (1.0, 10, 1.01))]
+    results = by_scope(check("ecmp_spread", lab, run.write()))
+    assert results["leaf2"].status is Status.NOT_OBSERVABLE
+    assert results["leaf2"].reason == (
+        "failover probe flows went up through it for the whole of the collectives"
+    )
+    assert results["leaf4"].status is Status.PASS
+
+
 def test_ecmp_spread_chi_square_counts_flows_not_packets(lab: Lab, run: SyntheticRun) -> None:
     # 60/40 over 2 uplinks: with 16 crossing flows per leaf pair that is no evidence of
     # unevenness; with 1024 it is.

@@ -475,6 +475,43 @@ def test_a_server_left_single_homed_is_found_under_failure(small: Lab) -> None:
     assert ("leaf2", "leaf1:Ethernet16-leaf2:Ethernet16 down") in lost
 
 
+def test_a_healthy_single_homed_fabric_delivers_after_every_single_failure(
+    tmp_path: Path,
+) -> None:
+    """The deadlock incident's fabric (single-homed servers, one leaf each): a leaf that loses
+    an uplink routes around it; every other leaf drops the spine that lost the leaf's subnet
+    (the walk takes every switch's post-failure FIB, not its old one)."""
+    lab = generate(
+        tmp_path / "single", REPO / "examples" / "incidents" / "3-deadlock" / "fabric.yaml"
+    )
+    fib, failures = validate(lab, ["fib_reachability"])["fib_reachability"]
+    assert fib.status is Status.PASS
+    assert failures.status is Status.PASS, failures.findings[:3]
+    assert failures.figures["failure_sets"] == 8
+
+
+def test_a_single_homed_leaf_left_with_one_uplink_is_named_under_failure(
+    tmp_path: Path,
+) -> None:
+    """leaf2's uplink to spine1 is shut: when its other uplink fails, leaf2 reaches nothing
+    remote and no other leaf reaches leaf2's servers (nor, through spine1 alone, does a leaf
+    that loses its uplink to spine2)."""
+    lab = generate(
+        tmp_path / "single", REPO / "examples" / "incidents" / "3-deadlock" / "fabric.yaml"
+    )
+    edit_json(lab, "leaf2", lambda db: db["PORT"]["Ethernet16"].update(admin_status="down"))
+    _, failures = validate(lab, ["fib_reachability"])["fib_reachability"]
+    assert failures.status is Status.FAIL
+    cut = "leaf2:Ethernet24-spine2:Ethernet8 down"
+    found = {(f.device, f.message) for f in failures.findings if f.where == cut}
+    assert ("leaf2", "server1: black hole at leaf2 (no route)") in found
+    assert ("leaf1", "server3: black hole at leaf1 (no route)") in found
+    # every failure found cuts leaf2 or its servers off: nothing else is blamed
+    assert all(
+        f.device == "leaf2" or f.message[:8] in ("server3:", "server4:") for f in failures.findings
+    )
+
+
 # -- issue 19: the static gaps ----------------------------------------------------------------
 
 

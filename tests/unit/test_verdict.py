@@ -51,14 +51,17 @@ def twin_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str,
 
 
 def failing_run(lab: Lab, name: str = "failing") -> SyntheticRun:
-    """All-Reduce with a link down that costs 3 s of one flow; ECMP even; probes all pass."""
+    """All-Reduce with a link down that costs 3 s of one flow; ECMP even (after the failover
+    probes, from server2 behind leaf1 and leaf2, until the link-up and a counter interval);
+    probes all pass."""
     run = SyntheticRun(lab, name=name)
     run.fault(1.0, "link-down", link="leaf1:spine1", ends=["leaf1:Ethernet24", "spine1:Ethernet0"])
     run.fault(3.0, "link-up", link="leaf1:spine1")
     run.flows = [
         flow("server2", "server3", qp, gaps=[(4.1, 300)] if qp == 0 else None) for qp in range(16)
     ]
-    run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", (1.0, 3000, 4.0))]
+    gap = (1.0, 3000, 4.0)
+    run.failover_probes = [probed(0, "leaf1:spine1", "leaf1:Ethernet24", gap, until=3.0)]
     run.uplink_tx = {"leaf2": [2000, 2000]}
     run.probes = probe_all(lab)
     run.validate = {

@@ -63,6 +63,33 @@ class Lpm:
                 return hops
         return None
 
+    def patched(self, changes: Mapping[IPv4Network, Hops | None]) -> Lpm:
+        """This table with one node's changes of a `FibDelta` (None: the route is gone),
+        itself left as it was; the prefix lengths no change touches are shared.
+
+        >>> p, q = IPv4Network("10.0.0.0/8"), IPv4Network("10.1.0.0/16")
+        >>> lpm = Lpm({p: (NextHop("a", "p1"),), q: ()})
+        >>> after = lpm.patched({q: None})
+        >>> after(int(IPv4Address("10.1.2.3"))), lpm(int(IPv4Address("10.1.2.3")))
+        ((NextHop(node='a', port='p1'),), ())
+        """
+        new = Lpm({})
+        new.tables = dict(self.tables)
+        copied: set[int] = set()
+        for prefix, hops in changes.items():
+            shift = 32 - prefix.prefixlen
+            if shift not in copied:
+                new.tables[shift] = dict(new.tables.get(shift, {}))
+                copied.add(shift)
+            key = int(prefix.network_address) >> shift
+            if hops is None:
+                new.tables[shift].pop(key, None)
+            else:
+                new.tables[shift][key] = hops
+        new.tables = {s: t for s, t in new.tables.items() if t}
+        new.shifts = sorted(new.tables)
+        return new
+
 
 def applied(fib: Fib, delta: FibDelta) -> Fib:
     """The FIB once a delta (`Routing.after`) is applied, `fib` left as it was.

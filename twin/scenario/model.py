@@ -19,8 +19,9 @@ collective sends `message` bytes per rank `iterations` times, one iteration afte
 and its timeline is usually milliseconds (`sim:` sets its options). Bad scenarios are refused
 with one line naming the file and key, before anything starts: every number is finite and
 bounded (times within `MAX_TIME`), names exist in the lab (servers, classes, nodes, both
-halves of a link), thresholds have the type of their defaults, and the traffic sent at any
-moment stays within what one small machine can send (`MAX_PPS`).
+halves of a link), thresholds have the type of their defaults, and, on a backend that sends
+frames (not `Backend.computed`: netns, clab), the traffic sent at any moment stays within
+what one small machine can send (`MAX_PPS`); the simulator and the fake send none.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ from validators import registry
 MAX_TIME = 3600.0
 """Seconds: no phase, fault or run goes beyond an hour."""
 MAX_PPS = 100_000
-"""Frames per second all phases running at once may send together (a 2-core machine)."""
+"""Frames per second all phases running at once may send together (a 2-core machine), on a
+backend that sends frames."""
 MAX_NAMES = 4096
 
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
@@ -314,9 +316,9 @@ def _check_link(lab: Lab, spec: str, file: str, key: str, node_key: str) -> None
         raise InputError(file, key, f"{node} has no port or neighbour {port!r}")
 
 
-def _check_rate(scenario: Scenario, lab: Lab, file: str) -> None:
-    """The frames per second of the phases running at each phase's start stay within
-    `MAX_PPS`; collectives need two ranks (halving-doubling a power of two)."""
+def _check_rate(scenario: Scenario, lab: Lab, file: str, frames: bool) -> None:
+    """Collectives need two ranks (halving-doubling a power of two); with `frames`, the
+    frames per second of the phases running at each phase's start stay within `MAX_PPS`."""
     servers = len(lab.nodes("server"))
     rates = []
     for i, t in enumerate(scenario.traffic):
@@ -329,6 +331,8 @@ def _check_rate(scenario: Scenario, lab: Lab, file: str) -> None:
                 file, f"traffic.{i}", f"halving_doubling needs a power of two ranks, not {n}"
             )
         rates.append(t.flows(servers, len(lab.nodes("leaf"))) * t.pps)
+    if not frames:
+        return
     for i, t in enumerate(scenario.traffic):
         now = sum(
             rate
@@ -409,15 +413,16 @@ def _threshold_problem(default: Any, value: Any) -> str | None:
     return None
 
 
-def load(path: Path, lab: Lab) -> Scenario:
+def load(path: Path, lab: Lab, frames: bool = True) -> Scenario:
     """Read and check a scenario against the lab it will run on (whose files are checked
-    first)."""
+    first); `frames`: it will play on a backend that sends frames (not `Backend.computed`),
+    whose rate one machine bounds (`MAX_PPS`)."""
     labcheck.check(lab, live=True)
     data = select.resolve(strict_yaml(path), lab, str(path))
     scenario = parse_model(Scenario, data, str(path))
     with placed(str(path)):
         _check_names(scenario, lab, str(path))
-        _check_rate(scenario, lab, str(path))
+        _check_rate(scenario, lab, str(path), frames)
         _check_probes(scenario, lab, str(path))
         _check_thresholds(scenario, str(path))
         verdict.check_names(scenario.validate_, str(path))

@@ -16,10 +16,19 @@ propagation delay over the cables, nccl-tests' algbw and busbw at that bound):
   to its cables' delay;
 - the spread under background traffic: p99/p50 at most `max_p99_over_p50` (1.5) and the
   coefficient of variation (std dev / mean) at most `max_cv` (0.25), both the intent's.
+
+The mean and the spread are of the iterations during which every rank kept a link: a fault
+that takes every link the design gives a server (a single-homed server's only link, both
+links of a dual-homed one, the leaf of a single-homed rack) stalls the ring until it is given
+back, which is the fabric's shape (`servers.dual_homed`, `nics`), not its efficiency, and is
+`failover`'s to judge. Iterations run back to back from the phase's start, so each one's span
+is known; those that overlap such a cut are counted (`cut_off`) and named in the reason, and
+when every finished iteration did, the phase is not observable.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from traffic.collectives import Collective, busbw
@@ -42,6 +51,64 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[int(rank) - 1]
 
 
+def _ports(lab: Lab, server: str) -> dict[tuple[str, str], str]:
+    """A server's links in the design: (server, port) -> the node at the other end."""
+    found = {}
+    for _, _, e in lab.graph.edges(server, data=True):
+        mine, other = ("a", "b") if e["a"] == server else ("b", "a")
+        found[(server, str(e[f"{mine}_port"]))] = str(e[other])
+    return found
+
+
+def cut_off(lab: Lab, obs: Observations, ranks: set[str]) -> list[tuple[float, float, str]]:
+    """(from, to, server) of each span in which a rank had every link of the design down: a
+    link-down of it, or a node-down of the server or of the node at its other end, until the
+    link-up or node-up (else the run's end)."""
+    ports = {s: _ports(lab, s) for s in sorted(ranks) if s in lab.graph}
+    down: set[tuple[str, str]] = set()
+    nodes: set[str] = set()
+    opened: dict[str, float] = {}
+    spans: list[tuple[float, float, str]] = []
+    for fault in sorted(obs.run["faults"], key=lambda f: float(f["t"])):
+        kind, t = fault["fault"], float(fault["t"])
+        ends = {(n, p) for n, _, p in (e.partition(":") for e in fault.get("ends", []))}
+        if kind == "link-down":
+            down |= ends
+        elif kind == "link-up":
+            down -= ends
+        elif kind == "node-down":
+            nodes.add(str(fault.get("node")))
+        elif kind == "node-up":
+            nodes.discard(str(fault.get("node")))
+        for server, far in ports.items():
+            cut = server in nodes or all(p in down or n in nodes for p, n in far.items())
+            if cut and server not in opened:
+                opened[server] = t
+            elif not cut and server in opened:
+                spans.append((opened.pop(server), t, server))
+    end = float(obs.run.get("ended") or math.inf)
+    return spans + [(t, end, server) for server, t in opened.items()]
+
+
+def _spans(start: float, times: list[float | None]) -> list[tuple[float, float] | None]:
+    """Each iteration's (start, end), run back to back from `start`; None from the first
+    that never finished on.
+
+    >>> _spans(1.0, [0.5, 0.25, None, 0.5])
+    [(1.0, 1.5), (1.5, 1.75), None, None]
+    """
+    spans: list[tuple[float, float] | None] = []
+    at: float | None = start
+    for t in times:
+        if at is None or t is None:
+            at = None
+            spans.append(None)
+        else:
+            spans.append((at, at + t))
+            at += t
+    return spans
+
+
 @dynamic(NAME, needs={"iterations"}, max_slowdown=0.0, max_p99_over_p50=0.0, max_cv=0.0)
 def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
     """One result per collective phase."""
@@ -56,14 +123,33 @@ def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
     for label, it in sorted(iterations.items()):
         phase = obs.phase(label)
         bound = float((phase.get("analytical") or {}).get("bound_s") or 0.0)
-        times = [t for t in it["times_s"] if t is not None]
+        finished = [t for t in it["times_s"] if t is not None]
         scope = f"{label} ({it['algorithm']}, {it['ranks']} ranks)"
-        if not times:
+        if not finished:
             results.append(
                 Result(
                     NAME, scope, Status.FAIL, f"none of {len(it['times_s'])} iterations finished"
                 )
             )
+            continue
+        ranks = {f[end] for f in phase["flows"] for end in ("src", "dst")}
+        cuts = cut_off(lab, obs, ranks)
+        spans = _spans(float(phase["start"]), it["times_s"])
+        times, cut = [], []
+        for t, span in zip(it["times_s"], spans, strict=True):
+            hit = [s for lo, hi, s in cuts if span and lo < span[1] and span[0] < hi]
+            if t is not None and hit:
+                cut += hit
+            elif t is not None:
+                times.append(t)
+        left_out = ""
+        if cut:
+            who = ", ".join(sorted(set(cut)))
+            n = len(finished) - len(times)
+            left_out = f" (left out: {n} iteration{'s' * (n > 1)} while {who} had every link down)"
+        if not times:
+            why = f"every finished iteration ran while a rank had every link down{left_out}"
+            results.append(Result(NAME, scope, Status.NOT_OBSERVABLE, why, {"cut_off": len(cut)}))
             continue
         mean = statistics.fmean(times)
         std = statistics.pstdev(times)
@@ -72,7 +158,8 @@ def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
         bus = busbw(kind, int(it["ranks"]), int(it["message_bytes"]), mean) * 8 / 1e9
         figures: dict[str, int | float | str] = {
             "iterations": len(it["times_s"]),
-            "finished": len(times),
+            "finished": len(finished),
+            "cut_off": len(finished) - len(times),
             "mean_ms": round(mean * 1e3, 4),
             "p50_ms": round(p50 * 1e3, 4),
             "p99_ms": round(p99 * 1e3, 4),
@@ -84,9 +171,9 @@ def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
             "busbw_bound_gbps": (phase.get("analytical") or {}).get("busbw_gbps", 0.0),
         }
         findings = []
-        if len(times) < len(it["times_s"]):
+        if len(finished) < len(it["times_s"]):
             findings.append(
-                Finding(label, f"{len(it['times_s']) - len(times)} iterations never finished")
+                Finding(label, f"{len(it['times_s']) - len(finished)} iterations never finished")
             )
         if bound and mean > float(params["max_slowdown"]) * bound:
             findings.append(
@@ -104,6 +191,7 @@ def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
         ok = (
             f"mean {mean * 1e3:.3f} ms ({slow}busbw {bus:.0f} Gb/s), "
             f"std {std * 1e3:.3f} ms, p99/p50 {p99 / p50:.2f} over {len(times)} iterations"
+            f"{left_out}"
         )
         results.append(verdict(NAME, scope, findings, ok, figures))
     return results

@@ -16,7 +16,11 @@ on a loaded machine) is not observable as a whole: its counters count both.
 
 Without a probe, from the collective phases' flows, as before probes existed: max/mean
 (fails above `max_over_mean`) and a chi-square test against an even split counted in flows
-(fails below `p_min`), leaves with fewer than `min_packets` uplink packets left out. A
+(fails below `p_min`), leaves with fewer than `min_packets` uplink packets left out. The
+failover probes (`failover_probes.json`: a thousand packets a second pinned through the
+faulted element) are not collective traffic: a leaf's uplinks are counted only outside the
+spans its probe flows sent (from the leaves of their sources and on their ways, widened by a
+counter interval each side), and a leaf they cover wholly is not observable. A
 collective crosses a leaf with tens of flows, too few to be decisive (docs/validators.md):
 each such result says it was judged from collective flows; a leaf with fewer than
 `min_flows_per_uplink` (4) flows per uplink is not observable (with k flows per uplink one
@@ -208,8 +212,50 @@ def _from_probe(
     return results
 
 
+def _probed(lab: Lab, obs: Observations) -> dict[str, list[tuple[float, float]]]:
+    """Per leaf, the spans failover probe flows sent up through it: the leaves of their
+    sources and those on their ways before the fault, from when they started until they
+    stopped (`ends`; else the fault record's `until`), widened by a counter interval."""
+    interval = float(obs.counters.get("interval", 0.0))
+    leaves = set(lab.nodes("leaf"))
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for record in obs.extra("failover_probes") or []:
+        if not record.get("flows") or record.get("started") is None:
+            continue
+        stop = record.get("ends") or record.get("until") or obs.run["ended"]
+        span = (float(record["started"]) - interval, float(stop) + interval)
+        for flow in record["flows"]:
+            src = flow["src"]
+            near = set(lab.graph.neighbors(src)) if src in lab.graph else set()
+            on_way = {str(hop).split(":")[0] for hop in flow.get("path", [])}
+            for leaf in (near | on_way) & leaves:
+                spans.setdefault(leaf, []).append(span)
+    return spans
+
+
+def _outside(
+    start: float, end: float, spans: list[tuple[float, float]]
+) -> list[tuple[float, float]]:
+    """The parts of [start, end] outside every span.
+
+    >>> _outside(0.0, 10.0, [(2.0, 4.0), (3.0, 5.0), (9.0, 12.0)])
+    [(0.0, 2.0), (5.0, 9.0)]
+    """
+    free, at = [], start
+    for lo, hi in sorted(spans):
+        if lo > at:
+            free.append((at, min(lo, end)))
+        at = max(at, hi)
+        if at >= end:
+            break
+    if at < end:
+        free.append((at, end))
+    return [(lo, hi) for lo, hi in free if lo < hi]
+
+
 def _from_collectives(lab: Lab, obs: Observations, params: Params) -> list[Result]:
-    """Per leaf that carried `min_packets` on its uplinks in the collectives, its verdict."""
+    """Per leaf that carried `min_packets` on its uplinks in the collectives (outside its
+    failover probes' spans), its verdict."""
     max_over_mean = float(params["max_over_mean"])
     p_min = float(params["p_min"])
     min_packets = int(params["min_packets"])
@@ -219,9 +265,18 @@ def _from_collectives(lab: Lab, obs: Observations, params: Params) -> list[Resul
         return [Result(NAME, "traffic", Status.NOT_OBSERVABLE, why)]
     start, end = min(p["start"] for p in phases), max(p["end"] for p in phases)
     flows = [f for p in phases for f in p["flows"]]
+    probed = _probed(lab, obs)
     results = []
     for leaf, ports in sorted(obs.run.get("uplinks", {}).items()):
-        counts = [obs.delta(f"{leaf}:{port}", "tx_packets", start, end) for port in ports]
+        windows = _outside(start, end, probed.get(leaf, []))
+        if not windows:
+            why = "failover probe flows went up through it for the whole of the collectives"
+            results.append(Result(NAME, leaf, Status.NOT_OBSERVABLE, why))
+            continue
+        counts = [
+            sum(obs.delta(f"{leaf}:{port}", "tx_packets", lo, hi) for lo, hi in windows)
+            for port in ports
+        ]
         total = sum(counts)
         if total < min_packets:
             continue

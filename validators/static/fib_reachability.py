@@ -15,7 +15,7 @@ from twin.model.routing import Routing, shared
 from twin.model.wiring import links
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict
-from validators.static.deadlock import apply_delta, link_name
+from validators.static.deadlock import link_name
 
 GOOD = ""
 
@@ -54,10 +54,6 @@ class Walk:
         self.open.discard(node)
         self.verdicts[node] = why
         return why
-
-
-def _lpms(fib: Fib, nodes: Iterable[str]) -> dict[str, Lpm]:
-    return {n: Lpm(fib[n]) for n in nodes}
 
 
 def _problems(
@@ -153,7 +149,7 @@ def fib_reachability(lab: Lab, params: Params) -> list[Result]:
     fib = routing.fib
     switches = list(wiring.routers)
     leaves = lab.nodes("leaf")
-    lpms = _lpms(fib, switches)
+    lpms = {n: Lpm(fib[n]) for n in switches}
     problems = list(_problems(lpms, servers, leaves))
     narrow = _narrow(fib, lab)
     affected = [routing.covering(servers[s]) for _, s, _ in problems]
@@ -178,7 +174,7 @@ def fib_reachability(lab: Lab, params: Params) -> list[Result]:
         suspects = _suspects(fib, delta, lpms.keys())
         if not suspects:
             continue
-        changed = {**lpms, **_lpms(apply_delta(fib, delta), {n for n, _ in suspects})}
+        changed = {**lpms, **{n: lpms[n].patched(d) for n, d in delta.items() if n in lpms}}
         for server, starts in _covered(by_address, suspects).items():
             walk = Walk(changed, servers[server], server)
             if any(walk(n) for n in starts):

@@ -69,8 +69,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def play(lab: Lab, scenario: Path, backend: str, out: Path) -> list[Result]:
     """The scenario played on the lab (deployed for it, then destroyed), judged; its run
     directory is `out`."""
-    loaded = scenarios.load(scenario, lab)
     chosen = backends.of(lab, backend)
+    loaded = scenarios.load(scenario, lab, frames=not chosen.computed)
     deployed = not chosen.running(lab)
     if deployed:
         chosen.deploy(lab, progress)
@@ -92,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
         if path:
             outdir.check_file(path, option)
     if args.scenario:
-        for lab in (base, candidate):
-            scenarios.load(args.scenario, lab)  # both refused before anything plays
+        for lab in (base, candidate):  # both refused before anything plays
+            frames = not backends.of(lab, args.backend).computed
+            scenarios.load(args.scenario, lab, frames=frames)
     out = outdir.create(args.out) if args.out else None
     static = report.changes(
         registry.run_static(base, chosen, given), registry.run_static(candidate, chosen, given)

@@ -2,13 +2,13 @@
 
 With no arguments: the reference fabric in ./twin-reference (generated there when missing,
 regenerated only when its design is no longer the reference's, its earlier runs kept each
-time), and the default scenario, played on netns (the live control plane) and then on the
-packet simulator, fed by the FIBs the live twin recorded (the data plane: PFC, ECN, buffers,
-collective iterations), one verdict over both (`twin.scenario.hybrid`); `--sim` does the
-same for any lab and scenario. The verdict includes every static validator on the lab's
-configs (`--no-static` skips them), so a static finding fails the run. A twin this command
-deployed is destroyed at the end (unless --keep); a twin that was already running is left
-running.
+time), and the default scenario. A scenario played on a live backend that observes no data
+plane (netns, clab) is then played on the packet simulator, fed by the FIBs the live twin
+recorded (the data plane: PFC, ECN, buffers, collective iterations), one verdict over both
+(`twin.scenario.hybrid`); `--no-sim` leaves the simulator out, `--sim` adds it on the fake
+too. The verdict includes every static validator on the lab's configs (`--no-static` skips
+them), so a static finding fails the run. A twin this command deployed is destroyed at the
+end (unless --keep); a twin that was already running is left running.
 """
 
 from __future__ import annotations
@@ -67,10 +67,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="leave the static validators (twin validate) out of the verdict",
     )
-    p.add_argument(
+    plane = p.add_mutually_exclusive_group()
+    plane.add_argument(
         "--sim",
         action="store_true",
-        help="then play the data plane on the simulator with the live FIBs (as with no arguments)",
+        help="then play the data plane on the simulator with the twin's FIBs, on any backend "
+        "(the default on netns and clab, which observe no data plane)",
+    )
+    plane.add_argument(
+        "--no-sim",
+        action="store_true",
+        help="play on the backend alone: no data plane on the simulator after a live twin",
     )
     p.add_argument(
         "--timeout",
@@ -91,6 +98,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_json(p)
 
 
+DATA_PLANE = frozenset({"queues", "pfc", "ecn", "iterations"})
+"""What a backend observes of the data plane (the simulator all of it)."""
+
+
+def with_data_plane(args: argparse.Namespace, chosen: lifecycle.Managed) -> bool:
+    """Whether the run plays the data plane on the simulator after the backend: with `--sim`,
+    and by default on a live backend whose FIBs it observes but none of its data plane
+    (netns, clab: as the main job does); never with `--no-sim` nor on the simulator itself."""
+    if args.no_sim or chosen.name == "sim":
+        return False
+    live = not chosen.computed and "fib" in chosen.capabilities
+    return bool(args.sim) or (live and not chosen.capabilities & DATA_PLANE)
+
+
 def _bar(total: float, stop: threading.Event) -> None:
     """A progress bar of the scenario's timeline on the terminal."""
     start = time.monotonic()
@@ -107,7 +128,9 @@ def run(args: argparse.Namespace) -> int:
     if args.lab is None:
         _reference(lab_dir)
     lab = Lab.open(lab_dir)
-    scenario = scenarios.load(args.scenario, lab)
+    chosen = backend(args, lab)
+    # the simulator and the fake send no frames: no frame rate bounds what they play
+    scenario = scenarios.load(args.scenario, lab, frames=not chosen.computed)
     if args.out:
         outdir.check(args.out)
     if args.junit:
@@ -190,7 +213,7 @@ def _verdict(
     judged: dict[str, list[Result]] | None,
 ) -> int:
     """The data plane on the simulator where asked, then the verdict and its reports."""
-    if (args.sim or (args.lab is None and args.backend is None)) and chosen.name != "sim":
+    if with_data_plane(args, chosen):
         hybrid.add_data_plane(run_dir, lab, scenario, registry.get("sim"), progress)
     code, results = verdict.report_run(run_dir, static=not args.no_static, judged=judged)
     if args.junit:
