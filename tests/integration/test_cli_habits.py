@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, lab_name, write_lab
+from validators.registry import INVARIANTS
 
 TWIN = Path(sys.executable).with_name("twin")
 
@@ -52,7 +53,8 @@ def test_version_is_pyprojects_and_stamps_runs_and_reports(lab: Path, tmp_path: 
     assert done.returncode in (0, 1), done.stderr
     report = json.loads(done.stdout)  # --json: report.json itself
     assert report["stamp"]["twin_version"] == version() and report["stamp"]["backend"] == "fake"
-    assert {r["validator"] for r in report["results"]} == {"bgp_health"}
+    # the scenario's validator, then the invariants every run is judged on
+    assert {r["validator"] for r in report["results"]} == {"bgp_health", *INVARIANTS}
     (run,) = (lab / "runs").iterdir()
     stamp = json.loads((run / "run.json").read_text())["stamp"]
     assert stamp["twin_version"] == version() and stamp["backend"] == "fake" and stamp["kernel"]
