@@ -74,6 +74,7 @@ class _Sample(BaseModel):
 class _Counters(BaseModel):
     """What `counters.json` holds (docs/observations.md), as its readers take it."""
 
+    interval: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
     fields: list[str]
     samples: list[_Sample]
 
