@@ -15,11 +15,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
-    # the package starts a server on every interface's :9090; the tests start their own
-    systemctl disable --now prometheus >/dev/null 2>&1 || true
-  fi
 fi
+bash scripts/prometheus-off.sh
 
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
