@@ -8,7 +8,9 @@ deploy`; hash ECMP on the 5-tuple in each switch's kernel (`labs.kernel.ECMP_HAS
 ARP replies off on the switches' `ethN` (the image's TAP answers for the port,
 containerlab pull request 3390); wait until each switch is ready, push its frr.conf; set up the
 servers through their namespaces; wait until every BGP session is Established, then until
-every switch has a route to every server. A failure on the way destroys what was deployed.
+every switch has a route to every server. A switch that never comes up is a failure, and
+destroys what was deployed; sessions or routes still missing at the timeout (configs that keep
+the fabric from converging) leave the twin running, to be judged (`Deployed.unconverged`).
 Destroy ends the lab's traffic processes (by its tag), then runs `containerlab destroy
 --cleanup`. Traffic phases are sent and received by the wall-clock traffic workers
 (`labs.flows`, as on netns) entered into the server containers' namespaces (`traffic.py`).
@@ -101,22 +103,24 @@ class ClabBackend:
         with ThreadPoolExecutor(8) as pool:
             rdma = set(pool.map(lambda s: faults.set_up_server(boxes, s), lab.nodes("server")))
         progress("waiting for SONiC, then pushing frr.conf, then BGP")
-        sessions = switches.wait(
+        sessions, lacking = switches.wait(
             boxes.run,
             lab,
-            timeout + BOOT_ALLOWANCE,
+            timeout,
+            BOOT_ALLOWANCE,
             lambda node: switches.configure_frr(boxes.run, boxes.start, lab, node),
         )
         progress("waiting for every switch's routes to every server")
         servers = {faults.host(lab, s)["address"].split("/")[0] for s in lab.nodes("server")}
-        switches.wait_routes(boxes.run, lab, servers, timeout)
+        lacking += switches.wait_routes(boxes.run, lab, servers, 0.0 if lacking else timeout)
         seconds = round(time.monotonic() - start, 2)
         details: dict[str, Any] = {
             "rdma": "; ".join(sorted(rdma)),
             "links": lab.graph.number_of_edges(),
+            "timeout_s": timeout,
         }
         nodes = lab.graph.number_of_nodes()
-        return Deployed(lab.name, self.name, nodes, len(sessions), seconds, details)
+        return Deployed(lab.name, self.name, nodes, len(sessions), seconds, details, lacking)
 
     def remove(self, lab: Lab) -> dict[str, int]:
         """End the lab's traffic processes (by its tag), then `containerlab destroy

@@ -133,20 +133,26 @@ def sessions(run: Exec, lab: Lab, node: str) -> list[Session]:
     ]
 
 
-def wait(run: Exec, lab: Lab, timeout: float, on_ready: Callable[[str], None]) -> list[Session]:
+def wait(
+    run: Exec, lab: Lab, timeout: float, boot: float, on_ready: Callable[[str], None]
+) -> tuple[list[Session], list[str]]:
     """Poll every switch until it is ready (then `on_ready` configures it, once) and all its
-    BGP sessions are Established; after `timeout` s, one line naming what is missing."""
+    BGP sessions are Established: the sessions, and the ones still not Established `timeout`
+    s after the last switch was configured. A switch not ready after `boot` + `timeout` s is
+    one line naming it (the twin cannot be used); sessions that do not come up are judged."""
     switches = lab.switches()
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + boot + timeout
+    all_configured = False
     configured: set[str] = set()
+    unready_nodes: list[str] = ["not checked"]
     lacking: list[str] = ["not checked"]
     established: list[Session] = []
 
-    def check(node: str) -> tuple[list[str], list[Session]]:
+    def check(node: str) -> tuple[str | None, list[str], list[Session]]:
         if node not in configured:
             why = missing(run, node)
             if why:
-                return [f"{node}: {why}"], []
+                return f"{node}: {why}", [], []
             on_ready(node)
             configured.add(node)
         seen = sessions(run, lab, node)
@@ -157,18 +163,22 @@ def wait(run: Exec, lab: Lab, timeout: float, on_ready: Callable[[str], None]) -
             f"{names[p].state if p in names else 'not configured'}"
             for p in sorted(expected_peers(lab, node) - up)
         ]
-        return gaps, seen
+        return None, gaps, seen
 
     with ThreadPoolExecutor(8) as pool:
-        while lacking and time.monotonic() < deadline:
+        while (unready_nodes or lacking) and time.monotonic() < deadline:
             results = list(pool.map(check, switches))
-            lacking = [gap for gaps, _ in results for gap in gaps]
-            established = [s for _, seen in results for s in seen]
-            if lacking:
+            unready_nodes = [why for why, _, _ in results if why]
+            lacking = [gap for _, gaps, _ in results for gap in gaps]
+            established = [s for _, _, seen in results for s in seen]
+            if not unready_nodes and not all_configured:
+                all_configured = True  # the sessions' wait counts from here
+                deadline = min(deadline, time.monotonic() + timeout)
+            if unready_nodes or lacking:
                 time.sleep(1.0)
-    if lacking:
-        raise not_ready(lab.name, "come up", timeout, lacking)
-    return established
+    if unready_nodes:
+        raise not_ready(lab.name, "come up", boot + timeout, unready_nodes)
+    return established, lacking
 
 
 def missing_routes(run: Exec, node: str, addresses: set[str]) -> list[str]:
@@ -183,16 +193,14 @@ def missing_routes(run: Exec, node: str, addresses: set[str]) -> list[str]:
     return [f"{node}: no route to {a}" for a in sorted(addresses - have)]
 
 
-def wait_routes(run: Exec, lab: Lab, addresses: set[str], timeout: float) -> None:
+def wait_routes(run: Exec, lab: Lab, addresses: set[str], timeout: float) -> list[str]:
     """Poll every switch until it has a route to each of `addresses` (BGP's routes follow its
-    sessions); after `timeout` s, one line naming what is missing."""
+    sessions), at most `timeout` s: what was still missing then (empty once converged)."""
     deadline = time.monotonic() + timeout
     with ThreadPoolExecutor(8) as pool:
         while True:
             found = pool.map(lambda n: missing_routes(run, n, addresses), lab.switches())
             lacking = [gap for gaps in found for gap in gaps]
-            if not lacking:
-                return
-            if time.monotonic() > deadline:
-                raise not_ready(lab.name, "install routes to every server", timeout, lacking)
+            if not lacking or time.monotonic() > deadline:
+                return lacking
             time.sleep(0.5)

@@ -24,6 +24,7 @@ import yaml
 
 from labs import processes, registry, state
 from labs.backend import Fault, FlowSpec, Phase, ProbePair
+from labs.clab import backend as clab_backend
 from labs.clab import tools
 from tests import fake_clab, fake_docker, fake_vs
 from tests.conftest import lab_name, wait_for, write_lab
@@ -374,14 +375,31 @@ def test_image_missing(fakes: Fakes) -> None:
     assert fakes.clab_calls() == []
 
 
-def test_no_routes_after_the_sessions(fakes: Fakes) -> None:
+def test_no_routes_after_the_sessions_is_judged_not_refused(fakes: Fakes) -> None:
+    """A fabric that does not converge (sessions up, no routes installed) is left running and
+    says what it lacked, as on netns: the run judges it."""
     fakes.routing.stop()  # sessions come up, but nothing installs their routes
+    backend = registry.get("clab")
+    up = backend.deploy(fakes.lab, lambda _: None, timeout=2)
+    assert "spine1: no route to 10.2.0.3" in up.unconverged
+    assert up.lacking().startswith(f"lab {fakes.lab.name} did not converge in 2 s: ")
+    assert backend.running(fakes.lab) and state.load(fakes.lab.path) is not None
+    assert backend.destroy(fakes.lab)["containers"] == 10
+    assert fake_clab.load_state() == {}
+
+
+def test_a_switch_that_never_starts_is_refused(
+    fakes: Fakes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A switch whose SONiC never comes up is a twin that cannot be used: one line naming it,
+    and what was deployed is removed."""
+    monkeypatch.setattr(clab_backend, "BOOT_ALLOWANCE", 0.0)
+    fakes.engine.stopped[f"clab-{fakes.lab.name}-leaf1"] = {"orchagent"}
     with pytest.raises(LabError) as info:
-        registry.get("clab").deploy(fakes.lab, lambda _: None, timeout=2)
+        registry.get("clab").deploy(fakes.lab, lambda _: None, timeout=1)
     message = str(info.value)
-    assert "\n" not in message
-    assert message.startswith(f"lab {fakes.lab.name} did not install routes to every server")
-    assert "spine1: no route to 10.2.0.3" in message
+    assert "\n" not in message and message.startswith(f"lab {fakes.lab.name} did not come up")
+    assert "leaf1: orchagent not running" in message
     assert state.load(fakes.lab.path) is None and fake_clab.load_state() == {}
 
 

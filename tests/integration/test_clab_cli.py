@@ -189,3 +189,33 @@ def test_allreduce_across_a_link_fault(cli: Cli, tmp_path: Path) -> None:
     assert processes.tagged(name) == []
     assert _namespaces(name) == []
     assert fake_clab.load_state() == {}
+
+
+def test_a_fabric_that_does_not_converge_is_deployed_and_judged(cli: Cli, tmp_path: Path) -> None:
+    """The first leaf pair originates none of its rack's prefixes (a config SONiC accepts):
+    the deploy leaves the twin running and exits 1 saying what it lacked; the run judges it,
+    failing `bgp_health routes`, with its reports; destroy removes it."""
+    lab = str(cli.lab)
+    for leaf in ("leaf1", "leaf2"):
+        conf = cli.lab / "configs" / leaf / "frr.conf"
+        conf.write_text("".join(
+            line for line in conf.read_text().splitlines(keepends=True)
+            if not line.strip().startswith("network 10.2.")
+        ))  # fmt: skip
+    up = cli("deploy", lab, "--backend", "clab", "--timeout", "3")
+    assert up.returncode == 1, up.stderr
+    assert "left running, not converged" in up.stdout
+    assert f"lab {cli.lab.name} did not converge in 3 s: " in up.stdout
+    assert "no route to 10.2.0." in up.stdout
+    assert json.loads((cli.lab / "state.json").read_text())["status"] == "running"
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(SCENARIO)
+    out = tmp_path / "run"
+    played = cli("run", lab, str(scenario), "--no-sim", "--out", str(out))
+    assert played.returncode == 1, played.stderr
+    results = json.loads((out / "report.json").read_text())["results"]
+    routes = next(r for r in results if (r["validator"], r["scope"]) == ("bgp_health", "routes"))
+    assert routes["status"] == "fail" and "10.2.0." in json.dumps(routes), routes
+    assert (out / "report.md").is_file()
+    assert cli("destroy", lab).returncode == 0
+    assert fake_clab.load_state() == {}

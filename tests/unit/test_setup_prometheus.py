@@ -1,4 +1,4 @@
-"""scripts/prometheus-off.sh: the packaged prometheus service is stopped whenever setup finds it on."""
+"""scripts/prometheus-off.sh: the packaged prometheus service is stopped whenever it is on."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def fake_systemctl(tmp_path: Path, enabled: str, active: str) -> Path:
         "#!/bin/sh\n"
         f'echo "$@" >> {log}\n'
         f'case "$1" in is-enabled) echo {enabled}; [ {enabled} = enabled ];;\n'
-        f'  is-active) echo {active}; [ {active} = active ];; esac\n'
+        f"  is-active) echo {active}; [ {active} = active ];; esac\n"
     )
     tool.chmod(0o755)
     return bin_dir
@@ -51,6 +51,10 @@ def test_without_systemd_nothing_is_done(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     out = subprocess.run(
-        ["/bin/bash", str(SCRIPT)], env={"PATH": str(empty)}, capture_output=True, text=True, check=True
+        ["/bin/bash", str(SCRIPT)],
+        env={"PATH": str(empty)},
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert out.stdout == ""
