@@ -17,7 +17,7 @@ from ipaddress import IPv4Address
 from labs.backend import Phase, ProbePair
 from labs.flows import Servers
 from traffic.checksums import fold
-from traffic.endpoints import NextHop, next_hop
+from traffic.endpoints import NextHop, NextHops, Resolver, next_hop
 from traffic.frames import FixedFrame
 from traffic.layout import ETH_P_IP, ROCE_UDP_PORT
 from traffic.pacing import ConstantRate
@@ -55,13 +55,13 @@ def _address(where: Servers, server: str) -> str:
     return str(where.hosts[server]["address"]).split("/")[0]
 
 
-def job(where: Servers, phase: Phase, pair: ProbePair) -> SendJob:
+def job(where: Servers, phase: Phase, pair: ProbePair, resolve: Resolver = next_hop) -> SendJob:
     """The sender job of one pair: its tuples round-robin at `pps` each, out of its NIC (the
     host file's interface whose `nic`, else `name`, is the pair's)."""
     ns = where.netns[pair.src]
     nics = {i.get("nic", i["name"]): i for i in where.hosts[pair.src]["interfaces"]}
     iface, gateway = nics[pair.nic]["name"], nics[pair.nic]["gateway"]
-    hop = next_hop(ns, gateway)
+    hop = resolve(ns, gateway)
     if hop.iface != iface:
         raise LabError(f"{pair.src}: the gateway of {pair.nic} is reached over {hop.iface}")
     src_ip, dst_ip = _address(where, pair.src), _address(where, pair.dst)
@@ -75,5 +75,6 @@ def job(where: Servers, phase: Phase, pair: ProbePair) -> SendJob:
 
 
 def jobs(where: Servers, phase: Phase) -> list[SendJob]:
-    """One sender job per pair of the probe."""
-    return [job(where, phase, pair) for pair in phase.probe]
+    """One sender job per pair of the probe (one netlink socket per namespace for them all)."""
+    with NextHops() as hops:
+        return [job(where, phase, pair, hops) for pair in phase.probe]

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from labs.backend import FlowSpec, Phase
-from traffic.endpoints import Endpoint, next_hop
+from traffic.endpoints import Endpoint, NextHops
 from traffic.flowstats import FlowStats
 from traffic.jobs import FlowFactory, TrafficClass
 from traffic.pacing import ConstantRate, PeriodicBursts
@@ -37,7 +37,13 @@ class Servers:
 
 
 def jobs(where: Servers, phase: Phase) -> list[SendJob]:
-    """A phase's sender jobs: one per source server and NIC."""
+    """A phase's sender jobs: one per source server and NIC (next hops looked up over one
+    netlink socket per namespace)."""
+    with NextHops() as hops:
+        return _jobs(where, phase, hops)
+
+
+def _jobs(where: Servers, phase: Phase, hops: NextHops) -> list[SendJob]:
     endpoints = [
         Endpoint(s, ns, where.hosts[s]["address"].split("/")[0]) for s, ns in where.netns.items()
     ]
@@ -47,7 +53,8 @@ def jobs(where: Servers, phase: Phase) -> list[SendJob]:
         by_source.setdefault(f.src, []).append(f)
     jobs = []
     for src, own in by_source.items():
-        factory = FlowFactory(endpoints, TrafficClass(phase.dscp[src], ECT0, phase.payload, qps))
+        tc = TrafficClass(phase.dscp[src], ECT0, phase.payload, qps)
+        factory = FlowFactory(endpoints, tc, resolve=hops)
         ns = where.netns[src]
         by_nic: dict[str, list[FlowSpec]] = {}
         for f in own:
@@ -61,7 +68,7 @@ def jobs(where: Servers, phase: Phase) -> list[SendJob]:
                 else ConstantRate(rate)
             )
             gateways = [(i["gateway"], i["name"]) for i in where.hosts[src]["interfaces"]]
-            standby = tuple(next_hop(ns, gw) for gw, nic in gateways if nic != iface)
+            standby = tuple(hops(ns, gw) for gw, nic in gateways if nic != iface)
             jobs.append(
                 SendJob(
                     ns,
@@ -117,6 +124,17 @@ def start_receivers(where: Servers) -> dict[str, Receiver]:
             r.close()
         raise
     return receivers
+
+
+def stop_receivers(receivers: dict[str, Receiver]) -> dict[str, dict[int, FlowStats]]:
+    """Tell every receiver to stop, then collect each one's per-flow tallies: they drain
+    side by side, not one after another. The dict is emptied as they are collected."""
+    for r in receivers.values():
+        r.tell_stop()
+    received = {}
+    for server in list(receivers):
+        received[server] = receivers.pop(server).result().flows
+    return received
 
 
 def flow_records(

@@ -23,7 +23,7 @@ import signal
 import socket
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,9 @@ SO_RCVBUFFORCE = 33
 
 ChildTarget = Callable[..., None]
 PR_SET_PDEATHSIG = 1
+NETNS_DIR = Path("/var/run/netns")
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
 # Fields of /proc/PID/stat (proc(5) numbers them from 1; the list starts at field 3).
 _ENV_START, _ENV_END = 50 - 3, 51 - 3
 
@@ -53,6 +56,32 @@ def enter_netns(name: str) -> None:
     from pyroute2 import netns
 
     netns.setns(name, flags=0)
+
+
+def setns(fd: int) -> None:
+    """Move this thread into the network namespace open at `fd` (os.setns is 3.12+)."""
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+@contextlib.contextmanager
+def inside(netns: str) -> Iterator[None]:
+    """Run the block with this thread (only) in network namespace `netns`, a name or a path:
+    a socket opened there stays there after the thread comes back, with no process to fork."""
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        target = os.open(NETNS_DIR / netns, os.O_RDONLY)
+    except BaseException:
+        os.close(home)
+        raise
+    try:
+        setns(target)
+        yield
+    finally:
+        setns(home)
+        os.close(target)
+        os.close(home)
 
 
 def packet_socket(iface: str | None, proto: int, *, receive: bool) -> socket.socket:

@@ -140,7 +140,16 @@ class Receiver:
 
     def stop(self) -> ReceiverResult:
         """Stop after the frames in flight have arrived; return the counts."""
+        self.tell_stop()
+        return self.result()
+
+    def tell_stop(self) -> None:
+        """Tell it to stop once the frames in flight have arrived (`result` collects): many
+        receivers told first drain side by side."""
         self._child.send("stop")
+
+    def result(self) -> ReceiverResult:
+        """The counts, once it has stopped (after `tell_stop`)."""
         try:
             result: ReceiverResult = self._child.expect("result")
         finally:

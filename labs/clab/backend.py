@@ -200,8 +200,7 @@ class ClabBackend:
         try:
             receivers = flows.start_receivers(servers(Containers(lab)))
             played = wallclock.play(self, lab, timeline, progress)
-            received = {s: r.stop().flows for s, r in receivers.items()}
-            receivers.clear()
+            received = flows.stop_receivers(receivers)
             played.flows = flows.flow_records(played.phases, received)
         finally:
             for r in receivers.values():

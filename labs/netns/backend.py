@@ -150,8 +150,7 @@ class NetnsBackend:
             played = wallclock.play(self, lab, timeline, progress, prober)
             if prober is not None:
                 played.extra["failover_probes"] = prober.collect()
-            received = {s: r.stop().flows for s, r in receivers.items()}
-            receivers.clear()
+            received = flows.stop_receivers(receivers)
             netns_traffic.stop_captures(captures)
             played.flows = flows.flow_records(played.phases, received)
             if timeline.probes:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from labs import lifecycle, processes
 from labs.netns import frr, netlink
+from traffic.nsproc import NETNS_DIR
 
 
 def namespaces_of(lab: str) -> list[str]:
@@ -36,7 +37,7 @@ def cleanup(lab: str) -> dict[str, int]:
     the crash-log directories of its daemons and its run directory."""
     frr.lab_run_dir(lab)  # refuses a name that breaks the lab-name rule
     spaces = namespaces_of(lab)
-    ids = processes.netns_ids(netlink.NETNS_DIR / name for name in spaces)
+    ids = processes.netns_ids(NETNS_DIR / name for name in spaces)
     pids = sorted(set(processes.tagged(lab)) | set(processes.inside(ids)))
     processes.end(pids, lab, netns=ids)
     frr.remove_tmp(pids + recorded(lab))

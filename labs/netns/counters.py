@@ -6,7 +6,7 @@ namespace in turn and reading one small file costs a fraction of a netlink dump.
 
 from __future__ import annotations
 
-from labs.netns.netlink import inside
+from traffic.nsproc import inside
 
 # Columns kept from /proc/net/dev, in this order, per interface.
 FIELDS = ("rx_bytes", "rx_packets", "rx_dropped", "tx_bytes", "tx_packets", "tx_dropped")

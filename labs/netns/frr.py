@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from labs import cmdlog, lifecycle, processes
-from labs.netns.netlink import inside
+from traffic.nsproc import inside
 from twin import safeio
 from twin.errors import LabError
 

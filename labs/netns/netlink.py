@@ -13,41 +13,18 @@ import errno
 import os
 import socket
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 from pyroute2 import IPRoute, NetlinkError, netns
 
 from labs import cmdlog
 from labs.netns.plan import Node, Route, Veth
+from traffic.nsproc import CLONE_NEWNET, NETNS_DIR, inside, setns
 
-NETNS_DIR = Path("/var/run/netns")
-CLONE_NEWNET = 0x40000000
 NETLINK_ROUTE = 0
 IFF_UP = 1
 NUD_REACHABLE = 0x02
 _libc = ctypes.CDLL(None, use_errno=True)
-
-
-def setns(fd: int) -> None:
-    """Move this thread into the network namespace open at `fd` (os.setns is 3.12+)."""
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-
-
-@contextlib.contextmanager
-def inside(name: str) -> Iterator[None]:
-    """Run the block with this thread in namespace `name`."""
-    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(NETNS_DIR / name, os.O_RDONLY)
-    try:
-        setns(target)
-        yield
-    finally:
-        setns(home)
-        os.close(target)
-        os.close(home)
 
 
 def namespaces() -> list[str]:

@@ -20,7 +20,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from labs.netns.netlink import inside
+from traffic.nsproc import inside
 from twin.errors import LabError
 
 RTM_NEWROUTE, RTM_GETROUTE, NLMSG_ERROR, NLMSG_DONE = 24, 26, 2, 3
