@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from pyroute2 import IPRoute, netns
 
-from traffic.endpoints import Endpoint, next_hop
+from traffic.endpoints import Endpoint, NextHops, next_hop
 from traffic.frames import FixedFrame
 from traffic.jobs import ROCE, FlowFactory, TrafficClass
 from traffic.nsproc import ChildError
@@ -109,6 +109,25 @@ def test_cnps_are_counted_with_their_dscp(pair: list[Endpoint]) -> None:
         run_sender(pair[0].netns, hop.iface, [FixedFrame(cnp)], count=50)
         got = rx.stop()
     assert (got.cnp.packets, got.cnp.dscp, got.packets) == (50, {CNP_DSCP: 50}, 0)
+
+
+def test_next_hops_keep_one_socket_per_namespace_and_agree_with_one_off_lookups(
+    routed: list[Endpoint],
+) -> None:
+    """Many lookups over one socket per namespace, opened from this thread inside it: the
+    same answers as a lookup of its own, and this thread is back in its own namespace."""
+    a, b = routed
+    home = os.readlink("/proc/thread-self/ns/net")
+    with NextHops() as hops:
+        first = hops(a.netns, b.ip)
+        again = hops(a.netns, b.ip)
+        router = hops(a.netns, "10.98.1.1")
+        back = hops(b.netns, a.ip)
+        assert sorted(hops._sockets) == sorted({a.netns, b.netns})
+    assert first == again == router == next_hop(a.netns, b.ip)
+    assert first.iface == "veth-a" and back.iface == "veth-b"
+    assert back == next_hop(b.netns, a.ip) and back.src_mac != first.src_mac
+    assert os.readlink("/proc/thread-self/ns/net") == home
 
 
 def test_routed_frames_keep_a_valid_icrc(routed: list[Endpoint]) -> None:
