@@ -11,25 +11,18 @@ shorter than a RoCE frame, so the receivers count them as other packets, not as 
 
 from __future__ import annotations
 
-import struct
-from ipaddress import IPv4Address
-
 from labs.backend import Phase, ProbePair
 from labs.flows import Servers
-from traffic.checksums import fold
 from traffic.endpoints import NextHop, NextHops, Resolver, next_hop
 from traffic.frames import FixedFrame
-from traffic.layout import ETH_P_IP, ROCE_UDP_PORT
+from traffic.headers import eth_ipv4_udp
+from traffic.layout import ROCE_UDP_PORT
 from traffic.pacing import ConstantRate
 from traffic.sender import SendJob
 from twin.errors import LabError
 
 PAYLOAD = bytes(8)
-_IPV4 = struct.Struct("!BBHHHBBH4s4s")
-_UDP = struct.Struct("!HHHH")
-_DF = 0x4000
 _TTL = 64
-_UDP_PROTO = 17
 
 
 def frame(hop: NextHop, src_ip: str, dst_ip: str, sport: int, dscp: int) -> bytes:
@@ -38,17 +31,13 @@ def frame(hop: NextHop, src_ip: str, dst_ip: str, sport: int, dscp: int) -> byte
 
     >>> hop = NextHop("nic0", "02:00:00:00:00:01", "02:00:00:00:00:02")
     >>> f = frame(hop, "10.2.0.3", "10.2.1.3", 0xC000, 26)
-    >>> header = struct.unpack("!10H", f[14:34])
-    >>> len(f), f[15] >> 2, int.from_bytes(f[34:36], "big"), fold(sum(header))
-    (50, 26, 49152, 0)
+    >>> len(f), f[15] >> 2, int.from_bytes(f[34:36], "big"), f[-8:] == PAYLOAD
+    (50, 26, 49152, True)
     """
-    udp = _UDP.pack(sport, ROCE_UDP_PORT, _UDP.size + len(PAYLOAD), 0) + PAYLOAD
-    src, dst = IPv4Address(src_ip).packed, IPv4Address(dst_ip).packed
-    fields = [0x45, dscp << 2, _IPV4.size + len(udp), 0, _DF, _TTL, _UDP_PROTO, 0, src, dst]
-    words = struct.unpack("!10H", _IPV4.pack(*fields))
-    fields[7] = fold(sum(words))
-    eth = bytes.fromhex(hop.dst_mac.replace(":", "") + hop.src_mac.replace(":", ""))
-    return eth + ETH_P_IP.to_bytes(2, "big") + _IPV4.pack(*fields) + udp
+    macs, addresses = (hop.dst_mac, hop.src_mac), (src_ip, dst_ip)
+    ports, tos = (sport, ROCE_UDP_PORT), dscp << 2
+    header = eth_ipv4_udp(macs, addresses, ports, tos=tos, ident=0, ttl=_TTL, udp_payload=8)
+    return header + PAYLOAD
 
 
 def _address(where: Servers, server: str) -> str:

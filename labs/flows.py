@@ -113,12 +113,14 @@ class PhaseTraffic:
 
 def start_receivers(where: Servers) -> dict[str, Receiver]:
     """A receiver in every server, counting every flow that reaches it and ACKing its
-    messages to the lab's servers (and nowhere else)."""
+    messages to the lab's servers (and nowhere else); all started, then waited for."""
     addresses = [host["address"].split("/")[0] for host in where.hosts.values()]
     receivers: dict[str, Receiver] = {}
     try:
         for s, ns in where.netns.items():
-            receivers[s] = Receiver(ns, drain_s=2.0, answer=addresses, lab=where.lab)
+            receivers[s] = Receiver(ns, drain_s=2.0, answer=addresses, lab=where.lab, wait=False)
+        for r in receivers.values():
+            r.ready()
     except BaseException:
         for r in receivers.values():
             r.close()

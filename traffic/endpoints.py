@@ -37,13 +37,14 @@ class NextHop:
 Resolver = Callable[[str, str], NextHop]
 
 
-def _neighbour_mac(ipr: Any, ifindex: int, ip: str) -> str | None:
-    for entry in ipr.get_neighbours(ifindex=ifindex):
-        if entry.get("NDA_DST") == ip and entry["state"] & _USABLE_NUD:
-            mac: str | None = entry.get("NDA_LLADDR")
-            if mac:
-                return mac
-    return None
+def _neighbours(ipr: Any) -> dict[tuple[int, str], str]:
+    """The namespace's usable neighbour entries: (interface index, address) -> MAC."""
+    found = {}
+    for entry in ipr.get_neighbours():
+        mac, ip = entry.get("NDA_LLADDR"), entry.get("NDA_DST")
+        if mac and ip and entry["state"] & _USABLE_NUD:
+            found[(entry["ifindex"], ip)] = mac
+    return found
 
 
 def _probe(dst_ip: str) -> None:
@@ -64,6 +65,8 @@ class NextHops:
     def __init__(self, timeout_s: float = 3.0) -> None:
         self.timeout_s = timeout_s
         self._sockets: dict[str, Any] = {}
+        self._links: dict[str, dict[int, tuple[str, str]]] = {}
+        self._neighbours: dict[str, dict[tuple[int, str], str]] = {}
 
     def _ipr(self, netns: str) -> Any:
         if netns not in self._sockets:
@@ -71,6 +74,11 @@ class NextHops:
 
             with inside(netns):
                 self._sockets[netns] = IPRoute()
+            self._links[netns] = {
+                link["index"]: (link.get("IFLA_IFNAME"), link.get("IFLA_ADDRESS"))
+                for link in self._sockets[netns].get_links()
+            }
+            self._neighbours[netns] = _neighbours(self._sockets[netns])
         return self._sockets[netns]
 
     def __call__(self, netns: str, dst_ip: str) -> NextHop:
@@ -79,27 +87,28 @@ class NextHops:
         route = ipr.route("get", dst=dst_ip)[0]
         ifindex = route.get("RTA_OIF")
         gateway = route.get("RTA_GATEWAY") or dst_ip
-        link = ipr.get_links(ifindex)[0]
-        iface, src_mac = link.get("IFLA_IFNAME"), link.get("IFLA_ADDRESS")
+        iface, src_mac = self._links[netns][ifindex]
         deadline = time.monotonic() + self.timeout_s
-        mac = _neighbour_mac(ipr, ifindex, gateway)
-        if mac is None:
+        known = self._neighbours[netns]
+        if (ifindex, gateway) not in known:
             # Probe the next hop itself: on a multipath route a datagram to dst_ip may hash
             # to another next hop than the one route-get named.
             with inside(netns):
                 _probe(gateway)
-        while mac is None:
+        while (ifindex, gateway) not in known:
             if time.monotonic() > deadline:
                 raise LookupError(f"{netns}: next hop {gateway} on {iface} does not answer ARP")
             time.sleep(0.02)
-            mac = _neighbour_mac(ipr, ifindex, gateway)
-        return NextHop(iface, src_mac, mac)
+            known.update(_neighbours(ipr))
+        return NextHop(iface, src_mac, known[(ifindex, gateway)])
 
     def close(self) -> None:
         """Close every namespace's socket."""
         for ipr in self._sockets.values():
             ipr.close()
         self._sockets.clear()
+        self._links.clear()
+        self._neighbours.clear()
 
     def __enter__(self) -> "NextHops":
         return self

@@ -115,7 +115,8 @@ def _worker(
 
 class Receiver:
     """A receiver counting on ``iface`` (all interfaces if None) of ``netns`` (a name or a
-    path), ready when constructed; :meth:`stop` returns what it counted.
+    path), ready when constructed (or after :meth:`ready`); :meth:`stop` returns what it
+    counted.
 
     It ACKs the messages it receives from the addresses in ``answer`` (none: no ACKs); its
     process is tagged with ``lab`` (see :class:`~traffic.nsproc.NetnsChild`).
@@ -130,8 +131,15 @@ class Receiver:
         drain_s: float = 5.0,
         answer: Iterable[str] = (),
         lab: str | None = None,
+        wait: bool = True,
     ) -> None:
         self._child = NetnsChild(netns, _worker, (iface, quiet_s, drain_s, frozenset(answer)), lab)
+        if wait:
+            self.ready()
+
+    def ready(self) -> None:
+        """Wait until it counts (done when constructed unless ``wait=False``: many receivers
+        started first come up side by side)."""
         try:
             self._child.expect("ready", timeout_s=30)
         except BaseException:

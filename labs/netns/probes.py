@@ -30,6 +30,12 @@ SMALL = 56
 WAIT_S = 0.5
 ECHO_REQUEST, ECHO_REPLY, UNREACHABLE, FRAG_NEEDED = 8, 0, 3, 4
 IP_MTU_DISCOVER, IP_PMTUDISC_DO, IP_MTU = 10, 2, 14
+SOL_RAW, ICMP_FILTER, SO_RCVBUFFORCE = 255, 1, 33
+KEEP = ~((1 << ECHO_REPLY) | (1 << UNREACHABLE)) & 0xFFFFFFFF
+"""ICMP types the socket drops (the bits set): all but echo replies and unreachables, so the
+other servers' requests to this one (answered by the kernel) do not fill its buffer."""
+RECEIVE_BUFFER = 16 << 20
+"""Room for every answer at once: 49 jumbo replies alone are 441 KB, twice the default."""
 _ICMP = struct.Struct("!BBHHH")  # type, code, checksum, id, sequence
 _IDENT = 0x7477  # "tw": every namespace has a socket of its own, so one id serves
 
@@ -93,6 +99,8 @@ def probe(netns: str, targets: list[str], jumbo: int) -> list[dict[str, Any]]:
         sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
     with sock:
         sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
+        sock.setsockopt(SOL_RAW, ICMP_FILTER, struct.pack("=I", KEEP))
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECEIVE_BUFFER)
         waiting: set[int] = set()
         for i, ip in enumerate(targets):
             for seq, size in ((2 * i, SMALL), (2 * i + 1, jumbo)):

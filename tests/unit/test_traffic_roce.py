@@ -23,6 +23,7 @@ from traffic.layout import (
 from traffic.roce import (
     RoceFlowSpec,
     cnp_frame,
+    frame_bytes,
     roce_flow,
     udp_sport,
 )
@@ -103,6 +104,38 @@ def test_icrc_and_checksum_match_scapy(
     assert icrc(frame) == scapy_icrc(frame)
     assert ipv4_checksum(frame) == Ether(frame)[IP].chksum
     assert ipv4_checksum_ok(frame)
+
+
+@given(
+    dscp=st.integers(0, 63),
+    ecn=st.integers(0, 3),
+    payload=st.integers(7, 300).map(lambda n: 4 * n),
+    psn0=st.integers(0, 0xFFFFFF),
+    seq=st.integers(0, 2**40),
+    packets=st.integers(1, 64),
+    qpns=st.tuples(st.integers(1, 0xFFFFFF), st.integers(1, 0xFFFFFF)),
+    flow_rkey=st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)),
+    ttl=st.integers(1, 255),
+)
+def test_frames_packed_by_hand_are_scapys(
+    dscp: int,
+    ecn: int,
+    payload: int,
+    psn0: int,
+    seq: int,
+    packets: int,
+    qpns: tuple[int, int],
+    flow_rkey: tuple[int, int],
+    ttl: int,
+) -> None:
+    s = RoceFlowSpec(
+        "0a:1b:2c:3d:4e:5f", "02:00:00:00:00:fe", "10.1.2.3", "192.168.200.7",
+        src_qpn=qpns[0], dst_qpn=qpns[1], flow_id=flow_rkey[0], rkey=flow_rkey[1],
+        dscp=dscp, ecn=ecn, payload_len=payload, psn0=psn0, message_packets=packets, ttl=ttl,
+    )  # fmt: skip
+    assert frame_bytes(s, seq, 1_700_000_000_123_456_789) == bytes(
+        s.packet(seq, 1_700_000_000_123_456_789)
+    )
 
 
 @pytest.mark.parametrize(("lqpn", "rqpn", "label", "sport"), KERNEL_SPORTS)
