@@ -1,5 +1,5 @@
-"""The main job's pass rate: `twin run` (the reference on netns, then its data plane on the
-simulator) N times in a row, optionally beside CPU-bound processes.
+"""The main job's pass rate and where its time goes: `twin run` (the reference on netns, then
+its data plane on the simulator) N times in a row, optionally beside CPU-bound processes.
 
     flock /tmp/twin-heavy.lock .venv/bin/python bench/bench_repeat.py --runs 20
     flock /tmp/twin-heavy.lock .venv/bin/python bench/bench_repeat.py --runs 10 --load 2
@@ -11,9 +11,13 @@ under the heavy-job lock). `--load K` starts K processes that spin on the CPU
 (`python3 -c 'while True: pass'`) before the first run and ends them, by their pid, after
 the last. Every run's exit status, time and the machine's load average (1 minute, at its
 end: what else was running) are printed as it ends (a failure's rows in full, from its
-report.json), then the pass rate (a pass is exit status 0). Goal (issue 19):
-20 of 20 idle, 10 of 10 with two CPU-bound processes. Needs root and FRR; exit status 1
-when a run did not pass.
+report.json), with its phases read from its own log (`twin -v --log-file`): deploy,
+before (receivers and probes started), preparation (the traffic phases' senders), the
+timeline, after (receivers stopped, failover probes collected), probes and destroy, the
+simulator, the verdict (validators, reports, plots); then the pass rate (a pass is exit status
+0) and each phase's minimum, median and maximum. Goals: 20 of 20 idle, 10 of 10 with two
+CPU-bound processes (issue 19); at most 35 s idle and 45 s beside two CPU-bound processes
+(issue 37). Needs root and FRR; exit status 1 when a run did not pass.
 """
 
 from __future__ import annotations
@@ -23,22 +27,80 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 TWIN = Path(sys.executable).with_name("twin")
 SPIN = "while True: pass"
+MARKS = {
+    "start": r"twin\.cli\.logs: twin ",
+    "deployed": r"converged in [\d.]+ s|not converged",
+    "playing": r": playing \S+ \((\d+(?:\.\d+)?) s\)",
+    "preparing": r": preparing \d+ traffic phases",
+    "t0": r": t=\s*0\.0s",
+    "probing": r": probing every server pair",
+    "destroyed": r": \S+: destroyed",
+    "simulating": r": simulating \d+ flows",
+    "simulated": r": simulated [\d.]+ ms",
+    "exit": r"twin run: exit \d+ in",
+}
+"""The log lines that open and close the phases, by their first occurrence."""
+SPANS = [
+    ("deploy", "start", "deployed"),
+    ("before", "playing", "preparing"),
+    ("preparation", "preparing", "t0"),
+    ("timeline", "t0", "probing"),  # the scenario's duration
+    ("after", "t0", "probing"),  # beyond it, until the probes
+    ("probes and destroy", "probing", "destroyed"),
+    ("simulator", "simulating", "simulated"),
+    ("verdict", "simulated", "exit"),
+]
+"""Each phase, with the marks that open and close it."""
 
 
-def one(cwd: Path, timeout: float) -> tuple[int, float, list[str]]:
-    """One main job in `cwd`: its exit status, seconds, and the rows that did not pass."""
+def phases(log: str) -> dict[str, float]:
+    """Seconds per phase of one main job, from its `--log-file` (a phase whose marks are
+    missing is left out).
+
+    >>> log = "\\n".join(f"2026-12-05T01:57:{s:06.3f} INFO x{m}" for s, m in [
+    ...     (5.0, ": twin -v run"), (17.5, ": me37: 62 nodes, converged in 9.99 s (netns)"),
+    ...     (17.5, ": playing default (24 s)"), (28.0, ": preparing 4 traffic phases"),
+    ...     (32.5, ": t=  0.0s  ecmp-probe"), (59.0, ": probing every server pair"),
+    ...     (59.5, ": me37: destroyed")])
+    >>> phases(log.replace("INFO x:", "INFO twin.cli.logs:", 1))
+    {'deploy': 12.5, 'before': 10.5, 'preparation': 4.5, 'timeline': 24.0, 'after': 2.5, \
+'probes and destroy': 0.5}
+    """
+    at: dict[str, float] = {}
+    duration = 0.0
+    for line in log.splitlines():
+        for mark, pattern in MARKS.items():
+            found = re.search(pattern, line)
+            if mark not in at and found:
+                at[mark] = datetime.fromisoformat(line.split()[0]).timestamp()
+                if mark == "playing":
+                    duration = float(found.group(1))
+    out: dict[str, float] = {}
+    for name, opens, closes in SPANS:
+        if name in ("timeline", "after") and "t0" in at and "probing" in at:
+            out[name] = duration if name == "timeline" else at["probing"] - at["t0"] - duration
+        elif opens in at and closes in at:
+            out[name] = at[closes] - at[opens]
+    return {name: round(seconds, 2) for name, seconds in out.items()}
+
+
+def one(cwd: Path, timeout: float, log: Path) -> tuple[int, float, list[str]]:
+    """One main job in `cwd`, logging to `log`: its exit status, seconds, and the rows that
+    did not pass."""
     start = time.monotonic()
     try:
         done = subprocess.run(
-            [str(TWIN), "run"],
+            [str(TWIN), "-v", "--log-file", str(log), "run"],
             cwd=cwd,
             capture_output=True,
             text=True,
@@ -80,18 +142,24 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--runs must be at least 1 and --load at least 0")
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.load)]
     passed = 0
+    seen: dict[str, list[float]] = {}
     try:
         cwd = args.dir or Path(tempfile.mkdtemp(prefix="bench-repeat-"))
         cwd.mkdir(parents=True, exist_ok=True)
         print(f"working directory {cwd} (runs kept in kept/)", flush=True)
         for i in range(1, args.runs + 1):
-            code, seconds, rows = one(cwd, args.timeout)
+            log = cwd / f"run-{i}.log"
+            code, seconds, rows = one(cwd, args.timeout, log)
+            split = phases(log.read_text()) if log.exists() else {}
+            for name, value in [("total", seconds), *split.items()]:
+                seen.setdefault(name, []).append(value)
             passed += code == 0
             verdict = "pass" if code == 0 else f"FAIL (exit {code})"
             busy = os.getloadavg()[0]
             print(
                 f"run {i:2}/{args.runs}: {verdict} in {seconds:.0f} s, load {busy:.1f}", flush=True
             )
+            print("    " + ", ".join(f"{n} {v:.1f}" for n, v in split.items()), flush=True)
             for row in rows[1:] if code == 0 else rows:
                 print(f"    {row}", flush=True)
     finally:
@@ -100,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
             proc.wait()
     load = f" beside {args.load} CPU-bound processes" if args.load else " (no added load)"
     print(f"main job: {passed} of {args.runs} passed{load}")
+    print(f"{'phase (s)':20} {'min':>6} {'median':>6} {'max':>6}")
+    for name, values in seen.items():
+        low, mid, high = min(values), statistics.median(values), max(values)
+        print(f"{name:20} {low:6.1f} {mid:6.1f} {high:6.1f}")
     return 0 if passed == args.runs else 1
 
 
