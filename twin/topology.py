@@ -11,6 +11,7 @@ links a fault took down (with the faults that took them down and back up).
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import subprocess
 from collections import defaultdict
@@ -25,8 +26,8 @@ from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord
 
 TIERS = ("superspine", "spine", "leaf", "server")
-LABELLED = 24
-"""Above this many edges only notable ones are labelled (the others in their SVG tooltip)."""
+ROW = 16
+"""Servers per row: a larger server tier wraps onto rows of its own under the leaves."""
 FILL = {"superspine": "#c6dbef", "spine": "#9ecae1", "leaf": "#a1d99b", "server": "#fdd0a2"}
 
 
@@ -189,26 +190,29 @@ def dot(topo: Topology, ports: bool = False) -> str:
     title = topo.name + (f" (run {topo.run})" if topo.run else "")
     if topo.run:
         title += "\nlink utilisation: green < 50 % <= orange < 80 % <= red; dashed red: taken down"
-    if len(topo.edges) > LABELLED:
-        title += "\n(labels on links a fault took down or over 50 %; every link's in its tooltip)"
     out = [f"graph {_quote(topo.name)} {{", f"  label={_quote(title)}; labelloc=t;"]
-    out.append("  rankdir=TB; nodesep=0.3; ranksep=1.2;")
+    out.append("  rankdir=TB; nodesep=0.3; ranksep=1.2; newrank=true;")
     out.append('  node [shape=box, style="rounded,filled"];')
     for tier, nodes in topo.tiers.items():
-        out.append(f"  {{ rank=same; // {tier}")
-        for n in nodes:
-            paused = topo.paused.get(n)
-            text = n + ("\\npaused: " + ", ".join(paused[:3]) if paused else "")
-            extra = ", color=orange, penwidth=3" if paused else ""
-            fill = _quote(FILL[tier])
-            out.append(f"    {_quote(n)} [label={_quote(text)}, fillcolor={fill}{extra}];")
-        if len(nodes) > 1:  # keeps the tier in name order
-            out.append(f"    {' -- '.join(_quote(n) for n in nodes)} [style=invis];")
-        out.append("  }")
+        rows = (
+            [nodes[i : i + ROW] for i in range(0, len(nodes), ROW)] if tier == "server" else [nodes]
+        )
+        for r, row in enumerate(rows):
+            out.append(f"  {{ rank=same; // {tier}{f' row {r + 1}' if len(rows) > 1 else ''}")
+            for n in row:
+                paused = topo.paused.get(n)
+                text = n + ("\\npaused: " + ", ".join(paused[:3]) if paused else "")
+                extra = ", color=orange, penwidth=3" if paused else ""
+                fill = _quote(FILL[tier])
+                out.append(f"    {_quote(n)} [label={_quote(text)}, fillcolor={fill}{extra}];")
+            if len(row) > 1:  # keeps the row in name order
+                out.append(f"    {' -- '.join(_quote(n) for n in row)} [style=invis];")
+            out.append("  }")
+        for above, below in itertools.pairwise(rows):  # each row under the last
+            out.append(f"  {_quote(above[0])} -- {_quote(below[0])} [style=invis];")
     for e in topo.edges:
-        shown = len(topo.edges) <= LABELLED or e.down or (e.utilisation or 0) >= 0.5
         attrs = [
-            f"label={_quote(_label(e) if shown else '')}",
+            f"label={_quote(_label(e))}",
             f"tooltip={_quote(_label(e))}",
             f"color={_colour(e)}",
             "fontsize=9",
@@ -219,13 +223,28 @@ def dot(topo: Topology, ports: bool = False) -> str:
             attrs += ["style=dashed", "color=red", "penwidth=2"]
         if ports:
             attrs += [
-                f"taillabel={_quote(', '.join(a for a, _ in e.ports))}",
-                f"headlabel={_quote(', '.join(b for _, b in e.ports))}",
+                f"taillabel={_quote(compact([a for a, _ in e.ports]))}",
+                f"headlabel={_quote(compact([b for _, b in e.ports]))}",
                 "labelfontsize=7",
             ]
         out.append(f"  {_quote(e.a)} -- {_quote(e.b)} [{', '.join(attrs)}];")
     out.append("}")
     return "\n".join(out) + "\n"
+
+
+def compact(ports: list[str]) -> str:
+    """Port names of a bundle, their common name said once.
+
+    >>> compact(["Ethernet0", "Ethernet8", "Ethernet16"]), compact(["nic0"])
+    ('Ethernet0,8,16', 'nic0')
+    >>> compact(["Ethernet4", "PortChannel1"])
+    'Ethernet4, PortChannel1'
+    """
+    stems = {p.rstrip("0123456789") for p in ports}
+    if len(stems) != 1 or len(ports) == 1:
+        return ", ".join(ports)
+    stem = stems.pop()
+    return stem + ",".join(p[len(stem) :] for p in ports)
 
 
 def _id(node: str) -> str:
@@ -245,7 +264,7 @@ def mermaid(topo: Topology, ports: bool = False) -> str:
     for e in topo.edges:
         text = _label(e)
         if ports:
-            text += " " + ", ".join(f"{a}-{b}" for a, b in e.ports)
+            text += f" {compact([a for a, _ in e.ports])} - {compact([b for _, b in e.ports])}"
         link = "-.-" if e.kind == "peerlink" or e.down else "---"
         out.append(f'  {_id(e.a)} {link}|"{text.strip()}"| {_id(e.b)}')
     for tier in topo.tiers:

@@ -104,3 +104,54 @@ def test_a_runs_overlay_shows_utilisation_pauses_and_failed_links(
     assert "fault1 down" in dot and "paused:" in dot
     svg = subprocess.run(["dot", "-Tsvg"], input=dot, capture_output=True, text=True)
     assert svg.returncode == 0 and svg.stderr == ""
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Lab:
+    """The reference fabric: 50 servers, 8 leaves, 4 spines (136 links, 120 drawn edges)."""
+    from twin import labdir
+    from twin.intent import fabric as intent
+
+    source = Path(__file__).resolve().parents[2] / "examples" / "reference.yaml"
+    out = tmp_path_factory.mktemp("graphref") / "lab"
+    labdir.generate(intent.load(source), out, str(source))
+    return Lab.open(out)
+
+
+def test_every_bundle_is_labelled_at_any_size_and_servers_wrap_into_rows(reference: Lab) -> None:
+    done = twin("graph", str(reference.path))
+    assert done.returncode == 0, done.stderr
+    edges = [line for line in done.stdout.splitlines() if " -- " in line and "invis" not in line]
+    assert len(edges) == len(topology.build(reference).edges) > 100
+    labels = [re.search(r'label="([^"]*)"', line) for line in edges]
+    assert all(m and re.fullmatch(r"(MLAG )?(\d+x)?\d+G", m.group(1)) for m in labels), edges
+    assert sum("MLAG" in line for line in edges) == 4
+    uplink = next(line for line in edges if '"spine1" -- "leaf1"' in line)
+    width = reference.graph.number_of_edges("leaf1", "spine1")
+    assert f'label="{width}x400G"' in uplink and width > 1  # the PortChannel's links
+    ranks = re.findall(r"\{ rank=same; // (\w+(?: row \d+)?)", done.stdout)
+    assert ranks == ["spine", "leaf", "server row 1", "server row 2", "server row 3",
+                     "server row 4"]  # fmt: skip
+    svg = subprocess.run(["dot", "-Tsvg"], input=done.stdout, capture_output=True, text=True)
+    assert svg.returncode == 0 and svg.stderr == ""
+    ports = twin("graph", str(reference.path), "--ports").stdout
+    heads = re.findall(r'"spine1" -- "leaf1" .*headlabel="([^"]*)"', ports)
+    assert heads and re.fullmatch(r"PortChannel|Ethernet\d+(,\d+)+", heads[0]), heads
+
+
+def test_an_unknown_suffix_is_refused_in_one_line(lab: Lab, tmp_path: Path) -> None:
+    out = tmp_path / "fabric.jpg"
+    done = twin("graph", str(lab.path), "-o", str(out))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert f"{out}: no format for .jpg" in done.stderr and not out.exists()
+    assert twin("graph", str(lab.path), "-o", str(out), "-f", "svg").returncode == 0
+    assert b"<svg" in out.read_bytes()[:400]
+
+
+def test_another_labs_run_is_refused(
+    reference: Lab, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    run = paused_incast(tmp_path_factory.mktemp("graphother") / "lab", [], {})
+    done = twin("graph", str(reference.path), "--run", str(run))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert f"{run}: a run of lab small, not of reference" in done.stderr

@@ -41,13 +41,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print or write the picture."""
     lab = Lab.open(args.lab)
+    fmt = args.format or _suffix(args.output)
     topo = topology.build(lab, servers=not args.no_servers)
     if args.run is not None:
-        topology.overlay(topo, lab, Observations.open(args.run))
+        obs = Observations.open(args.run)
+        ran = str(obs.run.get("lab", ""))
+        if ran != lab.name:
+            raise LabError(f"{args.run}: a run of lab {ran or '(unnamed)'}, not of {lab.name}")
+        topology.overlay(topo, lab, obs)
     if args.json:
         print(json.dumps(asdict(topo), indent=2))
         return 0
-    fmt = args.format or _suffix(args.output)
     if fmt == "mermaid":
         data = topology.mermaid(topo, args.ports).encode()
     else:
@@ -63,10 +67,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+SUFFIXES = {"dot": "dot", "gv": "dot", "mermaid": "mermaid", "mmd": "mermaid", "md": "mermaid",
+            "svg": "svg", "png": "png"}  # fmt: skip
+"""Output file suffixes and the format each means."""
+
+
 def _suffix(output: Path | None) -> str:
-    suffix = output.suffix.lstrip(".").lower() if output else ""
-    return (
-        {"gv": "dot", "mmd": "mermaid", "md": "mermaid"}.get(suffix, suffix)
-        if suffix in (*FORMATS, "gv", "mmd", "md")
-        else "dot"
-    )
+    """The format an output file's suffix names (dot without a file or a suffix); one line
+    for a suffix that names none of ours."""
+    if output is None or not output.suffix:
+        return "dot"
+    suffix = output.suffix.lstrip(".").lower()
+    if suffix not in SUFFIXES:
+        known = ", ".join(f".{s}" for s in SUFFIXES)
+        raise LabError(f"{output}: no format for .{suffix} (give -f, or one of {known})")
+    return SUFFIXES[suffix]
