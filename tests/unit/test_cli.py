@@ -140,6 +140,20 @@ def test_show_prints_figures_nodes_and_links(
     assert "leaf1:Ethernet0 (PortChannel101)" in text
 
 
+def test_show_takes_a_labs_fabric_file_or_an_intent(
+    small_lab: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["show", str(small_lab)]) == 0
+    whole = capsys.readouterr().out
+    assert cli.main(["show", str(small_lab / "fabric.yaml")]) == 0
+    assert capsys.readouterr().out == whole
+    intent = REPO / "examples" / "small.yaml"
+    assert cli.main(["show", str(intent)]) == 0
+    designed = capsys.readouterr().out
+    assert designed.splitlines()[0] == f"lab small (designed from {intent}, not generated)"
+    assert designed.splitlines()[1:] == whole.splitlines()[1:]
+
+
 def test_show_refuses_a_directory_that_is_not_a_lab(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

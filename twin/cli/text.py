@@ -31,9 +31,9 @@ def table(rows: list[list[str]], header: list[str]) -> list[str]:
     ]
 
 
-def render(lab: Lab) -> str:
-    """Figures, then nodes, then links of a lab directory."""
-    out = [f"lab {lab.name} ({lab.path})", ""]
+def render(lab: Lab, where: str = "") -> str:
+    """Figures, then nodes, then links of a lab directory (`where` it is, if not its path)."""
+    out = [f"lab {lab.name} ({where or lab.path})", ""]
     figs = lab.figures
     width = max(len(label) for label in FIGURE_LABELS.values())
     out += [f"{label:<{width}}  {figs[key]}" for key, label in FIGURE_LABELS.items()]
