@@ -405,7 +405,8 @@ def test_a_portchannel_yang_accepts_without_members_is_judged_not_refused(
     small: Lab, breaks: Callable[[Lab], None], capsys: pytest.CaptureFixture[str]
 ) -> None:
     breaks(small)
-    assert cli.main(["validate", str(small.path), "--only", "mlag_consistency", "yang"]) == 1
+    args = ["validate", str(small.path), "--only", "mlag_consistency", "yang", "--markdown"]
+    assert cli.main(args) == 1
     out = capsys.readouterr().out
     assert "| mlag_consistency | fabric | fail | " in out and " finding" in out
     assert "| yang | fabric | fail" not in out
@@ -435,7 +436,7 @@ def test_twin_validate_runs_the_sonic_yang_check(
     small: Lab, breaks: Callable[[Lab], None], shown: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pytest.importorskip("libyang", reason="the yang validator needs libyang==2.7.1")
-    args = ["validate", str(small.path), "--only", "yang"]
+    args = ["validate", str(small.path), "--only", "yang", "--markdown"]
     assert cli.main(args) == 0
     breaks(small)
     assert cli.main(args) == 1
@@ -448,7 +449,7 @@ def test_a_harmless_edit_is_listed_as_drift_and_validate_passes(
     small: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
     edit_json(small, "leaf1", lambda db: db["PORT"]["Ethernet0"].update(description="gpu-01"))
-    assert cli.main(["validate", str(small.path), "--failures", "0"]) == 0
+    assert cli.main(["validate", str(small.path), "--failures", "0", "--markdown"]) == 0
     out = capsys.readouterr().out
     assert "| config_drift | fabric | info | 1 difference on leaf1 from what the intent" in out
     assert "14 passed, 0 failed, 0 not observable, 1 informational" in out

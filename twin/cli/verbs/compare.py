@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from twin import outdir
-from twin.cli.output import add_json, emit
+from twin.cli.output import add_json, add_table, emit, results_table
 from twin.verdict import report
 
 HELP = "compare a run with production telemetry (twin import): pauses, ECN marks, drops"
@@ -27,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="rank correlation of pause frames per port needed (default 0.5)",
     )
     p.add_argument("--out", type=Path, help="report directory (default RUN/compare)")
+    add_table(p)
     add_json(p)
 
 
@@ -41,6 +42,6 @@ def run(args: argparse.Namespace) -> int:
     twin_run = Observations.open(args.run_dir)
     results = compare(twin_run, production_run(str(args.production)), args.threshold, args.rank)
     code = report.write(results, out, f"twin compare {args.run_dir.name} {args.production.name}")
-    text = f"{report.table(results)}\n\n{report.counts(results)}; reports in {out}"
+    text = f"{results_table(args, results)}\n\n{report.counts(results)}; reports in {out}"
     emit(args, json.loads((out / "report.json").read_text()), text)
     return code

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import shutil
 import sys
 import threading
 import time
@@ -26,9 +25,8 @@ from typing import TYPE_CHECKING
 from labs import lifecycle, registry
 from twin import labdir, outdir, safeio
 from twin.cli.options import add_backend, add_reports, backend
-from twin.cli.output import add_json
+from twin.cli.output import add_json, add_table, results_table
 from twin.cli.serve import add_metrics, metrics
-from twin.cli.text import wrapped_table
 from twin.cli.verbs.deploy import progress
 from twin.intent import fabric as intent
 from twin.labdir import Lab
@@ -87,12 +85,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_reports(
         p, "the run directory (default LAB/runs/TIMESTAMP-SCENARIO)", "also write the JUnit here"
     )
-    p.add_argument(
-        "--wide",
-        action="store_true",
-        help="one line per result (the default when the output is not a terminal; on one, "
-        "reasons wrap to its width)",
-    )
+    add_table(p)
     add_backend(p)
     add_metrics(p)
     add_json(p)
@@ -221,10 +214,7 @@ def _verdict(
     if args.json:
         print((run_dir / "report.json").read_text(), end="")
         return code
-    rows = [[r.validator, r.scope, r.status.value, r.reason] for r in results]
-    wrap = sys.stdout.isatty() and not args.wide
-    width = shutil.get_terminal_size().columns if wrap else None
-    print("\n".join(wrapped_table(rows, ["validator", "scope", "status", "reason"], width)))
+    print(results_table(args, results))
     print(
         f"\n{report.counts(results)}; reports in {run_dir}/report.md, report.json, junit.xml",
         file=sys.stdout,

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from twin import labcheck
-from twin.cli.output import add_json, emit
+from twin.cli.output import add_json, add_table, emit, results_table
 from twin.errors import InputError
 from twin.labdir import Lab
 from twin.verdict import report
@@ -61,6 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("lab", type=Path, help="lab directory")
     add_selection(p)
     p.add_argument("--out", type=Path, help="report directory (default DIR/validate)")
+    add_table(p)
     add_json(p)
 
 
@@ -72,6 +73,6 @@ def run(args: argparse.Namespace) -> int:
     results = registry.run_static(lab, chosen, given)
     out = args.out or lab.path / "validate"
     code = report.write(results, out, f"twin validate {lab.name}")
-    text = f"{report.table(results)}\n\n{report.counts(results)}; reports in {out}"
+    text = f"{results_table(args, results)}\n\n{report.counts(results)}; reports in {out}"
     emit(args, json.loads((out / "report.json").read_text()), text)
     return code
