@@ -5,7 +5,9 @@
 code (DEBUG, see `labs.cmdlog`); `--log-file PATH` appends everything down to DEBUG to PATH,
 whatever stderr shows (opened through `twin.safeio`: a symbolic link there is refused),
 progress lines too (on stderr they are printed already). Only the project's own loggers go
-below WARNING: libraries keep to their warnings.
+below WARNING: libraries keep to their warnings. Python warnings a library raises (a
+matplotlib `UserWarning`, a deprecation) are logged as `py.warnings` records, which reach the
+log file but stderr only with `--debug`: what a user reads there is the project's.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ def configure(verbose: bool, debug: bool, log_file: str | None) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     handlers[0].setLevel(shown)
     handlers[0].addFilter(lambda record: not getattr(record, "printed", False))
+    if not debug:
+        handlers[0].addFilter(lambda record: record.name != "py.warnings")
+    logging.captureWarnings(True)
     if log_file is not None:
         stream = io.TextIOWrapper(safeio.appending(Path(log_file)), line_buffering=True)
         handlers.append(logging.StreamHandler(stream))
