@@ -69,7 +69,7 @@ class Monitor:
             self._offsets[log] = log.stat().st_size
         with contextlib.closing(Rtnl()) as rtnl:
             self._fib(rtnl)
-        self._daemons()
+        self._daemons(baseline=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -111,15 +111,27 @@ class Monitor:
                         was=before.get(prefix, 0),
                     )
 
-    def _daemons(self) -> int:
-        """Log each recorded daemon found dead (once); how many are recorded."""
+    def _daemons(self, baseline: bool = False) -> int:
+        """Log each recorded daemon found dead (once); how many are recorded. Those already
+        dead when the watch starts (`baseline`: a node a fault took down before) are not
+        changes this watch saw: logged only if no watch logged their death, and not `seen`."""
         recorded = state.load(self.lab.path)
         pids = recorded.pids if recorded is not None else {}
+        logged = (
+            {e.get("pid") for e in events.read(self.lab.path) if e["event"] == "daemon"}
+            if baseline
+            else set()
+        )
         for node, daemons in pids.items():
             for daemon, pid in daemons.items():
-                if pid not in self._dead and not processes.belongs(pid, self.lab.name):
-                    self._dead.add(pid)
+                if pid in self._dead or processes.belongs(pid, self.lab.name):
+                    continue
+                self._dead.add(pid)
+                if not baseline:
                     self._record("daemon", node=node, daemon=daemon, pid=pid, state="died")
+                elif pid not in logged:
+                    events.append(self.lab.path, "daemon", node=node, daemon=daemon, pid=pid,
+                                  state="found dead")  # fmt: skip
         return sum(len(daemons) for daemons in pids.values())
 
     def _run(self) -> None:

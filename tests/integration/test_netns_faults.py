@@ -349,13 +349,17 @@ def test_peer_link_down_keeps_the_rack_subnet_on_both_leaves(own_twin: Twin) -> 
 
 def test_a_leaf_down_leaves_its_rack_subnet_to_its_peer(own_twin: Twin) -> None:
     subnet, mine, other = rack(own_twin, "leaf1")
+    down = up = None
     try:
-        fault(own_twin, "node-down", "leaf2", quiet=2.0)
+        down = fault(own_twin, "node-down", "leaf2", quiet=2.0)
         assert advertisers(own_twin, subnet) == 1
         assert ping_all(own_twin, [(s, m) for s in other for m in mine]) == []
     finally:
-        fault(own_twin, "node-up", "leaf2", quiet=2.0)
+        up = fault(own_twin, "node-up", "leaf2", quiet=2.0)
     wait_for(lambda: advertisers(own_twin, subnet) == 2, f"{subnet} back on both leaves", 60)
+    # Each verb shows the changes it caused: the daemons died with node-down, not node-up.
+    assert down is not None and "daemon" in down.stdout and "died" in down.stdout
+    assert "died" not in up.stdout, up.stdout
 
 
 def test_traffic_reaching_the_leaf_that_lost_a_server_crosses_the_peer_link_without_delay(
