@@ -103,6 +103,10 @@ def test_deploy_inspect_fault_scenario_destroy(cli: Cli, tmp_path: Path) -> None
     assert seen.returncode == 0, seen.stderr
     status = json.loads(seen.stdout)
     assert status["backend"] == "clab"
+    images = {node: shown["image"] for node, shown in status["addresses"].items()}
+    assert images["leaf1"] == "docker-sonic-vs:latest" and images["server1"] in fake_docker.IMAGES
+    table = cli("inspect", lab).stdout.splitlines()
+    assert table[2].split() == ["node", "role", "state", "address", "image"]
     fault = cli("fault", lab, "link-down", "leaf1:spine1", "--watch", "0.5")
     assert fault.returncode == 0, fault.stderr
     assert cli("fault", lab, "link-up", "leaf1:spine1", "--watch", "0.5").returncode == 0

@@ -5,6 +5,7 @@ All these tests share one running twin (`small_twin`) and leave it as they found
 
 from __future__ import annotations
 
+import itertools
 import json
 from concurrent.futures import ThreadPoolExecutor
 from itertools import permutations
@@ -82,7 +83,10 @@ def test_inspect_json_has_nodes_sessions_and_links(small_twin: Twin) -> None:
     done = cli(small_twin, "inspect", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert set(data) == {"lab", "backend", "running", "nodes", "sessions", "links"}
+    assert set(data) == {"lab", "backend", "running", "nodes", "sessions", "links", "addresses"}
+    assert data["addresses"]["server1"] == {"address": small_twin.servers()["server1"]}
+    loopback = str(small_twin.lab.graph.nodes["leaf1"]["loopback"]).split("/")[0]
+    assert data["addresses"]["leaf1"] == {"address": loopback}
     assert (data["lab"], data["backend"], data["running"]) == (small_twin.name, "netns", True)
     assert data["nodes"] == {name: "up" for name in plan(small_twin).nodes}
     assert len(data["sessions"]) == len(small_twin.sessions())
@@ -104,6 +108,10 @@ def test_inspect_prints_tables(small_twin: Twin) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("Established") == len(small_twin.sessions())
     assert "server1" in done.stdout and "on netns" in done.stdout
+    header = done.stdout.splitlines()[2].split()
+    assert header == ["node", "role", "state", "address"]
+    row = next(line.split() for line in done.stdout.splitlines() if line.startswith("server1 "))
+    assert row == ["server1", "server", "up", small_twin.servers()["server1"]]
 
 
 @pytest.mark.parametrize("code", [0, 1, 7, 42])
@@ -120,6 +128,27 @@ def test_exec_runs_in_the_node_namespace(small_twin: Twin) -> None:
     assert done.returncode == 0, done.stderr
     address = json.loads(done.stdout)[0]["addr_info"][0]["local"]
     assert address == small_twin.servers()["server1"]
+
+
+@pytest.mark.parametrize("selector", ["leaves", "leaf*", "leaf1,leaf2,leaf3,leaf4"])
+def test_exec_on_several_nodes_prefixes_each_line_with_its_node(
+    small_twin: Twin, selector: str
+) -> None:
+    done = cli(small_twin, "exec", selector, "--", "ip", "-o", "-4", "addr", "show", "dev", "lo")
+    assert done.returncode == 0, done.stderr
+    leaves = small_twin.lab.nodes("leaf")
+    lines = done.stdout.splitlines()
+    by_node = {n: list(ls) for n, ls in itertools.groupby(lines, lambda ln: ln.split(":")[0])}
+    assert list(by_node) == leaves  # every leaf, each once, in order
+    for leaf, own in by_node.items():
+        loopback = str(small_twin.lab.graph.nodes[leaf]["loopback"]).split("/")[0]
+        assert any(f" inet {loopback}/32 " in line for line in own), own
+
+
+def test_exec_on_several_nodes_exits_with_the_first_failure(small_twin: Twin) -> None:
+    done = cli(small_twin, "exec", "servers", "--", "sh", "-c", "echo err >&2; exit 3")
+    assert done.returncode == 3
+    assert done.stderr.splitlines() == [f"{s}: err" for s in small_twin.lab.nodes("server")]
 
 
 def test_exec_on_an_unknown_node_is_one_line(small_twin: Twin) -> None:

@@ -1,4 +1,5 @@
-"""`twin inspect DIR [--json]`: nodes, BGP sessions and links of a running twin."""
+"""`twin inspect DIR [--json]`: nodes (with their addresses and, on containerlab, images), BGP
+sessions and links of a running twin."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+import yaml
+
 from twin.cli.options import add_backend, running
 from twin.cli.text import table
 from twin.labdir import Lab
 
-HELP = "show a running twin: nodes, BGP sessions, links and their state"
+HELP = "show a running twin: nodes and their addresses, BGP sessions, links and their state"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,14 +28,22 @@ def run(args: argparse.Namespace) -> int:
     """Print the twin's state."""
     lab = Lab.open(args.lab)
     status = running(args, lab).status(lab)
+    where = addresses(lab)
+    shown = images(lab) if status.backend in ("clab", "clabernetes") else {}
     if args.json:
-        print(json.dumps(asdict(status), indent=2))
+        nodes = {n: {"address": where.get(n, "")} | ({"image": shown[n]} if n in shown else {})
+                 for n in status.nodes}  # fmt: skip
+        print(json.dumps(asdict(status) | {"addresses": nodes}, indent=2))
         return 0
     roles = {n: str(lab.graph.nodes[n]["role"]) for n in status.nodes}
+    image = ["image"] if shown else []
     tables = [
         table(
-            [[n, roles[n], state] for n, state in status.nodes.items()],
-            ["node", "role", "state"],
+            [
+                [n, roles[n], state, where.get(n, ""), *([shown.get(n, "")] if shown else [])]
+                for n, state in status.nodes.items()
+            ],
+            ["node", "role", "state", "address", *image],
         ),
         table(
             [[s.node, s.peer, s.name, s.state, str(s.prefixes)] for s in status.sessions],
@@ -46,3 +57,26 @@ def run(args: argparse.Namespace) -> int:
     print(f"{lab.name} on {status.backend}\n")
     print("\n\n".join("\n".join(t) for t in tables))
     return 0
+
+
+def addresses(lab: Lab) -> dict[str, str]:
+    """Each node's address as the design gives it: a switch's loopback, a server's lab
+    address (the one its RoCE traffic comes from)."""
+    found = {}
+    for node, attrs in lab.graph.nodes(data=True):
+        address = attrs.get("loopback") or (
+            lab.host(node)["address"] if attrs["role"] == "server" else ""
+        )
+        found[node] = str(address).split("/")[0]
+    return found
+
+
+def images(lab: Lab) -> dict[str, str]:
+    """Each node's container image, from the containerlab topology the lab was deployed with
+    (a node's own, else its kind's)."""
+    topo = yaml.safe_load((lab.path / "topology.clab.yml").read_text())["topology"]
+    kinds = topo.get("kinds", {})
+    return {
+        name: str(node.get("image") or kinds.get(node.get("kind"), {}).get("image", ""))
+        for name, node in topo.get("nodes", {}).items()
+    }
