@@ -5,6 +5,7 @@ arguments, a quiet broken pipe, and `fault --watch` (fake backend: no root)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, lab_name, write_lab
+from twin.labdir import Lab
 from validators.registry import INVARIANTS
 
 TWIN = Path(sys.executable).with_name("twin")
@@ -103,12 +105,34 @@ def test_a_closed_pipe_ends_quietly() -> None:
     assert err == b"" and reader.returncode == 141
 
 
-def _bash(script: str, words: list[str]) -> list[str]:
+def _bash(script: str, words: list[str], before: str = "") -> list[str]:
     line = (
-        f"source {script}; COMP_WORDS=({' '.join(words)}); "
+        f"{before}source {script}; COMP_WORDS=({' '.join(words)}); "
         f'COMP_CWORD={len(words) - 1}; _twin; echo "${{COMPREPLY[@]}}"'
     )
-    return subprocess.run(["bash", "-c", line], capture_output=True, text=True).stdout.split()
+    env = {**os.environ, "PATH": f"{TWIN.parent}:{os.environ['PATH']}"}  # twin, as installed
+    done = subprocess.run(["bash", "-c", line], capture_output=True, text=True, env=env)
+    return done.stdout.split()
+
+
+def test_bash_completion_completes_node_role_and_link_names_from_the_lab(
+    lab: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "twin.bash"
+    script.write_text(twin("completion", "bash").stdout)
+    leaves = sorted(n for n in Lab.open(lab).nodes("leaf"))
+    assert sorted(_bash(str(script), ["twin", "exec", str(lab), "lea"])) == [*leaves, "leaves"]
+    spines = Lab.open(lab).nodes("spine")
+    links = _bash(str(script), ["twin", "fault", str(lab), "link-down", "leaf1:sp"])
+    assert sorted(links) == sorted(f"leaf1:{s}" for s in spines)
+    ports = _bash(str(script), ["twin", "fault", str(lab), "link-down", "leaf1:Eth"])
+    assert ports and all(p.startswith("leaf1:Ethernet") for p in ports)
+    assert set(ports) == {f"leaf1:{p}" for p in Lab.open(lab).ifmap["leaf1"]} & set(ports)
+    # As bash gives it: the word split at ':', the line whole; what follows the colon offered.
+    line = f"twin fault {lab} link-down leaf1:sp"
+    split = ["twin", "fault", str(lab), "link-down", "leaf1", ":", "sp"]
+    typed = f"COMP_LINE='{line}'; COMP_POINT={len(line)}; "
+    assert sorted(_bash(str(script), split, typed)) == sorted(spines)
 
 
 def test_bash_completion_completes_verbs_options_and_choices(tmp_path: Path) -> None:

@@ -1,5 +1,7 @@
 """`twin completion SHELL`: a completion script for bash, zsh or fish, made from the verbs'
-own arguments (so it never drifts from them).
+own arguments (so it never drifts from them); node and port names come from the lab directory
+on the command line as it is typed (`twin completion --names DIR`, which reads the lab's
+design.json alone: fast, and quiet when DIR is no lab).
 
     source <(twin completion bash)                      # bash, e.g. in ~/.bashrc
     source <(twin completion zsh)                       # zsh (through bashcompinit)
@@ -9,14 +11,51 @@ own arguments (so it never drifts from them).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from twin.errors import TwinError
 
 HELP = "print a shell completion script (bash, zsh, fish)"
 
 
+NAMED = {"exec": "--names", "fault": "--links"}
+"""The verbs whose words after the lab directory are names: of nodes and roles (exec), of
+nodes and links (fault)."""
+ROLE_WORDS = ("leaves", "spines", "superspines", "servers", "switches", "all")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of this verb."""
-    p.add_argument("shell", choices=("bash", "zsh", "fish"))
+    p.add_argument("shell", nargs="?", choices=("bash", "zsh", "fish"))
+    given = p.add_mutually_exclusive_group()
+    given.add_argument(
+        "--names", type=Path, metavar="DIR", help="print the lab's node names and role words"
+    )
+    given.add_argument(
+        "--links",
+        type=Path,
+        metavar="DIR",
+        help="print the lab's node names and its links as NODE:PORT and NODE:PEER",
+    )
+
+
+def names(lab: Path, links: bool) -> list[str]:
+    """A lab's node names, then the role words `twin exec` takes or (`links`) each link as
+    NODE:PORT and NODE:PEER from both ends; nothing when `lab` holds no readable design."""
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        graph = json.loads((lab / "design.json").read_text())["graph"]
+        nodes = [str(n["id"]) for n in graph["nodes"]]
+        if not links:
+            return [*nodes, *ROLE_WORDS]
+        ends = set()
+        for e in graph["links"]:
+            for mine, theirs in (("a", "b"), ("b", "a")):
+                ends |= {f"{e[mine]}:{e[mine + '_port']}", f"{e[mine]}:{e[theirs]}"}
+        return [*nodes, *sorted(ends)]
+    return []
 
 
 @dataclass
@@ -90,9 +129,24 @@ _twin() {{
   esac
   if [[ $cur == -* ]]; then
     COMPREPLY=($(compgen -W "$opts --help" -- "$cur"))
-  else
-    COMPREPLY=($(compgen -W "$words" -- "$cur") $(compgen -f -- "$cur"))
+    return
   fi
+  local w kind=
+  case ${{COMP_WORDS[1]}} in {" ".join(f"{v}) kind={o};;" for v, o in NAMED.items())} esac
+  if [ -n "$kind" ]; then
+    # bash splits words at ':' (COMP_WORDBREAKS): match the whole word typed, then offer
+    # what follows the part of it bash already holds
+    local full=$cur
+    if [ -n "$COMP_LINE" ]; then full=${{COMP_LINE:0:COMP_POINT}}; full=${{full##* }}; fi
+    for w in "${{COMP_WORDS[@]:2:COMP_CWORD-2}}"; do
+      if [ -f "$w/design.json" ]; then
+        COMPREPLY=($(compgen -W "$(twin completion $kind "$w" 2>/dev/null)" -- "$full"))
+        if [[ $full != "$cur" ]]; then COMPREPLY=("${{COMPREPLY[@]#"${{full%"$cur"}}"}}"); fi
+        [ ${{#COMPREPLY[@]}} -gt 0 ] && return
+      fi
+    done
+  fi
+  COMPREPLY=($(compgen -W "$words" -- "$cur") $(compgen -f -- "$cur"))
 }}
 complete -o filenames -F _twin twin
 """
@@ -118,10 +172,16 @@ def fish(all_verbs: list[Verb]) -> str:
         "complete -c twin -f -l debug -d 'log every command a backend runs (DEBUG)'",
         "complete -c twin -r -l log-file -d 'append the log to PATH'",
     ]
+    lab = "(for w in (commandline -opc); test -f $w/design.json; and echo $w; end)[1]"
     for v in all_verbs:
         lines.append(
             f"complete -c twin -n __fish_use_subcommand -a {v.name} -d {_fish_quote(v.help)}"
         )
+        if v.name in NAMED:
+            lines.append(
+                f"complete -c twin -n '__fish_seen_subcommand_from {v.name}' "
+                f"-a '(twin completion {NAMED[v.name]} {lab} 2>/dev/null)'"
+            )
         seen = f"__fish_seen_subcommand_from {v.name}"
         if v.words:
             lines.append(f"complete -c twin -n '{seen}' -a {_fish_quote(' '.join(v.words))}")
@@ -136,6 +196,11 @@ def fish(all_verbs: list[Verb]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the script."""
+    """Print the script, or a lab's names."""
+    if args.names is not None or args.links is not None:
+        print("\n".join(names(args.names or args.links, links=args.links is not None)))
+        return 0
+    if args.shell is None:
+        raise TwinError("twin completion: give a shell (bash, zsh, fish) or --names DIR")
     print({"bash": bash, "zsh": zsh, "fish": fish}[args.shell](verbs()), end="")
     return 0
