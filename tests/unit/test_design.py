@@ -24,7 +24,7 @@ from twin.design.graph import (
     uplink_bundle,
 )
 from twin.design.sizing import Sizing
-from twin.errors import DesignError
+from twin.errors import DesignError, InputError
 from twin.intent import fabric as intent
 
 REPO = Path(__file__).resolve().parents[2]
@@ -334,3 +334,18 @@ def test_subnet_for_counts_network_and_broadcast() -> None:
     assert subnet_for(6) == 29
     assert subnet_for(7) == 28
     assert subnet_for(254) == 24
+
+
+def test_server_names_padded_to_the_width_asked_and_unpadded_by_default() -> None:
+    servers = {"count": 16, "name_prefix": "gpu"}
+    assert _design({"servers": servers}).nodes("server")[:2] == ["gpu1", "gpu2"]
+    padded = _design({"servers": servers | {"name_width": 2}}).nodes("server")
+    assert padded == [f"gpu{i:02d}" for i in range(1, 17)] and padded == sorted(padded)
+    assert _design({"servers": servers | {"name_width": 4}}).nodes("server")[-1] == "gpu0016"
+
+
+def test_a_width_too_narrow_for_the_count_is_refused() -> None:
+    with pytest.raises(InputError) as info:
+        _design({"servers": {"count": 16, "name_width": 1}})
+    assert (info.value.file, info.value.key) == ("f.yaml", "servers")
+    assert info.value.problem == "name_width 1 cannot number 16 servers (give 2 or more, or 0)"

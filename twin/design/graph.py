@@ -1,7 +1,7 @@
 """Design: from a resolved intent to a graph of nodes, ports, links and addresses.
 
 Naming: switches are `superspineN`, `spineN`, `leafN` (numbered across pods), servers
-`<prefix>N`. A leaf's ports are allocated in order: server ports, MLAG peer-link ports, then
+`<prefix>N` (N padded with zeros to `servers.name_width` digits when it is set: `gpu01`). A leaf's ports are allocated in order: server ports, MLAG peer-link ports, then
 uplinks (spine by spine); a spine's: downlinks (leaf by leaf), then super-spine uplinks. SONiC
 names a port after its first lane (`Ethernet0`, `Ethernet8`, ... at 8 lanes per 400G port).
 
@@ -275,7 +275,7 @@ class _Builder:
             members = base + (group < extra)
             for slot in range(members):
                 number += 1
-                server = f"{f.servers.name_prefix}{number}"
+                server = f"{f.servers.name_prefix}{number:0{f.servers.name_width}d}"
                 self.g.add_node(
                     server,
                     role="server",

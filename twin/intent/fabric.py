@@ -117,6 +117,21 @@ class Servers(_Model):
     nic_speed: Speed = 400000
     dual_homed: bool = Field(default=True, description="NICs to the two leaves of an MLAG pair")
     name_prefix: str = Field(default="server", pattern=r"^[a-z][a-z0-9]{0,9}$")
+    name_width: int = Field(
+        default=0,
+        ge=0,
+        le=6,
+        description="digits each server's number is padded to (2: gpu01..gpu16); 0: unpadded",
+    )
+
+    @model_validator(mode="after")
+    def _width_holds_the_count(self) -> Servers:
+        if self.name_width and len(str(self.count)) > self.name_width:
+            raise ValueError(
+                f"name_width {self.name_width} cannot number {self.count} servers "
+                f"(give {len(str(self.count))} or more, or 0)"
+            )
+        return self
 
     @field_validator("name_prefix")
     @classmethod
