@@ -34,7 +34,7 @@ VERBS = {
     "diff": "review a change: config differences, static verdicts, and with a scenario the "
     "dynamic verdicts and figures that moved",
     "drill": "failure drill: a scenario played once per fault (every link, switch, ...), ranked",
-    "exec": "run a command in a node (vtysh on a switch reaches its FRR)",
+    "exec": "run a command in nodes (vtysh on a switch reaches its FRR): a name, role or pattern",
     "fault": "inject a fault (link, node, daemon, loss, rate) and log the state changes it causes",
     "export": "export a run's counters as each switch's COUNTERS_DB dumps (sonic-db-dump -y)",
     "generate": "design a fabric and write its lab directory",
@@ -42,7 +42,7 @@ VERBS = {
     "import": "import production telemetry (COUNTERS_DB dumps, techsupport archives) as a run",
     "incident": "write an incident's labs before and after its fix (pause-storm, micro-bursts, "
     "...)",
-    "inspect": "show a running twin: nodes, BGP sessions, links and their state",
+    "inspect": "show a running twin: nodes and addresses, BGP sessions, links and their state",
     "report": "rebuild the reports (JSON, JUnit, Markdown, plots) of a run from its observations",
     "run": "deploy if needed, play a scenario, validate, report (no arguments: the reference)",
     "schema": "print the JSON Schema of fabric.yaml",

@@ -14,7 +14,7 @@ from twin.cli.options import add_backend, running
 from twin.cli.text import table
 from twin.labdir import Lab
 
-HELP = "show a running twin: nodes and their addresses, BGP sessions, links and their state"
+HELP = "show a running twin: nodes and addresses, BGP sessions, links and their state"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
