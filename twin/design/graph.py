@@ -465,7 +465,9 @@ def figures(d: Design) -> dict[str, Any]:
         ]
         bisection = sum(min(u, pod_up) for u in per_pod) / 2
     per_unit = rails_of(f) * (2 if f.servers.dual_homed else 1)
-    rails = {"rails": rails_of(f), "scalable_units": s.leaves // per_unit} if f.servers.rails else {}
+    rails = (
+        {"rails": rails_of(f), "scalable_units": s.leaves // per_unit} if f.servers.rails else {}
+    )
     return {
         "servers": f.servers.count,
         "gpus": f.servers.count * f.servers.gpus,
