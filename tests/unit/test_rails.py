@@ -6,6 +6,7 @@ back."""
 from __future__ import annotations
 
 import ipaddress
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,7 @@ def test_rail_addresses_are_unique_and_each_rail_has_one_block() -> None:
             ipaddress.IPv4Network(g.nodes[leaf]["subnet"])
         )
     spans = [(min(n[0] for n in v), max(n[-1] for n in v)) for _, v in sorted(by_rail.items())]
-    assert all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(spans))
 
 
 def test_eight_rails_of_128_servers_in_two_tiers() -> None:
@@ -120,7 +121,7 @@ def test_dual_homed_rails_go_to_a_leaf_pair_per_rail() -> None:
     )
     g = d.graph
     for k in range(2):
-        ports = sorted(e["b_port"] for *_, e in g.edges("server1r%d" % k, data=True))
+        ports = sorted(e["b_port"] for *_, e in g.edges(f"server1r{k}", data=True))
         assert ports == [f"nic{k}p0", f"nic{k}p1"]
         a, b = g.nodes[f"server1r{k}"]["leaves"]
         assert g.nodes[a]["mlag_peer"] == b and g.nodes[a]["rail"] == k
@@ -132,7 +133,7 @@ def test_leaves_must_come_in_whole_units() -> None:
 
 
 def test_nine_nics_are_refused_and_rails_are_written_out_only_when_set() -> None:
-    with pytest.raises(InputError, match="servers.nics"):
+    with pytest.raises(InputError, match=r"servers\.nics"):
         intent.parse({"servers": {"nics": 9, "rails": True}}, "f.yaml")
     assert "rails" not in intent.dump(intent.parse({}, "f.yaml"))
     rail = intent.parse(SMALL, "f.yaml")
