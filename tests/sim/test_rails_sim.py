@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import lab_name
 from tests.sim.test_broken_labs import edit_db, failing, run_sim
-from tests.unit.test_rails import SMALL, _leaf_of
+from tests.unit.test_rails import NICS, SERVERS, SMALL, _leaf_of
 from twin import labdir
 from twin.intent import fabric as intent
 
@@ -34,7 +34,7 @@ def test_the_healthy_rail_fabric_passes_the_default_scenario(
     code, rows = run_sim(rail_lab, capsys)
     assert code == 0, failing(rows)
     by = {(r[0], r[1]): r for r in rows}
-    ranks = SMALL["servers"]["count"] * SMALL["servers"]["nics"] - 1  # but the incast's target
+    ranks = SERVERS * NICS - 1  # but the incast's target
     assert by[("collective_efficiency", f"allreduce (ring, {ranks} ranks)")][2] == "pass"
     assert by[("lossless_isolation", "loss roce")][3].startswith("lossless 0 of ")
 

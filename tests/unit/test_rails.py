@@ -25,11 +25,17 @@ from twin.scenario.model import Traffic
 REPO = Path(__file__).resolve().parents[2]
 SERVERS, NICS, PER_UNIT = 4, 4, 2
 """The small rail fabric: 4 servers x 4 NICs; 4-port leaves hold 2 servers (2 down, 2 up)."""
-SMALL = {
+RAIL_SERVERS: dict[str, Any] = {
+    "count": SERVERS,
+    "nics": NICS,
+    "dual_homed": False,
+    "rails": True,
+}
+SMALL: dict[str, Any] = {
     "name": "rails",
     "spines": {"count": 2, "ports": 32},
     "leaves": {"ports": 4, "uplinks_per_spine": 1},
-    "servers": {"count": SERVERS, "nics": NICS, "dual_homed": False, "rails": True},
+    "servers": RAIL_SERVERS,
 }
 
 
@@ -62,7 +68,7 @@ def test_nic_k_of_every_server_of_a_unit_goes_to_rail_k_leaf() -> None:
 
 
 def test_rail_addresses_are_unique_and_each_rail_has_one_block() -> None:
-    d = _design({**SMALL, "servers": {**SMALL["servers"], "count": 6}, "leaves": {"ports": 4}})
+    d = _design({**SMALL, "servers": {**RAIL_SERVERS, "count": 6}, "leaves": {"ports": 4}})
     g = d.graph
     addresses = [g.nodes[n]["address"] for n in d.nodes("server")]
     addresses += [g.nodes[n]["svi"] for n in d.nodes("leaf")]
@@ -98,7 +104,7 @@ def test_three_tiers_keep_a_scalable_unit_in_one_pod() -> None:
     d = _design(
         {
             **SMALL,
-            "servers": {**SMALL["servers"], "count": 8},
+            "servers": {**RAIL_SERVERS, "count": 8},
             "spines": {"count": 2, "ports": 8},
             "superspines": {"ports": 16},
         }
