@@ -7,14 +7,16 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import lab_name
 from tests.sim.test_broken_labs import edit_db, failing, run_sim
-from tests.unit.test_rails import NICS, SERVERS, SMALL, _leaf_of
+from tests.unit.test_rails import NICS, RAIL_SERVERS, SERVERS, SMALL, _leaf_of
 from twin import labdir
 from twin.intent import fabric as intent
+from twin.labdir import Lab
 
 BROKEN_RAIL = 2
 BROKEN_LEAF = _leaf_of(1, BROKEN_RAIL)
@@ -56,3 +58,30 @@ def test_one_rail_leaf_with_pfc_on_the_wrong_priority_fails_naming_it(
     assert named, failing(rows)
     others = {f"leaf{i}" for i in range(1, 9)} - {BROKEN_LEAF}
     assert not [r for r in failing(rows) if any(re.search(rf"\b{o}\b", r[3]) for o in others)]
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {  # 16 leaves: more than 8-port spines reach, so pods under super-spines
+            "spines": {"count": 2, "ports": 8},
+            "superspines": {"ports": 16},
+            "servers": {**RAIL_SERVERS, "count": 8},
+        },
+        {  # each rail a leaf pair: MLAG, NICs with two ports
+            "leaves": {"ports": 8, "uplinks_per_spine": 1, "peer_link_ports": 1},
+            "servers": {"count": 8, "nics": 2, "dual_homed": True, "rails": True},
+        },
+    ],
+    ids=["three-tiers", "dual-homed-rails"],
+)
+def test_three_tier_and_dual_homed_rails_pass_the_default_scenario(
+    shape: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = {**SMALL, "name": lab_name("rail"), **shape}
+    labdir.generate(intent.parse(data, "f.yaml"), tmp_path / "lab", "f.yaml")
+    tiers = 3 if "superspines" in shape else 2
+    assert Lab.open(tmp_path / "lab").figures["tiers"] == tiers
+    code, rows = run_sim(tmp_path / "lab", capsys)
+    assert code == 0, failing(rows)
+    assert any(r[0] == "collective_efficiency" and r[2] == "pass" for r in rows)
