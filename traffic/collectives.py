@@ -325,3 +325,41 @@ def all_to_all(ranks: Sequence[str], message_bytes: int, qps_per_peer: int = 1) 
     )
     table = StepTable.of(names, (step,))
     return Schedule(Collective.ALL_TO_ALL, "all_to_all", names, message_bytes, table)
+
+
+Build = Callable[[Sequence[str], int, int], Schedule]
+
+
+def rail_local(
+    build: Build, ranks: Sequence[str], rails: Sequence[int], message_bytes: int, qps: int = 1
+) -> Schedule:
+    """``build``'s schedule run once per rail, over the ranks of that rail, side by side:
+    NCCL's rail-aligned channels on a rail-optimized fabric (``NCCL_CROSS_NIC=0``: a ring
+    leaves and enters every server on the same NIC), the S bytes split evenly over the rails
+    (the NVLink part inside each server is not on the network). ``rails[i]`` is the rail of
+    ``ranks[i]``; step k of every rail's schedule is step k of the whole.
+
+    >>> s = rail_local(ring_all_reduce, ["a0", "a1", "b0", "b1"], [0, 1, 0, 1], 4000)
+    >>> sorted({(f.src, f.dst) for step in s.steps for f in step}), s.sent_by("a0")
+    ([('a0', 'b0'), ('a1', 'b1'), ('b0', 'a0'), ('b1', 'a1')], 2000)
+    """
+    names = _check(ranks, message_bytes, qps)
+    order = sorted(set(rails))
+    parts = [
+        build([r for r, k in zip(names, rails, strict=True) if k == rail], share, qps)
+        for rail, share in zip(order, split(message_bytes, len(order)), strict=True)
+    ]
+    index = {r: i for i, r in enumerate(names)}
+    tables = [p.table for p in parts]
+    at = [np.array([index[r] for r in p.ranks], np.int32) for p in parts]
+    step = np.concatenate([t.step for t in tables])
+    rows = np.argsort(step, kind="stable")
+    table = StepTable(
+        max(t.n_steps for t in tables),
+        step[rows],
+        np.concatenate([a[t.src] for a, t in zip(at, tables, strict=True)])[rows],
+        np.concatenate([a[t.dst] for a, t in zip(at, tables, strict=True)])[rows],
+        np.concatenate([t.qp for t in tables])[rows],
+        np.concatenate([t.bytes for t in tables])[rows],
+    )
+    return Schedule(parts[0].kind, parts[0].algorithm, names, message_bytes, table)

@@ -48,7 +48,7 @@ from traffic.collectives import StepTable
 from twin.labdir import Lab
 from twin.model.fib import Fib, Link
 from twin.model.wiring import Wiring, links
-from twin.scenario.plan import SCHEDULES
+from twin.scenario.plan import schedule as plan_schedule
 from twin.scenario.records import fib_label
 
 MAX_SAMPLES = 2000
@@ -202,9 +202,10 @@ class _Flows:
 
     def collective(self, phase: Phase) -> None:
         """`iterations` copies of the schedule's rows, each ended by a zero-byte barrier row."""
-        build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
         qps = self.timeline.sim.get("qps") or max([f.qp for f in phase.flows] + [0]) + 1
-        schedule = build(phase.ranks, phase.message or 0, qps)
+        schedule = plan_schedule(
+            phase.kind, phase.algorithm, phase.ranks, phase.rails, phase.message or 0, qps
+        )
         steps, ranks = schedule.table, schedule.ranks
         m = len(steps)
         # one iteration: its rows then the barrier, and what each waits for (rows of the

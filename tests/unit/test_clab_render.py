@@ -20,12 +20,14 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.unit import test_rails
 from twin import labdir
 from twin.intent import fabric as intent
 from twin.labdir import Lab
 from twin.render import sonic_vs
 
 REPO = Path(__file__).resolve().parents[2]
+RAIL = test_rails.SMALL
 SCHEMA = REPO / "tests" / "data" / "clab.schema.json"
 
 
@@ -33,7 +35,7 @@ ALL_100G = {"speed": "100G", "uplink_speed": "100G"}
 """examples/small.yaml with every port at 100G (leaves and spines): Arista-7060CX-32S-C32."""
 
 
-@pytest.fixture(scope="module", params=["small", "reference", "small-100g"])
+@pytest.fixture(scope="module", params=["small", "reference", "small-100g", "rail"])
 def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Lab:
     """A generated lab that fits the image."""
     name: str = request.param
@@ -44,6 +46,8 @@ def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         fabric["spines"]["speed"] = "100G"
         fabric["servers"]["nic_speed"] = "100G"
         labdir.generate(intent.parse(fabric, name), out)
+    elif name == "rail":
+        labdir.generate(intent.parse(RAIL, name), out)  # 4 servers x 4 NICs on rails
     else:
         labdir.generate(intent.load(REPO / "examples" / f"{name}.yaml"), out)
     return Lab.open(out)

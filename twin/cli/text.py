@@ -20,6 +20,8 @@ FIGURE_LABELS = {
     "oversubscription_max": "oversubscription (worst leaf)",
     "bisection_gbps": "bisection bandwidth (Gb/s)",
     "ecmp_width": "ECMP width (leaf to leaf)",
+    "rails": "rails (a leaf group per NIC k)",
+    "scalable_units": "scalable units",
 }
 
 
@@ -36,7 +38,7 @@ def render(lab: Lab, where: str = "") -> str:
     out = [f"lab {lab.name} ({where or lab.path})", ""]
     figs = lab.figures
     width = max(len(label) for label in FIGURE_LABELS.values())
-    out += [f"{label:<{width}}  {figs[key]}" for key, label in FIGURE_LABELS.items()]
+    out += [f"{label:<{width}}  {figs[key]}" for key, label in FIGURE_LABELS.items() if key in figs]
     g = lab.graph
     node_rows = []
     for node, attrs in g.nodes(data=True):

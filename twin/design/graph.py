@@ -1,9 +1,10 @@
 """Design: from a resolved intent to a graph of nodes, ports, links and addresses.
 
 Naming: switches are `superspineN`, `spineN`, `leafN` (numbered across pods), servers
-`<prefix>N` (N padded with zeros to `servers.name_width` digits when it is set: `gpu01`). A leaf's ports are allocated in order: server ports, MLAG peer-link ports, then
-uplinks (spine by spine); a spine's: downlinks (leaf by leaf), then super-spine uplinks. SONiC
-names a port after its first lane (`Ethernet0`, `Ethernet8`, ... at 8 lanes per 400G port).
+`<prefix>N` (N padded with zeros to `servers.name_width` digits when it is set: `gpu01`). A
+leaf's ports are allocated in order: server ports, MLAG peer-link ports, then uplinks (spine
+by spine); a spine's: downlinks (leaf by leaf), then super-spine uplinks. SONiC names a port
+after its first lane (`Ethernet0`, `Ethernet8`, ... at 8 lanes per 400G port).
 
 The graph is a networkx MultiGraph; every edge is one physical link with its ports, speed,
 cable length, the PortChannel each side bundles it into, and its /31 when it is routed.
@@ -12,6 +13,7 @@ cable length, the PortChannel each side bundles it into, and its /31 when it is 
 from __future__ import annotations
 
 import functools
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,7 @@ import networkx as nx
 import yaml
 
 from twin.design.addressing import Pool, subnet_for
-from twin.design.sizing import Sizing, size
+from twin.design.sizing import Sizing, rails_of, size
 from twin.errors import DesignError
 from twin.intent.fabric import Fabric
 from twin.units import speed_label
@@ -253,17 +255,57 @@ class _Builder:
         self.wire_fabric()
         return self.g
 
+    def members(self, groups: int) -> list[list[tuple[str, dict[str, Any]]]]:
+        """Each leaf group's server endpoints (name, attributes), in group order: servers
+        spread evenly over the groups; on rails, group u x rails + k holds NIC k of each
+        server of scalable unit u, an endpoint named `<server>r<k>`."""
+        f, rails = self.f, rails_of(self.f)
+        units = groups // rails
+        base, extra = divmod(f.servers.count, units)
+        out: list[list[tuple[str, dict[str, Any]]]] = []
+        first = 1
+        for unit in range(units):
+            width, prefix = f.servers.name_width, f.servers.name_prefix
+            servers = [f"{prefix}{first + i:0{width}d}" for i in range(base + (unit < extra))]
+            first += len(servers)
+            if not f.servers.rails:
+                out.append([(s, {}) for s in servers])
+                continue
+            out += [[(f"{s}r{k}", {"server": s, "rail": k}) for s in servers] for k in range(rails)]
+        return out
+
+    def subnets(self, groups: int, prefixlen: int) -> list[ipaddress.IPv4Network]:
+        """Each leaf group's server subnet; on rails allocated rail by rail, so that each
+        rail's subnets follow one another (rail k's block comes before rail k + 1's)."""
+        rails = rails_of(self.f)
+        units = groups // rails
+        by_rail = [[self.servers.subnet(prefixlen) for _ in range(units)] for _ in range(rails)]
+        return [by_rail[g % rails][g // rails] for g in range(groups)]
+
+    @staticmethod
+    def nic_names(rail: int | None, ports: int) -> list[str]:
+        """A server endpoint's ports: `nic0`, `nic1`; on rail k, NIC k's port `nick` (its
+        two ports `nickp0`, `nickp1` to a leaf pair).
+
+        >>> _Builder.nic_names(None, 2), _Builder.nic_names(3, 1), _Builder.nic_names(3, 2)
+        (['nic0', 'nic1'], ['nic3'], ['nic3p0', 'nic3p1'])
+        """
+        if rail is None:
+            return [f"nic{i}" for i in range(ports)]
+        return [f"nic{rail}"] if ports == 1 else [f"nic{rail}p{i}" for i in range(ports)]
+
     def attach_servers(self) -> None:
         f, s = self.f, self.s
         per_group = 2 if f.servers.dual_homed else 1
         groups = s.leaves // per_group
-        base, extra = divmod(f.servers.count, groups)
-        prefixlen = subnet_for(base + (extra > 0) + per_group)
-        number = 0
+        members, rails = self.members(groups), rails_of(f)
+        prefixlen = subnet_for(max(map(len, members)) + per_group)
+        subnets = self.subnets(groups, prefixlen)
         for group in range(groups):
             leaves = [f"leaf{group * per_group + k + 1}" for k in range(per_group)]
-            subnet = self.servers.subnet(prefixlen)
+            subnet = subnets[group]
             hosts = iter(subnet.hosts())
+            rail = {"rail": group % rails, "unit": group // rails} if f.servers.rails else {}
             for k, leaf in enumerate(leaves):
                 self.g.nodes[leaf].update(
                     group=group,
@@ -271,18 +313,18 @@ class _Builder:
                     subnet=str(subnet),
                     svi=f"{next(hosts)}/{prefixlen}",
                     mlag_peer=leaves[1 - k] if per_group == 2 else None,
+                    **rail,
                 )
-            members = base + (group < extra)
-            for slot in range(members):
-                number += 1
-                server = f"{f.servers.name_prefix}{number:0{f.servers.name_width}d}"
+            for slot, (server, extra) in enumerate(members[group]):
                 self.g.add_node(
                     server,
                     role="server",
                     group=group,
                     address=f"{next(hosts)}/{prefixlen}",
                     leaves=leaves,
+                    **extra,
                 )
+                nics = self.nic_names(extra.get("rail"), per_group)
                 for nic, leaf in enumerate(leaves):
                     port, index = self.ports[leaf].take()
                     self.g.add_edge(
@@ -293,7 +335,7 @@ class _Builder:
                         a_port=port,
                         a_index=index,
                         b=server,
-                        b_port=f"nic{nic}",
+                        b_port=nics[nic],
                         b_index=nic,
                         speed=f.servers.nic_speed,
                         cable_m=f.cables.server,
@@ -424,6 +466,10 @@ def figures(d: Design) -> dict[str, Any]:
             sum(usable[p * s.leaves_per_pod : (p + 1) * s.leaves_per_pod]) for p in range(s.pods)
         ]
         bisection = sum(min(u, pod_up) for u in per_pod) / 2
+    per_unit = rails_of(f) * (2 if f.servers.dual_homed else 1)
+    rails = (
+        {"rails": rails_of(f), "scalable_units": s.leaves // per_unit} if f.servers.rails else {}
+    )
     return {
         "servers": f.servers.count,
         "gpus": f.servers.count * f.servers.gpus,
@@ -438,4 +484,5 @@ def figures(d: Design) -> dict[str, Any]:
         "oversubscription_max": round(max(ratios), 3),
         "bisection_gbps": round(bisection / 1000, 1),
         "ecmp_width": s.spines_per_pod,
+        **rails,
     }

@@ -4,6 +4,10 @@ A leaf's ports are split into server ports, MLAG peer-link ports and uplinks; th
 to every spine of the leaf's pod, `uplinks_per_spine` links each (bundled into one PortChannel
 when more than one), so the ECMP width between leaves is the spine count. When the spines'
 radix cannot reach every leaf, leaves are grouped into pods under a super-spine layer.
+
+A rail-optimized fabric (`servers.rails`) has `nics` rails: a scalable unit is the servers one
+leaf's server ports hold, and it gets one leaf (a pair when dual-homed) per rail, so NIC k of
+each of its servers lands on rail k's leaf (docs/rails.md).
 """
 
 from __future__ import annotations
@@ -39,6 +43,11 @@ class Sizing:
         return self.spines_per_pod * self.pods
 
 
+def rails_of(fabric: Fabric) -> int:
+    """Leaf groups per scalable unit: the NICs per server on rails, else 1."""
+    return fabric.servers.nics if fabric.servers.rails else 1
+
+
 def _uplinks_for(fabric: Fabric, down_ports: int) -> tuple[int, int]:
     """(spines, uplinks per spine) for a leaf with `down_ports` server ports."""
     spines, per_spine = fabric.spines.count, fabric.leaves.uplinks_per_spine
@@ -57,19 +66,26 @@ def size(fabric: Fabric, file: str) -> Sizing:
     """Size the fabric described by the intent, or refuse it with a `DesignError`."""
     servers = fabric.servers
     dual = servers.dual_homed
-    if dual and servers.nics != 2:
+    if not servers.rails and dual and servers.nics != 2:
         raise DesignError(file, "servers.nics", "dual-homed servers need 2 NICs")
-    if not dual and servers.nics != 1:
+    if not servers.rails and not dual and servers.nics != 1:
         raise DesignError(file, "servers.nics", "single-homed servers have 1 NIC")
+    rails = rails_of(fabric)
     peer = fabric.leaves.peer_link_ports if dual else 0
     free = fabric.leaves.ports - peer
     per_group = 2 if dual else 1
+    per_unit = per_group * rails
 
     if fabric.leaves.count is not None:
-        if dual and fabric.leaves.count % 2:
-            raise DesignError(file, "leaves.count", "dual-homed servers need leaves in MLAG pairs")
-        groups = fabric.leaves.count // per_group
-        down = math.ceil(servers.count / groups)
+        if fabric.leaves.count % per_unit:
+            problem = (
+                f"{rails} rails need leaves in multiples of {per_unit} (a scalable unit)"
+                if servers.rails
+                else "dual-homed servers need leaves in MLAG pairs"
+            )
+            raise DesignError(file, "leaves.count", problem)
+        units = fabric.leaves.count // per_unit
+        down = math.ceil(servers.count / units)
         spines, per_spine = _uplinks_for(fabric, down)
     else:
         down = free
@@ -82,8 +98,8 @@ def size(fabric: Fabric, file: str) -> Sizing:
             raise DesignError(
                 file, "leaves.ports", f"{fabric.leaves.ports} ports leave no room for servers"
             )
-        groups = math.ceil(servers.count / down)
-        down = math.ceil(servers.count / groups)
+        units = math.ceil(servers.count / down)
+        down = math.ceil(servers.count / units)
         spines, per_spine = _uplinks_for(fabric, down)
     uplinks = spines * per_spine
     if down + uplinks > free:
@@ -100,8 +116,7 @@ def size(fabric: Fabric, file: str) -> Sizing:
             "oversubscription.max",
             f"leaves would be {ratio:.2f}:1 oversubscribed, above {fabric.oversubscription.max}",
         )
-    leaves = groups * per_group
-    return _pods(fabric, file, leaves, spines, per_spine, down, peer)
+    return _pods(fabric, file, units * per_unit, spines, per_spine, down, peer)
 
 
 def _pods(
@@ -113,8 +128,9 @@ def _pods(
         return Sizing(leaves, spines, 1, 0, per_spine, down, peer, leaves)
     spine_down = radix // 2
     per_pod = spine_down // per_spine
-    if fabric.servers.dual_homed:
-        per_pod -= per_pod % 2
+    per_group = 2 if fabric.servers.dual_homed else 1
+    per_unit = per_group * rails_of(fabric)
+    per_pod -= per_pod % (per_unit if per_pod >= per_unit else per_group)
     if per_pod < 1 or (fabric.servers.dual_homed and per_pod < 2):
         raise DesignError(
             file, "spines.ports", f"{radix} ports cannot reach a leaf pair in a three-tier pod"

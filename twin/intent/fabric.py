@@ -20,9 +20,11 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationInfo,
     WithJsonSchema,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -61,6 +63,9 @@ def is_lab_name(name: str) -> bool:
     """
     return LAB_NAME.fullmatch(name) is not None
 
+
+MAX_RAILS = 8
+"""NICs per server at most: one per GPU of an 8-GPU server, each on its own rail."""
 
 SWITCH_NAME = re.compile(r"^(leaf|spine|superspine)[0-9]*$")
 """Prefixes of switch names (`leaf12`): a server name prefix like these could name a switch."""
@@ -113,9 +118,19 @@ class Servers(_Model):
 
     count: int = Field(default=8, ge=1, le=65536)
     gpus: int = Field(default=8, ge=0, le=64, description="GPUs per server")
-    nics: Literal[1, 2] = Field(default=2, description="fabric NICs per server")
+    nics: int = Field(
+        default=2, ge=1, le=MAX_RAILS, description="fabric NICs per server (rails: 1..8)"
+    )
     nic_speed: Speed = 400000
-    dual_homed: bool = Field(default=True, description="NICs to the two leaves of an MLAG pair")
+    dual_homed: bool = Field(
+        default=True,
+        description="NICs to the two leaves of an MLAG pair (rails: each NIC to its rail's pair)",
+    )
+    rails: bool = Field(
+        default=False,
+        description="rail-optimized: NIC k of every server of a scalable unit to rail k's leaf "
+        "(docs/rails.md); written out only when set",
+    )
     name_prefix: str = Field(default="server", pattern=r"^[a-z][a-z0-9]{0,9}$")
     name_width: int = Field(
         default=0,
@@ -132,6 +147,15 @@ class Servers(_Model):
                 f"(give {len(str(self.count))} or more, or 0)"
             )
         return self
+
+    @model_serializer(mode="wrap")
+    def _rails_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """`rails` is left out of the resolved intent when false, so that intents written
+        before rails existed resolve to the same bytes."""
+        data: dict[str, Any] = handler(self)
+        if not self.rails:
+            data.pop("rails", None)
+        return data
 
     @field_validator("name_prefix")
     @classmethod

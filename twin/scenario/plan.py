@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -43,6 +43,27 @@ def ranks(lab: Lab, phase: Traffic) -> list[str]:
         groups.setdefault(lab.graph.nodes[server]["group"], []).append(server)
     columns = list(groups.values())
     return [col[i] for i in range(max(map(len, columns))) for col in columns if i < len(col)]
+
+
+def rails(lab: Lab, names: Sequence[str]) -> list[int]:
+    """Each rank's rail on a rail-optimized fabric, where a collective runs once per rail
+    (NCCL's rail-local rings, docs/rails.md); none elsewhere."""
+    return [lab.graph.nodes[r]["rail"] for r in names] if lab.fabric.servers.rails else []
+
+
+def schedule(
+    kind: str, algorithm: str, names: Sequence[str], on: Sequence[int], message: int, qps: int
+) -> collectives.Schedule:
+    """A collective's schedule over `names`; with their rails `on`, one per rail."""
+    build = SCHEDULES.get((kind, algorithm), SCHEDULES[(kind, "ring")])
+    if on:
+        return collectives.rail_local(build, names, on, message, qps)
+    return build(names, message, qps)
+
+
+def _schedule(lab: Lab, phase: Traffic, message: int) -> collectives.Schedule:
+    names = ranks(lab, phase)
+    return schedule(phase.kind, phase.algorithm, names, rails(lab, names), message, phase.qps)
 
 
 def propagation(lab: Lab) -> Callable[[str, str], float]:
@@ -91,17 +112,17 @@ def analytical(lab: Lab, phase: Traffic) -> dict[str, float] | None:
     busbw at that bound (Gb/s), for `message` bytes per rank."""
     if phase.kind not in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
         return None
-    build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
-    schedule = build(ranks(lab, phase), phase.message, phase.qps)
-    link_bps = lab.fabric.servers.nic_speed * lab.fabric.servers.nics * 1e6
-    bound = schedule.completion_bound_s(link_bps, propagation(lab))
+    planned = _schedule(lab, phase, phase.message)
+    servers = lab.fabric.servers
+    link_bps = servers.nic_speed * (2 if servers.dual_homed else 1) * 1e6  # a rank's NIC ports
+    bound = planned.completion_bound_s(link_bps, propagation(lab))
     return {
         "message_bytes": phase.message,
         "link_gbps": link_bps / 1e9,
         "bound_s": round(bound, 6),
-        "latency_s": round(bound - schedule.completion_bound_s(link_bps), 6),
-        "algbw_gbps": round(8 * schedule.algbw(bound) / 1e9, 2),
-        "busbw_gbps": round(8 * schedule.busbw(bound) / 1e9, 2),
+        "latency_s": round(bound - planned.completion_bound_s(link_bps), 6),
+        "algbw_gbps": round(8 * planned.algbw(bound) / 1e9, 2),
+        "busbw_gbps": round(8 * planned.busbw(bound) / 1e9, 2),
     }
 
 
@@ -170,9 +191,8 @@ def phase_flows(lab: Lab, phase: Traffic) -> list[Flow]:
     if phase.kind == "incast":
         assert isinstance(phase.src, list) and phase.dst
         return [Flow(s, phase.dst, 0, qp) for s in phase.src for qp in range(phase.qps)]
-    build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
-    schedule = build(ranks(lab, phase), 1 << 20, phase.qps)
-    return [Flow(src, dst, 0, qp) for src, dst, qp in schedule.queue_pairs()]
+    pairs = _schedule(lab, phase, 1 << 20).queue_pairs()
+    return [Flow(src, dst, 0, qp) for src, dst, qp in pairs]
 
 
 def host_dscp(lab: Lab, server: str, phase: Traffic) -> int:
@@ -226,6 +246,7 @@ def phase(lab: Lab, index: int, traffic: Traffic) -> Phase:
         burst=traffic.burst if traffic.kind == "micro_bursts" else None,
         period=traffic.period if traffic.kind == "micro_bursts" else None,
         ranks=ranks(lab, traffic) if collective else [],
+        rails=rails(lab, ranks(lab, traffic)) if collective else [],
         iterations=traffic.iterations if collective else 1,
         probe=probe,
     )

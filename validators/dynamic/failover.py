@@ -32,7 +32,10 @@ flow black-holed after convergence (nothing received during its last `blackhole_
 1 s, or nothing at all) fails the `convergence` scope; it passes only when the scenario's
 traffic crossed a fault that takes something away (`crossing`), else it is not-observable,
 saying why for each fault. A fault its probes cannot judge that no traffic crossed either
-is `not exercised` (on the simulator: fired after the collective was done).
+is `not exercised` (on the simulator: fired after the collective was done). A fault that
+takes every link the design gives a server (a single-homed server's only link, a rail NIC's:
+docs/rails.md) leaves nothing to fail over to: not-observable, saying so (its restore is
+judged).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from twin.labdir import Lab
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord
 from validators.dynamic import crossing
+from validators.dynamic.collective_efficiency import cut_off
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
 
@@ -265,6 +269,20 @@ def _never(seen: Probed, began: float, what: str) -> str:
     )
 
 
+def _cut_by_design(
+    lab: Lab, obs: Observations, fault: FaultRecord, record: dict[str, Any]
+) -> list[str]:
+    """The servers the fault left with no link of the design (a single-homed server's only
+    link, a rail NIC's), when every probe flow ends at one of them: no fabric can fail that
+    over."""
+    at = float(fault["t"])
+    ends = {str(f[side]) for f in record["flows"] for side in ("src", "dst")}
+    cut = {s for start, end, s in cut_off(lab, obs, ends) if start <= at < end}
+    if not record["flows"] or not all(f["src"] in cut or f["dst"] in cut for f in record["flows"]):
+        return []
+    return sorted(cut)
+
+
 def taken(
     lab: Lab,
     obs: Observations,
@@ -285,6 +303,13 @@ def taken(
     why = unobserved(obs, fault, record, began)
     if why is not None or record is None:
         why = _exercised(lab, obs, fault, str(why))
+        return Result(NAME, scope, Status.NOT_OBSERVABLE, why, figures)
+    alone = _cut_by_design(lab, obs, fault, record)
+    if alone:
+        why = (
+            f"nothing to fail over to: the fault took every link the design gives "
+            f"{', '.join(alone)} (single-homed), which waits for the restore (judged there)"
+        )
         return Result(NAME, scope, Status.NOT_OBSERVABLE, why, figures)
     seen = probed(record, began, _next_began(obs, began))
     crossed = sorted({str(f["crossed"]) for f in seen.flows})

@@ -1,0 +1,67 @@
+"""What a rail-optimized fabric costs to generate, validate and play on the simulator.
+
+    .venv/bin/python bench/bench_rails.py                      # examples/rail.yaml: 128 x 8
+    .venv/bin/python bench/bench_rails.py --servers 32 --nics 4
+
+examples/rail.yaml (docs/rails.md), with `--servers`/`--nics` when given, is generated under a
+lab name of the bench's own; then `twin generate`, `twin validate` and `twin run LAB --backend
+sim` (the default scenario) each run as a new process, and the bench prints, per step, its
+exit code, CPU seconds (user + system) and peak resident memory. Exit status 1 when a step
+does not pass (exit code not 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCE = REPO / "examples" / "rail.yaml"
+TWIN = REPO / ".venv" / "bin" / "twin"
+
+
+def step(*args: str) -> tuple[int, float, float]:
+    """Run `twin ARGS` in a new process: (exit code, its CPU s, its peak RSS MB)."""
+    child = subprocess.Popen(
+        [str(TWIN), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return child.returncode, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--servers", type=int, help="servers (default: the example's 128)")
+    parser.add_argument("--nics", type=int, help="NICs per server, 1..8 (default 8)")
+    args = parser.parse_args()
+    fabric = yaml.safe_load(SOURCE.read_text())
+    fabric["name"] = f"rail-{secrets.token_hex(3)}"
+    fabric["servers"]["count"] = args.servers or fabric["servers"]["count"]
+    fabric["servers"]["nics"] = args.nics or fabric["servers"]["nics"]
+    with tempfile.TemporaryDirectory(prefix="bench-rails-") as tmp:
+        source, lab = Path(tmp) / "rail.yaml", Path(tmp) / "lab"
+        source.write_text(yaml.safe_dump(fabric))
+        servers, nics = fabric["servers"]["count"], fabric["servers"]["nics"]
+        print(f"rail fabric: {servers} servers x {nics} NICs ({servers * nics} endpoints)")
+        failed = False
+        for name, argv in (
+            ("generate", ("generate", str(source), "-o", str(lab))),
+            ("validate", ("validate", str(lab))),
+            ("run --backend sim", ("run", str(lab), "--backend", "sim")),
+        ):
+            code, cpu, rss = step(*argv)
+            failed |= code != 0
+            print(f"  {name:<18} exit {code}  CPU {cpu:6.1f} s  peak RSS {rss:7.0f} MB")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
