@@ -24,6 +24,7 @@ from labs.sim.model import (
     Flow,
     Host,
     Link,
+    LinkFault,
     Monitor,
     QosProfile,
     Switch,
@@ -100,8 +101,8 @@ class Dut:
         routes: dict[str, list[str]] | None = None,
         deadlock: bool = False,
     ) -> Experiment:
-        """The DUT with test hosts h0..h{n-1} on its first n test ports; frames of `frame`
-        bytes (no headers added); every flow open-loop."""
+        """The DUT with test hosts h0..h{n-1} on its first n test ports (those
+        administratively down, down); frames of `frame` bytes (no headers added)."""
         ports = {f"h{i}": self.port(i) for i in range(n)}
         qos = {p: self.profile(i) for i, p in enumerate(ports.values())}
         table = {h: [f"{DUT}:{p}"] for h, p in ports.items()}
@@ -112,12 +113,17 @@ class Dut:
             Link(f"{h}:p0", f"{DUT}:{p}", self.speed(i), length_m=_cable_m(self.db, p))
             for i, (h, p) in enumerate(ports.items())
         ]
+        down = [
+            LinkFault(f"{DUT}:{p}", 0.0)
+            for p in ports.values()
+            if self.db["PORT"][p].get("admin_status", "down") != "up"
+        ]
         return Experiment(
             switches=[switch],
             hosts=hosts,
             links=links,
             flows=list(flows),
-            faults=list(faults),
+            faults=[*down, *faults],
             duration=duration,
             stop_when_done=False,
             packet_bytes=frame,
