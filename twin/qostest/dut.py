@@ -150,3 +150,15 @@ def burst(
         name, f"h{src}", f"h{dst}", size=packets * frame, rate=rate, start=start, dscp=dscp,
         priority=0, cc="none", ecn_capable=False, packet_bytes=frame,
     )
+
+
+def stream(
+    name: str, src: int, dst: int, rate: float, dscp: int, frame: int, stop: float,
+    priority: int = 0, start: float = 0.0,
+) -> Flow:
+    """A traffic generator's flow at `rate` b/s from `start` to `stop`; it honours the DUT's
+    pauses on `priority` (snappi ports do, on the flow's own priority; 0: a lossy one)."""
+    return Flow(
+        name, f"h{src}", f"h{dst}", size=None, rate=rate, start=start, stop=stop, dscp=dscp,
+        priority=priority, cc="none", ecn_capable=False, packet_bytes=frame,
+    )
