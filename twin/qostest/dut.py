@@ -2,8 +2,8 @@
 
 sonic-mgmt tests one switch with a PTF host or a traffic generator on some of its ports; the
 twin takes the lab's first leaf (its config_db.json, possibly edited into a broken variant),
-keeps the ports that face servers (lossless, the same cable length) and puts a test host on
-each. The test hosts are PTF's: their packets carry the DSCP under test but leave the NIC on
+takes the ports that face servers first, then its other ports that are up, and puts a test
+host on each port a test uses. The test hosts are PTF's: their packets carry the DSCP under test but leave the NIC on
 priority 0, so the switch's pauses do not stop them (as PTF and snappi senders ignore PFC
 unless a test says otherwise). Frames are one cell of the platform (`params.Params`), so a
 packet occupies exactly one cell whether the simulator counts buffers in bytes or in cells.
@@ -44,12 +44,13 @@ def _cable_m(db: ConfigDb, port: str) -> float:
     return 5.0
 
 
-def server_ports(db: ConfigDb) -> list[str]:
-    """The switch's server-facing ports, in PORT order: those whose description names a
-    server, else every port."""
+def test_ports(db: ConfigDb) -> list[str]:
+    """The switch's ports in test order: those facing servers (PORT description), then the
+    other ports that are up."""
     ports = db.get("PORT", {})
-    found = [p for p, a in ports.items() if str(a.get("description", "")).startswith("server")]
-    return found or list(ports)
+    servers = [p for p, a in ports.items() if str(a.get("description", "")).startswith("server")]
+    rest = [p for p, a in ports.items() if p not in servers and a.get("admin_status") == "up"]
+    return servers + rest
 
 
 @dataclass
@@ -66,7 +67,7 @@ class Dut:
         """The lab's first leaf (its config, or `db` in its place)."""
         switch = (lab.nodes("leaf") or lab.switches())[0]
         config: ConfigDb = copy.deepcopy(dict(db if db is not None else lab.config_db(switch)))
-        return cls(switch, config, lab.fabric, server_ports(config))
+        return cls(switch, config, lab.fabric, test_ports(config))
 
     def port(self, i: int) -> str:
         """The i-th test port."""
