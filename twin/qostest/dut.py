@@ -12,7 +12,7 @@ packet occupies exactly one cell whether the simulator counts buffers in bytes o
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +68,12 @@ class Dut:
         switch = (lab.nodes("leaf") or lab.switches())[0]
         config: ConfigDb = copy.deepcopy(dict(db if db is not None else lab.config_db(switch)))
         return cls(switch, config, lab.fabric, test_ports(config))
+
+    def variant(self, edit: Callable[[ConfigDb], None]) -> Dut:
+        """A copy whose config `edit` changed (what a test configures for itself)."""
+        db: ConfigDb = copy.deepcopy(self.db)
+        edit(db)
+        return Dut(self.name, db, self.fabric, list(self.ports))
 
     def port(self, i: int) -> str:
         """The i-th test port."""
@@ -143,13 +149,13 @@ class Dut:
 
 def burst(
     name: str, src: int, dst: int, packets: int, dscp: int, frame: int, start: float = 0.0,
-    rate: float | None = None,
+    ect: bool = False,
 ) -> Flow:
-    """`packets` frames from h{src} to h{dst}, marked `dscp`, sent on the NIC's priority 0
-    (a PTF sender: the DUT's pauses do not stop it)."""
+    """`packets` frames from h{src} to h{dst} at line rate, marked `dscp` (and ECT with
+    `ect`), sent on the NIC's priority 0 (a PTF sender: the DUT's pauses do not stop it)."""
     return Flow(
-        name, f"h{src}", f"h{dst}", size=packets * frame, rate=rate, start=start, dscp=dscp,
-        priority=0, cc="none", ecn_capable=False, packet_bytes=frame,
+        name, f"h{src}", f"h{dst}", size=packets * frame, start=start, dscp=dscp,
+        priority=0, cc="none", ecn_capable=ect, packet_bytes=frame,
     )
 
 
