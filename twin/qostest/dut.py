@@ -92,6 +92,13 @@ class Dut:
         """The shared ingress pool, bytes."""
         return pool_bytes(self.db)
 
+    @property
+    def poll_interval(self) -> float:
+        """The PFC watchdog's poll interval (PFC_WD GLOBAL POLL_INTERVAL, ms; SONiC's default
+        200), s: how often the simulator's periodic checks, the watchdog's among them, run."""
+        ms = self.entry("PFC_WD", "GLOBAL").get("POLL_INTERVAL", 200)
+        return float(ms) / 1e3
+
     def entry(self, table: str, key: str) -> dict[str, Any]:
         """One entry of a table (empty when absent)."""
         found: dict[str, Any] = self.db.get(table, {}).get(key, {})
@@ -106,7 +113,6 @@ class Dut:
         frame: int = 128,
         monitor: float = 0.0,
         routes: dict[str, list[str]] | None = None,
-        deadlock: bool = False,
     ) -> Experiment:
         """The DUT with test hosts h0..h{n-1} on its first n test ports (those
         administratively down, down); frames of `frame` bytes (no headers added)."""
@@ -136,7 +142,7 @@ class Dut:
             packet_bytes=frame,
             header_bytes=0,
             monitor=Monitor(interval=monitor, ports=[f"{DUT}:{p}" for p in ports.values()]),
-            checks=Checks(deadlock=deadlock),
+            checks=Checks(interval=self.poll_interval, deadlock=False),
             name=self.name,
         )
 
