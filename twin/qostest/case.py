@@ -9,9 +9,6 @@ from twin.qostest.dut import Dut
 from twin.render.config_db import ConfigDb
 from validators.result import Finding, Result, Status
 
-VALIDATOR = "qos_test"
-
-
 @dataclass(frozen=True)
 class Check:
     """One expected-against-seen comparison."""
@@ -47,10 +44,10 @@ class QosTest:
     unobservable: str = ""
     tags: tuple[str, ...] = field(default_factory=tuple)
 
-    def judge(self, dut: Dut) -> Result:
-        """Run and judge on this DUT."""
+    def judge(self, dut: Dut, scope: str) -> Result:
+        """Run and judge on this DUT; the result's validator is the test's name."""
         if self.unobservable:
-            return Result(VALIDATOR, self.name, Status.NOT_OBSERVABLE, self.unobservable,
+            return Result(self.name, scope, Status.NOT_OBSERVABLE, self.unobservable,
                           {"counterpart": self.counterpart})
         checks = self.run(dut)
         figures: dict[str, int | float | str] = {"counterpart": self.counterpart}
@@ -62,6 +59,6 @@ class QosTest:
             for c in bad
         ]
         status = Status.FAIL if bad or not checks else Status.PASS
-        head = f"{len(checks) - len(bad)}/{len(checks)} checks as {self.counterpart}"
+        head = f"{len(checks) - len(bad)} of {len(checks)} checks pass"
         detail = f"; {findings[0].message}" if findings else ""
-        return Result(VALIDATOR, self.name, status, head + detail, figures, findings)
+        return Result(self.name, scope, status, head + detail, figures, findings)
