@@ -31,6 +31,7 @@ from labs.sim.model import (
 )
 from labs.sim.result import PriorityCounters, Result
 from twin.intent.fabric import Fabric
+from twin.errors import LabError
 from twin.labdir import Lab
 from twin.render.config_db import ConfigDb
 
@@ -77,7 +78,9 @@ class Dut:
 
     def port(self, i: int) -> str:
         """The i-th test port."""
-        return self.ports[i % len(self.ports)]
+        if i >= len(self.ports):
+            raise LabError(f"{self.name}: {len(self.ports)} test ports, a test needs {i + 1}")
+        return self.ports[i]
 
     def profile(self, i: int = 0) -> QosProfile:
         """The QoS of the i-th test port as the simulator reads the config."""

@@ -38,9 +38,10 @@ def dequeue_ecn(dut: Dut) -> list[Check]:
         burst("middle", 0, 1, DEQUEUE_PACKETS - 2, dscp, DEQUEUE_FRAME, 2 * gap, ect=True),
         burst("last", 0, 1, 1, dscp, DEQUEUE_FRAME, (DEQUEUE_PACKETS + 2) * gap, ect=True),
     ]
-    release = (DEQUEUE_PACKETS + 10) * gap  # its last pause frame still holds 65535 quanta
+    release = (DEQUEUE_PACKETS + 10) * gap
+    end = release + params.pause_time(test.speed(1)) + 2 * DEQUEUE_PACKETS * gap
     res = simulate(test.experiment(2, flows, [PfcStorm("h1:p0", 0.0, release, (prio,))],
-                                   duration=release + 300e-6, frame=DEQUEUE_FRAME))
+                                   duration=end, frame=DEQUEUE_FRAME))
     return [
         equal("first packet marked CE", res.flow("first").ecn_marks, 1),
         equal("last packet marked CE", res.flow("last").ecn_marks, 0),
@@ -49,13 +50,18 @@ def dequeue_ecn(dut: Dut) -> list[Check]:
     ]
 
 
-ROCE_RUN = 3e-3
 ROCE_FRAME = 4096
 
 
-def _rc(name: str, src: int, dst: int, dscp: int, prio: int, speed: float) -> Flow:
+def _roce_run(dut: Dut) -> float:
+    """Long enough for two line-rate senders to fill the lossless PGs past XOFF (the pool
+    at the port's speed, 1.5 times over), at least 3 ms."""
+    return max(3e-3, 1.5 * dut.pool * 8 / dut.speed(0))
+
+
+def _rc(name: str, src: int, dst: int, dscp: int, prio: int, speed: float, stop: float) -> Flow:
     """A RoCEv2 RC queue pair at line rate, DCQCN off (the test turns WRED off)."""
-    return Flow(name, f"h{src}", f"h{dst}", size=None, rate=speed, stop=ROCE_RUN, dscp=dscp,
+    return Flow(name, f"h{src}", f"h{dst}", size=None, rate=speed, stop=stop, dscp=dscp,
                 priority=prio, cc="none", ecn_capable=True, packet_bytes=ROCE_FRAME,
                 transport="rc")
 
@@ -73,19 +79,19 @@ def rocev2_congestion(dut: Dut) -> list[Check]:
     dscp, prio = params.lossless_dscp(dut)
     lossy = params.lossy_dscp(dut)[0]
     test = dut.variant(no_wred)
-    speed = test.speed(0)
+    speed, t = test.speed(0), _roce_run(test)
 
     def run(flows: list[Flow]) -> Result:  # ends with the flows: queues still backlogged
-        return simulate(test.experiment(3, flows, duration=ROCE_RUN, frame=ROCE_FRAME))
+        return simulate(test.experiment(3, flows, duration=t, frame=ROCE_FRAME))
 
-    lossless = run([_rc("qp1", 0, 2, dscp, prio, speed), _rc("qp2", 1, 2, dscp, prio, speed)])
+    lossless = run([_rc("qp1", 0, 2, dscp, prio, speed, t), _rc("qp2", 1, 2, dscp, prio, speed, t)])
     drops = sum(f.bytes_dropped for f in lossless.flows)
     signals = sum(f.naks + f.ecn_marks + f.cnps for f in lossless.flows)
     pfc = sum(test.counters(lossless, i, prio).pause_sent for i in (0, 1))
-    lossy_run = run([_rc("qp1", 0, 2, lossy, 0, speed), _rc("qp2", 1, 2, lossy, 0, speed)])
+    lossy_run = run([_rc("qp1", 0, 2, lossy, 0, speed, t), _rc("qp2", 1, 2, lossy, 0, speed, t)])
     lossy_drops = sum(f.bytes_dropped for f in lossy_run.flows)
     lossy_pfc = sum(test.counters(lossy_run, i, 0).pause_sent for i in (0, 1))
-    mixed = run([_rc("qp1", 0, 2, dscp, prio, speed), _rc("qp2", 1, 2, lossy, 0, speed)])
+    mixed = run([_rc("qp1", 0, 2, dscp, prio, speed, t), _rc("qp2", 1, 2, lossy, 0, speed, t)])
     tx = {q: test.counters(mixed, 2, q).tx_bytes for q in (prio, 0)}
     rdma = dut.fabric.qos.rdma_scheduler_weight
     share = tx[prio] / max(1, sum(tx.values()))

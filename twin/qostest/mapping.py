@@ -89,7 +89,9 @@ def dwrr(dut: Dut) -> list[Check]:
         for k, q in enumerate(counts)
     ]
     release = 20e-6
-    exp = dut.experiment(2, flows, [PfcStorm("h1:p0", 0.0, release, ALL)], duration=200e-6,
+    wire = WRR_TOTAL * WRR_FRAME * 8 / dut.speed(1)
+    drained = release + params.pause_time(dut.speed(1)) + 2 * wire
+    exp = dut.experiment(2, flows, [PfcStorm("h1:p0", 0.0, release, ALL)], duration=drained,
                          frame=WRR_FRAME, monitor=50e-9)
     port = f"{DUT}:{dut.port(1)}"
     exp = replace(exp, switches=[replace(exp.switches[0], port_qos={
@@ -97,8 +99,10 @@ def dwrr(dut: Dut) -> list[Check]:
     result = simulate(exp)
     series = result.queues.get(port, {})
     checks: list[Check] = []
-    start = round(release / 50e-9)
-    for q in counts:
+    total = [sum(v) for v in zip(*series.values(), strict=True)] or [0]
+    full = total.index(max(total))
+    start = next((i for i in range(full, len(total)) if total[i] < total[full]), full)
+    for q in counts:  # when the queue empties after the release: what the others hold
         mine = series.get(q, [])
         empty = next((i for i in range(start, len(mine)) if mine[i] == 0), len(mine) - 1)
         pending = sum(s[empty] for s in series.values() if empty < len(s)) // WRR_FRAME

@@ -102,9 +102,14 @@ def egress_lossy_drop(dut: Dut) -> int:
     return min(egress, ingress) + 1
 
 
+def pause_time(speed: float) -> float:
+    """Seconds one pause frame of 65535 quanta holds a port of `speed` b/s."""
+    return 65535 * 512 / speed
+
+
 def storm_rate(speed: float) -> float:
     """PFC frames per second of a storm: 2 / (65535 x 512 bit / speed)."""
-    return 2 / (65535 * 512 / speed)
+    return 2 / pause_time(speed)
 
 
 def dwrr_shares(demands: dict[int, float], weights: dict[int, int]) -> dict[int, float]:
