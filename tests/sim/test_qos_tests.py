@@ -65,6 +65,12 @@ def test_passes_on_the_100g_lab(lab100g: Path, test: QosTest) -> None:
     assert result.status is Status.PASS, result.findings
 
 
+@pytest.mark.parametrize("test", OBSERVABLE, ids=lambda t: t.name)
+def test_fails_on_its_broken_100g_lab(lab100g: Path, test: QosTest) -> None:
+    result = test.judge(Dut.of_lab(Lab.open(lab100g)).variant(test.breaks), "leaf1")
+    assert result.status is Status.FAIL, result.figures
+
+
 @pytest.mark.parametrize("test", HIDDEN, ids=lambda t: t.name)
 def test_not_observable_says_why(reference: Path, test: QosTest) -> None:
     result = test.judge(Dut.of_lab(Lab.open(reference)), "leaf1")

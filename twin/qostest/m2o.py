@@ -15,9 +15,16 @@ from twin.render.config_db import ConfigDb
 
 FRAME = 1024
 RUN = 10e-3
-WINDOW = (6e-3, 10e-3)
-"""The steady state, after the lossy queue and the lossless PGs have filled."""
+WINDOW = (0.6, 1.0)
+"""The steady state, after the lossy queue and the lossless PGs have filled: a share of
+the run."""
+REFERENCE_SPEED = 400e9
+"""At this speed a run lasts RUN; at others as long as it takes to carry as many bytes."""
 SAMPLE = 100e-6
+
+
+def _run(dut: Dut) -> float:
+    return RUN * REFERENCE_SPEED / _speed(dut)
 
 
 @dataclass(frozen=True)
@@ -51,15 +58,17 @@ def play(dut: Dut, flows: list[M2oFlow]) -> Result:
     made = []
     for i, f in enumerate(flows):
         dscp, tc = _dscp(dut, f)
-        made.append(stream(f.name, i, dst, f.percent / 100 * speed, dscp, FRAME, RUN,
+        made.append(stream(f.name, i, dst, f.percent / 100 * speed, dscp, FRAME, _run(dut),
                            priority=tc if f.lossless else 0))
-    return simulate(dut.experiment(dst + 1, made, duration=RUN, frame=FRAME, monitor=SAMPLE))
+    return simulate(dut.experiment(dst + 1, made, duration=_run(dut), frame=FRAME,
+                                   monitor=SAMPLE))
 
 
 def loss_percent(dut: Dut, res: Result, flow: M2oFlow) -> float:
     """A flow's loss over the steady window: 1 - delivered / offered, in percent."""
     offered = flow.percent / 100 * _speed(dut) * FRAME / (FRAME + 20)
-    return 100 * (1 - res.mean_rate(flow.name, *WINDOW) / offered)
+    start, end = (_run(dut) * w for w in WINDOW)
+    return 100 * (1 - res.mean_rate(flow.name, start, end) / offered)
 
 
 def dwrr_loss(dut: Dut, flows: list[M2oFlow]) -> dict[str, float]:
