@@ -35,9 +35,11 @@ def child(lab: str, broken: bool) -> int:
     print(suite.expected_vs_seen(results))
     wanted = Status.FAIL if broken else Status.PASS
     wrong = [r.validator for r in results if r.status not in (wanted, Status.NOT_OBSERVABLE)]
-    print(f"-- {sum(r.status is wanted for r in results)} {wanted.value} as wanted, "
-          f"{sum(r.status is Status.NOT_OBSERVABLE for r in results)} not observable, "
-          f"wrong: {', '.join(wrong) or 'none'}")
+    print(
+        f"-- {sum(r.status is wanted for r in results)} {wanted.value} as wanted, "
+        f"{sum(r.status is Status.NOT_OBSERVABLE for r in results)} not observable, "
+        f"wrong: {', '.join(wrong) or 'none'}"
+    )
     return 1 if wrong else 0
 
 
@@ -52,19 +54,32 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-qos-") as tmp:
         for title, source in LABS.items():
             lab = Path(tmp) / source.removesuffix(".yaml")
-            subprocess.run([sys.executable, "-m", "twin.cli.main", "generate",
-                            str(REPO / "examples" / source), "-o", str(lab)],
-                           check=True, capture_output=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "twin.cli.main",
+                    "generate",
+                    str(REPO / "examples" / source),
+                    "-o",
+                    str(lab),
+                ],
+                check=True,
+                capture_output=True,
+            )
             for variant in ("healthy",) if args.healthy else ("healthy", "broken"):
                 print(f"\n=== {title}, {variant}")
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
-                done = subprocess.run([sys.executable, __file__, "--child", str(lab), variant],
-                                      check=False)
+                done = subprocess.run(
+                    [sys.executable, __file__, "--child", str(lab), variant], check=False
+                )
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-                print(f"-- wall {time.perf_counter() - t0:.1f} s, CPU {cpu:.1f} s, "
-                      f"max RSS {after.ru_maxrss / 1024:.0f} MB")
+                print(
+                    f"-- wall {time.perf_counter() - t0:.1f} s, CPU {cpu:.1f} s, "
+                    f"max RSS {after.ru_maxrss / 1024:.0f} MB"
+                )
                 code |= done.returncode
     return code
 

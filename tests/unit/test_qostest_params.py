@@ -13,24 +13,32 @@ POOL = 60_000_000
 
 def _dut(pg: dict[str, str], lossy: dict[str, str]) -> Dut:
     db: dict[str, Any] = {
-        "PORT": {"Ethernet0": {"speed": "400000", "admin_status": "up",
-                               "description": "server1:nic0"}},
+        "PORT": {
+            "Ethernet0": {"speed": "400000", "admin_status": "up", "description": "server1:nic0"}
+        },
         "CABLE_LENGTH": {"AZURE": {"Ethernet0": "5m"}},
-        "BUFFER_POOL": {"ingress_lossless_pool": {"type": "ingress", "size": str(POOL)},
-                        "egress_lossy_pool": {"type": "egress", "size": "20000000"}},
+        "BUFFER_POOL": {
+            "ingress_lossless_pool": {"type": "ingress", "size": str(POOL)},
+            "egress_lossy_pool": {"type": "egress", "size": "20000000"},
+        },
         "BUFFER_PROFILE": {
             "pg_lossless_400000_5m_profile": {"pool": "ingress_lossless_pool", **pg},
             "egress_lossy_profile": {"pool": "egress_lossy_pool", **lossy},
-            "ingress_lossy_profile": {"pool": "ingress_lossless_pool", "size": "0",
-                                      "dynamic_th": "3"},
+            "ingress_lossy_profile": {
+                "pool": "ingress_lossless_pool",
+                "size": "0",
+                "dynamic_th": "3",
+            },
         },
     }
     return Dut("leaf1", db, Fabric.model_validate({"name": "t"}), ["Ethernet0"])
 
 
 def test_mellanox_lossless_numbers_with_a_dynamic_threshold() -> None:
-    dut = _dut({"size": "97280", "xon": "18432", "xoff": "78848", "dynamic_th": "0"},
-               {"size": "1518", "dynamic_th": "3"})
+    dut = _dut(
+        {"size": "97280", "xon": "18432", "xoff": "78848", "dynamic_th": "0"},
+        {"size": "1518", "dynamic_th": "3"},
+    )
     assert params.cell_size() == 128
     p = params.Lossless.of(dut)
     # static_th = 97280 + 60e6 / 2 = 30097280 B = 235135 cells; headroom 760, xon 144,
@@ -42,8 +50,10 @@ def test_mellanox_lossless_numbers_with_a_dynamic_threshold() -> None:
 
 
 def test_a_static_threshold_is_taken_as_written() -> None:
-    dut = _dut({"size": "12800", "xon": "2560", "xoff": "10240", "static_th": "1280000"},
-               {"size": "0", "static_th": "640000"})
+    dut = _dut(
+        {"size": "12800", "xon": "2560", "xoff": "10240", "static_th": "1280000"},
+        {"size": "0", "static_th": "640000"},
+    )
     p = params.Lossless.of(dut)
     # 10000 cells of threshold, headroom 100: shared 9900, trig 9900 + 20 + 0, drp 10000
     assert (p.trig, p.drp) == (9920, 10000)

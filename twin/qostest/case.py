@@ -9,6 +9,7 @@ from twin.qostest.dut import Dut
 from twin.render.config_db import ConfigDb
 from validators.result import Finding, Result, Status
 
+
 @dataclass(frozen=True)
 class Check:
     """One expected-against-seen comparison."""
@@ -47,8 +48,13 @@ class QosTest:
     def judge(self, dut: Dut, scope: str) -> Result:
         """Run and judge on this DUT; the result's validator is the test's name."""
         if self.unobservable:
-            return Result(self.name, scope, Status.NOT_OBSERVABLE, self.unobservable,
-                          {"counterpart": self.counterpart})
+            return Result(
+                self.name,
+                scope,
+                Status.NOT_OBSERVABLE,
+                self.unobservable,
+                {"counterpart": self.counterpart},
+            )
         checks = self.run(dut)
         figures: dict[str, int | float | str] = {"counterpart": self.counterpart}
         for c in checks:
@@ -62,3 +68,16 @@ class QosTest:
         head = f"{len(checks) - len(bad)} of {len(checks)} checks pass"
         detail = f"; {findings[0].message}" if findings else ""
         return Result(self.name, scope, status, head + detail, figures, findings)
+
+
+def _no_checks(_dut: Dut) -> list[Check]:
+    return []
+
+
+def _unchanged(_db: ConfigDb) -> None:
+    pass
+
+
+def hidden(name: str, counterpart: str, reason: str) -> QosTest:
+    """A test the twin cannot run yet: judged not observable, with `reason`."""
+    return QosTest(name, counterpart, _no_checks, _unchanged, "none", unobservable=reason)

@@ -2,11 +2,10 @@
 
 sonic-mgmt tests one switch with a PTF host or a traffic generator on some of its ports; the
 twin takes the lab's first leaf (its config_db.json, possibly edited into a broken variant),
-takes the ports that face servers first, then its other ports that are up, and puts a test
-host on each port a test uses. The test hosts are PTF's: their packets carry the DSCP under test but leave the NIC on
-priority 0, so the switch's pauses do not stop them (as PTF and snappi senders ignore PFC
-unless a test says otherwise). Frames are one cell of the platform (`params.Params`), so a
-packet occupies exactly one cell whether the simulator counts buffers in bytes or in cells.
+its ports facing servers first, then its other ports that are up, and puts a test host on
+each port a test uses. PTF senders' packets carry the DSCP under test but leave the NIC on
+priority 0, so the switch's pauses do not stop them; snappi flows that honour PFC leave on
+their own priority (`stream`). Choices and their reasons: docs/qos-tests.md.
 """
 
 from __future__ import annotations
@@ -30,8 +29,8 @@ from labs.sim.model import (
     Switch,
 )
 from labs.sim.result import PriorityCounters, Result
-from twin.intent.fabric import Fabric
 from twin.errors import LabError
+from twin.intent.fabric import Fabric
 from twin.labdir import Lab
 from twin.render.config_db import ConfigDb
 
@@ -157,24 +156,55 @@ class Dut:
 
 
 def burst(
-    name: str, src: int, dst: int, packets: int, dscp: int, frame: int, start: float = 0.0,
+    name: str,
+    src: int,
+    dst: int,
+    packets: int,
+    dscp: int,
+    frame: int,
+    start: float = 0.0,
     ect: bool = False,
 ) -> Flow:
     """`packets` frames from h{src} to h{dst} at line rate, marked `dscp` (and ECT with
     `ect`), sent on the NIC's priority 0 (a PTF sender: the DUT's pauses do not stop it)."""
     return Flow(
-        name, f"h{src}", f"h{dst}", size=packets * frame, start=start, dscp=dscp,
-        priority=0, cc="none", ecn_capable=ect, packet_bytes=frame,
+        name,
+        f"h{src}",
+        f"h{dst}",
+        size=packets * frame,
+        start=start,
+        dscp=dscp,
+        priority=0,
+        cc="none",
+        ecn_capable=ect,
+        packet_bytes=frame,
     )
 
 
 def stream(
-    name: str, src: int, dst: int, rate: float, dscp: int, frame: int, stop: float,
-    priority: int = 0, start: float = 0.0,
+    name: str,
+    src: int,
+    dst: int,
+    rate: float,
+    dscp: int,
+    frame: int,
+    stop: float,
+    priority: int = 0,
+    start: float = 0.0,
 ) -> Flow:
     """A traffic generator's flow at `rate` b/s from `start` to `stop`; it honours the DUT's
     pauses on `priority` (snappi ports do, on the flow's own priority; 0: a lossy one)."""
     return Flow(
-        name, f"h{src}", f"h{dst}", size=None, rate=rate, start=start, stop=stop, dscp=dscp,
-        priority=priority, cc="none", ecn_capable=False, packet_bytes=frame,
+        name,
+        f"h{src}",
+        f"h{dst}",
+        size=None,
+        rate=rate,
+        start=start,
+        stop=stop,
+        dscp=dscp,
+        priority=priority,
+        cc="none",
+        ecn_capable=False,
+        packet_bytes=frame,
     )

@@ -27,9 +27,12 @@ def ecmp_hash(dut: Dut) -> list[Check]:
     res = simulate(exp)
     fair = n / width
     return [
-        within(f"packets out of member {m.split(':')[1]}",
-               sum(c.tx_packets for c in res.port(m).priorities.values()),
-               fair * (1 - TOLERANCE), fair * (1 + TOLERANCE))
+        within(
+            f"packets out of member {m.split(':')[1]}",
+            sum(c.tx_packets for c in res.port(m).priorities.values()),
+            fair * (1 - TOLERANCE),
+            fair * (1 + TOLERANCE),
+        )
         for m in members
     ]
 
@@ -40,7 +43,12 @@ def member_down(db: ConfigDb) -> None:
 
 
 TESTS = [
-    QosTest("ecmp_hash", "ansible/roles/test/files/ptftests/py3/hash_test.py::HashTest"
-            " (tests/fib/test_fib.py::test_hash)", ecmp_hash, member_down,
-            "one ECMP member administratively down"),
+    QosTest(
+        "ecmp_hash",
+        "ansible/roles/test/files/ptftests/py3/hash_test.py::HashTest"
+        " (tests/fib/test_fib.py::test_hash)",
+        ecmp_hash,
+        member_down,
+        "one ECMP member administratively down",
+    ),
 ]

@@ -58,10 +58,19 @@ def play(dut: Dut, flows: list[M2oFlow]) -> Result:
     made = []
     for i, f in enumerate(flows):
         dscp, tc = _dscp(dut, f)
-        made.append(stream(f.name, i, dst, f.percent / 100 * speed, dscp, FRAME, _run(dut),
-                           priority=tc if f.lossless else 0))
-    return simulate(dut.experiment(dst + 1, made, duration=_run(dut), frame=FRAME,
-                                   monitor=SAMPLE))
+        made.append(
+            stream(
+                f.name,
+                i,
+                dst,
+                f.percent / 100 * speed,
+                dscp,
+                FRAME,
+                _run(dut),
+                priority=tc if f.lossless else 0,
+            )
+        )
+    return simulate(dut.experiment(dst + 1, made, duration=_run(dut), frame=FRAME, monitor=SAMPLE))
 
 
 def loss_percent(dut: Dut, res: Result, flow: M2oFlow) -> float:
@@ -83,8 +92,7 @@ def dwrr_loss(dut: Dut, flows: list[M2oFlow]) -> dict[str, float]:
     weights = {q: rdma if q == lossless_q else 100 - rdma for q in demand}
     share = params.dwrr_shares(demand, weights)
     return {
-        f.name: 100 * (1 - share[f.lossy_tc] / demand[f.lossy_tc])
-        for f in flows if not f.lossless
+        f.name: 100 * (1 - share[f.lossy_tc] / demand[f.lossy_tc]) for f in flows if not f.lossless
     }
 
 
@@ -111,33 +119,47 @@ def _judge(dut: Dut, flows: list[M2oFlow], extra: dict[str, tuple[float, float]]
 def oversubscribe_lossless(dut: Dut) -> list[Check]:
     """test_m2o_oversubscribe_lossless: test 35 % + background 22.5 % per port, all in the
     lossless class (115 % into one port): 0 % loss on every flow."""
-    flows = [M2oFlow(f"{kind} {p + 1}", p + 1, pct, True)
-             for p in (0, 1) for kind, pct in (("test", 35.0), ("background", 22.5))]
+    flows = [
+        M2oFlow(f"{kind} {p + 1}", p + 1, pct, True)
+        for p in (0, 1)
+        for kind, pct in (("test", 35.0), ("background", 22.5))
+    ]
     return _judge(dut, flows, {f.name: (-1.0, 1.0) for f in flows})
 
 
 def lossless_lossy(dut: Dut) -> list[Check]:
     """test_m2o_oversubscribe_lossless_lossy: lossless 40/20 %, lossy 20/40 % (on two lossy
     queues): the lossless flows lose nothing, background 1 under 1 %, background 2 >= 10 %."""
-    flows = [M2oFlow("test 1", 1, 40, True), M2oFlow("test 2", 2, 20, True),
-             M2oFlow("background 1", 1, 20, False, 0),
-             M2oFlow("background 2", 2, 40, False, 1)]
+    flows = [
+        M2oFlow("test 1", 1, 40, True),
+        M2oFlow("test 2", 2, 20, True),
+        M2oFlow("background 1", 1, 20, False, 0),
+        M2oFlow("background 2", 2, 40, False, 1),
+    ]
     return _judge(dut, flows, {"background 1": (-1.0, 1.0), "background 2": (10.0, 100.0)})
 
 
 def oversubscribe_lossy(dut: Dut) -> list[Check]:
     """test_m2o_oversubscribe_lossy: lossy 30 % x 2, lossless 25 % x 2: lossy 16 % loss
     (int), lossless 0."""
-    flows = [M2oFlow("test 1", 1, 30, False), M2oFlow("test 2", 2, 30, False),
-             M2oFlow("background 1", 1, 25, True), M2oFlow("background 2", 2, 25, True)]
+    flows = [
+        M2oFlow("test 1", 1, 30, False),
+        M2oFlow("test 2", 2, 30, False),
+        M2oFlow("background 1", 1, 25, True),
+        M2oFlow("background 2", 2, 25, True),
+    ]
     return _judge(dut, flows, {"test 1": (16.0, 17.0), "test 2": (16.0, 17.0)})
 
 
 def fluctuating(dut: Dut) -> list[Check]:
     """test_m2o_fluctuating_lossless: lossless 20/10 %, lossy 20/20 %: lossless 0 %, lossy
     within 1 point of the DWRR expectation."""
-    flows = [M2oFlow("test 1", 1, 20, True), M2oFlow("test 2", 2, 10, True),
-             M2oFlow("background 1", 1, 20, False), M2oFlow("background 2", 2, 20, False)]
+    flows = [
+        M2oFlow("test 1", 1, 20, True),
+        M2oFlow("test 2", 2, 10, True),
+        M2oFlow("background 1", 1, 20, False),
+        M2oFlow("background 2", 2, 20, False),
+    ]
     return _judge(dut, flows, {})
 
 
@@ -156,17 +178,32 @@ def half_speed(db: ConfigDb) -> None:
 
 SNAPPI = "tests/snappi_tests/pfc/"
 TESTS = [
-    QosTest("m2o_oversubscribe_lossless",
-            SNAPPI + "test_m2o_oversubscribe_lossless.py::test_m2o_oversubscribe_lossless",
-            oversubscribe_lossless, pfc_off, "PFC disabled on every port"),
-    QosTest("m2o_oversubscribe_lossless_lossy",
-            SNAPPI + "test_m2o_oversubscribe_lossless_lossy.py"
-            "::test_m2o_oversubscribe_lossless_lossy",
-            lossless_lossy, swap_weights, "RDMA and lossy DWRR weights swapped"),
-    QosTest("m2o_oversubscribe_lossy",
-            SNAPPI + "test_m2o_oversubscribe_lossy.py::test_m2o_oversubscribe_lossy",
-            oversubscribe_lossy, swap_weights, "RDMA and lossy DWRR weights swapped"),
-    QosTest("m2o_fluctuating_lossless",
-            SNAPPI + "test_m2o_fluctuating_lossless.py::test_m2o_fluctuating_lossless",
-            fluctuating, half_speed, "server ports at half the intended speed"),
+    QosTest(
+        "m2o_oversubscribe_lossless",
+        SNAPPI + "test_m2o_oversubscribe_lossless.py::test_m2o_oversubscribe_lossless",
+        oversubscribe_lossless,
+        pfc_off,
+        "PFC disabled on every port",
+    ),
+    QosTest(
+        "m2o_oversubscribe_lossless_lossy",
+        SNAPPI + "test_m2o_oversubscribe_lossless_lossy.py::test_m2o_oversubscribe_lossless_lossy",
+        lossless_lossy,
+        swap_weights,
+        "RDMA and lossy DWRR weights swapped",
+    ),
+    QosTest(
+        "m2o_oversubscribe_lossy",
+        SNAPPI + "test_m2o_oversubscribe_lossy.py::test_m2o_oversubscribe_lossy",
+        oversubscribe_lossy,
+        swap_weights,
+        "RDMA and lossy DWRR weights swapped",
+    ),
+    QosTest(
+        "m2o_fluctuating_lossless",
+        SNAPPI + "test_m2o_fluctuating_lossless.py::test_m2o_fluctuating_lossless",
+        fluctuating,
+        half_speed,
+        "server ports at half the intended speed",
+    ),
 ]

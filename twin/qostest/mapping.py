@@ -27,8 +27,7 @@ def one_per_dscp(dut: Dut) -> tuple[Result, int]:
     priority; the run and the frame size."""
     frame = params.cell_size()
     flows = [burst(f"d{d}", 0, 1, 1, d, frame, start=d * 1e-7) for d in range(64)]
-    exp = dut.experiment(2, flows, [PfcStorm("h1:p0", 0.0, 1.0, ALL)], duration=20e-6,
-                         monitor=STEP)
+    exp = dut.experiment(2, flows, [PfcStorm("h1:p0", 0.0, 1.0, ALL)], duration=20e-6, monitor=STEP)
     return simulate(exp), frame
 
 
@@ -71,7 +70,7 @@ WRR_FRAME = 1500
 def _weights(dut: Dut) -> dict[int, int]:
     """The intent's DWRR weights: the RoCE queue's, and 100 minus it for the lossy ones."""
     rdma = dut.fabric.qos.rdma_scheduler_weight
-    dscp, prio = params.lossless_dscp(dut)
+    prio = params.lossless_dscp(dut)[1]
     return {0: 100 - rdma, prio: rdma}
 
 
@@ -91,26 +90,48 @@ def dwrr(dut: Dut) -> list[Check]:
     release = 20e-6
     wire = WRR_TOTAL * WRR_FRAME * 8 / dut.speed(1)
     drained = release + params.pause_time(dut.speed(1)) + 2 * wire
-    exp = dut.experiment(2, flows, [PfcStorm("h1:p0", 0.0, release, ALL)], duration=drained,
-                         frame=WRR_FRAME, monitor=50e-9)
+    exp = dut.experiment(
+        2,
+        flows,
+        [PfcStorm("h1:p0", 0.0, release, ALL)],
+        duration=drained,
+        frame=WRR_FRAME,
+        monitor=50e-9,
+    )
     port = f"{DUT}:{dut.port(1)}"
-    exp = replace(exp, switches=[replace(exp.switches[0], port_qos={
-        p: replace(q, dwrr_quantum=WRR_FRAME) for p, q in exp.switches[0].port_qos.items()})])
+    exp = replace(
+        exp,
+        switches=[
+            replace(
+                exp.switches[0],
+                port_qos={
+                    p: replace(q, dwrr_quantum=WRR_FRAME)
+                    for p, q in exp.switches[0].port_qos.items()
+                },
+            )
+        ],
+    )
     result = simulate(exp)
-    series = result.queues.get(port, {})
-    checks: list[Check] = []
-    total = [sum(v) for v in zip(*series.values(), strict=True)] or [0]
-    full = total.index(max(total))
-    start = next((i for i in range(full, len(total)) if total[i] < total[full]), full)
-    for q in counts:  # when the queue empties after the release: what the others hold
-        mine = series.get(q, [])
-        empty = next((i for i in range(start, len(mine)) if mine[i] == 0), len(mine) - 1)
-        pending = sum(s[empty] for s in series.values() if empty < len(s)) // WRR_FRAME
-        checks.append(within(f"packets pending when queue {q} empties", pending, 0,
-                             WRR_PENDING - 1))
+    checks = [
+        within(f"packets pending when queue {q} empties", n, 0, WRR_PENDING - 1)
+        for q, n in _pending(result.queues.get(port, {}), list(counts)).items()
+    ]
     got = sum(f.bytes_delivered for f in result.flows) // WRR_FRAME
     checks.append(equal("packets received", got, sum(counts.values())))
     return checks
+
+
+def _pending(series: dict[int, list[int]], queues: list[int]) -> dict[int, int]:
+    """Per queue, the packets all queues hold when it empties after the first departure."""
+    held = [sum(v) for v in zip(*series.values(), strict=True)] or [0]
+    full = held.index(max(held))
+    start = next((i for i in range(full, len(held)) if held[i] < held[full]), full)
+    out = {}
+    for q in queues:
+        mine = series.get(q, [])
+        empty = next((i for i in range(start, len(mine)) if mine[i] == 0), len(mine) - 1)
+        out[q] = sum(s[empty] for s in series.values() if empty < len(s)) // WRR_FRAME
+    return out
 
 
 def pfc_counters(dut: Dut) -> list[Check]:
@@ -123,8 +144,13 @@ def pfc_counters(dut: Dut) -> list[Check]:
         storm = PfcStorm("h1:p0", 0.0, 9.5 * gap, (prio,), interval=gap)
         result = simulate(dut.experiment(2, [], [storm], duration=12 * gap))
         got = {p: dut.counters(result, 1, p).pause_received for p in ALL}
-        checks.append(equal(f"RX PFC on priority {prio} (others)",
-                            (got[prio], sum(got.values()) - got[prio]), (10, 0)))
+        checks.append(
+            equal(
+                f"RX PFC on priority {prio} (others)",
+                (got[prio], sum(got.values()) - got[prio]),
+                (10, 0),
+            )
+        )
     return checks
 
 
@@ -149,20 +175,39 @@ def swap_weights(db: ConfigDb) -> None:
 
 def port_down(db: ConfigDb) -> None:
     """Every server port after the first administratively down."""
-    for name, attrs in list(db.get("PORT", {}).items())[1:]:
+    for attrs in list(db.get("PORT", {}).values())[1:]:
         attrs["admin_status"] = "down"
 
 
 TESTS = [
-    QosTest("dscp_to_queue", "tests/qos/test_qos_sai.py::TestQosSai::testQosSaiDscpQueueMapping"
-            " -> sai_qos_tests.py::DscpMappingPB", dscp_to_queue, remap_roce_dscp,
-            "DSCP 26 mapped to TC 0"),
-    QosTest("dscp_to_pg", "tests/qos/test_qos_sai.py::TestQosSai::testQosSaiDscpToPgMapping"
-            " -> sai_qos_tests.py::DscpToPgMapping", dscp_to_pg, remap_tc_to_pg,
-            "TC 3 mapped to PG 0"),
-    QosTest("dwrr", "tests/qos/test_qos_sai.py::TestQosSai::testQosSaiDwrr"
-            " -> sai_qos_tests.py::WRRtest", dwrr, swap_weights,
-            "RDMA and lossy DWRR weights swapped"),
-    QosTest("pfc_counters", "tests/qos/test_pfc_counters.py::test_pfc_pause", pfc_counters,
-            port_down, "the receiving port administratively down"),
+    QosTest(
+        "dscp_to_queue",
+        "tests/qos/test_qos_sai.py::TestQosSai::testQosSaiDscpQueueMapping"
+        " -> sai_qos_tests.py::DscpMappingPB",
+        dscp_to_queue,
+        remap_roce_dscp,
+        "DSCP 26 mapped to TC 0",
+    ),
+    QosTest(
+        "dscp_to_pg",
+        "tests/qos/test_qos_sai.py::TestQosSai::testQosSaiDscpToPgMapping"
+        " -> sai_qos_tests.py::DscpToPgMapping",
+        dscp_to_pg,
+        remap_tc_to_pg,
+        "TC 3 mapped to PG 0",
+    ),
+    QosTest(
+        "dwrr",
+        "tests/qos/test_qos_sai.py::TestQosSai::testQosSaiDwrr -> sai_qos_tests.py::WRRtest",
+        dwrr,
+        swap_weights,
+        "RDMA and lossy DWRR weights swapped",
+    ),
+    QosTest(
+        "pfc_counters",
+        "tests/qos/test_pfc_counters.py::test_pfc_pause",
+        pfc_counters,
+        port_down,
+        "the receiving port administratively down",
+    ),
 ]

@@ -60,9 +60,7 @@ def lossless_profile_name(dut: Dut, i: int = 0) -> str:
     """The lossless PG profile buffermgrd binds to test port i (by speed and cable)."""
     port = dut.port(i)
     speed = dut.db["PORT"][port].get("speed", "")
-    cable = next(
-        (str(t[port]) for t in dut.db.get("CABLE_LENGTH", {}).values() if port in t), "5m"
-    )
+    cable = next((str(t[port]) for t in dut.db.get("CABLE_LENGTH", {}).values() if port in t), "5m")
     return f"pg_lossless_{speed}_{cable}_profile"
 
 
@@ -89,8 +87,13 @@ class Lossless:
         shared = cells(static_th(dut, prof)) - headroom
         hysteresis = headroom - xon - xoff
         return cls(
-            xon, xoff, headroom, shared, shared + xon + hysteresis,
-            shared + headroom - OVERHEAD, name,
+            xon,
+            xoff,
+            headroom,
+            shared,
+            shared + xon + hysteresis,
+            shared + headroom - OVERHEAD,
+            name,
         )
 
 

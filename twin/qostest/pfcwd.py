@@ -42,19 +42,25 @@ def function(dut: Dut) -> list[Check]:
     t1 = detect + poll + 0.05
     end = t1 + 0.05
     t2 = end + restore + poll + 0.05
-    flows = [burst("stormed", 0, 1, PACKETS, dscp, FRAME, t1),
-             burst("other", 0, 1, PACKETS, lossy, FRAME, t1),
-             burst("restored", 0, 1, PACKETS, dscp, FRAME, t2)]
-    res = simulate(dut.experiment(2, flows, [_storm(prio, 0.0, end)], duration=t2 + 0.01,
-                                  frame=FRAME))
+    flows = [
+        burst("stormed", 0, 1, PACKETS, dscp, FRAME, t1),
+        burst("other", 0, 1, PACKETS, lossy, FRAME, t1),
+        burst("restored", 0, 1, PACKETS, dscp, FRAME, t2),
+    ]
+    res = simulate(
+        dut.experiment(2, flows, [_storm(prio, 0.0, end)], duration=t2 + 0.01, frame=FRAME)
+    )
     got = {f.name: f.bytes_delivered // FRAME for f in res.flows}
     detected = [e for e in res.events_of("watchdog_detect") if e.priority == prio]
     restored = [e for e in res.events_of("watchdog_restore") if e.priority == prio]
     dropped = dut.counters(res, 0, prio).drops_watchdog
     return [
         equal("storm detected", len(detected), 1),
-        equal(f"stormed queue's packets delivered (action {action})", got["stormed"],
-              0 if action == "drop" else PACKETS),
+        equal(
+            f"stormed queue's packets delivered (action {action})",
+            got["stormed"],
+            0 if action == "drop" else PACKETS,
+        ),
         equal("watchdog drop counter", dropped, PACKETS if action == "drop" else 0),
         equal("other queue's packets delivered", got["other"], PACKETS),
         equal("restored", len(restored), 1),
@@ -73,7 +79,7 @@ def timer_accuracy(dut: Dut) -> list[Check]:
     """test_pfcwd_timer_accuracy: 20 storms; the 10th of the sorted detection times (storm
     start to detection) in (detect, detect + poll], and likewise the restoration times
     (storm end to restoration)."""
-    dscp, prio = params.lossless_dscp(dut)
+    prio = params.lossless_dscp(dut)[1]
     detect, restore, poll, _ = _timers(dut)
     length, period = detect + poll + 0.1, detect + restore + 2 * poll + 0.2
     starts = [k * period for k in range(STORMS)]
@@ -84,14 +90,24 @@ def timer_accuracy(dut: Dut) -> list[Check]:
     detections = sorted(t - max(s for s in starts if s <= t) for t in found)
     restorations = sorted(t - max(s + length for s in starts if s + length <= t) for t in back)
     tenth = STORMS // 2 - 1
-    checks = [equal("storms detected", len(found), STORMS),
-              equal("storms restored", len(back), STORMS)]
+    checks = [
+        equal("storms detected", len(found), STORMS),
+        equal("storms restored", len(back), STORMS),
+    ]
     if len(detections) > tenth and len(restorations) > tenth:
         checks += [
-            within("10th detection time, ms", round(detections[tenth] * 1e3, 3),
-                   detect * 1e3 + 1e-6, (detect + poll) * 1e3),
-            within("10th restoration time, ms", round(restorations[tenth] * 1e3, 3),
-                   restore * 1e3 + 1e-6, (restore + poll) * 1e3),
+            within(
+                "10th detection time, ms",
+                round(detections[tenth] * 1e3, 3),
+                detect * 1e3 + 1e-6,
+                (detect + poll) * 1e3,
+            ),
+            within(
+                "10th restoration time, ms",
+                round(restorations[tenth] * 1e3, 3),
+                restore * 1e3 + 1e-6,
+                (restore + poll) * 1e3,
+            ),
         ]
     return checks
 
@@ -105,20 +121,30 @@ def basic(dut: Dut) -> list[Check]:
     rate = RATE * dut.speed(0)
     storm = math.ceil(detect + poll + 0.1)
     after = storm + restore + poll + 0.05
-    flows = [stream("during", 0, 1, rate, dscp, FRAME, storm),
-             stream("after", 0, 1, rate, dscp, FRAME, after + 0.2, start=after)]
-    res = simulate(dut.experiment(2, flows, [_storm(prio, 0.0, storm)], duration=after + 0.21,
-                                  frame=FRAME))
-    short = simulate(dut.experiment(
-        2, [stream("short", 0, 1, rate, dscp, FRAME, detect)],
-        [_storm(prio, 0.0, detect / 2)], duration=detect + 0.01, frame=FRAME))
+    flows = [
+        stream("during", 0, 1, rate, dscp, FRAME, storm),
+        stream("after", 0, 1, rate, dscp, FRAME, after + 0.2, start=after),
+    ]
+    res = simulate(
+        dut.experiment(2, flows, [_storm(prio, 0.0, storm)], duration=after + 0.21, frame=FRAME)
+    )
+    short = simulate(
+        dut.experiment(
+            2,
+            [stream("short", 0, 1, rate, dscp, FRAME, detect)],
+            [_storm(prio, 0.0, detect / 2)],
+            duration=detect + 0.01,
+            frame=FRAME,
+        )
+    )
     during = res.flow("during")
     lost = 1 - during.bytes_delivered / max(1, during.bytes_sent)
     return [
         within("share of the storm's data lost", round(lost, 4), 0.7, 1.0),
         equal("bytes lost after restoration", res.flow("after").bytes_dropped, 0),
-        equal("bytes lost to a storm of half the detection time",
-              short.flow("short").bytes_dropped, 0),
+        equal(
+            "bytes lost to a storm of half the detection time", short.flow("short").bytes_dropped, 0
+        ),
     ]
 
 
@@ -163,15 +189,34 @@ def quick_watchdog(db: ConfigDb) -> None:
 
 
 TESTS = [
-    QosTest("pfcwd_function", "tests/pfcwd/test_pfcwd_function.py::TestPfcwdFunc"
-            "::test_pfcwd_actions", function, watchdog_off, "no PFC_WD on the ports"),
-    QosTest("pfcwd_timer_accuracy", "tests/pfcwd/test_pfcwd_timer_accuracy.py"
-            "::TestPfcwdAllTimer::test_pfcwd_timer_accuracy", timer_accuracy, slow_watchdog,
-            "watchdog timers 800 ms"),
-    QosTest("pfcwd_basic", "tests/snappi_tests/pfcwd/test_pfcwd_basic_with_snappi.py"
-            "::test_pfcwd_basic_single_lossless_prio", basic, watchdog_off,
-            "no PFC_WD on the ports"),
-    QosTest("pfcwd_burst_storm", "tests/snappi_tests/pfcwd/test_pfcwd_burst_storm_with_snappi.py"
-            "::test_pfcwd_burst_storm_single_lossless_prio", burst_storm, quick_watchdog,
-            "watchdog detection and poll 50 ms"),
+    QosTest(
+        "pfcwd_function",
+        "tests/pfcwd/test_pfcwd_function.py::TestPfcwdFunc::test_pfcwd_actions",
+        function,
+        watchdog_off,
+        "no PFC_WD on the ports",
+    ),
+    QosTest(
+        "pfcwd_timer_accuracy",
+        "tests/pfcwd/test_pfcwd_timer_accuracy.py::TestPfcwdAllTimer::test_pfcwd_timer_accuracy",
+        timer_accuracy,
+        slow_watchdog,
+        "watchdog timers 800 ms",
+    ),
+    QosTest(
+        "pfcwd_basic",
+        "tests/snappi_tests/pfcwd/test_pfcwd_basic_with_snappi.py"
+        "::test_pfcwd_basic_single_lossless_prio",
+        basic,
+        watchdog_off,
+        "no PFC_WD on the ports",
+    ),
+    QosTest(
+        "pfcwd_burst_storm",
+        "tests/snappi_tests/pfcwd/test_pfcwd_burst_storm_with_snappi.py"
+        "::test_pfcwd_burst_storm_single_lossless_prio",
+        burst_storm,
+        quick_watchdog,
+        "watchdog detection and poll 50 ms",
+    ),
 ]

@@ -13,7 +13,12 @@ from twin.qostest.dut import Dut
 from validators.result import Result
 
 TESTS: list[QosTest] = [
-    *buffers.TESTS, *mapping.TESTS, *pause.TESTS, *m2o.TESTS, *ecn.TESTS, *pfcwd.TESTS,
+    *buffers.TESTS,
+    *mapping.TESTS,
+    *pause.TESTS,
+    *m2o.TESTS,
+    *ecn.TESTS,
+    *pfcwd.TESTS,
     *hashing.TESTS,
 ]
 

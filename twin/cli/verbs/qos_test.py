@@ -36,8 +36,15 @@ def run(args: argparse.Namespace) -> int:
 
     tests = suite.select(args.tests)
     if args.list:
-        rows = [{"test": t.name, "counterpart": t.counterpart, "broken": t.broken,
-                 "not_observable": t.unobservable} for t in tests]
+        rows = [
+            {
+                "test": t.name,
+                "counterpart": t.counterpart,
+                "broken": t.broken,
+                "not_observable": t.unobservable,
+            }
+            for t in tests
+        ]
         text = "\n".join(f"{t.name:34} {t.counterpart}" for t in tests)
         emit(args, rows, text)
         return 0
