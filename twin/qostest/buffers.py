@@ -145,6 +145,15 @@ TESTS = [
         unbind_lossless_pg,
         "lossless PGs bound to ingress_lossy_profile",
     ),
+    hidden(
+        "pfc_xon_limit",
+        "tests/qos/test_qos_sai.py::TestQosSai::testQosSaiPfcXonLimit"
+        " -> sai_qos_tests.py::PFCXonTest",
+        "its XON point (pkts_num_dismiss_pfc) is how the ASIC applies xon and xon_offset under "
+        "a dynamic threshold; the lab's profiles omit xon_offset and the simulator's XON rule "
+        "(max(xon, threshold - xon_offset), 18432 B when absent) is being reworked to read "
+        "them from the profiles (issue 36 point 2, helper m36timing)",
+    ),
     QosTest(
         "lossy_queue",
         "tests/qos/test_qos_sai.py::TestQosSai::testQosSaiLossyQueue"
