@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from labs.sim import simulate
 from labs.sim.model import Flow, PfcStorm
 from labs.sim.result import Result
 from twin.qostest import params
 from twin.qostest.case import Check, QosTest, equal, hidden, within
-from twin.qostest.dut import Dut, burst
+from twin.qostest.dut import Dut, burst, stream
 from twin.qostest.m2o import pfc_off
 from twin.render.config_db import ConfigDb
 
@@ -72,21 +74,9 @@ def _roce_run(dut: Dut) -> float:
 
 
 def _rc(name: str, src: int, dst: int, dscp: int, prio: int, speed: float, stop: float) -> Flow:
-    """A RoCEv2 RC queue pair at line rate, DCQCN off (the test turns WRED off)."""
-    return Flow(
-        name,
-        f"h{src}",
-        f"h{dst}",
-        size=None,
-        rate=speed,
-        stop=stop,
-        dscp=dscp,
-        priority=prio,
-        cc="none",
-        ecn_capable=True,
-        packet_bytes=ROCE_FRAME,
-        transport="rc",
-    )
+    """A RoCEv2 RC queue pair at line rate, ECN-capable, DCQCN off (the test turns WRED off)."""
+    flow = stream(name, src, dst, speed, dscp, ROCE_FRAME, stop, priority=prio)
+    return replace(flow, ecn_capable=True, transport="rc")
 
 
 def no_wred(db: ConfigDb) -> None:
