@@ -27,17 +27,17 @@ LABS = {"reference (400G)": "reference.yaml", "small-100g (100G)": "small-100g.y
 def child(lab: str, broken: bool) -> int:
     """Run the suite on one lab, print expected vs seen, exit 0 when every verdict is the
     one wanted (pass healthy, fail broken)."""
+    from labs.sim.qostest import suite
+    from labs.sim.qostest.case import FAIL, NOT_OBSERVABLE, PASS
     from twin.labdir import Lab
-    from twin.qostest import suite
-    from validators.result import Status
 
     results = suite.run(Lab.open(Path(lab)), suite.TESTS, broken=broken)
     print(suite.expected_vs_seen(results))
-    wanted = Status.FAIL if broken else Status.PASS
-    wrong = [r.validator for r in results if r.status not in (wanted, Status.NOT_OBSERVABLE)]
+    wanted = FAIL if broken else PASS
+    wrong = [r.test for r in results if r.status not in (wanted, NOT_OBSERVABLE)]
     print(
-        f"-- {sum(r.status is wanted for r in results)} {wanted.value} as wanted, "
-        f"{sum(r.status is Status.NOT_OBSERVABLE for r in results)} not observable, "
+        f"-- {sum(r.status == wanted for r in results)} {wanted} as wanted, "
+        f"{sum(r.status == NOT_OBSERVABLE for r in results)} not observable, "
         f"wrong: {', '.join(wrong) or 'none'}"
     )
     return 1 if wrong else 0

@@ -9,16 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from labs.sim.qostest import suite
+from labs.sim.qostest.buffers import unbind_lossless_pg
+from labs.sim.qostest.case import FAIL, NOT_OBSERVABLE, PASS, QosTest
+from labs.sim.qostest.dut import Dut
 from tests.conftest import twin_cli
 from tests.simlab import REPO, copy, edit_switches
 from twin import labdir
 from twin.intent import fabric as intent
 from twin.labdir import Lab
-from twin.qostest import suite
-from twin.qostest.buffers import unbind_lossless_pg
-from twin.qostest.case import QosTest
-from twin.qostest.dut import Dut
-from validators.result import Status
 
 OBSERVABLE = [t for t in suite.TESTS if not t.unobservable]
 HIDDEN = [t for t in suite.TESTS if t.unobservable]
@@ -48,7 +47,7 @@ def test_at_least_twenty_observable() -> None:
 @pytest.mark.parametrize("test", OBSERVABLE, ids=lambda t: t.name)
 def test_passes_on_the_reference(reference: Path, test: QosTest) -> None:
     result = test.judge(Dut.of_lab(Lab.open(reference)), "leaf1")
-    assert result.status is Status.PASS, result.findings
+    assert result.status == PASS, result.failed
 
 
 @pytest.mark.parametrize("lab", ["reference", "lab100g"])
@@ -56,7 +55,7 @@ def test_passes_on_the_reference(reference: Path, test: QosTest) -> None:
 def test_fails_on_its_broken_lab(request: pytest.FixtureRequest, lab: str, test: QosTest) -> None:
     path: Path = request.getfixturevalue(lab)
     result = test.judge(Dut.of_lab(Lab.open(path)).variant(test.breaks), "leaf1")
-    assert result.status is Status.FAIL, result.figures
+    assert result.status == FAIL, result.figures
 
 
 @pytest.mark.parametrize("test", OBSERVABLE, ids=lambda t: t.name)
@@ -64,13 +63,13 @@ def test_passes_on_the_100g_lab(lab100g: Path, test: QosTest) -> None:
     dut = Dut.of_lab(Lab.open(lab100g))
     assert dut.speed(0) == 100e9
     result = test.judge(dut, "leaf1")
-    assert result.status is Status.PASS, result.findings
+    assert result.status == PASS, result.failed
 
 
 @pytest.mark.parametrize("test", HIDDEN, ids=lambda t: t.name)
 def test_not_observable_says_why(reference: Path, test: QosTest) -> None:
     result = test.judge(Dut.of_lab(Lab.open(reference)), "leaf1")
-    assert result.status is Status.NOT_OBSERVABLE and result.reason == test.unobservable
+    assert result.status == NOT_OBSERVABLE and result.reason == test.unobservable
 
 
 def test_cli_reports_and_broken_lab_on_disk(reference: Path, tmp_path: Path) -> None:

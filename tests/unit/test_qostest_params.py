@@ -1,12 +1,12 @@
-"""sonic-mgmt's generator numbers (`twin.qostest.params`) on hand-written profiles."""
+"""sonic-mgmt's generator numbers (`labs.sim.qostest.params`) on hand-written profiles."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from twin.intent.fabric import Fabric
-from twin.qostest import params
-from twin.qostest.dut import Dut
+from labs.sim.qostest import params
+from labs.sim.qostest.dut import Dut
 
 POOL = 60_000_000
 

@@ -10,10 +10,10 @@ import math
 
 from labs.sim import simulate
 from labs.sim.model import PfcStorm
+from labs.sim.qostest import params
+from labs.sim.qostest.case import Check, QosTest, equal, within
+from labs.sim.qostest.dut import Dut, burst, stream
 from labs.sim.result import Result
-from twin.qostest import params
-from twin.qostest.case import Check, QosTest, equal, within
-from twin.qostest.dut import Dut, burst, stream
 from twin.render.config_db import ConfigDb
 
 FRAME = 1024

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from twin.qostest.dut import Dut
+from labs.sim.qostest.dut import Dut
 from twin.render.config_db import ConfigDb
-from validators.result import Finding, Result, Status
+
+PASS, FAIL, NOT_OBSERVABLE = "pass", "fail", "not-observable"
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,22 @@ def equal(what: str, seen: object, expected: object) -> Check:
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """A test's verdict on one DUT (`twin qos-test` turns it into a validator Result): its
+    status (pass, fail, not-observable), reason, figures (the counterpart, then each check as
+    expected and seen) and the failed checks."""
+
+    test: str
+    scope: str
+    status: str
+    reason: str
+    figures: dict[str, str]
+    failed: list[str]
+    device: str
+    port: str
+
+
+@dataclass(frozen=True)
 class QosTest:
     """A test: `run` returns its checks on a DUT; `breaks` edits a config_db into the lab
     the test is meant to catch (`broken` says how); `unobservable`, when set, says why the
@@ -45,29 +62,28 @@ class QosTest:
     unobservable: str = ""
     tags: tuple[str, ...] = field(default_factory=tuple)
 
-    def judge(self, dut: Dut, scope: str) -> Result:
-        """Run and judge on this DUT; the result's validator is the test's name."""
+    def judge(self, dut: Dut, scope: str) -> Outcome:
+        """Run and judge on this DUT."""
+        figures = {"counterpart": self.counterpart}
         if self.unobservable:
-            return Result(
+            return Outcome(
                 self.name,
                 scope,
-                Status.NOT_OBSERVABLE,
+                NOT_OBSERVABLE,
                 self.unobservable,
-                {"counterpart": self.counterpart},
+                figures,
+                [],
+                dut.name,
+                dut.port(0),
             )
         checks = self.run(dut)
-        figures: dict[str, int | float | str] = {"counterpart": self.counterpart}
         for c in checks:
             figures[c.what] = f"expected {c.expected}, seen {c.seen}"
-        bad = [c for c in checks if not c.ok]
-        findings = [
-            Finding(dut.name, f"{c.what}: expected {c.expected}, seen {c.seen}", dut.port(0))
-            for c in bad
-        ]
-        status = Status.FAIL if bad or not checks else Status.PASS
-        head = f"{len(checks) - len(bad)} of {len(checks)} checks pass"
-        detail = f"; {findings[0].message}" if findings else ""
-        return Result(self.name, scope, status, head + detail, figures, findings)
+        failed = [f"{c.what}: expected {c.expected}, seen {c.seen}" for c in checks if not c.ok]
+        status = FAIL if failed or not checks else PASS
+        reason = f"{len(checks) - len(failed)} of {len(checks)} checks pass"
+        reason += f"; {failed[0]}" if failed else ""
+        return Outcome(self.name, scope, status, reason, figures, failed, dut.name, dut.port(0))
 
 
 def _no_checks(_dut: Dut) -> list[Check]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from labs.sim import simulate
 from labs.sim.model import PfcStorm
-from twin.qostest import params
-from twin.qostest.case import Check, QosTest, equal, hidden, within
-from twin.qostest.dut import Dut, burst, stream
-from twin.qostest.mapping import remap_roce_dscp
+from labs.sim.qostest import params
+from labs.sim.qostest.case import Check, QosTest, equal, hidden, within
+from labs.sim.qostest.dut import Dut, burst, stream
+from labs.sim.qostest.mapping import remap_roce_dscp
 
 ROUNDS = 20
 SNAPPI_FRAME = 1024

@@ -6,10 +6,10 @@ from dataclasses import replace
 
 from labs.sim import simulate
 from labs.sim.model import NPRIO, PfcStorm
+from labs.sim.qostest import params
+from labs.sim.qostest.case import Check, QosTest, equal, within
+from labs.sim.qostest.dut import DUT, Dut, burst
 from labs.sim.result import Result
-from twin.qostest import params
-from twin.qostest.case import Check, QosTest, equal, within
-from twin.qostest.dut import DUT, Dut, burst
 from twin.render.config_db import ConfigDb
 
 ALL = tuple(range(NPRIO))

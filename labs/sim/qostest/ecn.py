@@ -6,11 +6,11 @@ from dataclasses import replace
 
 from labs.sim import simulate
 from labs.sim.model import Flow, PfcStorm
+from labs.sim.qostest import params
+from labs.sim.qostest.case import Check, QosTest, equal, hidden, within
+from labs.sim.qostest.dut import Dut, burst, stream
+from labs.sim.qostest.m2o import pfc_off
 from labs.sim.result import Result
-from twin.qostest import params
-from twin.qostest.case import Check, QosTest, equal, hidden, within
-from twin.qostest.dut import Dut, burst, stream
-from twin.qostest.m2o import pfc_off
 from twin.render.config_db import ConfigDb
 
 DEQUEUE_FRAME = 1024

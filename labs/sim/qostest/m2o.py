@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from labs.sim import simulate
+from labs.sim.qostest import params
+from labs.sim.qostest.case import Check, QosTest, equal, within
+from labs.sim.qostest.dut import Dut, stream
+from labs.sim.qostest.mapping import swap_weights
 from labs.sim.result import Result
-from twin.qostest import params
-from twin.qostest.case import Check, QosTest, equal, within
-from twin.qostest.dut import Dut, stream
-from twin.qostest.mapping import swap_weights
 from twin.render.config_db import ConfigDb
 
 FRAME = 1024

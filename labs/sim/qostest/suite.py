@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from labs.sim.qostest import buffers, ecn, hashing, m2o, mapping, pause, pfcwd
+from labs.sim.qostest.case import NOT_OBSERVABLE, Outcome, QosTest
+from labs.sim.qostest.dut import Dut
 from twin.errors import InputError
 from twin.labdir import Lab
-from twin.qostest import buffers, ecn, hashing, m2o, mapping, pause, pfcwd
-from twin.qostest.case import QosTest
-from twin.qostest.dut import Dut
-from validators.result import Result
 
 TESTS: list[QosTest] = [
     *buffers.TESTS,
@@ -32,7 +31,7 @@ def select(names: Sequence[str]) -> list[QosTest]:
     return [t for t in TESTS if not names or t.name in names]
 
 
-def run(lab: Lab, tests: Sequence[QosTest], broken: bool = False) -> list[Result]:
+def run(lab: Lab, tests: Sequence[QosTest], broken: bool = False) -> list[Outcome]:
     """Each test on the lab's DUT, or with `broken` on the DUT its `breaks` edits."""
     healthy = Dut.of_lab(lab)
     out = []
@@ -43,12 +42,12 @@ def run(lab: Lab, tests: Sequence[QosTest], broken: bool = False) -> list[Result
     return out
 
 
-def expected_vs_seen(results: Sequence[Result]) -> str:
+def expected_vs_seen(results: Sequence[Outcome]) -> str:
     """Each test's status and counterpart, then its checks, one a line."""
     lines = []
     for r in results:
-        lines.append(f"{r.validator:34} {r.status.value:14} {r.figures.get('counterpart', '')}")
-        if r.status.value == "not-observable":
+        lines.append(f"{r.test:34} {r.status:14} {r.figures['counterpart']}")
+        if r.status == NOT_OBSERVABLE:
             lines.append(f"    not observable: {r.reason}")
         lines += [f"    {k}: {v}" for k, v in r.figures.items() if k != "counterpart"]
     return "\n".join(lines)

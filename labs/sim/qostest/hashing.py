@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from labs.sim import simulate
-from twin.qostest import params
-from twin.qostest.case import Check, QosTest, within
-from twin.qostest.dut import DUT, Dut, burst, test_ports
+from labs.sim.qostest import params
+from labs.sim.qostest.case import Check, QosTest, within
+from labs.sim.qostest.dut import DUT, Dut, burst, test_ports
 from twin.render.config_db import ConfigDb
 
 MEMBERS = 4

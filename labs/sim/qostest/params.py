@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from labs.sim.qostest.dut import Dut
 from twin.design.graph import platform
-from twin.qostest.dut import Dut
 
 MARGIN = 2
 """pkts_num_margin: sonic-mgmt's default window around a threshold (Mellanox uses 4)."""

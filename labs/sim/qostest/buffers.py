@@ -7,10 +7,10 @@ import math
 
 from labs.sim import simulate
 from labs.sim.model import PfcStorm
+from labs.sim.qostest import params
+from labs.sim.qostest.case import Check, QosTest, equal, hidden, within
+from labs.sim.qostest.dut import Dut, burst
 from labs.sim.result import PriorityCounters
-from twin.qostest import params
-from twin.qostest.case import Check, QosTest, equal, hidden, within
-from twin.qostest.dut import Dut, burst
 from twin.render.config_db import ConfigDb
 
 HOLD = 1.0
