@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from twin.intent.fabric import Fabric
 from labs.sim.qostest import params
 from labs.sim.qostest.dut import Dut
+from twin.intent.fabric import Fabric
 
 POOL = 60_000_000
 
