@@ -21,7 +21,9 @@ pristine lab is what the intent renders, so a mutation is harmful unless it only
 the intent leaves free (`HARMLESS`: descriptions, aliases, neighbour names, hostnames) or what
 the intent does not speak to (`DEVIATIONS`: the switch's metadata, BGP timers beside BFD,
 FRR's defaults, the emulated bond; the DSCP map's entries for classes the intent does not
-name), which are listed apart and counted in neither figure.
+name, the TC maps' entries for TCs no class uses), which are listed apart and counted in
+neither figure. A field removed where SONiC's daemon then uses the value the intent renders
+(`twin.configs.defaults`, each with its upstream source: a port's MTU 9100) is harmless.
 A mutation that leaves a file as it was is dropped. Then `twin validate` (with `--sim`, `twin
 run LAB --backend sim` with the default scenario, whose verdict includes the static
 validators) runs on the copy, in this process. A harmful mutation is caught when the exit code
@@ -89,6 +91,11 @@ MAPS = {
     "MAP_PFC_PRIORITY_TO_QUEUE",
     "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
 }
+UNUSED_TCS = {"TC_TO_QUEUE_MAP", "TC_TO_PRIORITY_GROUP_MAP"}
+"""Maps whose entries for a TC no intent class uses are deviations, as the DSCP map's default
+entries: the DSCP -> TC map (the only classifier bound to the ports, PORT_QOS_MAP; sonic-swss
+orchagent/qosorch.cpp QosOrch::handlePortQosMapTable binds no DOT1P map here) puts no packet
+in that TC, so where it goes moves no traffic."""
 FLIPS = {"true": "false", "false": "true", "up": "down", "down": "up", "enable": "disable"}
 ALTERNATIVES = {
     "DWRR": "STRICT",
@@ -123,8 +130,10 @@ def classify(file: str, table: str, field: str) -> str:
 
     >>> classify("config_db.json", "PORT", "alias"), classify("config_db.json", "PORT", "mtu")
     ('harmless', 'harmful')
+    >>> classify("frr.conf", "hostname", "leaf1")
+    'harmless'
     """
-    if (file, table, field) in HARMLESS:
+    if (file, table, field) in HARMLESS or (file, table, "") in HARMLESS:
         return "harmless"
     if (file, table, field) in DEVIATIONS or (file, table, "*") in DEVIATIONS:
         return "deviation"
@@ -173,15 +182,24 @@ def _map_fields(table: Json) -> list[str]:
 
 def config_db(lab: Path, device: str, peer: str | None) -> Iterator[Mutation]:
     """Every field of every table of a switch's config_db.json, mutated three ways."""
+    from twin.configs.defaults import absent
+    from twin.labdir import Lab
+
     db: Json = json.loads((lab / "configs" / device / "config_db.json").read_text())
+    used = {str(c.tc) for c in Lab.open(lab).fabric.qos.classes.values()} | {"0"}
 
     def mutation(
         table: str, key: str, field: str, kind: str, change: Callable[[Json], None]
     ) -> Mutation:
         impact = classify("config_db.json", table, field)
         first = key.split("<->")[0]
-        if table == "DSCP_TO_TC_MAP" and db[table].get(first, {}).get(field) == "0":
+        value = db[table].get(first, {}).get(field)
+        if table == "DSCP_TO_TC_MAP" and value == "0":
             impact = "deviation"
+        if table in UNUSED_TCS and field not in used:
+            impact = "deviation"
+        if kind == "removed" and value is not None and absent(table, field) == value:
+            impact = "harmless"
         where = f"{table}|{key}" + (f".{field}" if field else "")
         return Mutation(device, "config_db.json", where, kind, impact, _db_edit(device, change))
 

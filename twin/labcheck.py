@@ -130,7 +130,8 @@ class Bond(_Model):
 class Host(_Model):
     """`configs/<server>/host.json`."""
 
-    hostname: str
+    hostname: str | None = None
+    """Cosmetic: the node's name in the design is what names it."""
     mtu: int = Field(ge=68, le=65535)
     address: Cidr
     bond: Bond | None = None

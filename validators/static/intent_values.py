@@ -1,0 +1,199 @@
+"""`intent_values`: every CONFIG_DB field and frr.conf statement the intent fixes holds the
+intent's value.
+
+The intent is designed and rendered again (`twin.labdiff.rendered_configs`, as
+`config_drift`): that is where each value comes from, never from the config under test. Per
+switch, every key of the judged tables that the intent renders must be there, and each of
+its fields must hold the intent's value, or be absent where SONiC's daemons then use that
+same value (`twin.configs.defaults`). Entries the intent does not render (an added buffer
+profile, another port's map) are not judged here. Not judged: what the intent leaves free
+(port descriptions and aliases, neighbour names), the switch's own metadata
+(DEVICE_METADATA), BGP timers beside BFD, and the schedulers (`schedulers` judges their
+proportions); the DSCP -> TC map is judged on the DSCPs of the intent's classes, the TC maps
+on the TCs of its classes (no packet carries another TC).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from twin.configs.defaults import absent
+from twin.intent.fabric import Qos
+from twin.labdiff import rendered_configs
+from twin.labdir import Lab
+from validators.registry import Params, static
+from validators.result import Finding, Result, merged, verdict
+
+ADDRESSING = "the design's addressing"
+BUNDLES = "the design's bundles and MLAG pairs"
+SOURCES = {
+    "PORT": "the platform's port layout, the design's speeds and mtu.switch",
+    "LOOPBACK_INTERFACE": ADDRESSING,
+    "INTERFACE": ADDRESSING,
+    "PORTCHANNEL_INTERFACE": ADDRESSING,
+    "VLAN_INTERFACE": ADDRESSING,
+    "BGP_NEIGHBOR": "the design's addressing and ASNs",
+    "PORTCHANNEL": BUNDLES,
+    "PORTCHANNEL_MEMBER": BUNDLES,
+    "VLAN": BUNDLES,
+    "VLAN_MEMBER": BUNDLES,
+    "MCLAG_DOMAIN": BUNDLES,
+    "MCLAG_INTERFACE": BUNDLES,
+    "MCLAG_UNIQUE_IP": BUNDLES,
+    "DSCP_TO_TC_MAP": "qos.classes",
+    "TC_TO_PRIORITY_GROUP_MAP": "qos.classes, the lossless priorities",
+    "TC_TO_QUEUE_MAP": "qos.classes",
+    "MAP_PFC_PRIORITY_TO_QUEUE": "the lossless priorities",
+    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP": "the lossless priorities",
+    "PORT_QOS_MAP": "qos.classes, the lossless priorities, qos.pfc_watchdog",
+    "QUEUE": "qos.classes, the lossless priorities, qos.ecn",
+    "WRED_PROFILE": "qos.ecn",
+    "BUFFER_POOL": "qos.buffers",
+    "BUFFER_PROFILE": "qos.buffers, the headroom design (twin/design/headroom.py)",
+    "BUFFER_PG": "the lossless priorities' headroom",
+    "BUFFER_QUEUE": "the lossless priorities' buffers",
+    "CABLE_LENGTH": "the design's cable lengths",
+    "PFC_WD": "qos.pfc_watchdog",
+}
+"""The judged tables and what in the intent fixes each."""
+FREE = {("PORT", "alias"), ("PORT", "description"), ("BGP_NEIGHBOR", "name")}
+"""Fields the intent leaves free."""
+UNJUDGED = {("BGP_NEIGHBOR", "holdtime"), ("BGP_NEIGHBOR", "keepalive")}
+"""Fields the intent sets without saying whether another value harms (timers beside BFD)."""
+FRR_FREE = ("frr ", "hostname ", "service ", "timers ", "coalesce-time ")
+"""frr.conf statements the intent leaves free or does not speak to (`description` too)."""
+
+
+def _used(qos: Qos) -> dict[str, set[str]]:
+    """The entries of each map that the intent's classes use."""
+    tcs = {str(c.tc) for c in qos.classes.values()} | {"0"}
+    return {
+        "DSCP_TO_TC_MAP": {str(c.dscp) for c in qos.classes.values()},
+        "TC_TO_PRIORITY_GROUP_MAP": tcs,
+        "TC_TO_QUEUE_MAP": tcs,
+    }
+
+
+def _entry(
+    switch: str, table: str, key: str, want: dict[str, Any], got: dict[str, Any], db: Any
+) -> list[Finding]:
+    """One entry's fields against the intent's."""
+    source = SOURCES[table]
+    found = []
+    for field, value in want.items():
+        if (table, field) in FREE | UNJUDGED:
+            continue
+        if field not in got:
+            default = absent(table, field)
+            meta = db.get("DEVICE_METADATA", {}).get("localhost", {})
+            if table == "BGP_NEIGHBOR" and meta.get("default_bgp_status") == "down":
+                default = "down"
+            if default == value:
+                continue
+            then = f" (SONiC then uses {default})" if default is not None else ""
+            message = f"{field} absent{then}; the intent's {value} ({source})"
+        elif got[field] != value:
+            message = f"{field} {got[field]}; the intent's {value} ({source})"
+        else:
+            continue
+        found.append(Finding(switch, message, key, table))
+    return found
+
+
+def _switch(switch: str, want: dict[str, Any], db: dict[str, Any], qos: Qos) -> list[Finding]:
+    """A switch's config_db against the intent's rendering, table by table."""
+    used = _used(qos)
+    found = []
+    for table, source in SOURCES.items():
+        intended = want.get(table)
+        if not intended:
+            continue
+        given = db.get(table)
+        if not isinstance(given, dict):
+            message = f"table missing: the intent has {len(intended)} entries ({source})"
+            found.append(Finding(switch, message, "", table))
+            continue
+        for key, fields in intended.items():
+            entry = given.get(key)
+            if not isinstance(entry, dict):
+                found.append(Finding(switch, f"missing; the intent has it ({source})", key, table))
+                continue
+            if table in used:
+                fields = {f: v for f, v in fields.items() if f in used[table]}
+            found += _entry(switch, table, key, fields, entry, db)
+    return found
+
+
+def _statements(text: str) -> Counter[str]:
+    """frr.conf's statements the intent fixes (comments, block ends and what it leaves free
+    apart)."""
+    lines = (line.strip() for line in text.splitlines())
+    return Counter(
+        line
+        for line in lines
+        if line
+        and not line.startswith(("!", "exit", "end"))
+        and not line.startswith(FRR_FREE)
+        and " description " not in f" {line} "
+    )
+
+
+def _frr(switch: str, want: str, got: str) -> list[Finding]:
+    """Each statement of the intent's frr.conf that this one lacks (or holds changed)."""
+    missing = _statements(want) - _statements(got)
+    return [
+        Finding(switch, f"'{line}' missing: the intent's routing has it", "", "frr.conf")
+        for line in missing
+    ]
+
+
+@static("intent_values")
+def intent_values(lab: Lab, params: Params) -> list[Result]:
+    """Every CONFIG_DB field and frr.conf statement the intent fixes is as it renders them.
+
+    Scope `config_db`: per switch, the ports (speed, lanes, index, FEC, MTU, state), the
+    addressing, BGP neighbours (ASN, local address, state), bundles, VLANs and MLAG tables, the
+    QoS maps on the entries the intent's classes use, the port QoS bindings, queues, WRED,
+    buffer pools, profiles, PGs and queues, cable lengths and the PFC watchdog hold the
+    intent's values; a field left out passes where SONiC then uses the intent's value (the
+    port MTU 9100). Scope `frr`: every statement of the intent's frr.conf is there
+    (hostname, descriptions, version, service and timers apart). A finding names the switch,
+    the table and key (or the frr.conf statement) and says what the intent holds. Not judged:
+    entries the intent does not render, DEVICE_METADATA, BGP timers, SCHEDULER
+    (`schedulers`). No thresholds.
+
+    >>> from validators.examples import tiny_lab, edit_json
+    >>> lab = tiny_lab()
+    >>> [r.status.value for r in intent_values(lab, {})]
+    ['pass', 'pass']
+    >>> edit_json(lab, "leaf1", lambda db: db["BUFFER_POOL"]["ingress_lossless_pool"].update(
+    ...     mode="static"))
+    >>> print(intent_values(lab, {})[0].findings[0])  # doctest: +ELLIPSIS
+    leaf1 ingress_lossless_pool BUFFER_POOL: mode static; the intent's dynamic (qos.buffers)
+    """
+    rendered = rendered_configs(lab)
+    qos = lab.fabric.qos
+    tables: list[Finding] = []
+    frr: list[Finding] = []
+    switches = lab.switches()
+    for switch in switches:
+        tables += _switch(switch, rendered[switch][1], lab.config_db(switch), qos)
+        frr += _frr(switch, rendered[f"{switch}/frr.conf"][1], lab.frr_conf(switch))
+    figures = {"switches": len(switches)}
+    return [
+        verdict(
+            "intent_values",
+            "config_db",
+            merged(tables),
+            f"{len(switches)} switches hold the intent's values in {len(SOURCES)} tables",
+            figures,
+        ),
+        verdict(
+            "intent_values",
+            "frr",
+            frr,
+            f"{len(switches)} switches' frr.conf hold the intent's routing statements",
+            figures,
+        ),
+    ]
