@@ -15,12 +15,14 @@ on the TCs of its classes (no packet carries another TC).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from twin.configs.defaults import absent
 from twin.intent.fabric import Qos
-from twin.labdiff import rendered_configs
+from twin.labdiff import ABSENT, rendered_configs
 from twin.labdir import Lab
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict
@@ -63,6 +65,47 @@ UNJUDGED = {("BGP_NEIGHBOR", "holdtime"), ("BGP_NEIGHBOR", "keepalive")}
 """Fields the intent sets without saying whether another value harms (timers beside BFD)."""
 FRR_FREE = ("frr ", "hostname ", "service ", "timers ", "coalesce-time ")
 """frr.conf statements the intent leaves free or does not speak to (`description` too)."""
+
+
+HOST_JUDGED = ("address", "interfaces", "routes", "dscp_marking", "rdma.devices")
+"""host.json keys judged here: what the design fixes of a server's wiring, addressing,
+routes and marking rules (its MTU and RDMA settings are `host_rdma`'s; the hostname is free;
+the bond and the NICs' speed the twin emulates)."""
+HOST_SKIPPED = {"speed"}
+
+
+def _walk(want: Any, got: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+    """(path, the intent's value, this one) wherever a host file differs, lists by index
+    (a marking rule's ports as a set)."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        for key, value in want.items():
+            if key not in HOST_SKIPPED:
+                yield from _walk(value, got.get(key, ABSENT), f"{path}.{key}")
+    elif isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
+        if path.endswith(".ports"):
+            if sorted(want) != sorted(got):
+                yield path, want, got
+            return
+        for i, (a, b) in enumerate(zip(want, got, strict=True)):
+            yield from _walk(a, b, f"{path}.{i}")
+    elif want != got:
+        yield path, want, got
+
+
+def _host(server: str, want: dict[str, Any], got: dict[str, Any]) -> list[Finding]:
+    """A server's host file against the intent's rendering, on `HOST_JUDGED`."""
+    found = []
+    for key in HOST_JUDGED:
+        top, _, sub = key.partition(".")
+        a, b = want.get(top, ABSENT), got.get(top, ABSENT)
+        if sub:
+            a = a.get(sub, ABSENT) if isinstance(a, dict) else ABSENT
+            b = b.get(sub, ABSENT) if isinstance(b, dict) else ABSENT
+        for path, value, given in _walk(a, b, key):
+            shown = "absent" if given is ABSENT else json.dumps(given)
+            message = f"{shown}; the intent's {json.dumps(value)} (the design's)"
+            found.append(Finding(server, message, "", f"host.json {path}"))
+    return found
 
 
 def _used(qos: Qos) -> dict[str, set[str]]:
@@ -158,7 +201,9 @@ def intent_values(lab: Lab, params: Params) -> list[Result]:
     buffer pools, profiles, PGs and queues, cable lengths and the PFC watchdog hold the
     intent's values; a field left out passes where SONiC then uses the intent's value (the
     port MTU 9100). Scope `frr`: every statement of the intent's frr.conf is there
-    (hostname, descriptions, version, service and timers apart). A finding names the switch,
+    (hostname, descriptions, version, service and timers apart). Scope `hosts`: each
+    server's address, NICs' peers and gateways, routes, DSCP marking rules and RDMA devices
+    are the design's. A finding names the device,
     the table and key (or the frr.conf statement) and says what the intent holds. Not judged:
     entries the intent does not render, DEVICE_METADATA, BGP timers, SCHEDULER
     (`schedulers`). No thresholds.
@@ -166,7 +211,7 @@ def intent_values(lab: Lab, params: Params) -> list[Result]:
     >>> from validators.examples import tiny_lab, edit_json
     >>> lab = tiny_lab()
     >>> [r.status.value for r in intent_values(lab, {})]
-    ['pass', 'pass']
+    ['pass', 'pass', 'pass']
     >>> edit_json(lab, "leaf1", lambda db: db["BUFFER_POOL"]["ingress_lossless_pool"].update(
     ...     mode="static"))
     >>> print(intent_values(lab, {})[0].findings[0])  # doctest: +ELLIPSIS
@@ -180,6 +225,8 @@ def intent_values(lab: Lab, params: Params) -> list[Result]:
     for switch in switches:
         tables += _switch(switch, rendered[switch][1], lab.config_db(switch), qos)
         frr += _frr(switch, rendered[f"{switch}/frr.conf"][1], lab.frr_conf(switch))
+    servers = lab.nodes("server")
+    hosts = [f for s in servers for f in _host(s, rendered[s][1], lab.host(s))]
     figures = {"switches": len(switches)}
     return [
         verdict(
@@ -195,5 +242,12 @@ def intent_values(lab: Lab, params: Params) -> list[Result]:
             frr,
             f"{len(switches)} switches' frr.conf hold the intent's routing statements",
             figures,
+        ),
+        verdict(
+            "intent_values",
+            "hosts",
+            hosts,
+            f"{len(servers)} servers wired, addressed and routed as the design says",
+            {"servers": len(servers)},
         ),
     ]
