@@ -28,12 +28,16 @@ A mutation that leaves a file as it was is dropped. Then `twin validate` (with `
 run LAB --backend sim` with the default scenario, whose verdict includes the static
 validators) runs on the copy, in this process. A harmful mutation is caught when the exit code
 is 1 and a failing result has a finding on the mutated device; caught unnamed when it fails
-without naming it; refused on exit 2, crashed on exit 3; missed on exit 0. A harmless one is a
-false red on any exit but 0.
+without naming it; refused on exit 2 whose one line names the mutated file (bad input: a host
+file that no longer describes the server's wiring, a value its key cannot hold, a config_db
+SONiC's YANG refuses), lost on an exit 2 naming another, crashed on exit 3; missed on exit 0.
+A harmless one is a false red on any exit but 0.
 
 Prints: the mutations by file and kind, the mutation score (harmful caught naming the device,
-of all harmful), the misses and false reds by (file, where), and the time taken. Goal (issue
-32): a score of at least 95 % and no false red. Exit status 1 when a false red or a crash.
+of all harmful; and counting the refusals that name the device's file), the score per table
+(config_db.json), statement (frr.conf) or key (host.json), the misses and false reds by
+(file, where), and the time taken. Goal (issue 32): a score of at least 95 % and no false
+red. Exit status 1 when a false red or a crash.
 """
 
 from __future__ import annotations
@@ -334,8 +338,9 @@ def surface(lab: Path) -> list[Mutation]:
 
 
 def judge(lab: Path, mutation: Mutation, work: Path, sim: bool) -> str:
-    """Play one mutation on a copy of the lab: caught, unnamed, refused, crashed, missed, or
-    unchanged (the edit left the file as it was)."""
+    """Play one mutation on a copy of the lab: caught, unnamed, refused (exit 2 naming the
+    mutated file), lost (exit 2 naming another), crashed, missed, or unchanged (the edit left
+    the file as it was)."""
     from twin.cli.main import main as twin
 
     copy_dir = work / "lab"
@@ -357,14 +362,24 @@ def judge(lab: Path, mutation: Mutation, work: Path, sim: bool) -> str:
             code = twin([*argv, "--out", str(out)])
         except SystemExit as exc:
             code = int(exc.code or 0)
-    if code in (0, 2, 3):
-        return {0: "missed", 2: "refused", 3: "crashed"}[code]
+    if code == 2:
+        said = sink.getvalue()
+        return "refused" if f"/configs/{mutation.device}/{mutation.file}" in said else "lost"
+    if code in (0, 3):
+        return {0: "missed", 3: "crashed"}[code]
     report = json.loads((out / "report.json").read_text())
     named = any(
         r["status"] == "fail" and any(f["device"] == mutation.device for f in r["findings"])
         for r in report["results"]
     )
     return "caught" if named else "unnamed"
+
+
+def _part(m: Mutation) -> str:
+    """The table (config_db.json), statement (frr.conf) or top key (host.json) mutated."""
+    if m.file == "frr.conf":
+        return _statement(m.where)[0]
+    return re.split(r"[|.]", m.where)[0]
 
 
 def main() -> int:
@@ -407,9 +422,18 @@ def main() -> int:
     score = caught / len(harmful) if harmful else 1.0
     print(
         f"harmful: {len(harmful)}: caught naming the device {caught} ({score:.1%}), caught "
-        f"unnamed {tally['unnamed']}, refused {tally['refused']}, crashed {tally['crashed']}, "
-        f"missed {tally['missed']}"
+        f"unnamed {tally['unnamed']}, refused {tally['refused']}, lost {tally['lost']}, "
+        f"crashed {tally['crashed']}, missed {tally['missed']}"
     )
+    named = (caught + tally["refused"]) / len(harmful) if harmful else 1.0
+    print(f"  with the refusals naming the device's file (exit 2): {named:.1%}")
+    print("  per table, statement or key (caught naming the device / harmful):")
+    per: dict[str, Counter[str]] = {}
+    for m, o in harmful:
+        per.setdefault(f"{m.file} {_part(m)}", Counter())[o] += 1
+    for part, seen in sorted(per.items()):
+        others = ", ".join(f"{o} {n}" for o, n in sorted(seen.items()) if o != "caught")
+        print(f"    {part:40} {seen['caught']}/{sum(seen.values())}  {others}")
     reds = [(m, o) for m, o in harmless if o != "missed"]
     print(f"harmless: {len(harmless)}: false reds {len(reds)}")
     print(
@@ -418,7 +442,7 @@ def main() -> int:
     for m, o in reds:
         print(f"  false red ({o}): {m.device} {m.file} {m.where} {m.kind}")
     for m, o in harmful:
-        if o != "caught" and (args.show == "all" or o in ("missed", "crashed", "refused")):
+        if o != "caught" and (args.show == "all" or o in ("missed", "crashed", "lost")):
             print(f"  {o}: {m.device} {m.file} {m.where} {m.kind}")
     print(f"time: {took:.0f} s")
     return 1 if reds or tally["crashed"] else 0
