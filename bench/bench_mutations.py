@@ -200,7 +200,7 @@ def config_db(lab: Path, device: str, peer: str | None) -> Iterator[Mutation]:
         value = db[table].get(first, {}).get(field)
         if table == "DSCP_TO_TC_MAP" and value == "0":
             impact = "deviation"
-        if table in UNUSED_TCS and field not in used:
+        if table in UNUSED_TCS and field and field not in used:
             impact = "deviation"
         if kind == "removed" and value is not None and absent(table, field) == value:
             impact = "harmless"
