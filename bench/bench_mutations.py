@@ -21,17 +21,23 @@ pristine lab is what the intent renders, so a mutation is harmful unless it only
 the intent leaves free (`HARMLESS`: descriptions, aliases, neighbour names, hostnames) or what
 the intent does not speak to (`DEVIATIONS`: the switch's metadata, BGP timers beside BFD,
 FRR's defaults, the emulated bond; the DSCP map's entries for classes the intent does not
-name), which are listed apart and counted in neither figure.
+name, the TC maps' entries for TCs no class uses), which are listed apart and counted in
+neither figure. A field removed where SONiC's daemon then uses the value the intent renders
+(`twin.configs.defaults`, each with its upstream source: a port's MTU 9100) is harmless.
 A mutation that leaves a file as it was is dropped. Then `twin validate` (with `--sim`, `twin
 run LAB --backend sim` with the default scenario, whose verdict includes the static
 validators) runs on the copy, in this process. A harmful mutation is caught when the exit code
 is 1 and a failing result has a finding on the mutated device; caught unnamed when it fails
-without naming it; refused on exit 2, crashed on exit 3; missed on exit 0. A harmless one is a
-false red on any exit but 0.
+without naming it; refused on exit 2 whose one line names the mutated file (bad input: a host
+file that no longer describes the server's wiring, a value its key cannot hold, a config_db
+SONiC's YANG refuses), lost on an exit 2 naming another, crashed on exit 3; missed on exit 0.
+A harmless one is a false red on any exit but 0.
 
 Prints: the mutations by file and kind, the mutation score (harmful caught naming the device,
-of all harmful), the misses and false reds by (file, where), and the time taken. Goal (issue
-32): a score of at least 95 % and no false red. Exit status 1 when a false red or a crash.
+of all harmful; and counting the refusals that name the device's file), the score per table
+(config_db.json), statement (frr.conf) or key (host.json), the misses and false reds by
+(file, where), and the time taken. Goal (issue 32): a score of at least 95 % and no false
+red. Exit status 1 when a false red or a crash.
 """
 
 from __future__ import annotations
@@ -89,6 +95,11 @@ MAPS = {
     "MAP_PFC_PRIORITY_TO_QUEUE",
     "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
 }
+UNUSED_TCS = {"TC_TO_QUEUE_MAP", "TC_TO_PRIORITY_GROUP_MAP"}
+"""Maps whose entries for a TC no intent class uses are deviations, as the DSCP map's default
+entries: the DSCP -> TC map (the only classifier bound to the ports, PORT_QOS_MAP; sonic-swss
+orchagent/qosorch.cpp QosOrch::handlePortQosMapTable binds no DOT1P map here) puts no packet
+in that TC, so where it goes moves no traffic."""
 FLIPS = {"true": "false", "false": "true", "up": "down", "down": "up", "enable": "disable"}
 ALTERNATIVES = {
     "DWRR": "STRICT",
@@ -123,8 +134,10 @@ def classify(file: str, table: str, field: str) -> str:
 
     >>> classify("config_db.json", "PORT", "alias"), classify("config_db.json", "PORT", "mtu")
     ('harmless', 'harmful')
+    >>> classify("frr.conf", "hostname", "leaf1")
+    'harmless'
     """
-    if (file, table, field) in HARMLESS:
+    if (file, table, field) in HARMLESS or (file, table, "") in HARMLESS:
         return "harmless"
     if (file, table, field) in DEVIATIONS or (file, table, "*") in DEVIATIONS:
         return "deviation"
@@ -173,15 +186,24 @@ def _map_fields(table: Json) -> list[str]:
 
 def config_db(lab: Path, device: str, peer: str | None) -> Iterator[Mutation]:
     """Every field of every table of a switch's config_db.json, mutated three ways."""
+    from twin.configs.defaults import absent
+    from twin.labdir import Lab
+
     db: Json = json.loads((lab / "configs" / device / "config_db.json").read_text())
+    used = {str(c.tc) for c in Lab.open(lab).fabric.qos.classes.values()} | {"0"}
 
     def mutation(
         table: str, key: str, field: str, kind: str, change: Callable[[Json], None]
     ) -> Mutation:
         impact = classify("config_db.json", table, field)
         first = key.split("<->")[0]
-        if table == "DSCP_TO_TC_MAP" and db[table].get(first, {}).get(field) == "0":
+        value = db[table].get(first, {}).get(field)
+        if table == "DSCP_TO_TC_MAP" and value == "0":
             impact = "deviation"
+        if table in UNUSED_TCS and field and field not in used:
+            impact = "deviation"
+        if kind == "removed" and value is not None and absent(table, field) == value:
+            impact = "harmless"
         where = f"{table}|{key}" + (f".{field}" if field else "")
         return Mutation(device, "config_db.json", where, kind, impact, _db_edit(device, change))
 
@@ -316,8 +338,9 @@ def surface(lab: Path) -> list[Mutation]:
 
 
 def judge(lab: Path, mutation: Mutation, work: Path, sim: bool) -> str:
-    """Play one mutation on a copy of the lab: caught, unnamed, refused, crashed, missed, or
-    unchanged (the edit left the file as it was)."""
+    """Play one mutation on a copy of the lab: caught, unnamed, refused (exit 2 naming the
+    mutated file), lost (exit 2 naming another), crashed, missed, or unchanged (the edit left
+    the file as it was)."""
     from twin.cli.main import main as twin
 
     copy_dir = work / "lab"
@@ -339,14 +362,24 @@ def judge(lab: Path, mutation: Mutation, work: Path, sim: bool) -> str:
             code = twin([*argv, "--out", str(out)])
         except SystemExit as exc:
             code = int(exc.code or 0)
-    if code in (0, 2, 3):
-        return {0: "missed", 2: "refused", 3: "crashed"}[code]
+    if code == 2:
+        said = sink.getvalue()
+        return "refused" if f"/configs/{mutation.device}/{mutation.file}" in said else "lost"
+    if code in (0, 3):
+        return {0: "missed", 3: "crashed"}[code]
     report = json.loads((out / "report.json").read_text())
     named = any(
         r["status"] == "fail" and any(f["device"] == mutation.device for f in r["findings"])
         for r in report["results"]
     )
     return "caught" if named else "unnamed"
+
+
+def _part(m: Mutation) -> str:
+    """The table (config_db.json), statement (frr.conf) or top key (host.json) mutated."""
+    if m.file == "frr.conf":
+        return _statement(m.where)[0]
+    return re.split(r"[|.]", m.where)[0]
 
 
 def main() -> int:
@@ -389,9 +422,18 @@ def main() -> int:
     score = caught / len(harmful) if harmful else 1.0
     print(
         f"harmful: {len(harmful)}: caught naming the device {caught} ({score:.1%}), caught "
-        f"unnamed {tally['unnamed']}, refused {tally['refused']}, crashed {tally['crashed']}, "
-        f"missed {tally['missed']}"
+        f"unnamed {tally['unnamed']}, refused {tally['refused']}, lost {tally['lost']}, "
+        f"crashed {tally['crashed']}, missed {tally['missed']}"
     )
+    named = (caught + tally["refused"]) / len(harmful) if harmful else 1.0
+    print(f"  with the refusals naming the device's file (exit 2): {named:.1%}")
+    print("  per table, statement or key (caught naming the device / harmful):")
+    per: dict[str, Counter[str]] = {}
+    for m, o in harmful:
+        per.setdefault(f"{m.file} {_part(m)}", Counter())[o] += 1
+    for part, seen in sorted(per.items()):
+        others = ", ".join(f"{o} {n}" for o, n in sorted(seen.items()) if o != "caught")
+        print(f"    {part:40} {seen['caught']}/{sum(seen.values())}  {others}")
     reds = [(m, o) for m, o in harmless if o != "missed"]
     print(f"harmless: {len(harmless)}: false reds {len(reds)}")
     print(
@@ -400,7 +442,7 @@ def main() -> int:
     for m, o in reds:
         print(f"  false red ({o}): {m.device} {m.file} {m.where} {m.kind}")
     for m, o in harmful:
-        if o != "caught" and (args.show == "all" or o in ("missed", "crashed", "refused")):
+        if o != "caught" and (args.show == "all" or o in ("missed", "crashed", "lost")):
             print(f"  {o}: {m.device} {m.file} {m.where} {m.kind}")
     print(f"time: {took:.0f} s")
     return 1 if reds or tally["crashed"] else 0

@@ -107,14 +107,15 @@ class RdmaDevice(_Model):
 
 
 class Rdma(_Model):
-    """RDMA settings of a server."""
+    """RDMA settings of a server; one left out is the NIC's default, judged (`host_rdma`,
+    `pfc_consistency` hosts), not refused."""
 
-    mode: str
-    traffic_class: int = Field(ge=0, le=255)
-    dscp: int = Field(ge=0, le=63)
-    pfc_priority: int = Field(ge=0, le=7)
-    cnp_dscp: int = Field(ge=0, le=63)
-    ecn: bool
+    mode: str | None = None
+    traffic_class: int | None = Field(default=None, ge=0, le=255)
+    dscp: int | None = Field(default=None, ge=0, le=63)
+    pfc_priority: int | None = Field(default=None, ge=0, le=7)
+    cnp_dscp: int | None = Field(default=None, ge=0, le=63)
+    ecn: bool | None = None
     dcqcn: Dcqcn | None = None
     devices: list[RdmaDevice]
 
@@ -130,7 +131,8 @@ class Bond(_Model):
 class Host(_Model):
     """`configs/<server>/host.json`."""
 
-    hostname: str
+    hostname: str | None = None
+    """Cosmetic: the node's name in the design is what names it."""
     mtu: int = Field(ge=68, le=65535)
     address: Cidr
     bond: Bond | None = None

@@ -154,13 +154,14 @@ def _mark_dscp(pid: int, host: dict[str, Any]) -> None:
     ]
     if not rules:
         return
+    who = host.get("hostname") or host["address"]
     if shutil.which("iptables-restore") is None:
-        raise LabError(f"{host['hostname']}: DSCP marking needs iptables on this machine")
+        raise LabError(f"{who}: DSCP marking needs iptables on this machine")
     done = run_inside(
         pid, ["iptables-restore", "--noflush"], "*mangle\n" + "\n".join(rules) + "\nCOMMIT\n"
     )
     if done.returncode != 0:
-        raise LabError(f"{host['hostname']}: iptables-restore: {done.stderr.strip()}")
+        raise LabError(f"{who}: iptables-restore: {done.stderr.strip()}")
 
 
 def _rdma(pid: int, host: dict[str, Any]) -> str:

@@ -113,7 +113,7 @@ def test_validate_verb_prints_the_summary_and_writes_the_reports(
     markdown = capsys.readouterr().out
     assert markdown.startswith("| validator | scope | status | reason |\n|---|---|---|---|\n")
     assert "| deadlock | priority 3 | pass | no cyclic buffer dependency |" in markdown
-    counted = "14 passed, 0 failed, 0 not observable, 1 informational"
+    counted = "17 passed, 0 failed, 0 not observable, 1 informational"
     assert f"{counted}; reports in {small.path / 'validate'}" in out
     assert {p.name for p in (small.path / "validate").iterdir()} == {
         "report.json",
@@ -140,8 +140,8 @@ def test_validate_verb_exits_1_on_a_failure_and_takes_thresholds(
         "twin: --set: rtt_us=3: write NAME.KEY=VALUE",
         "twin: --only: no static validator 'nosuch' (known: config_drift, deadlock, "
         "ecn_thresholds, failover_budget, fib_reachability, headroom, host_rdma, "
-        "mlag_consistency, mtu_consistency, pfc_consistency, pfc_watchdog, schedulers, "
-        "sonic_fields, yang)",
+        "intent_values, mlag_consistency, mtu_consistency, pfc_consistency, pfc_watchdog, "
+        "schedulers, sonic_fields, yang)",
     ]
 
 

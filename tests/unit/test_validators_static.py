@@ -66,6 +66,7 @@ def test_reference_lab_passes_every_static_validator(tmp_path: Path) -> None:
         "failover_budget",
         "fib_reachability",
         "host_rdma",
+        "intent_values",
         "mlag_consistency",
         "schedulers",
         "sonic_fields",
@@ -149,7 +150,11 @@ CATALOGUE = [
         "schedulers",
         ("leaf3", "Ethernet0", "SCHEDULER|scheduler.rdma"),
     ),
-    (strict_bulk_queue_on_leaf2, "schedulers", ("leaf2", "Ethernet8", "SCHEDULER|scheduler.bulk")),
+    (
+        strict_bulk_queue_on_leaf2,
+        "schedulers,intent_values",
+        ("leaf2", "Ethernet8", "SCHEDULER|scheduler.bulk"),
+    ),
     (ecn_off_on_server2, "host_rdma", ("server2", "", "host.json rdma.ecn")),
     (
         dcqcn_floor_at_line_rate_on_server3,
@@ -157,17 +162,25 @@ CATALOGUE = [
         ("server3", "", "host.json rdma.dcqcn.min_rate_mbps"),
     ),
     (roce_on_priority_4_on_server1, "host_rdma", ("server1", "", "host.json rdma.pfc_priority")),
-    (one_path_per_prefix_on_leaf3, "fib_reachability", ("leaf3", "", "FIB")),
-    (pfc_off_on_a_spine_port, "pfc_consistency", ("spine1", "Ethernet8", "PORT_QOS_MAP")),
-    (roce_dscp_24_instead_of_26, "pfc_consistency", ("leaf3", "Ethernet0", "DSCP_TO_TC_MAP")),
+    (one_path_per_prefix_on_leaf3, "fib_reachability,intent_values", ("leaf3", "", "FIB")),
+    (
+        pfc_off_on_a_spine_port,
+        "pfc_consistency,intent_values",
+        ("spine1", "Ethernet8", "PORT_QOS_MAP"),
+    ),
+    (
+        roce_dscp_24_instead_of_26,
+        "pfc_consistency,intent_values",
+        ("leaf3", "Ethernet0", "DSCP_TO_TC_MAP"),
+    ),
     (
         cable_of_300_m,
-        "headroom",
+        "headroom,intent_values",
         ("spine2", "Ethernet16", "BUFFER_PROFILE|pg_lossless_400000_40m_profile"),
     ),
     (
         ecn_off_on_the_lossless_queue,
-        "pfc_consistency",
+        "pfc_consistency,intent_values",
         ("leaf2", "Ethernet0", "WRED_PROFILE|RDMA_ECN"),
     ),
     (
@@ -452,7 +465,7 @@ def test_a_harmless_edit_is_listed_as_drift_and_validate_passes(
     assert cli.main(["validate", str(small.path), "--failures", "0", "--markdown"]) == 0
     out = capsys.readouterr().out
     assert "| config_drift | fabric | info | 1 difference on leaf1 from what the intent" in out
-    assert "14 passed, 0 failed, 0 not observable, 1 informational" in out
+    assert "17 passed, 0 failed, 0 not observable, 1 informational" in out
 
 
 def test_fib_reachability_names_what_the_deploy_would_wait_for(small: Lab) -> None:

@@ -61,15 +61,24 @@ def _hosts(lab: Lab, qos: Qos) -> list[Finding]:
     found = []
     for server in lab.nodes("server"):
         host = lab.host(server)
-        rdma = host.get("rdma") or {}
-        marks = [("roce", rdma.get("dscp"), "rdma dscp"), ("cnp", rdma.get("cnp_dscp"), "rdma")]
+        rdma = host.get("rdma")
+        marks = []
+        if isinstance(rdma, dict):
+            marks += [
+                ("roce", rdma.get("dscp"), "rdma dscp"),
+                ("cnp", rdma.get("cnp_dscp"), "rdma"),
+            ]
         marks += [
             (str(r.get("class")), r.get("dscp"), f"dscp_marking[{i}]")
             for i, r in enumerate(host.get("dscp_marking", []))
         ]
         for cls, dscp, where in marks:
             want = qos.classes.get(cls)
-            if dscp is None or want is None or int(dscp) == want.dscp:
+            if want is None or (dscp is not None and int(dscp) == want.dscp):
+                continue
+            if dscp is None:
+                message = f"no DSCP for class {cls} (the NIC's default); the intent's {want.dscp}"
+                found.append(Finding(server, message, "", f"host.json {where}"))
                 continue
             taken = owner.get(int(dscp))
             whose = ""

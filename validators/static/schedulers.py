@@ -18,6 +18,10 @@ from twin.render.config_db import ConfigDb
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict
 
+SAI_DEFAULT_TYPE = "WRR"
+"""A SCHEDULER entry without `type`: qosorch sets no scheduling type (sonic-swss
+orchagent/qosorch.cpp QosOrch::handleSchedulerTable), so SAI's default applies: WRR, by packets
+(SAI saischeduler.h SAI_SCHEDULER_ATTR_SCHEDULING_TYPE)."""
 Want = tuple[str, int | None, str]
 """A queue's scheduler by the intent: type, DWRR weight (None for STRICT), the class."""
 
@@ -75,7 +79,7 @@ def _port(
             found.append(Finding(switch, f"queue {q} ({name}) {what}", port, "QUEUE"))
             continue
         where = f"SCHEDULER|{sched}"
-        got = entry.get("type", "DWRR")
+        got = entry.get("type", SAI_DEFAULT_TYPE)
         if got != kind:
             says = "STRICT" if weight is None else f"DWRR weight {weight}"
             found.append(
