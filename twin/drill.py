@@ -21,7 +21,6 @@ a live backend they run one after the other on one twin, restored after each.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import random
 import statistics
@@ -228,9 +227,8 @@ class Outcome:
         return "—"
 
 
-def outcome(label: str, run_dir: Path, results: Sequence[Result], seconds: float) -> Outcome:
-    """A case's compact outcome from its run directory and verdicts."""
-    obs = Observations.open(run_dir)
+def outcome(label: str, obs: Observations, results: Sequence[Result], seconds: float) -> Outcome:
+    """A case's compact outcome from its observations and verdicts."""
     windows = [
         gap[1] / flow["pps"] * 1e3
         for flow in obs.flows
@@ -244,9 +242,9 @@ def outcome(label: str, run_dir: Path, results: Sequence[Result], seconds: float
     ]
     means = []
     unfinished = 0
-    iterations = run_dir / "iterations.json"
-    if iterations.is_file():
-        for record in json.loads(iterations.read_text()).values():
+    iterations = obs.extra("iterations")
+    if isinstance(iterations, dict):
+        for record in iterations.values():
             finished = [t for t in record.get("times_s", []) if t is not None]
             unfinished += len(record.get("times_s", [])) - len(finished)
             if finished:

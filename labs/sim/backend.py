@@ -45,15 +45,16 @@ def run(
     timeline: Timeline,
     progress: Progress = quiet,
     fibs: list[tuple[float, str, Fib]] | None = None,
+    unfaulted: tuple[simlab.Network, Network] | None = None,
 ) -> Played:
     """Simulate a timeline (its times scaled by `sim.time_scale`) on a lab; FIBs from the
     routing model, or `fibs` ((simulated time, label, FIB), the first at 0) as a live twin
-    recorded them."""
+    recorded them; `unfaulted`: the lab's simulator network and
+    routing (`network`) when the caller keeps them between runs (a drill's worker)."""
     started = time.monotonic()
     heap.map_large_blocks()
     timeline = scaled(timeline)
-    net = simlab.network(lab)
-    base = Network(lab, Failures.load(lab))
+    net, base = unfaulted or network(lab)
     p = plan(lab, timeline, net, base, fibs)
     k = float(timeline.sim.get("time_scale", 1.0))
     progress(
@@ -72,6 +73,12 @@ def run(
         f"in {wall:.1f} s"
     )
     return played(timeline, p, result, base, wall)
+
+
+def network(lab: Lab) -> tuple[simlab.Network, Network]:
+    """The lab's network as the simulator models it, and its routing under the failures
+    recorded in its twin (`twin fault`): what `run` builds before it plays a timeline."""
+    return simlab.network(lab), Network(lab, Failures.load(lab))
 
 
 class SimBackend(ModelledBackend):
