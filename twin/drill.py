@@ -206,6 +206,8 @@ class Outcome:
     seconds: float = 0.0
     unfinished: int = 0
     """Iterations of the collectives that never finished (the mean is of the others)."""
+    cpu: float = 0.0
+    """CPU seconds the case took where it ran (0 when not measured)."""
 
     @property
     def failing(self) -> dict[str, list[str]]:

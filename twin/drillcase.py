@@ -8,7 +8,7 @@ written). A case's run directory is given back only when asked (`twin drill --ru
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from labs import registry
@@ -56,7 +56,7 @@ class Unfaulted:
     def play(self, case: Case, when: When) -> tuple[Outcome, dict[str, str | bytes]]:
         """One case played and judged in memory: its outcome and its run directory's files
         (name -> content, as `twin.scenario.observations.save` writes them)."""
-        start = time.monotonic()
+        start, cpu = time.monotonic(), time.process_time()
         loaded = scenarios.checked(with_faults(self.scenario, case, when), self.lab, SCENARIO)
         timeline = plan.timeline(self.lab, loaded)
         played = simbackend.run(self.lab, timeline, quiet, timeline.fibs, self.network)
@@ -65,4 +65,5 @@ class Unfaulted:
         content = {SCENARIO: scenarios.dump(loaded), **files(run, played, self.fabric)}
         obs = Held(out, content=content)
         results = verdict.evaluate(self.lab, obs, loaded.validate_)
-        return outcome(case.label, obs, results, time.monotonic() - start), content
+        done = outcome(case.label, obs, results, time.monotonic() - start)
+        return replace(done, cpu=round(time.process_time() - cpu, 3)), content

@@ -105,15 +105,27 @@ last drill's only)."""
 
 
 def _unfaulted(files: dict[str, bytes], scenario: dict[str, Any]) -> Unfaulted:
-    digest = hashlib.sha256()
-    for name, content in sorted(files.items()):
-        digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
-    lab = digest.hexdigest()
+    lab = _digest(files)
     key = hashlib.sha256(lab.encode() + json.dumps(scenario, sort_keys=True).encode()).hexdigest()
     if key not in _UNFAULTED:
         _UNFAULTED.clear()
         _UNFAULTED[key] = Unfaulted.build(Lab.open(_materialise(files, lab)), scenario)
     return _UNFAULTED[key]
+
+
+_DIGESTED: list[tuple[dict[str, bytes], str]] = []
+"""In a worker: the last lab's files (the object every task of a drill is given: Dask's
+scattered data) and their digest."""
+
+
+def _digest(files: dict[str, bytes]) -> str:
+    """The digest of a lab's files (name and content), once per object."""
+    if not (_DIGESTED and _DIGESTED[0][0] is files):
+        digest = hashlib.sha256()
+        for name, content in sorted(files.items()):
+            digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+        _DIGESTED[:] = [(files, digest.hexdigest())]
+    return _DIGESTED[0][1]
 
 
 def sim_task(
