@@ -32,7 +32,7 @@ from twin.drillcase import Unfaulted
 from twin.errors import LabError, TwinError
 from twin.labdir import RACY_NS, Lab
 from twin.scenario import model as scenarios
-from twin.scenario import plan, player
+from twin.scenario import observations, plan, player
 from twin.scenario.observations import Observations
 from twin.verdict import verdict
 
@@ -229,18 +229,10 @@ class Kept:
     def add(self, i: int, done: Outcome, run: dict[str, str | bytes] | None) -> None:
         self.outcomes[i] = done
         if self.runs is not None and run:
-            self._write(self.runs / f"{i:04d}", run)
+            observations.write(self.runs / f"{i:04d}", run, self.lab)
         if self.record is not None:
             safeio.append(self.record, json.dumps({"case": i, **asdict(done)}) + "\n")
         self.progress(f"{len(self.outcomes)}/{self.total} cases done")
-
-    def _write(self, out: Path, run: dict[str, str | bytes]) -> None:
-        """A case's run directory, its lab the drill's (a worker played it on a copy)."""
-        record = json.loads(run["run.json"])
-        record["lab_dir"] = str(self.lab.resolve())
-        record["lab_from_run"] = os.path.relpath(self.lab.resolve(), out.resolve())
-        for name, content in {**run, "run.json": json.dumps(record, indent=1)}.items():
-            safeio.write(out / name, content)
 
 
 def _tuples(data: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -225,8 +226,20 @@ def save_scenario(out: Path, text: str) -> None:
 def save(out: Path, run: RunRecord, played: Played, fabric: Path) -> None:
     """Write a played run's observations: run.json, the backend's record and a copy of the
     lab's intent."""
-    for name, content in files(run, played, safeio.read(fabric, FABRIC_BYTES) or b"").items():
-        safeio.write(out / name, content)
+    write(out, files(run, played, safeio.read(fabric, FABRIC_BYTES) or b""))
+
+
+def write(out: Path, content: Mapping[str, str | bytes], lab: Path | None = None) -> None:
+    """A run directory's files (name -> content: `files`) written to `out`; with `lab`, its
+    run.json made to name that lab directory (a run played on a copy of it: a drill's
+    worker), so that `twin report` finds it."""
+    if lab is not None:
+        run = json.loads(content["run.json"])
+        run["lab_dir"] = str(lab.resolve())
+        run["lab_from_run"] = os.path.relpath(lab.resolve(), out.resolve())
+        content = {**content, "run.json": json.dumps(run, indent=1)}
+    for name, data in content.items():
+        safeio.write(out / name, data)
 
 
 def files(run: RunRecord, played: Played, fabric: bytes) -> dict[str, str | bytes]:
