@@ -13,9 +13,10 @@ Fault sets:
                      `at`, selectors allowed: `uplink of leaf1`)
 
 Each drill case is independent: the scenario's own faults are replaced by the case's, all at
-`at` seconds. On the simulator every case is a task of its own (`run_case` on the data of
-the lab and the scenario: no shared disk), spread over a Dask cluster (`twin.drillrun`); on
-a live backend they run one after the other on one twin, restored after each.
+`at` seconds. On the simulator every case is a task of its own, spread over a Dask cluster
+(`twin.drillrun`): a delta on the lab its worker built unfaulted once, judged in memory
+(`twin.drillcase`); on a live backend they run one after the other on one twin, restored
+after each.
 """
 
 from __future__ import annotations
