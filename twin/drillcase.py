@@ -13,10 +13,7 @@ from typing import Any
 
 from labs import registry
 from labs.backend import quiet
-from labs.failures import Network
 from labs.lifecycle import Managed
-from labs.sim import backend as simbackend
-from labs.sim import lab as simlab
 from twin import labcheck, safeio
 from twin.drill import Case, Outcome, When, outcome, with_faults
 from twin.labdir import Lab
@@ -38,20 +35,21 @@ class Unfaulted:
     lab: Lab
     scenario: dict[str, Any]
     """The drill's scenario as data (its faults replaced by each case's)."""
-    network: tuple[simlab.Network, Network]
     sim: Managed
     fabric: bytes
 
     @classmethod
     def build(cls, lab: Lab, scenario: dict[str, Any]) -> Unfaulted:
-        """Check the lab, deploy it on the simulator when it is not, and read its network."""
+        """Check the lab, deploy it on the simulator when it is not (whose backend keeps its
+        network and routing between plays while its files stay as they are), and read its
+        intent."""
         sim = registry.get("sim")
         if sim.running(lab):
             labcheck.check(lab, live=True)
         else:
             sim.deploy(lab, quiet)  # checks the lab first
         fabric = safeio.read(lab.path / "fabric.yaml", FABRIC_BYTES) or b""
-        return cls(lab, scenario, simbackend.network(lab), sim, fabric)
+        return cls(lab, scenario, sim, fabric)
 
     def play(self, case: Case, when: When) -> tuple[Outcome, dict[str, str | bytes]]:
         """One case played and judged in memory: its outcome and its run directory's files
@@ -59,7 +57,7 @@ class Unfaulted:
         start, cpu = time.monotonic(), time.process_time()
         loaded = scenarios.checked(with_faults(self.scenario, case, when), self.lab, SCENARIO)
         timeline = plan.timeline(self.lab, loaded)
-        played = simbackend.run(self.lab, timeline, quiet, timeline.fibs, self.network)
+        played = self.sim.play(self.lab, timeline, quiet)
         out = self.lab.path / "runs" / RUN
         run = player.record(out, self.lab, loaded, self.sim, played)
         content = {SCENARIO: scenarios.dump(loaded), **files(run, played, self.fabric)}
