@@ -1,13 +1,22 @@
-"""Drill throughput on the simulator: a fabric's first N single-link failures (default 24;
-the reference fabric unless FABRIC.yaml is given) played through the drill's private
-LocalCluster (TLS, `twin.drillcluster`) of 1 and then 2 worker processes; prints faults per
-minute for each (the cluster's start and its credentials included) and the speed-up.
+"""Drill throughput on the simulator: a fabric's single-link failures (every link of the
+reference fabric unless N or FABRIC.yaml is given) played through the drill's private
+LocalCluster (TLS, `twin.drillcluster`) of 1, 2 and then 4 worker processes (or those of
+`--workers`). Prints, for each: faults per minute (wall clock, the cluster's start and its
+credentials included), the CPU per fault of the whole drill (this process: client and
+scheduler; and its workers), the CPU per case in a worker (building the unfaulted lab once
+included), and the load average before and after (other jobs on the machine move the
+wall-clock figures, not the CPU ones).
 
-    flock /tmp/twin-heavy.lock .venv/bin/python bench/bench_drill.py [N] [FABRIC.yaml]
+    flock /tmp/twin-heavy.lock .venv/bin/python bench/bench_drill.py [N] [FABRIC.yaml] \
+        [--workers 1,2,4]
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -25,31 +34,41 @@ REFERENCE = REPO / "twin" / "defaults" / "reference.yaml"
 SCENARIO = REPO / "twin" / "defaults" / "drill-scenario.yaml"
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its children that ended (the drill's workers)."""
+    own, ended = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + ended.ru_utime + ended.ru_stime
+
+
 def main(argv: list[str]) -> int:
-    count = int(argv[0]) if argv else 24
-    fabric = Path(argv[1]) if len(argv) > 1 else REFERENCE
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("count", type=int, nargs="?", help="the first N links (default: every one)")
+    p.add_argument("fabric", type=Path, nargs="?", default=REFERENCE)
+    p.add_argument("--workers", default="1,2,4", help="worker counts, comma-separated")
+    args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-drill-") as tmp:
         lab_dir = Path(tmp) / "lab"
-        labdir.generate(intent.load(fabric), lab_dir, str(fabric))
+        labdir.generate(intent.load(args.fabric), lab_dir, str(args.fabric))
         lab = Lab.open(lab_dir)
         scenario = strict_yaml(SCENARIO)
-        cases = drill.fault_sets(lab, "links")[:count]
-        rates = {}
-        for workers in (1, 2):
-            start = time.monotonic()
-            when = drill.timing(scenario, drill.default_at(scenario), live=False)
+        cases = drill.fault_sets(lab, "links")[: args.count]
+        when = drill.timing(scenario, drill.default_at(scenario), live=False)
+        print(f"{len(cases)} single-link faults (+ the baseline) of {args.fabric.name}")
+        for workers in (int(w) for w in args.workers.split(",")):
+            load = os.getloadavg()[0]
+            start, cpu = time.monotonic(), _cpu()
             outcomes = drillrun.on_dask(lab, scenario, cases, when, workers)
-            seconds = time.monotonic() - start
-            rates[workers] = len(cases) / seconds * 60
-            per_case = sum(o.seconds for o in outcomes) / len(outcomes)
+            seconds, spent = time.monotonic() - start, _cpu() - cpu
+            assert not any(o.error for o in outcomes), [o.error for o in outcomes if o.error]
             print(
-                f"{workers} worker{'s' if workers > 1 else ''}: {len(cases)} faults (+ baseline) "
-                f"in {seconds:.1f} s: {rates[workers]:.1f} faults/minute "
-                f"({per_case:.2f} s per case in a worker)"
+                f"{workers} worker{'s' if workers > 1 else ' '}: {len(cases) / seconds * 60:6.1f} "
+                f"faults/minute ({seconds:.1f} s); CPU per fault {spent / len(outcomes):.3f} s "
+                f"(drill), {statistics.fmean(o.cpu for o in outcomes):.3f} s (case in a worker, "
+                f"median {statistics.median(o.cpu for o in outcomes):.3f}); "
+                f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}"
             )
-        print(f"speed-up with 2 workers: {rates[2] / rates[1]:.2f}x")
-        every = len(drill.fault_sets(lab, "links"))
-        print(f"all {every} links at 2 workers: {every / rates[2]:.1f} minutes (estimate)")
     return 0
 
 

@@ -13,15 +13,15 @@ Fault sets:
                      `at`, selectors allowed: `uplink of leaf1`)
 
 Each drill case is independent: the scenario's own faults are replaced by the case's, all at
-`at` seconds. On the simulator every case is a task of its own (`run_case` on the data of
-the lab and the scenario: no shared disk), spread over a Dask cluster (`twin.drillrun`); on
-a live backend they run one after the other on one twin, restored after each.
+`at` seconds. On the simulator every case is a task of its own, spread over a Dask cluster
+(`twin.drillrun`): a delta on the lab its worker built unfaulted once, judged in memory
+(`twin.drillcase`); on a live backend they run one after the other on one twin, restored
+after each.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import random
 import statistics
@@ -207,6 +207,8 @@ class Outcome:
     seconds: float = 0.0
     unfinished: int = 0
     """Iterations of the collectives that never finished (the mean is of the others)."""
+    cpu: float = 0.0
+    """CPU seconds the case took where it ran (0 when not measured)."""
 
     @property
     def failing(self) -> dict[str, list[str]]:
@@ -228,9 +230,8 @@ class Outcome:
         return "—"
 
 
-def outcome(label: str, run_dir: Path, results: Sequence[Result], seconds: float) -> Outcome:
-    """A case's compact outcome from its run directory and verdicts."""
-    obs = Observations.open(run_dir)
+def outcome(label: str, obs: Observations, results: Sequence[Result], seconds: float) -> Outcome:
+    """A case's compact outcome from its observations and verdicts."""
     windows = [
         gap[1] / flow["pps"] * 1e3
         for flow in obs.flows
@@ -244,9 +245,9 @@ def outcome(label: str, run_dir: Path, results: Sequence[Result], seconds: float
     ]
     means = []
     unfinished = 0
-    iterations = run_dir / "iterations.json"
-    if iterations.is_file():
-        for record in json.loads(iterations.read_text()).values():
+    iterations = obs.extra("iterations")
+    if isinstance(iterations, dict):
+        for record in iterations.values():
             finished = [t for t in record.get("times_s", []) if t is not None]
             unfinished += len(record.get("times_s", [])) - len(finished)
             if finished:

@@ -43,6 +43,11 @@ VALID = datetime.timedelta(days=2)
 """How long the drill's certificates are valid: a drill ends long before."""
 
 
+QUIET = {"distributed.worker.profile.enabled": False}
+"""The drill's workers do not sample their own stacks (every 10 ms by default, for a
+dashboard the drill does not serve): CPU the cases take instead."""
+
+
 class PrivateScheduler(Scheduler):
     """A scheduler that serves no HTTP (no dashboard, no /health, no /metrics)."""
 
@@ -175,9 +180,13 @@ def local(workers: int) -> Iterator[tuple[SpecCluster, Credentials]]:
     """A cluster of `workers` processes on 127.0.0.1, TLS only, no HTTP, workers without
     capabilities; its credentials and the workers' directories made for it (in a 0700
     directory of its own) and removed with it."""
+    import dask
     from distributed import Nanny, SpecCluster
 
-    with tempfile.TemporaryDirectory(prefix="twin-drill-tls-") as tmp:  # 0700, made fresh
+    with (
+        tempfile.TemporaryDirectory(prefix="twin-drill-tls-") as tmp,  # 0700, made fresh
+        dask.config.set(QUIET),  # the nannies hand their config to their workers
+    ):
         credentials = _credentials(Path(tmp))
         secured = credentials.security()
         scratch = Path(tmp) / "workers"  # not /tmp/dask-scratch-space: any user can make that

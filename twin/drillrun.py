@@ -3,33 +3,36 @@
 outcome kept as it ends; on a live backend one after the other on one twin, restored and
 checked after each.
 
-A simulator task gets the lab directory's files and the scenario as data, rebuilds the lab
-in the worker's own directory once (cached by content), and returns the case's compact
-`Outcome` as a dict: workers share no disk with the client.
+A simulator task gets the lab directory's files and the scenario as data; the worker rebuilds
+the lab in its own directory and builds it unfaulted once (`twin.drillcase.Unfaulted`, kept
+by content), plays each case as a delta on it, judged in memory, and returns the case's
+compact `Outcome` as a dict (and its run directory's files when asked): workers share no
+disk with the client.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from labs import registry
 from labs.backend import Progress, Status, quiet
 from labs.lifecycle import Managed
 from twin import safeio
 from twin.drill import RESTORES, Case, Outcome, When, outcome, with_faults
+from twin.drillcase import Unfaulted
 from twin.errors import LabError, TwinError
-from twin.labdir import Lab
+from twin.labdir import RACY_NS, Lab
 from twin.scenario import model as scenarios
-from twin.scenario import plan, player
+from twin.scenario import observations, plan, player
 from twin.scenario.observations import Observations
 from twin.verdict import verdict
 
@@ -54,9 +57,9 @@ def run_case(
         path = Path(tmp) / "scenario.yaml"
         path.write_text(yaml.safe_dump(with_faults(scenario, case, when), sort_keys=False))
         loaded = scenarios.load(path, lab)
-        run_dir = player.play(lab, loaded, backend, out=Path(tmp) / "run")
-        results = verdict.evaluate(lab, Observations.open(run_dir), loaded.validate_)
-        done = outcome(case.label, run_dir, results, time.monotonic() - start)
+        obs = Observations.open(player.play(lab, loaded, backend, out=Path(tmp) / "run"))
+        results = verdict.evaluate(lab, obs, loaded.validate_)
+        done = outcome(case.label, obs, results, time.monotonic() - start)
     return done, loaded.faults
 
 
@@ -74,11 +77,10 @@ _LABS: dict[str, Path] = {}
 """In a worker: content digest -> the lab rebuilt from it."""
 
 
-def _materialise(files: dict[str, bytes]) -> Path:
-    digest = hashlib.sha256()
-    for name, content in sorted(files.items()):
-        digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
-    key = digest.hexdigest()
+def _materialise(files: dict[str, bytes], key: str) -> Path:
+    """The lab directory rebuilt from its files in this worker's own directory, once. Its
+    files are dated before `RACY_NS` ago: written once and never again, what is read from
+    them is kept (`twin.labdir.version`) from the first case on."""
     if key not in _LABS:
         try:
             from distributed import get_worker
@@ -87,29 +89,63 @@ def _materialise(files: dict[str, bytes]) -> Path:
         except (ImportError, ValueError):
             home = Path(tempfile.gettempdir())
         root = Path(tempfile.mkdtemp(prefix="twin-drill-lab-", dir=home)) / "lab"
+        written = time.time_ns() - 2 * RACY_NS
         for name, content in files.items():
             target = root / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
+            os.utime(target, ns=(written, written))
         _LABS[key] = root
     return _LABS[key]
 
 
+_UNFAULTED: dict[str, Unfaulted] = {}
+"""In a worker: the digest of a lab's files and a scenario -> that lab built unfaulted (the
+last drill's only)."""
+
+
+def _unfaulted(files: dict[str, bytes], scenario: dict[str, Any]) -> Unfaulted:
+    lab = _digest(files)
+    key = hashlib.sha256(lab.encode() + json.dumps(scenario, sort_keys=True).encode()).hexdigest()
+    if key not in _UNFAULTED:
+        _UNFAULTED.clear()
+        _UNFAULTED[key] = Unfaulted.build(Lab.open(_materialise(files, lab)), scenario)
+    return _UNFAULTED[key]
+
+
+_DIGESTED: list[tuple[dict[str, bytes], str]] = []
+"""In a worker: the last lab's files (the object every task of a drill is given: Dask's
+scattered data) and their digest."""
+
+
+def _digest(files: dict[str, bytes]) -> str:
+    """The digest of a lab's files (name and content), once per object."""
+    if not (_DIGESTED and _DIGESTED[0][0] is files):
+        digest = hashlib.sha256()
+        for name, content in sorted(files.items()):
+            digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+        _DIGESTED[:] = [(files, digest.hexdigest())]
+    return _DIGESTED[0][1]
+
+
 def sim_task(
-    files: dict[str, bytes], scenario: dict[str, Any], label: str, faults: list[Any], when: When
+    files: dict[str, bytes],
+    scenario: dict[str, Any],
+    label: str,
+    faults: list[Any],
+    when: When,
+    keep: bool = False,
 ) -> dict[str, Any]:
-    """One case on the simulator, in whatever process runs it: the outcome as a dict."""
-    lab = Lab.open(_materialise(files))
-    sim = registry.get("sim")
-    if not sim.running(lab):
-        sim.deploy(lab, quiet)
+    """One case on the simulator, in whatever process runs it: the outcome as a dict, and
+    with `keep` its run directory's files (`run`: name -> content)."""
+    content: dict[str, str | bytes] = {}
     try:
-        done, _ = run_case(lab, scenario, Case(label, tuple(faults)), when, sim)
+        done, content = _unfaulted(files, scenario).play(Case(label, tuple(faults)), when)
     except TwinError as exc:
         done = Outcome(label, error=str(exc))
     except Exception as exc:  # one broken case must not lose the drill's other results
         done = Outcome(label, error=f"internal error: {type(exc).__name__}: {exc}")
-    return asdict(done)
+    return {"outcome": asdict(done), "run": content if keep else None}
 
 
 def on_dask(
@@ -121,23 +157,26 @@ def on_dask(
     scheduler: tuple[str, Security] | None = None,
     progress: Progress = quiet,
     record: Path | None = None,
+    runs: Path | None = None,
 ) -> list[Outcome]:
     """Every case (the baseline first) as a task of a Dask cluster, TLS only
     (`twin.drillcluster`: a LocalCluster of `workers` processes made for the drill, or the
     scheduler given with its security); outcomes in case order.
 
     Each outcome is fetched as soon as its case ends (and appended to `record`, a JSON line
-    each): a worker that dies takes nothing finished with it. A case whose task dies with
-    its worker (`distributed.scheduler.allowed-failures` times), or is cancelled when every
-    worker is gone (and the lab's scattered data with them), is an error row."""
+    each; with `runs`, its run directory written to `runs/CASE`): a worker that dies takes
+    nothing finished with it. A case whose task dies with its worker
+    (`distributed.scheduler.allowed-failures` times), or is cancelled when every worker is
+    gone (and the lab's scattered data with them), is an error row."""
     from twin import drillcluster
 
+    kept = Kept(lab.path, record, runs, progress, len(cases) + 1)
     everything = [BASELINE, *cases]
     if scheduler is not None:
-        return _gather(lab, scenario, everything, when, scheduler, progress, record)
+        return _gather(lab, scenario, everything, when, scheduler, kept)
     with drillcluster.local(workers) as (cluster, credentials):
         where = (cluster.scheduler_address, credentials.security())
-        return _gather(lab, scenario, everything, when, where, progress, record)
+        return _gather(lab, scenario, everything, when, where, kept)
 
 
 def _gather(
@@ -146,43 +185,54 @@ def _gather(
     everything: Sequence[Case],
     when: When,
     scheduler: tuple[str, Security],
-    progress: Progress,
-    record: Path | None,
+    kept: Kept,
 ) -> list[Outcome]:
     from distributed import Client, as_completed
 
     address, security = scheduler
-    outcomes: dict[int, Outcome] = {}
+    keep = kept.runs is not None
     with Client(address, security=security, timeout=30) as client:
         (data,) = client.scatter([lab_files(lab)], broadcast=True)
         futures = {
-            client.submit(sim_task, data, scenario, c.label, list(c.faults), when, pure=False): i
+            client.submit(
+                sim_task, data, scenario, c.label, list(c.faults), when, keep, pure=False
+            ): i
             for i, c in enumerate(everything)
         }
         for future, result in as_completed(futures, with_results=True, raise_errors=False):
             i = futures.pop(future)
             if future.status == "finished":
-                done = Outcome(**_tuples(result))
+                done, run = Outcome(**_tuples(result["outcome"])), result["run"]
             else:  # its worker died (or every worker, and the lab's data with them)
-                done = Outcome(everything[i].label, error=f"lost with its worker: {result!r}")
+                done, run = (
+                    Outcome(everything[i].label, error=f"lost with its worker: {result!r}"),
+                    None,
+                )
             future.release()  # a worker dying now takes nothing finished with it
-            _keep(outcomes, i, done, record, progress, len(everything))
-    return [outcomes[i] for i in range(len(everything))]
+            kept.add(i, done, run)
+    return [kept.outcomes[i] for i in range(len(everything))]
 
 
-def _keep(
-    outcomes: dict[int, Outcome],
-    i: int,
-    done: Outcome,
-    record: Path | None,
-    progress: Progress,
-    total: int,
-) -> None:
-    """A finished case: kept, appended to the record, counted."""
-    outcomes[i] = done
-    if record is not None:
-        safeio.append(record, json.dumps({"case": i, **asdict(done)}) + "\n")
-    progress(f"{len(outcomes)}/{total} cases done")
+@dataclass
+class Kept:
+    """The cases finished so far: kept, appended to `record` (a JSON line each), their run
+    directories written under `runs` when given (`runs/CASE`, pointing at the drill's
+    `lab`: `twin report` takes them), counted out of `total`."""
+
+    lab: Path
+    record: Path | None
+    runs: Path | None
+    progress: Progress
+    total: int
+    outcomes: dict[int, Outcome] = field(default_factory=dict)
+
+    def add(self, i: int, done: Outcome, run: dict[str, str | bytes] | None) -> None:
+        self.outcomes[i] = done
+        if self.runs is not None and run:
+            observations.write(self.runs / f"{i:04d}", run, self.lab)
+        if self.record is not None:
+            safeio.append(self.record, json.dumps({"case": i, **asdict(done)}) + "\n")
+        self.progress(f"{len(self.outcomes)}/{self.total} cases done")
 
 
 def _tuples(data: dict[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from labs.sim.engine import simulate
 from labs.sim.played import played
 from labs.sim.timeline import plan, scaled
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.labdir import Lab, version
 from twin.model.fib import Fib
 
 if TYPE_CHECKING:
@@ -52,8 +52,7 @@ def run(
     started = time.monotonic()
     heap.map_large_blocks()
     timeline = scaled(timeline)
-    net = simlab.network(lab)
-    base = Network(lab, Failures.load(lab))
+    net, base = network(lab)
     p = plan(lab, timeline, net, base, fibs)
     k = float(timeline.sim.get("time_scale", 1.0))
     progress(
@@ -72,6 +71,30 @@ def run(
         f"in {wall:.1f} s"
     )
     return played(timeline, p, result, base, wall)
+
+
+def network(lab: Lab) -> tuple[simlab.Network, Network]:
+    """The lab's network as the simulator models it, and its routing under the failures
+    recorded in its twin (`twin fault`). Kept while the same `Lab`'s files (its design and
+    every config: `twin.labdir.version`) and its failures stay as they are, so that plays
+    one after the other build them once (a drill's worker, a case after the other); built
+    fresh, not kept, while one of its files was just written. Callers never change them."""
+    failures = Failures.load(lab)
+    try:
+        design = version(lab.path / "design.json", time.time_ns())
+    except OSError:
+        design = None  # the network says what is missing
+    stamp = (design, lab.configs_stamp(), failures)
+    kept = _KEPT[0] if _KEPT else None
+    if kept is not None and kept[0] is lab and kept[1] == stamp:
+        return kept[2]
+    built = simlab.network(lab), Network(lab, failures)
+    _KEPT[:] = [(lab, stamp, built)] if design is not None and stamp[1] is not None else []
+    return built
+
+
+_KEPT: list[tuple[Lab, tuple[Any, ...], tuple[simlab.Network, Network]]] = []
+"""The last lab's network and routing, with the `Lab` and the versions they were built from."""
 
 
 class SimBackend(ModelledBackend):

@@ -272,10 +272,12 @@ def test_a_newer_minor_schema_is_read(tmp_path: Path) -> None:
 
 def run_files_written(path: Path) -> set[str]:
     """The run directory's files (FILES' names and `fib/`) a module names in the path of a
-    `safeio.write` or `safeio.append` call."""
+    `safeio.write` or `safeio.append` call, or as a key of the files it makes to write
+    (a dict display's or a subscript's it stores into) when it writes with `safeio`."""
     names = {n.split("/")[0] for n in FILES}
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    paths, keys = [], []
+    for node in ast.walk(tree):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -284,9 +286,17 @@ def run_files_written(path: Path) -> set[str]:
             and node.func.value.id == "safeio"
             and node.args
         ):
-            strings = ast.walk(node.args[0])
-            found |= {str(c.value) for c in strings if isinstance(c, ast.Constant)} & names
-    return found
+            paths.append(node.args[0])
+        elif isinstance(node, ast.Dict):
+            keys += [k for k in node.keys if k is not None]
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            keys.append(node.slice)
+
+    def strings(nodes: list[ast.expr]) -> set[str]:
+        return {str(c.value) for n in nodes for c in ast.walk(n) if isinstance(c, ast.Constant)}
+
+    files = {k for k in strings(keys) if "." in k or "/" in k} if paths else set()
+    return {n.split("/")[0] for n in strings(paths) | files} & names
 
 
 def test_only_the_observations_module_writes_a_run_directory() -> None:

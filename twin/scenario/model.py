@@ -418,14 +418,18 @@ def load(path: Path, lab: Lab, frames: bool = True) -> Scenario:
     first); `frames`: it will play on a backend that sends frames (not `Backend.computed`),
     whose rate one machine bounds (`MAX_PPS`)."""
     labcheck.check(lab, live=True)
-    data = select.resolve(strict_yaml(path), lab, str(path))
-    scenario = parse_model(Scenario, data, str(path))
-    with placed(str(path)):
-        _check_names(scenario, lab, str(path))
-        _check_rate(scenario, lab, str(path), frames)
-        _check_probes(scenario, lab, str(path))
-        _check_thresholds(scenario, str(path))
-        verdict.check_names(scenario.validate_, str(path))
+    return checked(strict_yaml(path), lab, str(path), frames)
+
+
+def checked(data: Any, lab: Lab, file: str, frames: bool = True) -> Scenario:
+    """A scenario's data (from `file`) checked against a lab already checked (`load`)."""
+    scenario = parse_model(Scenario, select.resolve(data, lab, file), file)
+    with placed(file):
+        _check_names(scenario, lab, file)
+        _check_rate(scenario, lab, file, frames)
+        _check_probes(scenario, lab, file)
+        _check_thresholds(scenario, file)
+        verdict.check_names(scenario.validate_, file)
     return scenario
 
 

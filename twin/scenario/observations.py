@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from labs.backend import Played, Session
 from twin import safeio
 from twin.errors import InputError, LabError
-from twin.intent.inputs import RUN_FILE_BYTES, parse_json, parse_model, read_file, read_text
+from twin.intent.inputs import RUN_FILE_BYTES, parse_json, parse_model, read_file
 from twin.labdir import Stat, version
 from twin.model.fib import Fib, from_json, to_json
 from twin.scenario.records import (
@@ -225,18 +226,40 @@ def save_scenario(out: Path, text: str) -> None:
 def save(out: Path, run: RunRecord, played: Played, fabric: Path) -> None:
     """Write a played run's observations: run.json, the backend's record and a copy of the
     lab's intent."""
-    safeio.write(out / "run.json", json.dumps(run, indent=1))
-    safeio.write(out / "counters.json", dumps(played.counters))
-    safeio.write(out / "flows.json", json.dumps(played.flows, indent=1))
+    write(out, files(run, played, safeio.read(fabric, FABRIC_BYTES) or b""))
+
+
+def write(out: Path, content: Mapping[str, str | bytes], lab: Path | None = None) -> None:
+    """A run directory's files (name -> content: `files`) written to `out`; with `lab`, its
+    run.json made to name that lab directory (a run played on a copy of it: a drill's
+    worker), so that `twin report` finds it."""
+    if lab is not None:
+        run = json.loads(content["run.json"])
+        run["lab_dir"] = str(lab.resolve())
+        run["lab_from_run"] = os.path.relpath(lab.resolve(), out.resolve())
+        content = {**content, "run.json": json.dumps(run, indent=1)}
+    for name, data in content.items():
+        safeio.write(out / name, data)
+
+
+def files(run: RunRecord, played: Played, fabric: bytes) -> dict[str, str | bytes]:
+    """A played run's observations as the files of its run directory (name -> content)
+    but scenario.yaml: what `save` writes, what `Held` reads without a disk."""
+    out: dict[str, str | bytes] = {
+        "run.json": json.dumps(run, indent=1),
+        "counters.json": dumps(played.counters),
+        "flows.json": json.dumps(played.flows, indent=1),
+    }
     bgp = {when: [asdict(s) for s in sessions] for when, sessions in played.bgp.items()}
-    safeio.write(out / "bgp.json", dumps(bgp))
-    safeio.write(out / "events.jsonl", _lines(played.events))
+    out["bgp.json"] = dumps(bgp)
+    out["events.jsonl"] = _lines(played.events)
     for label, (_, fib) in played.fibs.items():
-        safeio.write(out / "fib" / f"{label}.json", dumps(to_json(fib)))
+        out[f"fib/{label}.json"] = dumps(to_json(fib))
     if played.probes is not None:
-        safeio.write(out / "probes.json", json.dumps(played.probes, indent=1))
-    _files(out, played.extra)
-    safeio.write(out / "fabric.yaml", safeio.read(fabric, FABRIC_BYTES) or b"")
+        out["probes.json"] = json.dumps(played.probes, indent=1)
+    out.update((f"{key}.json", dumps(value)) for key, value in played.extra.items())
+    out["fabric.yaml"] = fabric
+    return out
 
 
 def add(out: Path, run: RunRecord, files: Mapping[str, Any], events: list[Event]) -> None:
@@ -319,7 +342,16 @@ class Observations:
     def _json(self, name: str, shape: type = dict) -> Any:
         """A file of the run, refused in one line when it is not JSON of the `shape` its
         readers take (a run killed while writing, or an edited file)."""
-        return _shaped(_read(self.path / name), shape, self.path / name)
+        return _shaped(_loaded(self.path / name, self._raw(name)), shape, self.path / name)
+
+    def _has(self, name: str) -> bool:
+        """Whether the run has this file."""
+        return (self.path / name).exists()
+
+    def _raw(self, name: str) -> bytes:
+        """A file's bytes, or one line saying it is missing, not a regular file or larger
+        than `RUN_FILE_BYTES`."""
+        return read_file(self.path / name, RUN_FILE_BYTES)
 
     @cached_property
     def run(self) -> RunRecord:
@@ -359,7 +391,7 @@ class Observations:
     def events(self) -> list[Event]:
         """Faults and state changes, in time order."""
         path = self.path / "events.jsonl"
-        lines = read_text(path, RUN_FILE_BYTES).splitlines() if path.exists() else []
+        lines = _text(path, self._raw("events.jsonl")).splitlines() if self._has(path.name) else []
         events = []
         for number, line in enumerate(lines, 1):
             try:
@@ -389,7 +421,7 @@ class Observations:
     @cached_property
     def probes(self) -> list[dict[str, Any]] | None:
         """Pairwise probe results, or None when the run did not probe."""
-        if not (self.path / "probes.json").exists():
+        if not self._has("probes.json"):
             return None
         data: list[dict[str, Any]] = self._json("probes.json", list)
         return data
@@ -408,7 +440,7 @@ class Observations:
         kept, cached = self._kept(path, self._fibs.get(label))
         if cached is not None:
             return cast(Fib, cached)
-        raw = _bytes(path)
+        raw = self._raw(f"fib/{label}.json")
         digest = hashlib.blake2b(raw, digest_size=16).digest()
         if digest not in self._fibs_read:
             data = _shaped(_parsed(path, raw), dict, path)
@@ -422,12 +454,12 @@ class Observations:
         when the run has no such file; read again only when the file changed (queues.json
         runs to tens of MB), callers never change it."""
         path = self.path / f"{key}.json"
-        if not path.exists():
+        if not self._has(path.name):
             return None
         kept, cached = self._kept(path, self._extra.get(key))
         if cached is not None:
             return cached
-        data = _read(path)
+        data = _loaded(path, self._raw(path.name))
         if key in EXTRA:
             _records(EXTRA[key], data, path)
         if kept is not None:
@@ -485,12 +517,6 @@ def _records(model: type[BaseModel], data: Any, path: Path) -> None:
             raise InputError(str(path), key, exc.problem) from None
 
 
-def _bytes(path: Path) -> bytes:
-    """A file's bytes, or one line saying it is missing, not a regular file or larger than
-    `RUN_FILE_BYTES`."""
-    return read_file(path, RUN_FILE_BYTES)
-
-
 def _parsed(path: Path, raw: bytes) -> Any:
     """A file's JSON at orjson's speed; what orjson refuses is read (and, if it is not JSON,
     refused in one line) as `read_json` reads it, so both take the same files."""
@@ -500,10 +526,17 @@ def _parsed(path: Path, raw: bytes) -> Any:
         return parse_json(path, raw)
 
 
-def _read(path: Path) -> Any:
+def _loaded(path: Path, raw: bytes) -> Any:
     """A file of the run as JSON, or one line saying why not (`read_json`'s)."""
-    raw = _bytes(path)
     return parse_json(path, raw) if len(raw) > ORJSON_BYTES else _parsed(path, raw)
+
+
+def _text(path: Path, raw: bytes) -> str:
+    """A file's UTF-8 text, or one line saying it is not."""
+    try:
+        return raw.decode()
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), f"byte {exc.start}", "not UTF-8 text") from None
 
 
 def _shaped(data: Any, shape: type, path: Path, key: str = "") -> Any:
@@ -512,3 +545,29 @@ def _shaped(data: Any, shape: type, path: Path, key: str = "") -> Any:
         kind = "an object" if shape is dict else "an array"
         raise InputError(str(path), key, f"must be {kind}, not {type(data).__name__}")
     return data
+
+
+@dataclass
+class Held(Observations):
+    """A run's observations held in memory (`files`: name -> content, as `save` would write
+    them under `path`), read as a run directory is: the same parsing and the same checks,
+    no disk."""
+
+    content: Mapping[str, str | bytes] = field(default_factory=dict, repr=False, compare=False)
+
+    def _has(self, name: str) -> bool:
+        return name in self.content
+
+    def _raw(self, name: str) -> bytes:
+        if name not in self.content:
+            raise InputError(str(self.path / name), "", "missing")
+        value = self.content[name]
+        return value.encode() if isinstance(value, str) else value
+
+    def _kept(self, path: Path, cached: tuple[Stat, Any] | None) -> tuple[Stat | None, Any]:
+        """Held files never change: whatever was read from one is kept."""
+        return HELD, cached[1] if cached else None
+
+
+HELD: Stat = (0, 0, 0)
+"""The `version` of every held file."""

@@ -17,7 +17,7 @@ from labs.backend import FlowSpec, Phase, ProbePair, Timeline
 from traffic import collectives
 from traffic.collectives import Flow, flow_id
 from twin.labdir import Lab
-from twin.model.wiring import Wiring
+from twin.model.wiring import shared
 from twin.scenario.model import Fault, Scenario, Traffic
 
 SCHEDULES = {
@@ -212,7 +212,7 @@ def host_dscp(lab: Lab, server: str, phase: Traffic) -> int:
 
 def uplinks(lab: Lab) -> dict[str, list[str]]:
     """Per leaf, its ports facing spines by SONiC name (a PortChannel for a bundle)."""
-    wiring = Wiring(lab)
+    wiring = shared(lab)
     result: dict[str, set[str]] = {}
     for _, _, e in lab.graph.edges(data=True):
         for side, other in (("a", "b"), ("b", "a")):

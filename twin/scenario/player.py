@@ -29,6 +29,12 @@ INTERRUPTED = "interrupted"
 
 def save(out: Path, lab: Lab, scenario: Scenario, backend: Managed, played: Played) -> None:
     """Write a played run's observations into its run directory."""
+    run = record(out, lab, scenario, backend, played)
+    observations.save(out, run, played, lab.path / "fabric.yaml")
+
+
+def record(out: Path, lab: Lab, scenario: Scenario, backend: Managed, played: Played) -> RunRecord:
+    """A played run's run.json, for its run directory `out`."""
     phases: list[PhaseRecord] = [
         {**p, "analytical": plan.analytical(lab, scenario.traffic[p["index"]])}
         for p in played.phases
@@ -52,7 +58,7 @@ def save(out: Path, lab: Lab, scenario: Scenario, backend: Managed, played: Play
         "uplinks": plan.uplinks(lab),
         "stamp": stamp(backend.name),
     }
-    observations.save(out, run, played, lab.path / "fabric.yaml")
+    return run
 
 
 def play(

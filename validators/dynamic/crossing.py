@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from labs.failures import resolve
 from twin.labdir import Lab
 from twin.model.fib import Fib, lookup
-from twin.model.wiring import Wiring
+from twin.model.wiring import Wiring, shared
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord, FlowRecord, PhaseRecord
 
@@ -116,7 +116,7 @@ def crossed(lab: Lab, obs: Observations, fault: FaultRecord, began: float) -> Cr
     label = _snapshot(obs, fault)
     if label is None:
         return Crossing(flows, "")
-    wiring = Wiring(lab)
+    wiring = shared(lab)
     ends, node = _element(lab, wiring, fault)
     paths = _Paths(wiring, obs.fib(label))
     hit = []

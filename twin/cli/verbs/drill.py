@@ -71,6 +71,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-cert", type=Path, metavar="PEM", help="--scheduler: our certificate")
     p.add_argument("--tls-key", type=Path, metavar="PEM", help="--scheduler: its key (0600)")
     p.add_argument(
+        "--runs",
+        action="store_true",
+        help=f"sim: also write each case's run directory to OUT/{RUNS}/CASE (cases are "
+        "judged in memory; `twin report` takes these)",
+    )
+    p.add_argument(
         "--trust-lab-dir",
         action="store_true",
         help="as root, drill a lab directory another user owns or can write",
@@ -109,8 +115,17 @@ def run(args: argparse.Namespace) -> int:
     if args.backend == "sim":
         where = args.scheduler or f"a private LocalCluster of {args.workers} worker processes"
         progress(f"on Dask over TLS: {where}; each case kept in {out / CASES} as it ends")
+        runs = out / RUNS if args.runs else None
         outcomes = drillrun.on_dask(
-            lab, data, cases, when, args.workers, scheduler, _every(len(cases) + 1), out / CASES
+            lab,
+            data,
+            cases,
+            when,
+            args.workers,
+            scheduler,
+            _every(len(cases) + 1),
+            out / CASES,
+            runs,
         )
     else:
         backend = registry.of(lab, args.backend)
@@ -132,6 +147,9 @@ def run(args: argparse.Namespace) -> int:
 
 CASES = "cases.jsonl"
 """In the report directory: each simulator case's outcome, appended as it ends."""
+RUNS = "runs"
+"""In the report directory, with `--runs`: each simulator case's run directory (`runs/CASE`,
+the baseline 0000)."""
 
 
 def _security(args: argparse.Namespace) -> Security:
