@@ -121,6 +121,8 @@ typedef struct {
     double refresh_fraction;
     uint8_t wd_enabled, wd_action;
     ps_t wd_detect, wd_restore;
+    int32_t cell_bytes, cell_desc; /* buffer cells: a frame holds ceil((size + desc) / cell) of them */
+    ps_t pfc_resp;                 /* a pause frame takes effect this long after it arrives */
 } Profile;
 
 typedef struct { /* a priority's frames and bytes sent, together in one cache line */
@@ -381,6 +383,13 @@ void on_rto(Sim *s, int f);
 void on_sample(Sim *s);
 void on_check(Sim *s);
 void on_storm(Sim *s, int storm);
+
+/* the buffer bytes a frame of `size` bytes holds where profile `pr` accounts it: whole cells,
+ * the first also holding the packet's descriptor (cell 1, descriptor 0: bytes) */
+static inline int64_t buffer_bytes(const Profile *pr, int64_t size) {
+    int64_t cell = pr->cell_bytes;
+    return (size + pr->cell_desc + cell - 1) / cell * cell;
+}
 
 /* a non-negative duration in picoseconds, rounded (llround is a libm call) */
 static inline ps_t to_ps(double x) { return (ps_t)(x + 0.5); }

@@ -19,8 +19,11 @@ int64_t pg_threshold(const Sim *s, const Port *p, int pg) {
 void send_pause(Sim *s, int port, int prio_mask, int quanta) {
     Port *P = &s->ports[port];
     if (!P->up || P->peer < 0) return;
+    /* after the frame being sent (MTU_R), its own serialisation and the cable, plus the time
+     * the peer's MAC takes to act on it (its profile's response delay) */
     ps_t t0 = P->busy_until > s->now ? P->busy_until : s->now;
     ps_t arrive = t0 + to_ps(PFC_FRAME_BYTES * P->ps_per_byte) + P->prop;
+    arrive += s->profiles[s->ports[P->peer].profile].pfc_resp;
     for (int prio = 0; prio < NPRIO; prio++)
         if (prio_mask & (1 << prio)) {
             P->pfc_tx[prio]++;
@@ -84,7 +87,7 @@ void release_pkt(Sim *s, int pk) {
     const Pkt *K = &s->pkts[pk];
     Port *I = &s->ports[K->in_port];
     int pg = K->pg;
-    int64_t left = K->size;
+    int64_t left = buffer_bytes(&s->profiles[I->profile], K->size);
     int64_t h = I->pg[pg].hdrm < left ? I->pg[pg].hdrm : left;
     I->pg[pg].hdrm -= h;
     left -= h;
@@ -95,7 +98,8 @@ void release_pkt(Sim *s, int pk) {
     if (I->pg_paused[pg] && I->up && pg_may_resume(s, I, pg)) pg_xon(s, K->in_port, pg);
 }
 
-/* ---- PFC reception (egress side) ---- */
+/* ---- PFC reception (egress side): the event comes once the response delay is over, and
+ * the frame is counted then ---- */
 
 void on_pfc(Sim *s, int port, int prio, int quanta) {
     Port *P = &s->ports[port];
@@ -176,13 +180,14 @@ void switch_receive(Sim *s, int port, int pk) {
     int pg = pin->tc_to_pg[tc];
     int lossless = pin->lossless[tc];
     if (!lossless) {
-        if (pe->q_max[q] > 0 && E->q[q].bytes + K->size > pe->q_max[q]) return drop_pkt(s, pk, port, DR_LOSSY);
+        if (pe->q_max[q] > 0 && E->q[q].bytes + buffer_bytes(pe, K->size) > pe->q_max[q])
+            return drop_pkt(s, pk, port, DR_LOSSY);
         if (pe->q_wred_drop[q] && !(K->flags & PK_ECT) && rng_uniform(s) < red_prob(pe, q, E->q[q].bytes))
             return drop_pkt(s, pk, port, DR_LOSSY);
     }
     /* admission: the reserved bytes left, the rest to the shared pool within the PG's
      * threshold, else (lossless) all of it to the headroom, else a drop */
-    int64_t thr = pg_threshold(s, P, pg), size = K->size;
+    int64_t thr = pg_threshold(s, P, pg), size = buffer_bytes(pin, K->size);
     int64_t res = pin->pg_reserved[pg] - P->pg[pg].res;
     res = res < 0 ? 0 : res > size ? size : res;
     int64_t rest = size - res;
