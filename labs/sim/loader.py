@@ -177,7 +177,9 @@ def qos(where: str, data: Any, base: QosProfile) -> QosProfile:
     queues = dict(base.queues)
     for key, value in _mapping(f"{where}.queues", data.pop("queues", None)).items():
         q = _index(f"{where}.queues", key)
-        queues[q] = _fields(QueueParams, f"{where}.queues.{key}", value, QUEUE_FIELDS, base.queue(q))
+        queues[q] = _fields(
+            QueueParams, f"{where}.queues.{key}", value, QUEUE_FIELDS, base.queue(q)
+        )
     converters: dict[str, Convert] = {
         "dscp_to_tc": lambda v: {_int(k): _int(t) for k, t in dict(v).items()},
         "tc_to_queue": _ints,

@@ -296,6 +296,9 @@ int sim_step_all(Sim *s, ps_t until) {
         case EV_PFC:
             on_pfc(s, e.a, e.b, e.c);
             break;
+        case EV_PFC_APPLY:
+            on_pfc_apply(s, e.a, e.b, e.c);
+            break;
         case EV_PFC_REFRESH:
             on_pfc_refresh(s, e.a, e.b, e.c);
             break;

@@ -34,6 +34,7 @@ enum EventType {
     EV_ROUTES,       /* a: route table (timed FIB change) */
     EV_RATE,         /* a: link, b: index into rates */
     EV_RTO,          /* a: flow; its retransmission timer */
+    EV_PFC_APPLY,    /* a: port, b: priority | generation << 3, c: quanta; a pause takes effect */
 };
 
 enum LogKind {
@@ -122,7 +123,7 @@ typedef struct {
     uint8_t wd_enabled, wd_action;
     ps_t wd_detect, wd_restore;
     int32_t cell_bytes, cell_desc; /* buffer cells: a frame holds ceil((size + desc) / cell) of them */
-    ps_t pfc_resp;                 /* a pause frame takes effect this long after it arrives */
+    ps_t pfc_resp;                 /* a pause (quanta > 0) takes effect this long after it arrives */
 } Profile;
 
 typedef struct { /* a priority's frames and bytes sent, together in one cache line */
@@ -151,6 +152,7 @@ typedef struct {
     double speed;
     ps_t next_kick;
     ps_t pause_from[NPRIO], paused_total[NPRIO], last_pfc_rx[NPRIO];
+    int32_t pfc_gen[NPRIO]; /* XONs received: a pause being processed when one came is dropped */
     uint8_t storm_reported[NPRIO], drop_logged[NPRIO];
     int32_t pg_gen[NPRIO];
     /* counters per priority */
@@ -356,6 +358,7 @@ int64_t pg_threshold(const Sim *s, const Port *p, int pg);
 void send_pause(Sim *s, int port, int prio_mask, int quanta);
 void release_pkt(Sim *s, int pk);
 void on_pfc(Sim *s, int port, int prio, int quanta);
+void on_pfc_apply(Sim *s, int port, int packed, int quanta);
 void on_pfc_refresh(Sim *s, int port, int pg, int gen);
 void switch_receive(Sim *s, int port, int pk);
 int switch_dequeue(Sim *s, int port);

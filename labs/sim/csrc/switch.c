@@ -19,11 +19,10 @@ int64_t pg_threshold(const Sim *s, const Port *p, int pg) {
 void send_pause(Sim *s, int port, int prio_mask, int quanta) {
     Port *P = &s->ports[port];
     if (!P->up || P->peer < 0) return;
-    /* after the frame being sent (MTU_R), its own serialisation and the cable, plus the time
-     * the peer's MAC takes to act on it (its profile's response delay) */
+    /* after the frame being sent (the headroom formula's MTU_R), its own serialisation and
+     * the cable */
     ps_t t0 = P->busy_until > s->now ? P->busy_until : s->now;
     ps_t arrive = t0 + to_ps(PFC_FRAME_BYTES * P->ps_per_byte) + P->prop;
-    arrive += s->profiles[s->ports[P->peer].profile].pfc_resp;
     for (int prio = 0; prio < NPRIO; prio++)
         if (prio_mask & (1 << prio)) {
             P->pfc_tx[prio]++;
@@ -98,14 +97,10 @@ void release_pkt(Sim *s, int pk) {
     if (I->pg_paused[pg] && I->up && pg_may_resume(s, I, pg)) pg_xon(s, K->in_port, pg);
 }
 
-/* ---- PFC reception (egress side): the event comes once the response delay is over, and
- * the frame is counted then ---- */
+/* ---- PFC reception (egress side) ---- */
 
-void on_pfc(Sim *s, int port, int prio, int quanta) {
+static void pfc_apply(Sim *s, int port, int prio, int quanta) {
     Port *P = &s->ports[port];
-    if (!P->up) return;
-    P->pfc_rx[prio]++;
-    P->last_pfc_rx[prio] = s->now;
     ps_t until = s->now + to_ps(quanta * 512.0 * 1e12 / P->speed);
     if (s->now < P->pause_until[prio]) {
         P->pause_until[prio] = until; /* re-armed, or cut short by XON */
@@ -118,6 +113,31 @@ void on_pfc(Sim *s, int port, int prio, int quanta) {
         ev_push(s, until, EV_KICK, port, 0, 0);
     else
         try_send(s, port);
+}
+
+#define PFC_GEN_MASK 0xFFFFFF
+
+/* A frame arrives (and is counted): an XON resumes at once; a pause acts once the MAC has
+ * processed it, its profile's response time later (IEEE 802.3 Annex 31B.3.7 bounds the time
+ * to stop, not to resume), unless an XON arrives meanwhile */
+void on_pfc(Sim *s, int port, int prio, int quanta) {
+    Port *P = &s->ports[port];
+    if (!P->up) return;
+    P->pfc_rx[prio]++;
+    P->last_pfc_rx[prio] = s->now;
+    ps_t resp = s->profiles[P->profile].pfc_resp;
+    if (quanta > 0 && resp > 0) {
+        ev_push(s, s->now + resp, EV_PFC_APPLY, port, prio | (P->pfc_gen[prio] & PFC_GEN_MASK) << 3, quanta);
+        return;
+    }
+    if (quanta == 0) P->pfc_gen[prio]++; /* cancels the pauses still being processed */
+    pfc_apply(s, port, prio, quanta);
+}
+
+void on_pfc_apply(Sim *s, int port, int packed, int quanta) {
+    Port *P = &s->ports[port];
+    int prio = packed & 7;
+    if (P->up && packed >> 3 == (P->pfc_gen[prio] & PFC_GEN_MASK)) pfc_apply(s, port, prio, quanta);
 }
 
 /* ---- switch data path ---- */
