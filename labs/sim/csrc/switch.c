@@ -206,12 +206,18 @@ void switch_receive(Sim *s, int port, int pk) {
             return drop_pkt(s, pk, port, DR_LOSSY);
     }
     /* admission: the reserved bytes left, the rest to the shared pool within the PG's
-     * threshold, else (lossless) all of it to the headroom, else a drop */
+     * threshold, else (lossless) all of it to the headroom, else a drop. A lossless PG not
+     * yet paused and with no headroom in use takes the packet to shared (room in the pool
+     * allowing) even past a dynamic threshold that fell since its last packet: a switch
+     * compares its counters continuously and would have sent XOFF when the threshold passed
+     * it, so this packet belongs before the pause, not to the headroom's window */
     int64_t thr = pg_threshold(s, P, pg), size = buffer_bytes(pin, K->size);
     int64_t res = pin->pg_reserved[pg] - P->pg[pg].res;
     res = res < 0 ? 0 : res > size ? size : res;
     int64_t rest = size - res;
-    if (rest == 0 || P->pg[pg].shared + rest <= thr) {
+    int late = lossless && !P->pg_paused[pg] && P->pg[pg].hdrm == 0 && P->pg[pg].shared >= thr &&
+               N->pool_used + rest <= N->pool;
+    if (rest == 0 || P->pg[pg].shared + rest <= thr || late) {
         P->pg[pg].res += res;
         P->pg[pg].shared += rest;
         N->pool_used += rest;
