@@ -25,8 +25,8 @@ from labs.sim.model import (
     QosProfile,
     Switch,
 )
-from labs.sim.routing import forwarding, split_port
-from twin.design.headroom import headroom_bytes
+from labs.sim.routing import RoutingError, forwarding, split_port
+from twin.design.headroom import headroom_bytes, response_quanta
 from twin.errors import TwinError
 
 NEVER = 1e30
@@ -64,10 +64,38 @@ def _mtu(exp: Experiment, flows: FlowTable) -> int:
     return max(exp.packet_bytes, int(flows.packet_bytes.max(initial=0))) + exp.header_bytes
 
 
+@dataclass(frozen=True)
+class Cells:
+    """How a node's buffer counts a frame: whole cells of `size` bytes, the first also
+    holding a `descriptor` (size 1, descriptor 0: bytes)."""
+
+    size: int = 1
+    descriptor: int = 0
+
+    def held(self, frame: int) -> int:
+        """Buffer bytes a frame of `frame` bytes holds.
+
+        >>> Cells(208, 0).held(64), Cells(144, 64).held(1086), Cells().held(1086)
+        (208, 1152, 1086)
+        """
+        return -(-(frame + self.descriptor) // self.size) * self.size
+
+
+def response_time(qos: QosProfile, speed: float) -> float:
+    """Seconds a port of `speed` b/s takes to act on a pause frame (QosProfile.pfc_response_quanta).
+
+    >>> round(response_time(QosProfile(), 100e9) * 1e6, 3), response_time(QosProfile(), 400e9)
+    (2.017, 1.1584e-06)
+    """
+    quanta = qos.pfc_response_quanta
+    return (response_quanta(speed) if quanta is None else quanta) * 512 / speed
+
+
 def profile_arrays(
-    qos: QosProfile, speed: float, propagation: float, mtu: int
+    qos: QosProfile, speed: float, propagation: float, mtu: int, cells: Cells = Cells()
 ) -> tuple[list[int], list[float], list[float], list[float]]:
-    """The numeric tables of one port's profile, lossless headroom sized when not given."""
+    """The numeric tables of one port's profile, lossless headroom sized when not given (the
+    formula's bytes as the buffer holds frames of `mtu` bytes: in `cells`)."""
     if not all(0 <= d < 64 and 0 <= tc < NPRIO for d, tc in qos.dscp_to_tc.items()):
         raise ExperimentError("dscp_to_tc: DSCPs are 0-63, traffic classes 0-7")
     for name, table in (("tc_to_queue", qos.tc_to_queue), ("tc_to_pg", qos.tc_to_pg)):
@@ -75,6 +103,7 @@ def profile_arrays(
             raise ExperimentError(f"{name}: 8 values of 0-7")
     if not all(0 <= tc < NPRIO for tc in qos.lossless):
         raise ExperimentError("lossless: priorities are 0-7")
+    _check_buffers(qos, cells)
     maps = [qos.dscp_to_tc.get(d, 0) for d in range(64)]
     maps += (
         list(qos.tc_to_queue)
@@ -88,7 +117,7 @@ def profile_arrays(
         headroom = p.headroom
         if headroom is None:
             auto = headroom_bytes(speed, propagation / 5e-9, mtu)
-            headroom = auto if index in lossless_pgs else 0
+            headroom = -(-auto * cells.held(mtu) // mtu) if index in lossless_pgs else 0
         static = -1 if p.static_threshold is None else p.static_threshold
         pg += [p.reserved, headroom, p.xon, p.xon_offset, static, p.alpha]
     q: list[float] = []
@@ -104,7 +133,32 @@ def profile_arrays(
         else [1, 1 if wd.action == "drop" else 2, wd.detection, wd.restoration]
     )
     other.append(int(qos.ecn_at == "enqueue"))
+    other += [cells.size, cells.descriptor, response_time(qos, speed)]
     return maps, pg, q, other
+
+
+def _check_buffers(qos: QosProfile, cells: Cells) -> None:
+    """Refuse buffer, pause and marking values no switch could have (one line, naming it)."""
+    bad: list[str] = []
+    for index, p in qos.pgs.items():
+        sizes = [p.reserved, p.xon, p.xon_offset, p.headroom or 0, p.static_threshold or 0]
+        if min(sizes) < 0 or not p.alpha >= 0:
+            bad.append(f"pgs.{index}: sizes and alpha must not be negative")
+    for index, w in qos.queues.items():
+        if w.weight < 1 or min(w.kmin, w.kmax, w.max_bytes) < 0 or not 0 <= w.pmax <= 1:
+            bad.append(f"queues.{index}: weight >= 1, sizes not negative, pmax 0-1")
+        elif w.kmax < w.kmin:
+            bad.append(f"queues.{index}: kmax below kmin")
+    if not 0 <= qos.pause_quanta <= 0xFFFF or not 0 < qos.refresh_fraction <= 1:
+        bad.append("pause_quanta 0-65535, refresh_fraction above 0 and at most 1")
+    if qos.pfc_response_quanta is not None and not 0 <= qos.pfc_response_quanta <= 0xFFFF:
+        bad.append("pfc_response_quanta 0-65535")
+    if qos.dwrr_quantum < 1:
+        bad.append("dwrr_quantum must be positive")
+    if cells.size < 1 or cells.descriptor < 0:
+        bad.append("cell_bytes must be positive and cell_descriptor not negative")
+    if bad:
+        raise ExperimentError(bad[0])
 
 
 def _listed(
@@ -456,7 +510,15 @@ def _check_times(exp: Experiment) -> None:
 
 
 def build(exp: Experiment, seed: int) -> Built:
-    """A configured core for `exp` (free it with native.library().sim_free)."""
+    """A configured core for `exp` (free it with native.library().sim_free); a port or route
+    it cannot read is an ExperimentError."""
+    try:
+        return _build(exp, seed)
+    except RoutingError as exc:
+        raise ExperimentError(str(exc)) from None
+
+
+def _build(exp: Experiment, seed: int) -> Built:
     lib = native.library()
     _check_times(exp)
     switches: dict[str, Switch] = {s.name: s for s in exp.switches}
@@ -533,7 +595,12 @@ def _configure(
                 if node in switches
                 else hosts[node].qos
             )
-            maps, pg, q, other = profile_arrays(qos, link.speed, link.propagation, mtu)
+            cells = (
+                Cells(switches[node].cell_bytes, switches[node].cell_descriptor)
+                if node in switches
+                else Cells()
+            )
+            maps, pg, q, other = profile_arrays(qos, link.speed, link.propagation, mtu, cells)
             key = (tuple(maps), tuple(pg), tuple(q), tuple(other))
             if key not in profiles:
                 profiles[key] = len(profiles)

@@ -10,6 +10,7 @@ import argparse
 import sys
 import time
 
+from labs.sim.build import ExperimentError
 from labs.sim.engine import simulate
 from labs.sim.loader import load
 from twin import safeio
@@ -25,7 +26,10 @@ def execute(args: argparse.Namespace) -> int:
     exp, file_seed = load(args.experiment)
     seed = args.seed if args.seed is not None else file_seed if file_seed is not None else 1
     started = time.perf_counter()
-    result = simulate(exp, seed)
+    try:
+        result = simulate(exp, seed)
+    except ExperimentError as exc:  # found while building: name the file, as load does
+        raise ExperimentError(f"{args.experiment}: {exc}") from None
     wall = time.perf_counter() - started
     if args.output is not None:
         safeio.write(args.output, result.to_json())

@@ -18,7 +18,9 @@ Per switch port (SONiC CONFIG_DB):
   thresholds and drop probability; `ecn` ecn_green/ecn_all marks, else WRED drops lossy
   packets);
 - PFC_WD per port: detection and restoration times, action drop or forward (alert: none);
-- the link: PORT speed, CABLE_LENGTH (5 ns/m), and admin_status (down from the start).
+- the link: PORT speed, CABLE_LENGTH (5 ns/m), and admin_status (down from the start);
+- the ASIC (`asic`): DEVICE_METADATA's `hwsku` looked up in twin/platforms/asics.yml gives
+  the buffer cell and descriptor every frame is counted in, and where ECN is decided.
 
 Per server (host.json): its NICs and their speeds, the DSCP its RDMA stack marks (priority
 `pfc_priority`), the CNP DSCP (priority 6), and its own DCQCN: the parameters of
@@ -28,11 +30,16 @@ the ECN bits of `rdma.traffic_class` (Not-ECT: switches cannot mark its RoCE pac
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Interface
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
 
 from labs.sim.model import (
     Dcqcn,
@@ -54,6 +61,43 @@ from twin.render.host_conf import ECT0
 
 CNP_PRIORITY = 6
 DEFAULT_CABLE_M = 5.0
+ASICS = Path(__file__).resolve().parents[2] / "twin" / "platforms" / "asics.yml"
+
+
+@dataclass(frozen=True)
+class Asic:
+    """What a switch's ASIC fixes for the simulator: its buffer cell (a frame holds
+    ceil((frame + descriptor) / cell) of them) and where its queues decide ECN."""
+
+    sku: str
+    name: str
+    cell_bytes: int
+    descriptor: int
+    ecn_at: Literal["dequeue", "enqueue"]
+
+
+@functools.cache
+def _asic_table() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(ASICS.read_text())
+    return data
+
+
+def asic(db: ConfigDb) -> Asic:
+    """The ASIC of a switch's SKU (DEVICE_METADATA hwsku); an SKU not in
+    twin/platforms/asics.yml gets the table's default SKU's.
+
+    >>> a = asic({"DEVICE_METADATA": {"localhost": {"hwsku": "DellEMC-Z9332f-O32"}}})
+    >>> a.name, a.cell_bytes, a.ecn_at
+    ('Tomahawk3', 254, 'dequeue')
+    >>> asic({}).cell_bytes
+    208
+    """
+    table = _asic_table()
+    sku = str(db.get("DEVICE_METADATA", {}).get("localhost", {}).get("hwsku", ""))
+    known = sku if sku in table["skus"] else str(table["default"])
+    row = table["skus"][known]
+    ecn_at: Literal["dequeue", "enqueue"] = "enqueue" if row["ecn_at"] == "enqueue" else "dequeue"
+    return Asic(known, str(row["asic"]), int(row["cell"]), int(row["descriptor"]), ecn_at)
 
 
 @dataclass
@@ -280,14 +324,26 @@ def _cable_m(db: ConfigDb, port: str) -> float | None:
     return None
 
 
+def _switch(name: str, db: ConfigDb) -> Switch:
+    """A switch as its configs and its ASIC make it."""
+    chip = asic(db)
+    profiles = port_profiles(db)
+    marked = {id(q): dataclasses.replace(q, ecn_at=chip.ecn_at) for q in profiles.values()}
+    ports = {p: marked[id(q)] for p, q in profiles.items()}
+    return Switch(
+        name=name,
+        buffer_bytes=pool_bytes(db),
+        port_qos=ports,
+        cell_bytes=chip.cell_bytes,
+        cell_descriptor=chip.descriptor,
+    )
+
+
 def network(lab: Lab) -> Network:
     """The lab's switches, NICs and cables as the simulator models them."""
     dbs = {s: lab.config_db(s) for s in lab.switches()}
     hosts = {h: lab.host(h) for h in lab.nodes("server")}
-    switches = [
-        Switch(name=s, buffer_bytes=pool_bytes(db), port_qos=port_profiles(db))
-        for s, db in dbs.items()
-    ]
+    switches = [_switch(s, db) for s, db in dbs.items()]
     nics = [
         Host(
             name=h,

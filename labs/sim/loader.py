@@ -44,6 +44,8 @@ Convert = Callable[[Any], Any]
 def _int(v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, int | float) or v != int(v):
         raise units.UnitError(f"{v!r} is not an integer")
+    if not -(2**31) <= v < 2**31:
+        raise units.UnitError(f"{v!r} is out of range")
     return int(v)
 
 
@@ -65,10 +67,33 @@ def _str(v: Any) -> str:
     return v
 
 
+def _strs(v: Any) -> list[str]:
+    if not isinstance(v, list):
+        raise units.UnitError(f"{v!r} is not a list")
+    return [_str(x) for x in v]
+
+
 def _ints(v: Any) -> tuple[int, ...]:
     if not isinstance(v, list):
         raise units.UnitError(f"{v!r} is not a list")
     return tuple(_int(x) for x in v)
+
+
+def _index(where: str, key: Any) -> int:
+    """A PG or queue number 0-7, written as a number or a quoted one (``"3"``)."""
+    text = str(key).strip()
+    if isinstance(key, bool) or not text.isdigit() or not 0 <= int(text) < 8:
+        raise ExperimentError(f"{where}: {key!r} is not a number 0-7")
+    return int(text)
+
+
+def _mapping(where: str, value: Any) -> dict[Any, Any]:
+    """A mapping (None: empty), or a one-line error naming `where`."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ExperimentError(f"{where}: expected a mapping, got {value!r}")
+    return value
 
 
 def _optional(convert: Convert) -> Convert:
@@ -133,7 +158,10 @@ def _pg(where: str, data: Any, base: PgParams) -> PgParams:
     """A PG mapping; ``dynamic_th: n`` (SONiC) may stand for ``alpha: 2**n``."""
     if isinstance(data, dict) and "dynamic_th" in data:
         data = {("alpha" if k == "dynamic_th" else k): v for k, v in data.items()}
-        data["alpha"] = alpha_from_dynamic_th(_int(data["alpha"]))
+        try:
+            data["alpha"] = alpha_from_dynamic_th(_int(data["alpha"]))
+        except units.UnitError as exc:
+            raise ExperimentError(f"{where}.dynamic_th: {exc}") from None
     return _fields(PgParams, where, data, PG_FIELDS, base)
 
 
@@ -143,12 +171,14 @@ def qos(where: str, data: Any, base: QosProfile) -> QosProfile:
         raise ExperimentError(f"{where}: expected a mapping, got {data!r}")
     data = dict(data)
     pgs = dict(base.pgs)
-    for key, value in (data.pop("pgs", None) or {}).items():
-        pgs[_int(key)] = _pg(f"{where}.pgs.{key}", value, base.pg(_int(key)))
+    for key, value in _mapping(f"{where}.pgs", data.pop("pgs", None)).items():
+        pg = _index(f"{where}.pgs", key)
+        pgs[pg] = _pg(f"{where}.pgs.{key}", value, base.pg(pg))
     queues = dict(base.queues)
-    for key, value in (data.pop("queues", None) or {}).items():
-        queues[_int(key)] = _fields(
-            QueueParams, f"{where}.queues.{key}", value, QUEUE_FIELDS, base.queue(_int(key))
+    for key, value in _mapping(f"{where}.queues", data.pop("queues", None)).items():
+        q = _index(f"{where}.queues", key)
+        queues[q] = _fields(
+            QueueParams, f"{where}.queues.{key}", value, QUEUE_FIELDS, base.queue(q)
         )
     converters: dict[str, Convert] = {
         "dscp_to_tc": lambda v: {_int(k): _int(t) for k, t in dict(v).items()},
@@ -156,6 +186,7 @@ def qos(where: str, data: Any, base: QosProfile) -> QosProfile:
         "tc_to_pg": _ints,
         "lossless": lambda v: frozenset(_ints(v)),
         "pause_quanta": _int,
+        "pfc_response_quanta": _optional(_int),
         "refresh_fraction": _float,
         "dwrr_quantum": units.size,
         "ecn_at": lambda v: _choice(v, ("dequeue", "enqueue")),
@@ -277,15 +308,28 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
         own = qos(f"{where}.qos", s.pop("qos", None) or {}, base)
         port_qos = {
             str(p): qos(f"{where}.port_qos.{p}", q, own)
-            for p, q in (s.pop("port_qos", None) or {}).items()
+            for p, q in _mapping(f"{where}.port_qos", s.pop("port_qos", None)).items()
         }
-        routes = {str(d): [_str(p) for p in ps] for d, ps in (s.pop("routes", None) or {}).items()}
-        sw = _fields(Switch, where, s, {"name": _str, "buffer_bytes": units.size})
+        routes = {
+            str(d): _convert(f"{where}.routes.{d}", ps, _strs)
+            for d, ps in _mapping(f"{where}.routes", s.pop("routes", None)).items()
+        }
+        sw = _fields(
+            Switch,
+            where,
+            s,
+            {
+                "name": _str,
+                "buffer_bytes": units.size,
+                "cell_bytes": units.size,
+                "cell_descriptor": units.size,
+            },
+        )
         switches.append(dataclasses.replace(sw, qos=own, port_qos=port_qos, routes=routes))
     hosts = []
     for i, h in enumerate(_list(data, "hosts")):
         where = f"hosts[{i}]"
-        h = {"name": h} if isinstance(h, str) else dict(h)
+        h = {"name": h} if isinstance(h, str) else dict(_mapping(where, h))
         own = qos(f"{where}.qos", h.pop("qos", None) or {}, base)
         hosts.append(
             dataclasses.replace(_fields(Host, where, h, {"name": _str, "address": _str}), qos=own)
@@ -370,10 +414,15 @@ def experiment(data: Any, name: str = "experiment") -> Experiment:
 
 def _top(data: dict[str, Any], key: str, convert: Callable[[Any], T], default: Any) -> T:
     """A top-level value converted, or a one-line error naming its key."""
+    return _convert(key, data.get(key, default), convert)
+
+
+def _convert(where: str, value: Any, convert: Callable[[Any], T]) -> T:
+    """`value` converted, or a one-line error naming `where`."""
     try:
-        return convert(data.get(key, default))
+        return convert(value)
     except (units.UnitError, ValueError, TypeError) as exc:
-        raise ExperimentError(f"{key}: {exc}") from None
+        raise ExperimentError(f"{where}: {exc}") from None
 
 
 def load(path: str | Path) -> tuple[Experiment, int | None]:

@@ -104,6 +104,11 @@ class QosProfile:
     """XOFF is re-sent after this fraction of the pause time while the PG stays congested."""
     dwrr_quantum: int = 9216
     watchdog: Watchdog | None = None
+    pfc_response_quanta: int | None = None
+    """How long this port's MAC takes to act on a pause frame it receives, in quanta (512 bit
+    times) of its speed: it starts no new frame of a paused priority from then on (a frame
+    already started finishes). None: the most IEEE 802.3 Annex 31B.3.7 allows, which
+    802.1Qbb's PFC refers to and the headroom formula budgets for; 0: at once."""
     ecn_at: Literal["dequeue", "enqueue"] = "dequeue"
     """Where the egress queues decide ECN marks: dequeue (from the queue the packet leaves
     behind, as HPCC's ns-3 switch and the CoNEXT'16 model) or enqueue (from the queue it joins)."""
@@ -126,6 +131,12 @@ class Switch:
     qos: QosProfile = field(default_factory=QosProfile)
     port_qos: Mapping[str, QosProfile] = field(default_factory=dict)
     routes: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    cell_bytes: int = 1
+    """The ASIC's buffer cell: a frame holds ceil((frame + cell_descriptor) / cell_bytes)
+    cells of its PG, the shared pool and its egress queue (1: bytes). Labs take it from their
+    SKU's ASIC (twin/platforms/asics.yml)."""
+    cell_descriptor: int = 0
+    """Bytes of packet metadata the first cell also holds."""
 
 
 @dataclass(frozen=True)

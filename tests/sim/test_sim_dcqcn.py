@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from pathlib import Path
 
 import pytest
 
 from labs.sim import Result, load, simulate
+from labs.sim.fluid import Incast
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sim"
 FIXED_POINT_QUEUE = {2: 21.4e3, 10: 132.2e3}
@@ -27,25 +27,8 @@ PAYLOAD, WIRE = 1000, 1000 + 62 + 20
 
 def fluid_fixed_point(n: int) -> float:
     """The fluid model's fixed-point queue in bytes (CoNEXT'16 eqs. for alpha, Rt and Rc set
-    to zero, with N x Rc = C), for the experiment files' parameters; rates in packets/s on
-    the wire, the byte counter in payload bytes."""
-    rc, b, t, f, r_ai = 40e9 / n / (8 * WIRE), 10e6 / PAYLOAD, 55e-6, 5, 40e6 / (8 * WIRE)
-    tau, tau_alpha = 50e-6, 55e-6
-
-    def excess_decrease(p: float) -> float:
-        cnp = (1 - (1 - p) ** (tau * rc)) / tau
-        alpha = 1 - (1 - p) ** (tau_alpha * rc)
-        log = -math.log1p(-p)
-        events = [rc * p / math.expm1(log * k) for k in (b, t * rc)]
-        increases = [e * math.exp(-log * f * k) for e, k in zip(events, (b, t * rc), strict=True)]
-        gap = r_ai * sum(increases) / cnp  # Rt - Rc where dRt/dt = 0
-        return float(rc * alpha / 2 * cnp - gap / 2 * sum(events))
-
-    low, high = 1e-7, 0.5
-    for _ in range(100):
-        mid = math.sqrt(low * high)
-        low, high = (mid, high) if excess_decrease(mid) < 0 else (low, mid)
-    return 5e3 + low / 0.01 * 195e3
+    to zero, with N x Rc = C), for the experiment files' parameters (`labs.sim.fluid`)."""
+    return Incast(n, payload=PAYLOAD, wire=WIRE).fixed_point()
 
 
 @pytest.mark.parametrize("n", [2, 10])

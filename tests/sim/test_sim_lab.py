@@ -350,3 +350,22 @@ def test_faults_recompute_the_fib_after_the_convergence_delay(base: Path) -> Non
     assert t1 == pytest.approx(0.00015)
     leaf3 = {p: h for p, h in played.fibs["fault1-link-down"][1]["leaf3"].items()}
     assert all(hop.node != "spine1" for hops in leaf3.values() for hop in hops)
+
+
+def test_the_sku_sets_the_cells_and_buffer_profiles_the_offsets(base: Path, tmp_path: Path) -> None:
+    """DEVICE_METADATA's hwsku picks the ASIC's cell (twin/platforms/asics.yml: Trident2 208 B
+    for the VS default, Tomahawk 3 254 B); a lossless profile's xon_offset is its PG's."""
+    from labs.sim.lab import network
+
+    def tomahawk3(_: str, db: Db) -> None:
+        db["DEVICE_METADATA"]["localhost"]["hwsku"] = "DellEMC-Z9332f-O32"
+        for profile in db.get("BUFFER_PROFILE", {}).values():
+            if "xoff" in profile:
+                profile["xon_offset"] = "2496"
+
+    before = network(Lab(base)).switches
+    after = network(Lab(edited(base, tmp_path, tomahawk3))).switches
+    assert {s.cell_bytes for s in before} == {208} and {s.cell_bytes for s in after} == {254}
+    offsets = {q.pg(3).xon_offset for s in after for q in s.port_qos.values() if 3 in q.lossless}
+    assert offsets == {2496}
+    assert {q.ecn_at for s in after for q in s.port_qos.values()} == {"dequeue"}

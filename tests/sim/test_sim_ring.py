@@ -7,7 +7,10 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import pytest
+
 from labs.sim import Result, load, simulate
+from labs.sim.figures import ring_deadlocks
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sim"
 WIRE_PER_PAYLOAD = (1000 + 62 + 20) / 1000
@@ -73,3 +76,19 @@ def test_third_flow_deadlocks_the_ring_for_good() -> None:
     for port in RING_PORTS:
         assert result.port(port).priorities[3].paused_time > 0.9 * result.end_time
     assert all(f.bytes_delivered < f.bytes_sent for f in result.flows)
+
+
+@pytest.mark.parametrize(
+    ("gbps", "deadlocks"), [(2, False), (4, False), (5.5, False), (6, True), (8, True)]
+)
+def test_a_slower_third_flow_deadlocks_only_from_a_boundary(gbps: float, deadlocks: bool) -> None:
+    """HotNets'16: below some rate of the third flow the ring survives; at the model's XON
+    offset (18 KB) the boundary is 6 Gb/s (docs/simulator.md, the ring sweep)."""
+    assert ring_deadlocks(gbps * 1e9, 18_432) is deadlocks
+
+
+def test_more_hysteresis_deadlocks_at_lower_rates() -> None:
+    """A PG that must drain further before XON stays paused longer: at 26 KB 5 Gb/s
+    deadlocks, at 10 KB 6.5 Gb/s does not."""
+    assert ring_deadlocks(5e9, 26_000) and not ring_deadlocks(5e9, 18_432)
+    assert not ring_deadlocks(6.5e9, 10_000) and ring_deadlocks(6.5e9, 18_432)

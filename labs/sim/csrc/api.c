@@ -126,6 +126,9 @@ void sim_set_profile(Sim *s, int i, const int32_t *maps, const double *pg, const
     p->wd_detect = ps(other[4]);
     p->wd_restore = ps(other[5]);
     p->ecn_enqueue = (uint8_t)other[6];
+    p->cell_bytes = other[7] >= 1 ? (int32_t)other[7] : 1;
+    p->cell_desc = (int32_t)other[8];
+    p->pfc_resp = ps(other[9]);
 }
 
 /* a data frame is its payload plus hdr bytes of headers; on the wire every frame also takes

@@ -76,7 +76,7 @@ void q_push(Sim *s, Port *P, int qi, int pk) {
     }
     q->tail = pk;
     q->count++;
-    q->bytes += s->pkts[pk].size;
+    q->bytes += buffer_bytes(&s->profiles[P->profile], s->pkts[pk].size);
 }
 
 int q_pop(Sim *s, Port *P, int qi) {
@@ -90,7 +90,7 @@ int q_pop(Sim *s, Port *P, int qi) {
         P->deficit[qi] = 0; /* DWRR: an emptied queue keeps no credit */
     }
     q->count--;
-    q->bytes -= s->pkts[pk].size;
+    q->bytes -= buffer_bytes(&s->profiles[P->profile], s->pkts[pk].size);
     return pk;
 }
 
@@ -295,6 +295,9 @@ int sim_step_all(Sim *s, ps_t until) {
             break;
         case EV_PFC:
             on_pfc(s, e.a, e.b, e.c);
+            break;
+        case EV_PFC_APPLY:
+            on_pfc_apply(s, e.a, e.b, e.c);
             break;
         case EV_PFC_REFRESH:
             on_pfc_refresh(s, e.a, e.b, e.c);

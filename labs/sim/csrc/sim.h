@@ -34,6 +34,7 @@ enum EventType {
     EV_ROUTES,       /* a: route table (timed FIB change) */
     EV_RATE,         /* a: link, b: index into rates */
     EV_RTO,          /* a: flow; its retransmission timer */
+    EV_PFC_APPLY,    /* a: port, b: priority | generation << 3, c: quanta; a pause takes effect */
 };
 
 enum LogKind {
@@ -121,6 +122,8 @@ typedef struct {
     double refresh_fraction;
     uint8_t wd_enabled, wd_action;
     ps_t wd_detect, wd_restore;
+    int32_t cell_bytes, cell_desc; /* buffer cells: a frame holds ceil((size + desc) / cell) of them */
+    ps_t pfc_resp;                 /* a pause (quanta > 0) takes effect this long after it arrives */
 } Profile;
 
 typedef struct { /* a priority's frames and bytes sent, together in one cache line */
@@ -149,6 +152,7 @@ typedef struct {
     double speed;
     ps_t next_kick;
     ps_t pause_from[NPRIO], paused_total[NPRIO], last_pfc_rx[NPRIO];
+    int32_t pfc_gen[NPRIO]; /* XONs received: a pause being processed when one came is dropped */
     uint8_t storm_reported[NPRIO], drop_logged[NPRIO];
     int32_t pg_gen[NPRIO];
     /* counters per priority */
@@ -354,6 +358,7 @@ int64_t pg_threshold(const Sim *s, const Port *p, int pg);
 void send_pause(Sim *s, int port, int prio_mask, int quanta);
 void release_pkt(Sim *s, int pk);
 void on_pfc(Sim *s, int port, int prio, int quanta);
+void on_pfc_apply(Sim *s, int port, int packed, int quanta);
 void on_pfc_refresh(Sim *s, int port, int pg, int gen);
 void switch_receive(Sim *s, int port, int pk);
 int switch_dequeue(Sim *s, int port);
@@ -381,6 +386,13 @@ void on_rto(Sim *s, int f);
 void on_sample(Sim *s);
 void on_check(Sim *s);
 void on_storm(Sim *s, int storm);
+
+/* the buffer bytes a frame of `size` bytes holds where profile `pr` accounts it: whole cells,
+ * the first also holding the packet's descriptor (cell 1, descriptor 0: bytes) */
+static inline int64_t buffer_bytes(const Profile *pr, int64_t size) {
+    int64_t cell = pr->cell_bytes;
+    return (size + pr->cell_desc + cell - 1) / cell * cell;
+}
 
 /* a non-negative duration in picoseconds, rounded (llround is a libm call) */
 static inline ps_t to_ps(double x) { return (ps_t)(x + 0.5); }

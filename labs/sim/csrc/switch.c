@@ -19,6 +19,8 @@ int64_t pg_threshold(const Sim *s, const Port *p, int pg) {
 void send_pause(Sim *s, int port, int prio_mask, int quanta) {
     Port *P = &s->ports[port];
     if (!P->up || P->peer < 0) return;
+    /* after the frame being sent (the headroom formula's MTU_R), its own serialisation and
+     * the cable */
     ps_t t0 = P->busy_until > s->now ? P->busy_until : s->now;
     ps_t arrive = t0 + to_ps(PFC_FRAME_BYTES * P->ps_per_byte) + P->prop;
     for (int prio = 0; prio < NPRIO; prio++)
@@ -84,7 +86,7 @@ void release_pkt(Sim *s, int pk) {
     const Pkt *K = &s->pkts[pk];
     Port *I = &s->ports[K->in_port];
     int pg = K->pg;
-    int64_t left = K->size;
+    int64_t left = buffer_bytes(&s->profiles[I->profile], K->size);
     int64_t h = I->pg[pg].hdrm < left ? I->pg[pg].hdrm : left;
     I->pg[pg].hdrm -= h;
     left -= h;
@@ -97,11 +99,8 @@ void release_pkt(Sim *s, int pk) {
 
 /* ---- PFC reception (egress side) ---- */
 
-void on_pfc(Sim *s, int port, int prio, int quanta) {
+static void pfc_apply(Sim *s, int port, int prio, int quanta) {
     Port *P = &s->ports[port];
-    if (!P->up) return;
-    P->pfc_rx[prio]++;
-    P->last_pfc_rx[prio] = s->now;
     ps_t until = s->now + to_ps(quanta * 512.0 * 1e12 / P->speed);
     if (s->now < P->pause_until[prio]) {
         P->pause_until[prio] = until; /* re-armed, or cut short by XON */
@@ -114,6 +113,31 @@ void on_pfc(Sim *s, int port, int prio, int quanta) {
         ev_push(s, until, EV_KICK, port, 0, 0);
     else
         try_send(s, port);
+}
+
+#define PFC_GEN_MASK 0xFFFFFF
+
+/* A frame arrives (and is counted): an XON resumes at once; a pause acts once the MAC has
+ * processed it, its profile's response time later (IEEE 802.3 Annex 31B.3.7 bounds the time
+ * to stop, not to resume), unless an XON arrives meanwhile */
+void on_pfc(Sim *s, int port, int prio, int quanta) {
+    Port *P = &s->ports[port];
+    if (!P->up) return;
+    P->pfc_rx[prio]++;
+    P->last_pfc_rx[prio] = s->now;
+    ps_t resp = s->profiles[P->profile].pfc_resp;
+    if (quanta > 0 && resp > 0) {
+        ev_push(s, s->now + resp, EV_PFC_APPLY, port, prio | (P->pfc_gen[prio] & PFC_GEN_MASK) << 3, quanta);
+        return;
+    }
+    if (quanta == 0) P->pfc_gen[prio]++; /* cancels the pauses still being processed */
+    pfc_apply(s, port, prio, quanta);
+}
+
+void on_pfc_apply(Sim *s, int port, int packed, int quanta) {
+    Port *P = &s->ports[port];
+    int prio = packed & 7;
+    if (P->up && packed >> 3 == (P->pfc_gen[prio] & PFC_GEN_MASK)) pfc_apply(s, port, prio, quanta);
 }
 
 /* ---- switch data path ---- */
@@ -176,17 +200,24 @@ void switch_receive(Sim *s, int port, int pk) {
     int pg = pin->tc_to_pg[tc];
     int lossless = pin->lossless[tc];
     if (!lossless) {
-        if (pe->q_max[q] > 0 && E->q[q].bytes + K->size > pe->q_max[q]) return drop_pkt(s, pk, port, DR_LOSSY);
+        if (pe->q_max[q] > 0 && E->q[q].bytes + buffer_bytes(pe, K->size) > pe->q_max[q])
+            return drop_pkt(s, pk, port, DR_LOSSY);
         if (pe->q_wred_drop[q] && !(K->flags & PK_ECT) && rng_uniform(s) < red_prob(pe, q, E->q[q].bytes))
             return drop_pkt(s, pk, port, DR_LOSSY);
     }
     /* admission: the reserved bytes left, the rest to the shared pool within the PG's
-     * threshold, else (lossless) all of it to the headroom, else a drop */
-    int64_t thr = pg_threshold(s, P, pg), size = K->size;
+     * threshold, else (lossless) all of it to the headroom, else a drop. A lossless PG not
+     * yet paused and with no headroom in use takes the packet to shared (room in the pool
+     * allowing) even past a dynamic threshold that fell since its last packet: a switch
+     * compares its counters continuously and would have sent XOFF when the threshold passed
+     * it, so this packet belongs before the pause, not to the headroom's window */
+    int64_t thr = pg_threshold(s, P, pg), size = buffer_bytes(pin, K->size);
     int64_t res = pin->pg_reserved[pg] - P->pg[pg].res;
     res = res < 0 ? 0 : res > size ? size : res;
     int64_t rest = size - res;
-    if (rest == 0 || P->pg[pg].shared + rest <= thr) {
+    int late = lossless && !P->pg_paused[pg] && P->pg[pg].hdrm == 0 && P->pg[pg].shared >= thr &&
+               N->pool_used + rest <= N->pool;
+    if (rest == 0 || P->pg[pg].shared + rest <= thr || late) {
         P->pg[pg].res += res;
         P->pg[pg].shared += rest;
         N->pool_used += rest;

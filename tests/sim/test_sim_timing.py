@@ -1,0 +1,51 @@
+"""Switch timing and buffers as hardware has them (docs/simulator.md, Cells and pause timing):
+a pause takes effect after the response time IEEE 802.3 Annex 31B allows, so a headroom sized
+for a cable drops from about that cable's length; buffers count whole cells."""
+
+from __future__ import annotations
+
+import pytest
+
+from labs.sim import Experiment, Flow, Host, Link, PfcStorm, PgParams, QosProfile, Switch, simulate
+from labs.sim import headroom as sweep
+
+SIZED_M = 100.0
+
+
+@pytest.mark.parametrize("speed", [100e9, 400e9])
+def test_headroom_drops_from_the_length_it_was_sized_for(speed: float) -> None:
+    assert sweep.drops(speed, SIZED_M, 0.9 * SIZED_M) == 0
+    assert sweep.drops(speed, SIZED_M, 1.1 * SIZED_M) > 0
+
+
+def test_an_instant_pause_hides_a_shortfall() -> None:
+    """Without the response time (the engine before it) the same cable drops nothing."""
+    assert sweep.drops(100e9, SIZED_M, 1.1 * SIZED_M) > 0
+    assert sweep.drops(100e9, SIZED_M, 1.1 * SIZED_M, response=0) == 0
+
+
+def _fill(packets: int, cell: int) -> int:
+    """Pause frames the switch sends when `packets` 64-byte payloads (126-byte frames) fill a
+    PG whose XOFF point is 100 cells of 208 bytes, its egress paused throughout."""
+    pg = PgParams(static_threshold=100 * 208, headroom=50_000)
+    qos = QosProfile(pgs={0: PgParams(), 3: pg})
+    exp = Experiment(
+        [Switch("sw", 1_000_000, qos, cell_bytes=cell)],
+        [Host("s", qos=qos), Host("r", qos=qos)],
+        [Link("sw:p0", "s:p0", 100e9), Link("sw:p1", "r:p0", 100e9)],
+        [Flow("f", "s", "r", size=packets * 64, start=10e-6, cc="none", packet_bytes=64)],
+        faults=[PfcStorm("r:p0", 0.0, 1e-3, interval=100e-6)],
+        duration=1e-3,
+        stop_when_done=False,
+    )
+    counters = simulate(exp).port("sw:p0").priorities.get(3)
+    return 0 if counters is None else counters.pause_sent
+
+
+def test_xoff_counts_cells_not_bytes() -> None:
+    """Each 126-byte frame holds one 208-byte cell: XOFF at the 100th, as sonic-mgmt's
+    pkts_num_trig_pfc = threshold // (cells per packet) expects; counted in bytes, 100 frames
+    (12.6 KB) stay below 20.8 KB."""
+    assert _fill(99, 208) == 0
+    assert _fill(100, 208) > 0
+    assert _fill(100, 1) == 0
