@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from labs.sim import native
 from labs.sim.build import Built, Layout, build
-from labs.sim.flows import FlowStats
+from labs.sim.flows import FlowStats, Ring, RingStats
 from labs.sim.model import NPRIO, Experiment
 from labs.sim.result import Event, FlowResult, PortResult, PriorityCounters, Result
 
@@ -88,6 +88,7 @@ def _collect(
             packet_hops=counts[1],
             events_processed=counts[0],
             table=table,
+            rings=[_ring(lib, h, i, ring) for i, ring in enumerate(exp.rings)],
         ),
         n_samples,
         changes,
@@ -231,6 +232,17 @@ def _flows(
             )
         flows.append(result)
     return flows, table
+
+
+def _ring(lib: ctypes.CDLL, h: int, index: int, ring: Ring) -> RingStats:
+    """What the core reports of its collective `index`."""
+    slots = ring.slots
+    out = np.zeros(slots * native.COLL_FIELDS + ring.iterations, np.int64)
+    lib.sim_collective_stats(h, index, out.ctypes.data_as(native.PI64))
+    rows = out[: slots * native.COLL_FIELDS].reshape(slots, native.COLL_FIELDS)
+    times = [_seconds(rows[:, k].astype(np.float64)) for k in (8, 9, 10)]
+    ends = _seconds(out[slots * native.COLL_FIELDS :].astype(np.float64))
+    return RingStats(*(rows[:, k].copy() for k in range(8)), *times, ends)
 
 
 def _ports(lib: ctypes.CDLL, h: int, layout: Layout) -> list[PortResult]:

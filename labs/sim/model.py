@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from labs.sim.flows import FlowTable
+    from labs.sim.flows import FlowTable, Ring
 
 NPRIO = 8
 """Priorities (traffic classes), queues and priority groups per port."""
@@ -346,3 +346,5 @@ class Experiment:
     table: FlowTable | None = None
     """More flows, as columns (`labs.sim.flows.FlowTable`), after `flows`: for the many
     flows of collectives, whose results come back as columns too (`Result.table`)."""
+    rings: Sequence[Ring] = ()
+    """Ring collectives the core makes step by step, their slots rows of `table`."""

@@ -23,6 +23,8 @@ PORT_FIELDS = 12
 FLOW_FIELDS = 10
 TRANSPORT_FIELDS = 7
 """Per flow, what sim_flow_transport writes."""
+COLL_FIELDS = 11
+"""Per slot of a collective, what sim_collective_stats writes."""
 COUNTS = 8
 """What sim_counts writes."""
 
@@ -58,6 +60,11 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_flow_samples": (PI64, [P]),
     "sim_cycles": (PI32, [P]),
     "sim_log_entry": (None, [P, I32, PI64]),
+    "sim_add_collective": (
+        I32,
+        [P, I32, I32, I32, I32, I32, I32, F64, F64, PI64, PI32, ctypes.c_char_p, PI32, PI32, PI32],
+    ),
+    "sim_collective_stats": (None, [P, I32, PI64]),
 }
 
 

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from labs.sim.flows import FlowStats
+    from labs.sim.flows import FlowStats, RingStats
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,8 @@ class Result:
     table: FlowStats | None = None
     """The results of the experiment's `table` rows, as columns (their flows are not in
     `flows`)."""
+    rings: list[RingStats] = field(default_factory=list)
+    """Per ring collective of the experiment, what its slots did over every step."""
 
     def flow(self, name: str) -> FlowResult:
         for f in self.flows:
@@ -162,8 +164,9 @@ class Result:
         return self._window(self.flow(flow).rate_series, start, end)
 
     def to_json(self) -> str:
-        data: dict[str, Any] = asdict(replace(self, table=None))
+        data: dict[str, Any] = asdict(replace(self, table=None, rings=[]))
         data["table"] = None if self.table is None else self.table.as_lists()
+        data["rings"] = [r.as_lists() for r in self.rings]
         return json.dumps(data, indent=1) + "\n"
 
     def summary(self) -> str:

@@ -77,6 +77,7 @@ void sim_free(Sim *s) {
     free(s->flow_samples);
     free(s->log);
     free(s->cycles);
+    coll_free(s);
     free(s);
 }
 
