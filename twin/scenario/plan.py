@@ -15,7 +15,7 @@ from pathlib import Path
 from labs import backend
 from labs.backend import FlowSpec, Phase, ProbePair, Timeline
 from traffic import collectives
-from traffic.collectives import Flow, flow_id
+from traffic.collectives import Flow, flow_id, ring_shape
 from twin.labdir import Lab
 from twin.model.wiring import Wiring
 from twin.scenario.model import Fault, Scenario, Traffic
@@ -92,7 +92,10 @@ def analytical(lab: Lab, phase: Traffic) -> dict[str, float] | None:
     if phase.kind not in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
         return None
     build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
-    schedule = build(ranks(lab, phase), phase.message, phase.qps)
+    names = ranks(lab, phase)
+    schedule = ring_shape(build, names, phase.message, phase.qps) or build(
+        names, phase.message, phase.qps
+    )
     link_bps = lab.fabric.servers.nic_speed * lab.fabric.servers.nics * 1e6
     bound = schedule.completion_bound_s(link_bps, propagation(lab))
     return {
@@ -171,7 +174,8 @@ def phase_flows(lab: Lab, phase: Traffic) -> list[Flow]:
         assert isinstance(phase.src, list) and phase.dst
         return [Flow(s, phase.dst, 0, qp) for s in phase.src for qp in range(phase.qps)]
     build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
-    schedule = build(ranks(lab, phase), 1 << 20, phase.qps)
+    names = ranks(lab, phase)
+    schedule = ring_shape(build, names, 1 << 20, phase.qps) or build(names, 1 << 20, phase.qps)
     return [Flow(src, dst, 0, qp) for src, dst, qp in schedule.queue_pairs()]
 
 
