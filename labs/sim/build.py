@@ -596,6 +596,7 @@ def _configure(
         lib.sim_set_monitor(
             handle, exp.monitor.interval, native.i32(sampled), len(sampled), int(exp.monitor.flows)
         )
+        lib.sim_set_max_samples(handle, max(exp.monitor.max_samples, 0))
     else:
         sampled = []
     c = exp.checks

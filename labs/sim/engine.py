@@ -81,7 +81,7 @@ def _collect(
             deadlocked=any(e.kind == "deadlock" for e in events) or stopped,
             flows=flows,
             ports=_ports(lib, h, layout),
-            sample_interval=exp.monitor.interval,
+            sample_interval=_interval(lib, h, exp),
             queues={},
             pgs={},
             events=events,
@@ -93,6 +93,12 @@ def _collect(
         n_samples,
         changes,
     )
+
+
+def _interval(lib: ctypes.CDLL, h: int, exp: Experiment) -> float:
+    """The interval between the run's samples: the monitor's, times 2 for each halving."""
+    given = exp.monitor.interval
+    return given * round(lib.sim_sample_interval(h) / given) if given > 0 else given
 
 
 def _occupancy(
@@ -187,7 +193,7 @@ def _flows(
     listed = len(exp.flows)
     stats, transport, dropped_at = _rows(lib, h, 0, listed)
     table = None if exp.table is None else _table(lib, h, listed, len(exp.table))
-    interval = exp.monitor.interval
+    interval = _interval(lib, h, exp)
     flows = []
     for i, flow in enumerate(exp.flows):
         row = stats[i].tolist()

@@ -282,11 +282,15 @@ class PfcStorm:
 @dataclass(frozen=True)
 class Monitor:
     """What is sampled every `interval` seconds (0: nothing): queue and PG bytes of the listed
-    ports (empty: every switch port) and each flow's delivered bytes."""
+    ports (empty: every switch port) and each flow's delivered bytes. With `max_samples`, a run
+    that reaches 2 x max_samples + 1 samples keeps every other one from then on at twice the
+    interval (`Result.sample_interval` is the last), so a run of unknown length has between
+    max_samples + 1 and 2 x max_samples + 1."""
 
     interval: float = 0.0
     ports: Sequence[str] = ()
     flows: bool = True
+    max_samples: int = 0
 
 
 @dataclass(frozen=True)

@@ -376,7 +376,7 @@ def played(timeline: Timeline, plan: Plan, result: Result, base: Network, wall: 
     ended = max([result.end_time, *(t for t, _ in timeline.faults), *(t for t, _, _ in plan.fibs)])
     fibs = {label: (t, fib) for t, label, fib in plan.fibs}
     fibs["end"] = (ended, plan.fibs[-1][2])
-    interval = plan.experiment.monitor.interval
+    interval = result.sample_interval
     extra = {
         "pfc": _pfc(result, wiring),
         "queues": {"interval": interval, "queues": result.queues, "pgs": result.pgs},

@@ -441,7 +441,7 @@ def plan(
         dcqcn=net.dcqcn,
         duration=timeline.duration + (COLLECTIVE_GRACE if flows.barriers or flows.rings else 0.0),
         packet_bytes=packet,
-        monitor=Monitor(interval=interval, flows=False),
+        monitor=Monitor(interval=interval, flows=False, max_samples=MAX_SAMPLES),
         checks=Checks(
             deadlock=True,
             stall=float(options.get("deadlock_stall", 0.001)),

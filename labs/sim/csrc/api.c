@@ -311,6 +311,12 @@ void sim_set_monitor(Sim *s, double interval, const int32_t *ports, int n, int f
     s->flow_series = (uint8_t)flow_series;
 }
 
+/* at most 2 n + 1 samples: then they become n + 1 at twice the interval (0: no limit) */
+void sim_set_max_samples(Sim *s, int64_t n) { s->max_samples = n; }
+
+/* the interval between samples, seconds (it doubles as sim_set_max_samples says) */
+double sim_sample_interval(const Sim *s) { return (double)s->sample_interval * 1e-12; }
+
 void sim_set_checks(Sim *s, double interval, int deadlock_on, double stall, int stop_on_deadlock, double storm_time) {
     s->check_interval = ps(interval);
     s->deadlock_on = (uint8_t)deadlock_on;

@@ -14,7 +14,6 @@
 #include "sim.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,18 +45,45 @@ static const char *rank_name(const Coll *C, int r, int *len) {
     return C->names + C->name_start[r];
 }
 
+/* the decimal digits of v >= 0 at p; returns the end */
+static char *put_int(char *p, int v) {
+    char digits[12];
+    int n = 0;
+    do digits[n++] = (char)('0' + v % 10); while ((v /= 10) > 0);
+    while (n) *p++ = digits[--n];
+    return p;
+}
+
+static char *put_str(char *p, const char *text, int len) {
+    memcpy(p, text, (size_t)len);
+    return p + len;
+}
+
 /* the ECMP key of rank r's QP q in step k of the current iteration: the CRC-32 of its 5-tuple
- * (labs.sim.build.CoreFlows.keys), the UDP source port from its row name */
+ * (labs.sim.build.CoreFlows.keys), the UDP source port from its row name
+ * p<phase>.i<iteration>.s<step>.<src>><dst>.<qp> */
 static uint32_t step_key(const Coll *C, int r, int q, int k) {
-    char name[512];
     int la, lb;
     const char *a = rank_name(C, r, &la), *b = rank_name(C, (r + 1) % C->n, &lb);
-    int len = snprintf(name, sizeof name, "p%d.i%d.s%d.%.*s>%.*s.%d", C->phase, C->iter, k, la, a, lb, b, q);
-    if (len >= (int)sizeof name) len = (int)sizeof name - 1;
-    uint32_t sport = 0xC000u | (crc32(name, (size_t)len, 0) & 0x3FFFu);
+    char *name = malloc((size_t)(la + lb) + 64), *p = name;
+    *p++ = 'p';
+    p = put_int(p, C->phase);
+    p = put_str(p, ".i", 2);
+    p = put_int(p, C->iter);
+    p = put_str(p, ".s", 2);
+    p = put_int(p, k);
+    *p++ = '.';
+    p = put_str(p, a, la);
+    *p++ = '>';
+    p = put_str(p, b, lb);
+    *p++ = '.';
+    p = put_int(p, q);
+    uint32_t sport = 0xC000u | (crc32(name, (size_t)(p - name), 0) & 0x3FFFu);
+    free(name);
     char tail[16];
-    int lt = snprintf(tail, sizeof tail, "%05u|4791|17", sport);
-    return crc32(tail, (size_t)lt, C->prefix[r]);
+    p = put_int(tail, (int)sport); /* 49152-65535: five digits */
+    p = put_str(p, "|4791|17", 8);
+    return crc32(tail, (size_t)(p - tail), C->prefix[r]);
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -341,6 +341,7 @@ typedef struct {
     int64_t n_changes, cap_changes;
     int64_t *flow_samples; /* rows of n_flows: bytes delivered (flow_series) */
     int64_t n_samples, samples_cap;
+    int64_t max_samples; /* 0: no limit; else 2 max + 1 samples become max + 1 at twice the interval */
     /* output log */
     LogEntry *log;
     int32_t n_log, cap_log;
