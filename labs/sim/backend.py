@@ -67,6 +67,7 @@ def run(
         p.experiment,
         int(timeline.sim.get("seed", 1)),
         lambda built: p.prepare(built, base.wiring, net.addresses),
+        dense=False,
     )
     wall = time.monotonic() - started
     progress(

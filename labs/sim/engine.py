@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -15,7 +15,7 @@ from labs.sim import native
 from labs.sim.build import Built, Layout, build
 from labs.sim.flows import FlowStats, Ring, RingStats
 from labs.sim.model import NPRIO, Experiment
-from labs.sim.result import Event, FlowResult, PortResult, PriorityCounters, Result
+from labs.sim.result import Event, FlowResult, Occupancy, PortResult, PriorityCounters, Result
 
 LOG_KINDS = (
     "link_down",
@@ -36,10 +36,15 @@ LOG_KINDS = (
 
 
 def simulate(
-    exp: Experiment, seed: int = 1, prepare: Callable[[Built], None] | None = None
+    exp: Experiment,
+    seed: int = 1,
+    prepare: Callable[[Built], None] | None = None,
+    dense: bool = True,
 ) -> Result:
     """Run `exp` with random choices (ECN marks, ECMP hashes) drawn from `seed`; `prepare`
-    may add to the built core (timed route tables, rate changes) before it runs."""
+    may add to the built core (timed route tables, rate changes) before it runs. The
+    occupancy series come as lists of every sample (`Result.queues`, `pgs`), or when not
+    `dense` as their changes only (`Result.occupancy`)."""
     lib = native.library()
     built = build(exp, seed)
     try:
@@ -50,6 +55,8 @@ def simulate(
     finally:
         lib.sim_free(built.handle)
     # the occupancy series once the core is freed: with the table's results, the largest outputs
+    if not dense:
+        return dataclasses.replace(result, occupancy=_changes(built.layout, n_samples, changes))
     queues, pgs = _occupancy(built.layout, n_samples, changes)
     return dataclasses.replace(result, queues=queues, pgs=pgs)
 
@@ -101,6 +108,20 @@ def _interval(lib: ctypes.CDLL, h: int, exp: Experiment) -> float:
     return given * round(lib.sim_sample_interval(h) / given) if given > 0 else given
 
 
+def _columns(
+    layout: Layout, changes: npt.NDArray[np.int32]
+) -> Iterator[tuple[str, bool, int, npt.NDArray[np.int32], npt.NDArray[np.int32]]]:
+    """Per column of the core's (sample, column, value) changes: its port, whether it is a
+    queue (else a PG), its priority, and the samples and values of its changes."""
+    by_column = changes[np.argsort(changes[:, 1], kind="stable")]
+    columns, starts = np.unique(by_column[:, 1], return_index=True)
+    ends = [*starts[1:].tolist(), len(by_column)] if len(starts) else []
+    for column, a, b in zip(columns.tolist(), starts.tolist(), ends, strict=True):
+        k, j = divmod(column, 2 * NPRIO)
+        name = ":".join(layout.ports[layout.sampled_ports[k]])
+        yield name, j < NPRIO, j % NPRIO, by_column[a:b, 0], by_column[a:b, 2]
+
+
 def _occupancy(
     layout: Layout, n_samples: int, changes: npt.NDArray[np.int32]
 ) -> tuple[dict[str, dict[int, list[int]]], dict[str, dict[int, list[int]]]]:
@@ -108,17 +129,20 @@ def _occupancy(
     core's (sample, column, value) changes."""
     queues: dict[str, dict[int, list[int]]] = {}
     pgs: dict[str, dict[int, list[int]]] = {}
-    by_column = changes[np.argsort(changes[:, 1], kind="stable")]
-    columns, starts = np.unique(by_column[:, 1], return_index=True)
-    ends = [*starts[1:].tolist(), len(by_column)] if len(starts) else []
-    for column, a, b in zip(columns.tolist(), starts.tolist(), ends, strict=True):
-        at, values = by_column[a:b, 0], by_column[a:b, 2]
+    for name, queue, prio, at, values in _columns(layout, changes):
         series = np.zeros(n_samples, np.int64)
         series[at[0] :] = np.repeat(values, np.diff(np.append(at, n_samples)))
-        k, j = divmod(column, 2 * NPRIO)
-        name = ":".join(layout.ports[layout.sampled_ports[k]])
-        (queues if j < NPRIO else pgs).setdefault(name, {})[j % NPRIO] = series.tolist()
+        (queues if queue else pgs).setdefault(name, {})[prio] = series.tolist()
     return queues, pgs
+
+
+def _changes(layout: Layout, n_samples: int, changes: npt.NDArray[np.int32]) -> Occupancy:
+    """The occupancy series as their changes (`Occupancy`)."""
+    out = Occupancy(n_samples, {}, {})
+    for name, queue, prio, at, values in _columns(layout, changes):
+        flat = np.column_stack([at, values]).reshape(-1).tolist()
+        (out.queues if queue else out.pgs).setdefault(name, {})[prio] = flat
+    return out
 
 
 def _seconds(ps: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

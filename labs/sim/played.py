@@ -343,6 +343,20 @@ def _iterations(timeline: Timeline, plan: Plan, result: Result) -> dict[str, Any
     return out
 
 
+def _queues(result: Result, interval: float) -> dict[str, Any]:
+    """queues.json: the series as changes (docs/observations.md) when the run kept them so."""
+    o = result.occupancy
+    if o is None:
+        return {"interval": interval, "queues": result.queues, "pgs": result.pgs}
+    return {
+        "interval": interval,
+        "encoding": "changes",
+        "samples": o.samples,
+        "queues": o.queues,
+        "pgs": o.pgs,
+    }
+
+
 def _events(result: Result) -> list[Event]:
     out = []
     for e in result.events:
@@ -379,7 +393,7 @@ def played(timeline: Timeline, plan: Plan, result: Result, base: Network, wall: 
     interval = result.sample_interval
     extra = {
         "pfc": _pfc(result, wiring),
-        "queues": {"interval": interval, "queues": result.queues, "pgs": result.pgs},
+        "queues": _queues(result, interval),
         "iterations": _iterations(timeline, plan, result),
         "sim": {
             "seed": result.seed,

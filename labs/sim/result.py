@@ -106,6 +106,17 @@ class Event:
 
 
 @dataclass(frozen=True)
+class Occupancy:
+    """Queue and PG occupancy as changes (`simulate(dense=False)`): ``node:port`` -> queue or
+    PG -> [sample, bytes, sample, bytes, ...], each the bytes held from that sample on (0
+    before the first), over `samples` samples; only those that ever held anything."""
+
+    samples: int
+    queues: dict[str, dict[int, list[int]]]
+    pgs: dict[str, dict[int, list[int]]]
+
+
+@dataclass(frozen=True)
 class Result:
     """The outputs of one run (deterministic for an experiment and a seed)."""
 
@@ -127,6 +138,8 @@ class Result:
     table: FlowStats | None = None
     """The results of the experiment's `table` rows, as columns (their flows are not in
     `flows`)."""
+    occupancy: Occupancy | None = None
+    """The occupancy series as changes, instead of `queues` and `pgs` (`simulate(dense=False)`)."""
     rings: list[RingStats] = field(default_factory=list)
     """Per ring collective of the experiment, what its slots did over every step."""
 

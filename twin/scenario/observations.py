@@ -28,6 +28,7 @@ from twin.errors import InputError, LabError
 from twin.intent.inputs import RUN_FILE_BYTES, parse_json, parse_model, read_file, read_text
 from twin.labdir import Stat, version
 from twin.model.fib import Fib, from_json, to_json
+from twin.scenario import occupancy
 from twin.scenario.records import (
     SCHEMA,
     Counters,
@@ -428,6 +429,8 @@ class Observations:
         if cached is not None:
             return cached
         data = _read(path)
+        if key == "queues":
+            data = occupancy.dense(data, str(path))
         if key in EXTRA:
             _records(EXTRA[key], data, path)
         if kept is not None:
