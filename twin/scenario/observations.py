@@ -27,8 +27,8 @@ from twin import safeio
 from twin.errors import InputError, LabError
 from twin.intent.inputs import RUN_FILE_BYTES, parse_json, parse_model, read_file, read_text
 from twin.labdir import Stat, version
-from twin.model.fib import Fib, from_json, to_json
-from twin.scenario import occupancy
+from twin.model.fib import Fib
+from twin.scenario import fibfiles, occupancy
 from twin.scenario.records import (
     SCHEMA,
     Counters,
@@ -232,8 +232,11 @@ def save(out: Path, run: RunRecord, played: Played, fabric: Path) -> None:
     bgp = {when: [asdict(s) for s in sessions] for when, sessions in played.bgp.items()}
     safeio.write(out / "bgp.json", dumps(bgp))
     safeio.write(out / "events.jsonl", _lines(played.events))
-    for label, (_, fib) in played.fibs.items():
-        safeio.write(out / "fib" / f"{label}.json", dumps(to_json(fib)))
+    base: tuple[str, Fib] | None = None
+    for label, (_, fib) in played.fibs.items():  # the first in full, the others as changes
+        data = fibfiles.encode(fib, base[1], base[0]) if base else fibfiles.encode(fib)
+        safeio.write(out / "fib" / f"{label}.json", dumps(data))
+        base = base or (label, fib)
     if played.probes is not None:
         safeio.write(out / "probes.json", json.dumps(played.probes, indent=1))
     _files(out, played.extra)
@@ -306,6 +309,8 @@ class Observations:
     _extra: dict[str, tuple[Stat, Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _reading: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    """FIB snapshots being read (a change file's base is read first)."""
     _derived: dict[Hashable, Any] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -413,7 +418,13 @@ class Observations:
         digest = hashlib.blake2b(raw, digest_size=16).digest()
         if digest not in self._fibs_read:
             data = _shaped(_parsed(path, raw), dict, path)
-            self._fibs_read[digest] = from_json(data, str(path))
+            if label in self._reading:
+                raise InputError(str(path), "base", "snapshots based on each other")
+            self._reading.add(label)
+            try:
+                self._fibs_read[digest] = fibfiles.decode(data, self.fib, str(path))
+            finally:
+                self._reading.discard(label)
         if kept is not None:
             self._fibs[label] = (kept, self._fibs_read[digest])
         return self._fibs_read[digest]
