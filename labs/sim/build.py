@@ -25,7 +25,7 @@ from labs.sim.model import (
     QosProfile,
     Switch,
 )
-from labs.sim.routing import forwarding, split_port
+from labs.sim.routing import forwarding, route_rows, split_port
 from twin.design.headroom import headroom_bytes
 from twin.errors import TwinError
 
@@ -549,14 +549,8 @@ def _configure(
                 handle, me, node_index[node], peer, profiles[key], link.speed, link.propagation
             )
 
-    table = forwarding(exp.switches, exp.hosts, exp.links)
-    host_order = list(hosts)
-    rt_start, rt_nh = [0], []
-    for n in names:
-        for h in host_order:
-            rt_nh += [port_index[p] for p in table.get(n, {}).get(h, [])]
-            rt_start.append(len(rt_nh))
-    lib.sim_set_routes(handle, native.i32(rt_start), native.i32(rt_nh), len(rt_nh))
+    rows = route_rows(forwarding(exp.switches, exp.hosts, exp.links), names, list(hosts), port_index)
+    lib.sim_set_routes_by(handle, rows.n_dest, *native.rows(rows), len(rows.hops))
 
     core = core_flows(exp, flows, seed, [[port_index[p] for p in own_ports[h]] for h in hosts])
     core.load(lib, handle)

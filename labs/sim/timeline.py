@@ -44,6 +44,7 @@ from labs.sim.flows import TRANSPORTS, FlowTable, Ring
 from labs.sim.lab import Network as SimNetwork
 from labs.sim.lab import routes
 from labs.sim.model import Checks, Experiment, Monitor, PacketLoss, PfcStorm
+from labs.sim.routing import route_rows
 from traffic.collectives import RingShape, StepTable, ring_shape
 from twin.labdir import Lab
 from twin.model.fib import Fib, Link
@@ -95,15 +96,11 @@ class Plan:
         for t, port, speed in self.rate_events:
             lib.sim_add_rate_event(built.handle, link_of[port], t, speed)
         index = {f"{n}:{p}": i for i, (n, p) in enumerate(layout.ports)}
-        nodes = [s.name for s in self.experiment.switches] + [h.name for h in self.experiment.hosts]
+        hosts = [h.name for h in self.experiment.hosts]
+        nodes = [s.name for s in self.experiment.switches] + hosts
         for t, _, fib in self.fibs[1:]:
-            table = routes(wiring, fib, addresses)
-            starts, hops = [0], []
-            for node in nodes:
-                for host in self.experiment.hosts:
-                    hops += [index[p] for p in table.get(node, {}).get(host.name, [])]
-                    starts.append(len(hops))
-            lib.sim_add_routes(built.handle, t, native.i32(starts), native.i32(hops), len(hops))
+            rows = route_rows(routes(wiring, fib, addresses), nodes, hosts, index)
+            lib.sim_add_routes_by(built.handle, t, rows.n_dest, *native.rows(rows), len(rows.hops))
 
 
 def scaled(timeline: Timeline) -> Timeline:
