@@ -549,7 +549,9 @@ def _configure(
                 handle, me, node_index[node], peer, profiles[key], link.speed, link.propagation
             )
 
-    rows = route_rows(forwarding(exp.switches, exp.hosts, exp.links), names, list(hosts), port_index)
+    rows = route_rows(
+        forwarding(exp.switches, exp.hosts, exp.links), names, list(hosts), port_index
+    )
     lib.sim_set_routes_by(handle, rows.n_dest, *native.rows(rows), len(rows.hops))
 
     core = core_flows(exp, flows, seed, [[port_index[p] for p in own_ports[h]] for h in hosts])

@@ -270,9 +270,24 @@ def _ring(lib: ctypes.CDLL, h: int, index: int, ring: Ring) -> RingStats:
     out = np.zeros(slots * native.COLL_FIELDS + ring.iterations, np.int64)
     lib.sim_collective_stats(h, index, out.ctypes.data_as(native.PI64))
     rows = out[: slots * native.COLL_FIELDS].reshape(slots, native.COLL_FIELDS)
-    times = [_seconds(rows[:, k].astype(np.float64)) for k in (8, 9, 10)]
-    ends = _seconds(out[slots * native.COLL_FIELDS :].astype(np.float64))
-    return RingStats(*(rows[:, k].copy() for k in range(8)), *times, ends)
+    sums = [rows[:, k].copy() for k in range(8)]
+    first_start, last_completion, first_drop = (
+        _seconds(rows[:, k].astype(np.float64)) for k in (8, 9, 10)
+    )
+    return RingStats(
+        bytes_sent=sums[0],
+        bytes_delivered=sums[1],
+        bytes_dropped=sums[2],
+        cnps=sums[3],
+        ecn_marks=sums[4],
+        packets_sent=sums[5],
+        packets_delivered=sums[6],
+        packets_dropped=sums[7],
+        first_start=first_start,
+        last_completion=last_completion,
+        first_drop=first_drop,
+        iteration_ends=_seconds(out[slots * native.COLL_FIELDS :].astype(np.float64)),
+    )
 
 
 def _ports(lib: ctypes.CDLL, h: int, layout: Layout) -> list[PortResult]:

@@ -121,6 +121,4 @@ def f64(values: Sequence[float]) -> ctypes.Array[ctypes.c_double]:
 def rows(table: RouteRows) -> tuple[Any, Any, Any]:
     """A `RouteRows`' arrays as sim_set_routes_by takes them (dest, start, hops)."""
     arrays = [np.ascontiguousarray(a, np.int32) for a in (table.dest, table.start, table.hops)]
-    return tuple(
-        (a if len(a) else np.zeros(1, np.int32)).ctypes.data_as(PI32) for a in arrays
-    )  # type: ignore[return-value]
+    return tuple((a if len(a) else np.zeros(1, np.int32)).ctypes.data_as(PI32) for a in arrays)  # type: ignore[return-value]

@@ -147,5 +147,8 @@ def route_rows(
     np.cumsum(lengths, out=start[1:])
     hops = np.concatenate([ports[c] for c in cells.tolist()] or [np.zeros(0, np.int32)])
     return RouteRows(
-        len(columns), dest.reshape(-1).astype(np.int32), start.astype(np.int32), hops.astype(np.int32)
+        len(columns),
+        dest.reshape(-1).astype(np.int32),
+        start.astype(np.int32),
+        hops.astype(np.int32),
     )

@@ -102,7 +102,7 @@ def test_ring_shape_bound_and_pairs_match_the_schedule() -> None:
         schedule = build(ranks, 1_000_001, 3)
         assert shape is not None and shape.queue_pairs() == schedule.queue_pairs()
         latency = {(a, b): 1e-6 * (i + 1) for i, (a, b, _) in enumerate(schedule.queue_pairs())}
-        for step in (0.0, lambda a, b: latency[(a, b)]):
+        for step in (0.0, lambda a, b, seconds=latency: seconds[(a, b)]):
             assert shape.completion_bound_s(4e11, step) == schedule.completion_bound_s(4e11, step)
     assert collectives.ring_shape(collectives.ring_all_reduce, ranks, 20, 3) is None  # a 0-byte QP
     assert collectives.ring_shape(collectives.all_to_all, ranks, 1_000_000, 1) is None
@@ -115,7 +115,9 @@ def test_samples_halve_past_their_budget() -> None:
     exp = with_flows(fabric, flows, duration=1.0)
     exp = dataclasses.replace(exp, monitor=Monitor(interval=2e-6, flows=True))
     full = simulate(exp, seed=3)
-    capped = simulate(dataclasses.replace(exp, monitor=dataclasses.replace(exp.monitor, max_samples=20)), 3)
+    capped = simulate(
+        dataclasses.replace(exp, monitor=dataclasses.replace(exp.monitor, max_samples=20)), 3
+    )
     n = len(next(iter(full.flows)).rate_series) + 1
     assert n > 4 * 20 + 1  # halved at least twice
     k = round(capped.sample_interval / full.sample_interval)

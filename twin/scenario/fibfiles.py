@@ -66,6 +66,8 @@ def decode(data: Any, base_of: Callable[[str], Fib], file: str) -> Fib:
             try:
                 table.pop(IPv4Network(prefix), None)
             except ValueError as exc:
-                raise InputError(file, f"nodes.{node}.{prefix}", f"not an IPv4 network ({exc})") from None
+                raise InputError(
+                    file, f"nodes.{node}.{prefix}", f"not an IPv4 network ({exc})"
+                ) from None
         fib[node] = table
     return fib

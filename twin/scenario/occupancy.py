@@ -13,6 +13,7 @@ an encoding holds them.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from twin.errors import InputError
@@ -34,7 +35,10 @@ def dense(data: Any, where: str = "queues.json") -> Any:
         if not isinstance(ports, dict):
             raise InputError(where, kind, "not series by node:port")
         out[kind] = {
-            port: {key: _series(flat, samples, f"{kind}.{port}.{key}", where) for key, flat in by.items()}
+            port: {
+                key: _series(flat, samples, f"{kind}.{port}.{key}", where)
+                for key, flat in by.items()
+            }
             for port, by in ports.items()
         }
     return out
@@ -45,7 +49,8 @@ def _series(flat: Any, samples: int, key: str, where: str) -> list[int]:
     if not (isinstance(flat, list) and len(flat) % 2 == 0 and all(type(x) is int for x in flat)):
         raise InputError(where, key, "not [sample, bytes, ...] integers")
     at, values = flat[0::2], flat[1::2]
-    if any(b <= a for a, b in zip(at, at[1:], strict=False)) or (at and not 0 <= at[0] <= at[-1] < samples):
+    increasing = all(a < b for a, b in itertools.pairwise(at))
+    if not increasing or (at and not 0 <= at[0] <= at[-1] < samples):
         raise InputError(where, key, f"samples not increasing within 0-{samples - 1}")
     series = [0] * samples
     for a, b, value in zip(at, [*at[1:], samples], values, strict=True):
