@@ -124,8 +124,24 @@ class StepTable:
         )
 
 
+class _Bandwidths:
+    """nccl-tests' bandwidths of a collective's run."""
+
+    kind: Collective
+    ranks: tuple[str, ...]
+    message_bytes: int
+
+    def algbw(self, seconds: float) -> float:
+        """Algorithm bandwidth (bytes/s) of a run that took ``seconds``."""
+        return algbw(self.message_bytes, seconds)
+
+    def busbw(self, seconds: float) -> float:
+        """Bus bandwidth (bytes/s) of a run that took ``seconds``."""
+        return busbw(self.kind, len(self.ranks), self.message_bytes, seconds)
+
+
 @dataclass(frozen=True, eq=False)
-class Schedule:
+class Schedule(_Bandwidths):
     """Steps of one collective over ``ranks``; ``message_bytes`` is nccl-tests' size S."""
 
     kind: Collective
@@ -185,14 +201,6 @@ class Schedule:
         for latency_s, load in zip(latencies, busiest.tolist(), strict=True):
             total += latency_s + 8 * load / link_bps
         return total
-
-    def algbw(self, seconds: float) -> float:
-        """Algorithm bandwidth (bytes/s) of a run that took ``seconds``."""
-        return algbw(self.message_bytes, seconds)
-
-    def busbw(self, seconds: float) -> float:
-        """Bus bandwidth (bytes/s) of a run that took ``seconds``."""
-        return busbw(self.kind, len(self.ranks), self.message_bytes, seconds)
 
 
 def split(total: int, parts: int) -> list[int]:
@@ -267,7 +275,7 @@ def ring_reduce_scatter(
 
 
 @dataclass(frozen=True)
-class RingShape:
+class RingShape(_Bandwidths):
     """A ring schedule told by its shape, not a row per step and flow (O(ranks x QPs)): in
     step k rank i sends chunk (i - k) mod n to rank i + 1 over its QPs, `n_steps` steps; every
     QP of every rank carries bytes (each chunk >= `qps` bytes)."""
@@ -303,14 +311,6 @@ class RingShape:
         for _ in range(self.n_steps):
             total += latency + 8 * load / link_bps
         return total
-
-    def algbw(self, seconds: float) -> float:
-        """Algorithm bandwidth (bytes/s) of a run that took ``seconds``."""
-        return algbw(self.message_bytes, seconds)
-
-    def busbw(self, seconds: float) -> float:
-        """Bus bandwidth (bytes/s) of a run that took ``seconds``."""
-        return busbw(self.kind, len(self.ranks), self.message_bytes, seconds)
 
 
 RING_STEPS: dict[Callable[..., Schedule], tuple[Collective, Callable[[int], int]]] = {}
