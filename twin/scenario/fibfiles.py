@@ -53,6 +53,8 @@ def decode(data: Any, base_of: Callable[[str], Fib], file: str) -> Fib:
     base, nodes = data.get("base"), data.get("nodes")
     if not isinstance(base, str) or not isinstance(nodes, dict):
         raise InputError(file, "base", "a change file names its base snapshot and its nodes")
+    if not nodes:  # no route changed: the base itself
+        return base_of(base)
     fib: Fib = dict(base_of(base))
     for node, entry in nodes.items():
         if entry is None:
