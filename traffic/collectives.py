@@ -124,8 +124,24 @@ class StepTable:
         )
 
 
+class _Bandwidths:
+    """nccl-tests' bandwidths of a collective's run."""
+
+    kind: Collective
+    ranks: tuple[str, ...]
+    message_bytes: int
+
+    def algbw(self, seconds: float) -> float:
+        """Algorithm bandwidth (bytes/s) of a run that took ``seconds``."""
+        return algbw(self.message_bytes, seconds)
+
+    def busbw(self, seconds: float) -> float:
+        """Bus bandwidth (bytes/s) of a run that took ``seconds``."""
+        return busbw(self.kind, len(self.ranks), self.message_bytes, seconds)
+
+
 @dataclass(frozen=True, eq=False)
-class Schedule:
+class Schedule(_Bandwidths):
     """Steps of one collective over ``ranks``; ``message_bytes`` is nccl-tests' size S."""
 
     kind: Collective
@@ -185,14 +201,6 @@ class Schedule:
         for latency_s, load in zip(latencies, busiest.tolist(), strict=True):
             total += latency_s + 8 * load / link_bps
         return total
-
-    def algbw(self, seconds: float) -> float:
-        """Algorithm bandwidth (bytes/s) of a run that took ``seconds``."""
-        return algbw(self.message_bytes, seconds)
-
-    def busbw(self, seconds: float) -> float:
-        """Bus bandwidth (bytes/s) of a run that took ``seconds``."""
-        return busbw(self.kind, len(self.ranks), self.message_bytes, seconds)
 
 
 def split(total: int, parts: int) -> list[int]:
@@ -264,6 +272,68 @@ def ring_reduce_scatter(
     """Ring Reduce-Scatter of S bytes per rank: n-1 steps of S/n per rank."""
     n_steps = len(ranks) - 1
     return _ring(Collective.REDUCE_SCATTER, ranks, message_bytes, qps_per_peer, n_steps)
+
+
+@dataclass(frozen=True)
+class RingShape(_Bandwidths):
+    """A ring schedule told by its shape, not a row per step and flow (O(ranks x QPs)): in
+    step k rank i sends chunk (i - k) mod n to rank i + 1 over its QPs, `n_steps` steps; every
+    QP of every rank carries bytes (each chunk >= `qps` bytes)."""
+
+    kind: Collective
+    ranks: tuple[str, ...]
+    message_bytes: int
+    qps: int
+    n_steps: int
+
+    @cached_property
+    def chunks(self) -> list[int]:
+        return split(self.message_bytes, len(self.ranks))
+
+    def queue_pairs(self) -> list[tuple[str, str, int]]:
+        """As `Schedule.queue_pairs` of the same ring."""
+        r, n = self.ranks, len(self.ranks)
+        return [(r[i], r[(i + 1) % n], qp) for i in range(n) for qp in range(self.qps)]
+
+    def completion_bound_s(
+        self, link_bps: float, step_latency_s: float | Callable[[str, str], float] = 0.0
+    ) -> float:
+        """As `Schedule.completion_bound_s` of the same ring: every step moves each chunk
+        once between neighbours, so the busiest rank moves the largest chunk."""
+        r, n = self.ranks, len(self.ranks)
+        latency = (
+            max(step_latency_s(r[i], r[(i + 1) % n]) for i in range(n))
+            if callable(step_latency_s)
+            else step_latency_s
+        )
+        load = float(max(self.chunks))
+        total = 0.0
+        for _ in range(self.n_steps):
+            total += latency + 8 * load / link_bps
+        return total
+
+
+RING_STEPS: dict[Callable[..., Schedule], tuple[Collective, Callable[[int], int]]] = {}
+"""The ring builders, with their collective and their number of steps for n ranks."""
+
+
+def ring_shape(
+    build: Callable[..., Schedule], ranks: Sequence[str], message_bytes: int, qps: int
+) -> RingShape | None:
+    """The shape of `build`'s schedule when it is a ring in which every QP carries bytes
+    (None otherwise: build the schedule).
+
+    >>> s = ring_shape(ring_all_reduce, ["a", "b", "c"], 300, 2)
+    >>> s.n_steps, s.chunks, s.completion_bound_s(8e9) == ring_all_reduce(
+    ...     ["a", "b", "c"], 300, 2).completion_bound_s(8e9)
+    (4, [100, 100, 100], True)
+    """
+    found = RING_STEPS.get(build)
+    names = _check(ranks, message_bytes, qps)
+    if found is None or len(names) < 2 or message_bytes // len(names) < qps:
+        return None
+    kind, steps = found
+    return RingShape(kind, names, message_bytes, qps, steps(len(names)))
 
 
 def halving_doubling_all_reduce(
@@ -363,3 +433,12 @@ def rail_local(
         np.concatenate([t.bytes for t in tables])[rows],
     )
     return Schedule(parts[0].kind, parts[0].algorithm, names, message_bytes, table)
+
+
+RING_STEPS.update(
+    {
+        ring_all_reduce: (Collective.ALL_REDUCE, lambda n: 2 * (n - 1)),
+        ring_all_gather: (Collective.ALL_GATHER, lambda n: n - 1),
+        ring_reduce_scatter: (Collective.REDUCE_SCATTER, lambda n: n - 1),
+    }
+)

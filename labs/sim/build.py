@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from labs.sim import native
-from labs.sim.flows import TRANSPORTS, FlowTable
+from labs.sim.flows import TRANSPORTS, FlowTable, Ring
 from labs.sim.model import (
     NPRIO,
     Dcqcn,
@@ -25,7 +25,7 @@ from labs.sim.model import (
     QosProfile,
     Switch,
 )
-from labs.sim.routing import RoutingError, forwarding, split_port
+from labs.sim.routing import RoutingError, forwarding, route_rows, split_port
 from twin.design.headroom import headroom_bytes, response_quanta
 from twin.errors import TwinError
 
@@ -616,18 +616,17 @@ def _configure(
                 handle, me, node_index[node], peer, profiles[key], link.speed, link.propagation
             )
 
-    table = forwarding(exp.switches, exp.hosts, exp.links)
-    host_order = list(hosts)
-    rt_start, rt_nh = [0], []
-    for n in names:
-        for h in host_order:
-            rt_nh += [port_index[p] for p in table.get(n, {}).get(h, [])]
-            rt_start.append(len(rt_nh))
-    lib.sim_set_routes(handle, native.i32(rt_start), native.i32(rt_nh), len(rt_nh))
+    rows = route_rows(
+        forwarding(exp.switches, exp.hosts, exp.links), names, list(hosts), port_index
+    )
+    lib.sim_set_routes_by(handle, rows.n_dest, *native.rows(rows), len(rows.hops))
 
     core = core_flows(exp, flows, seed, [[port_index[p] for p in own_ports[h]] for h in hosts])
     core.load(lib, handle)
     lib.sim_keep_runs(handle, len(exp.flows))  # their final rate and alpha are reported
+    host_ports = [[port_index[p] for p in own_ports[h]] for h in hosts]
+    for ring in exp.rings:
+        add_ring(lib, handle, exp, ring, seed, host_ports)
 
     for i, d in enumerate(sets):
         lib.sim_set_dcqcn(handle, i, native.f64(_dcqcn_numbers(d)))
@@ -660,6 +659,7 @@ def _configure(
         lib.sim_set_monitor(
             handle, exp.monitor.interval, native.i32(sampled), len(sampled), int(exp.monitor.flows)
         )
+        lib.sim_set_max_samples(handle, max(exp.monitor.max_samples, 0))
     else:
         sampled = []
     c = exp.checks
@@ -672,6 +672,52 @@ def _configure(
         flows=flows,
         sampled_ports=sampled,
         flow_series=exp.monitor.interval > 0 and exp.monitor.flows,
+    )
+
+
+def add_ring(
+    lib: ctypes.CDLL,
+    handle: int,
+    exp: Experiment,
+    ring: Ring,
+    seed: int,
+    host_ports: list[list[int]],
+) -> None:
+    """Hand a ring collective to the core (sim_add_collective): its shape, the ranks' names,
+    NIC ports and ECMP key prefixes (CRC-32 of `seed|src|dst|`, as `_pairs`)."""
+    n, table = len(ring.hosts), exp.table
+    if table is None or n < 2 or ring.first_row < 0 or ring.first_row + ring.slots > len(table):
+        raise ExperimentError(f"ring of phase {ring.phase}: its slots are not rows of the table")
+    if int(ring.chunks.min()) < ring.qps or len(ring.chunks) != n:
+        raise ExperimentError(f"ring of phase {ring.phase}: a chunk per rank, >= 1 byte per QP")
+    names = [exp.hosts[h].name for h in ring.hosts.tolist()]
+    prefixes = np.array(
+        [zlib.crc32(f"{seed}|{a}|{names[(r + 1) % n]}|".encode()) for r, a in enumerate(names)],
+        np.uint32,
+    ).view(np.int32)
+    blob = [name.encode() for name in names]
+    name_start = np.cumsum([0, *map(len, blob)]).astype(np.int32)
+    ports = [host_ports[h] for h in ring.hosts.tolist()]
+    port_start = np.cumsum([0, *map(len, ports)]).astype(np.int32)
+    flat = np.array([p for own in ports for p in own] or [0], np.int32)
+    first = len(exp.flows) + ring.first_row
+    chunks = np.ascontiguousarray(ring.chunks, np.int64)
+    lib.sim_add_collective(
+        handle,
+        first,
+        n,
+        ring.qps,
+        ring.n_steps,
+        ring.iterations,
+        ring.phase,
+        float(table.start[ring.first_row]),
+        float(table.rate[ring.first_row]),
+        chunks.ctypes.data_as(native.PI64),
+        prefixes.ctypes.data_as(native.PI32),
+        b"".join(blob),
+        name_start.ctypes.data_as(native.PI32),
+        port_start.ctypes.data_as(native.PI32),
+        flat.ctypes.data_as(native.PI32),
     )
 
 

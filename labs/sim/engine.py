@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -13,9 +13,9 @@ import numpy.typing as npt
 
 from labs.sim import native
 from labs.sim.build import Built, Layout, build
-from labs.sim.flows import FlowStats
+from labs.sim.flows import FlowStats, Ring, RingStats
 from labs.sim.model import NPRIO, Experiment
-from labs.sim.result import Event, FlowResult, PortResult, PriorityCounters, Result
+from labs.sim.result import Event, FlowResult, Occupancy, PortResult, PriorityCounters, Result
 
 LOG_KINDS = (
     "link_down",
@@ -36,10 +36,15 @@ LOG_KINDS = (
 
 
 def simulate(
-    exp: Experiment, seed: int = 1, prepare: Callable[[Built], None] | None = None
+    exp: Experiment,
+    seed: int = 1,
+    prepare: Callable[[Built], None] | None = None,
+    dense: bool = True,
 ) -> Result:
     """Run `exp` with random choices (ECN marks, ECMP hashes) drawn from `seed`; `prepare`
-    may add to the built core (timed route tables, rate changes) before it runs."""
+    may add to the built core (timed route tables, rate changes) before it runs. The
+    occupancy series come as lists of every sample (`Result.queues`, `pgs`), or when not
+    `dense` as their changes only (`Result.occupancy`)."""
     lib = native.library()
     built = build(exp, seed)
     try:
@@ -50,6 +55,8 @@ def simulate(
     finally:
         lib.sim_free(built.handle)
     # the occupancy series once the core is freed: with the table's results, the largest outputs
+    if not dense:
+        return dataclasses.replace(result, occupancy=_changes(built.layout, n_samples, changes))
     queues, pgs = _occupancy(built.layout, n_samples, changes)
     return dataclasses.replace(result, queues=queues, pgs=pgs)
 
@@ -81,17 +88,38 @@ def _collect(
             deadlocked=any(e.kind == "deadlock" for e in events) or stopped,
             flows=flows,
             ports=_ports(lib, h, layout),
-            sample_interval=exp.monitor.interval,
+            sample_interval=_interval(lib, h, exp),
             queues={},
             pgs={},
             events=events,
             packet_hops=counts[1],
             events_processed=counts[0],
             table=table,
+            rings=[_ring(lib, h, i, ring) for i, ring in enumerate(exp.rings)],
         ),
         n_samples,
         changes,
     )
+
+
+def _interval(lib: ctypes.CDLL, h: int, exp: Experiment) -> float:
+    """The interval between the run's samples: the monitor's, times 2 for each halving."""
+    given = exp.monitor.interval
+    return given * round(lib.sim_sample_interval(h) / given) if given > 0 else given
+
+
+def _columns(
+    layout: Layout, changes: npt.NDArray[np.int32]
+) -> Iterator[tuple[str, bool, int, npt.NDArray[np.int32], npt.NDArray[np.int32]]]:
+    """Per column of the core's (sample, column, value) changes: its port, whether it is a
+    queue (else a PG), its priority, and the samples and values of its changes."""
+    by_column = changes[np.argsort(changes[:, 1], kind="stable")]
+    columns, starts = np.unique(by_column[:, 1], return_index=True)
+    ends = [*starts[1:].tolist(), len(by_column)] if len(starts) else []
+    for column, a, b in zip(columns.tolist(), starts.tolist(), ends, strict=True):
+        k, j = divmod(column, 2 * NPRIO)
+        name = ":".join(layout.ports[layout.sampled_ports[k]])
+        yield name, j < NPRIO, j % NPRIO, by_column[a:b, 0], by_column[a:b, 2]
 
 
 def _occupancy(
@@ -101,17 +129,20 @@ def _occupancy(
     core's (sample, column, value) changes."""
     queues: dict[str, dict[int, list[int]]] = {}
     pgs: dict[str, dict[int, list[int]]] = {}
-    by_column = changes[np.argsort(changes[:, 1], kind="stable")]
-    columns, starts = np.unique(by_column[:, 1], return_index=True)
-    ends = [*starts[1:].tolist(), len(by_column)] if len(starts) else []
-    for column, a, b in zip(columns.tolist(), starts.tolist(), ends, strict=True):
-        at, values = by_column[a:b, 0], by_column[a:b, 2]
+    for name, queue, prio, at, values in _columns(layout, changes):
         series = np.zeros(n_samples, np.int64)
         series[at[0] :] = np.repeat(values, np.diff(np.append(at, n_samples)))
-        k, j = divmod(column, 2 * NPRIO)
-        name = ":".join(layout.ports[layout.sampled_ports[k]])
-        (queues if j < NPRIO else pgs).setdefault(name, {})[j % NPRIO] = series.tolist()
+        (queues if queue else pgs).setdefault(name, {})[prio] = series.tolist()
     return queues, pgs
+
+
+def _changes(layout: Layout, n_samples: int, changes: npt.NDArray[np.int32]) -> Occupancy:
+    """The occupancy series as their changes (`Occupancy`)."""
+    out = Occupancy(n_samples, {}, {})
+    for name, queue, prio, at, values in _columns(layout, changes):
+        flat = np.column_stack([at, values]).reshape(-1).tolist()
+        (out.queues if queue else out.pgs).setdefault(name, {})[prio] = flat
+    return out
 
 
 def _seconds(ps: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -186,7 +217,7 @@ def _flows(
     listed = len(exp.flows)
     stats, transport, dropped_at = _rows(lib, h, 0, listed)
     table = None if exp.table is None else _table(lib, h, listed, len(exp.table))
-    interval = exp.monitor.interval
+    interval = _interval(lib, h, exp)
     flows = []
     for i, flow in enumerate(exp.flows):
         row = stats[i].tolist()
@@ -231,6 +262,32 @@ def _flows(
             )
         flows.append(result)
     return flows, table
+
+
+def _ring(lib: ctypes.CDLL, h: int, index: int, ring: Ring) -> RingStats:
+    """What the core reports of its collective `index`."""
+    slots = ring.slots
+    out = np.zeros(slots * native.COLL_FIELDS + ring.iterations, np.int64)
+    lib.sim_collective_stats(h, index, out.ctypes.data_as(native.PI64))
+    rows = out[: slots * native.COLL_FIELDS].reshape(slots, native.COLL_FIELDS)
+    sums = [rows[:, k].copy() for k in range(8)]
+    first_start, last_completion, first_drop = (
+        _seconds(rows[:, k].astype(np.float64)) for k in (8, 9, 10)
+    )
+    return RingStats(
+        bytes_sent=sums[0],
+        bytes_delivered=sums[1],
+        bytes_dropped=sums[2],
+        cnps=sums[3],
+        ecn_marks=sums[4],
+        packets_sent=sums[5],
+        packets_delivered=sums[6],
+        packets_dropped=sums[7],
+        first_start=first_start,
+        last_completion=last_completion,
+        first_drop=first_drop,
+        iteration_ends=_seconds(out[slots * native.COLL_FIELDS :].astype(np.float64)),
+    )
 
 
 def _ports(lib: ctypes.CDLL, h: int, layout: Layout) -> list[PortResult]:

@@ -178,11 +178,67 @@ class FlowStats:
 
     def as_lists(self) -> dict[str, list[Any]]:
         """Every column as a list (for JSON), nan as None."""
-        out: dict[str, list[Any]] = {}
-        for f in fields(self):
-            column = getattr(self, f.name)
-            if column.dtype.kind == "f":
-                out[f.name] = [None if np.isnan(x) else x for x in column.tolist()]
-            else:
-                out[f.name] = column.tolist()
-        return out
+        return as_lists(self)
+
+
+def as_lists(columns: Any) -> dict[str, list[Any]]:
+    """Every column of a dataclass of columns as a list (for JSON), nan as None."""
+    out: dict[str, list[Any]] = {}
+    for f in fields(columns):
+        column = getattr(columns, f.name)
+        if column.dtype.kind == "f":
+            out[f.name] = [None if np.isnan(x) else x for x in column.tolist()]
+        else:
+            out[f.name] = column.tolist()
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Ring:
+    """A ring collective the core makes step by step (labs/sim/csrc/coll.c): ranks r = 0..n-1
+    (host indices `hosts`), `qps` queue pairs each; in step k rank r sends chunk (r - k) mod n
+    (`chunks`, split over its QPs, larger parts first) to rank r + 1, once its own step k-1
+    and rank r-1's are done; `n_steps` steps, `iterations` times. Its slots are rows
+    [`first_row`, `first_row` + n x qps) of the experiment's table, rank-major: the flows of
+    step 0 of iteration 0, named `p<phase>.i0.s0.<src>><dst>.<qp>` (later steps' ECMP keys
+    follow from their names as the table's would)."""
+
+    first_row: int
+    hosts: I32
+    qps: int
+    n_steps: int
+    iterations: int
+    phase: int
+    chunks: I64
+
+    @property
+    def slots(self) -> int:
+        return len(self.hosts) * self.qps
+
+
+@dataclass(frozen=True, eq=False)
+class RingStats:
+    """What the core reports for a `Ring`: per slot (rank-major) the sums over the steps it
+    ran (times in seconds, nan: never; packets counted per step as `FlowStats` rows would
+    be), and when each iteration ended (nan: never)."""
+
+    bytes_sent: I64
+    bytes_delivered: I64
+    bytes_dropped: I64
+    cnps: I64
+    ecn_marks: I64
+    packets_sent: I64
+    packets_delivered: I64
+    packets_dropped: I64
+    first_start: F64
+    last_completion: F64
+    first_drop: F64
+    iteration_ends: F64
+
+    @property
+    def finished(self) -> bool:
+        return not bool(np.isnan(self.iteration_ends).any())
+
+    def as_lists(self) -> dict[str, list[Any]]:
+        """Every column as a list (for JSON), nan as None."""
+        return as_lists(self)

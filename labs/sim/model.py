@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from labs.sim.flows import FlowTable
+    from labs.sim.flows import FlowTable, Ring
 
 NPRIO = 8
 """Priorities (traffic classes), queues and priority groups per port."""
@@ -293,11 +293,15 @@ class PfcStorm:
 @dataclass(frozen=True)
 class Monitor:
     """What is sampled every `interval` seconds (0: nothing): queue and PG bytes of the listed
-    ports (empty: every switch port) and each flow's delivered bytes."""
+    ports (empty: every switch port) and each flow's delivered bytes. With `max_samples`, a run
+    that reaches 2 x max_samples + 1 samples keeps every other one from then on at twice the
+    interval (`Result.sample_interval` is the last), so a run of unknown length has between
+    max_samples + 1 and 2 x max_samples + 1."""
 
     interval: float = 0.0
     ports: Sequence[str] = ()
     flows: bool = True
+    max_samples: int = 0
 
 
 @dataclass(frozen=True)
@@ -357,3 +361,5 @@ class Experiment:
     table: FlowTable | None = None
     """More flows, as columns (`labs.sim.flows.FlowTable`), after `flows`: for the many
     flows of collectives, whose results come back as columns too (`Result.table`)."""
+    rings: Sequence[Ring] = ()
+    """Ring collectives the core makes step by step, their slots rows of `table`."""

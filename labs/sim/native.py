@@ -7,8 +7,14 @@ import importlib
 from array import array
 from collections.abc import Sequence
 from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from twin.errors import TwinError
+
+if TYPE_CHECKING:
+    from labs.sim.routing import RouteRows
 
 P = ctypes.c_void_p
 I32 = ctypes.c_int32
@@ -23,6 +29,8 @@ PORT_FIELDS = 12
 FLOW_FIELDS = 10
 TRANSPORT_FIELDS = 7
 """Per flow, what sim_flow_transport writes."""
+COLL_FIELDS = 11
+"""Per slot of a collective, what sim_collective_stats writes."""
 COUNTS = 8
 """What sim_counts writes."""
 
@@ -34,6 +42,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_set_port": (None, [P, I32, I32, I32, I32, F64, F64]),
     "sim_set_link_ports": (None, [P, I32, I32, I32]),
     "sim_set_routes": (None, [P, PI32, PI32, I32]),
+    "sim_set_routes_by": (None, [P, I32, PI32, PI32, PI32, I32]),
+    "sim_add_routes_by": (None, [P, F64, I32, PI32, PI32, PI32, I32]),
     "sim_set_flows": (None, [P, I32, I32, PI64, PF64, PI32]),
     "sim_set_dependents": (None, [P, PI32]),
     "sim_keep_runs": (None, [P, I32]),
@@ -58,6 +68,13 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_flow_samples": (PI64, [P]),
     "sim_cycles": (PI32, [P]),
     "sim_log_entry": (None, [P, I32, PI64]),
+    "sim_add_collective": (
+        I32,
+        [P, I32, I32, I32, I32, I32, I32, F64, F64, PI64, PI32, ctypes.c_char_p, PI32, PI32, PI32],
+    ),
+    "sim_collective_stats": (None, [P, I32, PI64]),
+    "sim_set_max_samples": (None, [P, I64]),
+    "sim_sample_interval": (F64, [P]),
 }
 
 
@@ -99,3 +116,9 @@ def i64(values: Sequence[int]) -> ctypes.Array[ctypes.c_int64]:
 
 def f64(values: Sequence[float]) -> ctypes.Array[ctypes.c_double]:
     return (F64 * max(len(values), 1)).from_buffer(array("d", values or [0.0]))
+
+
+def rows(table: RouteRows) -> tuple[Any, Any, Any]:
+    """A `RouteRows`' arrays as sim_set_routes_by takes them (dest, start, hops)."""
+    arrays = [np.ascontiguousarray(a, np.int32) for a in (table.dest, table.start, table.hops)]
+    return tuple((a if len(a) else np.zeros(1, np.int32)).ctypes.data_as(PI32) for a in arrays)  # type: ignore[return-value]

@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from labs.backend import COUNTER_FIELDS, Played, Timeline
 from labs.failures import CHANGES_ROUTING, Network, fault_record
-from labs.sim.flows import TRANSPORTS, FlowStats
+from labs.sim.flows import TRANSPORTS, FlowStats, RingStats
 from labs.sim.result import Result
 from labs.sim.timeline import Plan
 from twin.model.wiring import Wiring
@@ -46,12 +46,22 @@ def _stats(result: Result) -> FlowStats:
     return result.table
 
 
+def _ring(plan: Plan, result: Result, phase: int) -> RingStats | None:
+    """What the core reports of a phase it made as a ring (None: played as rows)."""
+    found = plan.rings.get(phase)
+    return None if found is None else result.rings[found[0]]
+
+
 def _phase_records(timeline: Timeline, plan: Plan, result: Result) -> list[PhaseRecord]:
     stats = _stats(result)
     records: list[PhaseRecord] = []
     for p in timeline.phases:
-        mine = plan.phase_of == p.index
-        both = np.concatenate([stats.start[mine], stats.completion[mine]])
+        ring = _ring(plan, result, p.index)
+        if ring is None:
+            mine = plan.phase_of == p.index
+            both = np.concatenate([stats.start[mine], stats.completion[mine]])
+        else:
+            both = np.concatenate([ring.first_start, ring.last_completion])
         times = both[~np.isnan(both)].tolist()
         records.append(
             {
@@ -73,46 +83,104 @@ def _phase_records(timeline: Timeline, plan: Plan, result: Result) -> list[Phase
     return records
 
 
-def _sums(
+def _table_rows(
     plan: Plan, stats: FlowStats, packet: int, end: float
+) -> tuple[npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]:
+    """Per table row that carries a phase's flow: its (phase, flow id) key and its figures
+    (times nan-free: inf for never as a first time, the run's end for a last one)."""
+    rows = np.flatnonzero(plan.flow_of >= 0)
+    keys = plan.phase_of[rows].astype(np.int64) << 32 | plan.flow_of[rows].astype(np.int64)
+    completion = stats.completion[rows]
+    table = plan.experiment.table
+    columns = {
+        "bytes_sent": stats.bytes_sent[rows],
+        "bytes_delivered": stats.bytes_delivered[rows],
+        "bytes_dropped": stats.bytes_dropped[rows],
+        "unique": -(-stats.bytes_sent[rows] // packet),
+        "retransmitted": stats.retransmitted_packets[rows],
+        "received": -(-stats.bytes_delivered[rows] // packet),
+        "dropped": -(-stats.bytes_dropped[rows] // packet),
+        "first_drop": np.nan_to_num(stats.first_drop[rows], nan=math.inf),
+        "cnps": stats.cnps[rows],
+        "ce": stats.ecn_marks[rows],
+        "first": np.nan_to_num(stats.start[rows], nan=math.inf),
+        "last": np.where(np.isnan(completion) | (completion == 0), end, completion),
+        "timeouts": stats.timeouts[rows],
+        "undone": np.isnan(completion).astype(np.int64),
+        "transport": table.transport[rows] if table is not None else np.zeros(0, np.int8),
+    }
+    return keys, columns
+
+
+def _ring_rows(
+    plan: Plan, result: Result, end: float
+) -> list[tuple[npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]]:
+    """As `_table_rows`, a row per slot of each ring (its steps' sums; open loop)."""
+    out = []
+    for phase, (index, ids) in plan.rings.items():
+        ring = result.rings[index]
+        flow_ids = np.array(ids, np.int64)
+        carries = flow_ids >= 0
+        unfinished = not ring.finished
+        zeros = np.zeros(int(carries.sum()), np.int64)
+        last = np.nan_to_num(ring.last_completion[carries], nan=end)
+        columns = {
+            "bytes_sent": ring.bytes_sent[carries],
+            "bytes_delivered": ring.bytes_delivered[carries],
+            "bytes_dropped": ring.bytes_dropped[carries],
+            "unique": ring.packets_sent[carries],
+            "retransmitted": zeros,
+            "received": ring.packets_delivered[carries],
+            "dropped": ring.packets_dropped[carries],
+            "first_drop": np.nan_to_num(ring.first_drop[carries], nan=math.inf),
+            "cnps": ring.cnps[carries],
+            "ce": ring.ecn_marks[carries],
+            "first": np.nan_to_num(ring.first_start[carries], nan=math.inf),
+            "last": np.full(len(zeros), end) if unfinished else last,
+            "timeouts": zeros,
+            "undone": zeros + unfinished,
+            "transport": zeros.astype(np.int8),
+        }
+        out.append((np.int64(phase) << 32 | flow_ids[carries], columns))
+    return out
+
+
+def _sums(
+    plan: Plan, result: Result, packet: int, end: float
 ) -> dict[tuple[int, int], dict[str, Any]]:
     """Per (phase, flow id): the sums, first and last times of the engine flows it ran."""
-    carries = plan.flow_of >= 0
-    keys = plan.phase_of.astype(np.int64) << 32 | plan.flow_of.astype(np.int64)
-    groups, group = np.unique(keys[carries], return_inverse=True)
+    parts = [_table_rows(plan, _stats(result), packet, end), *_ring_rows(plan, result, end)]
+    keys = np.concatenate([k for k, _ in parts])
+    groups, group = np.unique(keys, return_inverse=True)
+    group = group.reshape(-1)
     n = len(groups)
-    rows = np.flatnonzero(carries)
 
-    def total(column: npt.NDArray[Any]) -> list[int]:
-        return [int(x) for x in np.bincount(group, weights=column[rows], minlength=n)]
+    def column(name: str) -> npt.NDArray[Any]:
+        return np.concatenate([c[name] for _, c in parts])
 
-    def extreme(ufunc: np.ufunc, column: npt.NDArray[np.float64], start: float) -> list[float]:
+    def total(name: str) -> list[int]:
+        return [int(x) for x in np.bincount(group, weights=column(name), minlength=n)]
+
+    def extreme(ufunc: np.ufunc, name: str, start: float) -> list[float]:
         out = np.full(n, start)
-        seen = ~np.isnan(column[rows])
-        ufunc.at(out, group[seen], column[rows][seen])
+        ufunc.at(out, group, column(name))
         return [float(x) for x in out]
 
-    completion = stats.completion
-    last = np.where(np.isnan(completion) | (completion == 0), end, completion)
-    undone = total(np.isnan(completion).astype(np.int64))
-    first_row = np.full(n, len(rows))
-    np.minimum.at(first_row, group, np.arange(len(rows)))
-    table = plan.experiment.table
-    transport = table.transport[rows][first_row] if table is not None and n else np.zeros(0)
+    first_row = np.full(n, len(keys))
+    np.minimum.at(first_row, group, np.arange(len(keys)))
+    transport = column("transport")[first_row] if n else np.zeros(0)
+    undone = total("undone")
+    sums = ("bytes_sent", "bytes_delivered", "bytes_dropped", "unique", "retransmitted")
     columns: dict[str, list[Any]] = {
-        "bytes_sent": total(stats.bytes_sent),
-        "bytes_delivered": total(stats.bytes_delivered),
-        "bytes_dropped": total(stats.bytes_dropped),
-        "unique": total(-(-stats.bytes_sent // packet)),
-        "retransmitted": total(stats.retransmitted_packets),
-        "received": total(-(-stats.bytes_delivered // packet)),
-        "dropped": total(-(-stats.bytes_dropped // packet)),
-        "first_drop": extreme(np.minimum, stats.first_drop, math.inf),
-        "cnps": total(stats.cnps),
-        "ce": total(stats.ecn_marks),
-        "first": extreme(np.minimum, stats.start, math.inf),
-        "last": extreme(np.maximum, last, 0.0),
-        "timeouts": total(stats.timeouts),
+        **{name: total(name) for name in sums},
+        "received": total("received"),
+        "dropped": total("dropped"),
+        "first_drop": extreme(np.minimum, "first_drop", math.inf),
+        "cnps": total("cnps"),
+        "ce": total("ce"),
+        "first": extreme(np.minimum, "first", math.inf),
+        "last": extreme(np.maximum, "last", 0.0),
+        "timeouts": total("timeouts"),
     }
     acc: dict[tuple[int, int], dict[str, Any]] = {}
     for g, key in enumerate(groups.tolist()):
@@ -136,7 +204,7 @@ def _flows(timeline: Timeline, plan: Plan, result: Result, packet: int) -> list[
     arrived, and `goodput_bps` is bytes delivered in order over the active time.
     """
     phases = {p.index: p for p in timeline.phases}
-    acc = _sums(plan, _stats(result), packet, result.end_time)
+    acc = _sums(plan, result, packet, result.end_time)
     out: list[FlowRecord] = []
     for p in timeline.phases:
         for spec in p.flows:
@@ -253,13 +321,14 @@ def _iterations(timeline: Timeline, plan: Plan, result: Result) -> dict[str, Any
     completion = _stats(result).completion
     out = {}
     for p in timeline.phases:
+        ring = _ring(plan, result, p.index)
         rows = plan.barriers.get(p.index)
-        if not rows:
+        ends = ring.iteration_ends if ring is not None else completion[rows] if rows else None
+        if ends is None:
             continue
         times: list[float | None] = []
         start: float | None = p.at
-        for row in rows:
-            done = float(completion[row])
+        for done in ends.tolist():
             end = None if math.isnan(done) else done
             times.append(None if end is None or start is None else end - start)
             start = end
@@ -272,6 +341,20 @@ def _iterations(timeline: Timeline, plan: Plan, result: Result) -> dict[str, Any
             "times_s": times,
         }
     return out
+
+
+def _queues(result: Result, interval: float) -> dict[str, Any]:
+    """queues.json: the series as changes (docs/observations.md) when the run kept them so."""
+    o = result.occupancy
+    if o is None:
+        return {"interval": interval, "queues": result.queues, "pgs": result.pgs}
+    return {
+        "interval": interval,
+        "encoding": "changes",
+        "samples": o.samples,
+        "queues": o.queues,
+        "pgs": o.pgs,
+    }
 
 
 def _events(result: Result) -> list[Event]:
@@ -307,10 +390,10 @@ def played(timeline: Timeline, plan: Plan, result: Result, base: Network, wall: 
     ended = max([result.end_time, *(t for t, _ in timeline.faults), *(t for t, _, _ in plan.fibs)])
     fibs = {label: (t, fib) for t, label, fib in plan.fibs}
     fibs["end"] = (ended, plan.fibs[-1][2])
-    interval = plan.experiment.monitor.interval
+    interval = result.sample_interval
     extra = {
         "pfc": _pfc(result, wiring),
-        "queues": {"interval": interval, "queues": result.queues, "pgs": result.pgs},
+        "queues": _queues(result, interval),
         "iterations": _iterations(timeline, plan, result),
         "sim": {
             "seed": result.seed,

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from labs.sim.flows import FlowStats
+    from labs.sim.flows import FlowStats, RingStats
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,17 @@ class Event:
 
 
 @dataclass(frozen=True)
+class Occupancy:
+    """Queue and PG occupancy as changes (`simulate(dense=False)`): ``node:port`` -> queue or
+    PG -> [sample, bytes, sample, bytes, ...], each the bytes held from that sample on (0
+    before the first), over `samples` samples; only those that ever held anything."""
+
+    samples: int
+    queues: dict[str, dict[int, list[int]]]
+    pgs: dict[str, dict[int, list[int]]]
+
+
+@dataclass(frozen=True)
 class Result:
     """The outputs of one run (deterministic for an experiment and a seed)."""
 
@@ -127,6 +138,10 @@ class Result:
     table: FlowStats | None = None
     """The results of the experiment's `table` rows, as columns (their flows are not in
     `flows`)."""
+    occupancy: Occupancy | None = None
+    """The occupancy series as changes, instead of `queues` and `pgs` (`simulate(dense=False)`)."""
+    rings: list[RingStats] = field(default_factory=list)
+    """Per ring collective of the experiment, what its slots did over every step."""
 
     def flow(self, name: str) -> FlowResult:
         for f in self.flows:
@@ -162,8 +177,9 @@ class Result:
         return self._window(self.flow(flow).rate_series, start, end)
 
     def to_json(self) -> str:
-        data: dict[str, Any] = asdict(replace(self, table=None))
+        data: dict[str, Any] = asdict(replace(self, table=None, rings=[]))
         data["table"] = None if self.table is None else self.table.as_lists()
+        data["rings"] = [r.as_lists() for r in self.rings]
         return json.dumps(data, indent=1) + "\n"
 
     def summary(self) -> str:

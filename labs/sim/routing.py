@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, ip_address, ip_network
+
+import numpy as np
+import numpy.typing as npt
 
 from labs.sim.model import Host, Link, Switch
 
@@ -81,7 +85,7 @@ def forwarding(
     host_names = {h.name for h in hosts}
     table: dict[str, dict[str, list[str]]] = {s.name: {} for s in switches}
     for host in hosts:
-        dist = _distances(host.name, neighbours, host_names)
+        dist: dict[str, int] | None = None  # found when a switch has no route of its own
         for switch in switches:
             given = _explicit(switch, host)
             if given is not None:
@@ -94,6 +98,8 @@ def forwarding(
                         )
                 table[switch.name][host.name] = ports
                 continue
+            if dist is None:
+                dist = _distances(host.name, neighbours, host_names)
             here = dist.get(switch.name)
             table[switch.name][host.name] = (
                 []
@@ -105,3 +111,44 @@ def forwarding(
                 ]
             )
     return table
+
+
+@dataclass(frozen=True, eq=False)
+class RouteRows:
+    """A forwarding table as the core takes it (sim_set_routes_by): hosts every node routes
+    alike (a leaf's servers, mostly) share a row, so the table grows with nodes x leaves, not
+    nodes x hosts. Node i's row for host h is `start[i * n_dest + dest[h]]` up to the next
+    entry, into `hops` (port indices)."""
+
+    n_dest: int
+    dest: npt.NDArray[np.int32]
+    start: npt.NDArray[np.int32]
+    hops: npt.NDArray[np.int32]
+
+
+def route_rows(
+    table: Mapping[str, Mapping[str, Sequence[str]]],
+    nodes: Sequence[str],
+    hosts: Sequence[str],
+    port_index: Mapping[str, int],
+) -> RouteRows:
+    """`table` (node -> host -> egress ports `node:port`) as rows shared by alike hosts."""
+    ids = np.zeros((len(nodes), len(hosts)), np.int32)
+    known: dict[tuple[str, ...], int] = {(): 0}
+    for i, node in enumerate(nodes):
+        row = table.get(node)
+        if row:
+            ids[i] = [known.setdefault(tuple(row.get(h, ())), len(known)) for h in hosts]
+    columns, dest = np.unique(ids.T, axis=0, return_inverse=True)
+    ports = [np.array([port_index[p] for p in key], np.int32) for key in known]
+    cells = columns.T.reshape(-1)  # node-major: node i's row for each destination class
+    lengths = np.array([len(p) for p in ports], np.int64)[cells]
+    start = np.zeros(len(cells) + 1, np.int64)
+    np.cumsum(lengths, out=start[1:])
+    hops = np.concatenate([ports[c] for c in cells.tolist()] or [np.zeros(0, np.int32)])
+    return RouteRows(
+        len(columns),
+        dest.reshape(-1).astype(np.int32),
+        start.astype(np.int32),
+        hops.astype(np.int32),
+    )

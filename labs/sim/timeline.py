@@ -40,14 +40,16 @@ from labs.backend import Fault, Phase, Timeline
 from labs.failures import CHANGES_ROUTING, Network, resolve
 from labs.sim import native
 from labs.sim.build import Built
-from labs.sim.flows import TRANSPORTS, FlowTable
+from labs.sim.flows import TRANSPORTS, FlowTable, Ring
 from labs.sim.lab import Network as SimNetwork
 from labs.sim.lab import routes
 from labs.sim.model import Checks, Experiment, Monitor, PacketLoss, PfcStorm
-from traffic.collectives import StepTable
+from labs.sim.routing import route_rows
+from traffic.collectives import RingShape, StepTable, ring_shape
 from twin.labdir import Lab
 from twin.model.fib import Fib, Link
 from twin.model.wiring import Wiring, links
+from twin.scenario.plan import SCHEDULES
 from twin.scenario.plan import schedule as plan_schedule
 from twin.scenario.records import fib_label
 
@@ -67,7 +69,10 @@ class Plan:
     flow_of: npt.NDArray[np.int64]
     """Per row: the phase's flow id it carries data of (-1: a collective's barrier)."""
     barriers: dict[int, list[int]]
-    """Per collective phase, the row of the barrier flow ending each iteration."""
+    """Per collective phase played as rows, the row of the barrier flow ending each iteration."""
+    rings: dict[int, tuple[int, list[int]]] = field(default_factory=dict)
+    """Per collective phase the core makes (`Experiment.rings`): its ring's index and the
+    phase's flow id each slot carries (-1: none)."""
     link_events: list[tuple[float, str, bool]] = field(default_factory=list)
     """(time, `node:port` of one end, up)."""
     rate_events: list[tuple[float, str, float]] = field(default_factory=list)
@@ -92,15 +97,11 @@ class Plan:
         for t, port, speed in self.rate_events:
             lib.sim_add_rate_event(built.handle, link_of[port], t, speed)
         index = {f"{n}:{p}": i for i, (n, p) in enumerate(layout.ports)}
-        nodes = [s.name for s in self.experiment.switches] + [h.name for h in self.experiment.hosts]
+        hosts = [h.name for h in self.experiment.hosts]
+        nodes = [s.name for s in self.experiment.switches] + hosts
         for t, _, fib in self.fibs[1:]:
-            table = routes(wiring, fib, addresses)
-            starts, hops = [0], []
-            for node in nodes:
-                for host in self.experiment.hosts:
-                    hops += [index[p] for p in table.get(node, {}).get(host.name, [])]
-                    starts.append(len(hops))
-            lib.sim_add_routes(built.handle, t, native.i32(starts), native.i32(hops), len(hops))
+            rows = route_rows(routes(wiring, fib, addresses), nodes, hosts, index)
+            lib.sim_add_routes_by(built.handle, t, rows.n_dest, *native.rows(rows), len(rows.hops))
 
 
 def scaled(timeline: Timeline) -> Timeline:
@@ -178,6 +179,8 @@ class _Flows:
         self.flow_of: list[npt.NDArray[np.int64]] = []
         self.rows = 0
         self.barriers: dict[int, list[int]] = {}
+        self.rings: list[Ring] = []
+        self.ring_ids: dict[int, tuple[int, list[int]]] = {}
 
     def add(self, phase: Phase, table: FlowTable, flow_ids: npt.ArrayLike) -> None:
         self.tables.append(table)
@@ -201,8 +204,17 @@ class _Flows:
         }
 
     def collective(self, phase: Phase) -> None:
-        """`iterations` copies of the schedule's rows, each ended by a zero-byte barrier row."""
+        """A ring the core makes step by step (`ring`), else `iterations` copies of the
+        schedule's rows, each ended by a zero-byte barrier row (rail-local schedules, one ring
+        per rail, are tables)."""
+        build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
         qps = self.timeline.sim.get("qps") or max([f.qp for f in phase.flows] + [0]) + 1
+        shape = None if phase.rails else ring_shape(build, phase.ranks, phase.message or 0, qps)
+        in_core = self.timeline.sim.get("collectives", "core") == "core"
+        open_loop = self._columns(phase, [])["transport"] == 0
+        if in_core and shape is not None and phase.iterations and open_loop:
+            self.ring(phase, shape)
+            return
         schedule = plan_schedule(
             phase.kind, phase.algorithm, phase.ranks, phase.rails, phase.message or 0, qps
         )
@@ -261,6 +273,36 @@ class _Flows:
         ]
         flow_ids = np.append(np.array(found, np.int64)[inverse.reshape(-1)], -1)
         self.add(phase, table, np.tile(flow_ids, n))
+
+    def ring(self, phase: Phase, shape: RingShape) -> None:
+        """The ring's slots (rank r's QP q: step 0 of iteration 0) as rows, the rest made
+        by the core (`labs.sim.flows.Ring`)."""
+        ranks, qps, n = shape.ranks, shape.qps, len(shape.ranks)
+        pairs = [(ranks[r], ranks[(r + 1) % n], q) for r in range(n) for q in range(qps)]
+        src = [a for a, _, _ in pairs]
+        parts = [c // qps + (q < c % qps) for c in shape.chunks for q in range(qps)]
+        table = FlowTable.of(
+            [f"p{phase.index}.i0.s0.{a}>{b}.{q}".encode() for a, b, q in pairs],
+            [self.host[a] for a in src],
+            [self.host[b] for _, b, _ in pairs],
+            size=parts,
+            start=phase.at,
+            **self._columns(phase, src),
+        )
+        self.rings.append(
+            Ring(
+                first_row=self.rows,
+                hosts=np.array([self.host[r] for r in ranks], np.int32),
+                qps=qps,
+                n_steps=shape.n_steps,
+                iterations=phase.iterations,
+                phase=phase.index,
+                chunks=np.array(shape.chunks, np.int64),
+            )
+        )
+        ids = {(f.src, f.dst, f.qp): f.flow_id for f in phase.flows}
+        self.ring_ids[phase.index] = (len(self.rings) - 1, [ids.get(p, -1) for p in pairs])
+        self.add(phase, table, np.full(len(table), -1, np.int64))
 
     def open_loop(self, phase: Phase) -> None:
         spans = [(phase.at, phase.at + phase.duration)]
@@ -395,11 +437,12 @@ def plan(
         hosts=net.hosts,
         links=net.links,
         table=flows.table(),
+        rings=flows.rings,
         faults=[*net.down, *faults.storms, *faults.losses],
         dcqcn=net.dcqcn,
-        duration=timeline.duration + (COLLECTIVE_GRACE if flows.barriers else 0.0),
+        duration=timeline.duration + (COLLECTIVE_GRACE if flows.barriers or flows.rings else 0.0),
         packet_bytes=packet,
-        monitor=Monitor(interval=interval, flows=False),
+        monitor=Monitor(interval=interval, flows=False, max_samples=MAX_SAMPLES),
         checks=Checks(
             deadlock=True,
             stall=float(options.get("deadlock_stall", 0.001)),
@@ -413,6 +456,7 @@ def plan(
         phase_of=np.concatenate(flows.phase_of or [np.zeros(0, np.int32)]),
         flow_of=np.concatenate(flows.flow_of or [np.zeros(0, np.int64)]),
         barriers=flows.barriers,
+        rings=flows.ring_ids,
         link_events=faults.plan_links,
         rate_events=faults.rates,
         fibs=fibs or faults.fibs,

@@ -24,7 +24,7 @@ from twin.errors import InputError
 from twin.labdir import RACY_NS
 from twin.model import fib
 from twin.model.fib import Fib, NextHop
-from twin.scenario import observations, records
+from twin.scenario import fibfiles, observations, records
 from twin.scenario.observations import FILES, Observations
 
 REPO = Path(__file__).resolve().parents[2]
@@ -143,7 +143,7 @@ def test_snapshots_are_read_once_and_identical_ones_share_one_fib(
         parsed.append(args)
         return fib.from_json(*args)
 
-    monkeypatch.setattr(observations, "from_json", counted)
+    monkeypatch.setattr(fibfiles, "from_json", counted)
     obs = Observations.open(tmp_path / "run")
     start, flap = obs.fib("start"), obs.fib("fault1-link-flap")
     assert obs.fib("end") is start and start == FIB and flap != FIB

@@ -226,6 +226,11 @@ class SimOptions(_Model):
         description="class roce: open loop, or RoCEv2 reliable connection (ACK, NAK, go-back-N,"
         " a 67 ms local ACK timeout that time_scale does not shrink)",
     )
+    collectives: Literal["core", "table"] = Field(
+        default="core",
+        description="ring collectives made step by step in the simulator's core (O(ranks x QPs)),"
+        " or as a flow table of every step (the same run, O(ranks^2) memory)",
+    )
     lossy_transport: Literal["tcp", "open"] = Field(
         default="tcp",
         description="other classes: TCP-like (DCTCP, halving on loss, retransmits) or open loop",

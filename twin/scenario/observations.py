@@ -28,7 +28,8 @@ from twin import safeio
 from twin.errors import InputError, LabError
 from twin.intent.inputs import RUN_FILE_BYTES, parse_json, parse_model, read_file
 from twin.labdir import Stat, version
-from twin.model.fib import Fib, from_json, to_json
+from twin.model.fib import Fib
+from twin.scenario import fibfiles, occupancy
 from twin.scenario.records import (
     SCHEMA,
     Counters,
@@ -253,8 +254,11 @@ def files(run: RunRecord, played: Played, fabric: bytes) -> dict[str, str | byte
     bgp = {when: [asdict(s) for s in sessions] for when, sessions in played.bgp.items()}
     out["bgp.json"] = dumps(bgp)
     out["events.jsonl"] = _lines(played.events)
-    for label, (_, fib) in played.fibs.items():
-        out[f"fib/{label}.json"] = dumps(to_json(fib))
+    base: tuple[str, Fib] | None = None
+    for label, (_, fib) in played.fibs.items():  # the first in full, the others as changes
+        data = fibfiles.encode(fib, base[1], base[0]) if base else fibfiles.encode(fib)
+        out[f"fib/{label}.json"] = dumps(data)
+        base = base or (label, fib)
     if played.probes is not None:
         out["probes.json"] = json.dumps(played.probes, indent=1)
     out.update((f"{key}.json", dumps(value)) for key, value in played.extra.items())
@@ -328,6 +332,8 @@ class Observations:
     _extra: dict[str, tuple[Stat, Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _reading: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+    """FIB snapshots being read (a change file's base is read first)."""
     _derived: dict[Hashable, Any] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -444,7 +450,13 @@ class Observations:
         digest = hashlib.blake2b(raw, digest_size=16).digest()
         if digest not in self._fibs_read:
             data = _shaped(_parsed(path, raw), dict, path)
-            self._fibs_read[digest] = from_json(data, str(path))
+            if label in self._reading:
+                raise InputError(str(path), "base", "snapshots based on each other")
+            self._reading.add(label)
+            try:
+                self._fibs_read[digest] = fibfiles.decode(data, self.fib, str(path))
+            finally:
+                self._reading.discard(label)
         if kept is not None:
             self._fibs[label] = (kept, self._fibs_read[digest])
         return self._fibs_read[digest]
@@ -460,6 +472,8 @@ class Observations:
         if cached is not None:
             return cached
         data = _loaded(path, self._raw(path.name))
+        if key == "queues":
+            data = occupancy.dense(data, str(path))
         if key in EXTRA:
             _records(EXTRA[key], data, path)
         if kept is not None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from labs import backend
 from labs.backend import FlowSpec, Phase, ProbePair, Timeline
 from traffic import collectives
-from traffic.collectives import Flow, flow_id
+from traffic.collectives import Flow, flow_id, ring_shape
 from twin.labdir import Lab
 from twin.model.wiring import shared
 from twin.scenario.model import Fault, Scenario, Traffic
@@ -61,9 +61,16 @@ def schedule(
     return build(names, message, qps)
 
 
-def _schedule(lab: Lab, phase: Traffic, message: int) -> collectives.Schedule:
+def _schedule(
+    lab: Lab, phase: Traffic, message: int
+) -> collectives.Schedule | collectives.RingShape:
+    """A phase's collective: a ring's shape where it is one ring (no O(ranks^2) table), else
+    its schedule (one per rail on a rail-optimized fabric)."""
     names = ranks(lab, phase)
-    return schedule(phase.kind, phase.algorithm, names, rails(lab, names), message, phase.qps)
+    on = rails(lab, names)
+    build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
+    shape = None if on else ring_shape(build, names, message, phase.qps)
+    return shape or schedule(phase.kind, phase.algorithm, names, on, message, phase.qps)
 
 
 def propagation(lab: Lab) -> Callable[[str, str], float]:

@@ -57,12 +57,13 @@ void sim_free(Sim *s) {
     free(s->rel);
     free(s->profiles);
     free(s->link_ports);
-    for (int i = 0; i < 2 * s->n_tables; i++) free(s->tables[i]); /* table 0 is the first */
-    if (s->n_tables) s->rt_start = s->rt_nh = NULL;
+    for (int i = 0; i < 3 * s->n_tables; i++) free(s->tables[i]); /* table 0 is the first */
+    if (s->n_tables) s->rt_start = s->rt_nh = s->rt_dest = NULL;
     free(s->tables);
     free(s->rates);
     free(s->rt_start);
     free(s->rt_nh);
+    free(s->rt_dest);
     free(s->dep_start);
     free(s->dependents);
     free(s->storms);
@@ -77,6 +78,7 @@ void sim_free(Sim *s) {
     free(s->flow_samples);
     free(s->log);
     free(s->cycles);
+    coll_free(s);
     free(s);
 }
 
@@ -156,13 +158,34 @@ void sim_set_link_ports(Sim *s, int link, int a, int b) {
     s->link_ports[2 * link + 1] = b;
 }
 
+/* copies of a route table: rt_start (n_nodes * n_dest + 1 entries into rt_nh: row node * n_dest
+ * + dest[host]; dest NULL: a row per host) and each host's row, n_dest after the last host's */
+static void route_table(Sim *s, int n_dest, const int32_t *dest, const int32_t *rt_start, const int32_t *rt_nh,
+                        int n_nh, int32_t **out) {
+    int64_t rows = (int64_t)s->n_nodes * n_dest + 1;
+    out[0] = malloc((size_t)rows * sizeof(int32_t));
+    memcpy(out[0], rt_start, (size_t)rows * sizeof(int32_t));
+    out[1] = malloc((size_t)(n_nh ? n_nh : 1) * sizeof(int32_t));
+    memcpy(out[1], rt_nh, (size_t)n_nh * sizeof(int32_t));
+    out[2] = malloc((size_t)(s->n_hosts + 1) * sizeof(int32_t));
+    for (int h = 0; h < s->n_hosts; h++) out[2][h] = dest ? dest[h] : h;
+    out[2][s->n_hosts] = n_dest;
+}
+
+/* the route table: hosts that every node routes alike share a row (dest: each host's) */
+void sim_set_routes_by(Sim *s, int n_dest, const int32_t *dest, const int32_t *rt_start, const int32_t *rt_nh,
+                       int n_nh) {
+    int32_t *t[3];
+    route_table(s, n_dest, dest, rt_start, rt_nh, n_nh, t);
+    s->rt_start = t[0];
+    s->rt_nh = t[1];
+    s->rt_dest = t[2];
+    s->rt_n_dest = n_dest;
+}
+
 /* rt_start has n_nodes * n_hosts + 1 entries into rt_nh */
 void sim_set_routes(Sim *s, const int32_t *rt_start, const int32_t *rt_nh, int n_nh) {
-    int64_t rows = (int64_t)s->n_nodes * s->n_hosts + 1;
-    s->rt_start = malloc((size_t)rows * sizeof(int32_t));
-    memcpy(s->rt_start, rt_start, (size_t)rows * sizeof(int32_t));
-    s->rt_nh = malloc((size_t)(n_nh ? n_nh : 1) * sizeof(int32_t));
-    memcpy(s->rt_nh, rt_nh, (size_t)n_nh * sizeof(int32_t));
+    sim_set_routes_by(s, s->n_hosts, NULL, rt_start, rt_nh, n_nh);
 }
 
 static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
@@ -270,23 +293,24 @@ void sim_set_dcqcn(Sim *s, int i, const double *v) {
     d->np = (uint8_t)v[15];
 }
 
-/* a route table (as sim_set_routes takes it, after it) that replaces the current one at time t */
-void sim_add_routes(Sim *s, double t, const int32_t *rt_start, const int32_t *rt_nh, int n_nh) {
-    int64_t rows = (int64_t)s->n_nodes * s->n_hosts + 1;
+/* a route table (as sim_set_routes_by takes it, after it) that replaces the current one at time t */
+void sim_add_routes_by(Sim *s, double t, int n_dest, const int32_t *dest, const int32_t *rt_start,
+                       const int32_t *rt_nh, int n_nh) {
     if (s->n_tables == 0) { /* keep the first table with the others, to free them all */
-        s->tables = malloc(2 * sizeof(int32_t *));
+        s->tables = malloc(3 * sizeof(int32_t *));
         s->tables[0] = s->rt_start;
         s->tables[1] = s->rt_nh;
+        s->tables[2] = s->rt_dest;
         s->n_tables = 1;
     }
-    s->tables = realloc(s->tables, (size_t)(2 * s->n_tables + 2) * sizeof(int32_t *));
-    int32_t *start = malloc((size_t)rows * sizeof(int32_t));
-    int32_t *nh = malloc((size_t)(n_nh ? n_nh : 1) * sizeof(int32_t));
-    memcpy(start, rt_start, (size_t)rows * sizeof(int32_t));
-    memcpy(nh, rt_nh, (size_t)n_nh * sizeof(int32_t));
-    s->tables[2 * s->n_tables] = start;
-    s->tables[2 * s->n_tables + 1] = nh;
+    s->tables = realloc(s->tables, (size_t)(3 * s->n_tables + 3) * sizeof(int32_t *));
+    route_table(s, n_dest, dest, rt_start, rt_nh, n_nh, s->tables + 3 * s->n_tables);
     ev_push(s, ps(t), EV_ROUTES, s->n_tables++, 0, 0);
+}
+
+/* a route table (as sim_set_routes takes it) that replaces the current one at time t */
+void sim_add_routes(Sim *s, double t, const int32_t *rt_start, const int32_t *rt_nh, int n_nh) {
+    sim_add_routes_by(s, t, s->n_hosts, NULL, rt_start, rt_nh, n_nh);
 }
 
 /* both ends of a link run at `speed` b/s from time t */
@@ -312,6 +336,12 @@ void sim_set_monitor(Sim *s, double interval, const int32_t *ports, int n, int f
     memcpy(s->sample_ports, ports, (size_t)n * sizeof(int32_t));
     s->flow_series = (uint8_t)flow_series;
 }
+
+/* at most 2 n + 1 samples: then they become n + 1 at twice the interval (0: no limit) */
+void sim_set_max_samples(Sim *s, int64_t n) { s->max_samples = n; }
+
+/* the interval between samples, seconds (it doubles as sim_set_max_samples says) */
+double sim_sample_interval(const Sim *s) { return (double)s->sample_interval * 1e-12; }
 
 void sim_set_checks(Sim *s, double interval, int deadlock_on, double stall, int stop_on_deadlock, double storm_time) {
     s->check_interval = ps(interval);

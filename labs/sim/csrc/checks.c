@@ -19,6 +19,34 @@ static void sample_column(Sim *s, int64_t column, int64_t bytes) {
     s->sample_last[column] = v;
 }
 
+/* samples [0, 2m] become [0, m] at twice the interval: sample j is what sample 2j was, a
+ * column's change at sample i is its value from sample ceil(i / 2) on (a later change of the
+ * column there replaces it) */
+static void halve_samples(Sim *s, int64_t width, int64_t flows) {
+    int64_t *at = malloc((size_t)(width ? width : 1) * sizeof(int64_t)); /* per column: its last kept change */
+    for (int64_t c = 0; c < width; c++) at[c] = -1;
+    int64_t kept = 0;
+    for (int64_t i = 0; i < s->n_changes; i++) {
+        int32_t *c = s->changes + 3 * i, sample = (c[0] + 1) / 2;
+        int64_t last = at[c[1]];
+        if (last >= 0 && s->changes[3 * last] == sample) {
+            s->changes[3 * last + 2] = c[2];
+            continue;
+        }
+        int32_t *out = s->changes + 3 * kept;
+        out[0] = sample;
+        out[1] = c[1];
+        out[2] = c[2];
+        at[c[1]] = kept++;
+    }
+    free(at);
+    s->n_changes = kept;
+    for (int64_t j = 1; flows && 2 * j < s->n_samples; j++)
+        for (int64_t f = 0; f < flows; f++) s->flow_samples[j * flows + f] = s->flow_samples[2 * j * flows + f];
+    s->n_samples = (s->n_samples + 1) / 2;
+    s->sample_interval *= 2;
+}
+
 void on_sample(Sim *s) {
     int64_t width = (int64_t)s->n_sample_ports * 2 * NPRIO, flows = s->flow_series ? s->n_flows : 0;
     if (!s->sample_last) s->sample_last = calloc((size_t)(width ? width : 1), sizeof(int32_t));
@@ -35,6 +63,7 @@ void on_sample(Sim *s) {
     }
     for (int f = 0; f < flows; f++) s->flow_samples[s->n_samples * flows + f] = s->flows[f].delivered;
     s->n_samples++;
+    if (s->max_samples && s->n_samples == 2 * s->max_samples + 1) halve_samples(s, width, flows);
     ev_push(s, s->now + s->sample_interval, EV_SAMPLE, 0, 0, 0);
 }
 

@@ -110,6 +110,7 @@ int run_alloc(Sim *s) {
  * delivered or dropped); a reliable one keeps it (see Run) */
 void flow_done(Sim *s, int f) {
     Flow *F = &s->flows[f];
+    int32_t timer_gen = F->run >= 0 ? s->runs[F->run].timer_gen : 0;
     F->state = FL_DONE;
     F->t_done = s->now;
     s->open_flows--;
@@ -126,6 +127,7 @@ void flow_done(Sim *s, int f) {
             ev_push(s, t > D->start ? t : D->start, EV_FLOW_START, s->dependents[i], 0, 0);
         }
     }
+    if (s->n_colls) coll_flow_done(s, f, timer_gen);
 }
 
 void flow_account(Sim *s, int f) {
@@ -321,14 +323,19 @@ int sim_step_all(Sim *s, ps_t until) {
             on_check(s);
             break;
         case EV_ROUTES:
-            s->rt_start = s->tables[2 * e.a];
-            s->rt_nh = s->tables[2 * e.a + 1];
+            s->rt_start = s->tables[3 * e.a];
+            s->rt_nh = s->tables[3 * e.a + 1];
+            s->rt_dest = s->tables[3 * e.a + 2];
+            s->rt_n_dest = s->rt_dest[s->n_hosts];
             break;
         case EV_RATE:
             on_rate(s, e.a, s->rates[e.b]);
             break;
         case EV_RTO:
             on_rto(s, e.a);
+            break;
+        case EV_COLL:
+            on_coll(s, e.a);
             break;
         }
         if (s->stop_when_done && s->open_flows == 0) s->stopped = 1;

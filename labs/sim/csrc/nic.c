@@ -80,6 +80,7 @@ void on_flow_start(Sim *s, int f) {
     Port *P = &s->ports[F->port];
     F->run = run_alloc(s);
     Run *R = flow_run(s, F);
+    if (s->n_colls) coll_flow_started(s, f, R);
     F->state = FL_SENDING;
     F->t_start = s->now;
     R->next_time = s->now;
@@ -213,7 +214,7 @@ void nic_send_ctrl(Sim *s, int port, int f, int flags, int prio, int dscp, int p
 
 static void send_cnp(Sim *s, int port, int f, Run *R, const Dcqcn *np) {
     R->last_cnp = s->now;
-    nic_send_ctrl(s, port, f, PK_CNP, np->cnp_prio, np->cnp_dscp, 0, 0x9e3779b9u);
+    nic_send_ctrl(s, port, f, PK_CNP, np->cnp_prio, np->cnp_dscp, 0, CNP_SALT);
 }
 
 void host_receive(Sim *s, int port, int pk) {
@@ -221,8 +222,11 @@ void host_receive(Sim *s, int port, int pk) {
     int f = K->flow, flags = K->flags, psn = K->psn;
     Flow *F = &s->flows[f];
     if (flags & PK_CTRL) {
+        uint32_t hash = K->hash;
         pkt_free(s, pk);
-        if (flags & PK_CNP)
+        if ((flags & PK_CNP) && (hash ^ CNP_SALT) != F->hash)
+            F->cnps++; /* of a collective's step before (coll.c): counted, its flow is done */
+        else if (flags & PK_CNP)
             on_cnp(s, f);
         else
             transport_feedback(s, f, psn, flags);

@@ -15,6 +15,7 @@
 #define T_INF INT64_MAX
 #define PFC_FRAME_BYTES 84 /* 64 B frame + preamble + IFG */
 #define CNP_BYTES 64       /* a CNP's frame (its wire time adds Sim.gap_bytes) */
+#define CNP_SALT 0x9e3779b9u /* a CNP's ECMP hash: its flow's, salted */
 #define ACK_BYTES 64       /* an ACK's or NAK's frame (RoCEv2 ACK 66 B, TCP ACK 64 B) */
 
 typedef int64_t ps_t;
@@ -35,6 +36,7 @@ enum EventType {
     EV_RATE,         /* a: link, b: index into rates */
     EV_RTO,          /* a: flow; its retransmission timer */
     EV_PFC_APPLY,    /* a: port, b: priority | generation << 3, c: quanta; a pause takes effect */
+    EV_COLL,         /* a: collective; its iteration ended (coll.c) */
 };
 
 enum LogKind {
@@ -271,6 +273,28 @@ typedef struct {
     int32_t kind, a, b, c;
 } LogEntry;
 
+#define COLL_FIELDS 11 /* what sim_collective_stats writes per slot */
+
+typedef struct { /* a collective's slot: the sums of the steps it ran (sim_collective_stats) */
+    int64_t sent, delivered, dropped, cnps, ce, pkts_sent, pkts_delivered, pkts_dropped;
+    ps_t first_start, last_done, first_drop; /* -1: never */
+} CollAcc;
+
+typedef struct { /* a ring collective made in the core (coll.c): O(ranks x QPs) */
+    int32_t first, n, qps, n_steps, iterations, phase; /* slots: flows [first, first + n qps) */
+    ps_t start;
+    double rate;
+    int64_t *chunk;                 /* n: the bytes of each chunk */
+    uint32_t *prefix;               /* n: rank r's ECMP key prefix toward rank r + 1 */
+    char *names;                    /* the ranks' names, name_start (n + 1) where each begins */
+    int32_t *name_start, *port_start, *ports; /* per rank: its NIC ports (CSR) */
+    int32_t iter, ranks_done;
+    int32_t *started, *done, *left; /* per rank: steps started, done; QPs of its step left */
+    int32_t *gen;                   /* per slot: the rate timer generation its last step reached */
+    CollAcc *acc;                   /* per slot */
+    ps_t *ends;                     /* per iteration: when it ended */
+} Coll;
+
 typedef struct {
     /* topology */
     int32_t n_nodes, n_ports, n_links, n_flows, n_profiles, n_hosts, n_storms;
@@ -283,13 +307,14 @@ typedef struct {
     int32_t n_rel;
     Profile *profiles;
     int32_t *link_ports; /* 2 per link */
-    int32_t *rt_start, *rt_nh; /* CSR: node * n_hosts + host -> next-hop ports */
+    int32_t *rt_start, *rt_nh; /* CSR: node * rt_n_dest + rt_dest[host] -> next-hop ports */
+    int32_t *rt_dest, rt_n_dest; /* per host its row: hosts every node routes alike share one */
     int32_t ports_down;
     int32_t *dep_start, *dependents; /* CSR: flow -> flows waiting for it */
     int64_t deps_left;               /* dependents sim_set_flows has still to fill in */
     Storm *storms;
     int32_t n_tables, n_rates;
-    int32_t **tables; /* timed route tables: 2 per table (rt_start, rt_nh) */
+    int32_t **tables; /* timed route tables: 3 per table (rt_start, rt_nh, rt_dest) */
     double *rates;    /* timed link speeds */
     Dcqcn *dcqs; /* DCQCN sets: a NIC uses its node's (Node.dcq) */
     int32_t n_dcqs;
@@ -321,10 +346,14 @@ typedef struct {
     int64_t n_changes, cap_changes;
     int64_t *flow_samples; /* rows of n_flows: bytes delivered (flow_series) */
     int64_t n_samples, samples_cap;
+    int64_t max_samples; /* 0: no limit; else 2 max + 1 samples become max + 1 at twice the interval */
     /* output log */
     LogEntry *log;
     int32_t n_log, cap_log;
     int32_t *cycles, n_cycles, cap_cycles;
+    /* collectives made in the core */
+    Coll *colls;
+    int32_t n_colls;
     /* statistics */
     int64_t n_events, n_hops;
 } Sim;
@@ -381,6 +410,12 @@ void transport_sent(Sim *s, int f, int64_t offset, int size);
 void transport_receive(Sim *s, int port, int f, int psn, int flags, int payload);
 void transport_feedback(Sim *s, int f, int psn, int flags);
 void on_rto(Sim *s, int f);
+
+/* coll.c */
+void coll_flow_done(Sim *s, int f, int32_t timer_gen);
+void coll_flow_started(Sim *s, int f, Run *R);
+void on_coll(Sim *s, int c);
+void coll_free(Sim *s);
 
 /* checks.c */
 void on_sample(Sim *s);

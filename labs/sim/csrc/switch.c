@@ -144,7 +144,7 @@ void on_pfc_apply(Sim *s, int port, int packed, int quanta) {
 
 static int route(Sim *s, const Node *n, const Pkt *k) {
     int32_t h = s->nodes[k->dst].host_idx;
-    int64_t row = (int64_t)(n - s->nodes) * s->n_hosts + h;
+    int64_t row = (int64_t)(n - s->nodes) * s->rt_n_dest + s->rt_dest[h];
     int lo = s->rt_start[row], cnt = s->rt_start[row + 1] - lo;
     if (cnt == 0) return -1;
     int up = cnt;

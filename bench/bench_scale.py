@@ -1,0 +1,107 @@
+"""How the simulator's cost grows with the fabric: `twin run LAB --backend sim` with the default
+scenario on the reference intent with more servers (issue 34).
+
+    .venv/bin/python bench/bench_scale.py 50 100 200            # servers per case
+    .venv/bin/python bench/bench_scale.py 1024 --labs /tmp/labs  # keep generated labs there
+
+Per size: the time `twin generate` takes (CPU), then the run's CPU seconds and peak RSS (of
+the `twin run` process), its packet hops and CPU nanoseconds per hop, the simulator core's
+flows (state: slots of in-core collectives plus table rows), the run directory's bytes and
+the iteration times. Goals (issue 34): 1,024 servers <= 60 s CPU and 2 GB; 4,096 servers
+<= 10 min CPU and 8 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GOALS = {1024: (60.0, 2048), 4096: (600.0, 8192)}
+"""CPU seconds and peak MB."""
+
+
+def _child_usage(command: list[str], env: dict[str, str]) -> tuple[float, int, str]:
+    """Run `command` in a child; its CPU seconds, peak RSS (MB) and stdout."""
+    code = (
+        "import resource, subprocess, sys, json\n"
+        "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(json.dumps([u.ru_utime + u.ru_stime, u.ru_maxrss // 1024, r.returncode,"
+        " r.stdout[-2000:], r.stderr[-2000:]]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *command], capture_output=True, text=True, env=env
+    )
+    cpu, rss, rc, stdout, stderr = json.loads(out.stdout.strip().splitlines()[-1])
+    if rc not in (0, 1):
+        raise SystemExit(f"{' '.join(command)}: exit {rc}\n{stderr}")
+    return float(cpu), int(rss), stdout
+
+
+def case(servers: int, labs: Path) -> dict[str, object]:
+    """Generate (once) and run the reference intent with `servers` servers."""
+    import yaml
+
+    twin = [sys.executable, "-m", "twin.cli.main"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    lab = labs / f"lab{servers}"
+    generate_cpu = 0.0
+    if not (lab / "fabric.yaml").exists() and not lab.exists():
+        intent = yaml.safe_load((REPO / "examples" / "reference.yaml").read_text())
+        intent["name"] = f"bs{servers}"
+        intent["servers"]["count"] = servers
+        fabric = labs / f"fabric{servers}.yaml"
+        fabric.write_text(yaml.safe_dump(intent))
+        generate_cpu, _, _ = _child_usage([*twin, "generate", str(fabric), "-o", str(lab)], env)
+    out = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=labs))
+    cpu, rss, stdout = _child_usage(
+        [*twin, "run", str(lab), "--backend", "sim", "--out", str(out)], env
+    )
+    sim = json.loads((out / "sim.json").read_text())
+    iterations = json.loads((out / "iterations.json").read_text())
+    size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    verdict = stdout.strip().splitlines()[-1].split(";")[0] if stdout.strip() else ""
+    times = [t for v in iterations.values() for t in v["times_s"]]
+    return {
+        "servers": servers,
+        "generate_cpu_s": round(generate_cpu, 1),
+        "cpu_s": round(cpu, 1),
+        "max_rss_MB": rss,
+        "packet_hops": sim["packet_hops"],
+        "ns_per_hop": round(cpu / max(sim["packet_hops"], 1) * 1e9),
+        "sim_wall_s": sim["wall_s"],
+        "core_flows": sim["experiment"]["flows"],
+        "run_dir_MB": round(size / 1e6, 1),
+        "iteration_ms": [None if t is None else round(t * 1e3, 4) for t in times],
+        "verdict": verdict,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("servers", type=int, nargs="+")
+    parser.add_argument("--labs", type=Path, help="where generated labs are kept (default: temp)")
+    args = parser.parse_args()
+    labs = args.labs or Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    labs.mkdir(parents=True, exist_ok=True)
+    missed = []
+    for n in args.servers:
+        figures = case(n, labs)
+        print(json.dumps(figures), flush=True)
+        if n in GOALS:
+            cpu, mb = GOALS[n]
+            if float(figures["cpu_s"]) > cpu or int(figures["max_rss_MB"]) > mb:  # type: ignore[arg-type]
+                missed.append(f"{n} servers: {figures['cpu_s']} s, {figures['max_rss_MB']} MB")
+    for line in missed:
+        print(f"goal missed: {line}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
