@@ -76,7 +76,7 @@ def test_a_switch_or_port_the_lab_lacks_is_one_line(small: Path, tmp_path: Path)
     for source, said in (
         (f"leaf1={dump}", "leaf1 has no port Ethernet4 in lab small"),
         (f"spine9={dump}", "lab small has no switch spine9"),
-        (str(tmp_path / "missing.tar"), "not SWITCH=DUMP[,DUMP], a directory or an archive"),
+        (str(tmp_path / "missing.tar"), "not SWITCH=FILE[,FILE], a file, a directory or an archive"),
         (f"leaf1={dump},{dump},{dump}", "3 COUNTERS_DB snapshots (give 1 or 2)"),
     ):
         done = twin("import", source, "--lab", str(small), "-o", str(tmp_path / "prod"))
