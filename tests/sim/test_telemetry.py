@@ -76,13 +76,48 @@ def test_a_switch_or_port_the_lab_lacks_is_one_line(small: Path, tmp_path: Path)
     for source, said in (
         (f"leaf1={dump}", "leaf1 has no port Ethernet4 in lab small"),
         (f"spine9={dump}", "lab small has no switch spine9"),
-        (str(tmp_path / "missing.tar"), "not SWITCH=FILE[,FILE], a file, a directory or an archive"),
+        (
+            str(tmp_path / "missing.tar"),
+            "not SWITCH=FILE[,FILE], a file, a directory or an archive",
+        ),
         (f"leaf1={dump},{dump},{dump}", "3 COUNTERS_DB snapshots (give 1 or 2)"),
     ):
         done = twin("import", source, "--lab", str(small), "-o", str(tmp_path / "prod"))
         assert done.returncode == 2, done.stderr
         assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert not (tmp_path / "prod").exists()
+
+
+def gnmi_answers(exported: list[Path]) -> list[str]:
+    """Each switch's exported COUNTERS_DB snapshots as the gNMI answers (gnmic's shape) to
+    sonic-gnmi's `COUNTERS/Ethernet*` and `COUNTERS/Ethernet*/Queues`, and the PGs' table
+    paths (`COUNTERS_PG_NAME_MAP`, `COUNTERS/oid:...`): `SWITCH=FIRST,SECOND`."""
+    sources = []
+    for folder in exported:
+        files = []
+        for n in (1, 2):
+            db = json.loads((folder / f"COUNTERS_DB_{n}.json").read_text())
+            read = max(e["expireat"] - e["ttl"] for e in db.values() if "expireat" in e)
+
+            def by_name(table: str, db: dict[str, Any] = db) -> dict[str, Any]:
+                names = db[table]["value"]
+                return {name: db[f"COUNTERS:{oid}"]["value"] for name, oid in names.items()}
+
+            values = {
+                "COUNTERS/Ethernet*": by_name("COUNTERS_PORT_NAME_MAP"),
+                "COUNTERS/Ethernet*/Queues": by_name("COUNTERS_QUEUE_NAME_MAP"),
+                "COUNTERS_PG_NAME_MAP": db["COUNTERS_PG_NAME_MAP"]["value"],
+                **{
+                    f"COUNTERS/{oid}": db[f"COUNTERS:{oid}"]["value"]
+                    for oid in db["COUNTERS_PG_NAME_MAP"]["value"].values()
+                },
+            }
+            updates = [{"Path": p, "values": {p: v}} for p, v in values.items()]
+            answer = {"source": folder.name, "timestamp": int(read * 1e9), "updates": updates}
+            files.append(folder / f"gnmi_{n}.json")
+            files[-1].write_text(json.dumps(answer))
+        sources.append(f"{folder.name}={files[0]},{files[1]}")
+    return sources
 
 
 def _run(lab: Path, scenario: Path, out: Path) -> Path:
@@ -118,6 +153,18 @@ def test_round_trip_agrees_and_another_scenario_does_not(incident: str, tmp_path
     same = twin("compare", str(seen), str(production), "--out", str(tmp_path / "same"))
     assert same.returncode == 0, same.stdout + same.stderr
     assert _agreement(tmp_path / "same") == 1.0
+    # The same counters as gNMI answers (gnmic's shape) and as an OpenMetrics export in the
+    # common exporter's names: the same agreement.
+    exposition = tmp_path / "seen.om"
+    flavour = ("--metrics-flavour", "sonic-exporter")
+    assert twin("report", str(seen), "--openmetrics", str(exposition), *flavour).returncode < 2
+    for form, sources in (("gnmi", gnmi_answers(archive)), ("om", [str(exposition)])):
+        imported = tmp_path / f"production-{form}"
+        done = twin("import", *sources, "--lab", str(before), "-o", str(imported))
+        assert done.returncode == 0, done.stderr
+        same = twin("compare", str(seen), str(imported), "--out", str(tmp_path / form))
+        assert same.returncode == 0, same.stdout + same.stderr
+        assert _agreement(tmp_path / form) == 1.0
     # The same fabric with only the first traffic of the incident: what production saw is
     # not what this run does.
     data = yaml.safe_load((folder / "scenario.yaml").read_text())

@@ -6,7 +6,9 @@ paths keyed by port name, no oids: `COUNTERS/Ethernet68` (the port's fields),
 `COUNTERS/Ethernet*` (port -> fields), `COUNTERS/Ethernet*/<FIELD>`, `COUNTERS/Ethernet*/Queues`
 and `/Pfcwd` ("Ethernet68:1" -> the queue's fields, "Ethernet68:1:periodic" -> its periodic
 watermark), `PERIODIC_WATERMARKS/Ethernet*/PriorityGroups` ("Ethernet16:5" -> the PG's
-watermarks). Values come as `json_ietf_val`. The two client shapes:
+watermarks). PG counters (the lossless drops) have no such path: they are read from the
+table paths `COUNTERS_PG_NAME_MAP` ("Ethernet0:3" -> oid) and `COUNTERS/oid:...` (the PG's
+fields). Values come as `json_ietf_val`. The two client shapes:
 
 - gnmic (`get`, `subscribe --format json`): a notification `{"source", "timestamp" (ns),
   "time", "prefix", "target", "updates": [{"Path": P, "values": {P: value}}]}`, or a list of
@@ -27,7 +29,8 @@ from typing import Any
 from twin.errors import InputError
 from twin.telemetry.counters_db import WATERMARKS, Dump, Key
 
-TABLES = ("COUNTERS", "PERIODIC_WATERMARKS", "PERSISTENT_WATERMARKS", "USER_WATERMARKS")
+PG_NAMES = "COUNTERS_PG_NAME_MAP"
+TABLES = ("COUNTERS", "PERIODIC_WATERMARKS", "PERSISTENT_WATERMARKS", "USER_WATERMARKS", PG_NAMES)
 """The COUNTERS_DB tables read; a path's elements before one of them (a target) are left out."""
 
 
@@ -93,9 +96,13 @@ def _index(name: str, where: str) -> tuple[Key, bool]:
     return (port, int(index)), periodic
 
 
-def _add(dump: Dump, elements: list[str], value: Any, where: str) -> None:
+def _add(dump: Dump, elements: list[str], value: Any, where: str, raw: dict[str, Any]) -> None:
+    """Add an update's value to the dump; a name map's and an oid's to `raw`."""
     table, pattern, sub = elements[0], elements[1] if len(elements) > 1 else "", elements[2:]
     value = _decoded(value)
+    if table == PG_NAMES or pattern.startswith("oid:"):
+        raw[pattern or table] = value
+        return
     if sub and sub[0] in ("Queues", "Pfcwd", "PriorityGroups"):
         if not isinstance(value, dict):
             raise InputError(where, "/".join(elements), "not a map of PORT:INDEX entries")
@@ -126,10 +133,15 @@ def parse(data: Any, where: str) -> Dump:
     if not looks_like(data):
         raise InputError(where, "", "not a gnmic or pygnmi answer")
     dump = Dump(where)
+    raw: dict[str, Any] = {}
     for read, path, value in _updates(data, where):
-        _add(dump, _elements(path, where), value, where)
+        _add(dump, _elements(path, where), value, where, raw)
         if read is not None:
             dump.times.append(read)
+    names = raw.get(PG_NAMES)
+    for name, oid in names.items() if isinstance(names, dict) else ():
+        if oid in raw:
+            dump.pgs[_index(name, where)[0]] = _numbers(raw[oid])
     if not dump.ports and not dump.queues and not dump.pgs:
         raise InputError(where, "", "no COUNTERS of a port, queue or PG in the gNMI answer")
     return dump
