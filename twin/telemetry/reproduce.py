@@ -58,10 +58,11 @@ def start(production: Observations) -> dict[str, Any]:
     ]
     classes = sorted({r["priority"] for r in rows if r["tx_bytes"] or r["pause_sent"]})
     run = production.run
+    windows: Any = run.get("windows") or {}
     return {
         "production": str(production.path.resolve()),
         "lab": str(lab_of(production)),
-        "switches": sorted(dict(run.get("windows") or {})),
+        "switches": sorted(windows),
         "window_s": round(float(run["ended"]) - float(run["started"]), 6),
         "differenced": run.get("differenced", True),
         **found,
