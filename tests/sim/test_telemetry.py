@@ -165,13 +165,43 @@ def test_round_trip_agrees_and_another_scenario_does_not(incident: str, tmp_path
         same = twin("compare", str(seen), str(imported), "--out", str(tmp_path / form))
         assert same.returncode == 0, same.stdout + same.stderr
         assert _agreement(tmp_path / form) == 1.0
+    # `twin incident --from`: the starting point (what production showed) and the incident's
+    # scenario played on the lab with production_agreement in its verdict: 1.0.
+    reproduced = tmp_path / "reproduced"
+    done = twin(
+        "incident", "--from", str(production), str(folder / "scenario.yaml"), str(reproduced)
+    )
+    assert done.returncode in (0, 1), done.stderr  # the incident fails its other validators
+    assert "production_agreement: pass, agreement 1.00" in done.stdout
+    assert _agreement(reproduced / "run") == 1.0
+    start = json.loads((reproduced / "start.json").read_text())
+    assert start["lab"] == str(before.resolve()) and 3 in start["traffic_classes"]
+    if incident == "1-pause-storm":  # the backup's pauses spread to the spines, priority 3
+        assert start["lossless_seen"] == [3]
+        assert any(h["port"].startswith("spine") for h in start["paused"])
+    else:  # bursts beyond the leaves' cut headroom: lossless drops of priority 3
+        lossless = [h for h in start["drops"] if h["reason"] == "lossless"]
+        assert lossless and {h["priority"] for h in lossless} == {3}
+        assert all(h["port"].startswith("leaf") for h in lossless)
     # The same fabric with only the first traffic of the incident: what production saw is
     # not what this run does.
     data = yaml.safe_load((folder / "scenario.yaml").read_text())
     data["traffic"] = data["traffic"][:1]
     other_scenario = tmp_path / "other.yaml"
     other_scenario.write_text(yaml.safe_dump(data))
-    other = _run(before, other_scenario, tmp_path / "other")
-    differs = twin("compare", str(other), str(production), "--out", str(tmp_path / "differs"))
-    assert differs.returncode == 1, differs.stdout
-    assert _agreement(tmp_path / "differs") < 0.8
+    other = tmp_path / "other"
+    differs = twin("incident", "--from", str(production), str(other_scenario), str(other))
+    assert differs.returncode == 1, differs.stdout + differs.stderr
+    assert "production_agreement: fail" in differs.stdout
+    assert _agreement(other / "run") < 0.8
+
+
+def test_incident_from_refuses_what_is_not_a_production_run(small: Path, tmp_path: Path) -> None:
+    scenario = REPO / "examples" / "incidents" / "1-pause-storm" / "scenario.yaml"
+    for given, said in (
+        (small, "not a run directory"),
+        (tmp_path / "nothing", "not a run directory"),
+    ):
+        done = twin("incident", "--from", str(given), str(scenario), str(tmp_path / "out"))
+        assert done.returncode == 2 and said in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
