@@ -2,8 +2,10 @@
 values equal the run's files), the exports of simulator, live and hybrid runs backfilled by
 the real promtool and queried through a real Prometheus with every query of the Grafana
 dashboard, the live endpoint of `twin deploy --metrics` on the fake backend, and `twin run
---metrics` scraped while a real netns twin of the small fabric plays a scenario, checked
-against the counters that run recorded (root and FRR; under the heavy lock)."""
+--metrics` scraped, by this test and by a real Prometheus, while a real netns twin of the
+small fabric plays a scenario, checked against the counters that run recorded, and
+Prometheus's range query of it imported as production (root and FRR; under the heavy
+lock)."""
 
 from __future__ import annotations
 
@@ -405,6 +407,8 @@ SHORT = {
 """Long enough for several scrapes on a loaded machine."""
 MARGIN = 0.5
 """Seconds a counter sample may take to read after its timestamp."""
+READ_AT = 'twin_read_timestamp_seconds{part="counters"}'
+"""When the counters a scrape served were read."""
 
 
 def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
@@ -413,19 +417,38 @@ def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
     scenario = tmp_path / "scraped.yaml"
     scenario.write_text(yaml.safe_dump(SHORT))
     where = f"127.0.0.1:{free_port()}"
-    playing = subprocess.Popen(
-        [str(TWIN), "run", str(small_twin.lab.path), str(scenario), "--metrics", where],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    scrapes: list[tuple[float, Samples]] = []  # answered at, what it said
-    while playing.poll() is None:
-        with contextlib.suppress(OSError):  # before the server is up, after it is down
-            got = samples(scrape(f"http://{where}/metrics"))
-            scrapes.append((time.time(), got))
-        time.sleep(0.3)
-    out, err = playing.communicate()
+    served = Prometheus(tmp_path / "db", tmp_path, where)  # scrapes it too, every second
+    try:
+        playing = subprocess.Popen(
+            [str(TWIN), "run", str(small_twin.lab.path), str(scenario), "--metrics", where],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        scrapes: list[tuple[float, Samples]] = []  # answered at, what it said
+        while playing.poll() is None:
+            with contextlib.suppress(OSError):  # before the server is up, after it is down
+                got = samples(scrape(f"http://{where}/metrics"))
+                scrapes.append((time.time(), got))
+            time.sleep(0.3)
+        out, err = playing.communicate()
+        scraped = {
+            expr: served.query(f"{expr}[5m]", time.time())
+            for expr in ("sonic_interface_transmit_packets_total", READ_AT)
+        }
+        answer = served.get(
+            "/api/v1/query_range?"
+            + urllib.parse.urlencode(
+                {
+                    "query": '{__name__=~"sonic_interface_.*"}',
+                    "start": f"{time.time() - 300:.3f}",
+                    "end": f"{time.time():.3f}",
+                    "step": "1",
+                }
+            )
+        )
+    finally:
+        served.stop()
     assert playing.returncode in (0, 1), err
     assert scrapes, out + err  # at least one answered; `checked` below: one within the run
     run = next(
@@ -454,6 +477,30 @@ def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
             assert max(before, default=value) <= value <= min(after, default=value), key
             checked += bool(before or after)
     assert checked > 0
+    # What the real Prometheus scraped agrees with the same counters, sample by sample.
+    reads = {p[0]: float(p[1]) for r in scraped[READ_AT] for p in r["values"]}
+    assert scraped["sonic_interface_transmit_packets_total"], served.log.read_text()
+    agreed = 0
+    for r in scraped["sonic_interface_transmit_packets_total"]:
+        key = f"{r['metric']['switch']}:{r['metric']['port']}"
+        for at, text in r["values"]:
+            value, read = float(text), reads.get(at)
+            if key not in first["c"] or read is None:
+                continue
+            before = [s["c"][key][column] for s in series if s["t"] < read - MARGIN]
+            after = [s["c"][key][column] for s in series if s["t"] > at + MARGIN]
+            assert max(before, default=value) <= value <= min(after, default=value), key
+            agreed += bool(before or after)
+    assert agreed > 0
+    # Its range query, imported as production: the ports' counters over the scraped window.
+    ranged = tmp_path / "range.json"
+    ranged.write_bytes(answer)
+    production = tmp_path / "production"
+    done = twin_cli("import", str(ranged), "--lab", str(small_twin.lab.path), "-o", str(production))
+    assert done.returncode == 0, done.stderr
+    imported = json.loads((production / "counters.json").read_text())["samples"]
+    grew = [k for k, v in imported[-1]["c"].items() if v[column] > imported[0]["c"][k][column]]
+    assert grew and set(json.loads((production / "run.json").read_text())["windows"]) == switches
     busiest = max(
         (
             v
