@@ -22,6 +22,7 @@ without timestamps is one snapshot (two scrape files: `SWITCH=FIRST,SECOND`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -147,7 +148,7 @@ def _port_order(port: str) -> tuple[int, str]:
     return len(port), port
 
 
-def _place(dump: Dump, s: Series, value: int, maps: SwitchMaps, where: str) -> None:
+def _place(dump: Dump, s: Series, value: int, maps: SwitchMaps) -> None:
     """Add a series' value to the dump's port, queue or PG counter it was made from."""
     port = s.labels.get("device", s.labels.get("port", ""))
     sub = s.labels.get("method", s.labels.get("type", ""))
@@ -199,17 +200,20 @@ def dumps(
         first, last = Dump(where), Dump(where)
         switch_maps = maps(name)
         for s in group:
-            values = [v for _, v in s.samples]
-            times = [t for t, _ in s.samples if t is not None]
+            kept = [(t, v) for t, v in s.samples if math.isfinite(v) and v >= 0]
+            values = [v for _, v in kept]
+            times = [t for t, _ in kept if t is not None]
+            if not values:
+                continue
             watermark = s.name in (*QUEUE_WATERMARKS, PG_WATERMARK)
             if len(values) > 1 and not watermark:
-                _place(first, s, int(values[0]), switch_maps, where)
-                _place(last, s, int(values[0] + _increase(values)), switch_maps, where)
+                _place(first, s, int(values[0]), switch_maps)
+                _place(last, s, int(values[0] + _increase(values)), switch_maps)
                 first.times.extend(times[:1])
             else:
-                _place(last, s, int(max(values)), switch_maps, where)
+                _place(last, s, int(max(values)), switch_maps)
             last.times.extend(times[-1:])
-        two = any(len(s.samples) > 1 for s in group)
+        two = bool(first.ports or first.queues or first.pgs)
         out[name] = [first, last] if two else [last]
     return out
 
