@@ -416,6 +416,17 @@ READ_AT = 'twin_read_timestamp_seconds{part="counters"}'
 """When the counters a scrape served were read."""
 
 
+def between(
+    series: list[Any], key: str, column: int, value: float, read: float, answered: float
+) -> bool:
+    """Assert a served counter lies between the run's samples of it taken before it was read
+    and those taken after it was answered; whether any bounded it."""
+    before = [s["c"][key][column] for s in series if s["t"] < read - MARGIN]
+    after = [s["c"][key][column] for s in series if s["t"] > answered + MARGIN]
+    assert max(before, default=value) <= value <= min(after, default=value), key
+    return bool(before or after)
+
+
 def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
     small_twin: Twin, tmp_path: Path
 ) -> None:
@@ -485,10 +496,7 @@ def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
             value = got.get(("sonic_interface_transmit_packets_total", device(node, name)))
             if node not in switches or key not in first["c"] or value is None or read is None:
                 continue
-            before = [s["c"][key][column] for s in series if s["t"] < read - MARGIN]
-            after = [s["c"][key][column] for s in series if s["t"] > answered + MARGIN]
-            assert max(before, default=value) <= value <= min(after, default=value), key
-            checked += bool(before or after)
+            checked += between(series, key, column, value, read, answered)
     assert checked > 0
     # What the real Prometheus scraped agrees with the same counters, sample by sample.
     reads = {p[0]: float(p[1]) for r in scraped[READ_AT] for p in r["values"]}
@@ -500,10 +508,7 @@ def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
             value, read = float(text), reads.get(at)
             if key not in first["c"] or read is None:
                 continue
-            before = [s["c"][key][column] for s in series if s["t"] < read - MARGIN]
-            after = [s["c"][key][column] for s in series if s["t"] > at + MARGIN]
-            assert max(before, default=value) <= value <= min(after, default=value), key
-            agreed += bool(before or after)
+            agreed += between(series, key, column, value, read, at)
     assert agreed > 0
     # Its range query, imported as production: the ports' counters over the scraped window.
     ranged = tmp_path / "range.json"
