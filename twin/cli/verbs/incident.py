@@ -3,7 +3,7 @@ change that caused it) and OUT/after (with its fix), to run and compare.
 
 `twin incident --from PRODUCTION SCENARIO OUT`: a reproduction from production telemetry (a
 run directory `twin import` wrote): OUT/start.json and start.md (the lab, the ports and
-priorities that paused, marked ECN or dropped, the traffic classes seen), OUT/scenario.yaml
+priorities that paused, marked ECN or dropped, the traffic classes seen), OUT/reproduce.yaml
 (SCENARIO with `production_agreement` against PRODUCTION in its verdict) played on the lab
 into OUT/run, as `twin run --no-static` does (check the lab with `twin validate`); its exit
 status is the run's."""
@@ -17,6 +17,8 @@ from pathlib import Path
 from twin import incident, outdir, safeio
 from twin.cli.output import add_json, emit
 
+REPRODUCE = "reproduce.yaml"
+"""The scenario with production_agreement added, in OUT."""
 HELP = "write an incident's labs before and after its fix, or reproduce one from production"
 
 
@@ -71,10 +73,10 @@ def _reproduce(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True)
     safeio.write(args.out / "start.json", json.dumps(point, indent=2).encode())
     safeio.write(args.out / "start.md", reproduce.markdown(point).encode())
-    safeio.write(args.out / "scenario.yaml", scenario.encode())
+    safeio.write(args.out / REPRODUCE, scenario.encode())
     print(reproduce.markdown(point))
     played = args.out / "run"
-    command = ["run", point["lab"], str(args.out / "scenario.yaml"), "--out", str(played)]
+    command = ["run", point["lab"], str(args.out / REPRODUCE), "--out", str(played)]
     code = main([*command, "--backend", args.backend, "--no-static"])
     report = played / "report.json"
     if report.is_file():
