@@ -1,15 +1,20 @@
-"""How fast a live twin's metrics endpoint answers while the twin plays a scenario.
+"""How fast a live twin's metrics endpoint answers while the twin plays the main job, beside
+two CPU-bound processes.
 
-    sudo .venv/bin/python bench/bench_metrics.py             # the small fabric, its scenario
-    sudo .venv/bin/python bench/bench_metrics.py --busy 2    # beside two CPU-bound processes
+    sudo .venv/bin/python bench/bench_metrics.py                  # the main job, 2 busy
+    sudo .venv/bin/python bench/bench_metrics.py --busy 0         # on an idle machine
+    sudo .venv/bin/python bench/bench_metrics.py --fabric examples/small.yaml \
+        --scenario examples/scenarios/default.yaml                # a smaller twin
 
-examples/small.yaml is generated under a lab name of the bench's own (`bm-<hex>`, so it never
-meets a lab someone else runs) and deployed on the netns backend; `twin run LAB SCENARIO
---metrics 127.0.0.1:PORT` plays the scenario (examples/scenarios/default.yaml unless told)
-while this process scrapes /metrics every 0.5 s (a scrape given up after 5 s counts as a
-timeout); then the twin is destroyed. It prints the scrapes' latencies (min, median, p99,
-max) against the goal (every scrape answered within 0.5 s) and the load average before and
-after.
+The main job is `twin run`'s: the reference fabric (twin/defaults/reference.yaml) on netns
+playing the default scenario (twin/defaults/default-scenario.yaml, then its hybrid
+simulator pass). The fabric is generated under a lab name of the bench's own (`bm-<hex>`, so
+it never meets a lab someone else runs) and deployed; the bench starts `--busy` CPU-bound
+processes (default 2) and `twin run LAB SCENARIO --metrics 127.0.0.1:PORT`, scrapes
+/metrics every 0.5 s while it plays (a scrape given up after 5 s counts as a timeout), then
+stops the busy processes by pid and destroys the twin, even on failure. It prints the
+scrapes' latencies (min, median, p99, max) against the goal (every scrape answered within
+0.5 s) and the load average before and after.
 
 Needs root and FRR. Exit status 1 if the goal is missed, 2 if the twin cannot be deployed.
 """
@@ -38,17 +43,17 @@ from twin.intent import fabric as intent
 from twin.labdir import Lab
 
 REPO = Path(__file__).resolve().parent.parent
-SOURCE = REPO / "examples" / "small.yaml"
-SCENARIO = REPO / "examples" / "scenarios" / "default.yaml"
+SOURCE = REPO / "twin" / "defaults" / "reference.yaml"
+SCENARIO = REPO / "twin" / "defaults" / "default-scenario.yaml"
 TWIN = Path(sys.executable).with_name("twin")
 GOAL_S = 0.5
 EVERY_S = 0.5
 TIMEOUT_S = 5.0
 
 
-def generate(out: Path, name: str) -> Lab:
-    """examples/small.yaml under the bench's lab name, written to `out`."""
-    fabric = yaml.safe_load(SOURCE.read_text())
+def generate(source: Path, out: Path, name: str) -> Lab:
+    """The fabric under the bench's lab name, written to `out`."""
+    fabric = yaml.safe_load(source.read_text())
     fabric["name"] = name
     source = out.parent / f"{name}.yaml"
     source.write_text(yaml.safe_dump(fabric))
@@ -104,18 +109,20 @@ def main() -> int:
     """Run the bench and print its figures against the goal."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", type=Path, default=SCENARIO, help="the scenario to play")
-    parser.add_argument("--busy", type=int, default=0, help="CPU-bound processes beside it")
+    parser.add_argument("--fabric", type=Path, default=SOURCE, help="the fabric to deploy")
+    parser.add_argument("--busy", type=int, default=2, help="CPU-bound processes beside it")
     parser.add_argument("--name", default=f"bm-{secrets.token_hex(2)}", help="lab name")
     args = parser.parse_args()
     backend = registry.get("netns")
     try:
         netns.check_root()
         with tempfile.TemporaryDirectory(prefix="bench-metrics-") as tmp:
-            lab = generate(Path(tmp) / "lab", args.name)
-            backend.deploy(lab)
-            burners = busy(args.busy)
-            before = load()
+            lab = generate(args.fabric, Path(tmp) / "lab", args.name)
+            burners: list[subprocess.Popen[bytes]] = []
             try:
+                backend.deploy(lab)
+                burners = busy(args.busy)
+                before = load()
                 latencies, timeouts = scrapes(lab, args.scenario)
             finally:
                 for burner in burners:
@@ -131,7 +138,7 @@ def main() -> int:
         return 1
     ms = sorted(x * 1e3 for x in latencies)
     p99 = ms[min(len(ms) - 1, round(0.99 * (len(ms) - 1)))]
-    played = f"{SOURCE.relative_to(REPO)} on netns playing {args.scenario.name}"
+    played = f"{args.fabric.name} on netns playing {args.scenario.name}"
     print(f"{lab.name}: {played}, {args.busy} CPU-bound processes beside")
     print(f"load average before {before}, after {after}")
     print(

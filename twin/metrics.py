@@ -16,15 +16,15 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -311,6 +311,13 @@ class Live(Collector):
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(self)
         self._rendered = self._render()
+        self.on_render: Callable[[dict[bool, tuple[bytes, str]]], None] | None = None
+        """Called with each exposition rendered (`Server` hands it to its serving process)."""
+
+    def rendered(self) -> dict[bool, tuple[bytes, str]]:
+        """The exposition as last rendered: OpenMetrics (True) and text (False)."""
+        with self._lock:
+            return self._rendered
 
     def start(self) -> None:
         """Read the counters once (a first scrape has them), then keep every part the
@@ -364,6 +371,8 @@ class Live(Collector):
         rendered = self._render()
         with self._lock:
             self._rendered = rendered
+        if self.on_render is not None:
+            self.on_render(rendered)
 
     def _render(self) -> dict[bool, tuple[bytes, str]]:
         """The exposition of the twin as last read: OpenMetrics (True) and Prometheus's text
@@ -378,8 +387,7 @@ class Live(Collector):
 
     def exposition(self, openmetrics: bool) -> tuple[bytes, str]:
         """What a scrape is answered: (body, content type) of the twin as last read."""
-        with self._lock:
-            return self._rendered[openmetrics]
+        return self.rendered()[openmetrics]
 
     def snapshot(self) -> Snapshot:
         """The twin as last read (what a scrape serialises)."""
@@ -403,58 +411,63 @@ class Live(Collector):
         return families(self.snapshot(), self.flavour)
 
 
-class _Scrape(BaseHTTPRequestHandler):
-    """GET /metrics: the live twin's exposition as last rendered, OpenMetrics when the
-    scraper accepts it (as prometheus_client's own handler chooses)."""
-
-    live: Live
-
-    def do_GET(self) -> None:
-        if urlsplit(self.path).path != "/metrics":
-            self.send_error(404)
-            return
-        accept = self.headers.get("Accept", "")
-        body, kind = self.live.exposition("application/openmetrics-text" in accept)
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: no line per scrape on stderr."""
-
-
 class Server:
-    """The HTTP endpoint serving a live twin's metrics (`/metrics`), until `stop`."""
+    """The HTTP endpoint serving a live twin's metrics (`/metrics`), until `stop`: the socket
+    bound here (a port in use refused before anything starts), the scrapes answered by a
+    process of its own (`twin.metrics_serve`), sent each exposition `Live` renders."""
 
     def __init__(
         self, lab: Lab, backend: Source, host: str, port: int, flavour: str = "twin"
     ) -> None:
+        from prometheus_client import exposition
+        from prometheus_client.openmetrics import exposition as om
+
         self.live = Live(lab, backend, flavour)
-        handler = type("Scrape", (_Scrape,), {"live": self.live})
-
-        class Http(ThreadingHTTPServer):
-            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
-            daemon_threads = True
-
+        listening = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         try:
-            self._server = Http((host, port), handler)
+            listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listening.bind((host, port))
+            listening.listen(64)
         except OSError as exc:
+            listening.close()
             raise InputError(
                 "--metrics", "", f"cannot serve on {host}:{port}: {exc.strerror}"
             ) from None
+        with listening:
+            self._serving = subprocess.Popen(
+                [
+                    sys.executable, "-I", "-m", "twin.metrics_serve", str(listening.fileno()),
+                    om.CONTENT_TYPE_LATEST, exposition.CONTENT_TYPE_LATEST,
+                ],
+                stdin=subprocess.PIPE,
+                pass_fds=[listening.fileno()],
+            )  # fmt: skip
+            self.url = f"http://{host}:{listening.getsockname()[1]}/metrics"
+        self._lock = threading.Lock()
+        self._send(self.live.rendered())
+        self.live.on_render = self._send
         self.live.start()
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        self.url = f"http://{host}:{self._server.server_port}/metrics"
+
+    def _send(self, rendered: dict[bool, tuple[bytes, str]]) -> None:
+        """Hand an exposition to the serving process (gone: nothing to do)."""
+        om, text = rendered[True][0], rendered[False][0]
+        pipe = self._serving.stdin
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            if pipe is not None:
+                pipe.write(b"%d %d\n%s%s" % (len(om), len(text), om, text))
+                pipe.flush()
 
     def stop(self) -> None:
-        """Close the endpoint."""
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        """Close the endpoint: the serving process ends with its input."""
         self.live.stop()
+        with self._lock, contextlib.suppress(OSError):
+            if self._serving.stdin is not None:
+                self._serving.stdin.close()
+        try:
+            self._serving.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._serving.kill()
+            self._serving.wait()
 
 
 def of_run(obs: Observations, lab: Lab, epoch: float | None = None) -> Snapshot:

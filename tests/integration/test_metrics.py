@@ -2,8 +2,10 @@
 values equal the run's files), the exports of simulator, live and hybrid runs backfilled by
 the real promtool and queried through a real Prometheus with every query of the Grafana
 dashboard, the live endpoint of `twin deploy --metrics` on the fake backend, and `twin run
---metrics` scraped while a real netns twin of the small fabric plays a scenario, checked
-against the counters that run recorded (root and FRR; under the heavy lock)."""
+--metrics` scraped, by this test and by a real Prometheus, while a real netns twin of the
+small fabric plays a scenario, checked against the counters that run recorded, and
+Prometheus's range query of it imported as production (root and FRR; under the heavy
+lock)."""
 
 from __future__ import annotations
 
@@ -57,6 +59,11 @@ def samples(text: str) -> Samples:
 
 def port(node: str, name: str, **more: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted({"switch": node, "port": name, **more}.items()))
+
+
+def device(node: str, name: str) -> tuple[tuple[str, str], ...]:
+    """A port's packet counter labels in the sonic-exporter flavour (the dashboard's)."""
+    return tuple(sorted({"switch": node, "device": name, "method": "ucast"}.items()))
 
 
 @pytest.fixture(scope="module")
@@ -405,6 +412,19 @@ SHORT = {
 """Long enough for several scrapes on a loaded machine."""
 MARGIN = 0.5
 """Seconds a counter sample may take to read after its timestamp."""
+READ_AT = 'twin_read_timestamp_seconds{part="counters"}'
+"""When the counters a scrape served were read."""
+
+
+def between(
+    series: list[Any], key: str, column: int, value: float, read: float, answered: float
+) -> bool:
+    """Assert a served counter lies between the run's samples of it taken before it was read
+    and those taken after it was answered; whether any bounded it."""
+    before = [s["c"][key][column] for s in series if s["t"] < read - MARGIN]
+    after = [s["c"][key][column] for s in series if s["t"] > answered + MARGIN]
+    assert max(before, default=value) <= value <= min(after, default=value), key
+    return bool(before or after)
 
 
 def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
@@ -413,19 +433,46 @@ def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
     scenario = tmp_path / "scraped.yaml"
     scenario.write_text(yaml.safe_dump(SHORT))
     where = f"127.0.0.1:{free_port()}"
-    playing = subprocess.Popen(
-        [str(TWIN), "run", str(small_twin.lab.path), str(scenario), "--metrics", where],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    scrapes: list[tuple[float, Samples]] = []  # answered at, what it said
-    while playing.poll() is None:
-        with contextlib.suppress(OSError):  # before the server is up, after it is down
-            got = samples(scrape(f"http://{where}/metrics"))
-            scrapes.append((time.time(), got))
-        time.sleep(0.3)
-    out, err = playing.communicate()
+    served = Prometheus(tmp_path / "db", tmp_path, where)  # scrapes it too, every second
+    try:
+        playing = subprocess.Popen(
+            [
+                str(TWIN),
+                "run",
+                str(small_twin.lab.path),
+                str(scenario),
+                "--metrics",
+                where,
+                *FLAVOUR,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        scrapes: list[tuple[float, Samples]] = []  # answered at, what it said
+        while playing.poll() is None:
+            with contextlib.suppress(OSError):  # before the server is up, after it is down
+                got = samples(scrape(f"http://{where}/metrics"))
+                scrapes.append((time.time(), got))
+            time.sleep(0.3)
+        out, err = playing.communicate()
+        scraped = {
+            expr: served.query(f"{expr}[5m]", time.time())
+            for expr in ("sonic_interface_transmit_packets_total", READ_AT)
+        }
+        answer = served.get(
+            "/api/v1/query_range?"
+            + urllib.parse.urlencode(
+                {
+                    "query": '{__name__=~"sonic_interface_.*"}',
+                    "start": f"{time.time() - 300:.3f}",
+                    "end": f"{time.time():.3f}",
+                    "step": "1",
+                }
+            )
+        )
+    finally:
+        served.stop()
     assert playing.returncode in (0, 1), err
     assert scrapes, out + err  # at least one answered; `checked` below: one within the run
     run = next(
@@ -446,14 +493,32 @@ def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
         read = got.get(("twin_read_timestamp_seconds", (("part", "counters"),)))
         for key in last["c"]:
             node, name = key.split(":")
-            value = got.get(("sonic_interface_transmit_packets_total", port(node, name)))
+            value = got.get(("sonic_interface_transmit_packets_total", device(node, name)))
             if node not in switches or key not in first["c"] or value is None or read is None:
                 continue
-            before = [s["c"][key][column] for s in series if s["t"] < read - MARGIN]
-            after = [s["c"][key][column] for s in series if s["t"] > answered + MARGIN]
-            assert max(before, default=value) <= value <= min(after, default=value), key
-            checked += bool(before or after)
+            checked += between(series, key, column, value, read, answered)
     assert checked > 0
+    # What the real Prometheus scraped agrees with the same counters, sample by sample.
+    reads = {p[0]: float(p[1]) for r in scraped[READ_AT] for p in r["values"]}
+    assert scraped["sonic_interface_transmit_packets_total"], served.log.read_text()
+    agreed = 0
+    for r in scraped["sonic_interface_transmit_packets_total"]:
+        key = f"{r['metric']['switch']}:{r['metric']['device']}"
+        for at, text in r["values"]:
+            value, read = float(text), reads.get(at)
+            if key not in first["c"] or read is None:
+                continue
+            agreed += between(series, key, column, value, read, at)
+    assert agreed > 0
+    # Its range query, imported as production: the ports' counters over the scraped window.
+    ranged = tmp_path / "range.json"
+    ranged.write_bytes(answer)
+    production = tmp_path / "production"
+    done = twin_cli("import", str(ranged), "--lab", str(small_twin.lab.path), "-o", str(production))
+    assert done.returncode == 0, done.stderr
+    imported = json.loads((production / "counters.json").read_text())["samples"]
+    grew = [k for k, v in imported[-1]["c"].items() if v[column] > imported[0]["c"][k][column]]
+    assert grew and set(json.loads((production / "run.json").read_text())["windows"]) == switches
     busiest = max(
         (
             v
@@ -477,6 +542,17 @@ def test_run_metrics_scraped_during_a_live_run_agree_with_its_counters(
         if n == "sonic_route_ecmp_width" and ("switch", "leaf1") in labels
     ]
     assert max(leaf1) == 2  # a next hop per spine to the other leaves' subnets
+    # Every query of a dashboard panel that says it fills from a live twin finds its metric
+    # in what this live twin served; the panels that need the simulator do not.
+    served_names = {name.removesuffix("_total") for name, _ in scrapes[-1][1]}
+    for panel in json.loads(DASHBOARD.read_text())["panels"]:
+        asked = {
+            name.removesuffix("_total")
+            for t in panel["targets"]
+            for name in re.findall(r"\b(?:sonic|twin)_\w+", t["expr"])
+        }
+        live = "live twin" in panel["description"] and "Needs" not in panel["description"]
+        assert (asked <= served_names) == live, (panel["title"], asked - served_names)
 
 
 def test_each_dashboard_panel_asks_for_what_its_description_says_fills_it() -> None:

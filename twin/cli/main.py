@@ -39,9 +39,10 @@ VERBS = {
     "export": "export a run's counters as each switch's COUNTERS_DB dumps (sonic-db-dump -y)",
     "generate": "design a fabric and write its lab directory",
     "graph": "draw a lab's topology (dot, mermaid, SVG, PNG), optionally with a run's utilisation",
-    "import": "import production telemetry (COUNTERS_DB dumps, techsupport archives) as a run",
-    "incident": "write an incident's labs before and after its fix (pause-storm, micro-bursts, "
-    "...)",
+    "import": "import production telemetry (COUNTERS_DB dumps, techsupport, gNMI, Prometheus) "
+    "as a run",
+    "incident": "write an incident's labs before and after its fix, or reproduce one from "
+    "production",
     "inspect": "show a running twin: nodes and addresses, BGP sessions, links and their state",
     "qos-test": "run sonic-mgmt's lossless and QoS tests (PFC, buffers, ECN, watchdog) on a "
     "lab's leaf in the simulator",

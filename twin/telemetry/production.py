@@ -1,12 +1,5 @@
-"""`twin import`: production telemetry of a fabric as a run directory of kind `production`.
-
-Sources, each one switch's COUNTERS_DB snapshots in time order (`counters_db`):
-- `SWITCH=FIRST.json[,SECOND.json]`: `sonic-db-dump -n COUNTERS_DB -y` files (or plain dumps);
-- a directory holding `COUNTERS_DB_<n>.json` (directly or under `dump/`): `show techsupport`'s
-  extracted `sonic_dump_<host>_<time>/`, or what `twin export --format sonic-db` writes; the
-  switch is the directory's name, or the `<host>` of a `sonic_dump_` one;
-- a `show techsupport` archive `sonic_dump_<host>_<time>.tar[.gz]` (its
-  `dump/COUNTERS_DB_<n>.json` are read from the archive, never extracted).
+"""`twin import`: production telemetry of a fabric as a run directory of kind `production`,
+from each switch's snapshots (`twin.telemetry.sources` reads them).
 
 With two snapshots a figure is the difference over the window between them (from the latest
 key read in the first to the earliest in the second: each key carries its own read time); a
@@ -24,13 +17,8 @@ compare` and the plots read it like any run; `watermarks.json` holds the bounds.
 
 from __future__ import annotations
 
-import io
-import json
 import os
-import re
-import tarfile
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast
 
@@ -39,12 +27,10 @@ from twin.errors import InputError
 from twin.labdir import Lab
 from twin.scenario import observations
 from twin.scenario.records import SCHEMA, Counters, RunRecord
-from twin.telemetry import counters_db, qos_maps
+from twin.telemetry import qos_maps
 from twin.telemetry.counters_db import Dump
 from twin.version import version
 
-SNAPSHOT = re.compile(r"(?:^|/)(?:dump/)?COUNTERS_DB_(\d+)\.json$")
-ARCHIVE_HOST = re.compile(r"^sonic_dump_(.+)_\d{8}_\d{6}(?:\.tar(?:\.gz)?)?$")
 PAUSED_SOURCES = (
     ("SAI_PORT_STAT_PFC_{p}_RX_PAUSE_DURATION_US", "pause quanta"),
     ("EST_PORT_STAT_PFC_{p}_RX_PAUSE_DURATION_US", "watchdog estimate"),
@@ -54,64 +40,6 @@ SCENARIO = "name: production\nsettle: 0\ntraffic: []\nvalidate: {}\n"
 """A production run's scenario.yaml: no traffic played, nothing but the static checks."""
 PG_DROPS = "SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS"
 ACTIVITY = ("pause_sent", "pause_received", "ecn_marks", "tx_bytes")
-
-
-def _archive(path: Path) -> list[Dump]:
-    """The COUNTERS_DB snapshots of a techsupport archive, in order, read from the archive."""
-    found: dict[int, Dump] = {}
-    try:
-        with tarfile.open(path) as tar:
-            for member in tar:
-                m = SNAPSHOT.search(member.name)
-                if not m or not member.isfile():
-                    continue
-                if member.size > counters_db.DUMP_BYTES:
-                    raise InputError(str(path), member.name, "larger than a COUNTERS_DB dump")
-                raw = tar.extractfile(member)
-                data = json.load(io.TextIOWrapper(raw)) if raw else None
-                found[int(m[1])] = counters_db.parse(data, f"{path}:{member.name}")
-    except (tarfile.TarError, OSError, ValueError) as exc:
-        raise InputError(str(path), "", f"not a readable techsupport archive: {exc}") from None
-    return [found[n] for n in sorted(found)]
-
-
-def _directory(path: Path) -> list[Dump]:
-    snapshots = sorted(
-        (int(m[1]), p)
-        for p in [*path.glob("COUNTERS_DB_*.json"), *path.glob("dump/COUNTERS_DB_*.json")]
-        if (m := SNAPSHOT.search(p.as_posix()))
-    )
-    return [counters_db.read(p) for _, p in snapshots]
-
-
-def _host(name: str) -> str:
-    m = ARCHIVE_HOST.match(name)
-    return m[1] if m else name
-
-
-def sources(given: Iterable[str]) -> dict[str, list[Dump]]:
-    """Each switch's snapshots, in time order, from the command line's sources."""
-    switches: dict[str, list[Dump]] = {}
-    for source in given:
-        if "=" in source:
-            switch, _, files = source.partition("=")
-            dumps = [counters_db.read(Path(f)) for f in files.split(",") if f]
-        else:
-            path = Path(source)
-            if path.is_dir():
-                switch, dumps = _host(path.name), _directory(path)
-            elif path.is_file() and tarfile.is_tarfile(path):
-                switch, dumps = _host(path.name), _archive(path)
-            else:
-                raise InputError(source, "", "not SWITCH=DUMP[,DUMP], a directory or an archive")
-        if not 1 <= len(dumps) <= 2:
-            raise InputError(source, "", f"{len(dumps)} COUNTERS_DB snapshots (give 1 or 2)")
-        if switch in switches:
-            raise InputError(source, "", f"switch {switch} given twice")
-        switches[switch] = dumps
-    if not switches:
-        raise InputError("twin import", "SOURCE", "no source given")
-    return switches
 
 
 def _delta(

@@ -10,7 +10,7 @@ from twin import labcheck, outdir
 from twin.cli.output import add_json, emit
 from twin.labdir import Lab
 
-HELP = "import production telemetry (COUNTERS_DB dumps, techsupport archives) as a run"
+HELP = "import production telemetry (COUNTERS_DB dumps, techsupport, gNMI, Prometheus) as a run"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,9 +19,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "sources",
         nargs="+",
         metavar="SOURCE",
-        help="SWITCH=DUMP[,DUMP] (sonic-db-dump -n COUNTERS_DB -y files, first and second), "
-        "a directory holding COUNTERS_DB_<n>.json (named after the switch, or "
-        "sonic_dump_<host>_<time>), or a show techsupport archive (docs/telemetry.md)",
+        help="SWITCH=FILE[,FILE] (sonic-db-dump -n COUNTERS_DB -y files, gnmic or pygnmi "
+        "answers, exporter scrapes: first and second), a directory holding "
+        "COUNTERS_DB_<n>.json (named after the switch, or sonic_dump_<host>_<time>), a show "
+        "techsupport archive, or a Prometheus range query or scrape of several switches "
+        "(their `switch` label) (docs/telemetry.md)",
     )
     p.add_argument("--lab", type=Path, required=True, help="the lab of the fabric they came from")
     p.add_argument("-o", "--out", type=Path, required=True, help="the run directory to write")
@@ -30,12 +32,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Read every source, check it against the lab, write the run directory."""
-    from twin.telemetry import production
+    from twin.telemetry import production, sources
 
     lab = Lab.open(args.lab)
     labcheck.check(lab)
     outdir.check(args.out)
-    switches = production.sources(args.sources)
+    switches = sources.read(args.sources, lab)
     production.write(lab, switches, args.out, list(args.sources))
     record = json.loads((args.out / "run.json").read_text())
     rows = json.loads((args.out / "pfc.json").read_text())
