@@ -15,13 +15,16 @@ over one link of the given rate through a non-blocking fabric.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
+
+Cut = tuple[Collection[str], float]
+"""Ranks that share links (a rack behind its leaves' uplinks) and those links' bandwidth, b/s."""
 
 
 class Collective(StrEnum):
@@ -159,10 +162,15 @@ class Schedule:
         return [(names[s], names[d], qp) for s, d, qp in rows]
 
     def completion_bound_s(
-        self, link_bps: float, step_latency_s: float | Callable[[str, str], float] = 0.0
+        self,
+        link_bps: float,
+        step_latency_s: float | Callable[[str, str], float] = 0.0,
+        cuts: Sequence[Cut] = (),
     ) -> float:
         """Lower bound on the run time: per step, the busiest rank's egress or ingress
-        bytes at ``link_bps``, plus ``step_latency_s``: seconds per step, or per (src, dst)
+        bytes at ``link_bps``, or the busiest cut's (the bytes a step sends out of or into a
+        set of ranks, over the bandwidth of the links that set shares: a rack's uplinks),
+        whichever takes longer, plus ``step_latency_s``: seconds per step, or per (src, dst)
         pair (a step then waits for its slowest pair's)."""
         t, n = self.table, len(self.ranks)
         cells = t.n_steps * n
@@ -170,6 +178,13 @@ class Schedule:
         egress = np.bincount(t.step.astype(np.int64) * n + t.src, weights, cells)
         ingress = np.bincount(t.step.astype(np.int64) * n + t.dst, weights, cells)
         busiest = np.maximum(egress, ingress).reshape(t.n_steps, n).max(axis=1, initial=0.0)
+        busiest = busiest * 8 / link_bps
+        for members, bps in cuts:
+            inside = np.isin(np.array(self.ranks), list(members))
+            src_in, dst_in = inside[t.src], inside[t.dst]
+            for crossing in (src_in & ~dst_in, dst_in & ~src_in):
+                load = np.bincount(t.step[crossing], weights[crossing], t.n_steps)
+                busiest = np.maximum(busiest, load * 8 / bps)
         if callable(step_latency_s):
             pairs, pair = np.unique(t.src.astype(np.int64) * n + t.dst, return_inverse=True)
             names = self.ranks
@@ -182,8 +197,8 @@ class Schedule:
         else:
             latencies = [step_latency_s] * t.n_steps
         total = 0.0
-        for latency_s, load in zip(latencies, busiest.tolist(), strict=True):
-            total += latency_s + 8 * load / link_bps
+        for latency_s, seconds in zip(latencies, busiest.tolist(), strict=True):
+            total += latency_s + seconds
         return total
 
     def algbw(self, seconds: float) -> float:
