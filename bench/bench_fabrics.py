@@ -118,8 +118,9 @@ def random_prefix(rng: random.Random) -> str:
 def draw_intents(count: int, servers: tuple[int, int], chosen_seed: int) -> list[dict[str, Any]]:
     """`count` intents the design accepts, named `bfSEED-1`, `bfSEED-2`... (the same per
     seed and server range): each axis chosen uniformly (server counts log-uniformly) by a
-    random seeded `seed`; draws the design refuses, or that make one rack, are drawn again. (Hypothesis's own
-    generation favours small examples: of 100 drawn over 4-128 servers, 74 had under 16.)"""
+    random seeded `seed`; draws the design refuses, or that make one rack, are drawn again.
+    (Hypothesis's own generation favours small examples: of 100 it drew over 4-128 servers,
+    74 had under 16, and the first of each run is the smallest of all.)"""
     rng = random.Random(chosen_seed)
     drawn: list[dict[str, Any]] = []
     while len(drawn) < count:
@@ -159,16 +160,29 @@ def twin(*args: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def judge(data: dict[str, Any], scenarios: list[Path], work: Path) -> Judged:
-    """Generate the fabric into `work`, validate it, play each scenario on the simulator."""
+def judge(data: dict[str, Any], scenarios: list[Path], work: Path, backend: str) -> Judged:
+    """Generate the fabric into `work`, validate it, play each scenario on `backend` (a live
+    one is destroyed after each, and at the end whatever happened)."""
     started = time.monotonic()
     lab = work / str(data["name"])
     labdir.generate(intent.parse(data, "drawn.yaml"), lab, "drawn.yaml")
     judged = Judged(data)
     commands = {"validate": ["validate", str(lab), "--json"]}
     for scenario in scenarios:
-        commands[scenario.stem] = ["run", str(lab), str(scenario), "--backend", "sim", "--json"]
-        commands[scenario.stem] += ["--no-static"]
+        commands[scenario.stem] = ["run", str(lab), str(scenario), "--backend", backend]
+        commands[scenario.stem] += ["--json", "--no-static"]
+    try:
+        _play(judged, commands)
+    finally:
+        if backend != "sim":
+            twin("destroy", str(lab), "--backend", backend)
+    shutil.rmtree(lab, ignore_errors=True)
+    judged.seconds = time.monotonic() - started
+    return judged
+
+
+def _play(judged: Judged, commands: dict[str, list[str]]) -> None:
+    """Run each command; its failing rows (but those `EXPECTED`) or its refusal."""
     for name, argv in commands.items():
         judged.commands += 1
         began = time.monotonic()
@@ -190,9 +204,6 @@ def judge(data: dict[str, Any], scenarios: list[Path], work: Path) -> Judged:
         ]
         if failing:
             judged.reds[name] = failing
-    shutil.rmtree(lab, ignore_errors=True)
-    judged.seconds = time.monotonic() - started
-    return judged
 
 
 def shape(data: dict[str, Any]) -> str:
@@ -215,9 +226,9 @@ def tiers(data: dict[str, Any]) -> str:
     return "3 tiers" if sizing.pods > 1 or sizing.superspines else "2 tiers"
 
 
-def _judge_one(data: dict[str, Any], work: str, scenarios: list[Path]) -> Judged:
+def _judge_one(data: dict[str, Any], work: str, scenarios: list[Path], backend: str) -> Judged:
     """`judge` (a worker's task)."""
-    return judge(data, scenarios, Path(work))
+    return judge(data, scenarios, Path(work), backend)
 
 
 def picked(spec: str, count: int) -> list[int]:
@@ -249,21 +260,30 @@ def main() -> int:
         "--scenarios", default="", help="only these example scenarios (names: default,incast)"
     )
     parser.add_argument("--skip", default="", help="leave out these example scenarios")
+    parser.add_argument(
+        "--backend", default="sim", help="sim (default), or a live one: netns (as root)"
+    )
+    parser.add_argument(
+        "--prefix", default="", help="lab names PREFIX1, PREFIX2... (default bfSEED-1...)"
+    )
     args = parser.parse_args()
     started = time.monotonic()
     least = max(4, min(1024, args.min_servers))
     drawn = draw_intents(args.n, (least, max(least, min(1024, args.max_servers))), args.seed)
     drawn = [drawn[i] for i in picked(args.pick, len(drawn))]
+    if args.prefix:
+        drawn = [{**data, "name": f"{args.prefix}{i}"} for i, data in enumerate(drawn, 1)]
     wanted, skipped = set(filter(None, args.scenarios.split(","))), set(args.skip.split(","))
-    scenarios = [
-        s for s in SCENARIOS if (not wanted or s.stem in wanted) and s.stem not in skipped
-    ]
+    scenarios = [s for s in SCENARIOS if (not wanted or s.stem in wanted) and s.stem not in skipped]
     reds = refused = commands = 0
     costs: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-fabrics-") as tmp:
         pool = multiprocessing.get_context("fork").Pool(max(1, args.jobs), maxtasksperchild=4)
         with pool:
-            for judged in pool.imap(functools.partial(_judge_one, work=tmp, scenarios=scenarios), drawn):
+            for judged in pool.imap(
+                functools.partial(_judge_one, work=tmp, scenarios=scenarios, backend=args.backend),
+                drawn,
+            ):
                 data = judged.fabric
                 commands += judged.commands
                 flag = "FALSE RED" if judged.reds else "ok"
@@ -285,7 +305,7 @@ def main() -> int:
     red_fabrics = "see above" if reds else "none"
     print(
         f"\n{len(drawn)} fabrics, {commands} commands ({', '.join(s.stem for s in scenarios)} "
-        f"on the simulator and twin validate each): {reds} false red rows ({red_fabrics}), "
+        f"on {args.backend} and twin validate each): {reds} false red rows ({red_fabrics}), "
         f"{refused} scenarios refused, {took:.0f} s wall, {args.jobs} at once"
     )
     for name, seconds in sorted(costs.items(), key=lambda kv: int(kv[0].split("-")[0])):
