@@ -28,7 +28,7 @@ import string
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -252,7 +252,9 @@ def main() -> int:
     parser.add_argument("--min-servers", type=int, default=4, help="at least (default 4)")
     parser.add_argument("--max-servers", type=int, default=64, help="at most (default 64)")
     parser.add_argument("--seed", type=int, default=1, help="Hypothesis seed (default 1)")
-    parser.add_argument("-j", "--jobs", type=int, default=1, help="fabrics judged at once")
+    parser.add_argument(
+        "-j", "--jobs", type=int, default=1, help="fabrics judged at once (on the simulator)"
+    )
     parser.add_argument(
         "--pick", default="", help="judge only these fabrics of the draw (1-based: 3,7-9)"
     )
@@ -278,12 +280,14 @@ def main() -> int:
     reds = refused = commands = 0
     costs: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-fabrics-") as tmp:
-        pool = multiprocessing.get_context("fork").Pool(max(1, args.jobs), maxtasksperchild=4)
-        with pool:
-            for judged in pool.imap(
-                functools.partial(_judge_one, work=tmp, scenarios=scenarios, backend=args.backend),
-                drawn,
-            ):
+        task = functools.partial(_judge_one, work=tmp, scenarios=scenarios, backend=args.backend)
+        with contextlib.ExitStack() as stack:
+            results: Iterable[Judged] = map(task, drawn)
+            if args.jobs > 1:  # a pool's workers are daemons: a live backend's children cannot
+                context = multiprocessing.get_context("fork")
+                pool = stack.enter_context(context.Pool(args.jobs, maxtasksperchild=4))
+                results = pool.imap(task, drawn)
+            for judged in results:
                 data = judged.fabric
                 commands += judged.commands
                 flag = "FALSE RED" if judged.reds else "ok"
