@@ -2,16 +2,26 @@
 by `twin validate` and played with every example scenario on the simulator.
 
     .venv/bin/python bench/bench_fabrics.py                      # 20 fabrics of 4-64 servers
-    .venv/bin/python bench/bench_fabrics.py -n 200 --max-servers 1024 --seed 7
+    .venv/bin/python bench/bench_fabrics.py -n 200 --max-servers 16 -j 2 --skip allreduce,incast
+    .venv/bin/python bench/bench_fabrics.py -n 3 --min-servers 512 --max-servers 1024
+    .venv/bin/python bench/bench_fabrics.py -n 10 --max-servers 16 --backend netns \
+        --scenarios uplink-failure --prefix myname        # a live sample, as root
 
-Intents come from Hypothesis strategies over the intent schema (`twin/intent/fabric.py`):
-4 to `--max-servers` servers, single- or dual-homed, 2 to 16 spines, two or three tiers
-(`superspines` given), 100G, 200G or 400G, any server name prefix; draws the design refuses
-are drawn again. Every fabric is healthy as generated, so every failing row is a false red
-(but those a scenario shows by design: `EXPECTED`): each is printed with its rows
-(validator, scope, reason), then the totals. A scenario refused
-for the fabric (exit 2: a selector naming a rack the fabric lacks) is listed apart. Exit
-status 1 when there is a false red.
+Intents are drawn over the intent schema's axes (`intent_from`; `twin/intent/fabric.py`):
+`--min-servers` to `--max-servers` servers (log-uniform), single- (one NIC) or dual-homed,
+2 to 16 spines, 8- to 64-port leaves and spines, oversubscription targets 1 to 3 (max 4),
+super-spines asked for or not (three tiers also when the spines' radix is too small), 100G,
+200G or 400G, any server name prefix; draws the design refuses, or of one rack (the example
+scenarios need two), are drawn again. `intents` is the same as a Hypothesis strategy; the
+bench draws with a seeded random, as Hypothesis's generation favours the smallest examples.
+Every fabric is healthy as generated, so every failing row is a false red (but those a
+scenario shows by design: `EXPECTED`): each is printed with its rows (validator, scope,
+reason), then the totals and the cost per fabric by server count. A scenario refused for
+the fabric (exit 2) is listed apart. Exit status 1 when there is a false red.
+
+Cost (2 cores shared with other work, load 20): a fabric of 4-16 servers takes 35-110 s for
+validate and 5 scenarios; `incast` (5 s of simulated line-rate incast) alone takes 15-65 s
+and `allreduce` on 39 servers 570 s, hence `--skip`.
 """
 
 from __future__ import annotations
