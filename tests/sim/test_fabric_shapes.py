@@ -16,6 +16,8 @@ from tests.conftest import REPO, lab_name
 from twin import labdir
 from twin.cli.main import main
 from twin.intent import fabric as intent
+from twin.labdir import Lab
+from validators.examples import edit_json, roce_weight_1_against_99
 
 SHAPES: dict[str, dict[str, Any]] = {
     "8-single-homed-100g": {
@@ -54,14 +56,13 @@ SCENARIOS = [
 ]
 
 
-def starve_roce(lab: Path) -> None:
+def starve_roce(lab: Lab) -> None:
     """The backup's receiving pair (leaf3, leaf4) gives RoCE DWRR weight 1, the lossy 99."""
     for leaf in ("leaf3", "leaf4"):
-        edit_db(lab, leaf, lambda db: db["SCHEDULER"]["scheduler.rdma"].update(weight="1"))
-        edit_db(lab, leaf, lambda db: db["SCHEDULER"]["scheduler.lossy"].update(weight="99"))
+        edit_json(lab, leaf, roce_weight_1_against_99)
 
 
-def shut_pod_uplinks(lab: Path) -> None:
+def shut_pod_uplinks(lab: Lab) -> None:
     """Pod 2's spines (spine4-6) shut 5 of their 6 links to the super-spines."""
 
     def shut(*ports: str) -> Callable[[dict[str, Any]], None]:
@@ -71,9 +72,9 @@ def shut_pod_uplinks(lab: Path) -> None:
 
         return change
 
-    edit_db(lab, "spine4", shut("Ethernet64", "Ethernet68"))
-    edit_db(lab, "spine5", shut("Ethernet64", "Ethernet68"))
-    edit_db(lab, "spine6", shut("Ethernet68"))
+    edit_json(lab, "spine4", shut("Ethernet64", "Ethernet68"))
+    edit_json(lab, "spine5", shut("Ethernet64", "Ethernet68"))
+    edit_json(lab, "spine6", shut("Ethernet68"))
 
 
 BROKEN = {
@@ -81,13 +82,6 @@ BROKEN = {
     "31-three-tier-100g": (shut_pod_uplinks, "x the bound"),
 }
 """Per fixed shape, a break the fix must still see, and what `collective_efficiency` says."""
-
-
-def edit_db(lab: Path, switch: str, change: Callable[[dict[str, Any]], object]) -> None:
-    path = lab / "configs" / switch / "config_db.json"
-    db = json.loads(path.read_text())
-    change(db)
-    path.write_text(json.dumps(db, indent=2))
 
 
 def generated(shape: str, tmp_path: Path) -> Path:
@@ -122,7 +116,7 @@ def test_a_broken_copy_of_a_fixed_shape_still_fails(
 ) -> None:
     lab = generated(shape, tmp_path)
     breaking, says = BROKEN[shape]
-    breaking(lab)
+    breaking(Lab.open(lab))
     argv = ["run", str(lab), str(SCENARIOS[0]), "--backend", "sim", "--no-static"]
     rows = [r for r in failing(argv, capsys) if r[0] == "collective_efficiency"]
     assert len(rows) == 1 and says in rows[0][2], rows
