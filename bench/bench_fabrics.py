@@ -282,9 +282,9 @@ def main() -> int:
     started = time.monotonic()
     least = max(4, min(1024, args.min_servers))
     drawn = draw_intents(args.n, (least, max(least, min(1024, args.max_servers))), args.seed)
-    drawn = [drawn[i] for i in picked(args.pick, len(drawn))]
     if args.prefix:
         drawn = [{**data, "name": f"{args.prefix}{i}"} for i, data in enumerate(drawn, 1)]
+    drawn = [drawn[i] for i in picked(args.pick, len(drawn))]
     wanted, skipped = set(filter(None, args.scenarios.split(","))), set(args.skip.split(","))
     scenarios = [s for s in SCENARIOS if (not wanted or s.stem in wanted) and s.stem not in skipped]
     reds = refused = commands = 0
