@@ -7,15 +7,13 @@ under superspine1 for leaf1's loopback. The twin is removed whatever happens."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, lab_name, leftovers, recorded_pids, root_and_frr, twin_cli
+from tests.conftest import REPO, lab_name, root_and_frr, running_twin, twin_cli
 from twin import labdir
 from twin.intent import fabric as intent
-from twin.labdir import Lab
 
 pytestmark = [
     pytest.mark.integration,
@@ -34,27 +32,14 @@ BUNDLED = {
 """bench_fabrics' `-n 10 --max-servers 16 --seed 7`, fabric 2: 2 leaves, 2 uplinks per spine."""
 
 
-@pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "lab"
+def test_a_member_fault_on_a_bundled_fabric_has_no_false_red(tmp_path: Path) -> None:
+    lab = tmp_path / "lab"
     data = {"name": lab_name("fsl"), **BUNDLED}
-    labdir.generate(intent.parse(data, "bundled.yaml"), path, "bundled.yaml")
-    pids: list[int] = []
-    try:
-        yield path
-    finally:
-        pids += recorded_pids(path)
-        twin_cli("destroy", str(path))
-        name = Lab.open(path).name
-        if leftovers(name, pids):
-            twin_cli("cleanup", name)
-        assert leftovers(name, pids) == []
-
-
-def test_a_member_fault_on_a_bundled_fabric_has_no_false_red(lab: Path) -> None:
+    labdir.generate(intent.parse(data, "bundled.yaml"), lab, "bundled.yaml")
     scenario = REPO / "examples" / "scenarios" / "uplink-failure.yaml"
-    argv = ["run", str(lab), str(scenario), "--backend", "netns", "--no-static", "--keep"]
-    done = twin_cli(*argv, "--json", timeout=600)
+    with running_twin(lab):
+        argv = ["run", str(lab), str(scenario), "--backend", "netns", "--no-static", "--json"]
+        done = twin_cli(*argv, timeout=600)
     assert done.returncode in (0, 1), done.stderr[-500:]
     results = json.loads(done.stdout)["results"]
     failing = [(r["validator"], r["scope"], r["reason"]) for r in results if r["status"] == "fail"]
