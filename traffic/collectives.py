@@ -15,13 +15,16 @@ over one link of the given rate through a non-blocking fabric.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
+
+Cut = tuple[Collection[str], float]
+"""Ranks that share links (a rack behind its leaves' uplinks) and those links' bandwidth, b/s."""
 
 
 class Collective(StrEnum):
@@ -175,10 +178,15 @@ class Schedule(_Bandwidths):
         return [(names[s], names[d], qp) for s, d, qp in rows]
 
     def completion_bound_s(
-        self, link_bps: float, step_latency_s: float | Callable[[str, str], float] = 0.0
+        self,
+        link_bps: float,
+        step_latency_s: float | Callable[[str, str], float] = 0.0,
+        cuts: Sequence[Cut] = (),
     ) -> float:
         """Lower bound on the run time: per step, the busiest rank's egress or ingress
-        bytes at ``link_bps``, plus ``step_latency_s``: seconds per step, or per (src, dst)
+        bytes at ``link_bps``, or the busiest cut's (the bytes a step sends out of or into a
+        set of ranks, over the bandwidth of the links that set shares: a rack's uplinks),
+        whichever takes longer, plus ``step_latency_s``: seconds per step, or per (src, dst)
         pair (a step then waits for its slowest pair's)."""
         t, n = self.table, len(self.ranks)
         cells = t.n_steps * n
@@ -186,6 +194,13 @@ class Schedule(_Bandwidths):
         egress = np.bincount(t.step.astype(np.int64) * n + t.src, weights, cells)
         ingress = np.bincount(t.step.astype(np.int64) * n + t.dst, weights, cells)
         busiest = np.maximum(egress, ingress).reshape(t.n_steps, n).max(axis=1, initial=0.0)
+        busiest = busiest * 8 / link_bps
+        for members, bps in cuts:
+            inside = np.isin(np.array(self.ranks), list(members))
+            src_in, dst_in = inside[t.src], inside[t.dst]
+            for crossing in (src_in & ~dst_in, dst_in & ~src_in):
+                load = np.bincount(t.step[crossing], weights[crossing], t.n_steps)
+                busiest = np.maximum(busiest, load * 8 / bps)
         if callable(step_latency_s):
             pairs, pair = np.unique(t.src.astype(np.int64) * n + t.dst, return_inverse=True)
             names = self.ranks
@@ -198,8 +213,8 @@ class Schedule(_Bandwidths):
         else:
             latencies = [step_latency_s] * t.n_steps
         total = 0.0
-        for latency_s, load in zip(latencies, busiest.tolist(), strict=True):
-            total += latency_s + 8 * load / link_bps
+        for latency_s, seconds in zip(latencies, busiest.tolist(), strict=True):
+            total += latency_s + seconds
         return total
 
 
@@ -296,21 +311,30 @@ class RingShape(_Bandwidths):
         return [(r[i], r[(i + 1) % n], qp) for i in range(n) for qp in range(self.qps)]
 
     def completion_bound_s(
-        self, link_bps: float, step_latency_s: float | Callable[[str, str], float] = 0.0
+        self,
+        link_bps: float,
+        step_latency_s: float | Callable[[str, str], float] = 0.0,
+        cuts: Sequence[Cut] = (),
     ) -> float:
         """As `Schedule.completion_bound_s` of the same ring: every step moves each chunk
-        once between neighbours, so the busiest rank moves the largest chunk."""
+        once between neighbours, so the busiest rank moves the largest chunk; a cut's load in
+        step k is the chunks (i - k) mod n that ranks i send across it to i + 1."""
         r, n = self.ranks, len(self.ranks)
         latency = (
             max(step_latency_s(r[i], r[(i + 1) % n]) for i in range(n))
             if callable(step_latency_s)
             else step_latency_s
         )
-        load = float(max(self.chunks))
-        total = 0.0
-        for _ in range(self.n_steps):
-            total += latency + 8 * load / link_bps
-        return total
+        busiest = np.full(self.n_steps, 8 * float(max(self.chunks)) / link_bps)
+        chunks = np.array(self.chunks, np.float64)
+        steps = np.arange(self.n_steps)[:, None]
+        for members, bps in cuts:
+            inside = np.isin(np.array(r), list(members))
+            for crossing in (inside & ~np.roll(inside, -1), ~inside & np.roll(inside, -1)):
+                senders = np.flatnonzero(crossing)
+                load = chunks[(senders[None, :] - steps) % n].sum(axis=1)
+                busiest = np.maximum(busiest, 8 * load / bps)
+        return float(busiest.sum() + latency * self.n_steps)
 
 
 RING_STEPS: dict[Callable[..., Schedule], tuple[Collective, Callable[[int], int]]] = {}

@@ -187,7 +187,10 @@ class Faults:
         logged when the cut starts.
         """
         a, b = resolve_link(self.lab, self.plan, spec)
-        ends = {"link": spec, "ends": self._ends(a, b)}
+        taken = self._ends(a, b)
+        # a bundle is one veth: a member's fault takes its PortChannel, and is logged so
+        bundle = taken[0].partition(":")[2].startswith("PortChannel")
+        ends = {"link": taken[0] if bundle else spec, "ends": taken}
         if up or delay_ms <= 0:
             self._set([a, b], up)
             return self._log("link-up" if up else "link-down", **ends)

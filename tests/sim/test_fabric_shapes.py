@@ -1,11 +1,12 @@
 """A fixed sample of `bench/bench_fabrics.py`: healthy fabrics of shapes other than the
 reference, generated as drawn, pass `twin validate` and the default and uplink-failure
 scenarios on the simulator with no failing row (a failing row on a healthy fabric is a false
-red)."""
+red); broken copies of the shapes whose false reds were fixed still fail."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from tests.conftest import REPO, lab_name
 from twin import labdir
 from twin.cli.main import main
 from twin.intent import fabric as intent
+from twin.labdir import Lab
+from validators.examples import edit_json, roce_weight_1_against_99
 
 SHAPES: dict[str, dict[str, Any]] = {
     "8-single-homed-100g": {
@@ -30,11 +33,62 @@ SHAPES: dict[str, dict[str, Any]] = {
         "superspines": {"count": 2, "speed": "200G"},
         "servers": {"count": 6, "nic_speed": "200G", "name_prefix": "node"},
     },
+    # examples/small.yaml: the default scenario's 3 ranks are all incast senders, sharing their
+    # NICs with it (p99/p50 1.73 > 1.5 before "Shared NICs", docs/validators.md)
+    "4-dual-homed-ranks-in-the-incast": {
+        "spines": {"count": 2, "ports": 8},
+        "leaves": {"count": 4, "ports": 8, "peer_link_ports": 1, "uplinks_per_spine": 1},
+        "servers": {"count": 4},
+    },
+    # two pods of 3 spines with 600 Gb/s up each: the ring ran at 4.06x the NIC-only bound
+    # (4 allowed) before the bound counted the pods' links up
+    "31-three-tier-100g": {
+        "spines": {"count": 3, "ports": 32, "speed": "100G"},
+        "leaves": {"ports": 32, "speed": "100G"},
+        "superspines": {"count": 2, "ports": 256, "speed": "100G"},
+        "servers": {"count": 31, "nic_speed": "100G"},
+        "oversubscription": {"max": 4.0},
+    },
 }  # fmt: skip
 SCENARIOS = [
     REPO / "twin" / "defaults" / "default-scenario.yaml",
     REPO / "examples" / "scenarios" / "uplink-failure.yaml",
 ]
+
+
+def starve_roce(lab: Lab) -> None:
+    """The backup's receiving pair (leaf3, leaf4) gives RoCE DWRR weight 1, the lossy 99."""
+    for leaf in ("leaf3", "leaf4"):
+        edit_json(lab, leaf, roce_weight_1_against_99)
+
+
+def shut_pod_uplinks(lab: Lab) -> None:
+    """Pod 2's spines (spine4-6) shut 5 of their 6 links to the super-spines."""
+
+    def shut(*ports: str) -> Callable[[dict[str, Any]], None]:
+        def change(db: dict[str, Any]) -> None:
+            for port in ports:
+                db["PORT"][port]["admin_status"] = "down"
+
+        return change
+
+    edit_json(lab, "spine4", shut("Ethernet64", "Ethernet68"))
+    edit_json(lab, "spine5", shut("Ethernet64", "Ethernet68"))
+    edit_json(lab, "spine6", shut("Ethernet68"))
+
+
+BROKEN = {
+    "4-dual-homed-ranks-in-the-incast": (starve_roce, "p99/p50"),
+    "31-three-tier-100g": (shut_pod_uplinks, "x the bound"),
+}
+"""Per fixed shape, a break the fix must still see, and what `collective_efficiency` says."""
+
+
+def generated(shape: str, tmp_path: Path) -> Path:
+    data = {"name": lab_name("fs"), **SHAPES[shape]}
+    lab = tmp_path / "lab"
+    labdir.generate(intent.parse(data, f"{shape}.yaml"), lab, f"{shape}.yaml")
+    return lab
 
 
 def failing(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[tuple[str, str, str]]:
@@ -49,10 +103,20 @@ def failing(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[tuple[s
 def test_a_healthy_fabric_of_another_shape_has_no_false_red(
     shape: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = {"name": lab_name("fs"), **SHAPES[shape]}
-    lab = tmp_path / "lab"
-    labdir.generate(intent.parse(data, f"{shape}.yaml"), lab, f"{shape}.yaml")
+    lab = generated(shape, tmp_path)
     assert failing(["validate", str(lab)], capsys) == []
     for scenario in SCENARIOS:
         argv = ["run", str(lab), str(scenario), "--backend", "sim", "--no-static"]
         assert failing(argv, capsys) == [], scenario.name
+
+
+@pytest.mark.parametrize("shape", sorted(BROKEN))
+def test_a_broken_copy_of_a_fixed_shape_still_fails(
+    shape: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lab = generated(shape, tmp_path)
+    breaking, says = BROKEN[shape]
+    breaking(Lab.open(lab))
+    argv = ["run", str(lab), str(SCENARIOS[0]), "--backend", "sim", "--no-static"]
+    rows = [r for r in failing(argv, capsys) if r[0] == "collective_efficiency"]
+    assert len(rows) == 1 and says in rows[0][2], rows

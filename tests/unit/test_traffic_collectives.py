@@ -187,3 +187,12 @@ def test_queue_pairs_in_order_of_first_use() -> None:
     hd = halving_doubling_all_reduce(ranks(4), 4000)
     assert hd.queue_pairs()[:2] == [("s0", "s2", 0), ("s1", "s3", 0)]
     assert len(hd.queue_pairs()) == 8  # each rank's 2 partners
+
+
+def test_a_cut_slower_than_the_nics_makes_the_bound() -> None:
+    """Ring a-b-c-d: each step sends one chunk out of {a, b} (b to c) and one into it (d to
+    a); over 50 Gb/s shared by a and b that takes twice a 100 Gb/s NIC's time."""
+    s = ring_all_reduce(["a", "b", "c", "d"], 4_000_000)
+    alone = s.completion_bound_s(100e9)
+    assert s.completion_bound_s(100e9, cuts=[({"a", "b"}, 50e9)]) == pytest.approx(2 * alone)
+    assert s.completion_bound_s(100e9, cuts=[({"a", "b"}, 400e9)]) == alone

@@ -113,21 +113,51 @@ def propagation(lab: Lab) -> Callable[[str, str], float]:
     return lambda src, dst: reach(src).get(dst, 0.0)
 
 
+def cuts(lab: Lab) -> list[collectives.Cut]:
+    """The links servers share as the design built them: per leaf group (a rack) its servers
+    and its leaves' uplinks to the spines; per pod (three tiers) the servers below it and its
+    spines' links to the super-spines; bandwidth in b/s. Oversubscription (`target` above 1,
+    uplinks slower than NICs) and the pods' links up make these slower than the NICs."""
+    graph = lab.graph
+    racks: dict[object, set[str]] = {}
+    for server in lab.nodes("server"):
+        racks.setdefault(graph.nodes[server]["group"], set()).add(server)
+    pods: dict[object, set[str]] = {}
+    found: list[collectives.Cut] = []
+    for group, members in sorted(racks.items(), key=lambda kv: str(kv[0])):
+        leaves = [n for n in lab.nodes("leaf") if graph.nodes[n]["group"] == group]
+        pods.setdefault(graph.nodes[leaves[0]]["pod"], set()).update(members)
+        found.append((members, _bandwidth(lab, leaves, "fabric")))
+    if len(pods) > 1:
+        for pod, members in sorted(pods.items(), key=lambda kv: str(kv[0])):
+            spines = [n for n in lab.nodes("spine") if graph.nodes[n]["pod"] == pod]
+            found.append((members, _bandwidth(lab, spines, "superfabric")))
+    return found
+
+
+def _bandwidth(lab: Lab, nodes: list[str], kind: str) -> float:
+    """The bandwidth (b/s) of the `kind` links of `nodes` in the design."""
+    edges = lab.graph.edges(nodes, data=True)
+    return 1e6 * sum(float(e["speed"]) for _, _, e in edges if e["kind"] == kind)
+
+
 def analytical(lab: Lab, phase: Traffic) -> dict[str, float] | None:
-    """A collective's completion bound at a server's NIC bandwidth (all its NICs) plus, per
-    step, the cables' propagation delay between its farthest pair, and nccl-tests' algbw and
-    busbw at that bound (Gb/s), for `message` bytes per rank."""
+    """A collective's completion bound at a server's NIC bandwidth (all its NICs), or at the
+    links its ranks share where a step sends more across them (`cuts`), plus, per step, the
+    cables' propagation delay between its farthest pair, and nccl-tests' algbw and busbw at
+    that bound (Gb/s), for `message` bytes per rank."""
     if phase.kind not in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
         return None
     planned = _schedule(lab, phase, phase.message)
     servers = lab.fabric.servers
     link_bps = servers.nic_speed * (2 if servers.dual_homed else 1) * 1e6  # a rank's NIC ports
-    bound = planned.completion_bound_s(link_bps, propagation(lab))
+    shared = cuts(lab)
+    bound = planned.completion_bound_s(link_bps, propagation(lab), shared)
     return {
         "message_bytes": phase.message,
         "link_gbps": link_bps / 1e9,
         "bound_s": round(bound, 6),
-        "latency_s": round(bound - planned.completion_bound_s(link_bps), 6),
+        "latency_s": round(bound - planned.completion_bound_s(link_bps, cuts=shared), 6),
         "algbw_gbps": round(8 * planned.algbw(bound) / 1e9, 2),
         "busbw_gbps": round(8 * planned.busbw(bound) / 1e9, 2),
     }
