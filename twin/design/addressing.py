@@ -35,7 +35,8 @@ class Pool:
         >>> str(pool.at(1, 31, "/31 links")), str(pool.at(-1, 31, "/31 links"))
         ('10.1.0.2/31', '10.1.0.6/31')
         """
-        count = 2 ** (prefixlen - self.network.prefixlen) if prefixlen >= self.network.prefixlen else 0
+        bits = prefixlen - self.network.prefixlen
+        count = 2**bits if bits >= 0 else 0
         fit = fit or count
         if not -count <= index < count:
             raise self._short(fit, what)
