@@ -1,8 +1,8 @@
 """Stable growth (docs/design.md, "Growing a fabric"): each example fabric grown by one rack
 (a leaf pair, or one scalable unit on rails) keeps every existing port, link, address, ASN and
 BGP session; only the new rack's devices and the spines' new downlinks and sessions change.
-The rack's size comes from the intent (servers per rack, leaves per rack), never from the
-design read back."""
+A rack's size comes from the example's intent and sizing (leaves per rack, the servers of its
+smallest rack); what must not move is compared between the two designs and their configs."""
 
 from __future__ import annotations
 
