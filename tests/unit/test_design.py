@@ -306,25 +306,27 @@ def test_three_tier_refusals() -> None:
 
 
 # --------------------------------------------------------------------------- addressing
-def test_pool_hands_out_hosts_pairs_and_aligned_subnets() -> None:
+def test_pool_hands_out_hosts_pairs_and_subnets_by_position() -> None:
     pool = Pool("10.0.0.0/29", "loopbacks", "f.yaml")
-    assert [str(pool.host()) for _ in range(3)] == ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+    assert [str(pool.host(i)) for i in (2, 0, 1)] == ["10.0.0.3", "10.0.0.1", "10.0.0.2"]
     subnets = Pool("10.2.0.0/24", "servers", "f.yaml")
-    assert str(subnets.subnet(30)) == "10.2.0.0/30"
-    assert str(subnets.subnet(28)) == "10.2.0.16/28"  # aligned, skipping .4-.15
-    pairs = Pool("10.1.0.0/30", "fabric", "f.yaml").pairs()
-    assert next(pairs) == ("10.1.0.0/31", "10.1.0.1/31", "10.1.0.0/31")
-    assert next(pairs) == ("10.1.0.2/31", "10.1.0.3/31", "10.1.0.2/31")
-    with pytest.raises(DesignError) as info:
-        next(pairs)
-    assert str(info.value) == (
-        "f.yaml: addressing.fabric: pool 10.1.0.0/30 is too small: 2 /31 links fit, more are needed"
-    )
+    assert str(subnets.subnet(1, 28)) == "10.2.0.16/28"
+    assert str(subnets.subnet(0, 30)) == "10.2.0.0/30"
+    pairs = Pool("10.1.0.0/30", "fabric", "f.yaml")
+    assert pairs.pair(0) == ("10.1.0.0/31", "10.1.0.1/31", "10.1.0.0/31")
+    assert pairs.pair(-1) == ("10.1.0.2/31", "10.1.0.3/31", "10.1.0.2/31")
+    for position in (2, -2):  # past the end, and onto a /31 already handed out
+        with pytest.raises(DesignError) as info:
+            pairs.pair(position)
+        assert str(info.value) == (
+            "f.yaml: addressing.fabric: pool 10.1.0.0/30 is too small: "
+            "2 /31 links fit, more are needed"
+        )
 
 
 def test_subnet_bigger_than_the_pool_is_refused() -> None:
     with pytest.raises(DesignError) as info:
-        Pool("10.2.0.0/28", "servers", "f.yaml").subnet(27)
+        Pool("10.2.0.0/28", "servers", "f.yaml").subnet(0, 27)
     assert info.value.key == "addressing.servers"
 
 

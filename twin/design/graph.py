@@ -23,7 +23,7 @@ import networkx as nx
 import yaml
 
 from twin.design.addressing import Pool, subnet_for
-from twin.design.sizing import Sizing, rails_of, size
+from twin.design.sizing import Sizing, capacity, pod_capacity, rails_of, size
 from twin.errors import DesignError
 from twin.intent.fabric import Fabric
 from twin.units import speed_label
@@ -195,12 +195,14 @@ class _Builder:
         self.ports: dict[str, _Ports] = {}
         addr = fabric.addressing
         self.loopbacks = Pool(addr.loopbacks, "loopbacks", file)
-        self.fabric_links = Pool(addr.fabric, "fabric", file).pairs()
+        self.fabric_links = Pool(addr.fabric, "fabric", file)
         self.servers = Pool(addr.servers, "servers", file)
-        self.peer_links = Pool(addr.peer_links, "peer_links", file).pairs()
+        self.peer_links = Pool(addr.peer_links, "peer_links", file)
+        self.max_leaves, self.max_pods = capacity(fabric, sizing)
 
-    def switch(self, name: str, role: str, pod: int, asn: int, speed: int) -> None:
-        loopback = self.loopbacks.host()
+    def switch(self, name: str, role: str, pod: int, asn: int, speed: int, position: int) -> None:
+        """A switch whose loopback is the `position`-th of the loopback pool."""
+        loopback = self.loopbacks.host(position)
         self.g.add_node(
             name, role=role, pod=pod, asn=asn, loopback=f"{loopback}/32", router_id=str(loopback)
         )
@@ -209,8 +211,10 @@ class _Builder:
     def link(
         self, kind: str, a: str, b: str, count: int, speed: int, cable: int, **extra: Any
     ) -> None:
-        """`count` parallel links a-b, bundled when more than one, routed with one /31."""
-        low, high, prefix = next(self.fabric_links) if kind != "peerlink" else next(self.peer_links)
+        """`count` parallel links a-b, bundled when more than one, routed with one /31 (the
+        `pair`-th of the fabric pool, or of the peer-link pool for a peer-link)."""
+        pool = self.peer_links if kind == "peerlink" else self.fabric_links
+        low, high, prefix = pool.pair(extra.pop("pair"))
         bundles = extra.pop("bundles", (None, None))
         for _ in range(count):
             (a_port, a_index), (b_port, b_index) = self.ports[a].take(), self.ports[b].take()
@@ -234,15 +238,19 @@ class _Builder:
             )
 
     def build(self) -> nx.MultiGraph:
+        """Switches with loopbacks in blocks per role (super-spines, then the spines of as many
+        pods as the super-spines take, then leaves), servers, then the fabric's links."""
         f, s = self.f, self.s
         for i in range(s.superspines):
             self.switch(
-                f"superspine{i + 1}", "superspine", 0, f.asn.superspine, f.superspines.speed
+                f"superspine{i + 1}", "superspine", 0, f.asn.superspine, f.superspines.speed, i
             )
         for p in range(s.pods):
             for j in range(s.spines_per_pod):
                 asn = f.asn.spine + p if s.pods > 1 else f.asn.spine
-                self.switch(f"spine{p * s.spines_per_pod + j + 1}", "spine", p, asn, f.spines.speed)
+                n = p * s.spines_per_pod + j
+                self.switch(f"spine{n + 1}", "spine", p, asn, f.spines.speed, s.superspines + n)
+        first_leaf = s.superspines + self.max_pods * s.spines_per_pod
         for i in range(s.leaves):
             self.switch(
                 f"leaf{i + 1}",
@@ -250,6 +258,7 @@ class _Builder:
                 i // s.leaves_per_pod,
                 f.asn.leaf_base + i + 1,
                 f.leaves.speed,
+                first_leaf + i,
             )
         self.attach_servers()
         self.wire_fabric()
@@ -275,12 +284,15 @@ class _Builder:
         return out
 
     def subnets(self, groups: int, prefixlen: int) -> list[ipaddress.IPv4Network]:
-        """Each leaf group's server subnet; on rails allocated rail by rail, so that each
-        rail's subnets follow one another (rail k's block comes before rail k + 1's)."""
+        """Each leaf group's server subnet, by its position; on rails rail by rail, so that
+        each rail's subnets follow one another in a block sized for the most units the
+        fabric can grow to (rail k's block comes before rail k + 1's)."""
         rails = rails_of(self.f)
-        units = groups // rails
-        by_rail = [[self.servers.subnet(prefixlen) for _ in range(units)] for _ in range(rails)]
-        return [by_rail[g % rails][g // rails] for g in range(groups)]
+        per_unit = rails * (2 if self.f.servers.dual_homed else 1)
+        block = max(groups // rails, self.max_leaves // per_unit)
+        return [
+            self.servers.subnet(g % rails * block + g // rails, prefixlen) for g in range(groups)
+        ]
 
     @staticmethod
     def nic_names(rail: int | None, ports: int) -> list[str]:
@@ -360,6 +372,7 @@ class _Builder:
                     s.peer_link_ports,
                     f.leaves.speed,
                     f.cables.peer_link,
+                    pair=group,
                     bundles=(PEER_LINK_BUNDLE, PEER_LINK_BUNDLE),
                 )
 
@@ -367,11 +380,14 @@ class _Builder:
         return [n for n, d in self.g.nodes(data=True) if d["role"] == role]
 
     def wire_fabric(self) -> None:
+        """Leaf-spine links and /31s by the leaf's number (a spine's downlinks in the order of
+        its pod's leaves), spine-super-spine /31s from the fabric pool's end, and a spine's
+        uplinks after the downlink ports of a full pod: growth only appends."""
         f, s = self.f, self.s
         spines = self.nodes("spine")
-        for leaf in self.nodes("leaf"):
+        for number, leaf in enumerate(self.nodes("leaf")):
             pod = self.g.nodes[leaf]["pod"]
-            position = int(leaf[4:]) - 1 - pod * s.leaves_per_pod
+            position = number - pod * s.leaves_per_pod
             for j in range(s.spines_per_pod):
                 spine = spines[pod * s.spines_per_pod + j]
                 self.link(
@@ -381,16 +397,24 @@ class _Builder:
                     s.uplinks_per_spine,
                     f.uplink_speed,
                     f.cables.leaf_spine,
+                    pair=number * s.spines_per_pod + j,
                     bundles=(
                         uplink_bundle(j, s.server_ports_per_leaf),
                         f"PortChannel{position + 1}",
                     ),
                 )
-        for spine in spines:
-            self.ports[spine].used = s.leaves_per_pod * s.uplinks_per_spine
-            for sup in self.nodes("superspine"):
+        supers = self.nodes("superspine")
+        for n, spine in enumerate(spines):
+            self.ports[spine].used = pod_capacity(f, s.uplinks_per_spine) * s.uplinks_per_spine
+            for t, sup in enumerate(supers):
                 self.link(
-                    "superfabric", spine, sup, 1, f.superspines.speed, f.cables.spine_superspine
+                    "superfabric",
+                    spine,
+                    sup,
+                    1,
+                    f.superspines.speed,
+                    f.cables.spine_superspine,
+                    pair=-1 - n * len(supers) - t,
                 )
 
 

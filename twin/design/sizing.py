@@ -48,6 +48,25 @@ def rails_of(fabric: Fabric) -> int:
     return fabric.servers.nics if fabric.servers.rails else 1
 
 
+def pod_capacity(fabric: Fabric, per_spine: int) -> int:
+    """The most leaves a three-tier pod takes: half the spines' ports go down, in whole
+    scalable units (or leaf pairs when fewer fit)."""
+    per_pod = fabric.spines.ports // 2 // per_spine
+    per_group = 2 if fabric.servers.dual_homed else 1
+    per_unit = per_group * rails_of(fabric)
+    return per_pod - per_pod % (per_unit if per_pod >= per_unit else per_group)
+
+
+def capacity(fabric: Fabric, sizing: Sizing) -> tuple[int, int]:
+    """(most leaves, most pods) the fabric can grow to in its tiers, its spines and
+    super-spines as designed: what positional allocation sizes its blocks by
+    (docs/design.md, "Growing a fabric")."""
+    if sizing.pods == 1 and not sizing.superspines:
+        return fabric.spines.ports // sizing.uplinks_per_spine, 1
+    pods = max(sizing.pods, fabric.superspines.ports // sizing.spines_per_pod)
+    return pod_capacity(fabric, sizing.uplinks_per_spine) * pods, pods
+
+
 def _uplinks_for(fabric: Fabric, down_ports: int) -> tuple[int, int]:
     """(spines, uplinks per spine) for a leaf with `down_ports` server ports."""
     spines, per_spine = fabric.spines.count, fabric.leaves.uplinks_per_spine
@@ -127,10 +146,7 @@ def _pods(
     if leaves * per_spine <= radix and fabric.superspines.count is None:
         return Sizing(leaves, spines, 1, 0, per_spine, down, peer, leaves)
     spine_down = radix // 2
-    per_pod = spine_down // per_spine
-    per_group = 2 if fabric.servers.dual_homed else 1
-    per_unit = per_group * rails_of(fabric)
-    per_pod -= per_pod % (per_unit if per_pod >= per_unit else per_group)
+    per_pod = pod_capacity(fabric, per_spine)
     if per_pod < 1 or (fabric.servers.dual_homed and per_pod < 2):
         raise DesignError(
             file, "spines.ports", f"{radix} ports cannot reach a leaf pair in a three-tier pod"
