@@ -3,7 +3,7 @@
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from traffic.collectives import (
@@ -17,6 +17,7 @@ from traffic.collectives import (
     ring_all_gather,
     ring_all_reduce,
     ring_reduce_scatter,
+    ring_shape,
 )
 
 RANKS = [f"s{i}" for i in range(8)]
@@ -140,6 +141,7 @@ BUILDERS = [
     halving_doubling_all_reduce,
     ring_all_gather,
     ring_reduce_scatter,
+    ring_shape,
     all_to_all,
 ]
 
@@ -196,3 +198,23 @@ def test_a_cut_slower_than_the_nics_makes_the_bound() -> None:
     alone = s.completion_bound_s(100e9)
     assert s.completion_bound_s(100e9, cuts=[({"a", "b"}, 50e9)]) == pytest.approx(2 * alone)
     assert s.completion_bound_s(100e9, cuts=[({"a", "b"}, 400e9)]) == alone
+
+
+@given(
+    n=st.integers(3, 13),
+    message=st.integers(52, 100_000),
+    picked=st.sets(st.integers(0, 12), min_size=1),
+    bps=st.sampled_from([1e9, 5e9, 2e10]),
+)
+def test_a_ring_told_by_its_shape_bounds_its_cuts_as_its_schedule(
+    n: int, message: int, picked: set[int], bps: float
+) -> None:
+    names = [f"s{i}" for i in range(n)]
+    members = {names[i % n] for i in picked}
+    assume(len(members) < n)
+    for build in (ring_all_reduce, ring_all_gather):
+        shape = ring_shape(build, names, message, 2)
+        assert shape is not None
+        cut = [(members, bps)]
+        expected = build(names, message, 2).completion_bound_s(8e9, 1e-6, cut)
+        assert shape.completion_bound_s(8e9, 1e-6, cut) == pytest.approx(expected, rel=1e-12)
