@@ -141,7 +141,6 @@ BUILDERS = [
     halving_doubling_all_reduce,
     ring_all_gather,
     ring_reduce_scatter,
-    ring_shape,
     all_to_all,
 ]
 
