@@ -66,4 +66,7 @@ def job(where: Servers, phase: Phase, pair: ProbePair, resolve: Resolver = next_
 def jobs(where: Servers, phase: Phase) -> list[SendJob]:
     """One sender job per pair of the probe (one netlink socket per namespace for them all)."""
     with NextHops() as hops:
+        for pair in phase.probe:
+            gateways = [i["gateway"] for i in where.hosts[pair.src]["interfaces"]]
+            hops.warm(where.netns[pair.src], gateways)
         return [job(where, phase, pair, hops) for pair in phase.probe]

@@ -51,6 +51,8 @@ def _jobs(where: Servers, phase: Phase, hops: NextHops) -> list[SendJob]:
     by_source: dict[str, list[FlowSpec]] = {}
     for f in phase.flows:
         by_source.setdefault(f.src, []).append(f)
+    for src in by_source:
+        hops.warm(where.netns[src], [i["gateway"] for i in where.hosts[src]["interfaces"]])
     jobs = []
     for src, own in by_source.items():
         tc = TrafficClass(phase.dscp[src], ECT0, phase.payload, qps)

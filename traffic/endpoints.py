@@ -90,6 +90,8 @@ class NextHops:
         iface, src_mac = self._links[netns][ifindex]
         deadline = time.monotonic() + self.timeout_s
         known = self._neighbours[netns]
+        if (ifindex, gateway) not in known:  # resolved since it was read (`warm`)?
+            known.update(_neighbours(ipr))
         if (ifindex, gateway) not in known:
             # Probe the next hop itself: on a multipath route a datagram to dst_ip may hash
             # to another next hop than the one route-get named.
@@ -101,6 +103,17 @@ class NextHops:
             time.sleep(0.02)
             known.update(_neighbours(ipr))
         return NextHop(iface, src_mac, known[(ifindex, gateway)])
+
+    def warm(self, netns: str, gateways: list[str]) -> None:
+        """Have ``netns`` resolve the gateways it has no neighbour entry for, all at once,
+        so that the lookups after wait for ARP once, not once each."""
+        self._ipr(netns)
+        known = {ip for _, ip in self._neighbours[netns]}
+        missing = [ip for ip in gateways if ip not in known]
+        if missing:
+            with inside(netns):
+                for ip in missing:
+                    _probe(ip)
 
     def close(self) -> None:
         """Close every namespace's socket."""
