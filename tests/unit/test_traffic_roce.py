@@ -88,14 +88,18 @@ def test_icrc_ignores_the_fields_routers_rewrite() -> None:
     assert not icrc_ok(frame)
 
 
-@given(
-    dscp=st.integers(0, 63),
-    ecn=st.integers(0, 3),
-    payload=st.integers(7, 300).map(lambda n: 4 * n),
-    psn0=st.integers(0, 0xFFFFFF),
-    seq=st.integers(0, 2**40),
-    packets=st.integers(1, 64),
-)
+FRAMES = {
+    "dscp": st.integers(0, 63),
+    "ecn": st.integers(0, 3),
+    "payload": st.integers(7, 300).map(lambda n: 4 * n),
+    "psn0": st.integers(0, 0xFFFFFF),
+    "seq": st.integers(0, 2**40),
+    "packets": st.integers(1, 64),
+}
+"""A frame's fields, as the tests against scapy draw them."""
+
+
+@given(**FRAMES)
 def test_icrc_and_checksum_match_scapy(
     dscp: int, ecn: int, payload: int, psn0: int, seq: int, packets: int
 ) -> None:
@@ -107,12 +111,7 @@ def test_icrc_and_checksum_match_scapy(
 
 
 @given(
-    dscp=st.integers(0, 63),
-    ecn=st.integers(0, 3),
-    payload=st.integers(7, 300).map(lambda n: 4 * n),
-    psn0=st.integers(0, 0xFFFFFF),
-    seq=st.integers(0, 2**40),
-    packets=st.integers(1, 64),
+    **FRAMES,
     qpns=st.tuples(st.integers(1, 0xFFFFFF), st.integers(1, 0xFFFFFF)),
     flow_rkey=st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)),
     ttl=st.integers(1, 255),
