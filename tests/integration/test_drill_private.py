@@ -104,7 +104,7 @@ def test_another_user_cannot_reach_a_drills_cluster(tmp_path: Path, other_user: 
     lab = write_lab(tmp_path / "lab", lab_name("dp"))
     out = tmp_path / "drill"
     twin = [str(TWIN)] if TWIN.exists() else [sys.executable, "-m", "twin.cli.main"]
-    argv = [*twin, "drill", str(lab), "--faults", "random:2x150", "--out", str(out)]
+    argv = [*twin, "drill", str(lab), "--faults", "random:3x600", "--out", str(out)]
     drill = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120

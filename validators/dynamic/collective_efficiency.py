@@ -60,16 +60,20 @@ def _ports(lab: Lab, server: str) -> dict[tuple[str, str], str]:
     return found
 
 
-def cut_off(lab: Lab, obs: Observations, ranks: set[str]) -> list[tuple[float, float, str]]:
+def cut_off(
+    lab: Lab, obs: Observations, ranks: set[str], upto: int | None = None
+) -> list[tuple[float, float, str]]:
     """(from, to, server) of each span in which a rank had every link of the design down: a
     link-down of it, or a node-down of the server or of the node at its other end, until the
-    link-up or node-up (else the run's end)."""
+    link-up or node-up (else the run's end); with `upto`, after the faults of index up to it
+    only (faults at the same time taken in their order)."""
     ports = {s: _ports(lab, s) for s in sorted(ranks) if s in lab.graph}
     down: set[tuple[str, str]] = set()
     nodes: set[str] = set()
     opened: dict[str, float] = {}
     spans: list[tuple[float, float, str]] = []
-    for fault in sorted(obs.run["faults"], key=lambda f: float(f["t"])):
+    faults = [f for f in obs.run["faults"] if upto is None or int(f.get("index", 0)) <= upto]
+    for fault in sorted(faults, key=lambda f: (float(f["t"]), int(f.get("index", 0)))):
         kind, t = fault["fault"], float(fault["t"])
         ends = {(n, p) for n, _, p in (e.partition(":") for e in fault.get("ends", []))}
         if kind == "link-down":

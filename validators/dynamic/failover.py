@@ -273,11 +273,13 @@ def _cut_by_design(
     lab: Lab, obs: Observations, fault: FaultRecord, record: dict[str, Any]
 ) -> list[str]:
     """The servers the fault left with no link of the design (a single-homed server's only
-    link, a rail NIC's), when every probe flow ends at one of them: no fabric can fail that
-    over."""
+    link, a rail NIC's, a dual-homed server's second), with the faults before it (not those
+    after it at the same time), when every probe flow ends at one of them: no fabric can fail
+    that over."""
     at = float(fault["t"])
     ends = {str(f[side]) for f in record["flows"] for side in ("src", "dst")}
-    cut = {s for start, end, s in cut_off(lab, obs, ends) if start <= at < end}
+    index = int(fault.get("index", 0))
+    cut = {s for start, end, s in cut_off(lab, obs, ends, index) if start <= at < end}
     if not record["flows"] or not all(f["src"] in cut or f["dst"] in cut for f in record["flows"]):
         return []
     return sorted(cut)
@@ -308,7 +310,7 @@ def taken(
     if alone:
         why = (
             f"nothing to fail over to: the fault took every link the design gives "
-            f"{', '.join(alone)} (single-homed), which waits for the restore (judged there)"
+            f"{', '.join(alone)}, which waits for the restore (judged there)"
         )
         return Result(NAME, scope, Status.NOT_OBSERVABLE, why, figures)
     seen = probed(record, began, _next_began(obs, began))
