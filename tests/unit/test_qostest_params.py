@@ -39,14 +39,14 @@ def test_mellanox_lossless_numbers_with_a_dynamic_threshold() -> None:
         {"size": "97280", "xon": "18432", "xoff": "78848", "dynamic_th": "0"},
         {"size": "1518", "dynamic_th": "3"},
     )
-    assert params.cell_size() == 128
+    assert params.cell_size(dut) == 208  # no SKU: asics.yml's default, a Trident2
     p = params.Lossless.of(dut)
-    # static_th = 97280 + 60e6 / 2 = 30097280 B = 235135 cells; headroom 760, xon 144,
-    # xoff 616 cells: shared 234375, hysteresis 0, trig 234519, drp 235135
-    assert (p.headroom, p.xon, p.xoff, p.shared) == (760, 144, 616, 234375)
-    assert (p.trig, p.drp) == (234519, 235135)
-    # lossy: 1518 + floor(8/9 x 20e6) = 17779295 B = 138901 cells, + 1
-    assert params.egress_lossy_drop(dut) == 138902
+    # static_th = 97280 + 60e6 / 2 = 30097280 B = 144699 cells; headroom 468, xon 89,
+    # xoff 380 cells: shared 144231, hysteresis 0, trig drp - xoff = 144319, drp 144699
+    assert (p.headroom, p.xon, p.xoff, p.shared) == (468, 89, 380, 144231)
+    assert (p.trig, p.drp) == (144319, 144699)
+    # lossy: 1518 + floor(8/9 x 20e6) = 17779295 B = 85478 cells, + 1
+    assert params.egress_lossy_drop(dut) == 85479
 
 
 def test_a_static_threshold_is_taken_as_written() -> None:
@@ -55,9 +55,9 @@ def test_a_static_threshold_is_taken_as_written() -> None:
         {"size": "0", "static_th": "640000"},
     )
     p = params.Lossless.of(dut)
-    # 10000 cells of threshold, headroom 100: shared 9900, trig 9900 + 20 + 0, drp 10000
-    assert (p.trig, p.drp) == (9920, 10000)
-    assert params.egress_lossy_drop(dut) == 5001
+    # 6154 cells of threshold (208 B), headroom 62, xoff 50: trig 6104, drp 6154
+    assert (p.trig, p.drp) == (6104, 6154)
+    assert params.egress_lossy_drop(dut) == 3078
 
 
 def test_storm_rate_is_two_frames_per_pause_time() -> None:

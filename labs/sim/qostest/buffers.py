@@ -22,7 +22,7 @@ def fill(
 ) -> list[PriorityCounters]:
     """Send (source port, packets) one after the other into port n (paused on `prio`);
     each source port's counters on the DSCP's priority."""
-    frame = params.cell_size()
+    frame = params.cell_size(dut)
     dst = len(sends)
     t, flows = 0.0, []
     for k, (src, n) in enumerate(sends):
@@ -44,7 +44,7 @@ def xoff_limit(dut: Dut) -> list[Check]:
     drp+m."""
     dscp, prio = params.lossless_dscp(dut)
     p = params.Lossless.of(dut)
-    occ, m = params.occupancy(params.cell_size()), params.MARGIN
+    occ, m = params.occupancy(dut, params.cell_size(dut)), params.MARGIN
     trig, drp = p.trig // occ, p.drp // occ
     before, after = _one(dut, trig - 1 - m, dscp, prio), _one(dut, trig + m, dscp, prio)
     full, over = _one(dut, drp - 1 - m, dscp, prio), _one(dut, drp + m, dscp, prio)
@@ -86,7 +86,7 @@ def shared_res_size(dut: Dut) -> list[Check]:
     # the second PG's share of what the first left: alpha x (pool - used) / (1 + alpha)
     prof = dut.entry("BUFFER_PROFILE", first.profile)
     alpha = 2.0 ** int(prof.get("dynamic_th", 0))
-    pool = params.cells(dut.pool)
+    pool = params.cells(dut, dut.pool)
     used = first.shared
     second = math.floor(alpha * (pool - used) / (1 + alpha)) + first.trig - first.shared
     m = params.MARGIN
@@ -107,7 +107,7 @@ def pg_drop(dut: Dut) -> list[Check]:
     """PGDropTest: the measured drop point within round(3 sqrt(drp)) of drp in >= 75 % of
     iterations (5 here, each its own seed)."""
     dscp, prio = params.lossless_dscp(dut)
-    drp = params.Lossless.of(dut).drp // params.occupancy(params.cell_size())
+    drp = params.Lossless.of(dut).drp // params.occupancy(dut, params.cell_size(dut))
     margin = round(3 * math.sqrt(drp))
     sent = drp + margin + 10
     points = [sent - fill(dut, [(0, sent)], dscp, prio, seed=s)[0].drops_lossless for s in range(5)]

@@ -17,7 +17,7 @@ def ecmp_hash(dut: Dut) -> list[Check]:
     """250 packets x members, one flow (5-tuple) each, to a destination routed over up to 4
     ECMP members (the test ports left): each member within +-25 % of its fair share."""
     dscp = params.lossy_dscp(dut)[0]
-    frame = params.cell_size()
+    frame = params.cell_size(dut)
     width = max(2, min(MEMBERS, len(dut.ports) - 2))
     dst = width + 1
     members = [f"{DUT}:{dut.port(i)}" for i in range(1, width + 1)]

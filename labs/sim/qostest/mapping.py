@@ -25,7 +25,7 @@ def _last(series: dict[int, list[int]], index: int) -> int:
 def one_per_dscp(dut: Dut) -> tuple[Result, int]:
     """One packet per DSCP 0-63 from port 0 into port 1, whose egress is held off on every
     priority; the run and the frame size."""
-    frame = params.cell_size()
+    frame = params.cell_size(dut)
     flows = [burst(f"d{d}", 0, 1, 1, d, frame, start=d * 1e-7) for d in range(64)]
     exp = dut.experiment(2, flows, [PfcStorm("h1:p0", 0.0, 1.0, ALL)], duration=20e-6, monitor=STEP)
     return simulate(exp), frame

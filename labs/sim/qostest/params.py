@@ -15,30 +15,29 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from labs.sim.lab import asic
 from labs.sim.qostest.dut import Dut
-from twin.design.graph import platform
 
 MARGIN = 2
 """pkts_num_margin: sonic-mgmt's default window around a threshold (Mellanox uses 4)."""
-DESCRIPTOR = 0
-"""Bytes a packet's descriptor adds in the buffer (none declared by the platform)."""
 OVERHEAD = 0
 """Mellanox's headroom overhead in cells (95/64/47 on Spectrum); none on the twin's ASIC."""
 
 
-def cell_size() -> int:
-    """The platform's buffer cell, bytes."""
-    return int(platform()["asic"]["cell_size"])
+def cell_size(dut: Dut) -> int:
+    """The buffer cell of the DUT's ASIC, bytes (its SKU's, twin/platforms/asics.yml: what
+    the simulator counts in)."""
+    return asic(dut.db).cell_bytes
 
 
-def cells(nbytes: float) -> int:
+def cells(dut: Dut, nbytes: float) -> int:
     """ceil(bytes / cell)."""
-    return math.ceil(nbytes / cell_size())
+    return math.ceil(nbytes / cell_size(dut))
 
 
-def occupancy(frame: int) -> int:
+def occupancy(dut: Dut, frame: int) -> int:
     """Cells one packet takes: ceil((frame + descriptor) / cell)."""
-    return cells(frame + DESCRIPTOR)
+    return cells(dut, frame + asic(dut.db).descriptor)
 
 
 def _int(value: Any) -> int:
@@ -82,9 +81,9 @@ class Lossless:
     def of(cls, dut: Dut, i: int = 0) -> Lossless:
         name = lossless_profile_name(dut, i)
         prof = dut.entry("BUFFER_PROFILE", name)
-        xon, xoff = cells(_int(prof.get("xon", 0))), cells(_int(prof.get("xoff", 0)))
-        headroom = cells(_int(prof.get("size", 0)))
-        shared = cells(static_th(dut, prof)) - headroom
+        xon, xoff = cells(dut, _int(prof.get("xon", 0))), cells(dut, _int(prof.get("xoff", 0)))
+        headroom = cells(dut, _int(prof.get("size", 0)))
+        shared = cells(dut, static_th(dut, prof)) - headroom
         hysteresis = headroom - xon - xoff
         return cls(
             xon,
@@ -100,8 +99,8 @@ class Lossless:
 def egress_lossy_drop(dut: Dut) -> int:
     """pkts_num_trig_egr_drp: ceil(lossy static_th / cell) + 1, or the ingress lossy limit
     when that is lower."""
-    egress = cells(static_th(dut, dut.entry("BUFFER_PROFILE", "egress_lossy_profile")))
-    ingress = cells(static_th(dut, dut.entry("BUFFER_PROFILE", "ingress_lossy_profile")))
+    egress = cells(dut, static_th(dut, dut.entry("BUFFER_PROFILE", "egress_lossy_profile")))
+    ingress = cells(dut, static_th(dut, dut.entry("BUFFER_PROFILE", "ingress_lossy_profile")))
     return min(egress, ingress) + 1
 
 

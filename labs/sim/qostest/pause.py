@@ -22,7 +22,7 @@ def pfc_pause(dut: Dut) -> list[Check]:
     storm, both; as expected in >= 60 % of 20 rounds each."""
     dscp, prio = params.lossless_dscp(dut)
     lossy = params.lossy_dscp(dut)[0]
-    frame = params.cell_size()
+    frame = params.cell_size(dut)
     ok = {True: 0, False: 0}
     for r in range(ROUNDS):
         for storm in (True, False):
