@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 from labs.sim import simulate
-from labs.sim.model import PfcStorm
 from labs.sim.qostest import params
 from labs.sim.qostest.case import Check, QosTest, equal, hidden, within
 from labs.sim.qostest.dut import Dut, burst
@@ -24,13 +23,12 @@ def fill(
     each source port's counters on the DSCP's priority."""
     frame = params.cell_size(dut)
     dst = len(sends)
-    t, flows = 0.0, []
+    storm, t = dut.tx_off(dst, (prio,), HOLD)
+    flows = []
     for k, (src, n) in enumerate(sends):
         flows.append(burst(f"f{k}", src, dst, n, dscp, frame, start=t))
         t += n * (frame + 20) * 8 / dut.speed(src) + 2e-6
-    exp = dut.experiment(
-        dst + 1, flows, [PfcStorm(f"h{dst}:p0", 0.0, HOLD, (prio,))], duration=t + 10e-6
-    )
+    exp = dut.experiment(dst + 1, flows, [storm], duration=t + 10e-6)
     result = simulate(exp, seed=seed)
     return [dut.counters(result, src, prio) for src in range(dst)]
 

@@ -11,11 +11,13 @@ their own priority (`stream`). Choices and their reasons: docs/qos-tests.md.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labs.sim.lab import pool_bytes, port_profile
+from labs.sim.build import response_time
+from labs.sim.lab import asic, pool_bytes, port_profile
 from labs.sim.model import (
     Checks,
     Experiment,
@@ -25,6 +27,7 @@ from labs.sim.model import (
     Link,
     LinkFault,
     Monitor,
+    PfcStorm,
     QosProfile,
     Switch,
 )
@@ -35,6 +38,8 @@ from twin.labdir import Lab
 from twin.render.config_db import ConfigDb
 
 DUT = "dut"
+PFC_FRAME_BYTES = 84
+"""A PFC frame on the wire (64 B, preamble and gap), as the simulator sends it."""
 
 
 def _cable_m(db: ConfigDb, port: str) -> float:
@@ -82,12 +87,24 @@ class Dut:
         return self.ports[i]
 
     def profile(self, i: int = 0) -> QosProfile:
-        """The QoS of the i-th test port as the simulator reads the config."""
-        return port_profile(self.db, self.port(i))
+        """The QoS of the i-th test port as the simulator reads the config (ECN decided
+        where the switch's ASIC decides it)."""
+        qos = port_profile(self.db, self.port(i))
+        return dataclasses.replace(qos, ecn_at=asic(self.db).ecn_at)
 
     def speed(self, i: int = 0) -> float:
         """Port speed, b/s."""
         return float(self.db["PORT"][self.port(i)].get("speed", 100000)) * 1e6
+
+    def tx_off(self, i: int, priorities: tuple[int, ...], end: float) -> tuple[PfcStorm, float]:
+        """sonic-mgmt's TX-off on test port i: a pause storm from its host on `priorities`
+        from 0 to `end`, and the time from which the port holds them (the first frame's
+        cable and serialisation, then the port's pause response time): the tests send from
+        then, as sonic-mgmt sends once the port is disabled."""
+        speed = self.speed(i)
+        cable = _cable_m(self.db, self.port(i)) * 5e-9
+        held = cable + PFC_FRAME_BYTES * 8 / speed + response_time(self.profile(i), speed)
+        return PfcStorm(f"h{i}:p0", 0.0, end, priorities), held
 
     @property
     def pool(self) -> int:
@@ -122,7 +139,15 @@ class Dut:
         qos = {p: self.profile(i) for i, p in enumerate(ports.values())}
         table = {h: [f"{DUT}:{p}"] for h, p in ports.items()}
         table.update(routes or {})
-        switch = Switch(DUT, buffer_bytes=self.pool, port_qos=qos, routes=table)
+        chip = asic(self.db)
+        switch = Switch(
+            DUT,
+            buffer_bytes=self.pool,
+            port_qos=qos,
+            routes=table,
+            cell_bytes=chip.cell_bytes,
+            cell_descriptor=chip.descriptor,
+        )
         hosts = [Host(h, qos=QosProfile(dscp_to_tc={}, watchdog=None)) for h in ports]
         links = [
             Link(f"{h}:p0", f"{DUT}:{p}", self.speed(i), length_m=_cable_m(self.db, p))
