@@ -81,12 +81,14 @@ def shared_res_size(dut: Dut) -> list[Check]:
     other; XOFF only after the last packet, and no drop."""
     dscp, prio = params.lossless_dscp(dut)
     first = params.Lossless.of(dut, 0)
-    # the second PG's share of what the first left: alpha x (pool - used) / (1 + alpha)
+    # the first port sends trig - 1 packets: its PG's own cells (trig - shared), the rest
+    # shared; the second PG's share of what it left is alpha x (pool - used) / (1 + alpha)
     prof = dut.entry("BUFFER_PROFILE", first.profile)
     alpha = 2.0 ** int(prof.get("dynamic_th", 0))
     pool = params.cells(dut, dut.pool)
-    used = first.shared
-    second = math.floor(alpha * (pool - used) / (1 + alpha)) + first.trig - first.shared
+    own = first.trig - first.shared
+    used = first.trig - 1 - own
+    second = math.floor(alpha * (pool - used) / (1 + alpha)) + own
     m = params.MARGIN
     short = fill(dut, [(0, first.trig - 1), (1, second - 1 - m)], dscp, prio)
     full = fill(dut, [(0, first.trig - 1), (1, second + m)], dscp, prio)

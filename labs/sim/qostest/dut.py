@@ -96,15 +96,15 @@ class Dut:
         """Port speed, b/s."""
         return float(self.db["PORT"][self.port(i)].get("speed", 100000)) * 1e6
 
-    def tx_off(self, i: int, priorities: tuple[int, ...], end: float) -> tuple[PfcStorm, float]:
-        """sonic-mgmt's TX-off on test port i: a pause storm from its host on `priorities`
-        from 0 to `end`, and the time from which the port holds them (the first frame's
-        cable and serialisation, then the port's pause response time): the tests send from
-        then, as sonic-mgmt sends once the port is disabled."""
+    def tx_off(self, i: int, priorities: tuple[int, ...], hold: float) -> tuple[PfcStorm, float]:
+        """sonic-mgmt's TX-off on test port i: a pause storm from its host on `priorities`,
+        from 0 until `hold` seconds after the port holds them, and that time (the first
+        frame's cable and serialisation, then the port's pause response time): the tests
+        send from then, as sonic-mgmt sends once the port is disabled."""
         speed = self.speed(i)
         cable = _cable_m(self.db, self.port(i)) * 5e-9
         held = cable + PFC_FRAME_BYTES * 8 / speed + response_time(self.profile(i), speed)
-        return PfcStorm(f"h{i}:p0", 0.0, end, priorities), held
+        return PfcStorm(f"h{i}:p0", 0.0, held + hold, priorities), held
 
     @property
     def pool(self) -> int:

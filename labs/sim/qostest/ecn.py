@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from labs.sim import simulate
-from labs.sim.model import Flow, PfcStorm
+from labs.sim.model import Flow
 from labs.sim.qostest import params
 from labs.sim.qostest.case import Check, QosTest, equal, hidden, within
 from labs.sim.qostest.dut import Dut, burst, stream
@@ -41,18 +41,14 @@ def dequeue_ecn(dut: Dut) -> list[Check]:
     dscp, prio = params.lossless_dscp(dut)
     test = dut.variant(lambda db: _lossless_wred(db, prio))
     gap = (DEQUEUE_FRAME + 20) * 8 / test.speed(0)
+    storm, held = test.tx_off(1, (prio,), (DEQUEUE_PACKETS + 10) * gap)
     flows = [
-        burst("first", 0, 1, 1, dscp, DEQUEUE_FRAME, 0.0, ect=True),
-        burst("middle", 0, 1, DEQUEUE_PACKETS - 2, dscp, DEQUEUE_FRAME, 2 * gap, ect=True),
-        burst("last", 0, 1, 1, dscp, DEQUEUE_FRAME, (DEQUEUE_PACKETS + 2) * gap, ect=True),
+        burst("first", 0, 1, 1, dscp, DEQUEUE_FRAME, held, ect=True),
+        burst("middle", 0, 1, DEQUEUE_PACKETS - 2, dscp, DEQUEUE_FRAME, held + 2 * gap, ect=True),
+        burst("last", 0, 1, 1, dscp, DEQUEUE_FRAME, held + (DEQUEUE_PACKETS + 2) * gap, ect=True),
     ]
-    release = (DEQUEUE_PACKETS + 10) * gap
-    end = release + params.pause_time(test.speed(1)) + 2 * DEQUEUE_PACKETS * gap
-    res = simulate(
-        test.experiment(
-            2, flows, [PfcStorm("h1:p0", 0.0, release, (prio,))], duration=end, frame=DEQUEUE_FRAME
-        )
-    )
+    end = storm.end + params.pause_time(test.speed(1)) + 2 * DEQUEUE_PACKETS * gap
+    res = simulate(test.experiment(2, flows, [storm], duration=end, frame=DEQUEUE_FRAME))
     return [
         equal("first packet marked CE", res.flow("first").ecn_marks, 1),
         equal("last packet marked CE", res.flow("last").ecn_marks, 0),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from labs.sim import simulate
-from labs.sim.model import PfcStorm
 from labs.sim.qostest import params
 from labs.sim.qostest.case import Check, QosTest, equal, hidden, within
 from labs.sim.qostest.dut import Dut, burst, stream
@@ -26,11 +25,12 @@ def pfc_pause(dut: Dut) -> list[Check]:
     ok = {True: 0, False: 0}
     for r in range(ROUNDS):
         for storm in (True, False):
+            held_storm, held = dut.tx_off(1, (prio,), 1.0)
             flows = [
-                burst("test", 0, 1, 1, dscp, frame, 1e-6),
-                burst("background", 0, 1, 1, lossy, frame, 2e-6),
+                burst("test", 0, 1, 1, dscp, frame, held + 1e-6),
+                burst("background", 0, 1, 1, lossy, frame, held + 2e-6),
             ]
-            faults = [PfcStorm("h1:p0", 0.0, 1.0, (prio,))] if storm else []
+            faults = [held_storm] if storm else []
             res = simulate(dut.experiment(2, flows, faults, duration=50e-6), seed=r + 1)
             got = (res.flow("test").bytes_delivered > 0, res.flow("background").bytes_delivered > 0)
             ok[storm] += got == (not storm, True)
@@ -52,15 +52,16 @@ def pfc_pause_lossless(dut: Dut) -> list[Check]:
     background loses nothing and arrives within 5 %, no PG drop."""
     dscp, prio = params.lossless_dscp(dut)
     lossy = params.lossy_dscp(dut)[0]
-    speed, t = dut.speed(0), SNAPPI_DURATION
+    speed = dut.speed(0)
+    storm, held = dut.tx_off(1, (prio,), 1.0)
+    t = held + SNAPPI_DURATION
     flows = [
-        stream("test", 0, 1, 0.45 * speed, dscp, SNAPPI_FRAME, t, priority=prio),
-        stream("background", 0, 1, 0.45 * speed, lossy, SNAPPI_FRAME, t),
+        stream("test", 0, 1, 0.45 * speed, dscp, SNAPPI_FRAME, t, priority=prio, start=held),
+        stream("background", 0, 1, 0.45 * speed, lossy, SNAPPI_FRAME, t, start=held),
     ]
-    storm = PfcStorm("h1:p0", 0.0, 1.0, (prio,))
     res = simulate(dut.experiment(2, flows, [storm], duration=t + 50e-6, frame=SNAPPI_FRAME))
     bg = res.flow("background")
-    want = expected_bytes(0.45, speed, t, SNAPPI_FRAME)
+    want = expected_bytes(0.45, speed, SNAPPI_DURATION, SNAPPI_FRAME)
     drops = sum(c.drops_lossless + c.drops_lossy for p in res.ports for c in p.priorities.values())
     return [
         equal("test flow bytes received", res.flow("test").bytes_delivered, 0),
