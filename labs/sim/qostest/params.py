@@ -4,9 +4,10 @@
 The profiles are the ones SONiC's buffer manager binds by name: a lossless PG takes
 `pg_lossless_<speed>_<cable>_profile`, lossy PGs `ingress_lossy_profile`, lossy queues
 `egress_lossy_profile`; a port bound to another profile is one of the faults the tests catch.
-Thresholds are in cells of the platform (`asic.cell_size` of twin/platforms/sonic.yml); the
-descriptor adds no cell (none is declared) and the Mellanox headroom overhead is 0 (it is a
-Spectrum constant; the twin's ASIC declares none).
+Thresholds are in cells of the DUT's ASIC (its SKU's cell and descriptor in
+twin/platforms/asics.yml, what the simulator counts its buffers in), each byte figure of a
+profile rounded up to cells as the generator rounds it; the Mellanox headroom overhead is 0
+(it is a Spectrum constant; the twin's ASICs declare none).
 """
 
 from __future__ import annotations
