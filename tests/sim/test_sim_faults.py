@@ -92,3 +92,17 @@ def test_link_down_and_up() -> None:
     # without the fault nothing is lost
     clean = simulate(dataclasses.replace(exp, faults=[]))
     assert clean.flow("f").bytes_delivered == f.size
+
+
+def test_switch_counts_but_ignores_pauses_on_priorities_without_pfc() -> None:
+    """A storm on priority 0, which the switch's pfc_enable (lossless 3, 4) does not list:
+    counted, not acted on; the lossy flow on it finishes as without the storm."""
+    exp = storm_experiment(None)
+    lossy = dataclasses.replace(exp.flows[0], dscp=0, priority=0)
+    storm = dataclasses.replace(exp.faults[0], priorities=(0,))
+    result = simulate(dataclasses.replace(exp, flows=[lossy], faults=[storm]))
+    counters = result.port("sw:Ethernet4").priorities[0]
+    assert counters.pause_received > 0 and counters.paused_time == 0
+    flow = result.flow("f")
+    assert flow.bytes_delivered == flow.size
+    assert flow.completion is not None and flow.completion < 2e-3  # 1.6 ms of 2 MB at 10 Gb/s
