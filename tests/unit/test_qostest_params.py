@@ -42,7 +42,8 @@ def test_mellanox_lossless_numbers_with_a_dynamic_threshold() -> None:
     assert params.cell_size(dut) == 208  # no SKU: asics.yml's default, a Trident2
     p = params.Lossless.of(dut)
     # static_th = 97280 + 60e6 / 2 = 30097280 B = 144699 cells; headroom 468, xon 89,
-    # xoff 380 cells: shared 144231, hysteresis 0, trig drp - xoff = 144319, drp 144699
+    # xoff 380 cells (each rounded up): shared 144231, hysteresis 468 - 89 - 380 = -1,
+    # trig = shared + xon + hysteresis = 144319, drp = shared + headroom = 144699
     assert (p.headroom, p.xon, p.xoff, p.shared) == (468, 89, 380, 144231)
     assert (p.trig, p.drp) == (144319, 144699)
     # lossy: 1518 + floor(8/9 x 20e6) = 17779295 B = 85478 cells, + 1

@@ -149,10 +149,11 @@ TESTS = [
         "pfc_xon_limit",
         "tests/qos/test_qos_sai.py::TestQosSai::testQosSaiPfcXonLimit"
         " -> sai_qos_tests.py::PFCXonTest",
-        "its XON point (pkts_num_dismiss_pfc) is how the ASIC applies xon and xon_offset under "
-        "a dynamic threshold; the lab's profiles omit xon_offset and the simulator's XON rule "
-        "(max(xon, threshold - xon_offset), 18432 B when absent) is being reworked to read "
-        "them from the profiles (issue 36 point 2, helper m36timing)",
+        "its XON point (pkts_num_dismiss_pfc) is the vendor's: Mellanox's generator takes "
+        "the PG's whole shared part (shared + 1 cells), Broadcom's are entered by hand per SKU; "
+        "the lab's profiles omit xon_offset, so the simulator resumes at SAI's XON_OFFSET_TH "
+        "rule with its default offset (18432 B below the threshold), a point no generator "
+        "derives from these configs",
     ),
     QosTest(
         "lossy_queue",
@@ -181,8 +182,9 @@ TESTS = [
         "headroom_pool_size",
         "tests/qos/test_qos_sai.py::TestQosSai::testQosSaiHeadroomPoolSize"
         " -> sai_qos_tests.py::HdrmPoolSizeTest",
-        "the lab's configs declare no shared headroom pool (xoff per PG) "
-        "and the simulator pauses instantly: the headroom's exhaustion point needs the "
-        "PFC response delay (issue 36 point 2, helper m36timing)",
+        "the lab's configs declare no shared headroom pool (each lossless PG has its own "
+        "xoff, ingress_lossless_pool no xoff), the case in which sonic-mgmt skips it too "
+        "(its generators drop hdrm_pool_size), and the simulator models no shared headroom "
+        "pool",
     ),
 ]

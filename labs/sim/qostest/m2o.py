@@ -52,16 +52,16 @@ def _speed(dut: Dut) -> float:
 
 
 def play(dut: Dut, flows: list[M2oFlow]) -> Result:
-    """Each flow from its own test port (the simulator's NIC paces two open-loop flows of
-    different rates on one port at the slower rate: docs/qos-tests.md), all into the next."""
-    speed, dst = _speed(dut), len(flows)
+    """Each flow from its sonic-mgmt ingress port (port 1 on test port 0, 2 on 1), all into
+    the next test port."""
+    speed, dst = _speed(dut), max(f.port for f in flows)
     made = []
-    for i, f in enumerate(flows):
+    for f in flows:
         dscp, tc = _dscp(dut, f)
         made.append(
             stream(
                 f.name,
-                i,
+                f.port - 1,
                 dst,
                 f.percent / 100 * speed,
                 dscp,
