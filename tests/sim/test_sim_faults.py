@@ -14,10 +14,12 @@ from labs.sim import (
     PfcStorm,
     QosProfile,
     Switch,
+    TxOff,
     Watchdog,
     simulate,
 )
 from labs.sim.fabrics import leaf_spine, with_flows
+from labs.sim.loader import experiment
 
 
 def storm_experiment(watchdog: Watchdog | None) -> Experiment:
@@ -106,3 +108,18 @@ def test_switch_counts_but_ignores_pauses_on_priorities_without_pfc() -> None:
     flow = result.flow("f")
     assert flow.bytes_delivered == flow.size
     assert flow.completion is not None and flow.completion < 2e-3  # 1.6 ms of 2 MB at 10 Gb/s
+
+
+def test_tx_off_holds_a_port_without_pause_frames() -> None:
+    """A switch port's transmitter disabled from 0 to 1 ms (sonic-mgmt's TX-off): the lossy
+    flow through it queues (no pause frame sent or counted) and leaves once it is enabled;
+    from an experiment file as from the API."""
+    exp = storm_experiment(None)
+    lossy = dataclasses.replace(exp.flows[0], size=200_000, dscp=0, priority=0)
+    held = experiment({"faults": [{"tx_off": "sw:Ethernet4", "start": 0, "end": "1ms"}]}).faults
+    assert held == [TxOff("sw:Ethernet4", 0.0, 1e-3)]
+    result = simulate(dataclasses.replace(exp, flows=[lossy], faults=held))
+    flow = result.flow("f")
+    assert flow.bytes_delivered == flow.size and flow.completion is not None
+    assert 1e-3 < flow.completion < 1.1e-3  # queued behind the disabled transmitter
+    assert result.total("pause_sent") == 0 and result.total("pause_received") == 0

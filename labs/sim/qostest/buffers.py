@@ -23,12 +23,11 @@ def fill(
     each source port's counters on the DSCP's priority."""
     frame = params.cell_size(dut)
     dst = len(sends)
-    storm, t = dut.tx_off(dst, (prio,), HOLD)
-    flows = []
+    t, flows = 0.0, []
     for k, (src, n) in enumerate(sends):
         flows.append(burst(f"f{k}", src, dst, n, dscp, frame, start=t))
         t += n * (frame + 20) * 8 / dut.speed(src) + 2e-6
-    exp = dut.experiment(dst + 1, flows, [storm], duration=t + 10e-6)
+    exp = dut.experiment(dst + 1, flows, [dut.tx_off(dst, HOLD)], duration=t + 10e-6)
     result = simulate(exp, seed=seed)
     return [dut.counters(result, src, prio) for src in range(dst)]
 

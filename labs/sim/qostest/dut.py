@@ -30,6 +30,7 @@ from labs.sim.model import (
     PfcStorm,
     QosProfile,
     Switch,
+    TxOff,
 )
 from labs.sim.result import PriorityCounters, Result
 from twin.errors import LabError
@@ -96,11 +97,14 @@ class Dut:
         """Port speed, b/s."""
         return float(self.db["PORT"][self.port(i)].get("speed", 100000)) * 1e6
 
-    def tx_off(self, i: int, priorities: tuple[int, ...], hold: float) -> tuple[PfcStorm, float]:
-        """sonic-mgmt's TX-off on test port i: a pause storm from its host on `priorities`,
-        from 0 until `hold` seconds after the port holds them, and that time (the first
-        frame's cable and serialisation, then the port's pause response time): the tests
-        send from then, as sonic-mgmt sends once the port is disabled."""
+    def tx_off(self, i: int, end: float) -> TxOff:
+        """sonic-mgmt's TX-off (SAI port TX disable) on test port i from 0 to `end`."""
+        return TxOff(f"{DUT}:{self.port(i)}", 0.0, end)
+
+    def storm(self, i: int, priorities: tuple[int, ...], hold: float) -> tuple[PfcStorm, float]:
+        """A pause storm from test port i's host on `priorities`, from 0 until `hold` seconds
+        after the port holds them, and that time (the first frame's cable and
+        serialisation, then the port's pause response time): the tests send from then."""
         speed = self.speed(i)
         cable = _cable_m(self.db, self.port(i)) * 5e-9
         held = cable + PFC_FRAME_BYTES * 8 / speed + response_time(self.profile(i), speed)

@@ -41,7 +41,7 @@ def dequeue_ecn(dut: Dut) -> list[Check]:
     dscp, prio = params.lossless_dscp(dut)
     test = dut.variant(lambda db: _lossless_wred(db, prio))
     gap = (DEQUEUE_FRAME + 20) * 8 / test.speed(0)
-    storm, held = test.tx_off(1, (prio,), (DEQUEUE_PACKETS + 10) * gap)
+    storm, held = test.storm(1, (prio,), (DEQUEUE_PACKETS + 10) * gap)
     flows = [
         burst("first", 0, 1, 1, dscp, DEQUEUE_FRAME, held, ect=True),
         burst("middle", 0, 1, DEQUEUE_PACKETS - 2, dscp, DEQUEUE_FRAME, held + 2 * gap, ect=True),

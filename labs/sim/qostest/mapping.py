@@ -26,9 +26,8 @@ def one_per_dscp(dut: Dut) -> tuple[Result, int]:
     """One packet per DSCP 0-63 from port 0 into port 1, whose egress is held off on every
     priority; the run and the frame size."""
     frame = params.cell_size(dut)
-    storm, held = dut.tx_off(1, ALL, 1.0)
-    flows = [burst(f"d{d}", 0, 1, 1, d, frame, start=held + d * 1e-7) for d in range(64)]
-    exp = dut.experiment(2, flows, [storm], duration=held + 20e-6, monitor=STEP)
+    flows = [burst(f"d{d}", 0, 1, 1, d, frame, start=d * 1e-7) for d in range(64)]
+    exp = dut.experiment(2, flows, [dut.tx_off(1, 1.0)], duration=20e-6, monitor=STEP)
     return simulate(exp), frame
 
 
@@ -84,18 +83,17 @@ def dwrr(dut: Dut) -> list[Check]:
     dscps = {0: params.lossy_dscp(dut)[0], max(weights): params.lossless_dscp(dut)[0]}
     total = sum(weights.values())
     counts = {q: w * WRR_TOTAL // total for q, w in weights.items()}
-    storm, held = dut.tx_off(1, ALL, 20e-6)
     flows = [
-        burst(f"q{q}", 0, 1, counts[q], dscps[q], WRR_FRAME, start=held + 1e-6 * k)
+        burst(f"q{q}", 0, 1, counts[q], dscps[q], WRR_FRAME, start=1e-6 * k)
         for k, q in enumerate(counts)
     ]
-    release = storm.end
+    release = 20e-6
     wire = WRR_TOTAL * WRR_FRAME * 8 / dut.speed(1)
-    drained = release + params.pause_time(dut.speed(1)) + 2 * wire
+    drained = release + 2 * wire
     exp = dut.experiment(
         2,
         flows,
-        [storm],
+        [dut.tx_off(1, release)],
         duration=drained,
         frame=WRR_FRAME,
         monitor=50e-9,

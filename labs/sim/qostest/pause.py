@@ -26,7 +26,7 @@ def pfc_pause(dut: Dut) -> list[Check]:
     ok = {True: 0, False: 0}
     for r in range(ROUNDS):
         for storm in (True, False):
-            held_storm, held = dut.tx_off(1, (prio,), 1.0)
+            held_storm, held = dut.storm(1, (prio,), 1.0)
             flows = [
                 burst("test", 0, 1, 1, dscp, frame, held + 1e-6),
                 burst("background", 0, 1, 1, lossy, frame, held + 2e-6),
@@ -55,7 +55,7 @@ def _storm_run(
     background loses nothing and arrives within 5 % and that nothing is dropped, and the
     test flow's received bytes over snappi's expectation."""
     speed = dut.speed(0)
-    storm, held = dut.tx_off(1, (test[1],), 1.0)
+    storm, held = dut.storm(1, (test[1],), 1.0)
     t = held + SNAPPI_DURATION
     rate = 0.45 * speed
     flows = [
