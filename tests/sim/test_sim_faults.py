@@ -101,7 +101,7 @@ def test_switch_counts_but_ignores_pauses_on_priorities_without_pfc() -> None:
     counted, not acted on; the lossy flow on it finishes as without the storm."""
     exp = storm_experiment(None)
     lossy = dataclasses.replace(exp.flows[0], dscp=0, priority=0)
-    storm = dataclasses.replace(exp.faults[0], priorities=(0,))
+    storm = PfcStorm("r:eth0", start=1e-3, end=6e-3, priorities=(0,))
     result = simulate(dataclasses.replace(exp, flows=[lossy], faults=[storm]))
     counters = result.port("sw:Ethernet4").priorities[0]
     assert counters.pause_received > 0 and counters.paused_time == 0
