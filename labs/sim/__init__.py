@@ -32,6 +32,7 @@ from labs.sim.model import (
     QueueParams,
     Switch,
     Transports,
+    TxOff,
     Watchdog,
 )
 from labs.sim.native import EngineUnavailable
@@ -60,6 +61,7 @@ __all__ = [
     "Result",
     "Switch",
     "Transports",
+    "TxOff",
     "Watchdog",
     "load",
     "simulate",

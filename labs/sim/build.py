@@ -24,6 +24,7 @@ from labs.sim.model import (
     PfcStorm,
     QosProfile,
     Switch,
+    TxOff,
 )
 from labs.sim.routing import RoutingError, forwarding, route_rows, split_port
 from twin.design.headroom import headroom_bytes, response_quanta
@@ -768,6 +769,11 @@ def _faults(
             lib.sim_add_storm(
                 handle, port_index[fault.port], mask, fault.quanta, fault.start, fault.end, interval
             )
+        elif isinstance(fault, TxOff):
+            if not 0 <= fault.start <= fault.end:
+                raise ExperimentError(f"tx_off {fault.port}: 0 <= start <= end")
+            # a storm entry of negative quanta: the port's transmitter held, no frames
+            lib.sim_add_storm(handle, port_index[fault.port], 0, -1, fault.start, fault.end, 0.0)
         elif isinstance(fault, PacketLoss):
             if not (0 <= fault.probability <= 1 and fault.count >= 0):
                 raise ExperimentError(f"loss {fault.port}: probability 0-1, count >= 0")

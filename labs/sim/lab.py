@@ -13,7 +13,7 @@ Per switch port (SONiC CONFIG_DB):
   (`size` - `xoff`), XON floor (`xon`) and offset (`xon_offset`; absent, the model's
   default, as SAI leaves it to the ASIC) and threshold (`dynamic_th` n: alpha 2^n, or
   `static_th`); a lossless PG without a profile has no headroom; a lossy queue's
-  BUFFER_QUEUE profile caps it (`static_th`, or alpha/(1+alpha) of its pool);
+  BUFFER_QUEUE profile caps it (`static_th`, or its `size` and alpha/(1+alpha) of its pool);
 - scheduling and marking: QUEUE's SCHEDULER (STRICT or DWRR weight) and WRED_PROFILE (green
   thresholds and drop probability; `ecn` ecn_green/ecn_all marks, else WRED drops lossy
   packets);
@@ -185,7 +185,8 @@ def _queues(
             else:
                 alpha = _alpha(prof)
                 pool = _int(pools.get(str(prof.get("pool", "")).strip("[]"), {}).get("size"))
-                limit = pool if math.isinf(alpha) else int(pool * alpha / (1 + alpha))
+                share = pool if math.isinf(alpha) else int(pool * alpha / (1 + alpha))
+                limit = _int(prof.get("size")) + share  # its reserved size, then its share
         out[q] = QueueParams(
             strict=sched.get("type") == "STRICT",
             weight=max(1, _int(sched.get("weight"), 1)),

@@ -121,6 +121,7 @@ BAD = {
     "import": ["import", "leaf1=/nonexistent/dump.json", "--lab", NOWHERE, "-o", "/nonexistent/o"],
     "incident": ["incident", "no-such-incident", "/nonexistent/out"],
     "inspect": ["inspect", NOWHERE],
+    "qos-test": ["qos-test", NOWHERE],
     "report": ["report", NOWHERE],
     "run": ["run", NOWHERE],
     "schema": ["schema", "--no-such-option"],

@@ -67,8 +67,15 @@ void on_sample(Sim *s) {
     ev_push(s, s->now + s->sample_interval, EV_SAMPLE, 0, 0, 0);
 }
 
+/* a storm, or (quanta < 0) a port's transmitter disabled from start to end: it starts no
+ * frame meanwhile, sends and counts no pause frame */
 void on_storm(Sim *s, int storm) {
     const Storm *S = &s->storms[storm];
+    if (S->quanta < 0) {
+        s->ports[S->port].tx_off_until = S->end;
+        ev_push(s, S->end, EV_KICK, S->port, 0, 0);
+        return;
+    }
     if (s->now >= S->end) {
         sim_log(s, LOG_STORM_END, storm, S->port, 0);
         return;

@@ -143,7 +143,8 @@ typedef struct {
     double ps_per_byte;
     ps_t prop, busy_until;
     ps_t loss_until; /* a loss fault on frames arriving here ends (0: none) */
-    /* egress side: pauses received from the peer */
+    /* egress side: the transmitter disabled (a TxOff fault) and pauses received from the peer */
+    ps_t tx_off_until;
     ps_t pause_until[NPRIO];
     Queue q[NPRIO];
     /* ingress side: PG accounting */
@@ -440,7 +441,7 @@ static inline const Dcqcn *flow_np(const Sim *s, const Flow *F) { return &s->dcq
 static inline Run *flow_run(const Sim *s, const Flow *F) { return &s->runs[F->run]; }
 
 static inline int port_paused(const Sim *s, const Port *p, int prio) {
-    return p->pause_until[prio] > s->now && p->wd_state[prio] != WD_FORWARD;
+    return p->tx_off_until > s->now || (p->pause_until[prio] > s->now && p->wd_state[prio] != WD_FORWARD);
 }
 
 /* a queue holding packets whose head's priority is not paused */

@@ -119,12 +119,15 @@ static void pfc_apply(Sim *s, int port, int prio, int quanta) {
 
 /* A frame arrives (and is counted): an XON resumes at once; a pause acts once the MAC has
  * processed it, its profile's response time later (IEEE 802.3 Annex 31B.3.7 bounds the time
- * to stop, not to resume), unless an XON arrives meanwhile */
+ * to stop, not to resume), unless an XON arrives meanwhile. A switch port acts only on the
+ * priorities its pfc_enable lists (its profile's lossless ones; SONiC PORT_QOS_MAP, SAI
+ * PRIORITY_FLOW_CONTROL): a frame naming another is counted and ignored. NICs act on all. */
 void on_pfc(Sim *s, int port, int prio, int quanta) {
     Port *P = &s->ports[port];
     if (!P->up) return;
     P->pfc_rx[prio]++;
     P->last_pfc_rx[prio] = s->now;
+    if (s->nodes[P->node].is_switch && !s->profiles[P->profile].lossless[prio]) return;
     ps_t resp = s->profiles[P->profile].pfc_resp;
     if (quanta > 0 && resp > 0) {
         ev_push(s, s->now + resp, EV_PFC_APPLY, port, prio | (P->pfc_gen[prio] & PFC_GEN_MASK) << 3, quanta);
