@@ -6,7 +6,6 @@ static routes) and the physical `links`.
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from typing import Any, TypeVar
 
 from twin.errors import InputError
-from twin.labdir import Lab, version
+from twin.labdir import Lab
 from twin.model.fib import Hops, Link, NextHop, Routes
 from twin.model.frr import Bgp, Static, parse_frr
 from twin.model.policy import Policy
@@ -29,20 +28,16 @@ _SHARED: dict[str, tuple[Lab, Any, Wiring]] = {}
 
 
 def shared(lab: Lab) -> Wiring:
-    """The lab's `Wiring`, built once and shared by the readers of one lab (the static
-    validators) while the files it is read from (the design and every config) keep their
-    `twin.labdir.version`; a fresh one, not kept, while one of them was just written.
+    """The lab's `Wiring`, built once and shared by every reader of one lab (the backends'
+    observers and failures, the plan, the static and dynamic validators) while the files it
+    is read from keep their version (`Lab.stamp`); a fresh one, not kept, while one of them
+    was just written.
     Readers must not change it; one lab at a time is kept."""
-    configs = lab.configs_stamp()
-    try:
-        design = version(lab.path / "design.json", time.time_ns())
-    except OSError:
-        design = None  # `Wiring` says what is missing
-    stamp = (design, configs)
+    stamp = lab.stamp()  # None: `Wiring` says what is missing, or a file was just written
     hit = _SHARED.get("last")
-    if design is None or configs is None or hit is None or hit[0] is not lab or hit[1] != stamp:
+    if stamp is None or hit is None or hit[0] is not lab or hit[1] != stamp:
         wiring = Wiring(lab)
-        if design is None or configs is None:
+        if stamp is None:
             return wiring
         hit = _SHARED["last"] = (lab, stamp, wiring)
     return hit[2]
