@@ -6,6 +6,7 @@ static routes) and the physical `links`.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -25,6 +26,9 @@ CONNECTED, EBGP = 0, 20
 
 _SHARED: dict[str, tuple[Lab, Any, Wiring]] = {}
 """The last shared Wiring: its lab, the versions of the files it was read from, and itself."""
+_BUILDING = threading.Lock()
+"""Held while one is looked up or built: readers in two threads (`twin run` judges the static
+validators beside a computed play) share one."""
 
 
 def shared(lab: Lab) -> Wiring:
@@ -34,13 +38,14 @@ def shared(lab: Lab) -> Wiring:
     was just written.
     Readers must not change it; one lab at a time is kept."""
     stamp = lab.stamp()  # None: `Wiring` says what is missing, or a file was just written
-    hit = _SHARED.get("last")
-    if stamp is None or hit is None or hit[0] is not lab or hit[1] != stamp:
-        wiring = Wiring(lab)
-        if stamp is None:
-            return wiring
-        hit = _SHARED["last"] = (lab, stamp, wiring)
-    return hit[2]
+    with _BUILDING:
+        hit = _SHARED.get("last")
+        if stamp is None or hit is None or hit[0] is not lab or hit[1] != stamp:
+            wiring = Wiring(lab)
+            if stamp is None:
+                return wiring
+            hit = _SHARED["last"] = (lab, stamp, wiring)
+        return hit[2]
 
 
 def links(lab: Lab) -> list[Link]:
