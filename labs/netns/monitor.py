@@ -51,6 +51,7 @@ class Monitor:
         self.lab, self.interval = lab, interval
         self._stop = threading.Event()
         self._state = state.Watched(lab.path)
+        self._events = [frr.run_dir(lab.name, s) / frr.EVENT_LOG for s in lab.switches()]
         self._offsets: dict[Path, int] = {}
         self._routes: dict[str, dict[str, int]] = {}
         self._dead: set[int] = set()  # daemons whose death was logged
@@ -81,8 +82,7 @@ class Monitor:
         events.append(self.lab.path, "daemons", watched=watched, interval=self.interval)
 
     def _logs(self) -> list[Path]:
-        logs = [frr.run_dir(self.lab.name, s) / frr.EVENT_LOG for s in self.lab.switches()]
-        return [log for log in logs if log.exists()]
+        return [log for log in self._events if log.exists()]
 
     def _record(self, event: str, **fields: Any) -> None:
         self.seen.append(events.append(self.lab.path, event, **fields))
