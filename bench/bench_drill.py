@@ -8,7 +8,10 @@ included), and the load average before and after (other jobs on the machine move
 wall-clock figures, not the CPU ones).
 
     flock /tmp/twin-heavy.lock .venv/bin/python bench/bench_drill.py [N] [FABRIC.yaml] \
-        [--workers 1,2,4]
+        [--workers 1,2,4] [--write]
+
+`--write` (the reference fabric) puts one row per worker count into the block
+`drill-throughput` of docs/drills.md and records them (bench/blocks.py).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench import blocks  # noqa: E402
 from twin import drill, drillrun, labdir  # noqa: E402
 from twin.intent import fabric as intent  # noqa: E402
 from twin.intent.inputs import strict_yaml  # noqa: E402
@@ -47,7 +51,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("count", type=int, nargs="?", help="the first N links (default: every one)")
     p.add_argument("fabric", type=Path, nargs="?", default=REFERENCE)
     p.add_argument("--workers", default="1,2,4", help="worker counts, comma-separated")
+    p.add_argument("--write", action="store_true", help="the rows into the docs' block")
     args = p.parse_args(argv)
+    if args.write and args.fabric != REFERENCE:
+        p.error("--write quotes the reference fabric: leave FABRIC.yaml out")
+    rows = [
+        "| `bench_drill.py` | load average | faults/minute | CPU per fault, whole drill "
+        "| CPU per case in its worker |",
+        "|---|---|---|---|---|",
+    ]
     with tempfile.TemporaryDirectory(prefix="bench-drill-") as tmp:
         lab_dir = Path(tmp) / "lab"
         labdir.generate(intent.load(args.fabric), lab_dir, str(args.fabric))
@@ -62,6 +74,12 @@ def main(argv: list[str]) -> int:
             outcomes = drillrun.on_dask(lab, scenario, cases, when, workers)
             seconds, spent = time.monotonic() - start, _cpu() - cpu
             assert not any(o.error for o in outcomes), [o.error for o in outcomes if o.error]
+            rows.append(
+                f"| {len(cases)} links, {workers} worker{'s' if workers > 1 else ''} "
+                f"| {load:.1f}-{os.getloadavg()[0]:.1f} | {len(cases) / seconds * 60:.1f} "
+                f"| {spent / len(outcomes):.3f} s "
+                f"| {statistics.fmean(o.cpu for o in outcomes):.3f} s |"
+            )
             print(
                 f"{workers} worker{'s' if workers > 1 else ' '}: {len(cases) / seconds * 60:6.1f} "
                 f"faults/minute ({seconds:.1f} s); CPU per fault {spent / len(outcomes):.3f} s "
@@ -69,6 +87,9 @@ def main(argv: list[str]) -> int:
                 f"median {statistics.median(o.cpu for o in outcomes):.3f}); "
                 f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}"
             )
+    if args.write:
+        for path in blocks.write("drill-throughput", "\n".join(rows)):
+            print(f"rewrote {path.relative_to(REPO)}: drill-throughput")
     return 0
 
 

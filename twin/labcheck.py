@@ -151,7 +151,12 @@ def _mapping(value: Any, file: str, key: str) -> dict[str, Any]:
 def check(lab: Lab, live: bool = False) -> None:
     """Refuse the lab directory with one line at its first problem; `live` (a twin is about
     to run it) also refuses MTUs the kernel would not set, which the static validators
-    would otherwise report as findings."""
+    would otherwise report as findings. A lab that passed (as `live`, or more) keeps its
+    pass while its files are unchanged (`Lab.stamp`): a command checks its lab once, and the
+    verbs it hands the lab to do not read it all again."""
+    stamp = lab.stamp()
+    if stamp is not None and stamp in (lab.checked.get(True), lab.checked.get(live)):
+        return
     graph = _design(lab)
     ifmap = _ifmap(lab, graph)
     addresses: dict[str, tuple[str, str]] = {}  # ip -> (file, key) of its first holder
@@ -161,6 +166,8 @@ def check(lab: Lab, live: bool = False) -> None:
         else:
             _frr_conf(lab, node)
             _config_db(lab, node, ifmap[node], addresses, live)
+    if stamp is not None:
+        lab.checked[live] = stamp
 
 
 def _design(lab: Lab) -> nx.MultiGraph:

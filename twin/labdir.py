@@ -243,6 +243,8 @@ class Lab:
     _read: dict[Path, tuple[Stat, Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    checked: dict[bool, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """`twin.labcheck.check`'s memo: per `live`, the `stamp` the files had when they passed."""
 
     @classmethod
     def open(cls, path: Path) -> Lab:
@@ -309,6 +311,18 @@ class Lab:
         """A server's host file as it is now on disk (`_json`: shared, read-only)."""
         host: dict[str, Any] = self._json(node, "host.json")
         return host
+
+    def stamp(self) -> tuple[Any, ...] | None:
+        """The `version` of the design, its port names and every config (`configs_stamp`):
+        what is read from them can be kept while it is unchanged; None when one was just
+        written or is missing."""
+        now = time.time_ns()
+        try:
+            files = tuple(version(self.path / f, now) for f in ("design.json", "ifmap.json"))
+        except OSError:
+            return None
+        configs = self.configs_stamp()
+        return None if None in files or configs is None else (*files, configs)
 
     def configs_stamp(self) -> tuple[tuple[str, Stat], ...] | None:
         """The `version` of every file under configs/, so that what is computed from them can
