@@ -14,15 +14,17 @@ from pathlib import Path
 
 from labs import backend
 from labs.backend import FlowSpec, Phase, ProbePair, Timeline
-from traffic import collectives
+from traffic import collectives, trees
 from traffic.collectives import Flow, flow_id, ring_shape
 from twin.labdir import Lab
 from twin.model.wiring import shared
+from twin.scenario import choice
 from twin.scenario.model import Fault, Scenario, Traffic
 
 SCHEDULES = {
     ("all_reduce", "ring"): collectives.ring_all_reduce,
     ("all_reduce", "halving_doubling"): collectives.halving_doubling_all_reduce,
+    ("all_reduce", "tree"): trees.tree_all_reduce,
     ("all_gather", "ring"): collectives.ring_all_gather,
     ("reduce_scatter", "ring"): collectives.ring_reduce_scatter,
     ("all_to_all", "ring"): collectives.all_to_all,
@@ -61,6 +63,12 @@ def schedule(
     return build(names, message, qps)
 
 
+def algorithm(lab: Lab, phase: Traffic) -> str:
+    """The algorithm a collective phase runs (`auto`: NCCL's choice, `twin.scenario.choice`)."""
+    n = len(ranks(lab, phase))
+    return choice.algorithm(phase.algorithm, phase.kind, n, lab.fabric.servers, phase.message)
+
+
 def _schedule(
     lab: Lab, phase: Traffic, message: int
 ) -> collectives.Schedule | collectives.RingShape:
@@ -68,9 +76,10 @@ def _schedule(
     its schedule (one per rail on a rail-optimized fabric)."""
     names = ranks(lab, phase)
     on = rails(lab, names)
-    build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
+    played = algorithm(lab, phase)
+    build = SCHEDULES.get((phase.kind, played), SCHEDULES[(phase.kind, "ring")])
     shape = None if on else ring_shape(build, names, message, phase.qps)
-    return shape or schedule(phase.kind, phase.algorithm, names, on, message, phase.qps)
+    return shape or schedule(phase.kind, played, names, on, message, phase.qps)
 
 
 def propagation(lab: Lab) -> Callable[[str, str], float]:
@@ -149,8 +158,7 @@ def analytical(lab: Lab, phase: Traffic) -> dict[str, float] | None:
     if phase.kind not in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
         return None
     planned = _schedule(lab, phase, phase.message)
-    servers = lab.fabric.servers
-    link_bps = servers.nic_speed * (2 if servers.dual_homed else 1) * 1e6  # a rank's NIC ports
+    link_bps = choice.rank_bps(lab.fabric.servers)
     shared = cuts(lab)
     bound = planned.completion_bound_s(link_bps, propagation(lab), shared)
     return {
@@ -279,7 +287,7 @@ def phase(lab: Lab, index: int, traffic: Traffic) -> Phase:
         pps=traffic.pps,
         gbps=traffic.gbps,
         message=traffic.message if collective else None,
-        algorithm=traffic.algorithm,
+        algorithm=algorithm(lab, traffic) if collective else traffic.algorithm,
         burst=traffic.burst if traffic.kind == "micro_bursts" else None,
         period=traffic.period if traffic.kind == "micro_bursts" else None,
         ranks=ranks(lab, traffic) if collective else [],
