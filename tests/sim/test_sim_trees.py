@@ -11,6 +11,7 @@ import yaml
 from tests.simlab import play, small_lab, validate
 from twin import labdir
 from twin.cli.verbs.run import DEFAULT_SCENARIO, REFERENCE
+from twin.errors import InputError
 from twin.intent import fabric as intent
 from twin.intent.inputs import parse_model
 from twin.labdir import Lab
@@ -36,13 +37,15 @@ def all_reduce(algorithm: str, message: int = 2_000_003) -> dict[str, Any]:
     }
 
 
-def test_a_tree_all_reduce_plays_every_iteration_within_its_bound(base: Path) -> None:
-    played = play(base, all_reduce("tree"))
+@pytest.mark.parametrize("algorithm", ["tree", "hierarchical_ring"])
+def test_an_all_reduce_plays_every_iteration_within_its_bound(base: Path, algorithm: str) -> None:
+    """Two leaf groups of two servers: the hierarchical ring's racks are equal."""
+    played = play(base, all_reduce(algorithm))
     (iterations,) = played.extra["iterations"].values()
-    assert iterations["algorithm"] == "tree"
+    assert iterations["algorithm"] == algorithm
     assert len(iterations["times_s"]) == 3 and all(t and t > 0 for t in iterations["times_s"])
-    (result,) = validate(base, all_reduce("tree")).values()
-    assert result.status.value == "pass" and "(tree, 4 ranks)" in result.scope
+    (result,) = validate(base, all_reduce(algorithm)).values()
+    assert result.status.value == "pass" and f"({algorithm}, 4 ranks)" in result.scope
 
 
 @pytest.mark.parametrize(("message", "expected"), [(2_000_003, "tree"), (1 << 26, "ring")])
@@ -67,3 +70,11 @@ def test_the_reference_would_run_a_tree(tmp_path: Path) -> None:
     auto = traffic[1].model_copy(update={"algorithm": "auto"})
     assert plan.algorithm(lab, auto) == "tree"
     assert plan.phase(lab, 1, traffic[1]).algorithm == "ring"
+
+
+def test_a_hierarchical_ring_needs_equal_racks(base: Path) -> None:
+    lab = Lab.open(base)
+    scenario = all_reduce("hierarchical_ring")
+    scenario["traffic"][0]["servers"] = ["server1", "server2", "server3"]
+    with pytest.raises(InputError, match="as many ranks behind each leaf group, not 1 to 2"):
+        model.checked(scenario, lab, "s.yaml", frames=False)

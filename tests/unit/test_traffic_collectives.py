@@ -19,6 +19,7 @@ from traffic.collectives import (
     ring_reduce_scatter,
     ring_shape,
 )
+from traffic.hierarchical import hierarchical_ring_all_reduce
 from traffic.trees import tree_all_reduce
 
 RANKS = [f"s{i}" for i in range(8)]
@@ -137,6 +138,11 @@ def test_a_step_waits_for_its_slowest_pair() -> None:
     )
 
 
+def hierarchical_in_pairs(names: list[str], size: int, qps: int = 1) -> Schedule:
+    """The hierarchical ring over groups of two consecutive ranks."""
+    return hierarchical_ring_all_reduce(names, [i // 2 for i in range(len(names))], size, qps)
+
+
 BUILDERS = [
     ring_all_reduce,
     halving_doubling_all_reduce,
@@ -144,6 +150,7 @@ BUILDERS = [
     ring_reduce_scatter,
     all_to_all,
     tree_all_reduce,
+    hierarchical_in_pairs,
 ]
 
 

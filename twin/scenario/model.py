@@ -68,7 +68,7 @@ class Traffic(_Model):
     name: str | None = Field(
         None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,63}$", description="label in reports"
     )
-    algorithm: Literal["ring", "halving_doubling", "tree", "auto"] = "ring"
+    algorithm: Literal["ring", "halving_doubling", "tree", "hierarchical_ring", "auto"] = "ring"
     servers: list[str] | Literal["all"] = Field("all", max_length=MAX_NAMES)
     order: Literal["natural", "interleaved"] = Field(
         "natural", description="rank order; interleaved alternates leaf groups"
@@ -145,6 +145,8 @@ class Traffic(_Model):
             return n * max(1, n.bit_length() - 1) * self.qps
         if self.kind == "all_reduce" and self.algorithm in ("tree", "auto"):
             return 4 * (n - 1) * self.qps  # auto: at most (the plan resolves it)
+        if self.kind == "all_reduce" and self.algorithm == "hierarchical_ring":
+            return 2 * n * self.qps  # a neighbour inside the group, one across
         return n * self.qps
 
     @property
@@ -324,6 +326,25 @@ def _check_link(lab: Lab, spec: str, file: str, key: str, node_key: str) -> None
         raise InputError(file, key, f"{node} has no port or neighbour {port!r}")
 
 
+def _check_groups(t: Traffic, lab: Lab, file: str, key: str) -> None:
+    """A hierarchical ring needs as many ranks behind each leaf group, and no rails (a rail
+    fabric's collectives run once per rail)."""
+    if lab.fabric.servers.rails:
+        raise InputError(file, key, "hierarchical_ring: not on a rail fabric (rings per rail)")
+    servers = lab.nodes("server") if t.servers == "all" else t.servers
+    sizes: dict[object, int] = {}
+    for s in servers:
+        group = lab.graph.nodes[s]["group"]
+        sizes[group] = sizes.get(group, 0) + 1
+    if len(set(sizes.values())) > 1:
+        raise InputError(
+            file,
+            key,
+            f"hierarchical_ring needs as many ranks behind each leaf group, not "
+            f"{min(sizes.values())} to {max(sizes.values())}",
+        )
+
+
 def _check_rate(scenario: Scenario, lab: Lab, file: str, frames: bool) -> None:
     """Collectives need two ranks (halving-doubling a power of two); with `frames`, the
     frames per second of the phases running at each phase's start stay within `MAX_PPS`."""
@@ -339,6 +360,8 @@ def _check_rate(scenario: Scenario, lab: Lab, file: str, frames: bool) -> None:
             raise InputError(
                 file, f"traffic.{i}", f"halving_doubling needs a power of two ranks, not {n}"
             )
+        if t.kind == "all_reduce" and chosen == "hierarchical_ring":
+            _check_groups(t, lab, file, f"traffic.{i}")
         played = t.model_copy(update={"algorithm": chosen})
         rates.append(played.flows(servers, len(lab.nodes("leaf"))) * t.pps)
     if not frames:
