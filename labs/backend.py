@@ -197,6 +197,7 @@ class Phase:
     period: float | None = None  # micro_bursts: seconds between bursts
     ranks: list[str] = field(default_factory=list)
     rails: list[int] = field(default_factory=list)  # each rank's rail: one schedule per rail
+    groups: list[int] = field(default_factory=list)  # each rank's leaf group: hierarchical_ring
     iterations: int = 1  # a collective's iterations in a row (simulated time)
     probe: list[ProbePair] = field(default_factory=list)  # ecmp_probe: its pairs (no `flows`)
 

@@ -138,6 +138,26 @@ def profile_arrays(
     return maps, pg, q, other
 
 
+Profile = tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...], tuple[float, ...]]
+_PROFILES: dict[tuple[int, float, float, int, Cells], tuple[QosProfile, Profile]] = {}
+"""`profile_arrays` by QoS object (kept with it, so that its id is not another's), speed,
+propagation, MTU and cells: a drill's worker builds the same ports for every case."""
+
+
+def _profile(qos: QosProfile, speed: float, propagation: float, mtu: int, cells: Cells) -> Profile:
+    """`profile_arrays` as tuples, computed once per QoS object and port figures."""
+    at = (id(qos), speed, propagation, mtu, cells)
+    kept = _PROFILES.get(at)
+    if kept is not None and kept[0] is qos:
+        return kept[1]
+    maps, pg, q, other = profile_arrays(qos, speed, propagation, mtu, cells)
+    found = (tuple(maps), tuple(pg), tuple(q), tuple(other))
+    if len(_PROFILES) >= 65536:
+        _PROFILES.clear()
+    _PROFILES[at] = (qos, found)
+    return found
+
+
 def _check_buffers(qos: QosProfile, cells: Cells) -> None:
     """Refuse buffer, pause and marking values no switch could have (one line, naming it)."""
     bad: list[str] = []
@@ -601,8 +621,8 @@ def _configure(
                 if node in switches
                 else Cells()
             )
-            maps, pg, q, other = profile_arrays(qos, link.speed, link.propagation, mtu, cells)
-            key = (tuple(maps), tuple(pg), tuple(q), tuple(other))
+            key = _profile(qos, link.speed, link.propagation, mtu, cells)
+            maps, pg, q, other = key
             if key not in profiles:
                 profiles[key] = len(profiles)
                 lib.sim_set_profile(
