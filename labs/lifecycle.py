@@ -65,6 +65,7 @@ from labs.backend import (
     Status,
     Timeline,
     Traffic,
+    load,
     quiet,
 )
 from twin import labcheck
@@ -249,10 +250,8 @@ def status(lab: str) -> str:
 def _up(record: Owner) -> bool:
     """Whether the backend of the record says its twin is up (a fake, sim or container twin
     runs no process of this machine's; one it cannot read is not)."""
-    from labs import registry  # the registry wraps backends in this module's lifecycle
-
     try:
-        return registry.get(record.backend).running(Lab.open(Path(record.lab_dir)))
+        return load(record.backend).running(Lab.open(Path(record.lab_dir)))
     except TwinError:
         return False
 

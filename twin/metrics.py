@@ -436,8 +436,8 @@ class Server:
         with listening:
             self._serving = subprocess.Popen(
                 [
-                    sys.executable, "-I", "-m", "twin.metrics_serve", str(listening.fileno()),
-                    om.CONTENT_TYPE_LATEST, exposition.CONTENT_TYPE_LATEST,
+                    sys.executable, "-I", "-m", "twin.metrics_serve",
+                    str(listening.fileno()), om.CONTENT_TYPE_LATEST, exposition.CONTENT_TYPE_LATEST,
                 ],
                 stdin=subprocess.PIPE,
                 pass_fds=[listening.fileno()],
