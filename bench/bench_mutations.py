@@ -4,6 +4,8 @@
     .venv/bin/python bench/bench_mutations.py --sim                 # and the default scenario
     .venv/bin/python bench/bench_mutations.py --fabric examples/reference.yaml --limit 200
     .venv/bin/python bench/bench_mutations.py --show missed         # list every harmful miss
+    .venv/bin/python bench/bench_mutations.py --shape single-homed  # the fabric's servers on one NIC
+    .venv/bin/python bench/bench_mutations.py --shape 3-tier        # twice the leaves, super-spines
 
 The lab is generated from the fabric, then copied once per mutation. Mutations, on one switch
 of each role (the first leaf, spine and super-spine) and the first server:
@@ -68,8 +70,11 @@ HARMLESS = {
     ("frr.conf", "frr", "version"),
     ("frr.conf", "hostname", ""),
     ("host.json", "hostname", ""),
+    ("host.json", "dscp_marking", "class"),
 }
-"""(file, table or statement, field) the intent leaves free: a change there harms nothing."""
+"""(file, table or statement, field) the intent leaves free: a change there harms nothing (a
+marking rule's `class` labels it: the deploy's iptables rules, labs/netns/plan.py and
+labs/clab/namespace.py, mark by port and DSCP alone)."""
 DEVIATIONS = {
     ("config_db.json", "DEVICE_METADATA", "*"),
     ("config_db.json", "BGP_NEIGHBOR", "holdtime"),
@@ -111,6 +116,25 @@ ALTERNATIVES = {
     "drop": "forward",
 }
 NUMBER = re.compile(r"\b\d+\b")
+
+
+def _single_homed(data: dict[str, Any]) -> None:
+    data["servers"].update(nics=1, dual_homed=False)
+    data["leaves"].pop("peer_link_ports", None)
+
+
+def _three_tier(data: dict[str, Any]) -> None:
+    data.setdefault("superspines", {"count": 2, "ports": 16})
+    data["leaves"]["count"] = 2 * data["leaves"].get("count", 4)
+
+
+SHAPES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "as-is": lambda data: None,
+    "single-homed": _single_homed,
+    "3-tier": _three_tier,
+}
+"""`--shape`: the fabric as given, its servers single-homed (one NIC, no MLAG), or its leaves
+doubled under two super-spines (examples/small.yaml: 4 spines in 2 pods, 8 leaves)."""
 Json = dict[str, Any]
 
 
@@ -386,17 +410,24 @@ def main() -> int:
     """Run the campaign and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fabric", type=Path, default=REPO / "examples" / "small.yaml")
+    parser.add_argument("--shape", choices=list(SHAPES), default="as-is", help="SHAPES")
     parser.add_argument("--sim", action="store_true", help="twin run --backend sim, not validate")
     parser.add_argument("--limit", type=int, default=0, help="at most this many mutations")
     parser.add_argument("--show", choices=("missed", "all"), default="missed")
     args = parser.parse_args()
+    import yaml
+
     from twin import labdir
     from twin.intent import fabric as intent
 
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="twin-mutations-") as tmp:
         lab = Path(tmp) / "pristine"
-        labdir.generate(intent.load(args.fabric), lab, str(args.fabric))
+        data = yaml.safe_load(args.fabric.read_text())
+        SHAPES[args.shape](data)
+        source = Path(tmp) / args.fabric.name
+        source.write_text(yaml.safe_dump(data))
+        labdir.generate(intent.load(source), lab, str(source))
         mutations = surface(lab)
         if args.limit:
             mutations = mutations[:: max(1, len(mutations) // args.limit)][: args.limit]
@@ -413,7 +444,7 @@ def main() -> int:
     deviations = Counter(o for m, o in judged if m.impact == "deviation")
     by_kind = Counter((m.file, m.kind) for m, _ in judged)
     verb = "twin run --backend sim" if args.sim else "twin validate"
-    print(f"fabric: {args.fabric.name}  verdict: {verb}")
+    print(f"fabric: {args.fabric.name} ({args.shape})  verdict: {verb}")
     print(f"mutations: {len(judged)} judged ({len(outcomes) - len(judged)} left a file unchanged)")
     for (file, kind), n in sorted(by_kind.items()):
         print(f"  {file:15} {kind:8} {n}")

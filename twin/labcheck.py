@@ -95,7 +95,8 @@ class HostRoute(_Model):
 class Marking(_Model):
     """DSCP marking of a traffic class by destination port."""
 
-    traffic_class: str = Field(alias="class")
+    traffic_class: str | None = Field(default=None, alias="class")
+    """A label: the rule marks by its ports and DSCP alone."""
     dscp: int = Field(ge=0, le=63)
     ports: list[Annotated[int, Field(ge=1, le=65535)]]
 

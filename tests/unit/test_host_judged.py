@@ -60,11 +60,6 @@ JUDGED: dict[str, tuple[Callable[[Host], object], str, str]] = {
         "intent_values",
         "host.json dscp_marking.0.dscp",
     ),
-    "a marking rule without its class": (
-        lambda h: h["dscp_marking"][0].pop("class"),
-        "intent_values",
-        "host.json dscp_marking.0.class",
-    ),
     "routes removed": (lambda h: h.pop("routes"), "intent_values", "host.json routes"),
     "a route over no NIC": (
         lambda h: h["routes"][0]["nexthops"][0].update(dev="eth7"),
@@ -88,6 +83,15 @@ JUDGED: dict[str, tuple[Callable[[Host], object], str, str]] = {
     ),
 }
 """What each edit of server1's host file is, the validator that judges it and the key."""
+LABELS: dict[str, Callable[[Host], object]] = {
+    "a marking rule without its class": lambda h: h["dscp_marking"][0].pop("class"),
+    "a marking rule with another class name": lambda h: h["dscp_marking"][0].update(
+        {"class": "nfs"}
+    ),
+    "no hostname": lambda h: h.pop("hostname"),
+}
+"""Edits of labels nothing applies (the deploy marks by port and DSCP; the design's node name
+names the server): they pass, and a deploy takes them."""
 REFUSED: dict[str, tuple[Callable[[Path], object], str]] = {
     "not JSON": (lambda p: p.write_text('{"address": '), "host.json: line 1: not valid JSON"),
     "no address": (lambda p: _edit(p, lambda h: h.pop("address")), "host.json: address: "),
@@ -162,3 +166,11 @@ def test_a_host_file_that_does_not_name_its_server_is_refused(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and expected in err, err
     assert not (lab / "out").exists()
+
+
+@pytest.mark.parametrize("case", LABELS, ids=list(LABELS))
+def test_a_label_edited_passes(lab: Path, case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _edit(lab / "configs" / "server1" / "host.json", LABELS[case])
+    labcheck.check(Lab.open(lab), live=True)
+    out = lab / "out"
+    assert cli.main(["validate", str(lab), "--out", str(out)]) == 0, capsys.readouterr().out
