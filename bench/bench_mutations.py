@@ -4,7 +4,7 @@
     .venv/bin/python bench/bench_mutations.py --sim                 # and the default scenario
     .venv/bin/python bench/bench_mutations.py --fabric examples/reference.yaml --limit 200
     .venv/bin/python bench/bench_mutations.py --show missed         # list every harmful miss
-    .venv/bin/python bench/bench_mutations.py --shape single-homed  # the fabric's servers on one NIC
+    .venv/bin/python bench/bench_mutations.py --shape single-homed  # its servers on one NIC
     .venv/bin/python bench/bench_mutations.py --shape 3-tier        # twice the leaves, super-spines
 
 The lab is generated from the fabric, then copied once per mutation. Mutations, on one switch
