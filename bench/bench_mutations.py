@@ -31,8 +31,9 @@ run LAB --backend sim` with the default scenario, whose verdict includes the sta
 validators) runs on the copy, in this process. A harmful mutation is caught when the exit code
 is 1 and a failing result has a finding on the mutated device; caught unnamed when it fails
 without naming it; refused on exit 2 whose one line names the mutated file (bad input: a host
-file that no longer describes the server's wiring, a value its key cannot hold, a config_db
-SONiC's YANG refuses), lost on an exit 2 naming another, crashed on exit 3; missed on exit 0.
+file that no longer says which server it is, its address or a NIC's name; a config_db SONiC's
+YANG refuses, a PortChannel member of no PORTCHANNEL), lost on an exit 2 naming another,
+crashed on exit 3; missed on exit 0.
 A harmless one is a false red on any exit but 0.
 
 Prints: the mutations by file and kind, the mutation score (harmful caught naming the device,
