@@ -120,13 +120,15 @@ NUMBER = re.compile(r"\b\d+\b")
 
 
 def _single_homed(data: dict[str, Any]) -> None:
-    data["servers"].update(nics=1, dual_homed=False)
+    servers = data["servers"]
+    servers.update(nics=1, dual_homed=False, count=2 * servers.get("count", 4))
     data["leaves"].pop("peer_link_ports", None)
 
 
 def _three_tier(data: dict[str, Any]) -> None:
     data.setdefault("superspines", {"count": 2, "ports": 16})
     data["leaves"]["count"] = 2 * data["leaves"].get("count", 4)
+    data["servers"]["count"] = 2 * data["servers"].get("count", 4)
 
 
 SHAPES: dict[str, Callable[[dict[str, Any]], None]] = {
@@ -134,8 +136,9 @@ SHAPES: dict[str, Callable[[dict[str, Any]], None]] = {
     "single-homed": _single_homed,
     "3-tier": _three_tier,
 }
-"""`--shape`: the fabric as given, its servers single-homed (one NIC, no MLAG), or its leaves
-doubled under two super-spines (examples/small.yaml: 4 spines in 2 pods, 8 leaves)."""
+"""`--shape`: the fabric as given, its servers single-homed (one NIC, no MLAG; twice as many,
+so that each leaf keeps as many as the default scenario's incast picks), or its leaves and
+servers doubled under two super-spines (examples/small.yaml: 4 spines in 2 pods, 8 leaves)."""
 Json = dict[str, Any]
 
 
