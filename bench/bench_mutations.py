@@ -479,6 +479,9 @@ def main() -> int:
     for m, o in harmful:
         if o != "caught" and (args.show == "all" or o in ("missed", "crashed", "lost")):
             print(f"  {o}: {m.device} {m.file} {m.where} {m.kind}")
+    for m, o in judged:
+        if m.impact == "deviation" and o in ("crashed", "lost"):
+            print(f"  deviation {o}: {m.device} {m.file} {m.where} {m.kind}")
     print(f"time: {took:.0f} s")
     return 1 if reds or tally["crashed"] else 0
 
