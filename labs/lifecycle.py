@@ -370,7 +370,7 @@ class Managed:
         self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
     ) -> Deployed:
         """Check, record, create, mark running, log (the module's docstring)."""
-        labcheck.check(lab, live=True)
+        labcheck.check(lab, live=True, applied=not self.computed)
         recorded = state.load(lab.path)
         if recorded is not None and (recorded.backend != self.name or self.running(lab)):
             on = "" if recorded.backend == self.name else f" on the {recorded.backend} backend"

@@ -45,7 +45,7 @@ class Unfaulted:
         intent."""
         sim = registry.get("sim")
         if sim.running(lab):
-            labcheck.check(lab, live=True)
+            labcheck.check(lab, live=True, applied=False)
         else:
             sim.deploy(lab, quiet)  # checks the lab first
         fabric = safeio.read(lab.path / "fabric.yaml", FABRIC_BYTES) or b""

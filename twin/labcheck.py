@@ -10,7 +10,9 @@ no overlapping interface subnets on a switch, no address on two nodes). The firs
 raised as one `InputError` line naming the file, the key and what is wrong; nothing is
 created before. A port or PortChannel that a config holds but that is not cabled (a
 PortChannel without members, a member port taken out of its PortChannel) is one those models
-accept: it is deployed and judged (`mlag_consistency`, the routing), not refused.
+accept: it is deployed and judged (`mlag_consistency`, the routing), not refused. Likewise a
+host file that names its server (its address and NICs) is judged whatever its other keys
+hold (`twin.configs.host`), unless a deploy is about to apply them to a kernel.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import networkx as nx
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from twin.errors import InputError
-from twin.intent.fabric import Dcqcn
 from twin.intent.inputs import CONFIG_BYTES, parse_model, read_json, read_text
 from twin.labdir import Lab
 from twin.model.frr import parse_frr
@@ -94,7 +95,8 @@ class HostRoute(_Model):
 class Marking(_Model):
     """DSCP marking of a traffic class by destination port."""
 
-    traffic_class: str = Field(alias="class")
+    traffic_class: str | None = Field(default=None, alias="class")
+    """A label: the rule marks by its ports and DSCP alone."""
     dscp: int = Field(ge=0, le=63)
     ports: list[Annotated[int, Field(ge=1, le=65535)]]
 
@@ -107,17 +109,18 @@ class RdmaDevice(_Model):
 
 
 class Rdma(_Model):
-    """RDMA settings of a server; one left out is the NIC's default, judged (`host_rdma`,
-    `pfc_consistency` hosts), not refused."""
+    """RDMA settings of a server. A setting left out or that its key cannot hold is one the
+    NIC never takes (its default is in force): judged (`host_rdma`, `pfc_consistency` hosts),
+    not refused. The devices are what a deploy creates."""
 
-    mode: str | None = None
-    traffic_class: int | None = Field(default=None, ge=0, le=255)
-    dscp: int | None = Field(default=None, ge=0, le=63)
-    pfc_priority: int | None = Field(default=None, ge=0, le=7)
-    cnp_dscp: int | None = Field(default=None, ge=0, le=63)
-    ecn: bool | None = None
-    dcqcn: Dcqcn | None = None
-    devices: list[RdmaDevice]
+    mode: Any = None
+    traffic_class: Any = None
+    dscp: Any = None
+    pfc_priority: Any = None
+    cnp_dscp: Any = None
+    ecn: Any = None
+    dcqcn: Any = None
+    devices: list[RdmaDevice] = Field(default_factory=list)
 
 
 class Bond(_Model):
@@ -142,32 +145,55 @@ class Host(_Model):
     rdma: Rdma | None = None
 
 
+class NicName(BaseModel):
+    """A NIC as it names the server's port in the wiring; its other keys are judged."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    name: LinuxName
+
+
+class Identity(BaseModel):
+    """What a host file must hold to describe its server: its address and its NICs by name.
+    Everything else (MTU, routes, marking rules, RDMA settings, a NIC's peer and gateway) is
+    judged against the intent when the file is not applied to a kernel (`check`)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    address: Cidr
+    interfaces: list[NicName] = Field(min_length=1)
+
+
 def _mapping(value: Any, file: str, key: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InputError(file, key, f"must be an object, not {type(value).__name__}")
     return value
 
 
-def check(lab: Lab, live: bool = False) -> None:
+def check(lab: Lab, live: bool = False, applied: bool | None = None) -> None:
     """Refuse the lab directory with one line at its first problem; `live` (a twin is about
     to run it) also refuses MTUs the kernel would not set, which the static validators
-    would otherwise report as findings. A lab that passed (as `live`, or more) keeps its
-    pass while its files are unchanged (`Lab.stamp`): a command checks its lab once, and the
-    verbs it hands the lab to do not read it all again."""
+    would otherwise report as findings. `applied` (default: `live`; a deploy that sets the
+    servers' kernels up, not the simulator's): a host file must hold every setting the deploy
+    applies as `Host` says, else only what names its server (`Identity`). A lab that passed
+    (as strictly, or more) keeps its pass while its files are unchanged (`Lab.stamp`): a
+    command checks its lab once, and the verbs it hands the lab to do not read it all again."""
+    hosts = live if applied is None else applied
     stamp = lab.stamp()
-    if stamp is not None and stamp in (lab.checked.get(True), lab.checked.get(live)):
+    if stamp is not None and any(
+        was == stamp and was_live >= live and was_hosts >= hosts
+        for (was_live, was_hosts), was in lab.checked.items()
+    ):
         return
     graph = _design(lab)
     ifmap = _ifmap(lab, graph)
     addresses: dict[str, tuple[str, str]] = {}  # ip -> (file, key) of its first holder
     for node, data in graph.nodes(data=True):
         if data["role"] == "server":
-            _host(lab, node, graph, ifmap, addresses)
+            _host(lab, node, graph, ifmap, addresses, hosts)
         else:
             _frr_conf(lab, node)
             _config_db(lab, node, ifmap[node], addresses, live)
     if stamp is not None:
-        lab.checked[live] = stamp
+        lab.checked[live, hosts] = stamp
 
 
 def _design(lab: Lab) -> nx.MultiGraph:
@@ -259,17 +285,28 @@ def _host(
     graph: nx.MultiGraph,
     ifmap: dict[str, dict[str, str]],
     addresses: dict[str, tuple[str, str]],
+    applied: bool,
 ) -> None:
     path = lab.path / "configs" / node / "host.json"
     file = str(path)
-    host = parse_model(Host, read_json(path, CONFIG_BYTES), file)
+    data = read_json(path, CONFIG_BYTES)
+    named = parse_model(Identity, data, file)
     own = set(ifmap[node].values())
-    nics = [nic.name for nic in host.interfaces]
-    for i, nic in enumerate(host.interfaces):
+    for i, nic in enumerate(named.interfaces):
         if nic.name not in own:
             raise InputError(
                 file, f"interfaces.{i}.name", f"{nic.name!r} is not a NIC of {node} in ifmap.json"
             )
+    _claim(addresses, named.address.split("/")[0], file, "address", node)
+    if applied:
+        _applied(file, parse_model(Host, data, file), graph, ifmap)
+
+
+def _applied(file: str, host: Host, graph: nx.MultiGraph, ifmap: dict[str, dict[str, str]]) -> None:
+    """What a deploy applies of a host file leads through the server's own NICs to ports
+    that are wired."""
+    nics = [nic.name for nic in host.interfaces]
+    for i, nic in enumerate(host.interfaces):
         if nic.peer not in graph.nodes or nic.peer_port not in ifmap[nic.peer]:
             raise InputError(
                 file, f"interfaces.{i}.peer_port", f"{nic.peer}:{nic.peer_port} is not wired"
@@ -281,8 +318,6 @@ def _host(
     for i, device in enumerate(host.rdma.devices if host.rdma else []):
         if device.netdev not in nics:
             raise InputError(file, f"rdma.devices.{i}.netdev", f"no NIC {device.netdev!r}")
-    ip = host.address.split("/")[0]
-    _claim(addresses, ip, file, "address", node)
 
 
 def _config_db(

@@ -243,8 +243,11 @@ class Lab:
     _read: dict[Path, tuple[Stat, Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    checked: dict[bool, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
-    """`twin.labcheck.check`'s memo: per `live`, the `stamp` the files had when they passed."""
+    checked: dict[tuple[bool, bool], Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """`twin.labcheck.check`'s memo: per (`live`, hosts checked as applied), the `stamp` the
+    files had when they passed."""
 
     @classmethod
     def open(cls, path: Path) -> Lab:

@@ -52,6 +52,7 @@ from labs.sim.model import (
     Switch,
     Watchdog,
 )
+from twin.configs.host import dscp, either, real, section, whole
 from twin.configs.qos import by_port, pfc_enabled, qos_map
 from twin.labdir import Lab
 from twin.model.fib import Fib, Hops, Lpm
@@ -279,41 +280,44 @@ def pool_bytes(db: ConfigDb) -> int:
 
 def host_profile(host: Mapping[str, Any]) -> QosProfile:
     """A NIC's priorities: its RDMA DSCP on `pfc_priority`, CNPs on 6, the rest on 0."""
-    rdma = host.get("rdma") or {}
-    dscp_to_tc = {int(rdma.get("cnp_dscp", 48)): CNP_PRIORITY}
-    if "dscp" in rdma:
-        dscp_to_tc[int(rdma["dscp"])] = int(rdma.get("pfc_priority", 3))
+    rdma = section(host, "rdma")
+    dscp_to_tc = {either(dscp(rdma, "cnp_dscp"), 48): CNP_PRIORITY}
+    roce = dscp(rdma, "dscp")
+    if roce is not None:
+        dscp_to_tc[roce] = either(whole(rdma.get("pfc_priority"), 0, 7), 3)
     return QosProfile(dscp_to_tc=dscp_to_tc, watchdog=None)
 
 
 def dcqcn(host: Mapping[str, Any]) -> Dcqcn:
     """A host file's DCQCN parameters and ECN settings (the engine's defaults where it has
-    none).
+    none, or one its key cannot hold: `twin.configs.host`).
 
     >>> off = dcqcn({"rdma": {"ecn": False, "traffic_class": 104}})
     >>> off.reaction, off.notification, off.ect
     (False, False, False)
+    >>> dcqcn({"rdma": {"ecn": "no", "dcqcn": {"g": "x"}}}).g == Dcqcn().g
+    True
     """
-    d = (host.get("rdma") or {}).get("dcqcn") or {}
+    rdma = section(host, "rdma")
+    d = section(rdma, "dcqcn")
     base = Dcqcn()
-    rdma = host.get("rdma") or {}
-    ecn = bool(rdma.get("ecn", True))
+    ecn = rdma.get("ecn") is not False
     return Dcqcn(
-        g=float(d.get("g", base.g)),
-        alpha_period=float(d.get("alpha_period_us", base.alpha_period * 1e6)) * 1e-6,
-        timer=float(d.get("timer_us", base.timer * 1e6)) * 1e-6,
-        byte_counter=int(d.get("byte_counter", base.byte_counter)),
-        f=int(d.get("fast_recovery_steps", base.f)),
-        r_ai=float(d.get("r_ai_mbps", base.r_ai / 1e6)) * 1e6,
-        r_hai=float(d.get("r_hai_mbps", base.r_hai / 1e6)) * 1e6,
-        min_rate=float(d.get("min_rate_mbps", base.min_rate / 1e6)) * 1e6,
-        cnp_interval=float(d.get("cnp_interval_us", base.cnp_interval * 1e6)) * 1e-6,
-        initial_alpha=float(d.get("initial_alpha", base.initial_alpha)),
-        cnp_dscp=int(rdma.get("cnp_dscp", base.cnp_dscp)),
+        g=real(d.get("g"), base.g),
+        alpha_period=real(d.get("alpha_period_us"), base.alpha_period * 1e6) * 1e-6,
+        timer=real(d.get("timer_us"), base.timer * 1e6) * 1e-6,
+        byte_counter=either(whole(d.get("byte_counter"), 1, 2**63), base.byte_counter),
+        f=either(whole(d.get("fast_recovery_steps"), 0, 64), base.f),
+        r_ai=real(d.get("r_ai_mbps"), base.r_ai / 1e6) * 1e6,
+        r_hai=real(d.get("r_hai_mbps"), base.r_hai / 1e6) * 1e6,
+        min_rate=real(d.get("min_rate_mbps"), base.min_rate / 1e6) * 1e6,
+        cnp_interval=real(d.get("cnp_interval_us"), base.cnp_interval * 1e6) * 1e-6,
+        initial_alpha=real(d.get("initial_alpha"), base.initial_alpha),
+        cnp_dscp=either(dscp(rdma, "cnp_dscp"), base.cnp_dscp),
         cnp_priority=CNP_PRIORITY,
         reaction=ecn,
         notification=ecn,
-        ect=(int(rdma.get("traffic_class", ECT0)) & 3) in (1, 2),
+        ect=(either(whole(rdma.get("traffic_class"), 0, 255), ECT0) & 3) in (1, 2),
     )
 
 
@@ -367,7 +371,7 @@ def network(lab: Lab) -> Network:
             else:
                 ifaces = hosts[node].get("interfaces", [])
                 nic: dict[str, Any] = next((i for i in ifaces if i["name"] == port), {})
-                speeds.append(float(nic.get("speed", 0)) * 1e6)
+                speeds.append(real(nic.get("speed"), 0) * 1e6)
         speed = min((s for s in speeds if s > 0), default=100e9)
         length = next((m for m in lengths if m is not None), DEFAULT_CABLE_M)
         cables.append(Link(f"{a}:{a_port}", f"{b}:{b_port}", speed, length_m=length))

@@ -202,7 +202,7 @@ def test_examples_load_on_the_reference_and_big(
     )
     lab = Lab.open(generated(tmp_path_factory.mktemp("select") / fabric, source))
     labcheck.check(lab, live=True)
-    monkeypatch.setattr(labcheck, "check", lambda checked, live: None)
+    monkeypatch.setattr(labcheck, "check", lambda checked, live, applied: None)
     for example in EXAMPLES:
         try:
             scenarios.load(example, lab)
@@ -225,7 +225,7 @@ def test_the_frame_rate_bounds_only_backends_that_send_frames(
     lab = Lab.open(generated(tmp_path / fabric["name"], fabric))
     assert len(lab.nodes("leaf")) > 33
     labcheck.check(lab, live=True)
-    monkeypatch.setattr(labcheck, "check", lambda checked, live: None)
+    monkeypatch.setattr(labcheck, "check", lambda checked, live, applied: None)
     scenario = REPO / "twin" / "defaults" / "default-scenario.yaml"
     with pytest.raises(InputError, match="this machine sends at most 100,000"):
         scenarios.load(scenario, lab, frames=not registry.get("netns").computed)

@@ -280,9 +280,36 @@ class Wiring:
 
 
 def _host(name: str, host: dict[str, Any]) -> Host:
-    routes = [
-        (IPv4Network(r["dst"]), [(IPv4Address(h["gateway"]), h["dev"]) for h in r["nexthops"]])
-        for r in host.get("routes", [])
-    ]
-    nics = [i["name"] for i in host.get("interfaces", [])]
-    return Host(name, IPv4Interface(host["address"]), nics, routes)
+    nics = [i["name"] for i in host["interfaces"]]
+    routes = host.get("routes")
+    installed = [r for r in routes if isinstance(r, dict)] if isinstance(routes, list) else []
+    return Host(
+        name,
+        IPv4Interface(host["address"]),
+        nics,
+        [route for r in installed if (route := _route(r, nics)) is not None],
+    )
+
+
+def _route(
+    route: dict[str, Any], nics: list[str]
+) -> tuple[IPv4Network, list[tuple[IPv4Address, str]]] | None:
+    """A host route as the kernel installs it; None when `ip route` would refuse it (its
+    destination or a next hop unreadable, a next hop through a device the server lacks):
+    the server then has no such route, which the validators judge.
+
+    >>> _route({"dst": "0.0.0.0/0", "nexthops": [{"gateway": "10.2.0.1", "dev": "nic0"}]},
+    ...        ["nic0"])
+    (IPv4Network('0.0.0.0/0'), [(IPv4Address('10.2.0.1'), 'nic0')])
+    >>> _route({"dst": "0.0.0.0/0", "nexthops": [{"dev": "nic0"}]}, ["nic0"]) is None
+    True
+    """
+    hops: Any = route.get("nexthops")
+    try:
+        dst = IPv4Network(route.get("dst"))
+        via = [(IPv4Address(h["gateway"]), h["dev"]) for h in hops]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not via or any(dev not in nics for _, dev in via):
+        return None
+    return dst, via

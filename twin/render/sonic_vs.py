@@ -332,7 +332,7 @@ def host(lab: LabSource, server: str, links: list[ServerLink]) -> dict[str, Any]
     gateway = {nic: link.leaf_ip.split("/")[0] for nic, link in mine.items()}
     rdma: dict[str, Any] | None = own.get("rdma")
     return {
-        "hostname": own["hostname"],
+        "hostname": own.get("hostname") or server,
         "mtu": own["mtu"],
         "address": f"{address}/32",
         "interfaces": [

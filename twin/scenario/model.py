@@ -450,7 +450,7 @@ def load(path: Path, lab: Lab, frames: bool = True) -> Scenario:
     """Read and check a scenario against the lab it will run on (whose files are checked
     first); `frames`: it will play on a backend that sends frames (not `Backend.computed`),
     whose rate one machine bounds (`MAX_PPS`)."""
-    labcheck.check(lab, live=True)
+    labcheck.check(lab, live=True, applied=frames)
     return checked(strict_yaml(path), lab, str(path), frames)
 
 

@@ -16,6 +16,7 @@ from labs import backend
 from labs.backend import FlowSpec, Phase, ProbePair, Timeline
 from traffic import collectives, hierarchical, trees
 from traffic.collectives import Flow, flow_id, ring_shape
+from twin.configs.host import dscp, markings, section
 from twin.labdir import Lab
 from twin.model.wiring import shared
 from twin.scenario import choice
@@ -227,7 +228,7 @@ def probe_pairs(lab: Lab, phase: Traffic) -> list[ProbePair]:
             (s, nic["name"])
             for s in servers
             for nic in lab.host(s)["interfaces"]
-            if nic["peer"] == leaf
+            if nic.get("peer") == leaf
         ]
         remote = [s for s in servers if lab.graph.nodes[s]["group"] != group]
         sport = PROBE_SPORT
@@ -263,12 +264,12 @@ def host_dscp(lab: Lab, server: str, phase: Traffic) -> int:
     if phase.dscp is not None:
         return phase.dscp
     host = lab.host(server)
-    rdma = host.get("rdma") or {}
-    if phase.traffic_class == "roce" and "dscp" in rdma:
-        return int(rdma["dscp"])
-    for mark in host.get("dscp_marking", []):
-        if mark["class"] == phase.traffic_class:
-            return int(mark["dscp"])
+    roce = dscp(section(host, "rdma"), "dscp")
+    if phase.traffic_class == "roce" and roce is not None:
+        return roce
+    for name, value in markings(host):
+        if name == phase.traffic_class:
+            return value
     return lab.fabric.qos.classes[phase.traffic_class].dscp
 
 

@@ -71,7 +71,9 @@ HOST_JUDGED = ("address", "interfaces", "routes", "dscp_marking", "rdma.devices"
 """host.json keys judged here: what the design fixes of a server's wiring, addressing,
 routes and marking rules (its MTU and RDMA settings are `host_rdma`'s; the hostname is free;
 the bond and the NICs' speed the twin emulates)."""
-HOST_SKIPPED = {"speed"}
+HOST_SKIPPED = {"speed", "class"}
+"""Not judged: the NICs' speed (emulated) and a marking rule's `class`, a label: a rule marks
+by its ports and DSCP alone (the deploy's iptables rules)."""
 
 
 def _walk(want: Any, got: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
