@@ -23,7 +23,10 @@ links of a dual-homed one, the leaf of a single-homed rack) stalls the ring unti
 back, which is the fabric's shape (`servers.dual_homed`, `nics`), not its efficiency, and is
 `failover`'s to judge. Iterations run back to back from the phase's start, so each one's span
 is known; those that overlap such a cut are counted (`cut_off`) and named in the reason, and
-when every finished iteration did, the phase is not observable.
+when every finished iteration did, the phase is not observable. On a hybrid run (a live
+control plane, the simulator's data plane: `data_plane` in run.json) the iterations are the
+simulator's, which plays the scenario's times x `time_scale`: their spans are its times / that
+scale from the phase's start on the live run's clock, where its faults and other phases are.
 """
 
 from __future__ import annotations
@@ -182,6 +185,8 @@ def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
         return [
             Result(NAME, "collectives", Status.NOT_OBSERVABLE, "no collective phase in the run")
         ]
+    hybrid = obs.run.get("data_plane")
+    scale = float(hybrid["time_scale"]) if hybrid else 1.0
     results = []
     for label, it in sorted(iterations.items()):
         phase = obs.phase(label)
@@ -198,7 +203,7 @@ def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
         ranks = {f[end] for f in phase["flows"] for end in ("src", "dst")}
         cuts = cut_off(lab, obs, ranks)
         beside = shared_nics(lab, obs, label)
-        spans = _spans(float(phase["start"]), it["times_s"])
+        spans = _spans(float(phase["start"]), [t and t / scale for t in it["times_s"]])
         times, judged, cut, shared = [], [], [], {}
         for t, span in zip(it["times_s"], spans, strict=True):
             hit = [s for lo, hi, s in cuts if span and lo < span[1] and span[0] < hi]
