@@ -21,7 +21,13 @@ the fabric (exit 2) is listed apart. Exit status 1 when there is a false red.
 
 Cost (2 cores shared with other work, load 20): a fabric of 4-16 servers takes 35-110 s for
 validate and 5 scenarios; `incast` (5 s of simulated line-rate incast) alone takes 15-65 s
-and `allreduce` on 39 servers 570 s, hence `--skip`.
+and `allreduce` on 39 servers 570 s, hence `--skip`. The figures are wall time on a machine
+others load: the bench's own CPU (`s CPU`, this process's and its children's) is what it
+costs. At load 28-35: a fabric of 4-24 servers, validate and the 5 scenarios but `incast` and
+`allreduce`, 5-9 s of CPU (56-213 s wall); one of 19 servers with all 7, about 80 s of CPU
+(477 s wall, `incast` 306 s of it); live on netns (`--backend netns`, the simulator playing
+the data plane), 6-8 servers, the default scenario: 8-22 s of the bench's CPU (the twin's
+daemons not counted), 64-150 s wall.
 """
 
 from __future__ import annotations
