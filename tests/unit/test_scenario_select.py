@@ -115,6 +115,24 @@ def test_the_default_scenario_names_the_same_servers_by_selector(
     assert (traffic["backup"]["src"], traffic["backup"]["dst"]) == ("server27", "server40")
 
 
+def test_otherwise_falls_back_only_when_a_selector_selects_none(small: Lab) -> None:
+    """`otherwise` stands in for a selector that selects no server of this lab (an index
+    past a rack's servers, a rack the lab lacks); a well-selecting one keeps its pick, and a
+    malformed one is refused, not replaced."""
+    fallback = {"rack": -1, "index": 5, "otherwise": {"rack": -1}}
+    assert phase(small, src="servers[0]", dst=fallback)["dst"] == "server3"
+    kept = {"rack": -1, "index": 1, "otherwise": {"rack": 0}}
+    assert phase(small, src="servers[0]", dst=kept)["dst"] == "server4"
+    assert phase(small, servers={"rack": 7, "otherwise": "all"})["servers"] == [
+        "server1", "server2", "server3", "server4",
+    ]  # fmt: skip
+    with pytest.raises(InputError, match="rack must be an index"):
+        phase(small, src="servers[0]", dst={"rack": "x", "otherwise": {"rack": 0}})
+    with pytest.raises(InputError) as refused:
+        phase(small, src="servers[0]", dst={"rack": 9, "otherwise": {"rack": 8}})
+    assert refused.value.key == "traffic.0.dst.otherwise"
+
+
 def test_random_picks_follow_the_seed(small: Lab) -> None:
     def picks(seed: int) -> list[str]:
         data = {"seed": seed, "traffic": [{"kind": "all_reduce", "servers": {"any": 2}}]}
