@@ -323,7 +323,7 @@ int sim_step_all(Sim *s, ps_t until) {
             on_check(s);
             break;
         case EV_ROUTES:
-            s->rt_start = s->tables[3 * e.a];
+            s->rt_cell = s->tables[3 * e.a];
             s->rt_nh = s->tables[3 * e.a + 1];
             s->rt_dest = s->tables[3 * e.a + 2];
             s->rt_n_dest = s->rt_dest[s->n_hosts];

@@ -145,7 +145,8 @@ void on_pfc_apply(Sim *s, int port, int packed, int quanta) {
 static int route(Sim *s, const Node *n, const Pkt *k) {
     int32_t h = s->nodes[k->dst].host_idx;
     int64_t row = (int64_t)(n - s->nodes) * s->rt_n_dest + s->rt_dest[h];
-    int lo = s->rt_start[row], cnt = s->rt_start[row + 1] - lo;
+    uint32_t cell = (uint32_t)s->rt_cell[row];
+    int lo = (int)(cell >> ROUTE_COUNT_BITS), cnt = (int)(cell & ((1u << ROUTE_COUNT_BITS) - 1));
     if (cnt == 0) return -1;
     int up = cnt;
     if (s->ports_down > 0) { /* ECMP over the members that are up */
