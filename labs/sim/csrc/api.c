@@ -32,6 +32,8 @@ Sim *sim_new(int n_nodes, int n_ports, int n_links, int n_flows, int n_profiles,
     s->nodes = calloc((size_t)n_nodes, sizeof(Node));
     s->ports = aligned_alloc(_Alignof(Port), (size_t)(n_ports ? n_ports : 1) * sizeof(Port)); /* see Port */
     memset(s->ports, 0, (size_t)n_ports * sizeof(Port));
+    s->port_dirty = malloc((size_t)(n_ports ? n_ports : 1));
+    memset(s->port_dirty, 1, (size_t)n_ports);
     s->flows = calloc((size_t)n_flows, sizeof(Flow));
     s->profiles = calloc((size_t)n_profiles, sizeof(Profile));
     s->link_ports = calloc((size_t)n_links * 2, sizeof(int32_t));
@@ -73,6 +75,7 @@ void sim_free(Sim *s) {
     free(s->dl_mark);
     free(s->dl_reported);
     free(s->sample_ports);
+    free(s->port_dirty);
     free(s->sample_last);
     free(s->changes);
     free(s->flow_samples);

@@ -87,6 +87,7 @@ void release_pkt(Sim *s, int pk) {
     Port *I = &s->ports[K->in_port];
     int pg = K->pg;
     int64_t left = buffer_bytes(&s->profiles[I->profile], K->size);
+    s->port_dirty[K->in_port] = 1;
     int64_t h = I->pg[pg].hdrm < left ? I->pg[pg].hdrm : left;
     I->pg[pg].hdrm -= h;
     left -= h;
@@ -218,6 +219,7 @@ void switch_receive(Sim *s, int port, int pk) {
     int64_t rest = size - res;
     int late = lossless && !P->pg_paused[pg] && P->pg[pg].hdrm == 0 && P->pg[pg].shared >= thr &&
                N->pool_used + rest <= N->pool;
+    s->port_dirty[port] = 1;
     if (rest == 0 || P->pg[pg].shared + rest <= thr || late) {
         P->pg[pg].res += res;
         P->pg[pg].shared += rest;
