@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import blocks
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from validators.examples import add_frr_policy, generate
 from validators.registry import get
 from validators.result import Result

@@ -45,10 +45,10 @@ from bench import blocks
 from labs import processes, registry
 from labs.netns import cleanup
 from labs.netns import lifecycle as netns
-from twin import labdir
 from twin.errors import TwinError
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "examples" / "reference.yaml"

@@ -1,6 +1,6 @@
 """Drill throughput on the simulator: a fabric's single-link failures (every link of the
 reference fabric unless N or FABRIC.yaml is given) played through the drill's private
-LocalCluster (TLS, `twin.drillcluster`) of 1, 2 and then 4 worker processes (or those of
+LocalCluster (TLS, `twin.drill.cluster`) of 1, 2 and then 4 worker processes (or those of
 `--workers`). Prints, for each: faults per minute (wall clock, the cluster's start and its
 credentials included), the CPU per fault of the whole drill (this process: client and
 scheduler; and its workers), the CPU per case in a worker (building the unfaulted lab once
@@ -29,10 +29,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench import blocks  # noqa: E402
-from twin import drill, drillrun, labdir  # noqa: E402
+from twin.drill import cases as drill  # noqa: E402
+from twin.drill import run as drillrun  # noqa: E402
 from twin.intent import fabric as intent  # noqa: E402
 from twin.intent.inputs import strict_yaml  # noqa: E402
-from twin.labdir import Lab  # noqa: E402
+from twin.lab import directory as labdir  # noqa: E402
+from twin.lab.directory import Lab  # noqa: E402
 
 REFERENCE = REPO / "twin" / "defaults" / "reference.yaml"
 SCENARIO = REPO / "twin" / "defaults" / "drill-scenario.yaml"

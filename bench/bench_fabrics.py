@@ -55,10 +55,10 @@ from hypothesis import strategies as st
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from twin import labdir  # noqa: E402
 from twin.design.graph import design  # noqa: E402
 from twin.errors import InputError  # noqa: E402
 from twin.intent import fabric as intent  # noqa: E402
+from twin.lab import directory as labdir  # noqa: E402
 
 SCENARIOS = sorted((REPO / "examples" / "scenarios").glob("*.yaml"))
 EXPECTED = {"backup-wrong-class": {"lossless_isolation"}}

@@ -215,7 +215,7 @@ def _map_fields(table: Json) -> list[str]:
 def config_db(lab: Path, device: str, peer: str | None) -> Iterator[Mutation]:
     """Every field of every table of a switch's config_db.json, mutated three ways."""
     from twin.configs.defaults import absent
-    from twin.labdir import Lab
+    from twin.lab.directory import Lab
 
     db: Json = json.loads((lab / "configs" / device / "config_db.json").read_text())
     used = {str(c.tc) for c in Lab.open(lab).fabric.qos.classes.values()} | {"0"}
@@ -351,7 +351,7 @@ def host_json(lab: Path, device: str) -> Iterator[Mutation]:
 
 def surface(lab: Path) -> list[Mutation]:
     """Every mutation of the campaign, on one device of each role."""
-    from twin.labdir import Lab
+    from twin.lab.directory import Lab
 
     opened = Lab.open(lab)
     found: list[Mutation] = []
@@ -421,8 +421,8 @@ def main() -> int:
     args = parser.parse_args()
     import yaml
 
-    from twin import labdir
     from twin.intent import fabric as intent
+    from twin.lab import directory as labdir
 
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="twin-mutations-") as tmp:

@@ -29,7 +29,7 @@ def child(lab: str, broken: bool) -> int:
     one wanted (pass healthy, fail broken)."""
     from labs.sim.qostest import suite
     from labs.sim.qostest.case import FAIL, NOT_OBSERVABLE, PASS
-    from twin.labdir import Lab
+    from twin.lab.directory import Lab
 
     results = suite.run(Lab.open(Path(lab)), suite.TESTS, broken=broken)
     print(suite.expected_vs_seen(results))

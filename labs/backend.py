@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from labs.ready import unready
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
 from twin.scenario.records import Counters, Event, FaultRecord, FlowRecord, PhaseRecord
 

@@ -22,7 +22,7 @@ from labs import events
 from labs.backend import Fault, LinkState, Status
 from twin import safeio
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib, Hops, Link, Lookup, applied
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links, shared

@@ -2,7 +2,7 @@
 deploy, who deployed it, one command at a time per lab, its state file and its event log.
 
 `Managed` wraps a backend (`labs.backend.Backend`; `labs.registry.get` gives every caller one):
-a deploy first checks the lab's files (`twin.labcheck`: one line, exit 2, nothing created),
+a deploy first checks the lab's files (`twin.lab.check`: one line, exit 2, nothing created),
 refuses a lab already running and a twin of the lab's name deployed from another lab
 directory, lets the backend refuse what it cannot run, then records the deploy (the run
 directory with its owner, the state file) before the backend creates anything, and on success
@@ -68,10 +68,10 @@ from labs.backend import (
     load,
     quiet,
 )
-from twin import labcheck
 from twin.errors import LabError, TwinError
 from twin.intent.fabric import is_lab_name
-from twin.labdir import Lab
+from twin.lab import check as labcheck
+from twin.lab.directory import Lab
 
 RUN_ROOT = Path("/run/twin")
 OWNER = ".owner"

@@ -16,7 +16,7 @@ from labs.backend import DEFAULT as DEFAULT
 from labs.backend import load
 from labs.lifecycle import Managed
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 OBSERVES = {
     "netns": frozenset(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from twin import safeio
 from twin.errors import LabError
-from twin.labdir import STATE_FILE, Stat, version
+from twin.lab.directory import STATE_FILE, Stat, version
 
 MAX_BYTES = 1 << 20
 """A state file is a few kilobytes; one larger than this was not written by twin."""
@@ -79,7 +79,7 @@ def load(lab_dir: Path) -> State | None:
 
 class Watched:
     """The state of one lab directory's twin for a watch that asks again and again: read
-    again only when the file changed (`twin.labdir.version`)."""
+    again only when the file changed (`twin.lab.directory.version`)."""
 
     def __init__(self, lab_dir: Path) -> None:
         self.lab_dir = lab_dir

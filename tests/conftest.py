@@ -43,11 +43,11 @@ import yaml
 from labs import lifecycle, registry
 from labs.netns import frr
 from labs.netns.plan import Plan, build
-from twin import labdir
 from twin.cli import main as twin_main
 from twin.errors import LabError
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.pytest_plugin import Twin
 
 REPO = Path(__file__).resolve().parent.parent

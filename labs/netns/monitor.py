@@ -20,7 +20,7 @@ from labs import events, processes, state
 from labs.netns import frr
 from labs.netns.plan import netns_name
 from labs.netns.rtnl import Rtnl
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 ADJCHANGE = re.compile(
     r"^(\S+ \S+) BGP: .*%ADJCHANGE: neighbor (\S+?)(?:\((\S+)\))? in vrf \S+ (Up|Down)\s*(.*)$"

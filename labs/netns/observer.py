@@ -12,7 +12,7 @@ from labs.netns import lifecycle as netns
 from labs.netns.monitor import Monitor
 from labs.netns.plan import netns_name, port_names
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
 from twin.model.wiring import Wiring, shared
 

@@ -54,7 +54,7 @@ from labs.sim.model import (
 )
 from twin.configs.host import dscp, either, real, section, whole
 from twin.configs.qos import by_port, pfc_enabled, qos_map
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib, Hops, Lpm
 from twin.model.wiring import Wiring, links
 from twin.render.config_db import ConfigDb

@@ -46,7 +46,7 @@ from labs.sim.lab import routes
 from labs.sim.model import Checks, Experiment, Monitor, PacketLoss, PfcStorm
 from labs.sim.routing import route_rows
 from traffic.collectives import RingShape, StepTable, ring_shape
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib, Link
 from twin.model.wiring import Wiring, links
 from twin.scenario.plan import SCHEDULES

@@ -31,9 +31,9 @@ import yaml
 from labs import registry
 from labs.backend import Fault
 from tests.conftest import lab_name, root_and_frr, running_twin, wait_for, write_lab
-from twin import labdir
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.pytest_plugin import Twin
 from twin.scenario import model as scenarios
 from twin.scenario import player as runs

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, lab_name
-from twin import labdir
 from twin.cli.main import main
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from validators.examples import edit_json, roce_weight_1_against_99
 
 SHAPES: dict[str, dict[str, Any]] = {

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from tests.simlab import small_lab
-from twin import labcheck
 from twin.cli import main as cli
-from twin.labdir import RACY_NS, Lab
+from twin.lab import check as labcheck
+from twin.lab.directory import RACY_NS, Lab
 from twin.model import wiring
 
 SCENARIO = """\
@@ -37,7 +37,7 @@ validate:
 @pytest.fixture
 def lab(tmp_path: Path) -> Path:
     """The small lab, its files an hour old (not just written: what is read from them may be
-    kept, `twin.labdir.RACY_NS`)."""
+    kept, `twin.lab.directory.RACY_NS`)."""
     path = small_lab(tmp_path / "lab")
     old = time.time_ns() - 1800 * 10**9 - RACY_NS
     for here, dirs, files in os.walk(path):

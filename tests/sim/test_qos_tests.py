@@ -15,9 +15,9 @@ from labs.sim.qostest.case import FAIL, NOT_OBSERVABLE, PASS, QosTest
 from labs.sim.qostest.dut import Dut
 from tests.conftest import twin_cli
 from tests.simlab import REPO, copy, edit_switches
-from twin import labdir
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 
 OBSERVABLE = [t for t in suite.TESTS if not t.unobservable]
 HIDDEN = [t for t in suite.TESTS if t.unobservable]

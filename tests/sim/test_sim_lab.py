@@ -25,7 +25,7 @@ from tests.simlab import (
     total,
 )
 from twin.intent.inputs import parse_model
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
 from twin.scenario import plan
 from twin.scenario.model import Scenario

@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from tests.simlab import play, small_lab, validate
-from twin import labdir
 from twin.cli.verbs.run import DEFAULT_SCENARIO, REFERENCE
 from twin.errors import InputError
 from twin.intent import fabric as intent
 from twin.intent.inputs import parse_model
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.scenario import model, plan
 from twin.scenario.model import Scenario
 

@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from labs import registry
-from twin import labdir
 from twin.cli import main as cli
 from twin.cli.verbs.run import with_data_plane
 from twin.intent import fabric as intent
+from twin.lab import directory as labdir
 
 REPO = Path(__file__).resolve().parents[2]
 ERRORS = REPO / "tests" / "errors"

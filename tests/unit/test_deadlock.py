@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from labs.kernel import from_snapshot
 from twin.configs.buffer_graph import BufferGraph
-from twin.labdir import RACY_NS, Lab
+from twin.lab.directory import RACY_NS, Lab
 from twin.model import routing as routing_model
 from twin.model import wiring as wiring_model
 from twin.model.fib import Fib, Link, NextHop, applied, from_json, lookup, to_json

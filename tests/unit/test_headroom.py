@@ -15,7 +15,7 @@ from labs.sim.build import Cells, _profile, profile_arrays
 from labs.sim.lab import network
 from labs.sim.model import QosProfile
 from twin.design import headroom
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.wiring import links
 from validators.examples import edit_json, tiny_lab
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import lab_name, write_lab
-from twin import labcheck
 from twin.cli import main as cli
 from twin.errors import InputError
-from twin.labdir import Lab
+from twin.lab import check as labcheck
+from twin.lab.directory import Lab
 
 Host = dict[str, Any]
 JUDGED: dict[str, tuple[Callable[[Host], object], str, str]] = {

@@ -17,11 +17,11 @@ import pytest
 
 from labs.netns.plan import build
 from tests.conftest import lab_name, write_lab
-from twin import labcheck
 from twin.cli import main as cli
 from twin.errors import InputError
 from twin.intent.inputs import CONFIG_BYTES
-from twin.labdir import Lab
+from twin.lab import check as labcheck
+from twin.lab.directory import Lab
 from twin.render import sonic_vs
 
 Edit = Callable[[Path], object]

@@ -13,8 +13,8 @@ import pytest
 
 from twin.cli import main as cli
 from twin.errors import InputError
-from twin.labdir import Lab
-from twin.verdict import report
+from twin.lab.directory import Lab
+from twin.outputs import report
 from validators import registry
 from validators.examples import edit_json, generate
 from validators.result import Finding, Result, Status

@@ -12,11 +12,12 @@ import yaml
 from labs import registry
 from tests.conftest import REPO
 from tests.simlab import small_lab
-from twin import labcheck, labdir
 from twin.cli import main as cli
 from twin.errors import InputError
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import check as labcheck
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.scenario import model as scenarios
 from twin.scenario.select import resolve
 

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from labs import timeline
 from labs.backend import Backend, Session, Timeline, quiet
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
 
 READ_S = 0.25

@@ -1,6 +1,6 @@
 """Reading a server's host file leniently: a setting that is absent, or that its key cannot
 hold (a DSCP above 63, a word where a number goes), is one the server's stack never applies,
-so the kernel's or the NIC's own default is in force. `twin.labcheck` refuses only a host
+so the kernel's or the NIC's own default is in force. `twin.lab.check` refuses only a host
 file that does not say which server it is (its address and NICs) or, for a deploy, a value
 the deploy cannot apply; the rest is judged (`host_rdma`, `intent_values`,
 `pfc_consistency`), and the simulator and the routing model read it through here.

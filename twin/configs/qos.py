@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 from twin.configs.host import dscp, markings, section
 from twin.design.graph import ports_of
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render.config_db import QOS_MAPS, ConfigDb
 from twin.render.config_db import by_port as by_port  # re-exported for the validators
 from twin.render.config_db import number as number

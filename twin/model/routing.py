@@ -37,7 +37,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.bgp import NONE, RESELECT, PathVector, Peer, Rules, Selection
 from twin.model.fib import Fib, FibDelta, Hops, Link, NextHop, Routes, lookup
 from twin.model.policy import Filters

@@ -14,7 +14,7 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from typing import Any, TypeVar
 
 from twin.errors import InputError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Hops, Link, NextHop, Routes
 from twin.model.frr import Bgp, Static, parse_frr
 from twin.model.policy import Policy

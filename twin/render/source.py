@@ -1,4 +1,4 @@
-"""What the container renderers read of a lab directory: `twin.labdir.Lab` is one. The
+"""What the container renderers read of a lab directory: `twin.lab.directory.Lab` is one. The
 renderers sit below the lab directory, which calls them, so they name this rather than it."""
 
 from __future__ import annotations

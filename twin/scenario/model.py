@@ -34,10 +34,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from labs.backend import FaultKind
-from twin import labcheck
 from twin.errors import InputError
 from twin.intent.inputs import parse_model, placed, strict_yaml
-from twin.labdir import Lab
+from twin.lab import check as labcheck
+from twin.lab.directory import Lab
 from twin.scenario import choice, select
 from twin.verdict import verdict
 from validators import registry

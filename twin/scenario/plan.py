@@ -17,7 +17,7 @@ from labs.backend import FlowSpec, Phase, ProbePair, Timeline
 from traffic import collectives, hierarchical, trees
 from traffic.collectives import Flow, flow_id, ring_shape
 from twin.configs.host import dscp, markings, section
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.wiring import shared
 from twin.scenario import choice
 from twin.scenario.model import Fault, Scenario, Traffic

@@ -44,7 +44,7 @@ import re
 from typing import Any
 
 from twin.errors import InputError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 INDEXED = re.compile(r"^(servers|leaves|spines|superspines)\[(-?\d+)\]$")
 LINK = re.compile(r"^(uplink|server link)(?:\s+(\d+))?\s+of\s+(.+)$")

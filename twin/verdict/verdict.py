@@ -17,9 +17,9 @@ from typing import Any
 from twin import safeio
 from twin.errors import InputError, LabError
 from twin.intent.inputs import strict_yaml
-from twin.labdir import Lab, refuse_links
+from twin.lab.directory import Lab, refuse_links
+from twin.outputs import plots, report
 from twin.scenario.observations import Observations
-from twin.verdict import plots, report
 from validators import registry
 from validators.result import Result
 

@@ -35,7 +35,7 @@ import math
 import statistics
 
 from traffic.collectives import Collective, busbw
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict

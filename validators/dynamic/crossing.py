@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from labs.failures import resolve
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib, Lookup
 from twin.model.wiring import Wiring, shared
 from twin.scenario.observations import Observations

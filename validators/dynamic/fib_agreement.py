@@ -25,7 +25,7 @@ from typing import cast
 
 from labs.backend import Fault, FaultKind
 from labs.failures import CHANGES_ROUTING, Failures, Network
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib, Hops
 from twin.model.routing import Routing
 from twin.model.wiring import shared

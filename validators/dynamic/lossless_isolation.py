@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 
 from twin.configs.qos import pfc_enabled, traffic_class
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model import routing
 from twin.model.fib import Lookup
 from twin.model.wiring import Wiring

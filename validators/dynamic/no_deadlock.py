@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from twin.configs.buffer_graph import BufferGraph, Cycle
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.wiring import Wiring, shared
 from twin.scenario.observations import Observations
 from twin.scenario.records import Event

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.wiring import shared
 from twin.scenario.observations import Observations
 from twin.scenario.records import Event

@@ -16,7 +16,7 @@ from twin.configs.host import LINUX_MTU
 from twin.configs.host import mtu as host_mtu
 from twin.design.graph import ports_of
 from twin.intent.fabric import Fabric
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render.host_conf import ECT0
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict

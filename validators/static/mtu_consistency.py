@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from twin.configs.host import mtu as host_mtu
 from twin.configs.qos import number, switch_ports
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict
 

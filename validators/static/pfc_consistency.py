@@ -5,7 +5,7 @@ from __future__ import annotations
 from twin.configs.host import dscp as host_dscp
 from twin.configs.qos import Maps, cabled_queues, host_dscps, map_name, pfc_enabled
 from twin.intent.fabric import Qos
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict
 

@@ -35,7 +35,7 @@ from labs.sim.model import (
 from labs.sim.result import PriorityCounters, Result
 from twin.errors import LabError
 from twin.intent.fabric import Fabric
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render.config_db import ConfigDb
 
 DUT = "dut"

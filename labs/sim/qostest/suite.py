@@ -9,7 +9,7 @@ from labs.sim.qostest import buffers, ecn, hashing, m2o, mapping, pause, pfcwd
 from labs.sim.qostest.case import NOT_OBSERVABLE, Outcome, QosTest
 from labs.sim.qostest.dut import Dut
 from twin.errors import InputError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 TESTS: list[QosTest] = [
     *buffers.TESTS,

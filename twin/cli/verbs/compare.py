@@ -6,9 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
-from twin import outdir
 from twin.cli.output import add_json, add_table, emit, results_table
-from twin.verdict import report
+from twin.lab import outdir
+from twin.outputs import report
 
 HELP = "compare a run with production telemetry (twin import): pauses, ECN marks, drops"
 

@@ -13,7 +13,7 @@ import yaml
 from twin.cli.options import add_backend, running
 from twin.cli.text import table
 from twin.intent.inputs import LAB_FILE_BYTES, read_text
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 HELP = "show a running twin: nodes and addresses, BGP sessions, links and their state"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from twin.cli.output import add_json, emit
-from twin.labdir import Lab
-from twin.verdict import report
+from twin.lab.directory import Lab
+from twin.outputs import report
 from validators.result import Finding, Result, Status
 
 if TYPE_CHECKING:

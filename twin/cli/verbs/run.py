@@ -23,17 +23,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labs import lifecycle, registry
-from twin import labdir, outdir, safeio
+from twin import safeio
 from twin.cli.options import add_backend, add_reports, backend
 from twin.cli.output import add_json, add_table, results_table
 from twin.cli.serve import add_metrics, metrics
 from twin.cli.verbs.deploy import progress
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab import outdir
+from twin.lab.directory import Lab
+from twin.outputs import report
 from twin.scenario import hybrid
 from twin.scenario import model as scenarios
 from twin.scenario import player as runs
-from twin.verdict import report, verdict
+from twin.verdict import verdict
 
 if TYPE_CHECKING:
     from validators.result import Result

@@ -9,11 +9,11 @@ from typing import Any
 
 import yaml
 
-from twin import labcheck
 from twin.cli.output import add_json, add_table, emit, results_table
 from twin.errors import InputError
-from twin.labdir import Lab
-from twin.verdict import report
+from twin.lab import check as labcheck
+from twin.lab.directory import Lab
+from twin.outputs import report
 from validators import registry
 from validators.registry import Validator
 

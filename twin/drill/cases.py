@@ -14,8 +14,8 @@ Fault sets:
 
 Each drill case is independent: the scenario's own faults are replaced by the case's, all at
 `at` seconds. On the simulator every case is a task of its own, spread over a Dask cluster
-(`twin.drillrun`): a delta on the lab its worker built unfaulted once, judged in memory
-(`twin.drillcase`); on a live backend they run one after the other on one twin, restored
+(`twin.drill.run`): a delta on the lab its worker built unfaulted once, judged in memory
+(`twin.drill.worker`); on a live backend they run one after the other on one twin, restored
 after each.
 """
 
@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from twin.errors import InputError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from validators.result import Result, Status
 

@@ -1,6 +1,6 @@
-"""The process that answers a live twin's scrapes (`twin.metrics.Server` starts it).
+"""The process that answers a live twin's scrapes (`twin.outputs.metrics.Server` starts it).
 
-    python -m twin.metrics_serve FD OPENMETRICS_TYPE TEXT_TYPE
+    python -m twin.outputs.metrics_serve FD OPENMETRICS_TYPE TEXT_TYPE
 
 FD is the listening socket the twin's process bound (so a port in use is refused there,
 before anything starts). The twin's process writes each exposition it renders to this

@@ -28,7 +28,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from twin.errors import InputError
 from twin.intent.inputs import CONFIG_BYTES, parse_model, read_json, read_text
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.frr import parse_frr
 from twin.render.config_db import QOS_MAPS
 
@@ -257,7 +257,7 @@ def leaf_lists() -> frozenset[str]:
     """The fields a config_db.json may hold as a list of strings: the leaf-lists of SONiC's
     YANG models (twin/yang/models); every other field is a string."""
     names: set[str] = set()
-    for model in (Path(__file__).parent / "yang" / "models").glob("*.yang"):
+    for model in (Path(__file__).parents[1] / "yang" / "models").glob("*.yang"):
         names.update(re.findall(r"\bleaf-list\s+([\w-]+)", model.read_text()))
     return frozenset(names)
 

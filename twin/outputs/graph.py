@@ -21,7 +21,7 @@ from pathlib import Path
 
 from twin import safeio
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord
 

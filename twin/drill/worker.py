@@ -14,9 +14,10 @@ from typing import Any
 from labs import registry
 from labs.backend import quiet
 from labs.lifecycle import Managed
-from twin import labcheck, safeio
-from twin.drill import Case, Outcome, When, outcome, with_faults
-from twin.labdir import Lab
+from twin import safeio
+from twin.drill.cases import Case, Outcome, When, outcome, with_faults
+from twin.lab import check as labcheck
+from twin.lab.directory import Lab
 from twin.scenario import model as scenarios
 from twin.scenario import plan, player
 from twin.scenario.observations import FABRIC_BYTES, Held, files

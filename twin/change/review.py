@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from twin.errors import InputError
-from twin.verdict import report
+from twin.outputs import report
 from validators.result import Finding, Result
 
 KINDS = {

@@ -32,7 +32,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from labs.backend import COUNTER_FIELDS, Observer, Session
 from twin import safeio
 from twin.errors import InputError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
 from twin.scenario.observations import Observations
 
@@ -414,7 +414,7 @@ class Live(Collector):
 class Server:
     """The HTTP endpoint serving a live twin's metrics (`/metrics`), until `stop`: the socket
     bound here (a port in use refused before anything starts), the scrapes answered by a
-    process of its own (`twin.metrics_serve`), sent each exposition `Live` renders."""
+    process of its own (`twin.outputs.metrics_serve`), sent each exposition `Live` renders."""
 
     def __init__(
         self, lab: Lab, backend: Source, host: str, port: int, flavour: str = "twin"
@@ -436,7 +436,7 @@ class Server:
         with listening:
             self._serving = subprocess.Popen(
                 [
-                    sys.executable, "-I", "-m", "twin.metrics_serve",
+                    sys.executable, "-I", "-m", "twin.outputs.metrics_serve",
                     str(listening.fileno()), om.CONTENT_TYPE_LATEST, exposition.CONTENT_TYPE_LATEST,
                 ],
                 stdin=subprocess.PIPE,

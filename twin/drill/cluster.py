@@ -216,7 +216,7 @@ def local(workers: int) -> Iterator[tuple[SpecCluster, Credentials]]:
 
 
 def dask_setup(server: Any) -> None:
-    """`dask scheduler --preload twin.drillcluster` (and `dask worker`): the node's HTTP
+    """`dask scheduler --preload twin.drill.cluster` (and `dask worker`): the node's HTTP
     server closed once it has started (the stock commands open one, dashboard or not)."""
     http = getattr(server, "http_server", None)
     if http is not None:

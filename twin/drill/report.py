@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from twin import safeio
-from twin.drill import Outcome
-from twin.verdict.plots import pyplot
+from twin.drill.cases import Outcome
+from twin.outputs.plots import pyplot
 
 TOLERANCE = 0.10
 """A collective's speed, or a validator's scope that the baseline fails too, is the fault's

@@ -246,7 +246,7 @@ class Lab:
     checked: dict[tuple[bool, bool], Any] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    """`twin.labcheck.check`'s memo: per (`live`, hosts checked as applied), the `stamp` the
+    """`twin.lab.check.check`'s memo: per (`live`, hosts checked as applied), the `stamp` the
     files had when they passed."""
 
     @classmethod

@@ -40,11 +40,13 @@ from typing import Any
 
 import yaml
 
-from twin import labdir, outdir, safeio
+from twin import safeio
 from twin.errors import InputError
 from twin.intent import fabric as intent
+from twin.lab import directory as labdir
+from twin.lab import outdir
 
-INCIDENTS = (Path(__file__).parent / "incidents").resolve()
+INCIDENTS = (Path(__file__).parents[1] / "incidents").resolve()
 """The incidents `twin incident NAME` knows (<n>-NAME): examples/incidents, through the link
 twin/incidents, which the wheel holds as package data."""
 LEFT_BEHIND = ("runs", "logs", "validate", labdir.STATE_FILE, "events.jsonl")

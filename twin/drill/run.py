@@ -1,10 +1,10 @@
 """Running a drill's cases: on the simulator as independent tasks of a Dask cluster, TLS only
-(`twin.drillcluster`: worker processes made for the drill, or the scheduler given), each
+(`twin.drill.cluster`: worker processes made for the drill, or the scheduler given), each
 outcome kept as it ends; on a live backend one after the other on one twin, restored and
 checked after each.
 
 A simulator task gets the lab directory's files and the scenario as data; the worker rebuilds
-the lab in its own directory and builds it unfaulted once (`twin.drillcase.Unfaulted`, kept
+the lab in its own directory and builds it unfaulted once (`twin.drill.worker.Unfaulted`, kept
 by content), plays each case as a delta on it, judged in memory, and returns the case's
 compact `Outcome` as a dict (and its run directory's files when asked): workers share no
 disk with the client.
@@ -27,10 +27,10 @@ import yaml
 from labs.backend import Progress, Status, quiet
 from labs.lifecycle import Managed
 from twin import safeio
-from twin.drill import RESTORES, Case, Outcome, When, outcome, with_faults
-from twin.drillcase import Unfaulted
+from twin.drill.cases import RESTORES, Case, Outcome, When, outcome, with_faults
+from twin.drill.worker import Unfaulted
 from twin.errors import LabError, TwinError
-from twin.labdir import RACY_NS, Lab
+from twin.lab.directory import RACY_NS, Lab
 from twin.scenario import model as scenarios
 from twin.scenario import observations, plan, player
 from twin.scenario.observations import Observations
@@ -80,7 +80,7 @@ _LABS: dict[str, Path] = {}
 def _materialise(files: dict[str, bytes], key: str) -> Path:
     """The lab directory rebuilt from its files in this worker's own directory, once. Its
     files are dated before `RACY_NS` ago: written once and never again, what is read from
-    them is kept (`twin.labdir.version`) from the first case on."""
+    them is kept (`twin.lab.directory.version`) from the first case on."""
     if key not in _LABS:
         try:
             from distributed import get_worker
@@ -160,7 +160,7 @@ def on_dask(
     runs: Path | None = None,
 ) -> list[Outcome]:
     """Every case (the baseline first) as a task of a Dask cluster, TLS only
-    (`twin.drillcluster`: a LocalCluster of `workers` processes made for the drill, or the
+    (`twin.drill.cluster`: a LocalCluster of `workers` processes made for the drill, or the
     scheduler given with its security); outcomes in case order.
 
     Each outcome is fetched as soon as its case ends (and appended to `record`, a JSON line
@@ -168,7 +168,7 @@ def on_dask(
     nothing finished with it. A case whose task dies with its worker
     (`distributed.scheduler.allowed-failures` times), or is cancelled when every worker is
     gone (and the lab's scattered data with them), is an error row."""
-    from twin import drillcluster
+    from twin.drill import cluster as drillcluster
 
     kept = Kept(lab.path, record, runs, progress, len(cases) + 1)
     everything = [BASELINE, *cases]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from twin.design.graph import design
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render import config_db, frr_conf, host_conf
 from validators.result import Finding
 

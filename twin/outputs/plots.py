@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 from twin import safeio
-from twin.labdir import Lab
+from twin.lab.directory import Lab
+from twin.outputs import sim_plots
 from twin.scenario.observations import Observations
-from twin.verdict import sim_plots
 from validators.result import Result, Status
 
 COLOURS = {Status.PASS: "tab:green", Status.FAIL: "tab:red", Status.NOT_OBSERVABLE: "tab:grey"}
