@@ -188,13 +188,17 @@ def _queues(
                 pool = _int(pools.get(str(prof.get("pool", "")).strip("[]"), {}).get("size"))
                 share = pool if math.isinf(alpha) else int(pool * alpha / (1 + alpha))
                 limit = _int(prof.get("size")) + share  # its reserved size, then its share
+        kmin, kmax = _int(wred.get("green_min_threshold")), _int(wred.get("green_max_threshold"))
+        # SAI's thresholds default to 0 and an ASIC refuses a profile whose maximum is below
+        # its minimum: orchagent then sets none, and the queue has no WRED (docs/simulator.md)
+        green = green and kmax >= kmin
         out[q] = QueueParams(
             strict=sched.get("type") == "STRICT",
             weight=max(1, _int(sched.get("weight"), 1)),
-            ecn=ecn,
+            ecn=ecn and green,
             wred_drop=green and not ecn,
-            kmin=_int(wred.get("green_min_threshold")) if green else 0,
-            kmax=_int(wred.get("green_max_threshold")) if green else 0,
+            kmin=kmin if green else 0,
+            kmax=kmax if green else 0,
             pmax=_int(wred.get("green_drop_probability")) / 100 if green else 0.0,
             max_bytes=limit,
         )
