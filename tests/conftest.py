@@ -29,6 +29,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -68,6 +69,18 @@ def tier(path: Path) -> str | None:
     if parts[0] == "tests":
         return parts[1] if len(parts) > 2 and parts[1] in TIERS else None
     return "unit" if parts[0] in ("twin", "labs", "traffic", "validators") else None
+
+
+def _interrupt(signum: int, _: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started in the background (`cmd &` starts it with SIGINT ignored) or ended by a
+    CI timeout (SIGTERM) stops as at Ctrl-C: its fixtures' teardown removes the twins, users
+    and namespaces the session made (a SIGTERM left them behind)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
