@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from twin import safeio
 from twin.version import stamp
@@ -113,9 +114,12 @@ def junit(results: Sequence[Result], title: str) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write(results: Sequence[Result], out: Path, title: str, backend: str | None = None) -> int:
-    """Write report.json, junit.xml and report.md into `out`; return the exit code.
-    report.json is stamped with the twin's version and the backend (`twin.version.stamp`)."""
+def write(
+    results: Sequence[Result], out: Path, title: str, backend: str | None = None
+) -> dict[str, Any]:
+    """Write report.json, junit.xml and report.md into `out`; return what report.json holds
+    (its `exit_code` the verb's). report.json is stamped with the twin's version and the
+    backend (`twin.version.stamp`)."""
     safeio.mkdir(out)
     data = {
         "title": title,
@@ -126,7 +130,7 @@ def write(results: Sequence[Result], out: Path, title: str, backend: str | None 
     safeio.write(out / "report.json", json.dumps(data, indent=2) + "\n")
     safeio.write(out / "junit.xml", junit(results, title))
     safeio.write(out / "report.md", markdown(results, title))
-    return exit_code(results)
+    return data
 
 
 @dataclass(frozen=True)

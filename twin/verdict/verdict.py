@@ -132,7 +132,7 @@ def report_run(
     check_names(wanted, str(saved))
     results = evaluate(lab, obs, wanted, judged, static)
     title = f"{obs.run['scenario']} on {obs.run['lab']} ({obs.run['backend']})"
-    code = report.write(results, run_dir, title, str(obs.run["backend"]))
+    code = int(report.write(results, run_dir, title, str(obs.run["backend"]))["exit_code"])
     params = {name: registry.get(name).params(given or {}) for name, given in wanted.items()}
     images = plots.write(obs, run_dir, results, params, lab)
     if images:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from twin.cli.output import add_json, add_table, emit, results_table
@@ -41,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     outdir.check(out)
     twin_run = Observations.open(args.run_dir)
     results = compare(twin_run, production_run(str(args.production)), args.threshold, args.rank)
-    code = report.write(results, out, f"twin compare {args.run_dir.name} {args.production.name}")
+    written = report.write(results, out, f"twin compare {args.run_dir.name} {args.production.name}")
     text = f"{results_table(args, results)}\n\n{report.counts(results)}; reports in {out}"
-    emit(args, json.loads((out / "report.json").read_text()), text)
-    return code
+    emit(args, written, text)
+    return int(written["exit_code"])

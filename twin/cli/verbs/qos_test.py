@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     results = [result(o) for o in outcomes]
     out = args.out or lab.path / ("qos-test-broken" if args.broken else "qos-test")
     title = f"twin qos-test {lab.name}" + (" (broken variants)" if args.broken else "")
-    code = report.write(results, out, title, "sim")
+    written = report.write(results, out, title, "sim")
     text = f"{suite.expected_vs_seen(outcomes)}\n\n{report.counts(results)}; reports in {out}"
-    emit(args, json.loads((out / "report.json").read_text()), text)
-    return code
+    emit(args, written, text)
+    return int(written["exit_code"])

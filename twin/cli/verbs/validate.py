@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     chosen, given = selection(args)
     results = registry.run_static(lab, chosen, given)
     out = args.out or lab.path / "validate"
-    code = report.write(results, out, f"twin validate {lab.name}")
+    written = report.write(results, out, f"twin validate {lab.name}")
     text = f"{results_table(args, results)}\n\n{report.counts(results)}; reports in {out}"
-    emit(args, json.loads((out / "report.json").read_text()), text)
-    return code
+    emit(args, written, text)
+    return int(written["exit_code"])
