@@ -71,7 +71,18 @@ def tier(path: Path) -> str | None:
     return "unit" if parts[0] in ("twin", "labs", "traffic", "validators") else None
 
 
+SESSION_PID = os.getpid()
+
+
 def _interrupt(signum: int, _: object) -> None:
+    """Stop the session as at Ctrl-C; a forked child (pyroute2's namespace helpers, ended by
+    SIGTERM) inherits this handler and must die of the signal instead: raised there, the
+    interrupt ran the session's teardown in the child and removed the twins' namespaces under
+    the tests still using them."""
+    if os.getpid() != SESSION_PID:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
@@ -79,7 +90,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """A suite started in the background (`cmd &` starts it with SIGINT ignored) or ended by a
     CI timeout (SIGTERM) stops as at Ctrl-C: its fixtures' teardown removes the twins, users
     and namespaces the session made (a SIGTERM left them behind)."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
 
 
