@@ -74,6 +74,17 @@ def test_random_fabrics_keep_the_invariants(seed: int) -> None:
     assert simulate(exp, seed).to_json() == result.to_json()
 
 
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(st.integers(min_value=0, max_value=2**31), st.sampled_from([208, 254]))
+def test_random_fabrics_in_cells_drop_no_lossless_frame(seed: int, cell: int) -> None:
+    """The same fabrics counting their buffers in cells (Trident2, Tomahawk 3), the formula's
+    headroom scaled for the frame sizes the flows send."""
+    exp = random_experiment(seed)
+    switches = [dataclasses.replace(s, cell_bytes=cell) for s in exp.switches]
+    result = simulate(dataclasses.replace(exp, switches=switches), seed)
+    assert result.total("drops_lossless") == 0
+
+
 @pytest.mark.parametrize("seed", [624, 682, 5226])
 def test_seeds_that_dropped_lossless(seed: int) -> None:
     """1-3 lossless drops at formula headroom: the frame that took a PG past its XOFF point

@@ -4,6 +4,8 @@ for a cable drops from about that cable's length; buffers count whole cells."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from labs.sim import (
@@ -63,6 +65,20 @@ def test_the_frame_that_crosses_the_xoff_point_is_not_headroom() -> None:
     drops, pauses = _crossing(3)
     assert drops == 0 and pauses > 0
     assert _crossing(4)[0] == 1  # the fourth arrives after XOFF, with no headroom
+
+
+@pytest.mark.parametrize("cell", [208, 254])
+def test_auto_headroom_in_cells_holds_frames_smaller_than_the_mtu(cell: int) -> None:
+    """The sweep's 1086-byte frames at 400G on 100 m, into a PG whose headroom the simulator
+    sizes while 4158-byte frames go the other way: 1086 B hold 6 cells of 208 B (+15 %), 4158
+    B 20 (+0.05 %); scaled by the largest frame's cells the PG dropped 350-400 frames."""
+    exp = sweep.experiment(400e9, 100.0, 100.0)
+    qos = QosProfile(pgs={0: PgParams(), 3: PgParams(static_threshold=20_000)})
+    switches = [dataclasses.replace(s, qos=qos, cell_bytes=cell) for s in exp.switches]
+    flows = [dataclasses.replace(f, packet_bytes=4096) if f.dscp == 0 else f for f in exp.flows]
+    result = simulate(dataclasses.replace(exp, switches=switches, flows=flows))
+    assert result.port("sw:p0").priorities[3].pause_sent > 0
+    assert result.total("drops_lossless") == 0
 
 
 def test_an_instant_pause_hides_a_shortfall() -> None:
