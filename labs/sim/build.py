@@ -7,6 +7,7 @@ import ctypes
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -60,9 +61,11 @@ class Built:
     layout: Layout
 
 
-def _mtu(exp: Experiment, flows: FlowTable) -> int:
-    """The largest data frame (payload and headers)."""
-    return max(exp.packet_bytes, int(flows.packet_bytes.max(initial=0))) + exp.header_bytes
+def data_frames(exp: Experiment, flows: FlowTable) -> tuple[int, ...]:
+    """The full data frames (payload and headers) the experiment's flows send, ascending:
+    the last is the MTU the headroom formula takes."""
+    payloads = {exp.packet_bytes, *(int(p) for p in np.unique(flows.packet_bytes) if p > 0)}
+    return tuple(sorted(p + exp.header_bytes for p in payloads))
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,16 @@ class Cells:
         """
         return -(-(frame + self.descriptor) // self.size) * self.size
 
+    def scaled(self, wire: int, frames: Sequence[int]) -> int:
+        """Buffer bytes that `wire` bytes of `frames` can hold at most: scaled by the frame
+        holding the most per byte (a cell of 254 B: 1062-byte frames 1.196, 4158-byte 1.038).
+
+        >>> Cells(254).scaled(10_000, (1062, 4158)), Cells().scaled(10_000, (1062, 4158))
+        (11959, 10000)
+        """
+        worst = max(frames, key=lambda f: Fraction(self.held(f), f))
+        return -(-wire * self.held(worst) // worst)
+
 
 def response_time(qos: QosProfile, speed: float) -> float:
     """Seconds a port of `speed` b/s takes to act on a pause frame (QosProfile.pfc_response_quanta).
@@ -93,10 +106,16 @@ def response_time(qos: QosProfile, speed: float) -> float:
 
 
 def profile_arrays(
-    qos: QosProfile, speed: float, propagation: float, mtu: int, cells: Cells = Cells()
+    qos: QosProfile,
+    speed: float,
+    propagation: float,
+    mtu: int,
+    cells: Cells = Cells(),
+    frames: tuple[int, ...] = (),
 ) -> tuple[list[int], list[float], list[float], list[float]]:
     """The numeric tables of one port's profile, lossless headroom sized when not given (the
-    formula's bytes as the buffer holds frames of `mtu` bytes: in `cells`)."""
+    formula's bytes for `mtu`-byte frames as the buffer holds the data `frames` in use, in
+    `cells`: the frame that holds the most cells per byte)."""
     if not all(0 <= d < 64 and 0 <= tc < NPRIO for d, tc in qos.dscp_to_tc.items()):
         raise ExperimentError("dscp_to_tc: DSCPs are 0-63, traffic classes 0-7")
     for name, table in (("tc_to_queue", qos.tc_to_queue), ("tc_to_pg", qos.tc_to_pg)):
@@ -118,7 +137,7 @@ def profile_arrays(
         headroom = p.headroom
         if headroom is None:
             auto = headroom_bytes(speed, propagation / 5e-9, mtu)
-            headroom = -(-auto * cells.held(mtu) // mtu) if index in lossless_pgs else 0
+            headroom = cells.scaled(auto, (*frames, mtu)) if index in lossless_pgs else 0
         static = -1 if p.static_threshold is None else p.static_threshold
         pg += [p.reserved, headroom, p.xon, p.xon_offset, static, p.alpha]
     q: list[float] = []
@@ -139,18 +158,27 @@ def profile_arrays(
 
 
 Profile = tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...], tuple[float, ...]]
-_PROFILES: dict[tuple[int, float, float, int, Cells], tuple[QosProfile, Profile]] = {}
+_PROFILES: dict[
+    tuple[int, float, float, int, Cells, tuple[int, ...]], tuple[QosProfile, Profile]
+] = {}
 """`profile_arrays` by QoS object (kept with it, so that its id is not another's), speed,
-propagation, MTU and cells: a drill's worker builds the same ports for every case."""
+propagation, MTU, cells and frames: a drill's worker builds the same ports for every case."""
 
 
-def _profile(qos: QosProfile, speed: float, propagation: float, mtu: int, cells: Cells) -> Profile:
+def _profile(
+    qos: QosProfile,
+    speed: float,
+    propagation: float,
+    mtu: int,
+    cells: Cells,
+    frames: tuple[int, ...] = (),
+) -> Profile:
     """`profile_arrays` as tuples, computed once per QoS object and port figures."""
-    at = (id(qos), speed, propagation, mtu, cells)
+    at = (id(qos), speed, propagation, mtu, cells, frames)
     kept = _PROFILES.get(at)
     if kept is not None and kept[0] is qos:
         return kept[1]
-    maps, pg, q, other = profile_arrays(qos, speed, propagation, mtu, cells)
+    maps, pg, q, other = profile_arrays(qos, speed, propagation, mtu, cells, frames)
     found = (tuple(maps), tuple(pg), tuple(q), tuple(other))
     if len(_PROFILES) >= 65536:
         _PROFILES.clear()
@@ -599,7 +627,8 @@ def _configure(
         host_idx = i - len(switches) if n in hosts else -1
         dcq = host_set[host_idx] if host_idx >= 0 else 0
         lib.sim_set_node(handle, i, int(n in switches), host_idx, pool, dcq)
-    mtu = _mtu(exp, flows)
+    frames = data_frames(exp, flows)
+    mtu = frames[-1]
     lib.sim_set_wire(handle, exp.header_bytes, exp.gap_bytes)
     # ports with the same tables share a profile: a few instead of one per port, which keeps
     # what every hop reads in cache on large fabrics
@@ -621,7 +650,7 @@ def _configure(
                 if node in switches
                 else Cells()
             )
-            key = _profile(qos, link.speed, link.propagation, mtu, cells)
+            key = _profile(qos, link.speed, link.propagation, mtu, cells, frames)
             maps, pg, q, other = key
             if key not in profiles:
                 profiles[key] = len(profiles)

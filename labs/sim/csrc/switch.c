@@ -213,17 +213,17 @@ void switch_receive(Sim *s, int port, int pk) {
     /* admission: the reserved bytes left, the rest to the shared pool within the PG's
      * threshold, else (lossless) all of it to the headroom, else a drop. A lossless PG not
      * yet paused and with no headroom in use takes the packet to shared (room in the pool
-     * allowing) even past a dynamic threshold that fell since its last packet: a switch
-     * compares its counters continuously and would have sent XOFF when the threshold passed
-     * it, so this packet belongs before the pause, not to the headroom's window */
+     * allowing) even when it takes the PG past its threshold, or finds it past a dynamic
+     * threshold that fell since its last packet: XOFF is decided once this packet is in,
+     * and the headroom is sized for what arrives after that decision (physics.md 1.3), so
+     * the packet that crosses the threshold belongs before the pause, not to the headroom */
     int64_t thr = pg_threshold(s, P, pg), size = buffer_bytes(pin, K->size);
     int64_t res = pin->pg_reserved[pg] - P->pg[pg].res;
     res = res < 0 ? 0 : res > size ? size : res;
     int64_t rest = size - res;
-    int late = lossless && !P->pg_paused[pg] && P->pg[pg].hdrm == 0 && P->pg[pg].shared >= thr &&
-               N->pool_used + rest <= N->pool;
+    int before_xoff = lossless && !P->pg_paused[pg] && P->pg[pg].hdrm == 0 && N->pool_used + rest <= N->pool;
     s->port_dirty[port] = 1;
-    if (rest == 0 || P->pg[pg].shared + rest <= thr || late) {
+    if (rest == 0 || P->pg[pg].shared + rest <= thr || before_xoff) {
         P->pg[pg].res += res;
         P->pg[pg].shared += rest;
         N->pool_used += rest;
