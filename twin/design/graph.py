@@ -266,17 +266,15 @@ class _Builder:
 
     def members(self, groups: int) -> list[list[tuple[str, dict[str, Any]]]]:
         """Each leaf group's server endpoints (name, attributes), in group order: servers
-        spread evenly over the groups; on rails, group u x rails + k holds NIC k of each
-        server of scalable unit u, an endpoint named `<server>r<k>`."""
-        f, rails = self.f, rails_of(self.f)
-        units = groups // rails
-        base, extra = divmod(f.servers.count, units)
+        fill the racks in order, a rack's server ports each (the last racks may hold fewer,
+        or none); on rails, group u x rails + k holds NIC k of each server of scalable unit
+        u, an endpoint named `<server>r<k>`."""
+        f, rails, per_rack = self.f, rails_of(self.f), self.s.server_ports_per_leaf
+        width, prefix = f.servers.name_width, f.servers.name_prefix
         out: list[list[tuple[str, dict[str, Any]]]] = []
-        first = 1
-        for unit in range(units):
-            width, prefix = f.servers.name_width, f.servers.name_prefix
-            servers = [f"{prefix}{first + i:0{width}d}" for i in range(base + (unit < extra))]
-            first += len(servers)
+        for unit in range(groups // rails):
+            numbers = range(unit * per_rack + 1, min(f.servers.count, (unit + 1) * per_rack) + 1)
+            servers = [f"{prefix}{n:0{width}d}" for n in numbers]
             if not f.servers.rails:
                 out.append([(s, {}) for s in servers])
                 continue
@@ -311,7 +309,7 @@ class _Builder:
         per_group = 2 if f.servers.dual_homed else 1
         groups = s.leaves // per_group
         members, rails = self.members(groups), rails_of(f)
-        prefixlen = subnet_for(max(map(len, members)) + per_group)
+        prefixlen = subnet_for(s.server_ports_per_leaf + per_group)
         subnets = self.subnets(groups, prefixlen)
         for group in range(groups):
             leaves = [f"leaf{group * per_group + k + 1}" for k in range(per_group)]

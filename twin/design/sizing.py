@@ -81,8 +81,24 @@ def _uplinks_for(fabric: Fabric, down_ports: int) -> tuple[int, int]:
     return max(1, needed), 1
 
 
+def _most_servers(fabric: Fabric, free: int) -> int:
+    """The most server ports a leaf with `free` ports (beside its peer-link) keeps: with the
+    uplinks sized for them, within the ports and `oversubscription.max`; 0 when none fit."""
+    for down in range(free, 0, -1):
+        spines, per_spine = _uplinks_for(fabric, down)
+        up = spines * per_spine
+        ratio = down * fabric.servers.nic_speed / (up * fabric.uplink_speed)
+        if down + up <= free and ratio <= fabric.oversubscription.max + 1e-9:
+            return down
+    return 0
+
+
 def size(fabric: Fabric, file: str) -> Sizing:
-    """Size the fabric described by the intent, or refuse it with a `DesignError`."""
+    """Size the fabric described by the intent, or refuse it with a `DesignError`.
+
+    A rack (leaf group, or scalable unit on rails) holds `servers.per_rack` servers, or the
+    most its leaves keep; servers fill the racks in order, so neither a leaf's ports nor its
+    uplinks depend on the server count (docs/design.md, "Growing a fabric")."""
     servers = fabric.servers
     dual = servers.dual_homed
     if not servers.rails and dual and servers.nics != 2:
@@ -94,7 +110,7 @@ def size(fabric: Fabric, file: str) -> Sizing:
     free = fabric.leaves.ports - peer
     per_group = 2 if dual else 1
     per_unit = per_group * rails
-
+    down = servers.per_rack or _most_servers(fabric, free)
     if fabric.leaves.count is not None:
         if fabric.leaves.count % per_unit:
             problem = (
@@ -104,22 +120,22 @@ def size(fabric: Fabric, file: str) -> Sizing:
             )
             raise DesignError(file, "leaves.count", problem)
         units = fabric.leaves.count // per_unit
-        down = math.ceil(servers.count / units)
-        spines, per_spine = _uplinks_for(fabric, down)
-    else:
-        down = free
-        while down > 0:
-            spines, per_spine = _uplinks_for(fabric, down)
-            if down + spines * per_spine <= free:
-                break
-            down -= 1
-        if down == 0:
+        if servers.per_rack and units * down < servers.count:
             raise DesignError(
-                file, "leaves.ports", f"{fabric.leaves.ports} ports leave no room for servers"
+                file,
+                "servers.per_rack",
+                f"{units} x {down} servers per rack hold {units * down}, "
+                f"fewer than the {servers.count} servers",
             )
+        # Racks too few for the servers: the ports and oversubscription checks say why.
+        down = max(down, math.ceil(servers.count / units))
+    elif down == 0:
+        raise DesignError(
+            file, "leaves.ports", f"{fabric.leaves.ports} ports leave no room for servers"
+        )
+    else:
         units = math.ceil(servers.count / down)
-        down = math.ceil(servers.count / units)
-        spines, per_spine = _uplinks_for(fabric, down)
+    spines, per_spine = _uplinks_for(fabric, down)
     uplinks = spines * per_spine
     if down + uplinks > free:
         raise DesignError(
