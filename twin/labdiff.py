@@ -51,8 +51,8 @@ def rendered_configs(lab: Lab) -> Configs:
     """What the lab's intent renders for every device (designed and rendered again)."""
     d = design(lab.fabric)
     configs: Configs = {}
-    for index, switch in enumerate(d.switches()):
-        db = json.loads(json.dumps(config_db.render(d, switch, index)))
+    for switch in d.switches():
+        db = json.loads(json.dumps(config_db.render(d, switch)))
         configs[switch] = ("config_db.json", db)
         configs[f"{switch}/frr.conf"] = ("frr.conf", frr_conf.render(d, switch))
     configs.update({s: ("host.json", host_conf.render(d, s)) for s in d.nodes("server")})

@@ -162,8 +162,8 @@ def _write(d: Design, root: Path) -> None:
     _write_json(root / "design.json", _design_json(d))
     names = ifmap(d)
     _write_json(root / "ifmap.json", names)
-    for i, switch in enumerate(d.switches()):
-        _write_json(root / "configs" / switch / "config_db.json", config_db.render(d, switch, i))
+    for switch in d.switches():
+        _write_json(root / "configs" / switch / "config_db.json", config_db.render(d, switch))
         (root / "configs" / switch / "frr.conf").write_text(frr_conf.render(d, switch))
     for server in d.nodes("server"):
         _write_json(root / "configs" / server / "host.json", host_conf.render(d, server))

@@ -135,7 +135,9 @@ def size(fabric: Fabric, file: str) -> Sizing:
         )
     else:
         units = math.ceil(servers.count / down)
-    spines, per_spine = _uplinks_for(fabric, down)
+    # Derived spines are as many as the servers need (the fullest rack's, not its ports').
+    sized_for = down if fabric.spines.count else min(down, servers.count)
+    spines, per_spine = _uplinks_for(fabric, sized_for)
     uplinks = spines * per_spine
     if down + uplinks > free:
         raise DesignError(
@@ -144,7 +146,7 @@ def size(fabric: Fabric, file: str) -> Sizing:
             f"{fabric.leaves.ports} ports cannot hold {down} server ports, {peer} peer-link "
             f"ports and {uplinks} uplinks",
         )
-    ratio = down * servers.nic_speed / (uplinks * fabric.uplink_speed)
+    ratio = sized_for * servers.nic_speed / (uplinks * fabric.uplink_speed)
     if ratio > fabric.oversubscription.max + 1e-9:
         raise DesignError(
             file,

@@ -9,6 +9,7 @@ PortChannel per dual-homed server, MCLAG_DOMAIN/MCLAG_INTERFACE and a unique SVI
 
 from __future__ import annotations
 
+import ipaddress
 from collections import defaultdict
 from typing import Any
 
@@ -45,8 +46,12 @@ DEVICE_TYPE = {
 RADIX = {"leaf": "leaves", "spine": "spines", "superspine": "superspines"}
 
 
-def _mac(index: int) -> str:
-    return "52:54:00:{:02x}:{:02x}:{:02x}".format(*(index + 1).to_bytes(3, "big"))
+def _mac(d: Design, node: str) -> str:
+    """The switch's system MAC, from its loopback's place in the loopback pool (unique, and
+    kept as the fabric grows)."""
+    pool = ipaddress.IPv4Network(d.fabric.addressing.loopbacks)
+    offset = int(ipaddress.IPv4Address(d.graph.nodes[node]["router_id"])) - int(pool[0])
+    return "52:54:00:{:02x}:{:02x}:{:02x}".format(*(offset % 2**24).to_bytes(3, "big"))
 
 
 def _ports_table(fabric: Fabric, role: str, used: dict[str, Port]) -> Table:
@@ -294,8 +299,8 @@ def _qos_ports(fabric: Fabric, ports: list[Port], db: ConfigDb) -> None:
         db["PFC_WD"] = pfc_wd
 
 
-def render(d: Design, node: str, index: int) -> ConfigDb:
-    """The `config_db.json` of one switch (`index` makes its system MAC unique)."""
+def render(d: Design, node: str) -> ConfigDb:
+    """The `config_db.json` of one switch."""
     f = d.fabric
     attrs = d.graph.nodes[node]
     ports = ports_of(d.graph, node)
@@ -305,7 +310,7 @@ def render(d: Design, node: str, index: int) -> ConfigDb:
             "hostname": node,
             "hwsku": platform()["hwsku"],
             "platform": platform()["platform"],
-            "mac": _mac(index),
+            "mac": _mac(d, node),
             "bgp_asn": str(attrs["asn"]),
             "type": DEVICE_TYPE[attrs["role"]],
             "resource_type": "ComputeAI",
