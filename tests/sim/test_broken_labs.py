@@ -288,7 +288,7 @@ def test_ecn_off_on_the_incast_senders_pauses_the_fabric_in_the_simulator(
 def test_a_starved_roce_scheduler_fails_collective_efficiency(
     reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """leaf7 (server44's, where the backup lands) gives RoCE DWRR weight 1 and the lossy queues
+    """leaf8 (server44's, where the backup lands) gives RoCE DWRR weight 1 and the lossy queues
     99: the All-Reduce's iterations beside the backup stretch, and the spread the intent
     allows is exceeded on the reference, its ranks all keeping their links."""
 
@@ -297,7 +297,7 @@ def test_a_starved_roce_scheduler_fails_collective_efficiency(
         db["SCHEDULER"]["scheduler.lossy"]["weight"] = "99"
 
     lab = Path(shutil.copytree(reference, tmp_path / "starved"))
-    edit_db(lab, "leaf7", starve)
+    edit_db(lab, "leaf8", starve)
     code = main(["run", str(lab), str(DEFAULT_SCENARIO), "--backend", "sim", "--no-static"])
     rows = [m.groups() for line in capsys.readouterr().out.splitlines() if (m := ROW.match(line))]
     assert code == 1

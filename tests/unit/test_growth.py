@@ -96,7 +96,9 @@ def grown(
     assert {n: new_nodes[n] for n in old_nodes} == old_nodes
     assert old_links <= new_links
     changed, added = changed_lines(tmp_path / "before", tmp_path / "after")
-    print(f"{sum(changed.values())} changed lines in existing devices, {added} new")
+    sizes = [f"{d['servers']['count']} servers" for d in (before, after)]
+    print(f"\n{tmp_path.name}: {' -> '.join(sizes)}: {sum(changed.values())} changed lines")
+    print(f"  in existing devices ({len(changed)}), {added} lines of new devices")
     return labs[0], labs[1], changed, set(new_nodes) - set(old_nodes)
 
 
