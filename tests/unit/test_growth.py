@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 FILES = ("config_db.json", "frr.conf", "host.json")
 NODE_FACTS = ("role", "asn", "loopback", "subnet", "svi", "address", "vlan", "pod")
 EDGE_FACTS = ("a", "a_port", "b", "b_port", "a_bundle", "b_bundle", "a_ip", "b_ip", "prefix")
-GPU = {
+GPU: dict[str, Any] = {
     "name": "gpu",
     "spines": {"count": 2},
     "leaves": {"count": 4},
