@@ -267,14 +267,20 @@ class _Builder:
     def members(self, groups: int) -> list[list[tuple[str, dict[str, Any]]]]:
         """Each leaf group's server endpoints (name, attributes), in group order: servers
         fill the racks in order, a rack's server ports each (the last racks may hold fewer,
-        or none); on rails, group u x rails + k holds NIC k of each server of scalable unit
-        u, an endpoint named `<server>r<k>`."""
+        or none), or spread evenly over the racks `leaves.count` gives without
+        `servers.per_rack`; on rails, group u x rails + k holds NIC k of each server of
+        scalable unit u, an endpoint named `<server>r<k>`."""
         f, rails, per_rack = self.f, rails_of(self.f), self.s.server_ports_per_leaf
         width, prefix = f.servers.name_width, f.servers.name_prefix
+        units, count = groups // rails, f.servers.count
+        even = f.leaves.count is not None and f.servers.per_rack is None
+        sizes = [count // units + (u < count % units) for u in range(units)] if even else []
         out: list[list[tuple[str, dict[str, Any]]]] = []
-        for unit in range(groups // rails):
-            numbers = range(unit * per_rack + 1, min(f.servers.count, (unit + 1) * per_rack) + 1)
-            servers = [f"{prefix}{n:0{width}d}" for n in numbers]
+        first = 1
+        for unit in range(units):
+            size = sizes[unit] if even else max(0, min(per_rack, count - unit * per_rack))
+            servers = [f"{prefix}{n:0{width}d}" for n in range(first, first + size)]
+            first += size
             if not f.servers.rails:
                 out.append([(s, {}) for s in servers])
                 continue

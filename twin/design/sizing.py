@@ -96,9 +96,10 @@ def _most_servers(fabric: Fabric, free: int) -> int:
 def size(fabric: Fabric, file: str) -> Sizing:
     """Size the fabric described by the intent, or refuse it with a `DesignError`.
 
-    A rack (leaf group, or scalable unit on rails) holds `servers.per_rack` servers, or the
-    most its leaves keep; servers fill the racks in order, so neither a leaf's ports nor its
-    uplinks depend on the server count (docs/design.md, "Growing a fabric")."""
+    A rack (leaf group, or scalable unit on rails) holds `servers.per_rack` servers, else the
+    most its leaves keep when the leaves are derived; servers fill the racks in order, so
+    neither a leaf's ports nor its uplinks depend on the server count (docs/design.md,
+    "Racks and ports"). Racks the intent counts without `per_rack` share the servers evenly."""
     servers = fabric.servers
     dual = servers.dual_homed
     if not servers.rails and dual and servers.nics != 2:
@@ -127,8 +128,8 @@ def size(fabric: Fabric, file: str) -> Sizing:
                 f"{units} x {down} servers per rack hold {units * down}, "
                 f"fewer than the {servers.count} servers",
             )
-        # Racks too few for the servers: the ports and oversubscription checks say why.
-        down = max(down, math.ceil(servers.count / units))
+        # Without `per_rack`, the servers spread evenly over the racks the intent counts.
+        down = servers.per_rack or math.ceil(servers.count / units)
     elif down == 0:
         raise DesignError(
             file, "leaves.ports", f"{fabric.leaves.ports} ports leave no room for servers"

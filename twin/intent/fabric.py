@@ -142,9 +142,10 @@ class Servers(_Model):
         default=None,
         ge=1,
         le=1024,
-        description="servers per rack (leaf group, or scalable unit on rails), the server ports "
-        "each leaf keeps; the most a leaf holds within oversubscription.max if unset; written "
-        "out only when set",
+        description="servers per rack (leaf group, or scalable unit on rails), filled in order, "
+        "the server ports each leaf keeps; if unset, the most a leaf holds within "
+        "oversubscription.max (derived leaves) or an even split (leaves.count); written out "
+        "only when set",
     )
 
     @model_validator(mode="after")
