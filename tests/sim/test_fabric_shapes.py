@@ -46,7 +46,7 @@ SHAPES: dict[str, dict[str, Any]] = {
         "spines": {"count": 3, "ports": 32, "speed": "100G"},
         "leaves": {"ports": 32, "speed": "100G"},
         "superspines": {"count": 2, "ports": 256, "speed": "100G"},
-        "servers": {"count": 31, "nic_speed": "100G"},
+        "servers": {"count": 31, "nic_speed": "100G", "per_rack": 11},
         "oversubscription": {"max": 4.0},
     },
 }  # fmt: skip
