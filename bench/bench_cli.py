@@ -64,7 +64,7 @@ def reference(tmp: Path) -> Path:
 def deploys(repeat: int, lab_dir: Path) -> list[tuple[str, float, float | None, float]]:
     """Deploy and destroy as commands and in-process, each timed on its own."""
     from labs import registry
-    from twin.labdir import Lab
+    from twin.lab.directory import Lab
 
     netns = registry.get("netns")
     times: dict[str, list[float]] = {}
@@ -97,8 +97,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--deploy", action="store_true", help="also deploy (root and FRR)")
     args = parser.parse_args()
-    from twin import labdir
     from twin.intent import fabric as intent
+    from twin.lab import directory as labdir
 
     missed = False
     with tempfile.TemporaryDirectory() as tmp:

@@ -3,6 +3,7 @@
     sudo .venv/bin/python bench/bench_deploy.py              # one deploy and destroy
     sudo .venv/bin/python bench/bench_deploy.py --repeat 3   # best and worst of 3
     sudo .venv/bin/python bench/bench_deploy.py --servers 200   # the 3-tier fabric
+    sudo .venv/bin/python bench/bench_deploy.py --repeat 3 --write  # into docs/netns-backend.md
 
 examples/reference.yaml (50 dual-homed servers, 8 leaves, 4 spines) is generated under a lab
 name of the bench's own (`bench-<hex>`, so it never meets a lab someone else runs), deployed
@@ -18,12 +19,16 @@ With `--servers 200` the reference fabric grows to 3 tiers (30 leaves, 32 spines
 super-spines, 278 namespaces, 1047 links, 1264 BGP sessions); its goals are those of
 `GOALS_3TIER`.
 
+`--write` puts the figures into the block `deploy` (`deploy-N-servers` with `--servers N`)
+of docs/netns-backend.md and records them (bench/blocks.py).
+
 Needs root and FRR. Exit status 1 if a goal is missed, 2 if the twin cannot be deployed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import secrets
 import sys
@@ -34,13 +39,16 @@ from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import blocks
 from labs import processes, registry
 from labs.netns import cleanup
 from labs.netns import lifecycle as netns
-from twin import labdir
 from twin.errors import TwinError
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "examples" / "reference.yaml"
@@ -59,6 +67,7 @@ class Run:
     bench_mb: float
     daemons: int
     sessions: int
+    links: int
 
     @property
     def memory_mb(self) -> float:
@@ -107,7 +116,8 @@ def once(lab: Lab, timeout: float | None) -> Run:
             registry.get("netns").cleanup(lab.name, lab.path)
             raise SystemExit(f"{lab.name}: destroy left something behind (cleaned up)")
     bench_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return Run(converged, destroyed, daemons_mb, bench_mb, len(pids), up.sessions)
+    links = int(up.details.get("links", 0))
+    return Run(converged, destroyed, daemons_mb, bench_mb, len(pids), up.sessions, links)
 
 
 def main() -> int:
@@ -117,6 +127,7 @@ def main() -> int:
     parser.add_argument("--name", default=f"bench-{secrets.token_hex(2)}", help="lab name")
     parser.add_argument("--servers", type=int, help="servers.count (200: a 3-tier fabric)")
     parser.add_argument("--timeout", type=float, help="seconds to converge (the deploy's default)")
+    parser.add_argument("--write", action="store_true", help="the figures into the docs' block")
     args = parser.parse_args()
     try:
         netns.check_root()
@@ -143,7 +154,42 @@ def main() -> int:
         missed += [] if ok else [key]
         verdict = "ok" if ok else "MISSED"
         print(f"{key:12} best {best:8.2f}  worst {worst:8.2f}  goal < {goal:g}  {verdict}")
+    if args.write:
+        name = f"deploy-{args.servers}-servers" if args.servers else "deploy"
+        goals = GOALS_3TIER if tiers == 3 else GOALS
+        for path in blocks.write(name, table(lab, runs, goals)):
+            print(f"rewrote {path.relative_to(REPO)}: {name}")
     return 1 if missed else 0
+
+
+def table(lab: Lab, runs: list[Run], goals: dict[str, float]) -> str:
+    """The figures of the runs as the docs quote them: what was deployed, then each figure's
+    best and worst against its goal."""
+    first = runs[0]
+    nodes = len(lab.switches()) + len(lab.nodes("server"))
+    rows = [
+        f"{nodes} namespaces, {first.links} veths, {first.daemons} FRR daemons, "
+        f"{first.sessions} BGP sessions; {len(runs)} runs, the machine's load average "
+        f"{os.getloadavg()[0]:.1f} at the end (what else ran):",
+        "",
+        "| figure | best | worst | goal |",
+        "|---|---|---|---|",
+    ]
+    for key, label, unit in (
+        ("converged_s", "converged", "s"),
+        ("destroyed_s", "destroyed", "s"),
+        ("memory_mb", "resident at convergence", "MB"),
+        ("daemons_mb", "of it the daemons", "MB"),
+        ("bench_mb", "of it the bench's process", "MB"),
+    ):
+        values = [getattr(run, key) for run in runs]
+        goal = f"< {goals[key]:g} {unit}" if key in goals else ""
+        digits = 2 if unit == "s" else 0
+        rows.append(
+            f"| {label} | {min(values):.{digits}f} {unit} | {max(values):.{digits}f} {unit} "
+            f"| {goal} |"
+        )
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":

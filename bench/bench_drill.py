@@ -1,6 +1,6 @@
 """Drill throughput on the simulator: a fabric's single-link failures (every link of the
 reference fabric unless N or FABRIC.yaml is given) played through the drill's private
-LocalCluster (TLS, `twin.drillcluster`) of 1, 2 and then 4 worker processes (or those of
+LocalCluster (TLS, `twin.drill.cluster`) of 1, 2 and then 4 worker processes (or those of
 `--workers`). Prints, for each: faults per minute (wall clock, the cluster's start and its
 credentials included), the CPU per fault of the whole drill (this process: client and
 scheduler; and its workers), the CPU per case in a worker (building the unfaulted lab once
@@ -8,7 +8,10 @@ included), and the load average before and after (other jobs on the machine move
 wall-clock figures, not the CPU ones).
 
     flock /tmp/twin-heavy.lock .venv/bin/python bench/bench_drill.py [N] [FABRIC.yaml] \
-        [--workers 1,2,4]
+        [--workers 1,2,4] [--write]
+
+`--write` (the reference fabric) puts one row per worker count into the block
+`drill-throughput` of docs/drills.md and records them (bench/blocks.py).
 """
 
 from __future__ import annotations
@@ -25,10 +28,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from twin import drill, drillrun, labdir  # noqa: E402
+from bench import blocks  # noqa: E402
+from twin.drill import cases as drill  # noqa: E402
+from twin.drill import run as drillrun  # noqa: E402
 from twin.intent import fabric as intent  # noqa: E402
 from twin.intent.inputs import strict_yaml  # noqa: E402
-from twin.labdir import Lab  # noqa: E402
+from twin.lab import directory as labdir  # noqa: E402
+from twin.lab.directory import Lab  # noqa: E402
 
 REFERENCE = REPO / "twin" / "defaults" / "reference.yaml"
 SCENARIO = REPO / "twin" / "defaults" / "drill-scenario.yaml"
@@ -47,7 +53,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("count", type=int, nargs="?", help="the first N links (default: every one)")
     p.add_argument("fabric", type=Path, nargs="?", default=REFERENCE)
     p.add_argument("--workers", default="1,2,4", help="worker counts, comma-separated")
+    p.add_argument("--write", action="store_true", help="the rows into the docs' block")
     args = p.parse_args(argv)
+    if args.write and args.fabric != REFERENCE:
+        p.error("--write quotes the reference fabric: leave FABRIC.yaml out")
+    rows = [
+        "| `bench_drill.py` | load average | faults/minute | CPU per fault, whole drill "
+        "| CPU per case in its worker |",
+        "|---|---|---|---|---|",
+    ]
     with tempfile.TemporaryDirectory(prefix="bench-drill-") as tmp:
         lab_dir = Path(tmp) / "lab"
         labdir.generate(intent.load(args.fabric), lab_dir, str(args.fabric))
@@ -62,6 +76,12 @@ def main(argv: list[str]) -> int:
             outcomes = drillrun.on_dask(lab, scenario, cases, when, workers)
             seconds, spent = time.monotonic() - start, _cpu() - cpu
             assert not any(o.error for o in outcomes), [o.error for o in outcomes if o.error]
+            rows.append(
+                f"| {len(cases)} links, {workers} worker{'s' if workers > 1 else ''} "
+                f"| {load:.1f}-{os.getloadavg()[0]:.1f} | {len(cases) / seconds * 60:.1f} "
+                f"| {spent / len(outcomes):.3f} s "
+                f"| {statistics.fmean(o.cpu for o in outcomes):.3f} s |"
+            )
             print(
                 f"{workers} worker{'s' if workers > 1 else ' '}: {len(cases) / seconds * 60:6.1f} "
                 f"faults/minute ({seconds:.1f} s); CPU per fault {spent / len(outcomes):.3f} s "
@@ -69,6 +89,9 @@ def main(argv: list[str]) -> int:
                 f"median {statistics.median(o.cpu for o in outcomes):.3f}); "
                 f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}"
             )
+    if args.write:
+        for path in blocks.write("drill-throughput", "\n".join(rows)):
+            print(f"rewrote {path.relative_to(REPO)}: drill-throughput")
     return 0
 
 

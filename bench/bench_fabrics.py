@@ -21,7 +21,13 @@ the fabric (exit 2) is listed apart. Exit status 1 when there is a false red.
 
 Cost (2 cores shared with other work, load 20): a fabric of 4-16 servers takes 35-110 s for
 validate and 5 scenarios; `incast` (5 s of simulated line-rate incast) alone takes 15-65 s
-and `allreduce` on 39 servers 570 s, hence `--skip`.
+and `allreduce` on 39 servers 570 s, hence `--skip`. The figures are wall time on a machine
+others load: the bench's own CPU (`s CPU`, this process's and its children's) is what it
+costs. At load 28-35: a fabric of 4-24 servers, validate and the 5 scenarios but `incast` and
+`allreduce`, 5-9 s of CPU (56-213 s wall); one of 19 servers with all 7, about 80 s of CPU
+(477 s wall, `incast` 306 s of it); live on netns (`--backend netns`, the simulator playing
+the data plane), 6-8 servers, the default scenario: 8-22 s of the bench's CPU (the twin's
+daemons not counted), 64-150 s wall.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import io
 import json
 import multiprocessing
 import random
+import resource
 import shutil
 import string
 import sys
@@ -48,10 +55,10 @@ from hypothesis import strategies as st
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from twin import labdir  # noqa: E402
 from twin.design.graph import design  # noqa: E402
 from twin.errors import InputError  # noqa: E402
 from twin.intent import fabric as intent  # noqa: E402
+from twin.lab import directory as labdir  # noqa: E402
 
 SCENARIOS = sorted((REPO / "examples" / "scenarios").glob("*.yaml"))
 EXPECTED = {"backup-wrong-class": {"lossless_isolation"}}
@@ -154,6 +161,7 @@ class Judged:
     refused: dict[str, str] = field(default_factory=dict)
     commands: int = 0
     seconds: float = 0.0
+    cpu: float = 0.0
     slowest: tuple[str, float] = ("", 0.0)
 
 
@@ -173,7 +181,7 @@ def twin(*args: str) -> tuple[int, str, str]:
 def judge(data: dict[str, Any], scenarios: list[Path], work: Path, backend: str) -> Judged:
     """Generate the fabric into `work`, validate it, play each scenario on `backend` (a live
     one is destroyed after each, and at the end whatever happened)."""
-    started = time.monotonic()
+    started, cpu = time.monotonic(), cpu_seconds()
     lab = work / str(data["name"])
     labdir.generate(intent.parse(data, "drawn.yaml"), lab, "drawn.yaml")
     judged = Judged(data)
@@ -187,8 +195,16 @@ def judge(data: dict[str, Any], scenarios: list[Path], work: Path, backend: str)
         if backend != "sim":
             twin("destroy", str(lab), "--backend", backend)
     shutil.rmtree(lab, ignore_errors=True)
-    judged.seconds = time.monotonic() - started
+    judged.seconds, judged.cpu = time.monotonic() - started, cpu_seconds() - cpu
     return judged
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of the children it waited for (user and system)."""
+    own, children = (
+        resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _play(judged: Judged, commands: dict[str, list[str]]) -> None:
@@ -288,6 +304,7 @@ def main() -> int:
     wanted, skipped = set(filter(None, args.scenarios.split(","))), set(args.skip.split(","))
     scenarios = [s for s in SCENARIOS if (not wanted or s.stem in wanted) and s.stem not in skipped]
     reds = refused = commands = 0
+    cpu = 0.0
     costs: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-fabrics-") as tmp:
         task = functools.partial(_judge_one, work=tmp, scenarios=scenarios, backend=args.backend)
@@ -300,11 +317,13 @@ def main() -> int:
             for judged in results:
                 data = judged.fabric
                 commands += judged.commands
+                cpu += judged.cpu
                 flag = "FALSE RED" if judged.reds else "ok"
                 slow, slow_s = judged.slowest
                 print(
                     f"{data['name']}: {shape(data)} ({tiers(data)} as designed): {flag} "
-                    f"[{judged.seconds:.0f} s, slowest {slow} {slow_s:.0f} s]",
+                    f"[{judged.seconds:.0f} s, {judged.cpu:.0f} s CPU, "
+                    f"slowest {slow} {slow_s:.0f} s]",
                     flush=True,
                 )
                 costs.setdefault(bucket(data["servers"]["count"]), []).append(judged.seconds)
@@ -320,7 +339,7 @@ def main() -> int:
     print(
         f"\n{len(drawn)} fabrics, {commands} commands ({', '.join(s.stem for s in scenarios)} "
         f"on {args.backend} and twin validate each): {reds} false red rows ({red_fabrics}), "
-        f"{refused} scenarios refused, {took:.0f} s wall, {args.jobs} at once"
+        f"{refused} scenarios refused, {took:.0f} s wall, {cpu:.0f} s CPU, {args.jobs} at once"
     )
     for name, seconds in sorted(costs.items(), key=lambda kv: int(kv[0].split("-")[0])):
         mean = sum(seconds) / len(seconds)

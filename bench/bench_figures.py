@@ -1,5 +1,6 @@
 """The figures docs/simulator.md and the example files quote, computed from the engine
-(labs/sim/figures.py): the headroom sweep, the HotNets ring sweep, the DCQCN incasts.
+(labs/sim/figures.py): the headroom sweep, the HotNets ring sweep, the DCQCN incasts, in
+marked blocks (bench/blocks.py; computed again by a test, so none is recorded).
 
     .venv/bin/python bench/bench_figures.py           # print every block, say which files differ
     .venv/bin/python bench/bench_figures.py --write   # rewrite the marked blocks in the files
@@ -17,6 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench import blocks  # noqa: E402
 from labs.sim import figures  # noqa: E402
 
 FILES = [REPO / "docs" / "simulator.md", *sorted((REPO / "examples" / "sim").glob("*.yaml"))]
@@ -33,11 +35,11 @@ def main() -> int:
         print(f"## {name} ({time.process_time() - started:.1f} s CPU)\n{texts[name]}\n")
     stale = 0
     for path in FILES:
-        for name in figures.blocks_in(path):
+        for name in blocks.blocks_in(path):
             if args.write:
-                if figures.rewrite(path, name, texts[name]):
+                if blocks.rewrite(path, name, texts[name]):
                     print(f"rewrote {path.relative_to(REPO)}: {name}")
-            elif figures.current(path, name) != texts[name]:
+            elif blocks.current(path, name) != texts[name]:
                 print(f"differs: {path.relative_to(REPO)}: {name}")
                 stale += 1
     return 1 if stale else 0

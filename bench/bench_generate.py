@@ -25,9 +25,9 @@ from pathlib import Path
 
 import networkx as nx
 
-from twin import labdir
 from twin.design.graph import design
 from twin.intent import fabric as intent
+from twin.lab import directory as labdir
 from twin.render import clab, config_db, frr_conf, host_conf
 
 REPO = Path(__file__).resolve().parent.parent

@@ -20,7 +20,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from twin.incident import build  # noqa: E402
+from twin.change.incident import build  # noqa: E402
 
 IMAGES = REPO / "docs" / "img" / "incidents"
 

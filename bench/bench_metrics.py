@@ -37,10 +37,10 @@ import yaml
 
 from labs import registry
 from labs.netns import lifecycle as netns
-from twin import labdir
 from twin.errors import TwinError
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "twin" / "defaults" / "reference.yaml"

@@ -4,6 +4,8 @@
     .venv/bin/python bench/bench_mutations.py --sim                 # and the default scenario
     .venv/bin/python bench/bench_mutations.py --fabric examples/reference.yaml --limit 200
     .venv/bin/python bench/bench_mutations.py --show missed         # list every harmful miss
+    .venv/bin/python bench/bench_mutations.py --shape single-homed  # its servers on one NIC
+    .venv/bin/python bench/bench_mutations.py --shape 3-tier        # twice the leaves, super-spines
 
 The lab is generated from the fabric, then copied once per mutation. Mutations, on one switch
 of each role (the first leaf, spine and super-spine) and the first server:
@@ -29,8 +31,9 @@ run LAB --backend sim` with the default scenario, whose verdict includes the sta
 validators) runs on the copy, in this process. A harmful mutation is caught when the exit code
 is 1 and a failing result has a finding on the mutated device; caught unnamed when it fails
 without naming it; refused on exit 2 whose one line names the mutated file (bad input: a host
-file that no longer describes the server's wiring, a value its key cannot hold, a config_db
-SONiC's YANG refuses), lost on an exit 2 naming another, crashed on exit 3; missed on exit 0.
+file that no longer says which server it is, its address or a NIC's name; a config_db SONiC's
+YANG refuses, a PortChannel member of no PORTCHANNEL), lost on an exit 2 naming another,
+crashed on exit 3; missed on exit 0.
 A harmless one is a false red on any exit but 0.
 
 Prints: the mutations by file and kind, the mutation score (harmful caught naming the device,
@@ -68,8 +71,11 @@ HARMLESS = {
     ("frr.conf", "frr", "version"),
     ("frr.conf", "hostname", ""),
     ("host.json", "hostname", ""),
+    ("host.json", "dscp_marking", "class"),
 }
-"""(file, table or statement, field) the intent leaves free: a change there harms nothing."""
+"""(file, table or statement, field) the intent leaves free: a change there harms nothing (a
+marking rule's `class` labels it: the deploy's iptables rules, labs/netns/plan.py and
+labs/clab/namespace.py, mark by port and DSCP alone)."""
 DEVIATIONS = {
     ("config_db.json", "DEVICE_METADATA", "*"),
     ("config_db.json", "BGP_NEIGHBOR", "holdtime"),
@@ -111,6 +117,28 @@ ALTERNATIVES = {
     "drop": "forward",
 }
 NUMBER = re.compile(r"\b\d+\b")
+
+
+def _single_homed(data: dict[str, Any]) -> None:
+    servers = data["servers"]
+    servers.update(nics=1, dual_homed=False, count=2 * servers.get("count", 4))
+    data["leaves"].pop("peer_link_ports", None)
+
+
+def _three_tier(data: dict[str, Any]) -> None:
+    data.setdefault("superspines", {"count": 2, "ports": 16})
+    data["leaves"]["count"] = 2 * data["leaves"].get("count", 4)
+    data["servers"]["count"] = 2 * data["servers"].get("count", 4)
+
+
+SHAPES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "as-is": lambda data: None,
+    "single-homed": _single_homed,
+    "3-tier": _three_tier,
+}
+"""`--shape`: the fabric as given, its servers single-homed (one NIC, no MLAG; twice as many,
+so that each leaf keeps as many as the default scenario's incast picks), or its leaves and
+servers doubled under two super-spines (examples/small.yaml: 4 spines in 2 pods, 8 leaves)."""
 Json = dict[str, Any]
 
 
@@ -187,7 +215,7 @@ def _map_fields(table: Json) -> list[str]:
 def config_db(lab: Path, device: str, peer: str | None) -> Iterator[Mutation]:
     """Every field of every table of a switch's config_db.json, mutated three ways."""
     from twin.configs.defaults import absent
-    from twin.labdir import Lab
+    from twin.lab.directory import Lab
 
     db: Json = json.loads((lab / "configs" / device / "config_db.json").read_text())
     used = {str(c.tc) for c in Lab.open(lab).fabric.qos.classes.values()} | {"0"}
@@ -323,7 +351,7 @@ def host_json(lab: Path, device: str) -> Iterator[Mutation]:
 
 def surface(lab: Path) -> list[Mutation]:
     """Every mutation of the campaign, on one device of each role."""
-    from twin.labdir import Lab
+    from twin.lab.directory import Lab
 
     opened = Lab.open(lab)
     found: list[Mutation] = []
@@ -386,17 +414,24 @@ def main() -> int:
     """Run the campaign and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fabric", type=Path, default=REPO / "examples" / "small.yaml")
+    parser.add_argument("--shape", choices=list(SHAPES), default="as-is", help="SHAPES")
     parser.add_argument("--sim", action="store_true", help="twin run --backend sim, not validate")
     parser.add_argument("--limit", type=int, default=0, help="at most this many mutations")
     parser.add_argument("--show", choices=("missed", "all"), default="missed")
     args = parser.parse_args()
-    from twin import labdir
+    import yaml
+
     from twin.intent import fabric as intent
+    from twin.lab import directory as labdir
 
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="twin-mutations-") as tmp:
         lab = Path(tmp) / "pristine"
-        labdir.generate(intent.load(args.fabric), lab, str(args.fabric))
+        data = yaml.safe_load(args.fabric.read_text())
+        SHAPES[args.shape](data)
+        source = Path(tmp) / args.fabric.name
+        source.write_text(yaml.safe_dump(data))
+        labdir.generate(intent.load(source), lab, str(source))
         mutations = surface(lab)
         if args.limit:
             mutations = mutations[:: max(1, len(mutations) // args.limit)][: args.limit]
@@ -413,7 +448,7 @@ def main() -> int:
     deviations = Counter(o for m, o in judged if m.impact == "deviation")
     by_kind = Counter((m.file, m.kind) for m, _ in judged)
     verb = "twin run --backend sim" if args.sim else "twin validate"
-    print(f"fabric: {args.fabric.name}  verdict: {verb}")
+    print(f"fabric: {args.fabric.name} ({args.shape})  verdict: {verb}")
     print(f"mutations: {len(judged)} judged ({len(outcomes) - len(judged)} left a file unchanged)")
     for (file, kind), n in sorted(by_kind.items()):
         print(f"  {file:15} {kind:8} {n}")
@@ -444,6 +479,9 @@ def main() -> int:
     for m, o in harmful:
         if o != "caught" and (args.show == "all" or o in ("missed", "crashed", "lost")):
             print(f"  {o}: {m.device} {m.file} {m.where} {m.kind}")
+    for m, o in judged:
+        if m.impact == "deviation" and o in ("crashed", "lost"):
+            print(f"  deviation {o}: {m.device} {m.file} {m.where} {m.kind}")
     print(f"time: {took:.0f} s")
     return 1 if reds or tally["crashed"] else 0
 

@@ -2,12 +2,14 @@
 
     .venv/bin/python bench/bench_rails.py                      # examples/rail.yaml: 128 x 8
     .venv/bin/python bench/bench_rails.py --servers 32 --nics 4
+    .venv/bin/python bench/bench_rails.py --write              # into docs/rails.md
 
 examples/rail.yaml (docs/rails.md), with `--servers`/`--nics` when given, is generated under a
 lab name of the bench's own; then `twin generate`, `twin validate` and `twin run LAB --backend
 sim` (the default scenario) each run as a new process, and the bench prints, per step, its
 exit code, CPU seconds (user + system) and peak resident memory. Exit status 1 when a step
-does not pass (exit code not 0).
+does not pass (exit code not 0). `--write` (the example's size only) puts the figures into
+the block `rails` of docs/rails.md and records them (bench/blocks.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench import blocks  # noqa: E402
+
 SOURCE = REPO / "examples" / "rail.yaml"
 TWIN = REPO / ".venv" / "bin" / "twin"
 
@@ -41,7 +47,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", type=int, help="servers (default: the example's 128)")
     parser.add_argument("--nics", type=int, help="NICs per server, 1..8 (default 8)")
+    parser.add_argument("--write", action="store_true", help="the figures into the docs' block")
     args = parser.parse_args()
+    if args.write and (args.servers or args.nics):
+        parser.error("--write quotes the example's size: leave --servers and --nics out")
     fabric = yaml.safe_load(SOURCE.read_text())
     fabric["name"] = f"rail-{secrets.token_hex(3)}"
     fabric["servers"]["count"] = args.servers or fabric["servers"]["count"]
@@ -52,6 +61,7 @@ def main() -> int:
         servers, nics = fabric["servers"]["count"], fabric["servers"]["nics"]
         print(f"rail fabric: {servers} servers x {nics} NICs ({servers * nics} endpoints)")
         failed = False
+        rows = ["| step | exit | CPU | peak RSS |", "|---|---|---|---|"]
         for name, argv in (
             ("generate", ("generate", str(source), "-o", str(lab))),
             ("validate", ("validate", str(lab))),
@@ -60,6 +70,11 @@ def main() -> int:
             code, cpu, rss = step(*argv)
             failed |= code != 0
             print(f"  {name:<18} exit {code}  CPU {cpu:6.1f} s  peak RSS {rss:7.0f} MB")
+            rows.append(f"| `twin {name}` | {code} | {cpu:.1f} s | {rss:.0f} MB |")
+    if args.write:
+        rows.append(f"\n(load average {os.getloadavg()[0]:.1f} at the end: what else ran)")
+        for path in blocks.write("rails", "\n".join(rows)):
+            print(f"rewrote {path.relative_to(REPO)}: rails")
     return 1 if failed else 0
 
 

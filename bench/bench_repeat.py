@@ -17,7 +17,10 @@ timeline, after (receivers stopped, failover probes collected), probes and destr
 simulator, the verdict (validators, reports, plots); then the pass rate (a pass is exit status
 0) and each phase's minimum, median and maximum. Goals: 20 of 20 idle, 10 of 10 with two
 CPU-bound processes (issue 19); at most 35 s idle and 45 s beside two CPU-bound processes
-(issue 37). Needs root and FRR; exit status 1 when a run did not pass.
+(issue 37). With `--write`, the last run that passed is what the README quotes: its
+progress lines and its table become the README's `main-job` block (bench/blocks.py: also
+recorded in bench/recorded/main-job.txt). Needs root and FRR; exit status 1 when a run did
+not pass.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import blocks
 
 TWIN = Path(sys.executable).with_name("twin")
 SPIN = "while True: pass"
@@ -94,9 +101,16 @@ def phases(log: str) -> dict[str, float]:
     return {name: round(seconds, 2) for name, seconds in out.items()}
 
 
-def one(cwd: Path, timeout: float, log: Path) -> tuple[int, float, list[str]]:
-    """One main job in `cwd`, logging to `log`: its exit status, seconds, and the rows that
-    did not pass."""
+def quoted(done: subprocess.CompletedProcess[str]) -> str:
+    """What the README quotes of a main job: its progress lines, then what it printed (the
+    table and the counts), fenced."""
+    progress = [line for line in done.stderr.splitlines() if line.startswith("  .. ")]
+    return "\n".join(["```", *progress, done.stdout.rstrip("\n"), "```"])
+
+
+def one(cwd: Path, timeout: float, log: Path) -> tuple[int, float, list[str], str]:
+    """One main job in `cwd`, logging to `log`: its exit status, seconds, the rows that did
+    not pass, and what the README quotes of it (`quoted`)."""
     start = time.monotonic()
     try:
         done = subprocess.run(
@@ -108,12 +122,12 @@ def one(cwd: Path, timeout: float, log: Path) -> tuple[int, float, list[str]]:
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return -1, time.monotonic() - start, [f"timed out after {timeout:.0f} s"]
+        return -1, time.monotonic() - start, [f"timed out after {timeout:.0f} s"], ""
     found = re.search(r"reports in (\S+)/report\.md", done.stdout)
     rows = failed(cwd / found.group(1)) if found else []
     if done.returncode not in (0, 1) or not found:
         rows.append(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no output")
-    return done.returncode, time.monotonic() - start, rows
+    return done.returncode, time.monotonic() - start, rows, quoted(done)
 
 
 def failed(run: Path) -> list[str]:
@@ -137,19 +151,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load", type=int, default=0, help="CPU-bound processes beside them")
     parser.add_argument("--dir", type=Path, help="working directory (default: a new one in /tmp)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per run (600)")
+    parser.add_argument(
+        "--write", action="store_true", help="the last run that passed into the README's block"
+    )
     args = parser.parse_args(argv)
     if args.runs < 1 or args.load < 0:
         parser.error("--runs must be at least 1 and --load at least 0")
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.load)]
     passed = 0
     seen: dict[str, list[float]] = {}
+    shown = ""
     try:
         cwd = args.dir or Path(tempfile.mkdtemp(prefix="bench-repeat-"))
         cwd.mkdir(parents=True, exist_ok=True)
         print(f"working directory {cwd} (runs kept in kept/)", flush=True)
         for i in range(1, args.runs + 1):
             log = cwd / f"run-{i}.log"
-            code, seconds, rows = one(cwd, args.timeout, log)
+            code, seconds, rows, output = one(cwd, args.timeout, log)
+            shown = output if code == 0 else shown
             split = phases(log.read_text()) if log.exists() else {}
             for name, value in [("total", seconds), *split.items()]:
                 seen.setdefault(name, []).append(value)
@@ -172,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, values in seen.items():
         low, mid, high = min(values), statistics.median(values), max(values)
         print(f"{name:20} {low:6.1f} {mid:6.1f} {high:6.1f}")
+    if args.write and shown:
+        for path in blocks.write("main-job", shown):
+            print(f"rewrote {path.relative_to(blocks.REPO)}: main-job")
     return 0 if passed == args.runs else 1
 
 

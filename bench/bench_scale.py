@@ -1,5 +1,6 @@
 """How the simulator's cost grows with the fabric: `twin run LAB --backend sim` with the default
-scenario on the reference intent with more servers (issue 34).
+scenario on the reference intent with more servers (issue 34; the switches grow with it past
+400 servers: see `intent`).
 
     .venv/bin/python bench/bench_scale.py 50 100 200            # servers per case
     .venv/bin/python bench/bench_scale.py 1024 --labs /tmp/labs  # keep generated labs there
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any, cast
 
 REPO = Path(__file__).resolve().parent.parent
 GOALS = {1024: (60.0, 2048), 4096: (600.0, 8192)}
@@ -44,8 +46,31 @@ def _child_usage(command: list[str], env: dict[str, str]) -> tuple[float, int, s
     return float(cpu), int(rss), stdout
 
 
+def intent(servers: int) -> dict[str, Any]:
+    """The reference intent with `servers` servers, on switches that hold them in 3 tiers: up
+    to 400 servers as it is (32-port switches); up to 1,024 on 64-port leaves and spines under
+    128-port super-spines (70 leaves, 72 spines at 1,024); beyond, examples/big.yaml's pods (8
+    spines of 64 ports, 4 uplinks from each leaf to each) under 512-port super-spines (274
+    leaves, 280 spines in 35 pods, 32 super-spines at 4,096)."""
+    import yaml
+
+    reference = yaml.safe_load((REPO / "examples" / "reference.yaml").read_text())
+    if servers <= 400:
+        data = reference
+    elif servers <= 1024:
+        data = reference
+        data["leaves"]["ports"] = data["spines"]["ports"] = 64
+        data["superspines"] = {"ports": 128, "speed": "400G"}
+    else:
+        data = yaml.safe_load((REPO / "examples" / "big.yaml").read_text())
+        data["superspines"]["ports"] = 512
+    data["name"] = f"bs{servers}"
+    data["servers"]["count"] = servers
+    return cast(dict[str, Any], data)
+
+
 def case(servers: int, labs: Path) -> dict[str, object]:
-    """Generate (once) and run the reference intent with `servers` servers."""
+    """Generate (once) and run `intent(servers)`."""
     import yaml
 
     twin = [sys.executable, "-m", "twin.cli.main"]
@@ -53,11 +78,8 @@ def case(servers: int, labs: Path) -> dict[str, object]:
     lab = labs / f"lab{servers}"
     generate_cpu = 0.0
     if not (lab / "fabric.yaml").exists() and not lab.exists():
-        intent = yaml.safe_load((REPO / "examples" / "reference.yaml").read_text())
-        intent["name"] = f"bs{servers}"
-        intent["servers"]["count"] = servers
         fabric = labs / f"fabric{servers}.yaml"
-        fabric.write_text(yaml.safe_dump(intent))
+        fabric.write_text(yaml.safe_dump(intent(servers)))
         generate_cpu, _, _ = _child_usage([*twin, "generate", str(fabric), "-o", str(lab)], env)
     out = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=labs))
     cpu, rss, stdout = _child_usage(

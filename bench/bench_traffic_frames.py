@@ -130,8 +130,8 @@ def small_fabric() -> Iterator[list[Endpoint]]:
     """The small example fabric deployed under a bench-only name; always destroyed."""
     from labs import registry
     from labs.netns.plan import netns_name
-    from twin import labdir
     from twin.intent import fabric as intent
+    from twin.lab import directory as labdir
 
     fabric = intent.load(Path(__file__).resolve().parent.parent / "examples" / "small.yaml")
     fabric = fabric.model_copy(update={"name": f"trb{os.getpid() % 100000}"})

@@ -1,7 +1,7 @@
 """The backend interface: what every way of running a lab offers (netns, sim, clab, fake).
 
 A backend is one folder `labs/<name>/` (Clabernetes, the clab backend's cluster target, shares
-`labs/clab/`) and one line in `labs.registry`. Everything outside its folder (the CLI verbs,
+`labs/clab/`) and one line in `BACKENDS` below. Everything outside its folder (the CLI verbs,
 the scenario player, the pytest plugin, the validators) uses only what this module defines,
 through `labs.lifecycle.Managed` (the checks and records around every backend's verbs), and
 every observation a backend returns is in the project's own neutral form: nodes by their
@@ -16,6 +16,7 @@ way `play` returns one `Played` record, which the scenario player saves as obser
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -24,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from labs.ready import unready
-from twin.labdir import Lab
+from twin.errors import LabError
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
 from twin.scenario.records import Counters, Event, FaultRecord, FlowRecord, PhaseRecord
 
@@ -197,6 +199,7 @@ class Phase:
     period: float | None = None  # micro_bursts: seconds between bursts
     ranks: list[str] = field(default_factory=list)
     rails: list[int] = field(default_factory=list)  # each rank's rail: one schedule per rail
+    groups: list[int] = field(default_factory=list)  # each rank's leaf group: hierarchical_ring
     iterations: int = 1  # a collective's iterations in a row (simulated time)
     probe: list[ProbePair] = field(default_factory=list)  # ecmp_probe: its pairs (no `flows`)
 
@@ -361,3 +364,24 @@ class Backend(Protocol):
     def play(self, lab: Lab, timeline: Timeline, progress: Progress) -> Played:
         """Play a whole timeline: wall-clock backends through `labs.timeline`."""
         ...
+
+
+BACKENDS = {
+    "netns": "labs.netns.backend:NetnsBackend",
+    "clab": "labs.clab.backend:ClabBackend",
+    "clabernetes": "labs.clab.kube:ClabernetesBackend",
+    "fake": "labs.fake.backend:FakeBackend",
+    "sim": "labs.sim.backend:SimBackend",
+}
+"""Each backend's class by name, imported only when used."""
+DEFAULT = "netns"
+
+
+def load(name: str) -> Backend:
+    """The backend called `name`, bare (`labs.registry.get` gives it in its lifecycle); one
+    line naming the known ones otherwise."""
+    if name not in BACKENDS:
+        raise LabError(f"unknown backend {name!r} (known: {', '.join(sorted(BACKENDS))})")
+    module, cls = BACKENDS[name].split(":")
+    backend: Backend = getattr(importlib.import_module(module), cls)()
+    return backend

@@ -22,10 +22,10 @@ from labs import events
 from labs.backend import Fault, LinkState, Status
 from twin import safeio
 from twin.errors import LabError
-from twin.labdir import Lab
-from twin.model.fib import Fib, Hops, Link, Lpm, applied
+from twin.lab.directory import Lab
+from twin.model.fib import Fib, Hops, Link, Lookup, applied
 from twin.model.routing import Routing
-from twin.model.wiring import Wiring, links
+from twin.model.wiring import Wiring, links, shared
 from twin.scenario.records import FaultRecord
 
 STATE = "failures.json"
@@ -78,7 +78,7 @@ class Network:
 
     def __init__(self, lab: Lab, failures: Failures, routing: Routing | None = None) -> None:
         self.lab, self.failures = lab, failures
-        self.routing = routing or Routing(Wiring(lab))
+        self.routing = routing or Routing(shared(lab))
         self.wiring = self.routing.w
 
     def after(self, fault: Fault) -> Network:
@@ -108,14 +108,13 @@ class Network:
         return applied(self.routing.fib, self.routing.after(self.failed()))
 
     @cached_property
-    def lpm(self) -> dict[str, Lpm]:
+    def lookup(self) -> Lookup:
         """Longest-prefix match per node."""
-        return {n: Lpm(routes) for n, routes in self.fib.items()}
+        return Lookup(self.fib)
 
     def hops(self, node: str, address: IPv4Address) -> Hops | None:
         """Where `node` sends a packet for `address` (None: no route)."""
-        table = self.lpm.get(node)
-        return table(int(address)) if table else None
+        return self.lookup(node, int(address))
 
     def fire(self, fault: Fault) -> Failures:
         """The failures after a fault."""

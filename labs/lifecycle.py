@@ -2,7 +2,7 @@
 deploy, who deployed it, one command at a time per lab, its state file and its event log.
 
 `Managed` wraps a backend (`labs.backend.Backend`; `labs.registry.get` gives every caller one):
-a deploy first checks the lab's files (`twin.labcheck`: one line, exit 2, nothing created),
+a deploy first checks the lab's files (`twin.lab.check`: one line, exit 2, nothing created),
 refuses a lab already running and a twin of the lab's name deployed from another lab
 directory, lets the backend refuse what it cannot run, then records the deploy (the run
 directory with its owner, the state file) before the backend creates anything, and on success
@@ -65,12 +65,13 @@ from labs.backend import (
     Status,
     Timeline,
     Traffic,
+    load,
     quiet,
 )
-from twin import labcheck
 from twin.errors import LabError, TwinError
 from twin.intent.fabric import is_lab_name
-from twin.labdir import Lab
+from twin.lab import check as labcheck
+from twin.lab.directory import Lab
 
 RUN_ROOT = Path("/run/twin")
 OWNER = ".owner"
@@ -249,10 +250,8 @@ def status(lab: str) -> str:
 def _up(record: Owner) -> bool:
     """Whether the backend of the record says its twin is up (a fake, sim or container twin
     runs no process of this machine's; one it cannot read is not)."""
-    from labs import registry  # the registry wraps backends in this module's lifecycle
-
     try:
-        return registry.get(record.backend).running(Lab.open(Path(record.lab_dir)))
+        return load(record.backend).running(Lab.open(Path(record.lab_dir)))
     except TwinError:
         return False
 
@@ -371,7 +370,7 @@ class Managed:
         self, lab: Lab, progress: Progress = quiet, timeout: float | None = None
     ) -> Deployed:
         """Check, record, create, mark running, log (the module's docstring)."""
-        labcheck.check(lab, live=True)
+        labcheck.check(lab, live=True, applied=not self.computed)
         recorded = state.load(lab.path)
         if recorded is not None and (recorded.backend != self.name or self.running(lab)):
             on = "" if recorded.backend == self.name else f" on the {recorded.backend} backend"

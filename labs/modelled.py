@@ -13,7 +13,7 @@ from labs.backend import Fault, Session, Status
 from labs.failures import STATE, Failures, Network
 from twin import safeio
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
 
 

@@ -1,6 +1,5 @@
-"""The backends by name: each is a class in `labs/<name>/backend.py` (Clabernetes: in
-`labs/clab/kube.py`), imported only when used, and given wrapped in its lifecycle
-(`labs.lifecycle.Managed`).
+"""The backends by name (`labs.backend.BACKENDS`: each is a class in `labs/<name>/backend.py`,
+Clabernetes' in `labs/clab/kube.py`), given wrapped in their lifecycle (`labs.lifecycle.Managed`).
 
 A lab's `state.json` records the backend its twin runs on, so later verbs find it without
 being told (`of`); the record of a deploy in its run directory does too, so `twin cleanup`
@@ -9,23 +8,15 @@ finds the backend of a lab known by name alone (`left_by`).
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 from labs import lifecycle, state
-from labs.backend import Backend
+from labs.backend import BACKENDS as BACKENDS  # the names, for the CLI and the plugin
+from labs.backend import DEFAULT as DEFAULT
+from labs.backend import load
 from labs.lifecycle import Managed
 from twin.errors import LabError
-from twin.labdir import Lab
-
-BACKENDS = {
-    "netns": "labs.netns.backend:NetnsBackend",
-    "clab": "labs.clab.backend:ClabBackend",
-    "clabernetes": "labs.clab.kube:ClabernetesBackend",
-    "fake": "labs.fake.backend:FakeBackend",
-    "sim": "labs.sim.backend:SimBackend",
-}
-DEFAULT = "netns"
+from twin.lab.directory import Lab
 
 OBSERVES = {
     "netns": frozenset(
@@ -63,11 +54,7 @@ def how_to_observe(missing: set[str], backend: str, flag: str = "--backend") -> 
 def get(name: str, force_owner: bool = False) -> Managed:
     """The backend called `name` in its lifecycle (`force_owner`: acting on a twin another
     lab directory deployed); one line naming the known ones otherwise."""
-    if name not in BACKENDS:
-        raise LabError(f"unknown backend {name!r} (known: {', '.join(sorted(BACKENDS))})")
-    module, cls = BACKENDS[name].split(":")
-    backend: Backend = getattr(importlib.import_module(module), cls)()
-    return Managed(backend, force_owner)
+    return Managed(load(name), force_owner)
 
 
 def of(lab: Lab, name: str | None = None, force_owner: bool = False) -> Managed:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from twin import safeio
 from twin.errors import LabError
-from twin.labdir import STATE_FILE
+from twin.lab.directory import STATE_FILE, Stat, version
 
 MAX_BYTES = 1 << 20
 """A state file is a few kilobytes; one larger than this was not written by twin."""
@@ -75,6 +75,27 @@ def load(lab_dir: Path) -> State | None:
         return _parse(json.loads(raw))
     except (ValueError, TypeError, RecursionError):
         raise refused from None
+
+
+class Watched:
+    """The state of one lab directory's twin for a watch that asks again and again: read
+    again only when the file changed (`twin.lab.directory.version`)."""
+
+    def __init__(self, lab_dir: Path) -> None:
+        self.lab_dir = lab_dir
+        self._kept: tuple[Stat, State | None] | None = None
+
+    def __call__(self) -> State | None:
+        """The state now (`load`)."""
+        try:
+            stamp = version(self.lab_dir / STATE_FILE, time.time_ns())
+        except OSError:
+            stamp = None
+        if stamp is not None and self._kept is not None and self._kept[0] == stamp:
+            return self._kept[1]
+        st = load(self.lab_dir)
+        self._kept = (stamp, st) if stamp is not None else None
+        return st
 
 
 def _parse(data: object) -> State:

@@ -31,7 +31,7 @@ from labs.backend import (
     Traffic,
 )
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
 from twin.scenario.records import Event, FaultRecord, PhaseRecord, Sample, fib_label
 

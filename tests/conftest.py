@@ -29,6 +29,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -43,11 +44,11 @@ import yaml
 from labs import lifecycle, registry
 from labs.netns import frr
 from labs.netns.plan import Plan, build
-from twin import labdir
 from twin.cli import main as twin_main
 from twin.errors import LabError
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.pytest_plugin import Twin
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,6 +69,29 @@ def tier(path: Path) -> str | None:
     if parts[0] == "tests":
         return parts[1] if len(parts) > 2 and parts[1] in TIERS else None
     return "unit" if parts[0] in ("twin", "labs", "traffic", "validators") else None
+
+
+SESSION_PID = os.getpid()
+
+
+def _interrupt(signum: int, _: object) -> None:
+    """Stop the session as at Ctrl-C; a forked child (pyroute2's namespace helpers, ended by
+    SIGTERM) inherits this handler and must die of the signal instead: raised there, the
+    interrupt ran the session's teardown in the child and removed the twins' namespaces under
+    the tests still using them."""
+    if os.getpid() != SESSION_PID:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started in the background (`cmd &` starts it with SIGINT ignored) or ended by a
+    CI timeout (SIGTERM) stops as at Ctrl-C: its fixtures' teardown removes the twins, users
+    and namespaces the session made (a SIGTERM left them behind)."""
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 FAKE = """#!{python}
 import json, sys

@@ -29,8 +29,8 @@ GOLDEN_EXAMPLES = ("small",)
 
 def regenerate_labs() -> list[Path]:
     """Write `tests/golden/<example>/` for every golden example."""
-    from twin import labdir
     from twin.intent import fabric as intent
+    from twin.lab import directory as labdir
 
     written = []
     for example in GOLDEN_EXAMPLES:

@@ -12,10 +12,10 @@ from typing import Any
 from labs import registry
 from labs.backend import Played
 from labs.sim.backend import run
-from twin import labdir
 from twin.intent import fabric as intent
 from twin.intent.inputs import parse_model
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.scenario import plan, player
 from twin.scenario.model import Scenario
 from twin.verdict import verdict

@@ -18,7 +18,7 @@ import yaml
 from labs.backend import COUNTER_FIELDS as FIELDS
 from labs.failures import Failures, Network
 from tests.conftest import write_lab
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib, NextHop, to_json
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring

@@ -424,6 +424,37 @@ def all_to_all(ranks: Sequence[str], message_bytes: int, qps_per_peer: int = 1) 
 Build = Callable[[Sequence[str], int, int], Schedule]
 
 
+def beside(names: Sequence[str], parts: Sequence[Schedule]) -> StepTable:
+    """Schedules over some of `names` each, side by side: step k of each is step k of the
+    whole."""
+    index = {r: i for i, r in enumerate(names)}
+    tables = [p.table for p in parts]
+    at = [np.array([index[r] for r in p.ranks], np.int32) for p in parts]
+    step = np.concatenate([t.step for t in tables])
+    rows = np.argsort(step, kind="stable")
+    return StepTable(
+        max((t.n_steps for t in tables), default=0),
+        step[rows],
+        np.concatenate([a[t.src] for a, t in zip(at, tables, strict=True)])[rows],
+        np.concatenate([a[t.dst] for a, t in zip(at, tables, strict=True)])[rows],
+        np.concatenate([t.qp for t in tables])[rows],
+        np.concatenate([t.bytes for t in tables])[rows],
+    )
+
+
+def then(tables: Sequence[StepTable]) -> StepTable:
+    """Step tables over the same ranks one after the other."""
+    offsets = np.cumsum([0, *(t.n_steps for t in tables)])
+    return StepTable(
+        int(offsets[-1]),
+        np.concatenate([t.step + o for t, o in zip(tables, offsets.tolist(), strict=False)]),
+        np.concatenate([t.src for t in tables]),
+        np.concatenate([t.dst for t in tables]),
+        np.concatenate([t.qp for t in tables]),
+        np.concatenate([t.bytes for t in tables]),
+    )
+
+
 def rail_local(
     build: Build, ranks: Sequence[str], rails: Sequence[int], message_bytes: int, qps: int = 1
 ) -> Schedule:
@@ -443,19 +474,7 @@ def rail_local(
         build([r for r, k in zip(names, rails, strict=True) if k == rail], share, qps)
         for rail, share in zip(order, split(message_bytes, len(order)), strict=True)
     ]
-    index = {r: i for i, r in enumerate(names)}
-    tables = [p.table for p in parts]
-    at = [np.array([index[r] for r in p.ranks], np.int32) for p in parts]
-    step = np.concatenate([t.step for t in tables])
-    rows = np.argsort(step, kind="stable")
-    table = StepTable(
-        max(t.n_steps for t in tables),
-        step[rows],
-        np.concatenate([a[t.src] for a, t in zip(at, tables, strict=True)])[rows],
-        np.concatenate([a[t.dst] for a, t in zip(at, tables, strict=True)])[rows],
-        np.concatenate([t.qp for t in tables])[rows],
-        np.concatenate([t.bytes for t in tables])[rows],
-    )
+    table = beside(names, parts)
     return Schedule(parts[0].kind, parts[0].algorithm, names, message_bytes, table)
 
 

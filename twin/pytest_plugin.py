@@ -52,9 +52,9 @@ import yaml
 from labs import events, registry
 from labs.backend import RESTORES, Fault, Session, quiet
 from labs.lifecycle import Managed
-from twin import labdir
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
 from twin.scenario import model as scenarios
 from twin.scenario import player as runs

@@ -21,9 +21,9 @@ from typing import Any
 
 import yaml
 
-from twin import labdir
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 
 TINY = {
     "name": "tiny",

@@ -38,7 +38,7 @@ from typing import Any
 import validators
 from labs.registry import how_to_observe
 from twin.errors import InputError, InternalError, TwinError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from validators.result import Result, Status
 

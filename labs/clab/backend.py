@@ -42,7 +42,7 @@ from labs.clab import faults, namespace, switches, tools
 from labs.clab.containers import Containers
 from labs.clab.observer import ClabObserver
 from twin.errors import LabError
-from twin.labdir import Lab, clab_refusal
+from twin.lab.directory import Lab, clab_refusal
 from twin.render import clab
 
 if TYPE_CHECKING:

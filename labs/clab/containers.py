@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from labs.clab import namespace, tools
 from labs.kernel import ECMP_HASH
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 if TYPE_CHECKING:
     import docker

@@ -24,7 +24,7 @@ from labs.backend import Fault
 from labs.clab import namespace, switches, tools
 from labs.clab.containers import Containers
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render import sonic_vs
 
 NODE_UP_TIMEOUT = 300.0

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from labs import cmdlog, state
 from labs.backend import Deployed, Fault, Phase, Played, Progress, Status, Timeline, quiet
 from twin.errors import LabError
-from twin.labdir import Lab, clab_refusal
+from twin.lab.directory import Lab, clab_refusal
 from twin.render import clab
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from labs.clab import namespace, switches
 from labs.clab.containers import Containers
 from labs.kernel import from_snapshot
 from twin.model.fib import Fib
-from twin.model.wiring import Wiring
+from twin.model.wiring import shared
 
 WATCH_INTERVAL = 1.0
 
@@ -48,7 +48,7 @@ class ClabObserver:
 
     def fib(self) -> Fib:
         """Every node's forwarding table now."""
-        return from_snapshot(Wiring(self.lab), self.routes())
+        return from_snapshot(shared(self.lab), self.routes())
 
     def counters(self) -> dict[str, list[int]]:
         """Per `node:port`, the values of `COUNTER_FIELDS`, from the container interfaces."""

@@ -33,7 +33,7 @@ from typing import Any
 from labs.backend import Session
 from labs.ready import not_ready
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render import sonic_vs
 
 Exec = Callable[[str, list[str]], subprocess.CompletedProcess[str]]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from labs import cmdlog
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 if TYPE_CHECKING:
     import docker

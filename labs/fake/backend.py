@@ -23,7 +23,7 @@ from labs.failures import Failures, Network
 from labs.fake import probes
 from labs.fake.simulate import Simulation
 from labs.modelled import ModelledBackend, ModelledObserver
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.wiring import links
 
 if TYPE_CHECKING:

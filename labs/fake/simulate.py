@@ -20,7 +20,7 @@ from ipaddress import IPv4Address
 
 from labs.backend import COUNTER_FIELDS, FlowSpec, Phase, Played, ProbePair, Timeline
 from labs.failures import CHANGES_ROUTING, Network, fault_record
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.records import (
     Counters,
     Event,

@@ -29,7 +29,7 @@ from labs.netns.cleanup import cleanup
 from labs.netns.faults import Faults
 from labs.netns.observer import NetnsObserver
 from labs.netns.plan import port_names
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 if TYPE_CHECKING:
     from labs.flows import PhaseTraffic

@@ -37,7 +37,7 @@ from labs.netns.paths import UdpFlow, trace
 from labs.netns.plan import Plan, build, port_names
 from labs.netns.udpprobe import FlowLoss, Probe
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 PROBED = ("link-down", "link-flap", "node-down", "daemon-kill", "loss", "rate")
 """Faults that take something away: the ones probed."""

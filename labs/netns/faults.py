@@ -32,7 +32,7 @@ from labs.netns.plan import Plan, Veth, build, port_names
 from labs.netns.rtnl import Rtnl
 from twin.design.graph import remote_subnets
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 COMMENT = "twin-fault"
 CUT = f"{COMMENT}-cut"  # a cut link, until it is detected down (`clear` removes it too)

@@ -10,7 +10,7 @@ from typing import Any
 from labs import cmdlog
 from labs.kernel import from_snapshot
 from labs.netns.plan import netns_name
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
 from twin.model.wiring import Wiring
 

@@ -25,7 +25,7 @@ from labs.netns.plan import Plan, build
 from labs.netns.rtnl import Rtnl
 from twin.design.graph import short_paths
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 LOGS = "logs"
 

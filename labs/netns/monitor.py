@@ -20,7 +20,7 @@ from labs import events, processes, state
 from labs.netns import frr
 from labs.netns.plan import netns_name
 from labs.netns.rtnl import Rtnl
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 ADJCHANGE = re.compile(
     r"^(\S+ \S+) BGP: .*%ADJCHANGE: neighbor (\S+?)(?:\((\S+)\))? in vrf \S+ (Up|Down)\s*(.*)$"
@@ -50,6 +50,8 @@ class Monitor:
     def __init__(self, lab: Lab, interval: float = 0.25) -> None:
         self.lab, self.interval = lab, interval
         self._stop = threading.Event()
+        self._state = state.Watched(lab.path)
+        self._events = [frr.run_dir(lab.name, s) / frr.EVENT_LOG for s in lab.switches()]
         self._offsets: dict[Path, int] = {}
         self._routes: dict[str, dict[str, int]] = {}
         self._dead: set[int] = set()  # daemons whose death was logged
@@ -80,8 +82,7 @@ class Monitor:
         events.append(self.lab.path, "daemons", watched=watched, interval=self.interval)
 
     def _logs(self) -> list[Path]:
-        logs = [frr.run_dir(self.lab.name, s) / frr.EVENT_LOG for s in self.lab.switches()]
-        return [log for log in logs if log.exists()]
+        return [log for log in self._events if log.exists()]
 
     def _record(self, event: str, **fields: Any) -> None:
         self.seen.append(events.append(self.lab.path, event, **fields))
@@ -115,7 +116,7 @@ class Monitor:
         """Log each recorded daemon found dead (once); how many are recorded. Those already
         dead when the watch starts (`baseline`: a node a fault took down before) are not
         changes this watch saw: logged only if no watch logged their death, and not `seen`."""
-        recorded = state.load(self.lab.path)
+        recorded = self._state()
         pids = recorded.pids if recorded is not None else {}
         logged = (
             {e.get("pid") for e in events.read(self.lab.path) if e["event"] == "daemon"}

@@ -12,9 +12,9 @@ from labs.netns import lifecycle as netns
 from labs.netns.monitor import Monitor
 from labs.netns.plan import netns_name, port_names
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
-from twin.model.wiring import Wiring
+from twin.model.wiring import Wiring, shared
 
 _ORDER = [counters.FIELDS.index(name) for name in COUNTER_FIELDS]
 
@@ -62,7 +62,7 @@ class NetnsObserver:
     @cached_property
     def wiring(self) -> Wiring:
         """The lab's cabling and configs (to name next hops)."""
-        return Wiring(self.lab)
+        return shared(self.lab)
 
     def fib(self) -> Fib:
         """Every node's forwarding table now."""

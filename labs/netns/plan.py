@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labs.kernel import ECMP_HASH
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render.config_db import ConfigDb
 
 SWITCH_SYSCTLS = {

@@ -23,7 +23,7 @@ from typing import Any
 from labs.netns.plan import netns_name
 from traffic.checksums import fold
 from traffic.nsproc import inside
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 ICMP_OVERHEAD = 28
 SMALL = 56

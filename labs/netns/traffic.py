@@ -12,7 +12,7 @@ from labs.netns.faults import resolve_link
 from labs.netns.plan import build, netns_name, port_names
 from labs.processes import lab_env
 from twin import safeio
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 
 def servers(lab: Lab) -> Servers:

@@ -7,7 +7,7 @@ Python API::
     result.to_json()
 
 Command line: ``python -m labs.sim EXPERIMENT.yaml [-o OUT.json] [--seed N]``, i.e.
-``labs.sim.cli.main(argv: list[str], prog="twin sim run") -> int`` (0 ok, 1 deadlock
+``twin.cli.verbs.sim.main(argv: list[str], prog="python -m labs.sim") -> int`` (0 ok, 1 deadlock
 detected, 2 error; `prog` names the command in usage messages). The
 model, the file format and the parameters are in docs/simulator.md; the hot loop is a C
 core (labs/sim/csrc) built as the extension ``labs.sim._core`` and called through ctypes.
@@ -32,6 +32,7 @@ from labs.sim.model import (
     QueueParams,
     Switch,
     Transports,
+    TxOff,
     Watchdog,
 )
 from labs.sim.native import EngineUnavailable
@@ -60,6 +61,7 @@ __all__ = [
     "Result",
     "Switch",
     "Transports",
+    "TxOff",
     "Watchdog",
     "load",
     "simulate",

@@ -34,7 +34,7 @@ from labs.sim.engine import simulate
 from labs.sim.played import played
 from labs.sim.timeline import plan, scaled
 from twin.errors import LabError
-from twin.labdir import Lab, version
+from twin.lab.directory import Lab, version
 from twin.model.fib import Fib
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def run(
 def network(lab: Lab) -> tuple[simlab.Network, Network]:
     """The lab's network as the simulator models it, and its routing under the failures
     recorded in its twin (`twin fault`). Kept while the same `Lab`'s files (its design and
-    every config: `twin.labdir.version`) and its failures stay as they are, so that plays
+    every config: `twin.lab.directory.version`) and its failures stay as they are, so that plays
     one after the other build them once (a drill's worker, a case after the other); built
     fresh, not kept, while one of its files was just written. Callers never change them."""
     failures = Failures.load(lab)

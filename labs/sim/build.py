@@ -24,6 +24,7 @@ from labs.sim.model import (
     PfcStorm,
     QosProfile,
     Switch,
+    TxOff,
 )
 from labs.sim.routing import RoutingError, forwarding, route_rows, split_port
 from twin.design.headroom import headroom_bytes, response_quanta
@@ -135,6 +136,26 @@ def profile_arrays(
     other.append(int(qos.ecn_at == "enqueue"))
     other += [cells.size, cells.descriptor, response_time(qos, speed)]
     return maps, pg, q, other
+
+
+Profile = tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...], tuple[float, ...]]
+_PROFILES: dict[tuple[int, float, float, int, Cells], tuple[QosProfile, Profile]] = {}
+"""`profile_arrays` by QoS object (kept with it, so that its id is not another's), speed,
+propagation, MTU and cells: a drill's worker builds the same ports for every case."""
+
+
+def _profile(qos: QosProfile, speed: float, propagation: float, mtu: int, cells: Cells) -> Profile:
+    """`profile_arrays` as tuples, computed once per QoS object and port figures."""
+    at = (id(qos), speed, propagation, mtu, cells)
+    kept = _PROFILES.get(at)
+    if kept is not None and kept[0] is qos:
+        return kept[1]
+    maps, pg, q, other = profile_arrays(qos, speed, propagation, mtu, cells)
+    found = (tuple(maps), tuple(pg), tuple(q), tuple(other))
+    if len(_PROFILES) >= 65536:
+        _PROFILES.clear()
+    _PROFILES[at] = (qos, found)
+    return found
 
 
 def _check_buffers(qos: QosProfile, cells: Cells) -> None:
@@ -600,8 +621,8 @@ def _configure(
                 if node in switches
                 else Cells()
             )
-            maps, pg, q, other = profile_arrays(qos, link.speed, link.propagation, mtu, cells)
-            key = (tuple(maps), tuple(pg), tuple(q), tuple(other))
+            key = _profile(qos, link.speed, link.propagation, mtu, cells)
+            maps, pg, q, other = key
             if key not in profiles:
                 profiles[key] = len(profiles)
                 lib.sim_set_profile(
@@ -768,6 +789,11 @@ def _faults(
             lib.sim_add_storm(
                 handle, port_index[fault.port], mask, fault.quanta, fault.start, fault.end, interval
             )
+        elif isinstance(fault, TxOff):
+            if not 0 <= fault.start <= fault.end:
+                raise ExperimentError(f"tx_off {fault.port}: 0 <= start <= end")
+            # a storm entry of negative quanta: the port's transmitter held, no frames
+            lib.sim_add_storm(handle, port_index[fault.port], 0, -1, fault.start, fault.end, 0.0)
         elif isinstance(fault, PacketLoss):
             if not (0 <= fault.probability <= 1 and fault.count >= 0):
                 raise ExperimentError(f"loss {fault.port}: probability 0-1, count >= 0")

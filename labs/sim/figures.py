@@ -1,13 +1,11 @@
 """Figures the docs and the example files quote, computed from the engine: each is a marked
-block (``<!-- figures:NAME -->`` ... ``<!-- /figures:NAME -->`` in Markdown, the same after
-``# `` in YAML) that `bench/bench_figures.py --write` rewrites and a test compares.
+block (bench/blocks.py) that `bench/bench_figures.py --write` rewrites and a test compares.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -256,41 +254,3 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "fluid-10": lambda: fluid_header(10),
 }
 """Each marked block's name and what computes it."""
-
-
-def _markers(path: Path, name: str) -> tuple[str, str]:
-    if path.suffix == ".md":
-        return f"<!-- figures:{name} -->\n", f"<!-- /figures:{name} -->"
-    return f"# <figures:{name}>\n", f"# </figures:{name}>"
-
-
-def _pattern(path: Path, name: str) -> re.Pattern[str]:
-    start, end = _markers(path, name)
-    return re.compile(re.escape(start) + r"(.*?)" + re.escape(end), re.S)
-
-
-def blocks_in(path: Path) -> list[str]:
-    """The names of the marked blocks of a file."""
-    return re.findall(r"(?:<!-- |# <)figures:([\w-]+)(?: -->|>)", path.read_text())
-
-
-def current(path: Path, name: str) -> str:
-    """A marked block's text as the file has it (without the YAML comment marks)."""
-    found = _pattern(path, name).search(path.read_text())
-    if found is None:
-        raise KeyError(f"{path}: no block {name}")
-    body = found.group(1)
-    if path.suffix != ".md":
-        body = "\n".join(line[2:] for line in body.splitlines()) + "\n"
-    return body.removesuffix("\n")
-
-
-def rewrite(path: Path, name: str, text: str) -> bool:
-    """Put `text` into the marked block `name` of `path`; whether the file changed."""
-    start, end = _markers(path, name)
-    lines = text if path.suffix == ".md" else "\n".join(f"# {line}" for line in text.splitlines())
-    old = path.read_text()
-    new = _pattern(path, name).sub(lambda _: start + lines + "\n" + end, old)
-    if new != old:
-        path.write_text(new)
-    return new != old

@@ -13,7 +13,7 @@ Per switch port (SONiC CONFIG_DB):
   (`size` - `xoff`), XON floor (`xon`) and offset (`xon_offset`; absent, the model's
   default, as SAI leaves it to the ASIC) and threshold (`dynamic_th` n: alpha 2^n, or
   `static_th`); a lossless PG without a profile has no headroom; a lossy queue's
-  BUFFER_QUEUE profile caps it (`static_th`, or alpha/(1+alpha) of its pool);
+  BUFFER_QUEUE profile caps it (`static_th`, or its `size` and alpha/(1+alpha) of its pool);
 - scheduling and marking: QUEUE's SCHEDULER (STRICT or DWRR weight) and WRED_PROFILE (green
   thresholds and drop probability; `ecn` ecn_green/ecn_all marks, else WRED drops lossy
   packets);
@@ -52,8 +52,9 @@ from labs.sim.model import (
     Switch,
     Watchdog,
 )
+from twin.configs.host import dscp, either, real, section, whole
 from twin.configs.qos import by_port, pfc_enabled, qos_map
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib, Hops, Lpm
 from twin.model.wiring import Wiring, links
 from twin.render.config_db import ConfigDb
@@ -185,14 +186,19 @@ def _queues(
             else:
                 alpha = _alpha(prof)
                 pool = _int(pools.get(str(prof.get("pool", "")).strip("[]"), {}).get("size"))
-                limit = pool if math.isinf(alpha) else int(pool * alpha / (1 + alpha))
+                share = pool if math.isinf(alpha) else int(pool * alpha / (1 + alpha))
+                limit = _int(prof.get("size")) + share  # its reserved size, then its share
+        kmin, kmax = _int(wred.get("green_min_threshold")), _int(wred.get("green_max_threshold"))
+        # SAI's thresholds default to 0 and an ASIC refuses a profile whose maximum is below
+        # its minimum: orchagent then sets none, and the queue has no WRED (docs/simulator.md)
+        green = green and kmax >= kmin
         out[q] = QueueParams(
             strict=sched.get("type") == "STRICT",
             weight=max(1, _int(sched.get("weight"), 1)),
-            ecn=ecn,
+            ecn=ecn and green,
             wred_drop=green and not ecn,
-            kmin=_int(wred.get("green_min_threshold")) if green else 0,
-            kmax=_int(wred.get("green_max_threshold")) if green else 0,
+            kmin=kmin if green else 0,
+            kmax=kmax if green else 0,
             pmax=_int(wred.get("green_drop_probability")) / 100 if green else 0.0,
             max_bytes=limit,
         )
@@ -278,41 +284,44 @@ def pool_bytes(db: ConfigDb) -> int:
 
 def host_profile(host: Mapping[str, Any]) -> QosProfile:
     """A NIC's priorities: its RDMA DSCP on `pfc_priority`, CNPs on 6, the rest on 0."""
-    rdma = host.get("rdma") or {}
-    dscp_to_tc = {int(rdma.get("cnp_dscp", 48)): CNP_PRIORITY}
-    if "dscp" in rdma:
-        dscp_to_tc[int(rdma["dscp"])] = int(rdma.get("pfc_priority", 3))
+    rdma = section(host, "rdma")
+    dscp_to_tc = {either(dscp(rdma, "cnp_dscp"), 48): CNP_PRIORITY}
+    roce = dscp(rdma, "dscp")
+    if roce is not None:
+        dscp_to_tc[roce] = either(whole(rdma.get("pfc_priority"), 0, 7), 3)
     return QosProfile(dscp_to_tc=dscp_to_tc, watchdog=None)
 
 
 def dcqcn(host: Mapping[str, Any]) -> Dcqcn:
     """A host file's DCQCN parameters and ECN settings (the engine's defaults where it has
-    none).
+    none, or one its key cannot hold: `twin.configs.host`).
 
     >>> off = dcqcn({"rdma": {"ecn": False, "traffic_class": 104}})
     >>> off.reaction, off.notification, off.ect
     (False, False, False)
+    >>> dcqcn({"rdma": {"ecn": "no", "dcqcn": {"g": "x"}}}).g == Dcqcn().g
+    True
     """
-    d = (host.get("rdma") or {}).get("dcqcn") or {}
+    rdma = section(host, "rdma")
+    d = section(rdma, "dcqcn")
     base = Dcqcn()
-    rdma = host.get("rdma") or {}
-    ecn = bool(rdma.get("ecn", True))
+    ecn = rdma.get("ecn") is not False
     return Dcqcn(
-        g=float(d.get("g", base.g)),
-        alpha_period=float(d.get("alpha_period_us", base.alpha_period * 1e6)) * 1e-6,
-        timer=float(d.get("timer_us", base.timer * 1e6)) * 1e-6,
-        byte_counter=int(d.get("byte_counter", base.byte_counter)),
-        f=int(d.get("fast_recovery_steps", base.f)),
-        r_ai=float(d.get("r_ai_mbps", base.r_ai / 1e6)) * 1e6,
-        r_hai=float(d.get("r_hai_mbps", base.r_hai / 1e6)) * 1e6,
-        min_rate=float(d.get("min_rate_mbps", base.min_rate / 1e6)) * 1e6,
-        cnp_interval=float(d.get("cnp_interval_us", base.cnp_interval * 1e6)) * 1e-6,
-        initial_alpha=float(d.get("initial_alpha", base.initial_alpha)),
-        cnp_dscp=int(rdma.get("cnp_dscp", base.cnp_dscp)),
+        g=real(d.get("g"), base.g),
+        alpha_period=real(d.get("alpha_period_us"), base.alpha_period * 1e6) * 1e-6,
+        timer=real(d.get("timer_us"), base.timer * 1e6) * 1e-6,
+        byte_counter=either(whole(d.get("byte_counter"), 1, 2**63), base.byte_counter),
+        f=either(whole(d.get("fast_recovery_steps"), 0, 64), base.f),
+        r_ai=real(d.get("r_ai_mbps"), base.r_ai / 1e6) * 1e6,
+        r_hai=real(d.get("r_hai_mbps"), base.r_hai / 1e6) * 1e6,
+        min_rate=real(d.get("min_rate_mbps"), base.min_rate / 1e6) * 1e6,
+        cnp_interval=real(d.get("cnp_interval_us"), base.cnp_interval * 1e6) * 1e-6,
+        initial_alpha=real(d.get("initial_alpha"), base.initial_alpha),
+        cnp_dscp=either(dscp(rdma, "cnp_dscp"), base.cnp_dscp),
         cnp_priority=CNP_PRIORITY,
         reaction=ecn,
         notification=ecn,
-        ect=(int(rdma.get("traffic_class", ECT0)) & 3) in (1, 2),
+        ect=(either(whole(rdma.get("traffic_class"), 0, 255), ECT0) & 3) in (1, 2),
     )
 
 
@@ -366,7 +375,7 @@ def network(lab: Lab) -> Network:
             else:
                 ifaces = hosts[node].get("interfaces", [])
                 nic: dict[str, Any] = next((i for i in ifaces if i["name"] == port), {})
-                speeds.append(float(nic.get("speed", 0)) * 1e6)
+                speeds.append(real(nic.get("speed"), 0) * 1e6)
         speed = min((s for s in speeds if s > 0), default=100e9)
         length = next((m for m in lengths if m is not None), DEFAULT_CABLE_M)
         cables.append(Link(f"{a}:{a_port}", f"{b}:{b_port}", speed, length_m=length))

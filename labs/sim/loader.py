@@ -33,6 +33,7 @@ from labs.sim.model import (
     QueueParams,
     Switch,
     Transports,
+    TxOff,
     Watchdog,
     alpha_from_dynamic_th,
 )
@@ -264,9 +265,13 @@ def _fault(i: int, data: Any) -> Fault:
             "count": _int,
         }
         return _fields(PacketLoss, where, data, conv)
+    if isinstance(data, dict) and "tx_off" in data:
+        data = {("port" if k == "tx_off" else k): v for k, v in data.items()}
+        conv = {"port": _str, "start": units.seconds, "end": units.seconds}
+        return _fields(TxOff, where, data, conv)
     raise ExperimentError(
-        f"{where}: a fault is {{link_down: node:port, down: ...}}, {{pfc_storm: node:port, ...}}"
-        " or {loss: node:port, ...}"
+        f"{where}: a fault is {{link_down: node:port, down: ...}}, {{pfc_storm: node:port, ...}},"
+        " {loss: node:port, ...} or {tx_off: node:port, start: ..., end: ...}"
     )
 
 

@@ -291,6 +291,17 @@ class PfcStorm:
 
 
 @dataclass(frozen=True)
+class TxOff:
+    """A port whose transmitter is disabled from `start` to `end` (SAI's port TX disable,
+    how sonic-mgmt's buffer tests hold an egress port): it starts no frame meanwhile, what it
+    holds stays queued, and no pause frame is sent or counted."""
+
+    port: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
 class Monitor:
     """What is sampled every `interval` seconds (0: nothing): queue and PG bytes of the listed
     ports (empty: every switch port) and each flow's delivered bytes. With `max_samples`, a run
@@ -330,7 +341,7 @@ class PacketLoss:
     count: int = 0
 
 
-Fault = LinkFault | PfcStorm | PacketLoss
+Fault = LinkFault | PfcStorm | PacketLoss | TxOff
 
 
 @dataclass(frozen=True)

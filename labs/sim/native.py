@@ -41,7 +41,6 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_set_profile": (None, [P, I32, PI32, PF64, PF64, PF64]),
     "sim_set_port": (None, [P, I32, I32, I32, I32, F64, F64]),
     "sim_set_link_ports": (None, [P, I32, I32, I32]),
-    "sim_set_routes": (None, [P, PI32, PI32, I32]),
     "sim_set_routes_by": (None, [P, I32, PI32, PI32, PI32, I32]),
     "sim_add_routes_by": (None, [P, F64, I32, PI32, PI32, PI32, I32]),
     "sim_set_flows": (None, [P, I32, I32, PI64, PF64, PI32]),
@@ -51,7 +50,6 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_set_transport": (None, [P, PF64]),
     "sim_set_loss": (None, [P, I32, F64, F64, F64, I64]),
     "sim_add_link_event": (None, [P, I32, F64, I32]),
-    "sim_add_routes": (None, [P, F64, PI32, PI32, I32]),
     "sim_add_rate_event": (None, [P, I32, F64, F64]),
     "sim_add_storm": (None, [P, I32, I32, I32, F64, F64, F64]),
     "sim_set_monitor": (None, [P, F64, PI32, I32, I32]),
@@ -119,6 +117,6 @@ def f64(values: Sequence[float]) -> ctypes.Array[ctypes.c_double]:
 
 
 def rows(table: RouteRows) -> tuple[Any, Any, Any]:
-    """A `RouteRows`' arrays as sim_set_routes_by takes them (dest, start, hops)."""
-    arrays = [np.ascontiguousarray(a, np.int32) for a in (table.dest, table.start, table.hops)]
+    """A `RouteRows`' arrays as sim_set_routes_by takes them (dest, cells, hops)."""
+    arrays = [np.ascontiguousarray(a, np.int32) for a in (table.dest, table.cells, table.hops)]
     return tuple((a if len(a) else np.zeros(1, np.int32)).ctypes.data_as(PI32) for a in arrays)  # type: ignore[return-value]

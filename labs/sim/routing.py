@@ -113,16 +113,22 @@ def forwarding(
     return table
 
 
+ROUTE_COUNT_BITS = 10
+"""A route cell holds its next hops' offset into `RouteRows.hops` above this many bits, their
+count below."""
+
+
 @dataclass(frozen=True, eq=False)
 class RouteRows:
     """A forwarding table as the core takes it (sim_set_routes_by): hosts every node routes
     alike (a leaf's servers, mostly) share a row, so the table grows with nodes x leaves, not
-    nodes x hosts. Node i's row for host h is `start[i * n_dest + dest[h]]` up to the next
-    entry, into `hops` (port indices)."""
+    nodes x hosts; and each distinct list of next hops is held once. Node i's next hops toward
+    host h are cell `cells[i * n_dest + dest[h]]`: its count (the low `ROUTE_COUNT_BITS` bits)
+    port indices from `hops[cell >> ROUTE_COUNT_BITS]`."""
 
     n_dest: int
     dest: npt.NDArray[np.int32]
-    start: npt.NDArray[np.int32]
+    cells: npt.NDArray[np.int32]
     hops: npt.NDArray[np.int32]
 
 
@@ -132,7 +138,9 @@ def route_rows(
     hosts: Sequence[str],
     port_index: Mapping[str, int],
 ) -> RouteRows:
-    """`table` (node -> host -> egress ports `node:port`) as rows shared by alike hosts."""
+    """`table` (node -> host -> egress ports `node:port`) as rows shared by alike hosts, each
+    distinct list of ports once (what a hop reads stays small: a spine's uplinks toward every
+    remote host are one list, not one per host)."""
     ids = np.zeros((len(nodes), len(hosts)), np.int32)
     known: dict[tuple[str, ...], int] = {(): 0}
     for i, node in enumerate(nodes):
@@ -140,15 +148,19 @@ def route_rows(
         if row:
             ids[i] = [known.setdefault(tuple(row.get(h, ())), len(known)) for h in hosts]
     columns, dest = np.unique(ids.T, axis=0, return_inverse=True)
-    ports = [np.array([port_index[p] for p in key], np.int32) for key in known]
-    cells = columns.T.reshape(-1)  # node-major: node i's row for each destination class
-    lengths = np.array([len(p) for p in ports], np.int64)[cells]
-    start = np.zeros(len(cells) + 1, np.int64)
-    np.cumsum(lengths, out=start[1:])
-    hops = np.concatenate([ports[c] for c in cells.tolist()] or [np.zeros(0, np.int32)])
+    lengths = np.array([len(key) for key in known], np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    if lengths.max() >> ROUTE_COUNT_BITS or offsets[-1] >> (31 - ROUTE_COUNT_BITS):
+        raise RoutingError(
+            f"{lengths.max()} next hops in a route, {offsets[-1]} in all: the core's route"
+            f" cells hold up to {(1 << ROUTE_COUNT_BITS) - 1} and {1 << (31 - ROUTE_COUNT_BITS)}"
+        )
+    cell_of = offsets << ROUTE_COUNT_BITS | lengths
+    cells = cell_of[columns.T.reshape(-1)]  # node-major: node i's cell for each destination class
+    hops = [port_index[p] for key in known for p in key]
     return RouteRows(
         len(columns),
         dest.reshape(-1).astype(np.int32),
-        start.astype(np.int32),
-        hops.astype(np.int32),
+        cells.astype(np.int32),
+        np.array(hops, np.int32),
     )

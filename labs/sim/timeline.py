@@ -46,7 +46,7 @@ from labs.sim.lab import routes
 from labs.sim.model import Checks, Experiment, Monitor, PacketLoss, PfcStorm
 from labs.sim.routing import route_rows
 from traffic.collectives import RingShape, StepTable, ring_shape
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib, Link
 from twin.model.wiring import Wiring, links
 from twin.scenario.plan import SCHEDULES
@@ -209,14 +209,21 @@ class _Flows:
         per rail, are tables)."""
         build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
         qps = self.timeline.sim.get("qps") or max([f.qp for f in phase.flows] + [0]) + 1
-        shape = None if phase.rails else ring_shape(build, phase.ranks, phase.message or 0, qps)
+        tabled = phase.rails or phase.groups
+        shape = None if tabled else ring_shape(build, phase.ranks, phase.message or 0, qps)
         in_core = self.timeline.sim.get("collectives", "core") == "core"
         open_loop = self._columns(phase, [])["transport"] == 0
         if in_core and shape is not None and phase.iterations and open_loop:
             self.ring(phase, shape)
             return
         schedule = plan_schedule(
-            phase.kind, phase.algorithm, phase.ranks, phase.rails, phase.message or 0, qps
+            phase.kind,
+            phase.algorithm,
+            phase.ranks,
+            phase.rails,
+            phase.message or 0,
+            qps,
+            phase.groups,
         )
         steps, ranks = schedule.table, schedule.ranks
         m = len(steps)

@@ -19,7 +19,7 @@ import pytest
 
 from tests import conftest, fake_clab, fake_docker, fake_kubectl
 from tests.conftest import lab_name, leftovers, twin_cli, write_lab
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the fake's namespaces)")
 BACKENDS = [*conftest.BACKENDS, pytest.param("clab", marks=ROOT), "clabernetes"]

@@ -27,7 +27,7 @@ from labs import events, lifecycle, registry, state
 from tests.conftest import leftovers, twin_cli
 from tests.contract.conftest import BACKENDS, Env
 from twin.cli import main as cli
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 DEPLOYED = {"t", "event", "backend", "nodes", "sessions", "converged_s", "details"}
 """The keys of the `deployed` event, on every backend."""

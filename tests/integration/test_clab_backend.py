@@ -29,7 +29,7 @@ from labs.clab import tools
 from tests import fake_clab, fake_docker, fake_vs
 from tests.conftest import lab_name, wait_for, write_lab
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render import sonic_vs
 
 PUSH = ["timeout", "-k", "5", "60", "vtysh", "-f", "/etc/twin/frr.conf"]
@@ -424,8 +424,8 @@ def test_fabric_too_large(fakes: Fakes, tmp_path: Path) -> None:
     fabric["spines"]["ports"] = 256
     source = tmp_path / "wide.yaml"
     source.write_text(yaml.safe_dump(fabric))
-    from twin import labdir
     from twin.intent import fabric as intent
+    from twin.lab import directory as labdir
 
     labdir.generate(intent.load(source), tmp_path / "wide", str(source))
     lab = Lab.open(tmp_path / "wide")

@@ -14,7 +14,7 @@ from labs import registry, state
 from tests import fake_kubectl
 from tests.conftest import lab_name, write_lab
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 
 def _lab(tmp_path: Path) -> Lab:

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from tests.unit import test_clab_render
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 lab = test_clab_render.lab
 """The lab of tests/unit/test_clab_render.py (its fixture)."""

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, lab_name, write_lab
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from validators.registry import INVARIANTS
 
 TWIN = Path(sys.executable).with_name("twin")

@@ -26,9 +26,9 @@ import yaml
 
 from labs import registry
 from tests.conftest import REPO, lab_name, root_and_frr, running_twin, wait_for
-from twin import labdir
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.pytest_plugin import Twin
 from twin.scenario import model as scenarios
 from twin.scenario import plan, player

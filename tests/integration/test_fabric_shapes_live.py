@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, lab_name, root_and_frr, running_twin, twin_cli
-from twin import labdir
 from twin.intent import fabric as intent
+from twin.lab import directory as labdir
 
 pytestmark = [
     pytest.mark.integration,

@@ -15,7 +15,7 @@ import yaml
 from labs import registry, state
 from labs.backend import COUNTER_FIELDS, Fault, quiet
 from tests.conftest import lab_name, twin_cli, write_lab
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import applied
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring, links

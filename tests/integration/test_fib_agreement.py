@@ -17,7 +17,7 @@ from labs.backend import Fault
 from labs.failures import Failures, Network
 from tests.conftest import lab_name, root_and_frr, running_twin, wait_for, write_lab
 from tests.synthetic import SyntheticRun
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib, NextHop, to_json
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring

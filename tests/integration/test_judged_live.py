@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from tests.conftest import lab_name, leftovers, recorded_pids, root_and_frr, twin_cli, write_lab
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 pytestmark = [
     pytest.mark.integration,

@@ -12,7 +12,7 @@ from tests.conftest import leftovers, twin_cli
 from tests.unit import test_lab_inputs
 from tests.unit.test_lab_inputs import CASES, DEPLOY_CASES, Edit
 from twin.cli import main as cli
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 edited = test_lab_inputs.edited
 pristine = test_lab_inputs.pristine

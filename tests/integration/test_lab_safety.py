@@ -27,10 +27,11 @@ from labs.fake.backend import FakeBackend
 from labs.netns import traffic as netns_traffic
 from labs.netns.faults import End
 from tests.conftest import SHORT, TWIN, lab_name, twin_cli, write_lab
-from twin import incident, labdir
+from twin.change import incident
 from twin.cli import main as cli
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.verdict import verdict
 
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (the run root)")

@@ -13,7 +13,7 @@ import pytest
 
 from labs.netns.faults import mlag_members
 from tests.conftest import lab_name, root_and_frr, running_twin
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.pytest_plugin import Twin
 from validators.examples import edit_json, generate
 from validators.registry import run_dynamic, select

@@ -32,7 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import lab_name, twin_cli, write_lab
 from tests.simlab import paused_incast
 from tests.synthetic import SyntheticRun, full_fib, generate_lab, uplinks
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.pytest_plugin import Twin
 from twin.scenario.observations import Observations
 
@@ -562,7 +562,7 @@ def test_each_dashboard_panel_asks_for_what_its_description_says_fills_it() -> N
     import dataclasses
 
     from labs.backend import Session
-    from twin.metrics import Snapshot, families
+    from twin.outputs.metrics import Snapshot, families
 
     row = {
         "port": "leaf1:Ethernet0",

@@ -10,7 +10,7 @@ import pytest
 from labs.netns import neighbours
 from labs.netns.lifecycle import convergence_timeout
 from labs.netns.plan import build
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from validators.examples import generate
 
 REPO = Path(__file__).resolve().parents[2]

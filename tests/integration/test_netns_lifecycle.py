@@ -41,7 +41,7 @@ from tests.conftest import (
 )
 from twin.cli import main as twin_main
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.pytest_plugin import Twin
 
 SERVER_PORT_MTU = 1500

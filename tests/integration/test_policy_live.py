@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import lab_name, root_and_frr, running_twin, wait_for, write_lab
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.routing import Routing
 from twin.model.wiring import Wiring
 from twin.pytest_plugin import Twin

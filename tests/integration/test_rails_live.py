@@ -16,8 +16,8 @@ import pytest
 from tests.conftest import lab_name, leftovers, root_and_frr, twin_cli
 from tests.sim.test_broken_labs import ROW
 from tests.unit.test_rails import NICS, SERVERS, SMALL
-from twin import labdir
 from twin.intent import fabric as intent
+from twin.lab import directory as labdir
 
 pytestmark = [
     pytest.mark.integration,

@@ -11,7 +11,7 @@ from tests.unit.test_verdict import (
     TWIN,
     failing_run,
 )
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 lab = test_verdict.lab
 """The lab of tests/unit/test_verdict.py (its fixture)."""

@@ -31,9 +31,9 @@ import yaml
 from labs import registry
 from labs.backend import Fault
 from tests.conftest import lab_name, root_and_frr, running_twin, wait_for, write_lab
-from twin import labdir
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.pytest_plugin import Twin
 from twin.scenario import model as scenarios
 from twin.scenario import player as runs
@@ -255,7 +255,9 @@ def test_without_bfd_and_with_slow_timers_failover_exceeds_its_threshold(
     lost = without.of("failover")[SCOPE]
     assert lost.status is Status.FAIL, lost.reason
     assert float(lost.figures["loss_window_ms"]) > 2000
-    assert int(lost.figures["flows_hit"]) >= 1
+    # The probe flows pinned through the link lost packets (each named); whether the
+    # collective's own flows had a packet in the window depends on the machine's pace.
+    assert lost.findings and all("packets lost" in f.message for f in lost.findings)
     assert "> 2000 ms" in lost.reason
     # Silent indeed: with a 15 s hold time no session went down, nothing rerouted.
     assert {s: r.status for s, r in without.of("bgp_health").items()} == {

@@ -9,7 +9,7 @@ from tests.unit import test_generate
 from tests.unit.test_generate import (
     _vtysh,
 )
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 lab = test_generate.lab
 """The lab of tests/unit/test_generate.py (its fixture)."""

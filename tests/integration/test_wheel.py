@@ -1,5 +1,6 @@
 """The wheel a user installs (`pip install git+URL@REF` builds one): `twin incident NAME`
-works from it, away from the source tree (the incidents are its package data)."""
+works from it, away from the source tree (the incidents are its package data), and it holds
+every module of the product."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ def test_twin_incident_runs_from_an_installed_wheel(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "twin/incidents/1-pause-storm/change.yaml" in names
     assert "twin/incidents/fabric.yaml" in names  # the fabric the incidents share
+    packages = ("twin", "labs", "traffic", "validators")
+    product = {p.relative_to(REPO).as_posix() for d in packages for p in (REPO / d).rglob("*.py")}
+    assert len(product) > 200 and product - set(names) == set()  # every module, in its package
     site = tmp_path / "site"  # the wheel installed, its dependencies from this environment
     subprocess.run(
         [*pip, "install", "--no-deps", "-q", "--target", str(site), str(wheel)], check=True

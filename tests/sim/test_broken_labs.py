@@ -27,11 +27,11 @@ import pytest
 import yaml
 
 from tests.conftest import lab_name
-from twin import labdir
 from twin.cli.main import main
 from twin.cli.verbs.run import DEFAULT_SCENARIO, REFERENCE
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from validators.examples import add_frr_policy, roce_weight_1_against_99, strict_bulk_queue
 
 Db = dict[str, Any]

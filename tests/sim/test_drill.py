@@ -20,12 +20,12 @@ import yaml
 
 from tests.conftest import REPO
 from tests.simlab import small_lab
-from twin import labdir
 from twin.cli import main as cli
-from twin.drill import fault_sets
+from twin.drill.cases import fault_sets
 from twin.errors import InputError
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def single_homed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def scheduler() -> Iterator[list[str]]:
     """A Dask cluster of its own over TLS, reached by address and credentials as a real one
     would be: the `twin drill` options that name it."""
-    from twin import drillcluster
+    from twin.drill import cluster as drillcluster
 
     with drillcluster.local(1) as (cluster, tls):
         files = ["--tls-ca", str(tls.ca), "--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
@@ -136,7 +136,7 @@ def test_the_local_cluster_is_the_drills_own() -> None:
     a capability (as root) and no way to gain one; all gone with the cluster."""
     from distributed import Client
 
-    from twin import drillcluster
+    from twin.drill import cluster as drillcluster
 
     with drillcluster.local(1) as (cluster, tls):
         assert str(cluster.scheduler_address).startswith("tls://127.0.0.1:")
@@ -291,8 +291,10 @@ def test_cases_left_without_a_worker_are_error_rows(small: Path) -> None:
     """A cluster given by address whose only worker is retired after the first case (the
     lab's data goes with it): the cases still waiting are error rows, the finished one is
     kept, and the drill returns."""
-    from twin import drill, drillcluster, drillrun
     from twin.cli.verbs.drill import DEFAULT_SCENARIO
+    from twin.drill import cases as drill
+    from twin.drill import cluster as drillcluster
+    from twin.drill import run as drillrun
     from twin.intent.inputs import strict_yaml
 
     lab = Lab.open(small)

@@ -1,4 +1,4 @@
-"""A drill's cases judged in memory on a lab built once (`twin.drillcase.Unfaulted`) give
+"""A drill's cases judged in memory on a lab built once (`twin.drill.worker.Unfaulted`) give
 the verdicts, loss windows and iteration means of the same cases played the written way
 (`drillrun.run_case`: the scenario file written, the lab checked and read again, the run
 directory written and read back), whatever the fault; and a case's run directory, kept with
@@ -16,14 +16,16 @@ import pytest
 from labs import registry
 from tests.conftest import REPO
 from tests.simlab import small_lab
-from twin import drill, drillrun, labdir
 from twin.cli import main as cli
 from twin.cli.verbs.drill import DEFAULT_SCENARIO
-from twin.drill import Case, When
-from twin.drillcase import Unfaulted
+from twin.drill import cases as drill
+from twin.drill import run as drillrun
+from twin.drill.cases import Case, When
+from twin.drill.worker import Unfaulted
 from twin.intent import fabric as intent
 from twin.intent.inputs import strict_yaml
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 
 
 def _single_homed(out: Path) -> Path:

@@ -19,10 +19,10 @@ import yaml
 from labs import registry
 from labs.backend import COUNTER_FIELDS, Fault, quiet
 from tests.conftest import REPO, lab_name
-from twin import labdir
 from twin.errors import InputError
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.scenario import model as scenarios
 from twin.scenario import plan, player
 from twin.scenario.model import Traffic

@@ -13,8 +13,8 @@ import pytest
 
 from tests.conftest import REPO
 from tests.simlab import edit_switches, small_lab, small_xoff
+from twin.change.incident import build
 from twin.cli import main as cli
-from twin.incident import build
 
 PAUSE_STORM = REPO / "examples" / "incidents" / "1-pause-storm"
 
@@ -121,6 +121,7 @@ BAD = {
     "import": ["import", "leaf1=/nonexistent/dump.json", "--lab", NOWHERE, "-o", "/nonexistent/o"],
     "incident": ["incident", "no-such-incident", "/nonexistent/out"],
     "inspect": ["inspect", NOWHERE],
+    "qos-test": ["qos-test", NOWHERE],
     "report": ["report", NOWHERE],
     "run": ["run", NOWHERE],
     "schema": ["schema", "--no-such-option"],

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.simlab import paused_incast, small_lab
-from twin import topology
-from twin.labdir import Lab
+from twin.lab.directory import Lab
+from twin.outputs import graph as topology
 from twin.scenario.observations import Observations
 
 TWIN = Path(sys.executable).with_name("twin")
@@ -109,8 +109,8 @@ def test_a_runs_overlay_shows_utilisation_pauses_and_failed_links(
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Lab:
     """The reference fabric: 50 servers, 8 leaves, 4 spines (136 links, 120 drawn edges)."""
-    from twin import labdir
     from twin.intent import fabric as intent
+    from twin.lab import directory as labdir
 
     source = Path(__file__).resolve().parents[2] / "examples" / "reference.yaml"
     out = tmp_path_factory.mktemp("graphref") / "lab"

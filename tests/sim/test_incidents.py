@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from twin.incident import build
+from twin.change.incident import build
 
 REPO = Path(__file__).resolve().parents[2]
 INCIDENTS = sorted(p for p in (REPO / "examples" / "incidents").iterdir() if p.is_dir())

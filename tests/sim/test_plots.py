@@ -20,10 +20,11 @@ from matplotlib.colors import to_hex
 from tests.sim.test_ecmp_probe import FAKE, generate, play, scale_uplink
 from tests.simlab import paused_incast
 from tests.synthetic import SyntheticRun, flow, probed
-from twin.labdir import Lab
+from twin.lab.directory import Lab
+from twin.outputs import plots, sim_plots
 from twin.render.config_db import wred
 from twin.scenario.observations import Observations
-from twin.verdict import plots, sim_plots, verdict
+from twin.verdict import verdict
 from validators import registry
 from validators.result import Result, Status
 

@@ -14,9 +14,9 @@ import pytest
 from tests.conftest import lab_name
 from tests.sim.test_broken_labs import edit_db, failing, run_sim
 from tests.unit.test_rails import NICS, RAIL_SERVERS, SERVERS, SMALL, _leaf_of
-from twin import labdir
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 
 BROKEN_RAIL = 2
 BROKEN_LEAF = _leaf_of(1, BROKEN_RAIL)

@@ -12,9 +12,9 @@ import pytest
 
 from tests.conftest import REPO
 from tests.simlab import small_lab
-from twin import review
+from twin.change import review
+from twin.change.incident import build
 from twin.cli import main as cli
-from twin.incident import build
 
 INCIDENT = REPO / "examples" / "incidents" / "1-pause-storm"
 SCENARIO = str(INCIDENT / "scenario.yaml")

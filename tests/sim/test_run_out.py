@@ -12,10 +12,10 @@ import pytest
 
 from tests.conftest import REPO
 from tests.simlab import small_lab
-from twin import labdir
 from twin.cli import main as cli
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.verdict import verdict
 from validators.result import Result, Status
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from labs.sim import cli, native
+from labs.sim import native
 from twin.cli.main import main as twin_main
+from twin.cli.verbs import sim as cli
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sim"
 

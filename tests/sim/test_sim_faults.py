@@ -14,10 +14,12 @@ from labs.sim import (
     PfcStorm,
     QosProfile,
     Switch,
+    TxOff,
     Watchdog,
     simulate,
 )
 from labs.sim.fabrics import leaf_spine, with_flows
+from labs.sim.loader import experiment
 
 
 def storm_experiment(watchdog: Watchdog | None) -> Experiment:
@@ -92,3 +94,32 @@ def test_link_down_and_up() -> None:
     # without the fault nothing is lost
     clean = simulate(dataclasses.replace(exp, faults=[]))
     assert clean.flow("f").bytes_delivered == f.size
+
+
+def test_switch_counts_but_ignores_pauses_on_priorities_without_pfc() -> None:
+    """A storm on priority 0, which the switch's pfc_enable (lossless 3, 4) does not list:
+    counted, not acted on; the lossy flow on it finishes as without the storm."""
+    exp = storm_experiment(None)
+    lossy = dataclasses.replace(exp.flows[0], dscp=0, priority=0)
+    storm = PfcStorm("r:eth0", start=1e-3, end=6e-3, priorities=(0,))
+    result = simulate(dataclasses.replace(exp, flows=[lossy], faults=[storm]))
+    counters = result.port("sw:Ethernet4").priorities[0]
+    assert counters.pause_received > 0 and counters.paused_time == 0
+    flow = result.flow("f")
+    assert flow.bytes_delivered == flow.size
+    assert flow.completion is not None and flow.completion < 2e-3  # 1.6 ms of 2 MB at 10 Gb/s
+
+
+def test_tx_off_holds_a_port_without_pause_frames() -> None:
+    """A switch port's transmitter disabled from 0 to 1 ms (sonic-mgmt's TX-off): the lossy
+    flow through it queues (no pause frame sent or counted) and leaves once it is enabled;
+    from an experiment file as from the API."""
+    exp = storm_experiment(None)
+    lossy = dataclasses.replace(exp.flows[0], size=200_000, dscp=0, priority=0)
+    held = experiment({"faults": [{"tx_off": "sw:Ethernet4", "start": 0, "end": "1ms"}]}).faults
+    assert held == [TxOff("sw:Ethernet4", 0.0, 1e-3)]
+    result = simulate(dataclasses.replace(exp, flows=[lossy], faults=held))
+    flow = result.flow("f")
+    assert flow.bytes_delivered == flow.size and flow.completion is not None
+    assert 1e-3 < flow.completion < 1.1e-3  # queued behind the disabled transmitter
+    assert result.total("pause_sent") == 0 and result.total("pause_received") == 0

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from bench import blocks
 from labs.sim import figures
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = [REPO / "docs" / "simulator.md", *sorted((REPO / "examples" / "sim").glob("*.yaml"))]
-MARKED = [(path, name) for path in FILES for name in figures.blocks_in(path)]
+MARKED = [(path, name) for path in FILES for name in blocks.blocks_in(path)]
 
 
 def test_every_block_is_marked_somewhere() -> None:
@@ -21,7 +22,7 @@ def test_every_block_is_marked_somewhere() -> None:
 
 @pytest.mark.parametrize(("path", "name"), MARKED, ids=[f"{p.name}:{n}" for p, n in MARKED])
 def test_quoted_figures_are_the_engines(path: Path, name: str) -> None:
-    assert figures.current(path, name) == figures.BLOCKS[name](), (
+    assert blocks.current(path, name) == figures.BLOCKS[name](), (
         f"{path.name}: {name} is stale; run bench/bench_figures.py --write"
     )
 

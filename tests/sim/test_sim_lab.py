@@ -25,7 +25,7 @@ from tests.simlab import (
     total,
 )
 from twin.intent.inputs import parse_model
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
 from twin.scenario import plan
 from twin.scenario.model import Scenario
@@ -92,6 +92,21 @@ def test_wred_thresholds_set_the_marking(base: Path, tmp_path: Path) -> None:
         )
 
     assert total(play(edited(base, tmp_path / "off", off), roce), "ecn_marks") == 0
+
+
+def test_a_wred_profile_an_asic_refuses_leaves_the_queue_without_wred(
+    base: Path, tmp_path: Path
+) -> None:
+    """A WRED profile without its maximum threshold (SAI's default 0, below the minimum) is
+    refused by the switch, as the simulator models it: no marks, and the run is judged, not
+    refused (it ended in exit 2, `queues.3: kmax below kmin`)."""
+    roce = incast("roce", None, 0.0005)
+    assert total(play(base, roce), "ecn_marks") > 0
+
+    def no_max(_: str, db: Db) -> None:
+        every_port(db, "WRED_PROFILE", lambda e: e.pop("green_max_threshold", None))
+
+    assert total(play(edited(base, tmp_path, no_max), roce), "ecn_marks") == 0
 
 
 def switch_bytes(played: Played, prio: int) -> int:

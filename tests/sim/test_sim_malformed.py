@@ -14,8 +14,8 @@ import yaml
 
 from labs.sim import ExperimentError, native
 from labs.sim.build import build
-from labs.sim.cli import main
 from labs.sim.loader import experiment
+from twin.cli.verbs.sim import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sim"
 FUZZED = ["ring_three_flows", "pfc_incast_8", "dcqcn_incast_2_delay", "backup_in_lossy"]

@@ -8,7 +8,7 @@ import pytest
 
 from labs.sim import ExperimentError, Link, load, simulate
 from labs.sim.loader import experiment
-from labs.sim.routing import forwarding
+from labs.sim.routing import ROUTE_COUNT_BITS, forwarding, route_rows
 from labs.sim.units import UnitError, rate, seconds, size
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sim"
@@ -152,6 +152,30 @@ def test_prefix_routes_and_shortest_paths() -> None:
     table = forwarding(exp.switches, exp.hosts, exp.links)
     assert table["a"] == {"h1": ["a:Ethernet4"], "h2": ["a:Ethernet8"]}  # longest prefix wins
     assert table["b"]["h2"] == ["b:Ethernet8"] and table["c"]["h1"] == ["c:Ethernet8"]
+
+
+def test_route_rows_hold_each_next_hop_list_once() -> None:
+    # a spine reaching 3 remote hosts over the same 2 uplinks, a leaf each host by its own port
+    up = ["s:up0", "s:up1"]
+    table = {
+        "s": {"h1": up, "h2": up, "h3": up},
+        "l": {"h1": ["l:d1"], "h2": ["l:d2"], "h3": ["l:up"]},
+    }
+    nodes, hosts = ["s", "l", "h1"], ["h1", "h2", "h3"]
+    ports = ["s:up0", "s:up1", "l:d1", "l:d2", "l:up"]
+    rows = route_rows(table, nodes, hosts, {p: i for i, p in enumerate(ports)})
+    mask = (1 << ROUTE_COUNT_BITS) - 1
+
+    def hops(node: int, host: int) -> list[str]:
+        cell = int(rows.cells[node * rows.n_dest + rows.dest[host]])
+        start = cell >> ROUTE_COUNT_BITS
+        return [ports[i] for i in rows.hops[start : start + (cell & mask)]]
+
+    for i, node in enumerate(nodes):
+        for j, host in enumerate(hosts):
+            assert hops(i, j) == table.get(node, {}).get(host, [])
+    assert rows.n_dest == 3  # the leaf tells every host apart
+    assert sorted(rows.hops.tolist()) == [0, 1, 2, 3, 4]  # the uplinks once, not once per host
 
 
 def test_link_delay_from_length() -> None:

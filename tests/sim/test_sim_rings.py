@@ -18,7 +18,7 @@ from labs.sim.timeline import plan as sim_plan
 from tests.simlab import play, small_lab
 from traffic import collectives
 from twin.intent.inputs import parse_model
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario import plan
 from twin.scenario.model import Scenario
 

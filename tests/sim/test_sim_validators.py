@@ -22,10 +22,10 @@ from tests.simlab import (
     small_xoff,
     validate,
 )
-from twin import labdir
 from twin.cli.main import main
 from twin.cli.verbs.run import DEFAULT_SCENARIO
 from twin.intent import fabric as intent
+from twin.lab import directory as labdir
 from twin.verdict import verdict
 from validators.registry import get
 from validators.result import Status

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from tests.conftest import lab_name
-from twin.incident import build, fabric_file
+from twin.change.incident import build, fabric_file
 from twin.telemetry import counters_db
 
 REPO = Path(__file__).resolve().parents[2]

@@ -130,7 +130,7 @@ def test_an_internal_error_is_one_line_exit_3(
     def broken(_: str) -> Path:
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr("twin.incident.find", broken)
+    monkeypatch.setattr("twin.change.incident.find", broken)
     assert cli.main(["incident", "pause-storm", "/nonexistent/never"]) == 3
     err = capsys.readouterr().err
     assert err == "twin: internal error in twin incident: ZeroDivisionError: division by zero\n"

@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from tests.unit import test_rails
-from twin import labdir
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.render import sonic_vs
 
 REPO = Path(__file__).resolve().parents[2]

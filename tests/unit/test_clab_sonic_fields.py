@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from twin.cli import main as cli
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from validators.examples import edit_json, generate
 from validators.static import sonic_fields
 

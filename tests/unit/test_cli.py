@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from labs import registry
-from twin import labdir
 from twin.cli import main as cli
 from twin.cli.verbs.run import with_data_plane
 from twin.intent import fabric as intent
+from twin.lab import directory as labdir
 
 REPO = Path(__file__).resolve().parents[2]
 ERRORS = REPO / "tests" / "errors"
@@ -284,3 +284,22 @@ def test_run_takes_sim_or_no_sim_not_both(capsys: pytest.CaptureFixture[str]) ->
         cli.parser(["run"]).parse_args(["run", "lab", "--sim", "--no-sim"])
     assert exited.value.code == 2
     assert "not allowed with argument --sim" in capsys.readouterr().err
+
+
+def test_completion_reads_a_labs_design_without_following_a_link(tmp_path: Path) -> None:
+    """Completion runs as the user who types, often root: a design.json planted as a link to
+    another file is not read (nor is one larger than any design twin writes)."""
+    from twin.cli.verbs import completion
+
+    graph = {"graph": {"nodes": [{"id": "leaf1"}], "links": []}}
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "design.json").write_text(json.dumps(graph))
+    assert completion.names(real, links=False)[0] == "leaf1"
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / "design.json").symlink_to(real / "design.json")
+    assert completion.names(planted, links=False) == []
+    with (real / "design.json").open("a") as big:  # still JSON: trailing white space
+        big.write(" " * completion.DESIGN_BYTES)
+    assert completion.names(real, links=False) == []

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import lab_name, write_lab
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from validators import registry
 from validators.result import Result, Status

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from labs.kernel import from_snapshot
 from twin.configs.buffer_graph import BufferGraph
-from twin.labdir import RACY_NS, Lab
+from twin.lab.directory import RACY_NS, Lab
 from twin.model import routing as routing_model
 from twin.model import wiring as wiring_model
 from twin.model.fib import Fib, Link, NextHop, applied, from_json, lookup, to_json
@@ -147,7 +147,8 @@ def test_incremental_routing_equals_recomputing_for_every_link_and_some_pairs(
 
 def test_the_shared_routing_follows_the_configs_on_disk(single: Lab) -> None:
     old = time.time_ns() - 10 * RACY_NS  # files written long ago: their versions can be kept
-    for path in [single.path / "design.json", *(single.path / "configs").rglob("*")]:
+    kept = [single.path / "design.json", single.path / "ifmap.json"]
+    for path in [*kept, *(single.path / "configs").rglob("*")]:
         os.utime(path, ns=(old, old))
     first = routing_model.shared(single)
     assert routing_model.shared(single) is first and first.w is wiring_model.shared(single)

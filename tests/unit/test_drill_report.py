@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from twin.drill import Case, Outcome, When, timing, with_faults
-from twin.drillreport import AS_BASELINE, Drill
+from twin.drill.cases import Case, Outcome, When, timing, with_faults
+from twin.drill.report import AS_BASELINE, Drill
 
 SLOW = ("collective_efficiency", "allreduce", "fail", "p99/p50 6.0 > 1.5")
 BGP = ("bgp_health", "leaf1", "pass", "")

@@ -30,10 +30,10 @@ from hypothesis import strategies as st
 from labs import state
 from labs.netns.plan import build
 from tests.conftest import SMALL, lab_name, write_lab
-from twin import labcheck
 from twin.cli import main as cli
 from twin.errors import TwinError
-from twin.labdir import Lab
+from twin.lab import check as labcheck
+from twin.lab.directory import Lab
 from twin.scenario import model as scenarios
 
 FUZZ = settings(

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from twin import labdir
 from twin.errors import LabError
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.render import frr_conf, host_conf
 
 REPO = Path(__file__).resolve().parents[2]

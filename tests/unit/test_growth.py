@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
-from twin import labdir
 from twin.design.graph import Design
 from twin.design.sizing import size
 from twin.intent import fabric as intent
+from twin.lab import directory as labdir
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = ("config_db.json", "frr.conf", "host.json")

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from labs.sim.build import profile_arrays
+from labs.sim.build import Cells, _profile, profile_arrays
 from labs.sim.lab import network
 from labs.sim.model import QosProfile
 from twin.design import headroom
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.wiring import links
 from validators.examples import edit_json, tiny_lab
 
@@ -106,3 +106,15 @@ def test_a_lengthened_cable_is_a_disagreement() -> None:
     wrong, lengths = disagreements(lab, 9100)
     assert sorted(w.split(": ")[0] for w in wrong) == sorted([f"{a}:{a_port}", f"{b}:{b_port}"])
     assert 300 in lengths
+
+
+def test_a_port_profile_is_kept_per_qos_object() -> None:
+    """The core's builder keeps each port's profile (a drill builds the same ports for every
+    case); a QoS object of other values is never served another's."""
+    qos = QosProfile()
+    first = _profile(qos, 400e9, 1e-8, 9000, Cells())
+    assert _profile(qos, 400e9, 1e-8, 9000, Cells()) is first
+    assert list(first[1]) == profile_arrays(qos, 400e9, 1e-8, 9000)[1]
+    other = dataclasses.replace(qos, pause_quanta=qos.pause_quanta // 2)
+    assert _profile(other, 400e9, 1e-8, 9000, Cells())[3][0] == qos.pause_quanta // 2
+    assert _profile(qos, 100e9, 1e-8, 9000, Cells()) != first

@@ -1,8 +1,11 @@
 """The import graph of the product code (twin, labs, traffic, validators), read with `ast`.
 
-Files: no module imports itself through others (a cycle), counting the imports that run when a
-module is imported (module level, not under `if TYPE_CHECKING:`; imports inside functions run
-later and are how heavy libraries stay out of the CLI's start-up).
+Files: no module imports itself through others (a cycle), counting every import: those that run
+when a module is imported and those in functions or under `if TYPE_CHECKING:` too.
+
+Layers (docs/architecture.md): base, core, run, workflows, entry points; a module imports only
+its own layer and those below, but for the interfaces, in functions too (imports inside
+functions are how heavy libraries stay out of the CLI's start-up, not a way round the layers).
 
 Packages: with the documented interface edges left out, no top-level package depends on
 itself through another, and nothing outside a backend's folder imports its modules (`twin
@@ -57,11 +60,14 @@ def _type_checking(node: ast.If) -> bool:
     return isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
 
 
-def imported(path: Path, name: str, known: set[str]) -> set[str]:
-    """The product modules a module imports when it is imported."""
+def imported(path: Path, name: str, known: set[str], everywhere: bool = False) -> set[str]:
+    """The product modules a module imports when it is imported (`everywhere`: anywhere in it)."""
     tree = ast.parse(path.read_text())
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    body = [n for n in tree.body if not (isinstance(n, ast.If) and _type_checking(n))]
+    if everywhere:
+        body: list[ast.AST] = list(ast.walk(tree))
+    else:
+        body = [n for n in tree.body if not (isinstance(n, ast.If) and _type_checking(n))]
     out = set()
     for node in body:
         if isinstance(node, ast.Import):
@@ -77,20 +83,61 @@ def imported(path: Path, name: str, known: set[str]) -> set[str]:
     return {m for m in out if m in known and m != name}
 
 
-def graph() -> nx.DiGraph:
-    """Module -> the modules it imports."""
+def graph(everywhere: bool = False) -> nx.DiGraph:
+    """Module -> the modules it imports (`everywhere`: in functions too)."""
     found = modules()
     g = nx.DiGraph()
     g.add_nodes_from(found)
     for name, path in found.items():
-        g.add_edges_from((name, m) for m in imported(path, name, set(found)))
+        g.add_edges_from((name, m) for m in imported(path, name, set(found), everywhere))
     return g
 
 
 def test_no_module_imports_itself_through_others() -> None:
-    g = graph()
+    g = graph(everywhere=True)
     assert len(g) > 100
     assert list(nx.simple_cycles(g)) == []
+    # issue 37's cycles, each now one way: the registry wraps backends in the lifecycle, the
+    # lab directory calls its renderers, the simulator's command-line glue calls the simulator
+    for above, below in [
+        ("labs.registry", "labs.lifecycle"),
+        ("twin.lab.directory", "twin.render.clab"),
+        ("twin.cli.verbs.sim", "labs.sim.engine"),
+    ]:
+        assert (above, below) in g.edges
+
+
+LAYERS = [
+    {"twin", "twin.errors", "twin.units", "twin.version", "twin.safeio", "traffic"},
+    {"twin.intent", "twin.design", "twin.render", "twin.model", "twin.lab", "twin.configs"}
+    | {"twin.yang"},
+    {"twin.scenario", "twin.verdict", "twin.outputs", "twin.telemetry", "labs", "validators"},
+    {"twin.drill", "twin.change"},
+    {"twin.cli", "twin.pytest_plugin"},
+]
+"""Base, core, run, workflows, entry points (docs/architecture.md), by top-level package and
+`twin`'s packages and modules; a package's `__main__` is a program, an entry point."""
+
+
+def layer(module: str) -> int:
+    """The layer of a module: its unit's (`twin.lab.check`: `twin.lab`; `labs.sim.x`: `labs`)."""
+    if module.endswith(".__main__"):
+        return len(LAYERS) - 1
+    parts = module.split(".")
+    unit = ".".join(parts[:2]) if parts[0] == "twin" else parts[0]
+    found = [i for i, units in enumerate(LAYERS) if unit in units]
+    assert found, f"{module}: in no layer (add its package to LAYERS and the doc)"
+    return found[0]
+
+
+def test_modules_import_only_their_layer_and_below_but_for_the_interfaces() -> None:
+    g = graph(everywhere=True)
+    up = {(a, b) for a, b in g.edges if layer(b) > layer(a) and b not in INTERFACES}
+    assert up == set()
+    # what the layers say: the core reads no run, the workflows no command line
+    assert layer("twin.lab.directory") < layer("twin.scenario.player") < layer("twin.drill.run")
+    assert layer("twin.change.review") < layer("twin.cli.verbs.diff")
+    assert layer("labs.sim.__main__") == layer("twin.cli.main")
 
 
 def test_packages_depend_on_each_other_only_one_way_but_for_the_interfaces() -> None:

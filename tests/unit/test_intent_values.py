@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from validators.examples import TINY, edit_json, generate
 from validators.registry import get
 from validators.result import Status

@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from twin.labdir import RACY_NS, Lab
+from twin.lab.directory import RACY_NS, Lab
 
 MTU = '{"PORT": {"Ethernet0": {"mtu": "%s"}}}'
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO
-from twin import labdir
 from twin.cli import main as cli
 from twin.intent import fabric as intent
+from twin.lab import directory as labdir
 
 SMALL = (REPO / "examples" / "small.yaml").read_text()
 

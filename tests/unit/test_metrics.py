@@ -1,4 +1,4 @@
-"""twin.metrics without a running twin: run exports in OpenMetrics that prometheus_client's
+"""twin.outputs.metrics without a running twin: run exports in OpenMetrics that prometheus_client's
 OpenMetrics parser reads (every sample timestamped, grouped by series), the sonic-exporter
 flavour, and the live collector's background reads (a scrape never waits on BGP or FIBs)."""
 
@@ -13,9 +13,9 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from labs.backend import COUNTER_FIELDS, Observer, Session
 from tests.synthetic import SyntheticRun, generate_lab, uplinks
-from twin.labdir import Lab
-from twin.metrics import Live, Snapshot, of_run, openmetrics
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
+from twin.outputs.metrics import Live, Snapshot, of_run, openmetrics
 from twin.scenario.observations import Observations
 
 Series = dict[tuple[str, tuple[tuple[str, str], ...]], list[tuple[float | None, float]]]
@@ -203,7 +203,7 @@ class Reads:
 
 
 class Twin:
-    """A `twin.metrics.Source` whose observer is `Reads`."""
+    """A `twin.outputs.metrics.Source` whose observer is `Reads`."""
 
     name = "netns"
     capabilities = frozenset({"counters", "bgp", "fib"})
@@ -217,7 +217,7 @@ class Twin:
 
 
 def scrape(live: Live) -> Series:
-    """What a scrape accepting OpenMetrics is answered (`twin.metrics.Server`)."""
+    """What a scrape accepting OpenMetrics is answered (`twin.outputs.metrics.Server`)."""
     body, kind = live.exposition(True)
     assert kind.startswith("application/openmetrics-text")
     return parse(body.decode())

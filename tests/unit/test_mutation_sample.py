@@ -54,9 +54,19 @@ SAMPLE = [
     ("server1", "hostname", "removed", "passes"),
     ("server1", "interfaces.0.gateway", "value", "caught"),
     ("server1", "dscp_marking.0.ports.0", "removed", "caught"),
+    ("server1", "dscp_marking.0.class", "removed", "passes"),
+    ("server1", "dscp_marking.0.dscp", "removed", "caught"),
+    ("server1", "mtu", "removed", "caught"),
+    ("server1", "rdma.cnp_dscp", "value", "caught"),
+    ("server1", "rdma.dcqcn.initial_alpha", "value", "caught"),
+    ("server1", "rdma.devices.0.netdev", "value", "caught"),
+    ("server1", "routes.0.nexthops.1.dev", "removed", "caught"),
+    ("server1", "interfaces.0.peer_port", "removed", "caught"),
+    ("server1", "interfaces.0.name", "removed", "refused"),
+    ("server1", "address", "removed", "refused"),
     ("server1", "rdma.ecn", "removed", "caught"),
     ("server1", "rdma.pfc_priority", "value", "caught"),
-    ("server1", "interfaces.1.peer_port", "value", "refused"),
+    ("server1", "interfaces.1.peer_port", "value", "caught"),
 ]
 """(device, where, kind, what `twin validate` must do): caught, refused or passes."""
 

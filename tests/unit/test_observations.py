@@ -21,7 +21,7 @@ import pytest
 from labs.backend import Played
 from twin.cli import main as cli
 from twin.errors import InputError
-from twin.labdir import RACY_NS
+from twin.lab.directory import RACY_NS
 from twin.model import fib
 from twin.model.fib import Fib, NextHop
 from twin.scenario import fibfiles, observations, records

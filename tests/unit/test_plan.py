@@ -14,9 +14,9 @@ import yaml
 
 from labs.netns.plan import Plan, Route, build, netns_name
 from tests.conftest import SMALL, write_lab
-from twin import labdir
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 
 Edit = Callable[[dict[str, Any]], None]
 

@@ -7,7 +7,7 @@ import pytest
 
 from tests.simlab import small_lab
 from twin.intent.inputs import parse_model
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario import plan
 from twin.scenario.model import Traffic
 

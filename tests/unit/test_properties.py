@@ -35,11 +35,11 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from twin import labdir
 from twin.design.graph import design, figures, ports_of
 from twin.errors import DesignError
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 
 REPO = Path(__file__).resolve().parents[2]
 NEIGHBOR = re.compile(r"^ neighbor (\S+) remote-as (\d+)$", re.MULTILINE)

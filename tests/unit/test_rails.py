@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 from traffic import collectives
-from twin import labdir
 from twin.design.graph import Design, design
 from twin.errors import DesignError, InputError
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.scenario import plan
 from twin.scenario.model import Traffic
 

@@ -13,8 +13,8 @@ import pytest
 
 from twin.cli import main as cli
 from twin.errors import InputError
-from twin.labdir import Lab
-from twin.verdict import report
+from twin.lab.directory import Lab
+from twin.outputs import report
 from validators import registry
 from validators.examples import edit_json, generate
 from validators.result import Finding, Result, Status
@@ -46,9 +46,9 @@ def small(pristine: Lab, tmp_path: Path) -> Lab:
 
 
 def test_reports_hold_every_result_in_three_forms(tmp_path: Path) -> None:
-    code = report.write(RESULTS, tmp_path, "twin validate small")
-    assert code == 1
+    written = report.write(RESULTS, tmp_path, "twin validate small")
     data = json.loads((tmp_path / "report.json").read_text())
+    assert data == written  # what the verbs print with --json is what report.json holds
     assert data["exit_code"] == 1
     assert [Result.from_json(r) for r in data["results"]] == RESULTS
     suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")

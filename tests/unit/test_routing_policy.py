@@ -17,7 +17,7 @@ import pytest
 
 from twin.cli import main as cli
 from twin.errors import InputError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import applied
 from twin.model.frr import parse_frr
 from twin.model.policy import Attrs

@@ -15,12 +15,12 @@ import pytest
 import yaml
 
 from tests.conftest import lab_name, write_lab
-from twin import labdir
 from twin.cli import main as cli
 from twin.cli.verbs.run import REFERENCE
 from twin.errors import InputError
 from twin.intent import fabric
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.scenario import model as scenarios
 
 GOOD: dict[str, Any] = {

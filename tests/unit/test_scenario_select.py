@@ -12,11 +12,12 @@ import yaml
 from labs import registry
 from tests.conftest import REPO
 from tests.simlab import small_lab
-from twin import labcheck, labdir
 from twin.cli import main as cli
 from twin.errors import InputError
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import check as labcheck
+from twin.lab import directory as labdir
+from twin.lab.directory import Lab
 from twin.scenario import model as scenarios
 from twin.scenario.select import resolve
 
@@ -115,6 +116,24 @@ def test_the_default_scenario_names_the_same_servers_by_selector(
     assert (traffic["backup"]["src"], traffic["backup"]["dst"]) == ("server29", "server44")
 
 
+def test_otherwise_falls_back_only_when_a_selector_selects_none(small: Lab) -> None:
+    """`otherwise` stands in for a selector that selects no server of this lab (an index
+    past a rack's servers, a rack the lab lacks); a well-selecting one keeps its pick, and a
+    malformed one is refused, not replaced."""
+    fallback = {"rack": -1, "index": 5, "otherwise": {"rack": -1}}
+    assert phase(small, src="servers[0]", dst=fallback)["dst"] == "server3"
+    kept = {"rack": -1, "index": 1, "otherwise": {"rack": 0}}
+    assert phase(small, src="servers[0]", dst=kept)["dst"] == "server4"
+    assert phase(small, servers={"rack": 7, "otherwise": "all"})["servers"] == [
+        "server1", "server2", "server3", "server4",
+    ]  # fmt: skip
+    with pytest.raises(InputError, match="rack must be an index"):
+        phase(small, src="servers[0]", dst={"rack": "x", "otherwise": {"rack": 0}})
+    with pytest.raises(InputError) as refused:
+        phase(small, src="servers[0]", dst={"rack": 9, "otherwise": {"rack": 8}})
+    assert refused.value.key == "traffic.0.dst.otherwise"
+
+
 def test_random_picks_follow_the_seed(small: Lab) -> None:
     def picks(seed: int) -> list[str]:
         data = {"seed": seed, "traffic": [{"kind": "all_reduce", "servers": {"any": 2}}]}
@@ -202,7 +221,7 @@ def test_examples_load_on_the_reference_and_big(
     )
     lab = Lab.open(generated(tmp_path_factory.mktemp("select") / fabric, source))
     labcheck.check(lab, live=True)
-    monkeypatch.setattr(labcheck, "check", lambda checked, live: None)
+    monkeypatch.setattr(labcheck, "check", lambda checked, live, applied: None)
     for example in EXAMPLES:
         try:
             scenarios.load(example, lab)
@@ -225,7 +244,7 @@ def test_the_frame_rate_bounds_only_backends_that_send_frames(
     lab = Lab.open(generated(tmp_path / fabric["name"], fabric))
     assert len(lab.nodes("leaf")) > 33
     labcheck.check(lab, live=True)
-    monkeypatch.setattr(labcheck, "check", lambda checked, live: None)
+    monkeypatch.setattr(labcheck, "check", lambda checked, live, applied: None)
     scenario = REPO / "twin" / "defaults" / "default-scenario.yaml"
     with pytest.raises(InputError, match="this machine sends at most 100,000"):
         scenarios.load(scenario, lab, frames=not registry.get("netns").computed)

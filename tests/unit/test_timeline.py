@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from labs import timeline
 from labs.backend import Backend, Session, Timeline, quiet
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
 
 READ_S = 0.25
@@ -57,8 +57,12 @@ def test_samples_hold_the_values_of_their_time(tmp_path: Path) -> None:
     )  # fmt: skip
     played = timeline.play(cast(Backend, Idle()), cast(Lab, Dir(tmp_path)), run, quiet)
     samples = played.counters["samples"]
-    assert len(samples) >= 3
+    # the baseline and the sample taken when the run ends, whatever the load; samples in
+    # between depend on how the machine schedules the sampler, so none is counted on
+    assert len(samples) >= 2
     assert samples[0]["t"] <= played.started  # the baseline, before any traffic could start
+    (last_ms,) = samples[-1]["c"]["leaf1:Ethernet0"]
+    assert last_ms >= (played.started + run.duration) * 1000 - 1  # read once the run ended
     for sample in samples:
         (read_ms,) = sample["c"]["leaf1:Ethernet0"]
         assert read_ms <= sample["t"] * 1000 + 1, sample  # read at or before its stamp

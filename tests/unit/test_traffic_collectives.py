@@ -19,6 +19,8 @@ from traffic.collectives import (
     ring_reduce_scatter,
     ring_shape,
 )
+from traffic.hierarchical import hierarchical_ring_all_reduce
+from traffic.trees import tree_all_reduce
 
 RANKS = [f"s{i}" for i in range(8)]
 Builder = Callable[[list[str], int], Schedule]
@@ -136,12 +138,19 @@ def test_a_step_waits_for_its_slowest_pair() -> None:
     )
 
 
+def hierarchical_in_pairs(names: list[str], size: int, qps: int = 1) -> Schedule:
+    """The hierarchical ring over groups of two consecutive ranks."""
+    return hierarchical_ring_all_reduce(names, [i // 2 for i in range(len(names))], size, qps)
+
+
 BUILDERS = [
     ring_all_reduce,
     halving_doubling_all_reduce,
     ring_all_gather,
     ring_reduce_scatter,
     all_to_all,
+    tree_all_reduce,
+    hierarchical_in_pairs,
 ]
 
 
@@ -167,6 +176,15 @@ def test_the_table_bound_is_the_per_step_bound(
     latency = lambda a, b: far[a] + 2 * far[b]  # noqa: E731
     assert s.completion_bound_s(100e9, latency) == per_step_bound(s, 100e9, latency)
     assert s.completion_bound_s(3e9) == per_step_bound(s, 3e9, lambda a, b: 0.0)
+
+
+@given(st.integers(1, 8), st.integers(0, 10**7), st.integers(1, 4), st.sampled_from([1e9, 4e11]))
+def test_a_trees_table_bound_is_its_per_step_bound(n: int, size: int, qps: int, bps: float) -> None:
+    """The double binary tree over any number of ranks (the others' tests take powers of two)."""
+    s = tree_all_reduce(ranks(n), size, qps)
+    far = {r: i * 3e-7 for i, r in enumerate(RANKS)}
+    latency = lambda a, b: far[a] + far[b]  # noqa: E731
+    assert s.completion_bound_s(bps, latency) == per_step_bound(s, bps, latency)
 
 
 @pytest.mark.parametrize("build", BUILDERS)

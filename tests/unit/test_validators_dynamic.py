@@ -36,7 +36,7 @@ from tests.synthetic import (
 )
 from twin.configs.frr_timers import Detection, neighbours
 from twin.design.graph import remote_subnets
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import NextHop
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord

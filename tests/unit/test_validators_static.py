@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from twin.cli import main as cli
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from validators import registry
 from validators.examples import (
     add_frr_line,

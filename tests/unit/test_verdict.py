@@ -28,9 +28,10 @@ from tests.synthetic import (
 )
 from twin.cli import main as cli
 from twin.errors import InputError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
+from twin.outputs import plots
 from twin.scenario import model as scenarios
-from twin.verdict import plots, verdict
+from twin.verdict import verdict
 from validators.result import Result, Status
 
 TWIN = Path(sys.executable).with_name("twin")

@@ -44,6 +44,8 @@ VERBS = {
     "incident": "write an incident's labs before and after its fix, or reproduce one from "
     "production",
     "inspect": "show a running twin: nodes and addresses, BGP sessions, links and their state",
+    "qos-test": "run sonic-mgmt's lossless and QoS tests (PFC, buffers, ECN, watchdog) on a "
+    "lab's leaf in the simulator",
     "report": "rebuild the reports (JSON, JUnit, Markdown, plots) of a run from its observations",
     "run": "deploy if needed, play a scenario, validate, report (no arguments: the reference)",
     "schema": "print the JSON Schema of fabric.yaml",

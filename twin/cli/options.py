@@ -7,7 +7,7 @@ from pathlib import Path
 
 from labs import lifecycle, registry
 from labs.lifecycle import Managed
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 
 def add_backend(p: argparse.ArgumentParser) -> None:

@@ -44,7 +44,7 @@ def add_table(p: argparse.ArgumentParser) -> None:
 def results_table(args: argparse.Namespace, results: Sequence[Result]) -> str:
     """Results as the verbs print them: aligned text, or Markdown with `--markdown`."""
     from twin.cli.text import wrapped_table
-    from twin.verdict import report
+    from twin.outputs import report
 
     if args.markdown:
         return report.table(results)

@@ -1,5 +1,5 @@
 """`--metrics [HOST]:PORT` of the verbs that run a live twin (`run`, `deploy`): a Prometheus
-endpoint serving the twin's metrics (`twin.metrics`) while it runs; `--metrics-flavour` of
+endpoint serving the twin's metrics (`twin.outputs.metrics`) while it runs; `--metrics-flavour` of
 these and of `twin report --openmetrics`, and `--epoch` of the latter."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from labs.backend import Progress
 from labs.lifecycle import Managed
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 
 def add_metrics(p: argparse.ArgumentParser) -> None:
@@ -29,7 +29,7 @@ def add_metrics(p: argparse.ArgumentParser) -> None:
 
 
 FLAVOURS = ("twin", "sonic-exporter")
-"""`twin.metrics.FLAVOURS` (not imported from there: it imports prometheus_client)."""
+"""`twin.outputs.metrics.FLAVOURS` (not imported from there: it imports prometheus_client)."""
 
 
 def add_flavour(p: argparse.ArgumentParser) -> None:
@@ -89,7 +89,7 @@ def metrics(
     if where is None:
         yield
         return
-    from twin.metrics import Server
+    from twin.outputs.metrics import Server
 
     server = Server(lab, backend, *where, flavour)
     progress(f"metrics of {lab.name} on {server.url}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 FIGURE_LABELS = {
     "servers": "servers",

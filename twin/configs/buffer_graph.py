@@ -25,7 +25,7 @@ from ipaddress import IPv4Network
 import networkx as nx
 
 from twin.configs.qos import map_name, pfc_enabled, qos_map
-from twin.model.fib import Fib, FibDelta, Hops, NextHop, lookup
+from twin.model.fib import Fib, FibDelta, Hops, Lookup, Lpm, NextHop
 from twin.model.wiring import Wiring
 
 Port = tuple[str, str]
@@ -87,6 +87,7 @@ class BufferGraph:
 
     def __init__(self, wiring: Wiring, fib: Fib, dscps: set[int]) -> None:
         self.w, self.fib, self.dscps = wiring, fib, sorted(dscps)
+        self._find = Lookup(fib)
         servers = wiring.hosts
         self.addresses = sorted((int(h.address.ip), name) for name, h in servers.items())
         nodes = sorted(fib)
@@ -313,7 +314,7 @@ class BufferGraph:
             return sets[id(hops)]
 
         for n, changes in delta.items():
-            routes: dict[IPv4Network, Hops] | None = None
+            table: Lpm | None = None  # n's table once changed: built once per change
             for prefix, new in changes.items():
                 old = self.fib[n].get(prefix)
                 if new is not None and old is not None and hop_set(new) <= hop_set(old):
@@ -321,14 +322,13 @@ class BufferGraph:
                 servers_hit = self._servers_in(prefix)
                 if not servers_hit:
                     continue
-                if routes is None:
-                    merged = {**self.fib[n], **changes}
-                    routes = {p: h for p, h in merged.items() if h is not None}
+                if table is None:
+                    table = self._find.lpm(n).patched(changes)
                 for server in servers_hit:
                     c = self.class_of[server]
                     before = set(self.actions[n][c][0])
-                    address = servers[server].address.ip
-                    for hop in _action(lookup(routes, address), servers)[0]:
+                    address = int(servers[server].address.ip)
+                    for hop in _action(table(address), servers)[0]:
                         end = self.w.far(n, hop.port)
                         if hop not in before and end is not None:
                             ends = extra.setdefault(n, {})

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from twin.configs.host import dscp, markings, section
 from twin.design.graph import ports_of
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render.config_db import QOS_MAPS, ConfigDb
 from twin.render.config_db import by_port as by_port  # re-exported for the validators
 from twin.render.config_db import number as number
@@ -107,11 +108,10 @@ def host_dscps(lab: Lab) -> dict[str, set[int]]:
     marks: dict[str, set[int]] = {"roce": set(), "cnp": set()}
     for server in lab.nodes("server"):
         host = lab.host(server)
-        rdma = host.get("rdma") or {}
-        if "dscp" in rdma:
-            marks["roce"].add(int(rdma["dscp"]))
-        if "cnp_dscp" in rdma:
-            marks["cnp"].add(int(rdma["cnp_dscp"]))
-        for rule in host.get("dscp_marking", []):
-            marks.setdefault(rule["class"], set()).add(int(rule["dscp"]))
+        rdma = section(host, "rdma")
+        for name, key in (("roce", "dscp"), ("cnp", "cnp_dscp")):
+            if (value := dscp(rdma, key)) is not None:
+                marks[name].add(value)
+        for name, value in markings(host):
+            marks.setdefault(name, set()).add(value)
     return marks

@@ -91,6 +91,32 @@ class Lpm:
         return new
 
 
+class Lookup:
+    """Longest-prefix match in every node's table of one FIB: a node's `Lpm` is built at its
+    first lookup and kept for the next ones (not built per lookup).
+
+    >>> p = IPv4Network("10.0.0.0/8")
+    >>> find = Lookup({"a": {p: (NextHop("b", "p1"),)}})
+    >>> find("a", int(IPv4Address("10.1.2.3"))), find("b", 0), find.lpm("a") is find.lpm("a")
+    ((NextHop(node='b', port='p1'),), None, True)
+    """
+
+    def __init__(self, fib: Mapping[str, Mapping[IPv4Network, Hops]]) -> None:
+        self.fib = fib
+        self._lpm: dict[str, Lpm] = {}
+
+    def lpm(self, node: str) -> Lpm:
+        """The node's table (empty for a node the FIB does not hold)."""
+        table = self._lpm.get(node)
+        if table is None:
+            table = self._lpm[node] = Lpm(self.fib.get(node, {}))
+        return table
+
+    def __call__(self, node: str, address: int) -> Hops | None:
+        """Where `node` sends a packet for `address` (None: no route)."""
+        return self.lpm(node)(address)
+
+
 def applied(fib: Fib, delta: FibDelta) -> Fib:
     """The FIB once a delta (`Routing.after`) is applied, `fib` left as it was.
 

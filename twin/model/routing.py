@@ -31,12 +31,13 @@ has one stable state, reached from any start; with policy each change is a full 
 from __future__ import annotations
 
 import bisect
+import threading
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.bgp import NONE, RESELECT, PathVector, Peer, Rules, Selection
 from twin.model.fib import Fib, FibDelta, Hops, Link, NextHop, Routes, lookup
 from twin.model.policy import Filters
@@ -77,6 +78,8 @@ def _diff(old: Routes, new: Routes) -> dict[IPv4Network, Hops | None]:
 
 _SHARED: dict[str, Routing] = {}
 """The last shared Routing (its `w` says which Wiring it is of)."""
+_BUILDING = threading.Lock()
+"""Held while it is looked up or built (readers in two threads share one)."""
 
 MEMO = 4096
 """How many `after` results a Routing keeps (every single-link failure of a large lab)."""
@@ -87,11 +90,12 @@ def shared(lab: Lab) -> Routing:
     built once for the readers of one lab (the static validators), with the `after` results
     they ask for kept. Readers must not change it nor the deltas it returns."""
     wiring = shared_wiring(lab)
-    routing = _SHARED.get("last")
-    if routing is None or routing.w is not wiring:
-        routing = Routing(wiring, [h.address.ip for h in wiring.hosts.values()])
-        _SHARED["last"] = routing
-    return routing
+    with _BUILDING:
+        routing = _SHARED.get("last")
+        if routing is None or routing.w is not wiring:
+            routing = Routing(wiring, [h.address.ip for h in wiring.hosts.values()])
+            _SHARED["last"] = routing
+        return routing
 
 
 class Routing:

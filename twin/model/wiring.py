@@ -6,7 +6,7 @@ static routes) and the physical `links`.
 
 from __future__ import annotations
 
-import time
+import threading
 from collections import deque
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -14,7 +14,7 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from typing import Any, TypeVar
 
 from twin.errors import InputError
-from twin.labdir import Lab, version
+from twin.lab.directory import Lab
 from twin.model.fib import Hops, Link, NextHop, Routes
 from twin.model.frr import Bgp, Static, parse_frr
 from twin.model.policy import Policy
@@ -26,26 +26,26 @@ CONNECTED, EBGP = 0, 20
 
 _SHARED: dict[str, tuple[Lab, Any, Wiring]] = {}
 """The last shared Wiring: its lab, the versions of the files it was read from, and itself."""
+_BUILDING = threading.Lock()
+"""Held while one is looked up or built: readers in two threads (`twin run` judges the static
+validators beside a computed play) share one."""
 
 
 def shared(lab: Lab) -> Wiring:
-    """The lab's `Wiring`, built once and shared by the readers of one lab (the static
-    validators) while the files it is read from (the design and every config) keep their
-    `twin.labdir.version`; a fresh one, not kept, while one of them was just written.
+    """The lab's `Wiring`, built once and shared by every reader of one lab (the backends'
+    observers and failures, the plan, the static and dynamic validators) while the files it
+    is read from keep their version (`Lab.stamp`); a fresh one, not kept, while one of them
+    was just written.
     Readers must not change it; one lab at a time is kept."""
-    configs = lab.configs_stamp()
-    try:
-        design = version(lab.path / "design.json", time.time_ns())
-    except OSError:
-        design = None  # `Wiring` says what is missing
-    stamp = (design, configs)
-    hit = _SHARED.get("last")
-    if design is None or configs is None or hit is None or hit[0] is not lab or hit[1] != stamp:
-        wiring = Wiring(lab)
-        if design is None or configs is None:
-            return wiring
-        hit = _SHARED["last"] = (lab, stamp, wiring)
-    return hit[2]
+    stamp = lab.stamp()  # None: `Wiring` says what is missing, or a file was just written
+    with _BUILDING:
+        hit = _SHARED.get("last")
+        if stamp is None or hit is None or hit[0] is not lab or hit[1] != stamp:
+            wiring = Wiring(lab)
+            if stamp is None:
+                return wiring
+            hit = _SHARED["last"] = (lab, stamp, wiring)
+        return hit[2]
 
 
 def links(lab: Lab) -> list[Link]:
@@ -280,9 +280,36 @@ class Wiring:
 
 
 def _host(name: str, host: dict[str, Any]) -> Host:
-    routes = [
-        (IPv4Network(r["dst"]), [(IPv4Address(h["gateway"]), h["dev"]) for h in r["nexthops"]])
-        for r in host.get("routes", [])
-    ]
-    nics = [i["name"] for i in host.get("interfaces", [])]
-    return Host(name, IPv4Interface(host["address"]), nics, routes)
+    nics = [i["name"] for i in host["interfaces"]]
+    routes = host.get("routes")
+    installed = [r for r in routes if isinstance(r, dict)] if isinstance(routes, list) else []
+    return Host(
+        name,
+        IPv4Interface(host["address"]),
+        nics,
+        [route for r in installed if (route := _route(r, nics)) is not None],
+    )
+
+
+def _route(
+    route: dict[str, Any], nics: list[str]
+) -> tuple[IPv4Network, list[tuple[IPv4Address, str]]] | None:
+    """A host route as the kernel installs it; None when `ip route` would refuse it (its
+    destination or a next hop unreadable, a next hop through a device the server lacks):
+    the server then has no such route, which the validators judge.
+
+    >>> _route({"dst": "0.0.0.0/0", "nexthops": [{"gateway": "10.2.0.1", "dev": "nic0"}]},
+    ...        ["nic0"])
+    (IPv4Network('0.0.0.0/0'), [(IPv4Address('10.2.0.1'), 'nic0')])
+    >>> _route({"dst": "0.0.0.0/0", "nexthops": [{"dev": "nic0"}]}, ["nic0"]) is None
+    True
+    """
+    hops: Any = route.get("nexthops")
+    try:
+        dst = IPv4Network(route.get("dst"))
+        via = [(IPv4Address(h["gateway"]), h["dev"]) for h in hops]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not via or any(dev not in nics for _, dev in via):
+        return None
+    return dst, via

@@ -15,15 +15,13 @@ its own (the block its name hashes to, or at deploy one no Docker network overla
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from twin import safeio
 from twin.render import sonic_vs
-
-if TYPE_CHECKING:
-    from twin.labdir import Lab
+from twin.render.source import LabSource
 
 LINK_MTU = 9500
 """Containerlab's default veth MTU (docs/manual/network.md), above the switches' 9100."""
@@ -43,7 +41,7 @@ def network(lab_name: str) -> str:
     return f"twin-{lab_name}"
 
 
-def topology(lab: Lab, taken: Sequence[str] = ()) -> dict[str, Any]:
+def topology(lab: LabSource, taken: Sequence[str] = ()) -> dict[str, Any]:
     """The containerlab topology of a lab whose container flavour is written (its management
     subnet overlapping none of `taken`)."""
     facts = sonic_vs.image()
@@ -87,7 +85,7 @@ def dump(data: dict[str, Any]) -> str:
     return yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False)
 
 
-def clabernetes(lab: Lab, topo: dict[str, Any]) -> str:
+def clabernetes(lab: LabSource, topo: dict[str, Any]) -> str:
     """The Clabernetes form: a namespace (labelled to admit privileged pods), one ConfigMap
     per switch holding its bound files, and a Topology resource wrapping the same
     containerlab topology (clabernetes apis/v1alpha1/topologyspec.go; the shape clabverter
@@ -135,7 +133,7 @@ def clabernetes(lab: Lab, topo: dict[str, Any]) -> str:
     return yaml.dump_all(docs, Dumper=yaml.CSafeDumper, sort_keys=False)
 
 
-def write(lab: Lab, taken: Sequence[str] = ()) -> None:
+def write(lab: LabSource, taken: Sequence[str] = ()) -> None:
     """Write the container flavour, `topology.clab.yml` and `clabernetes.yml` into the lab
     directory (the management subnet overlapping none of `taken`), or raise
     `sonic_vs.Refused` (writing nothing) when it cannot run there."""

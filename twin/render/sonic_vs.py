@@ -31,16 +31,14 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import yaml
 
 from twin import safeio
 from twin.design.graph import Port, ports_of
 from twin.render.config_db import ConfigDb, Table
-
-if TYPE_CHECKING:
-    from twin.labdir import Lab
+from twin.render.source import LabSource
 
 IMAGE_FACTS = Path(__file__).parent.parent / "platforms" / "sonic-vs.yml"
 FLAVOUR = "clab"
@@ -104,7 +102,7 @@ class Refused(Exception):
     """The lab cannot run on containerlab; the message is the one-line reason."""
 
 
-def sku_for(lab: Lab, switch: str) -> Sku:
+def sku_for(lab: LabSource, switch: str) -> Sku:
     """The smallest SKU whose port table holds every wired port of the switch."""
     ports = ports_of(lab.graph, switch)
     for sku in skus():
@@ -172,7 +170,7 @@ class ServerLink(NamedTuple):
     server_ip: str  # address/31
 
 
-def _free_pairs(lab: Lab) -> Iterator[ipaddress.IPv4Network]:
+def _free_pairs(lab: LabSource) -> Iterator[ipaddress.IPv4Network]:
     """The /31s of `addressing.fabric` after the highest one the design uses."""
     pool = ipaddress.IPv4Network(lab.fabric.addressing.fabric)
     used = [
@@ -185,7 +183,7 @@ def _free_pairs(lab: Lab) -> Iterator[ipaddress.IPv4Network]:
         yield ipaddress.IPv4Network((first, 31))
 
 
-def server_links(lab: Lab) -> list[ServerLink]:
+def server_links(lab: LabSource) -> list[ServerLink]:
     """Every server NIC's /31, servers in design order."""
     pairs = _free_pairs(lab)
     links = []
@@ -205,7 +203,7 @@ def server_links(lab: Lab) -> list[ServerLink]:
     return links
 
 
-def check(lab: Lab) -> None:
+def check(lab: LabSource) -> None:
     """Raise `Refused` with one line when the lab cannot run on containerlab."""
     for switch in lab.switches():
         sku_for(lab, switch)
@@ -236,7 +234,7 @@ def _vlans_to_routes(db: ConfigDb) -> None:
         db.pop(name, None)
 
 
-def config_db(lab: Lab, switch: str, links: list[ServerLink]) -> ConfigDb:
+def config_db(lab: LabSource, switch: str, links: list[ServerLink]) -> ConfigDb:
     """The container's `config_db.json`, derived from the lab's."""
     db: ConfigDb = json.loads(json.dumps(lab.config_db(switch)))
     sku = sku_for(lab, switch)
@@ -297,7 +295,7 @@ def config_db(lab: Lab, switch: str, links: list[ServerLink]) -> ConfigDb:
     return {table: rows for table, rows in db.items() if rows}
 
 
-def frr_conf(lab: Lab, switch: str, links: list[ServerLink]) -> str:
+def frr_conf(lab: LabSource, switch: str, links: list[ServerLink]) -> str:
     """The container's `frr.conf`: the lab's, with each server reached over its /31.
 
     A leaf advertises each server it is cabled to (a static /32 via the server's end of the
@@ -324,7 +322,7 @@ def frr_conf(lab: Lab, switch: str, links: list[ServerLink]) -> str:
 
 
 # --------------------------------------------------------------------------- servers
-def host(lab: Lab, server: str, links: list[ServerLink]) -> dict[str, Any]:
+def host(lab: LabSource, server: str, links: list[ServerLink]) -> dict[str, Any]:
     """The server container's host file: NICs as `ethN` with their /31s, the lab address on
     `lo`, routes through the leaves' ends of the /31s, sourced from the lab address."""
     own = lab.host(server)
@@ -334,7 +332,7 @@ def host(lab: Lab, server: str, links: list[ServerLink]) -> dict[str, Any]:
     gateway = {nic: link.leaf_ip.split("/")[0] for nic, link in mine.items()}
     rdma: dict[str, Any] | None = own.get("rdma")
     return {
-        "hostname": own["hostname"],
+        "hostname": own.get("hostname") or server,
         "mtu": own["mtu"],
         "address": f"{address}/32",
         "interfaces": [
@@ -371,7 +369,7 @@ def host(lab: Lab, server: str, links: list[ServerLink]) -> dict[str, Any]:
     }
 
 
-def write(lab: Lab, root: Path) -> list[Path]:
+def write(lab: LabSource, root: Path) -> list[Path]:
     """Write `clab/<node>/` of every node under `root` from the lab's configs; the files.
 
     The JSON is compact: these files are derived (edit the lab's own configs instead), and

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from labs.backend import Progress
 from labs.lifecycle import Managed
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario import observations, plan
 from twin.scenario.model import Scenario
 from twin.scenario.observations import Observations

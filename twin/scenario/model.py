@@ -34,11 +34,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from labs.backend import FaultKind
-from twin import labcheck
 from twin.errors import InputError
 from twin.intent.inputs import parse_model, placed, strict_yaml
-from twin.labdir import Lab
-from twin.scenario import select
+from twin.lab import check as labcheck
+from twin.lab.directory import Lab
+from twin.scenario import choice, select
 from twin.verdict import verdict
 from validators import registry
 
@@ -68,7 +68,7 @@ class Traffic(_Model):
     name: str | None = Field(
         None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,63}$", description="label in reports"
     )
-    algorithm: Literal["ring", "halving_doubling"] = "ring"
+    algorithm: Literal["ring", "halving_doubling", "tree", "hierarchical_ring", "auto"] = "ring"
     servers: list[str] | Literal["all"] = Field("all", max_length=MAX_NAMES)
     order: Literal["natural", "interleaved"] = Field(
         "natural", description="rank order; interleaved alternates leaf groups"
@@ -126,7 +126,8 @@ class Traffic(_Model):
     def flows(self, servers: int, leaves: int = 0) -> int:
         """The (src, dst, qp) flows the phase sends, on a lab with `servers` servers and
         `leaves` leaves: a collective's ring sends to one neighbour per rank, halving-doubling
-        to log2(n) partners, all-to-all to every other rank; an ECMP probe `tuples` per leaf.
+        to log2(n) partners, the double binary tree along its 2(n-1) edges both ways,
+        all-to-all to every other rank; an ECMP probe `tuples` per leaf.
 
         >>> Traffic(kind="all_to_all", qps=2).flows(4), Traffic(kind="all_reduce").flows(4)
         (24, 8)
@@ -142,6 +143,10 @@ class Traffic(_Model):
             return n * (n - 1) * self.qps
         if self.kind == "all_reduce" and self.algorithm == "halving_doubling":
             return n * max(1, n.bit_length() - 1) * self.qps
+        if self.kind == "all_reduce" and self.algorithm in ("tree", "auto"):
+            return 4 * (n - 1) * self.qps  # auto: at most (the plan resolves it)
+        if self.kind == "all_reduce" and self.algorithm == "hierarchical_ring":
+            return 2 * n * self.qps  # a neighbour inside the group, one across
         return n * self.qps
 
     @property
@@ -321,6 +326,25 @@ def _check_link(lab: Lab, spec: str, file: str, key: str, node_key: str) -> None
         raise InputError(file, key, f"{node} has no port or neighbour {port!r}")
 
 
+def _check_groups(t: Traffic, lab: Lab, file: str, key: str) -> None:
+    """A hierarchical ring needs as many ranks behind each leaf group, and no rails (a rail
+    fabric's collectives run once per rail)."""
+    if lab.fabric.servers.rails:
+        raise InputError(file, key, "hierarchical_ring: not on a rail fabric (rings per rail)")
+    servers = lab.nodes("server") if t.servers == "all" else t.servers
+    sizes: dict[object, int] = {}
+    for s in servers:
+        group = lab.graph.nodes[s]["group"]
+        sizes[group] = sizes.get(group, 0) + 1
+    if len(set(sizes.values())) > 1:
+        raise InputError(
+            file,
+            key,
+            f"hierarchical_ring needs as many ranks behind each leaf group, not "
+            f"{min(sizes.values())} to {max(sizes.values())}",
+        )
+
+
 def _check_rate(scenario: Scenario, lab: Lab, file: str, frames: bool) -> None:
     """Collectives need two ranks (halving-doubling a power of two); with `frames`, the
     frames per second of the phases running at each phase's start stay within `MAX_PPS`."""
@@ -331,11 +355,15 @@ def _check_rate(scenario: Scenario, lab: Lab, file: str, frames: bool) -> None:
         collective = t.kind not in ("backup", "micro_bursts", "incast", "ecmp_probe")
         if collective and n < 2:
             raise InputError(file, f"traffic.{i}", f"{t.kind} needs two servers or more")
-        if t.kind == "all_reduce" and t.algorithm == "halving_doubling" and n & (n - 1):
+        chosen = choice.algorithm(t.algorithm, t.kind, n, lab.fabric.servers, t.message)
+        if t.kind == "all_reduce" and chosen == "halving_doubling" and n & (n - 1):
             raise InputError(
                 file, f"traffic.{i}", f"halving_doubling needs a power of two ranks, not {n}"
             )
-        rates.append(t.flows(servers, len(lab.nodes("leaf"))) * t.pps)
+        if t.kind == "all_reduce" and chosen == "hierarchical_ring":
+            _check_groups(t, lab, file, f"traffic.{i}")
+        played = t.model_copy(update={"algorithm": chosen})
+        rates.append(played.flows(servers, len(lab.nodes("leaf"))) * t.pps)
     if not frames:
         return
     for i, t in enumerate(scenario.traffic):
@@ -422,7 +450,7 @@ def load(path: Path, lab: Lab, frames: bool = True) -> Scenario:
     """Read and check a scenario against the lab it will run on (whose files are checked
     first); `frames`: it will play on a backend that sends frames (not `Backend.computed`),
     whose rate one machine bounds (`MAX_PPS`)."""
-    labcheck.check(lab, live=True)
+    labcheck.check(lab, live=True, applied=frames)
     return checked(strict_yaml(path), lab, str(path), frames)
 
 

@@ -27,7 +27,7 @@ from labs.backend import Played, Session
 from twin import safeio
 from twin.errors import InputError, LabError
 from twin.intent.inputs import RUN_FILE_BYTES, parse_json, parse_model, read_file
-from twin.labdir import Stat, version
+from twin.lab.directory import Stat, version
 from twin.model.fib import Fib
 from twin.scenario import fibfiles, occupancy
 from twin.scenario.records import (
@@ -439,7 +439,7 @@ class Observations:
 
     def fib(self, label: str) -> Fib:
         """Every node's FIB at a snapshot (`start`, `end`, `fault1-link-down`...), read
-        again only when its file changed (`twin.labdir.version`); files of the same bytes
+        again only when its file changed (`twin.lab.directory.version`); files of the same bytes
         (snapshots where no route changed) are one `Fib` for the life of `self`, which
         callers never change."""
         path = self.path / "fib" / f"{label}.json"

@@ -14,15 +14,18 @@ from pathlib import Path
 
 from labs import backend
 from labs.backend import FlowSpec, Phase, ProbePair, Timeline
-from traffic import collectives
+from traffic import collectives, hierarchical, trees
 from traffic.collectives import Flow, flow_id, ring_shape
-from twin.labdir import Lab
+from twin.configs.host import dscp, markings, section
+from twin.lab.directory import Lab
 from twin.model.wiring import shared
+from twin.scenario import choice
 from twin.scenario.model import Fault, Scenario, Traffic
 
 SCHEDULES = {
     ("all_reduce", "ring"): collectives.ring_all_reduce,
     ("all_reduce", "halving_doubling"): collectives.halving_doubling_all_reduce,
+    ("all_reduce", "tree"): trees.tree_all_reduce,
     ("all_gather", "ring"): collectives.ring_all_gather,
     ("reduce_scatter", "ring"): collectives.ring_reduce_scatter,
     ("all_to_all", "ring"): collectives.all_to_all,
@@ -51,14 +54,36 @@ def rails(lab: Lab, names: Sequence[str]) -> list[int]:
     return [lab.graph.nodes[r]["rail"] for r in names] if lab.fabric.servers.rails else []
 
 
+def groups(lab: Lab, names: Sequence[str]) -> list[int]:
+    """Each rank's leaf group (a rack), numbered in order of first rank: a hierarchical
+    ring's groups."""
+    seen: dict[object, int] = {}
+    return [seen.setdefault(lab.graph.nodes[r]["group"], len(seen)) for r in names]
+
+
 def schedule(
-    kind: str, algorithm: str, names: Sequence[str], on: Sequence[int], message: int, qps: int
+    kind: str,
+    algorithm: str,
+    names: Sequence[str],
+    on: Sequence[int],
+    message: int,
+    qps: int,
+    by: Sequence[int] = (),
 ) -> collectives.Schedule:
-    """A collective's schedule over `names`; with their rails `on`, one per rail."""
+    """A collective's schedule over `names`; with their rails `on`, one per rail; with their
+    groups `by`, the hierarchical ring."""
+    if by:
+        return hierarchical.hierarchical_ring_all_reduce(names, by, message, qps)
     build = SCHEDULES.get((kind, algorithm), SCHEDULES[(kind, "ring")])
     if on:
         return collectives.rail_local(build, names, on, message, qps)
     return build(names, message, qps)
+
+
+def algorithm(lab: Lab, phase: Traffic) -> str:
+    """The algorithm a collective phase runs (`auto`: NCCL's choice, `twin.scenario.choice`)."""
+    n = len(ranks(lab, phase))
+    return choice.algorithm(phase.algorithm, phase.kind, n, lab.fabric.servers, phase.message)
 
 
 def _schedule(
@@ -68,9 +93,11 @@ def _schedule(
     its schedule (one per rail on a rail-optimized fabric)."""
     names = ranks(lab, phase)
     on = rails(lab, names)
-    build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
-    shape = None if on else ring_shape(build, names, message, phase.qps)
-    return shape or schedule(phase.kind, phase.algorithm, names, on, message, phase.qps)
+    played = algorithm(lab, phase)
+    by = groups(lab, names) if played == "hierarchical_ring" else []
+    build = SCHEDULES.get((phase.kind, played), SCHEDULES[(phase.kind, "ring")])
+    shape = None if on or by else ring_shape(build, names, message, phase.qps)
+    return shape or schedule(phase.kind, played, names, on, message, phase.qps, by)
 
 
 def propagation(lab: Lab) -> Callable[[str, str], float]:
@@ -149,8 +176,7 @@ def analytical(lab: Lab, phase: Traffic) -> dict[str, float] | None:
     if phase.kind not in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
         return None
     planned = _schedule(lab, phase, phase.message)
-    servers = lab.fabric.servers
-    link_bps = servers.nic_speed * (2 if servers.dual_homed else 1) * 1e6  # a rank's NIC ports
+    link_bps = choice.rank_bps(lab.fabric.servers)
     shared = cuts(lab)
     bound = planned.completion_bound_s(link_bps, propagation(lab), shared)
     return {
@@ -202,7 +228,7 @@ def probe_pairs(lab: Lab, phase: Traffic) -> list[ProbePair]:
             (s, nic["name"])
             for s in servers
             for nic in lab.host(s)["interfaces"]
-            if nic["peer"] == leaf
+            if nic.get("peer") == leaf
         ]
         remote = [s for s in servers if lab.graph.nodes[s]["group"] != group]
         sport = PROBE_SPORT
@@ -238,12 +264,12 @@ def host_dscp(lab: Lab, server: str, phase: Traffic) -> int:
     if phase.dscp is not None:
         return phase.dscp
     host = lab.host(server)
-    rdma = host.get("rdma") or {}
-    if phase.traffic_class == "roce" and "dscp" in rdma:
-        return int(rdma["dscp"])
-    for mark in host.get("dscp_marking", []):
-        if mark["class"] == phase.traffic_class:
-            return int(mark["dscp"])
+    roce = dscp(section(host, "rdma"), "dscp")
+    if phase.traffic_class == "roce" and roce is not None:
+        return roce
+    for name, value in markings(host):
+        if name == phase.traffic_class:
+            return value
     return lab.fabric.qos.classes[phase.traffic_class].dscp
 
 
@@ -266,6 +292,7 @@ def phase(lab: Lab, index: int, traffic: Traffic) -> Phase:
     probe = probe_pairs(lab, traffic) if traffic.kind == "ecmp_probe" else []
     sources = {f.src for f in flows} | {p.src for p in probe}
     collective = traffic.kind in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+    played = algorithm(lab, traffic) if collective else traffic.algorithm
     return Phase(
         index=index,
         label=traffic.label,
@@ -279,11 +306,12 @@ def phase(lab: Lab, index: int, traffic: Traffic) -> Phase:
         pps=traffic.pps,
         gbps=traffic.gbps,
         message=traffic.message if collective else None,
-        algorithm=traffic.algorithm,
+        algorithm=played,
         burst=traffic.burst if traffic.kind == "micro_bursts" else None,
         period=traffic.period if traffic.kind == "micro_bursts" else None,
         ranks=ranks(lab, traffic) if collective else [],
         rails=rails(lab, ranks(lab, traffic)) if collective else [],
+        groups=groups(lab, ranks(lab, traffic)) if played == "hierarchical_ring" else [],
         iterations=traffic.iterations if collective else 1,
         probe=probe,
     )

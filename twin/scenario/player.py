@@ -14,9 +14,10 @@ from pathlib import Path
 
 from labs.backend import Played, Progress, quiet
 from labs.lifecycle import Managed
-from twin import outdir, safeio
+from twin import safeio
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab import outdir
+from twin.lab.directory import Lab
 from twin.scenario import model as scenarios
 from twin.scenario import observations, plan
 from twin.scenario.model import Scenario

@@ -15,6 +15,9 @@ Servers (`servers`, `src`, `dst` of a traffic phase):
     {..., first: 8}          the first eight of those (all of them when fewer)
     {..., except: SELECTOR}  those but the servers another selector names ({except: servers[13]}:
                              every server but the fourteenth)
+    {..., otherwise: SELECTOR}
+                             another selector's servers when this one selects none on the lab
+                             (an `index` past its servers, a rack the lab lacks)
 
 Where one server is wanted (`dst`, a backup's `src`), a selector of several takes the first
 not already an endpoint of the phase (`index` pins one), `any` a random one not already an
@@ -41,13 +44,17 @@ import re
 from typing import Any
 
 from twin.errors import InputError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 INDEXED = re.compile(r"^(servers|leaves|spines|superspines)\[(-?\d+)\]$")
 LINK = re.compile(r"^(uplink|server link)(?:\s+(\d+))?\s+of\s+(.+)$")
 BRACED = re.compile(r"^\{\s*(behind|rack|pair)\s+(\S+)\s*\}$")
 ROLES = {"servers": "server", "leaves": "leaf", "spines": "spine", "superspines": "superspine"}
-SELECTOR_KEYS = {"behind", "rack", "pair", "any", "index", "first", "except"}
+SELECTOR_KEYS = {"behind", "rack", "pair", "any", "index", "first", "except", "otherwise"}
+
+
+class SelectsNone(InputError):
+    """A well-formed selector that selects no server of this lab (`otherwise` falls back)."""
 
 
 class Selector:
@@ -61,6 +68,9 @@ class Selector:
 
     def fail(self, key: str, problem: str) -> InputError:
         return InputError(self.file, key, problem)
+
+    def none(self, key: str, problem: str) -> SelectsNone:
+        return SelectsNone(self.file, key, problem)
 
     def node(self, text: str, key: str, role: str | None = None) -> str:
         """A node by name or `ROLE[i]` (of `role` when given)."""
@@ -86,7 +96,7 @@ class Selector:
         if not isinstance(value, int) or isinstance(value, bool):
             raise self.fail(key, f"rack must be an index, not {value!r}")
         if not -len(groups) <= value < len(groups):
-            raise self.fail(key, f"rack {value}: lab {self.lab.name} has {len(groups)} racks")
+            raise self.none(key, f"rack {value}: lab {self.lab.name} has {len(groups)} racks")
         return [s for s in self.servers if self.lab.graph.nodes[s]["group"] == groups[value]]
 
     def _behind(self, value: Any, key: str, whole_pair: bool) -> list[str]:
@@ -114,6 +124,12 @@ class Selector:
                 return [text], None, None  # a name: the scenario's checks judge it
         if not isinstance(value, dict) or not set(value) <= SELECTOR_KEYS or not value:
             raise self.fail(key, f"a server selector has keys {sorted(SELECTOR_KEYS)}")
+        if "otherwise" in value:
+            own = {k: v for k, v in value.items() if k != "otherwise"}
+            try:
+                return self.candidates(own, key)
+            except SelectsNone:
+                return self.candidates(value["otherwise"], f"{key}.otherwise")
         chosen = list(self.servers)
         if "behind" in value:
             behind = set(self._behind(value["behind"], key, False))
@@ -128,7 +144,7 @@ class Selector:
             left_out = set(self.many(value["except"], f"{key}.except", set()))
             chosen = [s for s in chosen if s not in left_out]
         if not chosen:
-            raise self.fail(key, f"{value} selects no server of lab {self.lab.name}")
+            raise self.none(key, f"{value} selects no server of lab {self.lab.name}")
         index, many, first = value.get("index"), value.get("any"), value.get("first")
         for name, number in (("index", index), ("any", many), ("first", first)):
             if number is not None and (not isinstance(number, int) or isinstance(number, bool)):
@@ -138,7 +154,7 @@ class Selector:
                 raise self.fail(f"{key}.first", f"{first}: at least 1")
             chosen = chosen[:first]
         if index is not None and not -len(chosen) <= index < len(chosen):
-            raise self.fail(f"{key}.index", f"{index}: {value} selects {len(chosen)} servers")
+            raise self.none(f"{key}.index", f"{index}: {value} selects {len(chosen)} servers")
         if many is not None and not 1 <= many <= len(chosen):
             raise self.fail(f"{key}.any", f"{many}: {value} selects {len(chosen)} servers")
         return chosen, index, many

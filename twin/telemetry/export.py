@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from twin import safeio
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from twin.telemetry import qos_maps
 

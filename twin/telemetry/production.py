@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from labs.backend import COUNTER_FIELDS, Played
 from twin.errors import InputError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario import observations
 from twin.scenario.records import SCHEMA, Counters, RunRecord
 from twin.telemetry import qos_maps

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 PRIORITIES = range(8)
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from twin import safeio
 from twin.errors import InputError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.telemetry import counters_db, exporter, gnmi, qos_maps
 from twin.telemetry.counters_db import Dump
 

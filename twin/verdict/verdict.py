@@ -17,9 +17,9 @@ from typing import Any
 from twin import safeio
 from twin.errors import InputError, LabError
 from twin.intent.inputs import strict_yaml
-from twin.labdir import Lab, refuse_links
+from twin.lab.directory import Lab, refuse_links
+from twin.outputs import plots, report
 from twin.scenario.observations import Observations
-from twin.verdict import plots, report
 from validators import registry
 from validators.result import Result
 
@@ -115,20 +115,24 @@ def with_static(wanted: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def report_run(
-    run_dir: Path, static: bool = False, judged: dict[str, list[Result]] | None = None
+    run_dir: Path,
+    static: bool = False,
+    judged: dict[str, list[Result]] | None = None,
+    lab: Lab | None = None,
 ) -> tuple[int, list[Result]]:
     """Validate a run from its saved observations (and, with `static`, the lab's configs by
     every static validator; those `judged` already, by `judge_static` on the same lab, are
-    not run again) and write its reports into it."""
+    not run again) and write its reports into it; `lab`: the lab the run was played on, as
+    the command that played it opened it (else found from the run: `lab_of`)."""
     obs = Observations.open(run_dir)
     refuse_links(run_dir, ("",))
-    lab = lab_of(run_dir, obs)
+    lab = lab or lab_of(run_dir, obs)
     saved = run_dir / "scenario.yaml"
     wanted: dict[str, dict[str, Any]] = strict_yaml(saved).get("validate") or {}
     check_names(wanted, str(saved))
     results = evaluate(lab, obs, wanted, judged, static)
     title = f"{obs.run['scenario']} on {obs.run['lab']} ({obs.run['backend']})"
-    code = report.write(results, run_dir, title, str(obs.run["backend"]))
+    code = int(report.write(results, run_dir, title, str(obs.run["backend"]))["exit_code"])
     params = {name: registry.get(name).params(given or {}) for name, given in wanted.items()}
     images = plots.write(obs, run_dir, results, params, lab)
     if images:

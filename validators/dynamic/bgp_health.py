@@ -15,7 +15,7 @@ from __future__ import annotations
 from ipaddress import IPv4Network
 
 from twin.design.graph import short_paths
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Routes
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord

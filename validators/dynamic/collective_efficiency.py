@@ -23,7 +23,10 @@ links of a dual-homed one, the leaf of a single-homed rack) stalls the ring unti
 back, which is the fabric's shape (`servers.dual_homed`, `nics`), not its efficiency, and is
 `failover`'s to judge. Iterations run back to back from the phase's start, so each one's span
 is known; those that overlap such a cut are counted (`cut_off`) and named in the reason, and
-when every finished iteration did, the phase is not observable.
+when every finished iteration did, the phase is not observable. On a hybrid run (a live
+control plane, the simulator's data plane: `data_plane` in run.json) the iterations are the
+simulator's, which plays the scenario's times x `time_scale`: their spans are its times / that
+scale from the phase's start on the live run's clock, where its faults and other phases are.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import math
 import statistics
 
 from traffic.collectives import Collective, busbw
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict
@@ -94,35 +97,63 @@ def cut_off(
     return spans + [(t, end, server) for server, t in opened.items()]
 
 
-def shared_nics(lab: Lab, obs: Observations, label: str) -> list[tuple[float, float, float, str]]:
-    """(from, to, factor, phase) per other phase of the collective's traffic class with flows
-    that start or end at a rank: they share its NICs (and their queue) with the collective,
-    which no switch setting can prevent. A flow's demand is its receiver's NICs split among
-    that receiver's senders (an incast's fan-in), or its sender's among that sender's
-    receivers; a rank's share is the larger of its egress and ingress demand over its NICs'
-    bandwidth (the intent's `servers.nics` x `nic_speed`, every server alike), the phase's
-    the largest of its ranks', and the factor `1 / (1 - share)` the time an iteration beside
-    it may take over one without (infinite: the phase takes a rank's NICs whole)."""
+def class_weight(lab: Lab, klass: str) -> float:
+    """The share of a link the intent's DWRR gives `klass` when another class is backlogged
+    on it: the RoCE (lossless) queue `rdma_scheduler_weight` of 100, a lossy one the rest."""
+    weight = lab.fabric.qos.rdma_scheduler_weight
+    return (weight if klass == "roce" else 100 - weight) / 100
+
+
+Shares = dict[str, tuple[float, float]]
+"""Per rank, the (egress, ingress) fraction of its NICs another phase takes from a collective."""
+
+
+def shared_nics(lab: Lab, obs: Observations, label: str) -> list[tuple[float, float, str, Shares]]:
+    """(from, to, phase, shares) per other phase with flows that start or end at a rank of
+    the collective `label`: they share its NICs, which no switch setting can prevent. A flow's
+    demand is its receiver's NICs split among that receiver's senders (an incast's fan-in), or
+    its sender's among that sender's receivers; a rank's egress and ingress demand are summed
+    over its flows, as fractions of its NICs (the intent's `servers.nics` x `nic_speed`, every
+    server alike). A phase of the collective's class takes its demand (one queue); one of
+    another class at most what the intent's scheduler leaves the collective's class on a
+    busy link (`class_weight`): its share is the demand, capped at 1 - that weight."""
     mine = obs.phase(label)
     ranks = {f[end] for f in mine["flows"] for end in ("src", "dst")}
     found = []
     for p in obs.run["phases"]:
-        if p["label"] == label or p["class"] != mine["class"]:
+        if p["label"] == label:
             continue
+        cap = 1.0 if p["class"] == mine["class"] else 1 - class_weight(lab, mine["class"])
         into: dict[str, set[str]] = {}
         out_of: dict[str, set[str]] = {}
         for f in p["flows"]:
             into.setdefault(f["dst"], set()).add(f["src"])
             out_of.setdefault(f["src"], set()).add(f["dst"])
-        share = 0.0
+        shares: Shares = {}
         for rank in ranks & (set(into) | set(out_of)):
             egress = sum(1 / len(into[d]) for d in out_of.get(rank, ()))
             ingress = sum(1 / len(out_of[s]) for s in into.get(rank, ()))
-            share = max(share, egress, ingress)
-        if share:
-            factor = 1 / (1 - share) if share < 1 else math.inf
-            found.append((float(p["start"]), float(p["end"]), factor, p["label"]))
+            shares[rank] = (min(cap, egress), min(cap, ingress))
+        if shares:
+            found.append((float(p["start"]), float(p["end"]), p["label"], shares))
     return found
+
+
+def slowdown(shares: list[Shares]) -> float:
+    """The time an iteration beside phases taking these shares may take over one without:
+    1 / (1 - the largest share of a rank's NICs in one direction, the phases' summed);
+    infinite when they take a rank's NICs whole.
+
+    >>> slowdown([{"a": (0.25, 0.0)}, {"a": (0.25, 0.5), "b": (0.0, 0.5)}]), slowdown([])
+    (2.0, 1.0)
+    """
+    total: dict[tuple[str, int], float] = {}
+    for phase in shares:
+        for rank, pair in phase.items():
+            for way, share in enumerate(pair):
+                total[(rank, way)] = total.get((rank, way), 0.0) + share
+    most = max(total.values(), default=0.0)
+    return 1 / (1 - most) if most < 1 else math.inf
 
 
 def _spans(start: float, times: list[float | None]) -> list[tuple[float, float] | None]:
@@ -154,6 +185,8 @@ def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
         return [
             Result(NAME, "collectives", Status.NOT_OBSERVABLE, "no collective phase in the run")
         ]
+    hybrid = obs.run.get("data_plane")
+    scale = float(hybrid["time_scale"]) if hybrid else 1.0
     results = []
     for label, it in sorted(iterations.items()):
         phase = obs.phase(label)
@@ -170,20 +203,20 @@ def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
         ranks = {f[end] for f in phase["flows"] for end in ("src", "dst")}
         cuts = cut_off(lab, obs, ranks)
         beside = shared_nics(lab, obs, label)
-        spans = _spans(float(phase["start"]), it["times_s"])
+        spans = _spans(float(phase["start"]), [t and t / scale for t in it["times_s"]])
         times, judged, cut, shared = [], [], [], {}
         for t, span in zip(it["times_s"], spans, strict=True):
             hit = [s for lo, hi, s in cuts if span and lo < span[1] and span[0] < hi]
-            near = [(k, s) for lo, hi, k, s in beside if span and lo < span[1] and span[0] < hi]
-            factor = max((k for k, _ in near), default=1.0)
+            near = [(s, k) for lo, hi, s, k in beside if span and lo < span[1] and span[0] < hi]
+            factor = slowdown([k for _, k in near])
             if t is not None and (hit or math.isinf(factor)):
                 cut += [f"{s} had every link down" for s in hit] or [
-                    f"{s} took a rank's NICs whole" for k, s in near if math.isinf(k)
+                    f"{', '.join(s for s, _ in near)} took a rank's NICs whole"
                 ]
             elif t is not None:
                 times.append(t)
                 judged.append(t / factor)
-                shared.update({s: k for k, s in near})
+                shared.update({s: slowdown([k]) for s, k in near})
         left_out = ""
         if cut:
             who = ", ".join(sorted(set(cut)))
@@ -216,8 +249,8 @@ def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
         }
         factors = ", ".join(f"{s} {k:.2f}x" for s, k in sorted(shared.items()))
         over = (
-            f" ({beside_n} iteration{'s' * (beside_n > 1)} beside {factors}, which shares "
-            "the ranks' NICs, judged at their time / that factor)"
+            f" ({beside_n} iteration{'s' * (beside_n > 1)} beside {factors} on the "
+            "ranks' NICs, judged at their time / the slowdown of those beside each)"
             if beside_n
             else ""
         )

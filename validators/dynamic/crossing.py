@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from labs.failures import resolve
-from twin.labdir import Lab
-from twin.model.fib import Fib, Hops, Lpm
+from twin.lab.directory import Lab
+from twin.model.fib import Fib, Lookup
 from twin.model.wiring import Wiring, shared
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord, FlowRecord, PhaseRecord
@@ -73,12 +73,7 @@ class _Paths:
     def __init__(self, wiring: Wiring, fib: Fib) -> None:
         self.wiring, self.fib = wiring, fib
         self._seen: dict[tuple[str, str], tuple[set[Port], set[str]]] = {}
-        self._lpm: dict[str, Lpm] = {}  # a node's table, built once (not per lookup)
-
-    def _hops(self, node: str, address: int) -> Hops | None:
-        if node not in self._lpm:
-            self._lpm[node] = Lpm(self.fib.get(node, {}))
-        return self._lpm[node](address)
+        self._hops = Lookup(fib)
 
     def __call__(self, src: str, dst: str) -> tuple[set[Port], set[str]]:
         if (src, dst) not in self._seen:

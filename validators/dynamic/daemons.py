@@ -11,7 +11,7 @@ for a while: this one fails, naming the switch, the daemon and when.
 
 from __future__ import annotations
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from twin.scenario.records import Event, FaultRecord
 from validators.dynamic.failover import fault_began

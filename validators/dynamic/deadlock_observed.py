@@ -8,7 +8,7 @@ so routes the real control plane installed during failures are judged too.
 
 from __future__ import annotations
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from validators.dynamic.no_deadlock import snapshots
 from validators.registry import Params, dynamic

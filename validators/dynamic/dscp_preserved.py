@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from twin.scenario.records import FlowRecord
 from validators.registry import Params, dynamic

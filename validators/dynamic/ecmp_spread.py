@@ -36,7 +36,7 @@ import math
 from ipaddress import IPv4Network
 from typing import Any
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib
 from twin.scenario.observations import Observations
 from twin.scenario.records import PhaseRecord

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render.config_db import wred
 from twin.scenario.observations import Observations
 from validators.registry import Params, dynamic

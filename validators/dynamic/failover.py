@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labs.registry import how_to_observe
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord
 from validators.dynamic import crossing

@@ -25,10 +25,10 @@ from typing import cast
 
 from labs.backend import Fault, FaultKind
 from labs.failures import CHANGES_ROUTING, Failures, Network
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib, Hops
 from twin.model.routing import Routing
-from twin.model.wiring import Wiring
+from twin.model.wiring import shared
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord
 from validators.registry import Params, dynamic
@@ -94,7 +94,7 @@ def _models(lab: Lab, obs: Observations, labels: list[str]) -> dict[str, tuple[F
     """The model's FIB at each snapshot, and before the fault it follows: `start` before any
     fault, `fault<N>-...` after the first N faults (and before it, after N - 1), `end` after
     all of them."""
-    net = Network(lab, Failures(), Routing(Wiring(lab)))
+    net = Network(lab, Failures(), Routing(shared(lab)))
     after = [net]
     for record in sorted(obs.run.get("faults", []), key=lambda r: int(r["index"])):
         fault = _fault(record)

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections import Counter
 
 from twin.configs.qos import pfc_enabled, traffic_class
-from twin.labdir import Lab
-from twin.model.fib import Fib, lookup
-from twin.model.routing import Routing
+from twin.lab.directory import Lab
+from twin.model import routing
+from twin.model.fib import Lookup
 from twin.model.wiring import Wiring
 from twin.scenario.observations import Observations
 from twin.scenario.records import FlowRecord
@@ -40,16 +40,16 @@ Ingress = tuple[str, str]
 """A switch and the physical port a packet enters it by."""
 
 
-def ingresses(wiring: Wiring, fib: Fib, src: str, dst: str) -> set[Ingress]:
+def ingresses(wiring: Wiring, find: Lookup, src: str, dst: str) -> set[Ingress]:
     """Every switch port a packet from server `src` to server `dst` may enter (every ECMP
-    branch)."""
-    address = wiring.hosts[dst].address.ip
+    branch of the FIB `find` looks up)."""
+    address = int(wiring.hosts[dst].address.ip)
     seen: set[Ingress] = set()
     todo = [src]
     visited = {src}
     while todo:
         here = todo.pop()
-        for hop in lookup(fib[here], address) or ():
+        for hop in find(here, address) or ():
             far = wiring.far(here, hop.port)
             if far is None or far[0] not in wiring.routers:
                 continue
@@ -80,16 +80,16 @@ class _Paths:
     """Flows' paths in the FIB the lab's configs converge to, cached per server pair."""
 
     def __init__(self, lab: Lab, obs: Observations) -> None:
-        self.wiring = Wiring(lab)
+        converged = routing.shared(lab)
+        self.wiring = converged.w
         self.received = _received(obs)
-        servers = [h.address.ip for h in self.wiring.hosts.values()]
-        self.fib = Routing(self.wiring, servers).fib
+        self.find = Lookup(converged.fib)
         self._paths: dict[tuple[str, str], set[Ingress]] = {}
 
     def __call__(self, flow: FlowRecord) -> set[Ingress]:
         key = (flow["src"], flow["dst"])
         if key not in self._paths:
-            self._paths[key] = ingresses(self.wiring, self.fib, *key)
+            self._paths[key] = ingresses(self.wiring, self.find, *key)
         return self._paths[key]
 
 

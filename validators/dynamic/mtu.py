@@ -4,7 +4,7 @@ with that MTU (or the sending NIC when its own MTU is too small)."""
 
 from __future__ import annotations
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, Status, verdict

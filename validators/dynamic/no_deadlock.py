@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from twin.configs.buffer_graph import BufferGraph, Cycle
-from twin.labdir import Lab
-from twin.model.wiring import Wiring
+from twin.lab.directory import Lab
+from twin.model.wiring import Wiring, shared
 from twin.scenario.observations import Observations
 from twin.scenario.records import Event
 from validators.registry import Params, dynamic
@@ -53,7 +53,7 @@ def snapshots(lab: Lab, obs: Observations, limit: int) -> list[Snapshot]:
     fibs = [(label, obs.fib(label)) for label in obs.fib_labels()]
 
     def make() -> list[Snapshot]:
-        wiring, marks = Wiring(lab), dscps(lab)
+        wiring, marks = shared(lab), dscps(lab)
         made: dict[int, tuple[BufferGraph, list[Cycle]]] = {}
         out = []
         for label, fib in fibs:
@@ -80,7 +80,7 @@ def formed(lab: Lab, locks: list[Event]) -> list[list[Queue]]:
     """Each deadlock event's cycle as ingress queues (the wiring is read only if one formed)."""
     if not locks:
         return []
-    wiring = Wiring(lab)
+    wiring = shared(lab)
     return [[ingress(wiring, m) for m in e.get("cycle", [])] for e in locks]
 
 

@@ -28,7 +28,7 @@ from collections import defaultdict
 from typing import Any
 
 from twin.configs.qos import traffic_class
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from validators.dynamic.lossless_isolation import lossless_by_intent
 from validators.registry import Params, dynamic

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from twin.labdir import Lab
-from twin.model.wiring import Wiring
+from twin.lab.directory import Lab
+from twin.model.wiring import shared
 from twin.scenario.observations import Observations
 from twin.scenario.records import Event
 from validators.registry import Params, dynamic
@@ -50,7 +50,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
     storms = [f for f in obs.run.get("faults", []) if f["fault"] == "pfc-storm"]
     if not storms:
         return [Result(NAME, "storms", Status.NOT_OBSERVABLE, "no pfc-storm fault in the scenario")]
-    wiring = Wiring(lab)
+    wiring = shared(lab)
     rows: list[dict[str, Any]] = obs.extra("pfc") or []
     results = []
     for storm in storms:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin.errors import InputError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from twin.telemetry.compare import NAME, compare
 from validators.registry import Params, dynamic

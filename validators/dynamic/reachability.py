@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
 from validators.registry import Params, dynamic
 from validators.result import Finding, Result, verdict

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from twin.labdiff import differences, lab_configs, rendered_configs
-from twin.labdir import Lab
+from twin.lab.diff import differences, lab_configs, rendered_configs
+from twin.lab.directory import Lab
 from validators.registry import Params, static
 from validators.result import Figure, Result, Status
 

@@ -7,7 +7,7 @@ from itertools import combinations
 
 from twin.configs.buffer_graph import BufferGraph, Cycle
 from twin.configs.qos import host_dscps
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib, FibDelta, Link
 from twin.model.routing import Routing, shared
 from twin.model.wiring import links

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from twin.configs.qos import by_port, number, qos_map, switch_ports
 from twin.design.headroom import frame_bytes
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render.config_db import ConfigDb
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict

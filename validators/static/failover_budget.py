@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipaddress
 
 from twin.configs.frr_timers import neighbours
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render.config_db import ConfigDb
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict

@@ -9,7 +9,7 @@ from ipaddress import IPv4Address, IPv4Network
 from itertools import combinations
 
 from twin.design.graph import remote_subnets, uplink_width
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.fib import Fib, FibDelta, Link, Lpm
 from twin.model.routing import Routing, shared
 from twin.model.wiring import links

@@ -7,7 +7,7 @@ from collections import defaultdict
 
 from twin.configs.qos import by_port, number, qos_map, switch_ports
 from twin.design import headroom as formula
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render.config_db import ConfigDb
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict

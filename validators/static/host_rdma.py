@@ -8,12 +8,15 @@ speed), never from the host file under test. The DSCPs a server marks (RoCE, CNP
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
+from twin.configs.host import LINUX_MTU
+from twin.configs.host import mtu as host_mtu
 from twin.design.graph import ports_of
 from twin.intent.fabric import Fabric
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render.host_conf import ECT0
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict
@@ -126,9 +129,11 @@ def _host(lab: Lab, server: str) -> list[Finding]:
     found = []
     mtu = host.get("mtu")
     if _differs(mtu, fabric.mtu.host):
-        found.append(
-            Finding(server, f"MTU {mtu}; the intent's {fabric.mtu.host}", "", "host.json mtu")
-        )
+        shown = f"MTU {json.dumps(mtu)}" if "mtu" in host else "no MTU"
+        if mtu != host_mtu(host):
+            shown += f" (the NICs take Linux's {LINUX_MTU})"
+        message = f"{shown}; the intent's {fabric.mtu.host}"
+        found.append(Finding(server, message, "", "host.json mtu"))
     rdma = host.get("rdma")
     if not isinstance(rdma, dict):
         return [*found, Finding(server, "no RDMA settings (no RoCE)", "", "host.json rdma")]

@@ -1,7 +1,7 @@
 """`intent_values`: every CONFIG_DB field and frr.conf statement the intent fixes holds the
 intent's value.
 
-The intent is designed and rendered again (`twin.labdiff.rendered_configs`, as
+The intent is designed and rendered again (`twin.lab.diff.rendered_configs`, as
 `config_drift`): that is where each value comes from, never from the config under test. Per
 switch, every key of the judged tables that the intent renders must be there, and each of
 its fields must hold the intent's value, or be absent where SONiC's daemons then use that
@@ -22,8 +22,8 @@ from typing import Any
 
 from twin.configs.defaults import absent
 from twin.intent.fabric import Qos
-from twin.labdiff import ABSENT, rendered_configs
-from twin.labdir import Lab
+from twin.lab.diff import ABSENT, rendered_configs
+from twin.lab.directory import Lab
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict
 
@@ -71,7 +71,9 @@ HOST_JUDGED = ("address", "interfaces", "routes", "dscp_marking", "rdma.devices"
 """host.json keys judged here: what the design fixes of a server's wiring, addressing,
 routes and marking rules (its MTU and RDMA settings are `host_rdma`'s; the hostname is free;
 the bond and the NICs' speed the twin emulates)."""
-HOST_SKIPPED = {"speed"}
+HOST_SKIPPED = {"speed", "class"}
+"""Not judged: the NICs' speed (emulated) and a marking rule's `class`, a label: a rule marks
+by its ports and DSCP alone (the deploy's iptables rules)."""
 
 
 def _walk(want: Any, got: Any, path: str) -> Iterator[tuple[str, Any, Any]]:

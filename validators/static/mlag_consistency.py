@@ -7,7 +7,7 @@ from typing import Any
 
 from twin.configs.qos import number
 from twin.design.graph import ports_of
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.model.wiring import Wiring, shared
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict

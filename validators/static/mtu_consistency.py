@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from twin.configs.host import mtu as host_mtu
 from twin.configs.qos import number, switch_ports
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict
 
@@ -37,7 +38,7 @@ def mtu_consistency(lab: Lab, params: Params) -> list[Result]:
     spine2 Ethernet8 PORT: MTU 1500 < 9000 (largest server MTU + 0 B of headers)
     """
     hosts = {s: lab.host(s) for s in lab.nodes("server")}
-    need = max(int(h["mtu"]) for h in hosts.values()) + params["header_bytes"]
+    need = max(host_mtu(h) for h in hosts.values()) + params["header_bytes"]
     findings: list[Finding] = []
     smallest = 65535
     why = f"(largest server MTU + {params['header_bytes']} B of headers)"

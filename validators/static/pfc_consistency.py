@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from twin.configs.host import dscp as host_dscp
 from twin.configs.qos import Maps, cabled_queues, host_dscps, map_name, pfc_enabled
 from twin.intent.fabric import Qos
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict
 
@@ -65,27 +66,29 @@ def _hosts(lab: Lab, qos: Qos) -> list[Finding]:
         marks = []
         if isinstance(rdma, dict):
             marks += [
-                ("roce", rdma.get("dscp"), "rdma dscp"),
-                ("cnp", rdma.get("cnp_dscp"), "rdma"),
+                ("roce", host_dscp(rdma, "dscp"), "rdma dscp"),
+                ("cnp", host_dscp(rdma, "cnp_dscp"), "rdma"),
             ]
+        rules = host.get("dscp_marking")
         marks += [
-            (str(r.get("class")), r.get("dscp"), f"dscp_marking[{i}]")
-            for i, r in enumerate(host.get("dscp_marking", []))
+            (str(r.get("class")), host_dscp(r, "dscp"), f"dscp_marking[{i}]")
+            for i, r in enumerate(rules if isinstance(rules, list) else [])
+            if isinstance(r, dict)
         ]
-        for cls, dscp, where in marks:
+        for cls, value, where in marks:
             want = qos.classes.get(cls)
-            if want is None or (dscp is not None and int(dscp) == want.dscp):
+            if want is None or value == want.dscp:
                 continue
-            if dscp is None:
+            if value is None:
                 message = f"no DSCP for class {cls} (the NIC's default); the intent's {want.dscp}"
                 found.append(Finding(server, message, "", f"host.json {where}"))
                 continue
-            taken = owner.get(int(dscp))
+            taken = owner.get(value)
             whose = ""
             if taken is not None:
                 whose = f", class {taken}'s ({'lossless' if qos.lossless(taken) else 'lossy'})"
             message = (
-                f"marks class {cls} with DSCP {dscp}{whose}; "
+                f"marks class {cls} with DSCP {value}{whose}; "
                 f"the intent gives {cls} DSCP {want.dscp}"
             )
             found.append(Finding(server, message, "", f"host.json {where}"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from twin.configs.qos import number, port_qos, priorities, switch_ports
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict
 

@@ -13,7 +13,7 @@ import math
 
 from twin.configs.qos import cabled_queues
 from twin.intent.fabric import Qos
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.render.config_db import ConfigDb
 from validators.registry import Params, static
 from validators.result import Finding, Result, merged, verdict

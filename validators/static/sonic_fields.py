@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 import twin
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict
 

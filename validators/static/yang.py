@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.yang import check
 from validators.registry import Params, static
 from validators.result import Finding, Result, Status, verdict

@@ -32,6 +32,8 @@ Sim *sim_new(int n_nodes, int n_ports, int n_links, int n_flows, int n_profiles,
     s->nodes = calloc((size_t)n_nodes, sizeof(Node));
     s->ports = aligned_alloc(_Alignof(Port), (size_t)(n_ports ? n_ports : 1) * sizeof(Port)); /* see Port */
     memset(s->ports, 0, (size_t)n_ports * sizeof(Port));
+    s->port_dirty = malloc((size_t)(n_ports ? n_ports : 1));
+    memset(s->port_dirty, 1, (size_t)n_ports);
     s->flows = calloc((size_t)n_flows, sizeof(Flow));
     s->profiles = calloc((size_t)n_profiles, sizeof(Profile));
     s->link_ports = calloc((size_t)n_links * 2, sizeof(int32_t));
@@ -58,10 +60,10 @@ void sim_free(Sim *s) {
     free(s->profiles);
     free(s->link_ports);
     for (int i = 0; i < 3 * s->n_tables; i++) free(s->tables[i]); /* table 0 is the first */
-    if (s->n_tables) s->rt_start = s->rt_nh = s->rt_dest = NULL;
+    if (s->n_tables) s->rt_cell = s->rt_nh = s->rt_dest = NULL;
     free(s->tables);
     free(s->rates);
-    free(s->rt_start);
+    free(s->rt_cell);
     free(s->rt_nh);
     free(s->rt_dest);
     free(s->dep_start);
@@ -73,6 +75,7 @@ void sim_free(Sim *s) {
     free(s->dl_mark);
     free(s->dl_reported);
     free(s->sample_ports);
+    free(s->port_dirty);
     free(s->sample_last);
     free(s->changes);
     free(s->flow_samples);
@@ -158,34 +161,31 @@ void sim_set_link_ports(Sim *s, int link, int a, int b) {
     s->link_ports[2 * link + 1] = b;
 }
 
-/* copies of a route table: rt_start (n_nodes * n_dest + 1 entries into rt_nh: row node * n_dest
- * + dest[host]; dest NULL: a row per host) and each host's row, n_dest after the last host's */
-static void route_table(Sim *s, int n_dest, const int32_t *dest, const int32_t *rt_start, const int32_t *rt_nh,
+/* copies of a route table: rt_cell (n_nodes * n_dest cells, row node * n_dest + dest[host]: the
+ * next hops' offset into rt_nh << ROUTE_COUNT_BITS | their count) and each host's row, n_dest
+ * after the last host's */
+static void route_table(Sim *s, int n_dest, const int32_t *dest, const int32_t *rt_cell, const int32_t *rt_nh,
                         int n_nh, int32_t **out) {
-    int64_t rows = (int64_t)s->n_nodes * n_dest + 1;
-    out[0] = malloc((size_t)rows * sizeof(int32_t));
-    memcpy(out[0], rt_start, (size_t)rows * sizeof(int32_t));
+    int64_t cells = (int64_t)s->n_nodes * n_dest;
+    out[0] = malloc((size_t)(cells ? cells : 1) * sizeof(int32_t));
+    memcpy(out[0], rt_cell, (size_t)cells * sizeof(int32_t));
     out[1] = malloc((size_t)(n_nh ? n_nh : 1) * sizeof(int32_t));
     memcpy(out[1], rt_nh, (size_t)n_nh * sizeof(int32_t));
     out[2] = malloc((size_t)(s->n_hosts + 1) * sizeof(int32_t));
-    for (int h = 0; h < s->n_hosts; h++) out[2][h] = dest ? dest[h] : h;
+    for (int h = 0; h < s->n_hosts; h++) out[2][h] = dest[h];
     out[2][s->n_hosts] = n_dest;
 }
 
-/* the route table: hosts that every node routes alike share a row (dest: each host's) */
-void sim_set_routes_by(Sim *s, int n_dest, const int32_t *dest, const int32_t *rt_start, const int32_t *rt_nh,
+/* the route table: hosts that every node routes alike share a row (dest: each host's), each
+ * distinct list of next hops held once in rt_nh */
+void sim_set_routes_by(Sim *s, int n_dest, const int32_t *dest, const int32_t *rt_cell, const int32_t *rt_nh,
                        int n_nh) {
     int32_t *t[3];
-    route_table(s, n_dest, dest, rt_start, rt_nh, n_nh, t);
-    s->rt_start = t[0];
+    route_table(s, n_dest, dest, rt_cell, rt_nh, n_nh, t);
+    s->rt_cell = t[0];
     s->rt_nh = t[1];
     s->rt_dest = t[2];
     s->rt_n_dest = n_dest;
-}
-
-/* rt_start has n_nodes * n_hosts + 1 entries into rt_nh */
-void sim_set_routes(Sim *s, const int32_t *rt_start, const int32_t *rt_nh, int n_nh) {
-    sim_set_routes_by(s, s->n_hosts, NULL, rt_start, rt_nh, n_nh);
 }
 
 static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
@@ -294,23 +294,18 @@ void sim_set_dcqcn(Sim *s, int i, const double *v) {
 }
 
 /* a route table (as sim_set_routes_by takes it, after it) that replaces the current one at time t */
-void sim_add_routes_by(Sim *s, double t, int n_dest, const int32_t *dest, const int32_t *rt_start,
+void sim_add_routes_by(Sim *s, double t, int n_dest, const int32_t *dest, const int32_t *rt_cell,
                        const int32_t *rt_nh, int n_nh) {
     if (s->n_tables == 0) { /* keep the first table with the others, to free them all */
         s->tables = malloc(3 * sizeof(int32_t *));
-        s->tables[0] = s->rt_start;
+        s->tables[0] = s->rt_cell;
         s->tables[1] = s->rt_nh;
         s->tables[2] = s->rt_dest;
         s->n_tables = 1;
     }
     s->tables = realloc(s->tables, (size_t)(3 * s->n_tables + 3) * sizeof(int32_t *));
-    route_table(s, n_dest, dest, rt_start, rt_nh, n_nh, s->tables + 3 * s->n_tables);
+    route_table(s, n_dest, dest, rt_cell, rt_nh, n_nh, s->tables + 3 * s->n_tables);
     ev_push(s, ps(t), EV_ROUTES, s->n_tables++, 0, 0);
-}
-
-/* a route table (as sim_set_routes takes it) that replaces the current one at time t */
-void sim_add_routes(Sim *s, double t, const int32_t *rt_start, const int32_t *rt_nh, int n_nh) {
-    sim_add_routes_by(s, t, s->n_hosts, NULL, rt_start, rt_nh, n_nh);
 }
 
 /* both ends of a link run at `speed` b/s from time t */

@@ -54,21 +54,30 @@ void on_sample(Sim *s) {
         s->samples_cap = s->samples_cap ? s->samples_cap * 2 : 1024;
         s->flow_samples = realloc(s->flow_samples, (size_t)(s->samples_cap * flows) * sizeof(int64_t));
     }
-    int64_t column = 0;
-    for (int i = 0; i < s->n_sample_ports; i++) {
+    for (int i = 0; i < s->n_sample_ports; i++) { /* a port untouched since: as its last sample */
+        if (!s->port_dirty[s->sample_ports[i]]) continue;
         const Port *P = &s->ports[s->sample_ports[i]];
+        int64_t column = (int64_t)i * 2 * NPRIO;
         for (int q = 0; q < NPRIO; q++) sample_column(s, column++, P->q[q].bytes);
         for (int pg = 0; pg < NPRIO; pg++)
             sample_column(s, column++, P->pg[pg].res + P->pg[pg].shared + P->pg[pg].hdrm);
     }
+    for (int i = 0; i < s->n_sample_ports; i++) s->port_dirty[s->sample_ports[i]] = 0;
     for (int f = 0; f < flows; f++) s->flow_samples[s->n_samples * flows + f] = s->flows[f].delivered;
     s->n_samples++;
     if (s->max_samples && s->n_samples == 2 * s->max_samples + 1) halve_samples(s, width, flows);
     ev_push(s, s->now + s->sample_interval, EV_SAMPLE, 0, 0, 0);
 }
 
+/* a storm, or (quanta < 0) a port's transmitter disabled from start to end: it starts no
+ * frame meanwhile, sends and counts no pause frame */
 void on_storm(Sim *s, int storm) {
     const Storm *S = &s->storms[storm];
+    if (S->quanta < 0) {
+        s->ports[S->port].tx_off_until = S->end;
+        ev_push(s, S->end, EV_KICK, S->port, 0, 0);
+        return;
+    }
     if (s->now >= S->end) {
         sim_log(s, LOG_STORM_END, storm, S->port, 0);
         return;

@@ -17,20 +17,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t crc_table[256];
+static uint32_t crc_table[8][256]; /* slicing by 8: table k is the CRC of a byte followed by k zeros */
 
 static void crc_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
         for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0xEDB88320u : c >> 1;
-        crc_table[i] = c;
+        crc_table[0][i] = c;
     }
+    for (int k = 1; k < 8; k++)
+        for (int i = 0; i < 256; i++)
+            crc_table[k][i] = (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xFF];
 }
 
-/* zlib's crc32(data, start) */
+/* zlib's crc32(data, start), eight bytes a round */
 static uint32_t crc32(const char *data, size_t n, uint32_t start) {
+    const uint8_t *d = (const uint8_t *)data;
     uint32_t c = start ^ 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) c = crc_table[(c ^ (uint8_t)data[i]) & 0xFF] ^ (c >> 8);
+    for (; n >= 8; n -= 8, d += 8) {
+        uint32_t lo = c ^ ((uint32_t)d[0] | (uint32_t)d[1] << 8 | (uint32_t)d[2] << 16 | (uint32_t)d[3] << 24);
+        uint32_t hi = (uint32_t)d[4] | (uint32_t)d[5] << 8 | (uint32_t)d[6] << 16 | (uint32_t)d[7] << 24;
+        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF] ^
+            crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
+            crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
+    }
+    for (; n > 0; n--, d++) c = crc_table[0][(c ^ *d) & 0xFF] ^ (c >> 8);
     return c ^ 0xFFFFFFFFu;
 }
 
@@ -59,13 +70,13 @@ static char *put_str(char *p, const char *text, int len) {
     return p + len;
 }
 
-/* the ECMP key of rank r's QP q in step k of the current iteration: the CRC-32 of its 5-tuple
- * (labs.sim.build.CoreFlows.keys), the UDP source port from its row name
- * p<phase>.i<iteration>.s<step>.<src>><dst>.<qp> */
-static uint32_t step_key(const Coll *C, int r, int q, int k) {
+/* the ECMP keys of rank r's QPs in step k of the current iteration (keys: qps of them): the
+ * CRC-32 of each one's 5-tuple (labs.sim.build.CoreFlows.keys), the UDP source port from its row
+ * name p<phase>.i<iteration>.s<step>.<src>><dst>.<qp>, whose CRC is taken once up to the QP */
+static void step_keys(const Coll *C, int r, int k, uint32_t *keys) {
     int la, lb;
     const char *a = rank_name(C, r, &la), *b = rank_name(C, (r + 1) % C->n, &lb);
-    char *name = malloc((size_t)(la + lb) + 64), *p = name;
+    char name[la + lb + 48], *p = name;
     *p++ = 'p';
     p = put_int(p, C->phase);
     p = put_str(p, ".i", 2);
@@ -77,13 +88,14 @@ static uint32_t step_key(const Coll *C, int r, int q, int k) {
     *p++ = '>';
     p = put_str(p, b, lb);
     *p++ = '.';
-    p = put_int(p, q);
-    uint32_t sport = 0xC000u | (crc32(name, (size_t)(p - name), 0) & 0x3FFFu);
-    free(name);
-    char tail[16];
-    p = put_int(tail, (int)sport); /* 49152-65535: five digits */
-    p = put_str(p, "|4791|17", 8);
-    return crc32(tail, (size_t)(p - tail), C->prefix[r]);
+    uint32_t pair = crc32(name, (size_t)(p - name), 0);
+    for (int q = 0; q < C->qps; q++) {
+        char digits[12], tail[16];
+        uint32_t sport = 0xC000u | (crc32(digits, (size_t)(put_int(digits, q) - digits), pair) & 0x3FFFu);
+        char *t = put_int(tail, (int)sport); /* 49152-65535: five digits */
+        t = put_str(t, "|4791|17", 8);
+        keys[q] = crc32(tail, (size_t)(t - tail), C->prefix[r]);
+    }
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -111,11 +123,13 @@ static void start_step(Sim *s, Coll *C, int r, int k) {
     C->started[r] = k + 1;
     C->left[r] = C->qps;
     int n_ports = C->port_start[r + 1] - C->port_start[r];
+    uint32_t keys[C->qps];
+    step_keys(C, r, k, keys);
     for (int q = 0; q < C->qps; q++) {
         int f = C->first + r * C->qps + q;
         Flow *F = &s->flows[f];
         fold(&C->acc[f - C->first], F);
-        uint32_t key = step_key(C, r, q, k);
+        uint32_t key = keys[q];
         F->size = chunk / C->qps + (q < chunk % C->qps);
         F->start = C->start;
         F->dep_delay = 0;
@@ -176,7 +190,7 @@ void on_coll(Sim *s, int c) {
 int sim_add_collective(Sim *s, int first, int n, int qps, int n_steps, int iterations, int phase, double start,
                        double rate, const int64_t *chunk, const uint32_t *prefix, const char *names,
                        const int32_t *name_start, const int32_t *port_start, const int32_t *ports) {
-    if (!crc_table[1]) crc_init();
+    if (!crc_table[0][1]) crc_init();
     s->colls = realloc(s->colls, (size_t)(s->n_colls + 1) * sizeof(Coll));
     Coll *C = &s->colls[s->n_colls];
     memset(C, 0, sizeof *C);

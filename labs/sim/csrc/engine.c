@@ -65,6 +65,7 @@ void pkt_free(Sim *s, int pk) {
 
 void q_push(Sim *s, Port *P, int qi, int pk) {
     Queue *q = &P->q[qi];
+    s->port_dirty[P - s->ports] = 1;
     P->nonempty |= (uint8_t)(1u << qi);
     s->pkts[pk].next = -1;
     if (q->count == 0) q->last_deq = s->now; /* a stall is timed from the first wait */
@@ -82,6 +83,7 @@ void q_push(Sim *s, Port *P, int qi, int pk) {
 int q_pop(Sim *s, Port *P, int qi) {
     Queue *q = &P->q[qi];
     int pk = q->head;
+    s->port_dirty[P - s->ports] = 1;
     q->head = s->pkts[pk].next;
     if (q->head >= 0) q->head_prio = s->pkts[q->head].prio;
     if (q->head < 0) {
@@ -178,7 +180,8 @@ void try_send(Sim *s, int port) {
         }
         return;
     }
-    int pk = s->nodes[P->node].is_switch ? switch_dequeue(s, port) : nic_dequeue(s, port);
+    int sw = s->nodes[P->node].is_switch;
+    int pk = sw ? switch_dequeue(s, port) : nic_dequeue(s, port);
     if (pk < 0) return;
     Pkt *K = &s->pkts[pk];
     ps_t ser = to_ps((K->size + s->gap_bytes) * P->ps_per_byte);
@@ -186,7 +189,7 @@ void try_send(Sim *s, int port) {
     P->tx[K->prio].bytes += K->size;
     P->tx[K->prio].pkts++;
     ev_push(s, s->now + ser + P->prop, EV_ARRIVE, P->peer, pk, 0);
-    if (!P->wake && (P->nonempty || P->n_active > 0)) {
+    if (!P->wake && (P->nonempty || (!sw && P->n_active > 0))) { /* a switch's n_active: 0, not read */
         P->wake = 1;
         ev_push(s, P->busy_until, EV_TX_DONE, port, 0, 0);
     }
@@ -323,7 +326,7 @@ int sim_step_all(Sim *s, ps_t until) {
             on_check(s);
             break;
         case EV_ROUTES:
-            s->rt_start = s->tables[3 * e.a];
+            s->rt_cell = s->tables[3 * e.a];
             s->rt_nh = s->tables[3 * e.a + 1];
             s->rt_dest = s->tables[3 * e.a + 2];
             s->rt_n_dest = s->rt_dest[s->n_hosts];

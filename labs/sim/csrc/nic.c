@@ -137,7 +137,12 @@ static int nic_make_packet(Sim *s, int f) {
     F->sent += size;
     Run *R = flow_run(s, F);
     double rate = F->dcqcn ? R->rc : R->line;
-    R->next_time = s->now + to_ps((K->size + s->gap_bytes) * 8e12 / rate); /* paced on the wire */
+    /* paced on the wire, from when the frame was due: a frame that waited less than one gap
+     * for the port (behind another flow's frame) does not push the flow's later frames back
+     * (counted from when it left, a flow sharing a NIC with a slightly slower one locked to
+     * the slower one's rate); one that waited longer (paused) restarts the pacing from now */
+    ps_t gap = to_ps((K->size + s->gap_bytes) * 8e12 / rate);
+    R->next_time = (s->now - R->next_time < gap ? R->next_time : s->now) + gap;
     if (F->dcqcn) {
         const Dcqcn *d = flow_rp(s, F);
         if ((R->b_bytes += size) >= d->byte_counter) {

@@ -143,7 +143,8 @@ typedef struct {
     double ps_per_byte;
     ps_t prop, busy_until;
     ps_t loss_until; /* a loss fault on frames arriving here ends (0: none) */
-    /* egress side: pauses received from the peer */
+    /* egress side: the transmitter disabled (a TxOff fault) and pauses received from the peer */
+    ps_t tx_off_until;
     ps_t pause_until[NPRIO];
     Queue q[NPRIO];
     /* ingress side: PG accounting */
@@ -273,6 +274,8 @@ typedef struct {
     int32_t kind, a, b, c;
 } LogEntry;
 
+#define ROUTE_COUNT_BITS 10 /* a route cell: offset into rt_nh << ROUTE_COUNT_BITS | count (labs.sim.routing) */
+
 #define COLL_FIELDS 11 /* what sim_collective_stats writes per slot */
 
 typedef struct { /* a collective's slot: the sums of the steps it ran (sim_collective_stats) */
@@ -307,14 +310,14 @@ typedef struct {
     int32_t n_rel;
     Profile *profiles;
     int32_t *link_ports; /* 2 per link */
-    int32_t *rt_start, *rt_nh; /* CSR: node * rt_n_dest + rt_dest[host] -> next-hop ports */
+    int32_t *rt_cell, *rt_nh; /* node * rt_n_dest + rt_dest[host] -> its next-hop ports in rt_nh (route_next_hops) */
     int32_t *rt_dest, rt_n_dest; /* per host its row: hosts every node routes alike share one */
     int32_t ports_down;
     int32_t *dep_start, *dependents; /* CSR: flow -> flows waiting for it */
     int64_t deps_left;               /* dependents sim_set_flows has still to fill in */
     Storm *storms;
     int32_t n_tables, n_rates;
-    int32_t **tables; /* timed route tables: 3 per table (rt_start, rt_nh, rt_dest) */
+    int32_t **tables; /* timed route tables: 3 per table (rt_cell, rt_nh, rt_dest) */
     double *rates;    /* timed link speeds */
     Dcqcn *dcqs; /* DCQCN sets: a NIC uses its node's (Node.dcq) */
     int32_t n_dcqs;
@@ -339,6 +342,7 @@ typedef struct {
     /* sampling */
     ps_t sample_interval;
     int32_t *sample_ports, n_sample_ports;
+    uint8_t *port_dirty; /* per port: its queue or PG bytes may have changed since the last sample */
     uint8_t flow_series;
     /* queue and PG bytes (< 2 GB) of the sampled ports, n_sample_ports*16 columns, kept as
      * changes: (sample, column, value) whenever a column differs from its previous sample */
@@ -440,7 +444,7 @@ static inline const Dcqcn *flow_np(const Sim *s, const Flow *F) { return &s->dcq
 static inline Run *flow_run(const Sim *s, const Flow *F) { return &s->runs[F->run]; }
 
 static inline int port_paused(const Sim *s, const Port *p, int prio) {
-    return p->pause_until[prio] > s->now && p->wd_state[prio] != WD_FORWARD;
+    return p->tx_off_until > s->now || (p->pause_until[prio] > s->now && p->wd_state[prio] != WD_FORWARD);
 }
 
 /* a queue holding packets whose head's priority is not paused */

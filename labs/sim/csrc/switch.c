@@ -87,6 +87,7 @@ void release_pkt(Sim *s, int pk) {
     Port *I = &s->ports[K->in_port];
     int pg = K->pg;
     int64_t left = buffer_bytes(&s->profiles[I->profile], K->size);
+    s->port_dirty[K->in_port] = 1;
     int64_t h = I->pg[pg].hdrm < left ? I->pg[pg].hdrm : left;
     I->pg[pg].hdrm -= h;
     left -= h;
@@ -119,12 +120,15 @@ static void pfc_apply(Sim *s, int port, int prio, int quanta) {
 
 /* A frame arrives (and is counted): an XON resumes at once; a pause acts once the MAC has
  * processed it, its profile's response time later (IEEE 802.3 Annex 31B.3.7 bounds the time
- * to stop, not to resume), unless an XON arrives meanwhile */
+ * to stop, not to resume), unless an XON arrives meanwhile. A switch port acts only on the
+ * priorities its pfc_enable lists (its profile's lossless ones; SONiC PORT_QOS_MAP, SAI
+ * PRIORITY_FLOW_CONTROL): a frame naming another is counted and ignored. NICs act on all. */
 void on_pfc(Sim *s, int port, int prio, int quanta) {
     Port *P = &s->ports[port];
     if (!P->up) return;
     P->pfc_rx[prio]++;
     P->last_pfc_rx[prio] = s->now;
+    if (s->nodes[P->node].is_switch && !s->profiles[P->profile].lossless[prio]) return;
     ps_t resp = s->profiles[P->profile].pfc_resp;
     if (quanta > 0 && resp > 0) {
         ev_push(s, s->now + resp, EV_PFC_APPLY, port, prio | (P->pfc_gen[prio] & PFC_GEN_MASK) << 3, quanta);
@@ -145,7 +149,8 @@ void on_pfc_apply(Sim *s, int port, int packed, int quanta) {
 static int route(Sim *s, const Node *n, const Pkt *k) {
     int32_t h = s->nodes[k->dst].host_idx;
     int64_t row = (int64_t)(n - s->nodes) * s->rt_n_dest + s->rt_dest[h];
-    int lo = s->rt_start[row], cnt = s->rt_start[row + 1] - lo;
+    uint32_t cell = (uint32_t)s->rt_cell[row];
+    int lo = (int)(cell >> ROUTE_COUNT_BITS), cnt = (int)(cell & ((1u << ROUTE_COUNT_BITS) - 1));
     if (cnt == 0) return -1;
     int up = cnt;
     if (s->ports_down > 0) { /* ECMP over the members that are up */
@@ -217,6 +222,7 @@ void switch_receive(Sim *s, int port, int pk) {
     int64_t rest = size - res;
     int late = lossless && !P->pg_paused[pg] && P->pg[pg].hdrm == 0 && P->pg[pg].shared >= thr &&
                N->pool_used + rest <= N->pool;
+    s->port_dirty[port] = 1;
     if (rest == 0 || P->pg[pg].shared + rest <= thr || late) {
         P->pg[pg].res += res;
         P->pg[pg].shared += rest;

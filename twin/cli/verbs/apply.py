@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from twin import incident
+from twin.change import incident
 from twin.cli.output import add_json, emit
 
 HELP = "apply a change file (config and intent edits) to a copy of a lab: a new lab"

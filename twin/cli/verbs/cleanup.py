@@ -13,7 +13,7 @@ import argparse
 
 from labs import lifecycle, registry
 from twin.cli.output import add_json, emit
-from twin.labdir import lab_target
+from twin.lab.directory import lab_target
 
 HELP = "remove leftovers of crashed runs (by lab name or lab directory; without one, all leftovers)"
 

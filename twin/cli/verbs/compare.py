@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from twin import outdir
 from twin.cli.output import add_json, add_table, emit, results_table
-from twin.verdict import report
+from twin.lab import outdir
+from twin.outputs import report
 
 HELP = "compare a run with production telemetry (twin import): pauses, ECN marks, drops"
 
@@ -41,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     outdir.check(out)
     twin_run = Observations.open(args.run_dir)
     results = compare(twin_run, production_run(str(args.production)), args.threshold, args.rank)
-    code = report.write(results, out, f"twin compare {args.run_dir.name} {args.production.name}")
+    written = report.write(results, out, f"twin compare {args.run_dir.name} {args.production.name}")
     text = f"{results_table(args, results)}\n\n{report.counts(results)}; reports in {out}"
-    emit(args, json.loads((out / "report.json").read_text()), text)
-    return code
+    emit(args, written, text)
+    return int(written["exit_code"])

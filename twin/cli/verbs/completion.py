@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from twin import safeio
 from twin.errors import TwinError
 
 HELP = "print a shell completion script (bash, zsh, fish)"
@@ -24,6 +25,8 @@ HELP = "print a shell completion script (bash, zsh, fish)"
 NAMED = {"exec": "--names", "fault": "--links"}
 """The verbs whose words after the lab directory are names: of nodes and roles (exec), of
 nodes and links (fault)."""
+# the largest design.json read: twin.intent.inputs.LAB_FILE_BYTES, not imported (pydantic)
+DESIGN_BYTES = 64 << 20
 ROLE_WORDS = ("leaves", "spines", "superspines", "servers", "switches", "all")
 
 
@@ -45,8 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def names(lab: Path, links: bool) -> list[str]:
     """A lab's node names, then the role words `twin exec` takes or (`links`) each link as
     NODE:PORT and NODE:PEER from both ends; nothing when `lab` holds no readable design."""
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        graph = json.loads((lab / "design.json").read_text())["graph"]
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError, TwinError):
+        graph = json.loads(safeio.read(lab / "design.json", DESIGN_BYTES) or b"")["graph"]
         nodes = [str(n["id"]) for n in graph["nodes"]]
         if not links:
             return [*nodes, *ROLE_WORDS]

@@ -17,7 +17,7 @@ from labs.backend import Deployed
 from twin.cli.options import add_backend, backend
 from twin.cli.output import add_json, emit
 from twin.cli.serve import add_metrics, metrics, until_gone
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 HELP = "start a live twin of a lab directory (default backend netns: namespaces, veths, FRR)"
 log = logging.getLogger(__name__)

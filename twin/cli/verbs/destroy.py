@@ -7,7 +7,7 @@ from pathlib import Path
 
 from twin.cli.options import add_backend, backend
 from twin.cli.output import add_json, emit
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 HELP = "remove a lab's running twin and everything it created"
 

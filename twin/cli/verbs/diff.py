@@ -1,6 +1,6 @@
 """`twin diff BASE CANDIDATE [SCENARIO]`: what a change alters in the configs and the static
 verdicts it flips; with a scenario, the scenario played on both labs (`--backend`, default
-sim) and the dynamic verdicts and figures that moved (`twin.review`, docs/review.md)."""
+sim) and the dynamic verdicts and figures that moved (`twin.change.review`, docs/review.md)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,19 @@ import tempfile
 from pathlib import Path
 
 from labs import registry as backends
-from twin import outdir, review, safeio
+from twin import safeio
+from twin.change import review
 from twin.cli.options import add_reports
 from twin.cli.output import add_json, emit
 from twin.cli.verbs.deploy import progress
 from twin.cli.verbs.validate import add_selection, selection
-from twin.labdiff import differences, lab_configs
-from twin.labdir import Lab
+from twin.lab import outdir
+from twin.lab.diff import differences, lab_configs
+from twin.lab.directory import Lab
+from twin.outputs import report
 from twin.scenario import model as scenarios
 from twin.scenario import player
-from twin.verdict import report, verdict
+from twin.verdict import verdict
 from validators import registry
 from validators.result import Result
 

@@ -1,5 +1,5 @@
 """`twin drill LAB [SCENARIO] --faults SET`: the scenario played once per fault of a fault set,
-and the faults ranked worst first (twin.drill, docs/drills.md)."""
+and the faults ranked worst first (twin.drill.cases, docs/drills.md)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,17 @@ from typing import TYPE_CHECKING
 
 from labs import lifecycle, registry
 from labs.backend import Progress
-from twin import drill, drillrun, outdir, safeio
+from twin import safeio
 from twin.cli import output
 from twin.cli.options import add_reports
 from twin.cli.verbs.deploy import progress
-from twin.drillreport import Drill, summary
+from twin.drill import cases as drill
+from twin.drill import run as drillrun
+from twin.drill.report import Drill, summary
 from twin.errors import InputError
 from twin.intent.inputs import strict_yaml
-from twin.labdir import Lab
+from twin.lab import outdir
+from twin.lab.directory import Lab
 from twin.scenario import model as scenarios
 
 if TYPE_CHECKING:
@@ -154,7 +157,7 @@ the baseline 0000)."""
 
 def _security(args: argparse.Namespace) -> Security:
     """The TLS of `--scheduler` (one line when it is not TLS or lacks its credentials)."""
-    from twin import drillcluster
+    from twin.drill import cluster as drillcluster
 
     return drillcluster.external(args.scheduler, args.tls_ca, args.tls_cert, args.tls_key)
 

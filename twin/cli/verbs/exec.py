@@ -14,7 +14,7 @@ from pathlib import Path
 
 from twin.cli.options import add_backend, running
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 HELP = "run a command in nodes (vtysh on a switch reaches its FRR): a name, role or pattern"
 ROLES = {

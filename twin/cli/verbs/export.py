@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from twin import outdir
+from twin.lab import outdir
 
 HELP = "export a run's counters as each switch's COUNTERS_DB dumps (sonic-db-dump -y)"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from labs.backend import Fault
 from twin.cli.options import add_backend, running
 from twin.intent.inputs import parse_model
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 from twin.scenario import model as scenarios
 
 LIMIT_S = 15.0  # watch at most this long after the fault

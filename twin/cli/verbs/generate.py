@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from twin import labdir
 from twin.cli.output import add_json, emit
 from twin.design.graph import figures
 from twin.intent import fabric as intent
+from twin.lab import directory as labdir
 
 HELP = "design a fabric and write its lab directory"
 

@@ -8,9 +8,9 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from twin import topology
 from twin.errors import LabError
-from twin.labdir import Lab
+from twin.lab.directory import Lab
+from twin.outputs import graph as topology
 from twin.scenario.observations import Observations
 
 HELP = "draw a lab's topology (dot, mermaid, SVG, PNG), optionally with a run's utilisation"

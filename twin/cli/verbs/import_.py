@@ -6,9 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
-from twin import labcheck, outdir
 from twin.cli.output import add_json, emit
-from twin.labdir import Lab
+from twin.lab import check as labcheck
+from twin.lab import outdir
+from twin.lab.directory import Lab
 
 HELP = "import production telemetry (COUNTERS_DB dumps, techsupport, gNMI, Prometheus) as a run"
 

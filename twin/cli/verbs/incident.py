@@ -14,8 +14,10 @@ import argparse
 import json
 from pathlib import Path
 
-from twin import incident, outdir, safeio
+from twin import safeio
+from twin.change import incident
 from twin.cli.output import add_json, emit
+from twin.lab import outdir
 
 REPRODUCE = "reproduce.yaml"
 """The scenario with production_agreement added, in OUT."""

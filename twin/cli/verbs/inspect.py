@@ -12,7 +12,8 @@ import yaml
 
 from twin.cli.options import add_backend, running
 from twin.cli.text import table
-from twin.labdir import Lab
+from twin.intent.inputs import LAB_FILE_BYTES, read_text
+from twin.lab.directory import Lab
 
 HELP = "show a running twin: nodes and addresses, BGP sessions, links and their state"
 
@@ -74,7 +75,7 @@ def addresses(lab: Lab) -> dict[str, str]:
 def images(lab: Lab) -> dict[str, str]:
     """Each node's container image, from the containerlab topology the lab was deployed with
     (a node's own, else its kind's)."""
-    topo = yaml.safe_load((lab.path / "topology.clab.yml").read_text())["topology"]
+    topo = yaml.safe_load(read_text(lab.path / "topology.clab.yml", LAB_FILE_BYTES))["topology"]
     kinds = topo.get("kinds", {})
     return {
         name: str(node.get("image") or kinds.get(node.get("kind"), {}).get("image", ""))

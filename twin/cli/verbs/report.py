@@ -9,7 +9,8 @@ from pathlib import Path
 
 from twin.cli.output import add_json, emit
 from twin.cli.serve import add_flavour, epoch
-from twin.verdict import report, verdict
+from twin.outputs import report
+from twin.verdict import verdict
 
 HELP = "rebuild the reports (JSON, JUnit, Markdown, plots) of a run from its observations"
 
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     code, results = verdict.report_run(args.run_dir, static=not args.no_static)
     summary = f"{report.counts(results)}; reports in {args.run_dir}"
     if args.openmetrics:
-        from twin import metrics
+        from twin.outputs import metrics
         from twin.scenario.observations import Observations
 
         obs = Observations.open(args.run_dir)

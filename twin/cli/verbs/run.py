@@ -23,17 +23,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labs import lifecycle, registry
-from twin import labdir, outdir, safeio
+from twin import safeio
 from twin.cli.options import add_backend, add_reports, backend
 from twin.cli.output import add_json, add_table, results_table
 from twin.cli.serve import add_metrics, metrics
 from twin.cli.verbs.deploy import progress
 from twin.intent import fabric as intent
-from twin.labdir import Lab
+from twin.lab import directory as labdir
+from twin.lab import outdir
+from twin.lab.directory import Lab
+from twin.outputs import report
 from twin.scenario import hybrid
 from twin.scenario import model as scenarios
 from twin.scenario import player as runs
-from twin.verdict import report, verdict
+from twin.verdict import verdict
 
 if TYPE_CHECKING:
     from validators.result import Result
@@ -120,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     lab_dir: Path = args.lab or Path("twin-reference")
     if args.lab is None:
         _reference(lab_dir)
-    lab = Lab.open(lab_dir)
+    lab = Lab.open(lab_dir)  # opened and checked (`scenarios.load`) once, handed down
     chosen = backend(args, lab)
     # the simulator and the fake send no frames: no frame rate bounds what they play
     scenario = scenarios.load(args.scenario, lab, frames=not chosen.computed)
@@ -128,7 +131,6 @@ def run(args: argparse.Namespace) -> int:
         outdir.check(args.out)
     if args.junit:
         outdir.check_file(args.junit, "--junit")
-    chosen = backend(args, lab)
     with chosen.locked(lab.name, lab.path, "run"):
         return _run(args, lab, scenario, chosen)
 
@@ -208,7 +210,7 @@ def _verdict(
     """The data plane on the simulator where asked, then the verdict and its reports."""
     if with_data_plane(args, chosen):
         hybrid.add_data_plane(run_dir, lab, scenario, registry.get("sim"), progress)
-    code, results = verdict.report_run(run_dir, static=not args.no_static, judged=judged)
+    code, results = verdict.report_run(run_dir, not args.no_static, judged, lab)
     if args.junit:
         safeio.write(args.junit, (run_dir / "junit.xml").read_bytes())
     if args.json:

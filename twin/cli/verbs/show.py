@@ -11,7 +11,7 @@ from pathlib import Path
 
 from twin.cli import text as show
 from twin.cli.output import add_json, emit
-from twin.labdir import Lab
+from twin.lab.directory import Lab
 
 HELP = "print a lab's figures, nodes, links and addresses"
 
@@ -33,8 +33,8 @@ def opened(path: Path) -> Iterator[tuple[Lab, str]]:
     elif (path.parent / "design.json").is_file() and path.name == "fabric.yaml":
         yield Lab.open(path.parent), ""
     else:
-        from twin import labdir
         from twin.intent import fabric as intent
+        from twin.lab import directory as labdir
 
         with tempfile.TemporaryDirectory(prefix="twin-show-") as scratch:
             out = Path(scratch) / "lab"

@@ -1,0 +1,70 @@
+"""Figures the README and docs quote from a bench cannot go stale silently: each is a marked
+block naming the bench that rewrites it (`--write`, bench/blocks.py), and a block whose bench
+cannot run in CI (root, FRR, an idle machine) says what its bench last recorded
+(bench/recorded/NAME.txt) in kind: the same names, as many lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import blocks
+from labs.sim import figures
+from tests.conftest import REPO
+
+MARKED = [(path, name) for path in blocks.DOCS for name in blocks.blocks_in(path)]
+RECORDED = [(p, n) for p, n in MARKED if n not in figures.BLOCKS]
+"""Blocks compared with their recorded output (the simulator's are computed again:
+tests/sim/test_sim_figures.py)."""
+
+
+def _id(path: Path, name: str) -> str:
+    return f"{path.name}:{name}"
+
+
+def test_the_main_job_and_the_deploy_are_marked() -> None:
+    assert {"main-job", "deploy"} <= {name for _, name in RECORDED}
+
+
+@pytest.mark.parametrize(("path", "name"), MARKED, ids=[_id(*m) for m in MARKED])
+def test_each_block_names_a_bench_that_rewrites_it(path: Path, name: str) -> None:
+    bench = blocks.bench_of(path, name)
+    assert bench is not None, f"{_id(path, name)}: name its bench (<!-- figures:{name} by ...)"
+    source = (REPO / bench).read_text()
+    assert "--write" in source and "blocks." in source, f"{bench} cannot rewrite {name}"
+
+
+@pytest.mark.parametrize(("path", "name"), RECORDED, ids=[_id(*m) for m in RECORDED])
+def test_each_block_says_what_its_bench_recorded(path: Path, name: str) -> None:
+    said, recorded = blocks.kind(blocks.current(path, name)), blocks.kind(blocks.recorded(name))
+    assert said == recorded, (
+        f"{_id(path, name)} and bench/recorded/{name}.txt differ in kind: "
+        f"run {blocks.bench_of(path, name)} --write"
+    )
+
+
+def test_every_recorded_output_is_quoted() -> None:
+    quoted = {name for _, name in RECORDED}
+    assert {p.stem for p in blocks.RECORDED.glob("*.txt")} == quoted
+
+
+def test_a_row_more_or_a_renamed_figure_differs_in_kind() -> None:
+    """What the comparison catches: a figure renamed or a row added; not a value changed."""
+    text = blocks.recorded("deploy")
+    assert blocks.kind(text.replace("6", "7").replace("9", "1")) == blocks.kind(text)
+    assert blocks.kind(text.replace("destroyed", "removed")) != blocks.kind(text)
+    assert blocks.kind(text + "\n| started | 1 s | 2 s | |") != blocks.kind(text)
+
+
+def test_write_rewrites_a_block_and_records_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text("a\n<!-- figures:x by bench/b.py -->\nold\n<!-- /figures:x -->\nb\n")
+    monkeypatch.setattr(blocks, "DOCS", [doc])
+    monkeypatch.setattr(blocks, "RECORDED", tmp_path / "recorded")
+    assert blocks.write("x", "new 1\nnew 2") == [doc]
+    assert blocks.current(doc, "x") == "new 1\nnew 2" == blocks.recorded("x")
+    assert doc.read_text().startswith("a\n<!-- figures:x by bench/b.py -->\nnew 1\n")
+    assert blocks.write("x", "new 1\nnew 2") == []

@@ -1,0 +1,365 @@
+"""The lab directory: what `twin generate` writes and everything else reads.
+
+    DIR/fabric.yaml                    the resolved intent, every default written out
+    DIR/design.json                    the design graph (networkx node-link JSON) and figures
+    DIR/ifmap.json                     per node: port -> Linux name (netns) and endpoint (clab)
+    DIR/configs/<switch>/config_db.json, frr.conf
+    DIR/configs/<server>/host.json
+    DIR/topology.clab.yml              the containerlab topology (when the lab fits the image)
+    DIR/clabernetes.yml                the same as a Clabernetes Topology with its ConfigMaps
+    DIR/clab/<node>/...                the container flavour of the configs (twin.render.sonic_vs)
+
+Backends and validators read the configs in this directory, so an edited config is what gets
+tested. The directory is written whole into a scratch directory only root can enter and
+renamed into place (`twin.safeio.fresh_dir`): bad input never leaves half a lab, and no link
+another user plants beside it is followed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import orjson
+
+from twin import safeio
+from twin.design.graph import Design, design, figures, ports_of
+from twin.errors import LabError
+from twin.intent import fabric as intent
+from twin.intent.inputs import CONFIG_BYTES, read_json, read_text
+from twin.render import clab, config_db, frr_conf, host_conf, sonic_vs
+from twin.render.config_db import ConfigDb
+
+STATE_FILE = "state.json"
+
+
+def ifmap(d: Design) -> dict[str, dict[str, dict[str, str]]]:
+    """Deterministic port -> Linux name mapping of every node.
+
+    In the netns backend one veth carries each routed interface: a bundle of parallel fabric
+    or peer-link ports is one veth named after its PortChannel; a server-facing port (one
+    member of a split MLAG bundle) and a server NIC keep their own names. All fit in 15
+    characters (`Ethernet1016`, `PortChannel100`).
+    """
+    mapping: dict[str, dict[str, dict[str, str]]] = {}
+    for node in d.graph.nodes:
+        ports = ports_of(d.graph, node)
+        mapping[node] = {
+            p.name: {
+                "netns": p.bundle if p.bundle and p.kind in ("fabric", "peerlink") else p.name,
+                "clab": clab.endpoint(p.index),
+            }
+            for p in ports
+        }
+    return mapping
+
+
+def _write_json(path: Path, data: Any) -> None:
+    """Indented JSON as `json.dumps(data, indent=2)` writes it, at orjson's speed (the
+    standard library's encoder is pure Python when it indents)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
+
+
+KEPT = ("runs", "logs", "events.jsonl")
+"""What `generate(..., keep=True)` carries over from the lab directory it replaces."""
+
+
+def _design_json(d: Design) -> dict[str, Any]:
+    graph = nx.node_link_data(d.graph, edges="links")
+    return {"figures": figures(d), "sizing": vars(d.sizing), "graph": graph}
+
+
+def holds(out: Path, fabric: intent.Fabric, file: str = "fabric.yaml") -> bool:
+    """Whether the lab directory `out` holds the design of `fabric` (its fabric.yaml and
+    design.json are what `generate` would write for it)."""
+    d = design(fabric, file)
+    try:
+        resolved = (out / "fabric.yaml").read_text()
+        written = json.loads((out / "design.json").read_bytes())
+    except (OSError, ValueError):
+        return False
+    return resolved == intent.dump(d.fabric) and written == json.loads(
+        orjson.dumps(_design_json(d))
+    )
+
+
+def generate(
+    fabric: intent.Fabric,
+    out: Path,
+    file: str = "fabric.yaml",
+    force: bool = False,
+    keep: bool = False,
+) -> Design:
+    """Design the fabric and write its lab directory to `out` (atomically); with `keep`, the
+    runs, logs and events of the lab directory it replaces are carried over (`KEPT`)."""
+    d = design(fabric, file)
+    if (out / STATE_FILE).exists():
+        raise LabError(f"{out}: a twin of this lab is running; destroy it first")
+    here = Path.cwd().resolve()
+    if out.exists() and (out.resolve() == here or out.resolve() in here.parents):
+        raise LabError(f"{out}: the working directory or one above it (write a lab into its own)")
+    if out.exists() and any(out.iterdir()):
+        if not force:
+            raise LabError(f"{out}: directory exists and is not empty (use --force to replace it)")
+        check_replaceable(out)
+    with safeio.fresh_dir(out, replace=force) as tmp:
+        _write(d, tmp)
+        moved: list[str] = []
+        try:
+            for entry in KEPT if keep else ():
+                if os.path.lexists(out / entry):
+                    (out / entry).rename(tmp / entry)
+                    moved.append(entry)
+        except BaseException:
+            for entry in moved:  # what was carried over goes back, whatever failed
+                (tmp / entry).rename(out / entry)
+            raise
+    return d
+
+
+LAB_ENTRIES = frozenset(
+    {
+        "fabric.yaml",
+        "design.json",
+        "ifmap.json",
+        "configs",
+        "topology.clab.yml",
+        "clabernetes.yml",
+        "clab",
+        "logs",
+        "validate",
+        "runs",
+        "events.jsonl",
+    }
+)
+"""What a lab directory holds: `twin generate` writes the first ones, the verbs the rest."""
+
+
+def check_replaceable(out: Path) -> None:
+    """Refuse to replace `out` unless it is a lab directory with nothing else in it (not a
+    link, not a directory holding anything else)."""
+    if out.is_symlink() or not out.is_dir():
+        raise LabError(f"{out}: not a directory (--force replaces only a lab directory)")
+    names = {entry.name for entry in out.iterdir()}
+    missing = sorted({"fabric.yaml", "design.json", "ifmap.json"} - names)
+    others = sorted(names - LAB_ENTRIES)
+    if missing or others:
+        why = f"{missing[0]} missing" if missing else f"it holds {others[0]!r}"
+        raise LabError(f"{out}: not a lab directory ({why}); --force replaces only a lab directory")
+
+
+def _write(d: Design, root: Path) -> None:
+    (root / "fabric.yaml").write_text(intent.dump(d.fabric))
+    _write_json(root / "design.json", _design_json(d))
+    names = ifmap(d)
+    _write_json(root / "ifmap.json", names)
+    for switch in d.switches():
+        _write_json(root / "configs" / switch / "config_db.json", config_db.render(d, switch))
+        (root / "configs" / switch / "frr.conf").write_text(frr_conf.render(d, switch))
+    for server in d.nodes("server"):
+        _write_json(root / "configs" / server / "host.json", host_conf.render(d, server))
+    with contextlib.suppress(sonic_vs.Refused):
+        clab.write(Lab(root))
+
+
+def clab_refusal(lab: Lab) -> str | None:
+    """Why the lab cannot run on containerlab (one line), or None when it can."""
+    try:
+        sonic_vs.check(lab)
+    except sonic_vs.Refused as refused:
+        return str(refused)
+    return None
+
+
+WRITTEN = ("configs", "logs", "validate", "runs")
+"""Folders of a lab directory searched whole for links."""
+
+
+def refuse_links(root: Path, folders: tuple[str, ...] = ()) -> None:
+    """Refuse a symbolic link among the entries of `root` or anywhere in its `folders`: twin
+    reads and writes there as root (state, event log, logs, reports) and follows no link."""
+    found = [entry for entry in root.iterdir() if entry.is_symlink()]
+    for folder in folders:
+        for here, dirs, files in os.walk(root / folder):
+            found += [Path(here, n) for n in dirs + files if Path(here, n).is_symlink()]
+    if found:
+        raise LabError(f"{found[0]}: a symbolic link (twin writes here and follows no link)")
+    odd = [e for e in root.iterdir() if not (e.is_file() or e.is_dir())]
+    if odd:
+        raise LabError(f"{odd[0]}: not a regular file or directory (a FIFO or socket planted?)")
+
+
+def lab_target(target: str) -> tuple[str, Lab | None]:
+    """The lab a command line names: a lab directory (its name is read from it) or a lab
+    name; anything else is refused, so a path can never be taken for a name."""
+    path = Path(target)
+    if target and (path / "fabric.yaml").is_file():
+        lab = Lab.open(path)
+        return lab.name, lab
+    if path.is_dir():
+        raise LabError(f"{target}: a directory but not a lab directory (fabric.yaml missing)")
+    if intent.is_lab_name(target):
+        return target, None
+    raise LabError(
+        f"{target!r}: neither a lab name ({intent.LAB_NAME.pattern}) nor a lab directory"
+    )
+
+
+RACY_NS = 2_000_000_000
+"""A file changed less than this before it was read is not kept: within a file system's
+timestamp tick (a few ms, 2 s on FAT) a later edit of the same size in place leaves its stat
+unchanged (git's "racily clean" rule)."""
+
+Stat = tuple[int, int, int]
+"""What tells a file's version: (st_mtime_ns, st_size, st_ino)."""
+
+
+def version(path: str | Path, since: int) -> Stat | None:
+    """The version of a regular file, to keep what is read from it until it changes; None
+    when it was written within `RACY_NS` before `since` (time.time_ns() taken before reading
+    it: a later change may not show). FileNotFoundError when it is not a regular file."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise FileNotFoundError(path)
+    if st.st_mtime_ns >= since - RACY_NS:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+@dataclass
+class Lab:
+    """A lab directory on disk, read lazily."""
+
+    path: Path
+    _read: dict[Path, tuple[Stat, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    checked: dict[tuple[bool, bool], Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """`twin.lab.check.check`'s memo: per (`live`, hosts checked as applied), the `stamp` the
+    files had when they passed."""
+
+    @classmethod
+    def open(cls, path: Path) -> Lab:
+        """Open a lab directory, or say what is missing or planted."""
+        for needed in ("fabric.yaml", "design.json", "ifmap.json"):
+            if not (path / needed).is_file():
+                raise LabError(f"{path}: not a lab directory ({needed} missing; run twin generate)")
+        refuse_links(path, WRITTEN)
+        return cls(path)
+
+    @cached_property
+    def fabric(self) -> intent.Fabric:
+        """The resolved intent."""
+        return intent.load(self.path / "fabric.yaml")
+
+    @property
+    def name(self) -> str:
+        """The lab's name: the tag of everything its twin creates."""
+        return self.fabric.name
+
+    @cached_property
+    def _design(self) -> dict[str, Any]:
+        data: dict[str, Any] = read_json(self.path / "design.json")
+        return data
+
+    @cached_property
+    def graph(self) -> nx.MultiGraph:
+        """The design graph."""
+        graph: nx.MultiGraph = nx.node_link_graph(
+            self._design["graph"], edges="links", multigraph=True
+        )
+        return graph
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        """The design's headline figures."""
+        figs: dict[str, Any] = self._design["figures"]
+        return figs
+
+    @cached_property
+    def ifmap(self) -> dict[str, dict[str, dict[str, str]]]:
+        """Port -> Linux names per node."""
+        data: dict[str, dict[str, dict[str, str]]] = read_json(self.path / "ifmap.json")
+        return data
+
+    def nodes(self, role: str) -> list[str]:
+        """Nodes with this role, in design order."""
+        return [n for n, d in self.graph.nodes(data=True) if d["role"] == role]
+
+    def switches(self) -> list[str]:
+        """Every switch."""
+        return self.nodes("superspine") + self.nodes("spine") + self.nodes("leaf")
+
+    def config_db(self, node: str) -> ConfigDb:
+        """A switch's `config_db.json` as it is now on disk (`_json`: shared, read-only)."""
+        config: ConfigDb = self._json(node, "config_db.json")
+        return config
+
+    def frr_conf(self, node: str) -> str:
+        """A switch's `frr.conf` as it is now on disk."""
+        return read_text(self._file(node, "frr.conf"), CONFIG_BYTES)
+
+    def host(self, node: str) -> dict[str, Any]:
+        """A server's host file as it is now on disk (`_json`: shared, read-only)."""
+        host: dict[str, Any] = self._json(node, "host.json")
+        return host
+
+    def stamp(self) -> tuple[Any, ...] | None:
+        """The `version` of the design, its port names and every config (`configs_stamp`):
+        what is read from them can be kept while it is unchanged; None when one was just
+        written or is missing."""
+        now = time.time_ns()
+        try:
+            files = tuple(version(self.path / f, now) for f in ("design.json", "ifmap.json"))
+        except OSError:
+            return None
+        configs = self.configs_stamp()
+        return None if None in files or configs is None else (*files, configs)
+
+    def configs_stamp(self) -> tuple[tuple[str, Stat], ...] | None:
+        """The `version` of every file under configs/, so that what is computed from them can
+        be kept while it is unchanged; None when one was just written."""
+        now = time.time_ns()
+        out = []
+        for here, dirs, files in os.walk(self.path / "configs"):
+            dirs.sort()
+            for name in sorted(files):
+                kept = version(os.path.join(here, name), now)
+                if kept is None:
+                    return None
+                out.append((os.path.join(here, name), kept))
+        return tuple(out)
+
+    def _file(self, node: str, name: str) -> Path:
+        path = self.path / "configs" / node / name
+        if not path.is_file():
+            raise LabError(f"{path}: missing")
+        return path
+
+    def _json(self, node: str, name: str) -> Any:
+        """A config file parsed, read again only when its `version` changed (or was None):
+        callers share the returned object and copy it before changing it."""
+        path = self.path / "configs" / node / name
+        now = time.time_ns()
+        try:
+            kept = version(path, now)
+        except OSError:
+            raise LabError(f"{path}: missing") from None
+        cached = self._read.get(path)
+        if kept is not None and cached is not None and cached[0] == kept:
+            return cached[1]
+        data = read_json(path, CONFIG_BYTES)
+        if kept is not None:
+            self._read[path] = (kept, data)
+        return data
