@@ -9,7 +9,6 @@ PortChannel per dual-homed server, MCLAG_DOMAIN/MCLAG_INTERFACE and a unique SVI
 
 from __future__ import annotations
 
-import ipaddress
 from collections import defaultdict
 from typing import Any
 
@@ -46,12 +45,10 @@ DEVICE_TYPE = {
 RADIX = {"leaf": "leaves", "spine": "spines", "superspine": "superspines"}
 
 
-def _mac(d: Design, node: str) -> str:
-    """The switch's system MAC, from its loopback's place in the loopback pool (unique, and
-    kept as the fabric grows)."""
-    pool = ipaddress.IPv4Network(d.fabric.addressing.loopbacks)
-    offset = int(ipaddress.IPv4Address(d.graph.nodes[node]["router_id"])) - int(pool[0])
-    return "52:54:00:{:02x}:{:02x}:{:02x}".format(*(offset % 2**24).to_bytes(3, "big"))
+def _mac(number: int) -> str:
+    """A switch's system MAC from its number (`Design.number`: unique, and kept by a lab
+    grown from another)."""
+    return "52:54:00:{:02x}:{:02x}:{:02x}".format(*(number + 1).to_bytes(3, "big"))
 
 
 def _ports_table(fabric: Fabric, role: str, used: dict[str, Port]) -> Table:
@@ -310,7 +307,7 @@ def render(d: Design, node: str) -> ConfigDb:
             "hostname": node,
             "hwsku": platform()["hwsku"],
             "platform": platform()["platform"],
-            "mac": _mac(d, node),
+            "mac": _mac(d.number(node)),
             "bgp_asn": str(attrs["asn"]),
             "type": DEVICE_TYPE[attrs["role"]],
             "resource_type": "ComputeAI",

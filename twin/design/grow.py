@@ -1,0 +1,261 @@
+"""Growing a lab (`twin generate FABRIC -o NEW --grow-from OLD`): a design that keeps every
+assignment OLD's design.json records and places only what is new (docs/design.md, "Growing
+a lab").
+
+Every existing server keeps its rack, slot, leaf ports, bundle and address; every switch its
+name, AS number, loopback, MAC number, ports and links. New servers take the free server
+ports of the existing racks first, in rack order, then new racks of the lab's rack size, then
+(when `leaves.count` allows no more racks) ports after the uplinks of the first leaves that
+still have one, an address in their subnet and room within `oversubscription.max`. What
+cannot be kept is refused in one line, naming the intent's key.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any
+
+import networkx as nx
+
+from twin.design.addressing import subnet_for
+from twin.design.graph import (
+    PEER_LINK_NUMBER,
+    Design,
+    Layout,
+    design,
+)
+from twin.design.sizing import Sizing, rails_of, tiers
+from twin.errors import DesignError, InputError
+from twin.intent.fabric import Fabric
+from twin.units import speed_label
+
+FIXED = {
+    "renames or renumbers the ports": (
+        "leaves.ports",
+        "leaves.speed",
+        "leaves.uplink_speed",
+        "leaves.peer_link_ports",
+        "spines.ports",
+        "spines.speed",
+        "superspines.ports",
+        "superspines.speed",
+        "servers.nic_speed",
+    ),
+    "recables every server": ("servers.nics", "servers.dual_homed", "servers.rails"),
+    "renames the servers": ("servers.name_prefix", "servers.name_width"),
+    "moves addresses": (
+        "addressing.loopbacks",
+        "addressing.fabric",
+        "addressing.servers",
+        "addressing.peer_links",
+    ),
+    "moves AS numbers": ("asn.superspine", "asn.spine", "asn.leaf_base"),
+}
+"""Intent keys a grown lab must keep as its lab has them, and what changing one would do."""
+SPEEDS = {k for keys in FIXED.values() for k in keys if k.endswith("speed")}
+
+
+@dataclass(frozen=True)
+class Record:
+    """What a lab's design.json records: its sizing, graph and switch MAC numbers."""
+
+    file: str
+    fabric: Fabric
+    sizing: Sizing
+    graph: nx.MultiGraph
+    numbers: dict[str, int]
+
+    def racks(self) -> list[list[str]]:
+        """Each rack's (leaf group's, or scalable unit's) servers, in slot order."""
+        rails = rails_of(self.fabric)
+        per_unit = rails * (2 if self.fabric.servers.dual_homed else 1)
+        racks: list[list[str]] = [[] for _ in range(self.sizing.leaves // per_unit)]
+        for node, attrs in self.graph.nodes(data=True):
+            if attrs["role"] != "server":
+                continue
+            rack, server = racks[attrs["group"] // rails], attrs.get("server", node)
+            if server not in rack:
+                rack.append(server)
+        return racks
+
+
+def record(data: Any, fabric: Fabric, file: str) -> Record:
+    """The record of a lab's design.json (`data`, read from `file`), or one line on what in
+    it is not a design."""
+    if not isinstance(data, dict):
+        raise InputError(file, "", "not a design (a JSON object with sizing and graph)")
+    sizing = data.get("sizing")
+    names = [f.name for f in fields(Sizing)]
+    if not isinstance(sizing, dict) or sorted(sizing) != sorted(names):
+        raise InputError(file, "sizing", f"must hold {', '.join(names)}")
+    if not all(type(sizing[n]) is int and sizing[n] >= 0 for n in names):
+        raise InputError(file, "sizing", "must be whole numbers")
+    try:
+        graph: nx.MultiGraph = nx.node_link_graph(data["graph"], edges="links", multigraph=True)
+        for _, attrs in graph.nodes(data=True):
+            if attrs["role"] == "server":
+                int(attrs["group"])
+    except (KeyError, TypeError, ValueError, AttributeError, nx.NetworkXError):
+        raise InputError(file, "graph", "not a design graph (node-link JSON)") from None
+    grown = data.get("grown", {})
+    numbers = grown.get("mac_numbers") if isinstance(grown, dict) else None
+    if numbers is None:
+        switches = [n for n, r in graph.nodes(data="role") if r != "server"]
+        numbers = {s: i for i, s in enumerate(sorted(switches, key=_switch_order(graph)))}
+    if not isinstance(numbers, dict) or not all(type(v) is int for v in numbers.values()):
+        raise InputError(file, "grown.mac_numbers", "must map switches to numbers")
+    return Record(file, fabric, Sizing(**sizing), graph, numbers)
+
+
+def _switch_order(graph: nx.MultiGraph) -> Any:
+    """Switches as `Design.switches` lists them: super-spines, spines, leaves, each in order."""
+    roles = ("superspine", "spine", "leaf")
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    return lambda n: (roles.index(graph.nodes[n]["role"]), order[n])
+
+
+def _value(fabric: Fabric, key: str) -> Any:
+    part, name = key.split(".")
+    return getattr(getattr(fabric, part), name)
+
+
+def _check_intent(fabric: Fabric, file: str, old: Record) -> None:
+    """Refuse an intent key whose change would move what the lab has."""
+    was = old.fabric
+    for why, keys in FIXED.items():
+        for key in keys:
+            new, had = _value(fabric, key), _value(was, key)
+            if new != had:
+                shown = (speed_label(new), speed_label(had)) if key in SPEEDS else (new, had)
+                raise DesignError(
+                    file, key, f"{shown[0]} here, {shown[1]} in {old.file}: this {why}"
+                )
+    s = old.sizing
+    pinned = {
+        "spines.count": s.spines_per_pod,
+        "leaves.uplinks_per_spine": s.uplinks_per_spine,
+        "servers.per_rack": s.server_ports_per_leaf,
+        "superspines.count": s.superspines or None,
+    }
+    for key, had in pinned.items():
+        new = _value(fabric, key)
+        if new is not None and new != had:
+            raise DesignError(file, key, f"{new} here, {had} in {old.file}: --grow-from keeps it")
+    count, servers = fabric.leaves.count, sum(map(len, old.racks()))
+    if count is not None and count < s.leaves:
+        raise DesignError(
+            file, "leaves.count", f"{count}, fewer than the {s.leaves} leaves of {old.file}"
+        )
+    if fabric.servers.count < servers:
+        raise DesignError(
+            file,
+            "servers.count",
+            f"{fabric.servers.count}, fewer than the {servers} servers of {old.file}",
+        )
+
+
+def _most(fabric: Fabric, s: Sizing) -> int:
+    """The most servers a rack of the lab takes, past its server ports too: the leaf's free
+    ports after its uplinks, its subnet's addresses and `oversubscription.max` allowing."""
+    per_group = 2 if fabric.servers.dual_homed else 1
+    if s.spines_per_pod >= PEER_LINK_NUMBER - 1:  # uplink bundles follow the server bundles
+        return s.server_ports_per_leaf
+    ports = fabric.leaves.ports - s.peer_link_ports - s.uplinks
+    addresses = 2 ** (32 - subnet_for(s.server_ports_per_leaf + per_group)) - 2 - per_group
+    up = s.uplinks * fabric.uplink_speed * fabric.oversubscription.max
+    within = math.floor(up / fabric.servers.nic_speed + 1e-9)
+    return max(s.server_ports_per_leaf, min(ports, addresses, within))
+
+
+def _placed(fabric: Fabric, file: str, old: Record) -> list[list[str]]:
+    """Each rack's servers: the lab's in their slots, new ones appended (module docstring)."""
+    racks = [list(r) for r in old.racks()]
+    known = {s for r in racks for s in r}
+    f = fabric.servers
+    pending = [
+        name
+        for name in (f"{f.name_prefix}{n:0{f.name_width}d}" for n in range(1, f.count + 1))
+        if name not in known
+    ][::-1]
+    size = old.sizing.server_ports_per_leaf
+    per_unit = rails_of(fabric) * (2 if f.dual_homed else 1)
+    allowed = None if fabric.leaves.count is None else fabric.leaves.count // per_unit
+
+    def fill(limit: int) -> None:
+        for rack in racks:
+            while pending and len(rack) < limit:
+                rack.append(pending.pop())
+
+    fill(size)
+    while pending and (allowed is None or len(racks) < allowed):
+        racks.append([pending.pop() for _ in range(min(size, len(pending)))])
+    racks += [[] for _ in range(len(racks), allowed or 0)]
+    fill(_most(fabric, old.sizing))
+    if pending:
+        raise DesignError(
+            file,
+            "servers.count",
+            f"{f.count} servers do not fit the {len(racks)} racks of {old.file} (the "
+            "ports, addresses and oversubscription.max of their leaves): add leaves",
+        )
+    return racks
+
+
+def _numbers(d: Design, old: Record) -> dict[str, int]:
+    """Each switch's MAC number: the lab's, and after the lab's highest for a new one."""
+    numbers = dict(old.numbers)
+    after = max(numbers.values(), default=-1) + 1
+    for switch in d.switches():
+        if switch not in numbers:
+            numbers[switch], after = after, after + 1
+    return numbers
+
+
+def _check_kept(d: Design, old: Record) -> None:
+    """Refuse the design unless every node and link of the lab is in it as it was."""
+    for node, attrs in old.graph.nodes(data=True):
+        now = d.graph.nodes[node] if node in d.graph else {}
+        moved = sorted(k for k in attrs if now.get(k) != attrs[k])
+        if moved:
+            key = f"graph.nodes.{node}.{moved[0]}"
+            raise DesignError(old.file, key, f"{attrs[moved[0]]!r} would be {now.get(moved[0])!r}")
+    links = {_link(e) for *_, e in d.graph.edges(data=True)}
+    for a, b, e in old.graph.edges(data=True):
+        if _link(e) not in links:
+            where = f"graph.links.{a}-{b}"
+            raise DesignError(old.file, where, f"{e['a_port']}-{e['b_port']} would move")
+
+
+def _link(e: dict[str, Any]) -> tuple[Any, ...]:
+    """A link's allocation: everything but its cable length (`cables` may change)."""
+    return tuple(sorted((k, v) for k, v in e.items() if k != "cable_m"))
+
+
+def grown(fabric: Fabric, file: str, old: Record) -> Design:
+    """The design of `fabric` keeping every assignment of the lab `old` records, or a
+    `DesignError` naming what cannot be kept."""
+    _check_intent(fabric, file, old)
+    racks = _placed(fabric, file, old)
+    s = old.sizing
+    per_unit = rails_of(fabric) * (2 if fabric.servers.dual_homed else 1)
+    sizing = tiers(
+        fabric,
+        file,
+        len(racks) * per_unit,
+        s.spines_per_pod,
+        s.uplinks_per_spine,
+        s.server_ports_per_leaf,
+        s.peer_link_ports,
+    )
+    if s.pods == 1 and not s.superspines and (sizing.pods > 1 or sizing.superspines):
+        raise DesignError(
+            file,
+            "spines.ports",
+            f"{sizing.leaves} leaves need more than the {fabric.spines.ports} ports of "
+            f"{old.file}'s spines: a third tier moves every address",
+        )
+    d = design(fabric, file, Layout(sizing, racks, {}))
+    d.numbers = _numbers(d, old)
+    _check_kept(d, old)
+    return d
