@@ -1,25 +1,33 @@
-"""Stable growth (docs/design.md, "Growing a fabric"): each example fabric, and the 16-server
-fabric of issue 38 (with racks of 9 for servers added in place), grown by servers in its
-existing racks, by one rack (a leaf pair, or one scalable unit on rails) or by one pod keeps
-every existing port, link, address, ASN and BGP session. Only the racks that gain servers
-change when servers are added; only the switches cabled to the new leaves or spines change
-when a rack or pod is added. A rack's size comes from the intent and its sizing
-(`servers.per_rack`, the most servers a leaf keeps, or an even split of `leaves.count`); what
-must not move is compared between the two designs and their generated configs."""
+"""Stable growth (docs/design.md, "Growing a fabric" and "Growing a lab").
+
+With `servers.per_rack` (each example given its own rack size, and the 16-server fabric of
+issue 38 with racks of 9), servers added to the existing racks, one rack (a leaf pair, or a
+scalable unit on rails) or one pod more keep every existing port, link, address, ASN and BGP
+session. Without it (every example as written, and issue 38's fabric as its user wrote it),
+`twin generate --grow-from OLD` does: each example grown by one rack and by two servers keeps
+every node and link of OLD, and only the racks that take the new servers and the switches
+cabled to the new leaves change. The changed lines and `twin diff`'s config differences are
+printed with and without `--grow-from`. What must not move is compared between the designs
+and their generated configs; what may change is derived from the old lab and the intent.
+
+"""
 
 from __future__ import annotations
 
 import difflib
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from twin.cli import main as cli
 from twin.design.graph import Design
 from twin.design.sizing import size
 from twin.intent import fabric as intent
 from twin.lab import directory as labdir
+from twin.lab.diff import differences, lab_configs
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = ("config_db.json", "frr.conf", "host.json")
@@ -34,13 +42,20 @@ GPU: dict[str, Any] = {
 """Issue 38's fabric: 16 servers named gpu*, 2 x 100G dual-homed, 4 leaves, 2 spines."""
 
 
+EXAMPLES = tuple(sorted(p.stem for p in (REPO / "examples").glob("*.yaml")))
+
+
 def fabric(name: str) -> dict[str, Any]:
-    """An example's intent, the issue's fabric, or that fabric with racks of 9 servers."""
+    """An example's intent (`NAME+per_rack`: with its own rack size as `servers.per_rack`),
+    the issue's fabric, or that fabric with racks of 9 servers."""
     if name == "gpu":
         return GPU
     if name == "gpu-per-rack":
         return {**GPU, "servers": {**GPU["servers"], "per_rack": 9}}
-    data: dict[str, Any] = yaml.safe_load((REPO / "examples" / f"{name}.yaml").read_text())
+    example, _, fixed = name.partition("+")
+    data: dict[str, Any] = yaml.safe_load((REPO / "examples" / f"{example}.yaml").read_text())
+    if fixed:
+        data = {**data, "servers": {**data["servers"], "per_rack": per_rack(data)}}
     return data
 
 
@@ -83,27 +98,44 @@ def changed_lines(before: Path, after: Path) -> tuple[dict[str, int], int]:
     return changed, added
 
 
+def write(tmp_path: Path, name: str, data: dict[str, Any], grow_from: str = "") -> Design:
+    """The lab `name` of this intent, grown from the lab `grow_from` when given."""
+    source = tmp_path / f"{name}.yaml"
+    source.write_text(yaml.safe_dump(data))
+    old = tmp_path / grow_from if grow_from else None
+    return labdir.generate(intent.load(source), tmp_path / name, str(source), grow_from=old)
+
+
+def report(tmp_path: Path, after: str, how: str) -> dict[str, int]:
+    """The lines changed per existing device from lab `before` to lab `after`, printed with
+    the lines of new devices and the count of `twin diff`'s config differences."""
+    changed, added = changed_lines(tmp_path / "before", tmp_path / after)
+    labs = [labdir.Lab.open(tmp_path / name) for name in ("before", after)]
+    found = len(differences(lab_configs(labs[0]), lab_configs(labs[1])))
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[-1].split(" ")[0]
+    print(
+        f"\n{test} {how}: {sum(changed.values())} changed lines in {len(changed)} existing "
+        f"devices, {added} lines of new devices, {found} config differences (twin diff)"
+    )
+    return changed
+
+
 def grown(
-    tmp_path: Path, before: dict[str, Any], after: dict[str, Any]
+    tmp_path: Path, before: dict[str, Any], after: dict[str, Any], keep: bool = False
 ) -> tuple[Design, Design, dict[str, int], set[str]]:
-    """Both labs, the lines changed per existing device, and the new nodes; asserts that no
-    existing node's facts and no existing link moved."""
-    labs = []
-    for name, data in (("before", before), ("after", after)):
-        source = tmp_path / f"{name}.yaml"
-        source.write_text(yaml.safe_dump(data))
-        labs.append(labdir.generate(intent.load(source), tmp_path / name, str(source)))
-    (old_nodes, old_links), (new_nodes, new_links) = placed(labs[0]), placed(labs[1])
+    """Both labs (the second grown from the first with `keep`), the lines changed per
+    existing device, and the new nodes; asserts that no existing node's facts and no
+    existing link moved."""
+    old = write(tmp_path, "before", before)
+    new = write(tmp_path, "after", after, "before" if keep else "")
+    (old_nodes, old_links), (new_nodes, new_links) = placed(old), placed(new)
     assert {n: new_nodes[n] for n in old_nodes} == old_nodes
     assert old_links <= new_links
-    changed, added = changed_lines(tmp_path / "before", tmp_path / "after")
-    sizes = [f"{d['servers']['count']} servers" for d in (before, after)]
-    print(f"\n{tmp_path.name}: {' -> '.join(sizes)}: {sum(changed.values())} changed lines")
-    print(f"  in existing devices ({len(changed)}), {added} lines of new devices")
-    return labs[0], labs[1], changed, set(new_nodes) - set(old_nodes)
+    changed = report(tmp_path, "after", "--grow-from" if keep else "alone")
+    return old, new, changed, set(new_nodes) - set(old_nodes)
 
 
-SERVERS = ("small", "reference", "rail", "big", "gpu-per-rack")
+SERVERS = ("small+per_rack", "reference+per_rack", "rail+per_rack", "big+per_rack", "gpu-per-rack")
 
 
 @pytest.mark.parametrize("example", SERVERS)
@@ -121,10 +153,18 @@ def test_servers_added_to_existing_racks_move_nothing(tmp_path: Path, example: s
     assert set(changed) == {leaf for n in new for leaf in after.graph.nodes[n]["leaves"]}
 
 
-RACKS = {"small": (2, 0), "reference": (2, -1), "rail": (8, -1), "big": (2, 0), "gpu": (2, 0)}
+RACKS = {
+    "small": (2, 0),
+    "small-100g": (2, -1),
+    "reference": (2, -1),
+    "rail": (8, -1),
+    "big": (2, 0),
+    "gpu": (2, 0),
+}
 """Leaves per rack (a leaf pair, or on rails a scalable unit of 8 single-homed rail leaves),
-and the racks the smaller lab has against the example: the reference's and the rail fabric's
-spines are full (every port a downlink), so there the grown lab has the example's racks."""
+and the racks the smaller lab has against the example: the reference's, the rail fabric's
+and small-100g's spines are full (every port a downlink), so there the grown lab has the
+example's racks."""
 
 
 def with_racks(data: dict[str, Any], rack_leaves: int, racks: int) -> dict[str, Any]:
@@ -146,10 +186,12 @@ def assert_only_cabled_switches_changed(
     assert {after.graph.nodes[n]["role"] for n in cabled} == roles
 
 
-@pytest.mark.parametrize("example", sorted(RACKS))
+@pytest.mark.parametrize(
+    "example", ["small+per_rack", "reference+per_rack", "rail+per_rack", "big+per_rack", "gpu"]
+)
 def test_growing_by_one_rack_moves_nothing(tmp_path: Path, example: str) -> None:
     data = fabric(example)
-    rack_leaves, shift = RACKS[example]
+    rack_leaves, shift = RACKS[example.partition("+")[0]]
     racks = racks_of(data, rack_leaves) + shift
     before, after, changed, new = grown(
         tmp_path, with_racks(data, rack_leaves, racks), with_racks(data, rack_leaves, racks + 1)
@@ -159,14 +201,75 @@ def test_growing_by_one_rack_moves_nothing(tmp_path: Path, example: str) -> None
 
 
 def test_growing_by_one_pod_moves_nothing(tmp_path: Path) -> None:
-    """The big example's full pods (8 leaves each) and one rack more: a new pod, its spines
-    cabled to every super-spine, which alone change."""
-    data = fabric("big")
+    """The big example's full pods (8 leaves each) and one rack more, grown from the smaller
+    lab: a new pod, its spines cabled to every super-spine, which alone change (a design
+    from the intent alone numbers the switches' MACs anew: the new pod's spines come before
+    every leaf)."""
+    data = fabric("big+per_rack")
     sizing = size(intent.parse(data, "fabric.yaml"), "fabric.yaml")
     racks = (sizing.pods - 1) * sizing.leaves_per_pod // 2
     before, after, changed, new = grown(
-        tmp_path, with_racks(data, 2, racks), with_racks(data, 2, racks + 1)
+        tmp_path, with_racks(data, 2, racks), with_racks(data, 2, racks + 1), keep=True
     )
     assert after.sizing.pods == before.sizing.pods + 1
     assert len(set(after.nodes("spine")) - set(before.nodes("spine"))) == sizing.spines_per_pod
     assert_only_cabled_switches_changed(after, changed, new, {"superspine"})
+
+
+def racks_with_room(d: Design) -> set[str]:
+    """The leaves of the lab's racks that hold fewer servers than their server ports."""
+    held: dict[str, int] = {}
+    for *_, e in d.graph.edges(data=True):
+        if e["kind"] == "server":
+            held[e["a"]] = held.get(e["a"], 0) + 1
+    return {n for n in d.nodes("leaf") if held.get(n, 0) < d.sizing.server_ports_per_leaf}
+
+
+def grown_both_ways(
+    tmp_path: Path, before: dict[str, Any], after: dict[str, Any]
+) -> tuple[Design, Design, dict[str, int], set[str]]:
+    """`grown` with `--grow-from`, and the same intent designed alone (`plain`), whose
+    counts are printed beside."""
+    result = grown(tmp_path, before, after, keep=True)
+    write(tmp_path, "plain", after)
+    report(tmp_path, "plain", "alone")
+    return result
+
+
+@pytest.mark.parametrize("example", [*EXAMPLES, "gpu"])
+def test_grow_from_keeps_everything_when_a_rack_is_added(tmp_path: Path, example: str) -> None:
+    """One rack more (and a rack's servers), grown from the lab: the new servers take the
+    racks' free server ports first, then the new rack; only the spines (or super-spines)
+    cabled to the new leaves and the leaves of racks that had room change."""
+    data = fabric(example)
+    rack_leaves, shift = RACKS[example]
+    count, spare = data["servers"]["count"], per_rack(data)
+    leaves = data["leaves"].get("count")
+    base = resized(data, count + shift * spare, leaves and leaves + shift * rack_leaves)
+    after_leaves = leaves and leaves + (shift + 1) * rack_leaves
+    more = resized(data, count + (shift + 1) * spare, after_leaves)
+    before, after, changed, new = grown_both_ways(tmp_path, base, more)
+    assert len(set(after.nodes("leaf")) - set(before.nodes("leaf"))) == rack_leaves
+    assert {after.graph.nodes[n]["role"] for n in new} - {"server", "spine"} == {"leaf"}
+    cabled = {n for n in changed if after.graph.nodes[n]["role"] in ("spine", "superspine")}
+    assert set(changed) - cabled <= racks_with_room(before)
+    assert cabled
+
+
+@pytest.mark.parametrize("example", [*EXAMPLES, "gpu"])
+def test_grow_from_keeps_everything_when_two_servers_are_added(
+    tmp_path: Path, example: str
+) -> None:
+    """Two servers more, grown from the lab (on rails, from the example less its last
+    scalable unit and two servers: its spines and units are full, so two servers more would
+    take a new unit): only the leaves that take them change."""
+    data = fabric(example)
+    count, leaves = data["servers"]["count"], data["leaves"].get("count")
+    if example == "rail":
+        data = resized(data, count - per_rack(data) - 2)
+    count = data["servers"]["count"]
+    _, after, changed, new = grown_both_ways(tmp_path, data, resized(data, count + 2, leaves))
+    assert {after.graph.nodes[n]["role"] for n in new} == {"server"}
+    assert len({after.graph.nodes[n].get("server", n) for n in new}) == 2
+    assert {after.graph.nodes[n]["role"] for n in changed} == {"leaf"}
+    assert set(changed) == {leaf for n in new for leaf in after.graph.nodes[n]["leaves"]}

@@ -31,7 +31,7 @@ from twin.intent.fabric import Fabric
 from twin.units import speed_label
 
 FIXED = {
-    "renames or renumbers the ports": (
+    "a port's speed or count renames or renumbers ports": (
         "leaves.ports",
         "leaves.speed",
         "leaves.uplink_speed",
@@ -42,25 +42,33 @@ FIXED = {
         "superspines.speed",
         "servers.nic_speed",
     ),
-    "recables every server": ("servers.nics", "servers.dual_homed", "servers.rails"),
-    "renames the servers": ("servers.name_prefix", "servers.name_width"),
-    "moves addresses": (
+    "it recables every server": ("servers.nics", "servers.dual_homed", "servers.rails"),
+    "it renames the servers": ("servers.name_prefix", "servers.name_width"),
+    "it moves addresses": (
         "addressing.loopbacks",
         "addressing.fabric",
         "addressing.servers",
         "addressing.peer_links",
     ),
-    "moves AS numbers": ("asn.superspine", "asn.spine", "asn.leaf_base"),
+    "it moves AS numbers": ("asn.superspine", "asn.spine", "asn.leaf_base"),
 }
-"""Intent keys a grown lab must keep as its lab has them, and what changing one would do."""
+"""Intent keys a grown lab must keep as its lab has them, and why."""
+PINNED = {
+    "spines.count": "a spine more or fewer renumbers every leaf's uplinks and /31s",
+    "leaves.uplinks_per_spine": "it renumbers every spine's downlinks",
+    "servers.per_rack": "it moves the servers of every rack after the first",
+    "superspines.count": "it recables every spine",
+}
+"""Counts the lab's sizing fixes (a grown lab keeps them when the intent leaves them unset)."""
 SPEEDS = {k for keys in FIXED.values() for k in keys if k.endswith("speed")}
 
 
 @dataclass(frozen=True)
 class Record:
-    """What a lab's design.json records: its sizing, graph and switch MAC numbers."""
+    """What a lab directory's design.json records: its sizing, graph and switch MAC numbers
+    (and the lab's resolved intent)."""
 
-    file: str
+    lab: str
     fabric: Fabric
     sizing: Sizing
     graph: nx.MultiGraph
@@ -80,9 +88,10 @@ class Record:
         return racks
 
 
-def record(data: Any, fabric: Fabric, file: str) -> Record:
-    """The record of a lab's design.json (`data`, read from `file`), or one line on what in
-    it is not a design."""
+def record(data: Any, fabric: Fabric, lab: str) -> Record:
+    """The record of the design.json of the lab directory `lab` (`data`), or one line on
+    what in it is not a design."""
+    file = f"{lab}/design.json"
     if not isinstance(data, dict):
         raise InputError(file, "", "not a design (a JSON object with sizing and graph)")
     sizing = data.get("sizing")
@@ -105,7 +114,7 @@ def record(data: Any, fabric: Fabric, file: str) -> Record:
         numbers = {s: i for i, s in enumerate(sorted(switches, key=_switch_order(graph)))}
     if not isinstance(numbers, dict) or not all(type(v) is int for v in numbers.values()):
         raise InputError(file, "grown.mac_numbers", "must map switches to numbers")
-    return Record(file, fabric, Sizing(**sizing), graph, numbers)
+    return Record(lab, fabric, Sizing(**sizing), graph, numbers)
 
 
 def _switch_order(graph: nx.MultiGraph) -> Any:
@@ -128,30 +137,23 @@ def _check_intent(fabric: Fabric, file: str, old: Record) -> None:
             new, had = _value(fabric, key), _value(was, key)
             if new != had:
                 shown = (speed_label(new), speed_label(had)) if key in SPEEDS else (new, had)
-                raise DesignError(
-                    file, key, f"{shown[0]} here, {shown[1]} in {old.file}: this {why}"
-                )
+                raise DesignError(file, key, f"{shown[0]} here, {shown[1]} in {old.lab}: {why}")
     s = old.sizing
-    pinned = {
-        "spines.count": s.spines_per_pod,
-        "leaves.uplinks_per_spine": s.uplinks_per_spine,
-        "servers.per_rack": s.server_ports_per_leaf,
-        "superspines.count": s.superspines or None,
-    }
-    for key, had in pinned.items():
+    pinned = (s.spines_per_pod, s.uplinks_per_spine, s.server_ports_per_leaf, s.superspines)
+    for (key, why), had in zip(PINNED.items(), pinned, strict=True):
         new = _value(fabric, key)
         if new is not None and new != had:
-            raise DesignError(file, key, f"{new} here, {had} in {old.file}: --grow-from keeps it")
+            raise DesignError(file, key, f"{new} here, {had} in {old.lab}: {why}")
     count, servers = fabric.leaves.count, sum(map(len, old.racks()))
     if count is not None and count < s.leaves:
         raise DesignError(
-            file, "leaves.count", f"{count}, fewer than the {s.leaves} leaves of {old.file}"
+            file, "leaves.count", f"{count}, fewer than the {s.leaves} leaves of {old.lab}"
         )
     if fabric.servers.count < servers:
         raise DesignError(
             file,
             "servers.count",
-            f"{fabric.servers.count}, fewer than the {servers} servers of {old.file}",
+            f"{fabric.servers.count}, fewer than the {servers} servers of {old.lab}",
         )
 
 
@@ -162,7 +164,7 @@ def _most(fabric: Fabric, s: Sizing) -> int:
     if s.spines_per_pod >= PEER_LINK_NUMBER - 1:  # uplink bundles follow the server bundles
         return s.server_ports_per_leaf
     ports = fabric.leaves.ports - s.peer_link_ports - s.uplinks
-    addresses = 2 ** (32 - subnet_for(s.server_ports_per_leaf + per_group)) - 2 - per_group
+    addresses = (1 << 32 - subnet_for(s.server_ports_per_leaf + per_group)) - 2 - per_group
     up = s.uplinks * fabric.uplink_speed * fabric.oversubscription.max
     within = math.floor(up / fabric.servers.nic_speed + 1e-9)
     return max(s.server_ports_per_leaf, min(ports, addresses, within))
@@ -196,8 +198,8 @@ def _placed(fabric: Fabric, file: str, old: Record) -> list[list[str]]:
         raise DesignError(
             file,
             "servers.count",
-            f"{f.count} servers do not fit the {len(racks)} racks of {old.file} (the "
-            "ports, addresses and oversubscription.max of their leaves): add leaves",
+            f"{f.count} servers do not fit the {len(racks)} racks of {old.lab} (the ports, "
+            "addresses and oversubscription.max of their leaves): give more leaves",
         )
     return racks
 
@@ -219,12 +221,16 @@ def _check_kept(d: Design, old: Record) -> None:
         moved = sorted(k for k in attrs if now.get(k) != attrs[k])
         if moved:
             key = f"graph.nodes.{node}.{moved[0]}"
-            raise DesignError(old.file, key, f"{attrs[moved[0]]!r} would be {now.get(moved[0])!r}")
+            raise DesignError(
+                f"{old.lab}/design.json", key, f"{attrs[moved[0]]!r} would be {now.get(moved[0])!r}"
+            )
     links = {_link(e) for *_, e in d.graph.edges(data=True)}
     for a, b, e in old.graph.edges(data=True):
         if _link(e) not in links:
             where = f"graph.links.{a}-{b}"
-            raise DesignError(old.file, where, f"{e['a_port']}-{e['b_port']} would move")
+            raise DesignError(
+                f"{old.lab}/design.json", where, f"{e['a_port']}-{e['b_port']} would move"
+            )
 
 
 def _link(e: dict[str, Any]) -> tuple[Any, ...]:
@@ -253,7 +259,7 @@ def grown(fabric: Fabric, file: str, old: Record) -> Design:
             file,
             "spines.ports",
             f"{sizing.leaves} leaves need more than the {fabric.spines.ports} ports of "
-            f"{old.file}'s spines: a third tier moves every address",
+            f"{old.lab}'s spines: a third tier moves every address",
         )
     d = design(fabric, file, Layout(sizing, racks, {}))
     d.numbers = _numbers(d, old)

@@ -84,8 +84,7 @@ def recorded(path: Path) -> grow.Record:
     """What the lab directory at `path` records of its design (`twin generate --grow-from`),
     or one line on why it is not a lab."""
     lab = Lab.open(path)
-    file = str(path / "design.json")
-    return grow.record(read_json(path / "design.json"), lab.fabric, file)
+    return grow.record(read_json(path / "design.json"), lab.fabric, str(path))
 
 
 def redesigned(lab: Lab) -> Design:
