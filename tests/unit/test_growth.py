@@ -15,7 +15,9 @@ and their generated configs; what may change is derived from the old lab and the
 from __future__ import annotations
 
 import difflib
+import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +26,11 @@ import yaml
 
 from twin.cli import main as cli
 from twin.design.graph import Design
-from twin.design.sizing import size
+from twin.design.sizing import Sizing, size
+from twin.errors import DesignError
 from twin.intent import fabric as intent
 from twin.lab import directory as labdir
-from twin.lab.diff import differences, lab_configs
+from twin.lab.diff import differences, lab_configs, rendered_configs
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = ("config_db.json", "frr.conf", "host.json")
@@ -67,9 +70,13 @@ def resized(data: dict[str, Any], servers: int, leaves: int | None = None) -> di
     return new
 
 
+def size_of(data: dict[str, Any]) -> Sizing:
+    return size(intent.parse(data, "fabric.yaml"), "fabric.yaml")
+
+
 def per_rack(data: dict[str, Any]) -> int:
     """Servers a rack of this intent holds."""
-    return size(intent.parse(data, "fabric.yaml"), "fabric.yaml").server_ports_per_leaf
+    return size_of(data).server_ports_per_leaf
 
 
 def placed(d: Design) -> tuple[dict[str, tuple[Any, ...]], set[tuple[Any, ...]]]:
@@ -273,3 +280,76 @@ def test_grow_from_keeps_everything_when_two_servers_are_added(
     assert len({after.graph.nodes[n].get("server", n) for n in new}) == 2
     assert {after.graph.nodes[n]["role"] for n in changed} == {"leaf"}
     assert set(changed) == {leaf for n in new for leaf in after.graph.nodes[n]["leaves"]}
+
+
+def test_a_grown_lab_renders_as_its_intent_grown_again(tmp_path: Path) -> None:
+    """A grown lab (two servers past issue 38's full racks, on ports after the uplinks)
+    re-designs to itself, so config_drift and twin diff see it as generated; grown again it
+    keeps its switches' MAC numbers, new switches numbered after them."""
+    write(tmp_path, "before", GPU)
+    write(tmp_path, "grown", resized(GPU, 18), "before")
+    lab = labdir.Lab.open(tmp_path / "grown")
+    assert rendered_configs(lab) == lab_configs(lab)
+    leaf1 = lab.graph.nodes["gpu18"]["leaves"][0]
+    ports = sorted(e["a_index"] for *_, e in lab.graph.edges(leaf1, data=True))
+    assert ports[-1] == per_rack(GPU) + 2 + size_of(GPU).uplinks + 1
+    again = write(tmp_path, "again", resized(GPU, 24, 6), "grown")
+    numbers = json.loads((tmp_path / "grown" / "design.json").read_text())["grown"]
+    assert {s: again.number(s) for s in numbers["mac_numbers"]} == numbers["mac_numbers"]
+    assert sorted(again.number(s) for s in ("leaf5", "leaf6")) == [6, 7]
+
+
+REFUSED = {
+    "not a lab": ({}, "empty", "{tmp}/empty: not a lab directory (fabric.yaml missing"),
+    "design.json not JSON": ({}, "garbled", "{tmp}/garbled/design.json: line 1: not valid JSON"),
+    "design.json sizing": ({}, "unsized", "{tmp}/unsized/design.json: sizing: must hold"),
+    "speed": (
+        {"servers": {**GPU["servers"], "nic_speed": "200G"}},
+        "lab",
+        "{src}: servers.nic_speed: 200G here, 100G in",
+    ),
+    "spines": ({"spines": {"count": 3}}, "lab", "{src}: spines.count: 3 here, 2 in"),
+    "fewer servers": (
+        {"servers": {**GPU["servers"], "count": 14}},
+        "lab",
+        "{src}: servers.count: 14, fewer than the 16",
+    ),
+    "fewer leaves": ({"leaves": {"count": 2}}, "lab", "{src}: leaves.count: 2, fewer than the 4"),
+    "no room": (
+        {"servers": {**GPU["servers"], "count": 40}},
+        "lab",
+        "{src}: servers.count: 40 servers do not fit",
+    ),
+}
+"""Issue 38's fabric changed so, grown from its lab (or from a directory so broken), and the
+start of the refusal."""
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_what_cannot_be_kept_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    """One line, exit 2, and no lab directory written."""
+    change, old, expected = REFUSED[case]
+    write(tmp_path, "lab", GPU)
+    (tmp_path / "empty").mkdir()
+    for name, text in (("garbled", "{"), ("unsized", '{"sizing": {}, "graph": {}}')):
+        shutil.copytree(tmp_path / "lab", tmp_path / name)
+        (tmp_path / name / "design.json").write_text(text)
+    source = tmp_path / "grown.yaml"
+    source.write_text(yaml.safe_dump({**GPU, **change}))
+    capsys.readouterr()
+    args = ["generate", str(source), "-o", str(tmp_path / "new"), "--grow-from"]
+    assert cli.main([*args, str(tmp_path / old)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("twin: " + expected.format(tmp=tmp_path, src=source))
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_third_tier_is_refused(tmp_path: Path) -> None:
+    """The reference's spines are full: one rack more would need pods and super-spines."""
+    data = fabric("reference")
+    write(tmp_path, "before", data)
+    with pytest.raises(DesignError, match=r"spines\.ports: 10 leaves need more than the 32"):
+        write(tmp_path, "after", resized(data, data["servers"]["count"] + 13), "before")
