@@ -37,12 +37,12 @@ from validators.examples import add_frr_policy, roce_weight_1_against_99, strict
 Db = dict[str, Any]
 Break = Callable[[Path], None]
 INCAST_LEAVES = ("leaf3", "leaf4")
-"""The MLAG pair of server15, where the default scenario's incast converges."""
-INCAST_SENDERS = [f"server{n}" for n in (*range(1, 9), *range(43, 51))]
-"""The default scenario's incast senders: server1-8 and server43-50."""
-INCAST_RECEIVER = "server15"
+"""The MLAG pair of server14, where the default scenario's incast converges."""
+INCAST_SENDERS = [f"server{n}" for n in (*range(1, 9), *range(39, 47))]
+"""The default scenario's incast senders: server1-8 and server39-46."""
+INCAST_RECEIVER = "server14"
 QUIET_LEAF = "leaf1"
-"""A leaf the default scenario's backup (server29 to server44) does not cross."""
+"""A leaf the default scenario's backup (server27 to server40) does not cross."""
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def cables_300m(lab: Path) -> None:
 
 
 def static_route_loop(lab: Path) -> None:
-    """leaf1 sends server15's subnet to spine1, spine1 sends it back to leaf1."""
+    """leaf1 sends server14's subnet to spine1, spine1 sends it back to leaf1."""
     edit_text(lab, "leaf1", "frr.conf", lambda t: t + "ip route 10.2.0.32/27 10.1.0.1\n")
     edit_text(lab, "spine1", "frr.conf", lambda t: t + "ip route 10.2.0.32/27 10.1.0.0\n")
 
@@ -168,7 +168,7 @@ def no_bfd_on_leaf2(lab: Path) -> None:
 
 
 def route_map_drops_a_rack_on_leaf1(lab: Path) -> None:
-    """leaf1 takes in everything from the spines but server15's rack (10.2.0.32/27)."""
+    """leaf1 takes in everything from the spines but server14's rack (10.2.0.32/27)."""
     add_frr_policy(
         Lab.open(lab),
         "leaf1",
@@ -200,7 +200,7 @@ BREAKS: dict[str, tuple[Break, set[str]]] = {
     "cables-300m": (cables_300m, {"leaf1", "spine1"}),
     "static-loop": (static_route_loop, {"leaf1", "spine1"}),
     "ecn-off-receivers": (ecn_off_on_incast_leaves, set(INCAST_LEAVES)),
-    "backup-dscp-26": (backup_into_dscp_26, {"server29"}),
+    "backup-dscp-26": (backup_into_dscp_26, {"server27"}),
     "no-bfd-leaf2": (no_bfd_on_leaf2, {"leaf2"}),
     "ecn-off-senders": (ecn_off_on_incast_senders, {"server1"}),
     "ecn-off-receiver": (ecn_off_on_the_incast_receiver, {INCAST_RECEIVER}),
@@ -288,7 +288,7 @@ def test_ecn_off_on_the_incast_senders_pauses_the_fabric_in_the_simulator(
 def test_a_starved_roce_scheduler_fails_collective_efficiency(
     reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """leaf8 (server44's, where the backup lands) gives RoCE DWRR weight 1 and the lossy queues
+    """leaf7 (server40's, where the backup lands) gives RoCE DWRR weight 1 and the lossy queues
     99: the All-Reduce's iterations beside the backup stretch, and the spread the intent
     allows is exceeded on the reference, its ranks all keeping their links."""
 
@@ -297,7 +297,7 @@ def test_a_starved_roce_scheduler_fails_collective_efficiency(
         db["SCHEDULER"]["scheduler.lossy"]["weight"] = "99"
 
     lab = Path(shutil.copytree(reference, tmp_path / "starved"))
-    edit_db(lab, "leaf8", starve)
+    edit_db(lab, "leaf7", starve)
     code = main(["run", str(lab), str(DEFAULT_SCENARIO), "--backend", "sim", "--no-static"])
     rows = [m.groups() for line in capsys.readouterr().out.splitlines() if (m := ROW.match(line))]
     assert code == 1

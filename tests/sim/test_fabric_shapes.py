@@ -46,7 +46,7 @@ SHAPES: dict[str, dict[str, Any]] = {
         "spines": {"count": 3, "ports": 32, "speed": "100G"},
         "leaves": {"ports": 32, "speed": "100G"},
         "superspines": {"count": 2, "ports": 256, "speed": "100G"},
-        "servers": {"count": 31, "nic_speed": "100G", "per_rack": 11},
+        "servers": {"count": 31, "nic_speed": "100G"},
         "oversubscription": {"max": 4.0},
     },
     # bench_fabrics seed 7, fabric 1: the ring's 3 single-homed ranks send the incast (1/3 of

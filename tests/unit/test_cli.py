@@ -92,7 +92,7 @@ def test_generate_prints_the_headline(tmp_path: Path, capsys: pytest.CaptureFixt
     out = tmp_path / "lab"
     assert cli.main(["generate", str(REPO / "examples" / "reference.yaml"), "-o", str(out)]) == 0
     assert capsys.readouterr().out == (
-        f"{out}: 8 leaves, 4 spines, 50 servers, oversubscription 0.875:1, ECMP width 4\n"
+        f"{out}: 8 leaves, 4 spines, 50 servers, oversubscription 0.812:1, ECMP width 4\n"
     )
     assert (out / "topology.clab.yml").is_file()
 

@@ -18,10 +18,9 @@ from twin.lab import directory as labdir
 SMALL = (REPO / "examples" / "small.yaml").read_text()
 
 
-def lab(tmp: Path, name: str, servers: str = "count: 4\n  per_rack: 2", leaves: int = 4) -> Path:
-    """The small fabric with other servers (spread evenly without `per_rack`) or leaves,
-    generated into tmp/name."""
-    text = SMALL.replace("servers:\n  count: 4\n  per_rack: 2", f"servers:\n  {servers}")
+def lab(tmp: Path, name: str, servers: str = "count: 4", leaves: int = 4) -> Path:
+    """The small fabric with other servers or leaves, generated into tmp/name."""
+    text = SMALL.replace("servers:\n  count: 4", f"servers:\n  {servers}")
     source = tmp / f"{name}.yaml"
     source.write_text(text.replace("leaves:\n  count: 4", f"leaves:\n  count: {leaves}"))
     labdir.generate(intent.load(source), tmp / name, str(source))

@@ -103,17 +103,17 @@ def test_the_default_scenario_names_the_same_servers_by_selector(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """The main job's servers, chosen by selector, are those it was measured with on the
-    reference (racks of 14, 14, 14 and 8 servers): All-Reduce without server15, the incast
-    from server1-8 and server43-50 into server15, the backup from server29 to server44."""
+    reference: All-Reduce without server14, the incast from server1-8 and server39-46 into
+    server14, the backup from server27 to server40."""
     source = REPO / "twin" / "defaults" / "reference.yaml"
     lab = Lab.open(generated(tmp_path_factory.mktemp("select") / "reference", source))
     data = yaml.safe_load((REPO / "twin" / "defaults" / "default-scenario.yaml").read_text())
     traffic = {t["name"]: t for t in resolve(data, lab, "default-scenario.yaml")["traffic"]}
     servers = [f"server{i}" for i in range(1, 51)]
-    assert traffic["allreduce"]["servers"] == [s for s in servers if s != "server15"]
-    assert traffic["incast"]["src"] == servers[0:8] + servers[42:50]
-    assert traffic["incast"]["dst"] == "server15"
-    assert (traffic["backup"]["src"], traffic["backup"]["dst"]) == ("server29", "server44")
+    assert traffic["allreduce"]["servers"] == [s for s in servers if s != "server14"]
+    assert traffic["incast"]["src"] == servers[0:8] + servers[38:46]
+    assert traffic["incast"]["dst"] == "server14"
+    assert (traffic["backup"]["src"], traffic["backup"]["dst"]) == ("server27", "server40")
 
 
 def test_otherwise_falls_back_only_when_a_selector_selects_none(small: Lab) -> None:
