@@ -162,16 +162,15 @@ def test_servers_added_to_existing_racks_move_nothing(tmp_path: Path, example: s
 
 RACKS = {
     "small": (2, 0),
-    "small-100g": (2, -1),
+    "small-100g": (2, 0),
     "reference": (2, -1),
     "rail": (8, -1),
     "big": (2, 0),
     "gpu": (2, 0),
 }
 """Leaves per rack (a leaf pair, or on rails a scalable unit of 8 single-homed rail leaves),
-and the racks the smaller lab has against the example: the reference's, the rail fabric's
-and small-100g's spines are full (every port a downlink), so there the grown lab has the
-example's racks."""
+and the racks the smaller lab has against the example: the reference's and the rail fabric's
+spines are full (every port a downlink), so there the grown lab has the example's racks."""
 
 
 def with_racks(data: dict[str, Any], rack_leaves: int, racks: int) -> dict[str, Any]:
