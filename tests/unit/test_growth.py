@@ -302,6 +302,8 @@ REFUSED = {
     "not a lab": ({}, "empty", "{tmp}/empty: not a lab directory (fabric.yaml missing"),
     "design.json not JSON": ({}, "garbled", "{tmp}/garbled/design.json: line 1: not valid JSON"),
     "design.json sizing": ({}, "unsized", "{tmp}/unsized/design.json: sizing: must hold"),
+    "design.json rack": ({}, "moved", "{tmp}/moved/design.json: graph.nodes.gpu1: not a"),
+    "leaves.count": ({"leaves": {"count": 5}}, "lab", "{src}: leaves.count: 5: not whole racks"),
     "speed": (
         {"servers": {**GPU["servers"], "nic_speed": "200G"}},
         "lab",
@@ -332,9 +334,15 @@ def test_what_cannot_be_kept_is_refused_in_one_line(
     change, old, expected = REFUSED[case]
     write(tmp_path, "lab", GPU)
     (tmp_path / "empty").mkdir()
-    for name, text in (("garbled", "{"), ("unsized", '{"sizing": {}, "graph": {}}')):
+    recorded = json.loads((tmp_path / "lab" / "design.json").read_text())
+    server = next(n for n in recorded["graph"]["nodes"] if n["id"] == "gpu1")
+    server["group"] = 2  # of 2 racks
+    broken = {"garbled": "{", "unsized": '{"sizing": {}, "graph": {}}', "moved": recorded}
+    for name, text in broken.items():
         shutil.copytree(tmp_path / "lab", tmp_path / name)
-        (tmp_path / name / "design.json").write_text(text)
+        (tmp_path / name / "design.json").write_text(
+            text if isinstance(text, str) else json.dumps(text)
+        )
     source = tmp_path / "grown.yaml"
     source.write_text(yaml.safe_dump({**GPU, **change}))
     capsys.readouterr()

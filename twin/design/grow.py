@@ -61,6 +61,7 @@ PINNED = {
 }
 """Counts the lab's sizing fixes (a grown lab keeps them when the intent leaves them unset)."""
 SPEEDS = {k for keys in FIXED.values() for k in keys if k.endswith("speed")}
+ROLES = ("superspine", "spine", "leaf", "server")
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,7 @@ class Record:
     def racks(self) -> list[list[str]]:
         """Each rack's (leaf group's, or scalable unit's) servers, in slot order."""
         rails = rails_of(self.fabric)
-        per_unit = rails * (2 if self.fabric.servers.dual_homed else 1)
-        racks: list[list[str]] = [[] for _ in range(self.sizing.leaves // per_unit)]
+        racks: list[list[str]] = [[] for _ in range(self.sizing.leaves // _per_unit(self.fabric))]
         for node, attrs in self.graph.nodes(data=True):
             if attrs["role"] != "server":
                 continue
@@ -100,28 +100,36 @@ def record(data: Any, fabric: Fabric, lab: str) -> Record:
         raise InputError(file, "sizing", f"must hold {', '.join(names)}")
     if not all(type(sizing[n]) is int and sizing[n] >= 0 for n in names):
         raise InputError(file, "sizing", "must be whole numbers")
+    groups = range(sizing["leaves"] // (2 if fabric.servers.dual_homed else 1))
     try:
         graph: nx.MultiGraph = nx.node_link_graph(data["graph"], edges="links", multigraph=True)
-        for _, attrs in graph.nodes(data=True):
-            if attrs["role"] == "server":
-                int(attrs["group"])
     except (KeyError, TypeError, ValueError, AttributeError, nx.NetworkXError):
         raise InputError(file, "graph", "not a design graph (node-link JSON)") from None
+    for node, attrs in graph.nodes(data=True):
+        role = attrs.get("role")
+        if role not in ROLES or (role == "server" and attrs.get("group") not in groups):
+            raise InputError(file, f"graph.nodes.{node}", "not a server of a rack nor a switch")
     grown = data.get("grown", {})
     numbers = grown.get("mac_numbers") if isinstance(grown, dict) else None
     if numbers is None:
         switches = [n for n, r in graph.nodes(data="role") if r != "server"]
         numbers = {s: i for i, s in enumerate(sorted(switches, key=_switch_order(graph)))}
-    if not isinstance(numbers, dict) or not all(type(v) is int for v in numbers.values()):
+    if not isinstance(numbers, dict) or not all(
+        type(v) is int and 0 <= v < 2**24 - 1 for v in numbers.values()
+    ):
         raise InputError(file, "grown.mac_numbers", "must map switches to numbers")
     return Record(lab, fabric, Sizing(**sizing), graph, numbers)
 
 
 def _switch_order(graph: nx.MultiGraph) -> Any:
     """Switches as `Design.switches` lists them: super-spines, spines, leaves, each in order."""
-    roles = ("superspine", "spine", "leaf")
     order = {n: i for i, n in enumerate(graph.nodes)}
-    return lambda n: (roles.index(graph.nodes[n]["role"]), order[n])
+    return lambda n: (ROLES.index(graph.nodes[n]["role"]), order[n])
+
+
+def _per_unit(fabric: Fabric) -> int:
+    """Leaves per rack: a leaf group (a pair when dual-homed) per rail."""
+    return rails_of(fabric) * (2 if fabric.servers.dual_homed else 1)
 
 
 def _value(fabric: Fabric, key: str) -> Any:
@@ -145,6 +153,9 @@ def _check_intent(fabric: Fabric, file: str, old: Record) -> None:
         if new is not None and new != had:
             raise DesignError(file, key, f"{new} here, {had} in {old.lab}: {why}")
     count, servers = fabric.leaves.count, sum(map(len, old.racks()))
+    per_unit = _per_unit(fabric)
+    if count is not None and count % per_unit:
+        raise DesignError(file, "leaves.count", f"{count}: not whole racks of {per_unit} leaves")
     if count is not None and count < s.leaves:
         raise DesignError(
             file, "leaves.count", f"{count}, fewer than the {s.leaves} leaves of {old.lab}"
@@ -181,8 +192,7 @@ def _placed(fabric: Fabric, file: str, old: Record) -> list[list[str]]:
         if name not in known
     ][::-1]
     size = old.sizing.server_ports_per_leaf
-    per_unit = rails_of(fabric) * (2 if f.dual_homed else 1)
-    allowed = None if fabric.leaves.count is None else fabric.leaves.count // per_unit
+    allowed = None if fabric.leaves.count is None else fabric.leaves.count // _per_unit(fabric)
 
     def fill(limit: int) -> None:
         for rack in racks:
@@ -229,13 +239,13 @@ def _check_kept(d: Design, old: Record) -> None:
         if _link(e) not in links:
             where = f"graph.links.{a}-{b}"
             raise DesignError(
-                f"{old.lab}/design.json", where, f"{e['a_port']}-{e['b_port']} would move"
+                f"{old.lab}/design.json", where, f"{e.get('a_port')}-{e.get('b_port')} would move"
             )
 
 
 def _link(e: dict[str, Any]) -> tuple[Any, ...]:
     """A link's allocation: everything but its cable length (`cables` may change)."""
-    return tuple(sorted((k, v) for k, v in e.items() if k != "cable_m"))
+    return tuple(sorted((k, repr(v)) for k, v in e.items() if k != "cable_m"))
 
 
 def grown(fabric: Fabric, file: str, old: Record) -> Design:
@@ -244,11 +254,10 @@ def grown(fabric: Fabric, file: str, old: Record) -> Design:
     _check_intent(fabric, file, old)
     racks = _placed(fabric, file, old)
     s = old.sizing
-    per_unit = rails_of(fabric) * (2 if fabric.servers.dual_homed else 1)
     sizing = tiers(
         fabric,
         file,
-        len(racks) * per_unit,
+        len(racks) * _per_unit(fabric),
         s.spines_per_pod,
         s.uplinks_per_spine,
         s.server_ports_per_leaf,
