@@ -77,7 +77,7 @@ def phases(example: str) -> dict[str, float]:
         d = design(fabric)
     switches = d.switches()
     with _clock(spent, "config_db.render"):
-        dbs = [config_db.render(d, s, i) for i, s in enumerate(switches)]
+        dbs = [config_db.render(d, s) for s in switches]
     with _clock(spent, "json.dumps(indent=2) of config_db"):
         for config in dbs:
             json.dumps(config, indent=2)

@@ -227,6 +227,16 @@ def test_port_names_follow_lanes() -> None:
             "8 ports cannot hold 40 server ports, 2 peer-link ports and 40 uplinks",
         ),
         (
+            {"leaves": {"count": 4}, "servers": {"count": 18, "per_rack": 8}},
+            "servers.per_rack",
+            "2 x 8 servers per rack hold 16, fewer than the 18 servers",
+        ),
+        (
+            {"spines": {"count": 2}, "servers": {"count": 8, "per_rack": 29}},
+            "leaves.ports",
+            "32 ports cannot hold 29 server ports, 2 peer-link ports and 30 uplinks",
+        ),
+        (
             {"spines": {"count": 1}, "leaves": {"uplinks_per_spine": 1}, "servers": {"count": 50}},
             "oversubscription.max",
             "leaves would be 25.00:1 oversubscribed, above 2.0",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -171,13 +171,26 @@ def l3_interfaces(ports: list[Port]) -> dict[str, tuple[str, list[Port]]]:
     return l3
 
 
+@dataclass(frozen=True)
+class Layout:
+    """What a design keeps from an earlier lab's (`twin.design.grow`): its sizing, each
+    rack's servers in slot order (a slot past the rack's server ports takes a port after the
+    leaf's uplinks), and each switch's system MAC number."""
+
+    sizing: Sizing
+    racks: list[list[str]]
+    numbers: dict[str, int]
+
+
 @dataclass
 class Design:
-    """A designed fabric: the intent, its sizing and the graph."""
+    """A designed fabric: the intent, its sizing and the graph (and the MAC numbers kept
+    from the lab it grew from, if any)."""
 
     fabric: Fabric
     sizing: Sizing
     graph: nx.MultiGraph
+    numbers: dict[str, int] = field(default_factory=dict)
 
     def nodes(self, role: str) -> list[str]:
         """Names of the nodes with this role, in order."""
@@ -187,10 +200,20 @@ class Design:
         """Every switch, super-spines first."""
         return self.nodes("superspine") + self.nodes("spine") + self.nodes("leaf")
 
+    def number(self, switch: str) -> int:
+        """The switch's system MAC number: kept from the lab this design grew from, else its
+        place in `switches()`."""
+        if switch in self.numbers:
+            return self.numbers[switch]
+        return self.switches().index(switch)
+
 
 class _Builder:
-    def __init__(self, fabric: Fabric, sizing: Sizing, file: str) -> None:
-        self.f, self.s = fabric, sizing
+    def __init__(
+        self, fabric: Fabric, sizing: Sizing, file: str, racks: list[list[str]] | None
+    ) -> None:
+        self.f, self.s, self.racks = fabric, sizing, racks
+        self.later: list[tuple[str, str, str, int, int]] = []
         self.g: nx.MultiGraph = nx.MultiGraph(name=fabric.name)
         self.ports: dict[str, _Ports] = {}
         addr = fabric.addressing
@@ -262,21 +285,35 @@ class _Builder:
             )
         self.attach_servers()
         self.wire_fabric()
+        for args in self.later:  # servers past a rack's server ports, after the uplinks
+            self.server_link(*args)
         return self.g
 
-    def members(self, groups: int) -> list[list[tuple[str, dict[str, Any]]]]:
-        """Each leaf group's server endpoints (name, attributes), in group order: servers
-        spread evenly over the groups; on rails, group u x rails + k holds NIC k of each
-        server of scalable unit u, an endpoint named `<server>r<k>`."""
-        f, rails = self.f, rails_of(self.f)
-        units = groups // rails
-        base, extra = divmod(f.servers.count, units)
-        out: list[list[tuple[str, dict[str, Any]]]] = []
+    def units(self, count: int) -> list[list[str]]:
+        """Each rack's servers: the layout's, or by number filling racks of
+        `servers.per_rack` in order (the last racks may hold fewer, or none), or without it
+        spread evenly over the racks (the first ones one more)."""
+        if self.racks is not None:
+            return self.racks
+        f, per_rack = self.f, self.s.server_ports_per_leaf
+        width, prefix, total = f.servers.name_width, f.servers.name_prefix, f.servers.count
+        even = f.servers.per_rack is None
+        sizes = [total // count + (u < total % count) for u in range(count)] if even else []
+        out: list[list[str]] = []
         first = 1
-        for unit in range(units):
-            width, prefix = f.servers.name_width, f.servers.name_prefix
-            servers = [f"{prefix}{first + i:0{width}d}" for i in range(base + (unit < extra))]
-            first += len(servers)
+        for unit in range(count):
+            size = sizes[unit] if even else max(0, min(per_rack, total - unit * per_rack))
+            out.append([f"{prefix}{n:0{width}d}" for n in range(first, first + size)])
+            first += size
+        return out
+
+    def members(self, groups: int) -> list[list[tuple[str, dict[str, Any]]]]:
+        """Each leaf group's server endpoints (name, attributes), in group order, from the
+        racks' servers (`units`); on rails, group u x rails + k holds NIC k of each server of
+        scalable unit u, an endpoint named `<server>r<k>`."""
+        f, rails = self.f, rails_of(self.f)
+        out: list[list[tuple[str, dict[str, Any]]]] = []
+        for servers in self.units(groups // rails):
             if not f.servers.rails:
                 out.append([(s, {}) for s in servers])
                 continue
@@ -311,7 +348,7 @@ class _Builder:
         per_group = 2 if f.servers.dual_homed else 1
         groups = s.leaves // per_group
         members, rails = self.members(groups), rails_of(f)
-        prefixlen = subnet_for(max(map(len, members)) + per_group)
+        prefixlen = subnet_for(s.server_ports_per_leaf + per_group)
         subnets = self.subnets(groups, prefixlen)
         for group in range(groups):
             leaves = [f"leaf{group * per_group + k + 1}" for k in range(per_group)]
@@ -338,27 +375,11 @@ class _Builder:
                 )
                 nics = self.nic_names(extra.get("rail"), per_group)
                 for nic, leaf in enumerate(leaves):
-                    port, index = self.ports[leaf].take()
-                    self.g.add_edge(
-                        leaf,
-                        server,
-                        kind="server",
-                        a=leaf,
-                        a_port=port,
-                        a_index=index,
-                        b=server,
-                        b_port=nics[nic],
-                        b_index=nic,
-                        speed=f.servers.nic_speed,
-                        cable_m=f.cables.server,
-                        a_bundle=(
-                            f"PortChannel{SERVER_BUNDLE_BASE + slot}" if per_group == 2 else None
-                        ),
-                        b_bundle="bond0" if per_group == 2 else None,
-                        a_ip=None,
-                        b_ip=None,
-                        prefix=None,
-                    )
+                    link = (leaf, server, nics[nic], nic, slot)
+                    if slot < s.server_ports_per_leaf:
+                        self.server_link(*link)
+                    else:
+                        self.later.append(link)
         # Ports left free for servers the leaf could still take stay unallocated.
         for leaf in self.nodes("leaf"):
             self.ports[leaf].used = s.server_ports_per_leaf
@@ -375,6 +396,31 @@ class _Builder:
                     pair=group,
                     bundles=(PEER_LINK_BUNDLE, PEER_LINK_BUNDLE),
                 )
+
+    def server_link(self, leaf: str, server: str, nic_port: str, nic: int, slot: int) -> None:
+        """The link from the leaf's next port to a server's NIC, in the slot's bundle when
+        dual-homed."""
+        f = self.f
+        port, index = self.ports[leaf].take()
+        dual = f.servers.dual_homed
+        self.g.add_edge(
+            leaf,
+            server,
+            kind="server",
+            a=leaf,
+            a_port=port,
+            a_index=index,
+            b=server,
+            b_port=nic_port,
+            b_index=nic,
+            speed=f.servers.nic_speed,
+            cable_m=f.cables.server,
+            a_bundle=f"PortChannel{SERVER_BUNDLE_BASE + slot}" if dual else None,
+            b_bundle="bond0" if dual else None,
+            a_ip=None,
+            b_ip=None,
+            prefix=None,
+        )
 
     def nodes(self, role: str) -> list[str]:
         return [n for n, d in self.g.nodes(data=True) if d["role"] == role]
@@ -465,13 +511,15 @@ def _check_asns(fabric: Fabric, sizing: Sizing, file: str) -> None:
         )
 
 
-def design(fabric: Fabric, file: str = "fabric.yaml") -> Design:
-    """Size the fabric, allocate ports and addresses, and build the graph."""
+def design(fabric: Fabric, file: str = "fabric.yaml", layout: Layout | None = None) -> Design:
+    """Size the fabric (or take the `layout`'s sizing and racks), allocate ports and
+    addresses, and build the graph."""
     _check_speeds(fabric, file)
-    sizing = size(fabric, file)
+    sizing = size(fabric, file) if layout is None else layout.sizing
     _check_asns(fabric, sizing, file)
-    graph = _Builder(fabric, sizing, file).build()
-    return Design(fabric, sizing, graph)
+    racks = None if layout is None else layout.racks
+    graph = _Builder(fabric, sizing, file, racks).build()
+    return Design(fabric, sizing, graph, {} if layout is None else layout.numbers)
 
 
 def figures(d: Design) -> dict[str, Any]:

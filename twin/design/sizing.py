@@ -81,8 +81,23 @@ def _uplinks_for(fabric: Fabric, down_ports: int) -> tuple[int, int]:
     return max(1, needed), 1
 
 
+def _most_ports(fabric: Fabric, free: int) -> int:
+    """The most server ports a leaf with `free` ports (beside its peer-link) keeps beside the
+    uplinks sized for them; 0 when none fit."""
+    for down in range(free, 0, -1):
+        spines, per_spine = _uplinks_for(fabric, down)
+        if down + spines * per_spine <= free:
+            return down
+    return 0
+
+
 def size(fabric: Fabric, file: str) -> Sizing:
-    """Size the fabric described by the intent, or refuse it with a `DesignError`."""
+    """Size the fabric described by the intent, or refuse it with a `DesignError`.
+
+    With `servers.per_rack`, a rack (leaf group, or scalable unit on rails) holds that many
+    servers, filled in order, so neither a leaf's ports nor its uplinks depend on the server
+    count; without it the racks (as many as `leaves.count` gives, else as the most server
+    ports a leaf keeps need) share the servers evenly (docs/design.md, "Racks and ports")."""
     servers = fabric.servers
     dual = servers.dual_homed
     if not servers.rails and dual and servers.nics != 2:
@@ -94,7 +109,6 @@ def size(fabric: Fabric, file: str) -> Sizing:
     free = fabric.leaves.ports - peer
     per_group = 2 if dual else 1
     per_unit = per_group * rails
-
     if fabric.leaves.count is not None:
         if fabric.leaves.count % per_unit:
             problem = (
@@ -104,22 +118,25 @@ def size(fabric: Fabric, file: str) -> Sizing:
             )
             raise DesignError(file, "leaves.count", problem)
         units = fabric.leaves.count // per_unit
-        down = math.ceil(servers.count / units)
-        spines, per_spine = _uplinks_for(fabric, down)
+        down = servers.per_rack or math.ceil(servers.count / units)
+        if units * down < servers.count:
+            raise DesignError(
+                file,
+                "servers.per_rack",
+                f"{units} x {down} servers per rack hold {units * down}, "
+                f"fewer than the {servers.count} servers",
+            )
     else:
-        down = free
-        while down > 0:
-            spines, per_spine = _uplinks_for(fabric, down)
-            if down + spines * per_spine <= free:
-                break
-            down -= 1
+        down = servers.per_rack or _most_ports(fabric, free)
         if down == 0:
             raise DesignError(
                 file, "leaves.ports", f"{fabric.leaves.ports} ports leave no room for servers"
             )
         units = math.ceil(servers.count / down)
-        down = math.ceil(servers.count / units)
-        spines, per_spine = _uplinks_for(fabric, down)
+        down = servers.per_rack or math.ceil(servers.count / units)
+    # Derived spines are as many as the servers need (the fullest rack's, not its ports').
+    sized_for = down if fabric.spines.count else min(down, servers.count)
+    spines, per_spine = _uplinks_for(fabric, sized_for)
     uplinks = spines * per_spine
     if down + uplinks > free:
         raise DesignError(
@@ -128,17 +145,17 @@ def size(fabric: Fabric, file: str) -> Sizing:
             f"{fabric.leaves.ports} ports cannot hold {down} server ports, {peer} peer-link "
             f"ports and {uplinks} uplinks",
         )
-    ratio = down * servers.nic_speed / (uplinks * fabric.uplink_speed)
+    ratio = sized_for * servers.nic_speed / (uplinks * fabric.uplink_speed)
     if ratio > fabric.oversubscription.max + 1e-9:
         raise DesignError(
             file,
             "oversubscription.max",
             f"leaves would be {ratio:.2f}:1 oversubscribed, above {fabric.oversubscription.max}",
         )
-    return _pods(fabric, file, units * per_unit, spines, per_spine, down, peer)
+    return tiers(fabric, file, units * per_unit, spines, per_spine, down, peer)
 
 
-def _pods(
+def tiers(
     fabric: Fabric, file: str, leaves: int, spines: int, per_spine: int, down: int, peer: int
 ) -> Sizing:
     """Two tiers when the spines reach every leaf, else pods under super-spines."""

@@ -138,6 +138,15 @@ class Servers(_Model):
         le=6,
         description="digits each server's number is padded to (2: gpu01..gpu16); 0: unpadded",
     )
+    per_rack: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="servers per rack (leaf group, or scalable unit on rails), filled in order, "
+        "the server ports each leaf keeps; if unset, the most a leaf holds within "
+        "oversubscription.max (derived leaves) or an even split (leaves.count); written out "
+        "only when set",
+    )
 
     @model_validator(mode="after")
     def _width_holds_the_count(self) -> Servers:
@@ -150,11 +159,13 @@ class Servers(_Model):
 
     @model_serializer(mode="wrap")
     def _rails_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """`rails` is left out of the resolved intent when false, so that intents written
-        before rails existed resolve to the same bytes."""
+        """`rails` is left out of the resolved intent when false, and `per_rack` when unset,
+        so that intents written before they existed resolve to the same bytes."""
         data: dict[str, Any] = handler(self)
         if not self.rails:
             data.pop("rails", None)
+        if self.per_rack is None:
+            data.pop("per_rack", None)
         return data
 
     @field_validator("name_prefix")

@@ -8,8 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from twin.design.graph import design
-from twin.lab.directory import Lab
+from twin.lab.directory import Lab, redesigned
 from twin.render import config_db, frr_conf, host_conf
 from validators.result import Finding
 
@@ -48,11 +47,12 @@ def lab_configs(lab: Lab) -> Configs:
 
 
 def rendered_configs(lab: Lab) -> Configs:
-    """What the lab's intent renders for every device (designed and rendered again)."""
-    d = design(lab.fabric)
+    """What the lab's intent renders for every device (designed, like the lab it grew from if
+    it did, and rendered again)."""
+    d = redesigned(lab)
     configs: Configs = {}
-    for index, switch in enumerate(d.switches()):
-        db = json.loads(json.dumps(config_db.render(d, switch, index)))
+    for switch in d.switches():
+        db = json.loads(json.dumps(config_db.render(d, switch)))
         configs[switch] = ("config_db.json", db)
         configs[f"{switch}/frr.conf"] = ("frr.conf", frr_conf.render(d, switch))
     configs.update({s: ("host.json", host_conf.render(d, s)) for s in d.nodes("server")})

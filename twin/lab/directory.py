@@ -31,6 +31,7 @@ import networkx as nx
 import orjson
 
 from twin import safeio
+from twin.design import grow
 from twin.design.graph import Design, design, figures, ports_of
 from twin.errors import LabError
 from twin.intent import fabric as intent
@@ -75,7 +76,23 @@ KEPT = ("runs", "logs", "events.jsonl")
 
 def _design_json(d: Design) -> dict[str, Any]:
     graph = nx.node_link_data(d.graph, edges="links")
-    return {"figures": figures(d), "sizing": vars(d.sizing), "graph": graph}
+    grown = {"grown": {"mac_numbers": d.numbers}} if d.numbers else {}
+    return {"figures": figures(d), "sizing": vars(d.sizing), "graph": graph, **grown}
+
+
+def recorded(path: Path) -> grow.Record:
+    """What the lab directory at `path` records of its design (`twin generate --grow-from`),
+    or one line on why it is not a lab."""
+    lab = Lab.open(path)
+    return grow.record(read_json(path / "design.json"), lab.fabric, str(path))
+
+
+def redesigned(lab: Lab) -> Design:
+    """The lab's intent designed again: like its own design when it was grown from another
+    lab (its design.json records `grown`), else from the intent alone."""
+    if "grown" in lab.design_data:
+        return grow.grown(lab.fabric, str(lab.path / "fabric.yaml"), recorded(lab.path))
+    return design(lab.fabric)
 
 
 def holds(out: Path, fabric: intent.Fabric, file: str = "fabric.yaml") -> bool:
@@ -98,10 +115,12 @@ def generate(
     file: str = "fabric.yaml",
     force: bool = False,
     keep: bool = False,
+    grow_from: Path | None = None,
 ) -> Design:
     """Design the fabric and write its lab directory to `out` (atomically); with `keep`, the
-    runs, logs and events of the lab directory it replaces are carried over (`KEPT`)."""
-    d = design(fabric, file)
+    runs, logs and events of the lab directory it replaces are carried over (`KEPT`); with
+    `grow_from`, every assignment of that lab is kept (`twin.design.grow`)."""
+    d = design(fabric, file) if grow_from is None else grow.grown(fabric, file, recorded(grow_from))
     if (out / STATE_FILE).exists():
         raise LabError(f"{out}: a twin of this lab is running; destroy it first")
     here = Path.cwd().resolve()
@@ -162,8 +181,8 @@ def _write(d: Design, root: Path) -> None:
     _write_json(root / "design.json", _design_json(d))
     names = ifmap(d)
     _write_json(root / "ifmap.json", names)
-    for i, switch in enumerate(d.switches()):
-        _write_json(root / "configs" / switch / "config_db.json", config_db.render(d, switch, i))
+    for switch in d.switches():
+        _write_json(root / "configs" / switch / "config_db.json", config_db.render(d, switch))
         (root / "configs" / switch / "frr.conf").write_text(frr_conf.render(d, switch))
     for server in d.nodes("server"):
         _write_json(root / "configs" / server / "host.json", host_conf.render(d, server))
@@ -269,7 +288,8 @@ class Lab:
         return self.fabric.name
 
     @cached_property
-    def _design(self) -> dict[str, Any]:
+    def design_data(self) -> dict[str, Any]:
+        """design.json as read."""
         data: dict[str, Any] = read_json(self.path / "design.json")
         return data
 
@@ -277,14 +297,14 @@ class Lab:
     def graph(self) -> nx.MultiGraph:
         """The design graph."""
         graph: nx.MultiGraph = nx.node_link_graph(
-            self._design["graph"], edges="links", multigraph=True
+            self.design_data["graph"], edges="links", multigraph=True
         )
         return graph
 
     @property
     def figures(self) -> dict[str, Any]:
         """The design's headline figures."""
-        figs: dict[str, Any] = self._design["figures"]
+        figs: dict[str, Any] = self.design_data["figures"]
         return figs
 
     @cached_property

@@ -45,8 +45,10 @@ DEVICE_TYPE = {
 RADIX = {"leaf": "leaves", "spine": "spines", "superspine": "superspines"}
 
 
-def _mac(index: int) -> str:
-    return "52:54:00:{:02x}:{:02x}:{:02x}".format(*(index + 1).to_bytes(3, "big"))
+def _mac(number: int) -> str:
+    """A switch's system MAC from its number (`Design.number`: unique, and kept by a lab
+    grown from another)."""
+    return "52:54:00:{:02x}:{:02x}:{:02x}".format(*(number + 1).to_bytes(3, "big"))
 
 
 def _ports_table(fabric: Fabric, role: str, used: dict[str, Port]) -> Table:
@@ -294,8 +296,8 @@ def _qos_ports(fabric: Fabric, ports: list[Port], db: ConfigDb) -> None:
         db["PFC_WD"] = pfc_wd
 
 
-def render(d: Design, node: str, index: int) -> ConfigDb:
-    """The `config_db.json` of one switch (`index` makes its system MAC unique)."""
+def render(d: Design, node: str) -> ConfigDb:
+    """The `config_db.json` of one switch."""
     f = d.fabric
     attrs = d.graph.nodes[node]
     ports = ports_of(d.graph, node)
@@ -305,7 +307,7 @@ def render(d: Design, node: str, index: int) -> ConfigDb:
             "hostname": node,
             "hwsku": platform()["hwsku"],
             "platform": platform()["platform"],
-            "mac": _mac(index),
+            "mac": _mac(d.number(node)),
             "bgp_asn": str(attrs["asn"]),
             "type": DEVICE_TYPE[attrs["role"]],
             "resource_type": "ComputeAI",

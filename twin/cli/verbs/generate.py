@@ -1,4 +1,5 @@
-"""`twin generate FABRIC -o DIR`: design a fabric and write its lab directory."""
+"""`twin generate FABRIC -o DIR [--grow-from LAB]`: design a fabric and write its lab
+directory (keeping every assignment of LAB, to grow it)."""
 
 from __future__ import annotations
 
@@ -23,13 +24,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="replace an existing lab directory (never the working directory or one above it, "
         "never a directory holding anything else)",
     )
+    p.add_argument(
+        "--grow-from",
+        type=Path,
+        metavar="LAB",
+        help="keep every port, address, AS number, cable and session of this lab directory "
+        "and place only the new servers, racks, leaves and spines (docs/design.md, "
+        '"Growing a lab")',
+    )
     add_json(p)
 
 
 def run(args: argparse.Namespace) -> int:
     """Generate the lab and print its headline figures."""
     fabric = intent.load(args.fabric)
-    d = labdir.generate(fabric, args.out, str(args.fabric), force=args.force)
+    d = labdir.generate(
+        fabric, args.out, str(args.fabric), force=args.force, grow_from=args.grow_from
+    )
     figs = figures(d)
     refusal = labdir.clab_refusal(labdir.Lab.open(args.out))
     text = (
