@@ -59,9 +59,9 @@ def police(lab: Lab) -> None:
         )
 
 
-def check(lab: Lab, failures: int) -> tuple[float, list[Result]]:
-    """Seconds the deadlock validator takes, and its results."""
-    v = get("deadlock")
+def check(lab: Lab, failures: int, validator: str = "deadlock") -> tuple[float, list[Result]]:
+    """Seconds a validator (by default deadlock) takes, and its results."""
+    v = get(validator)
     start = time.perf_counter()
     results = v.check(lab, v.params({"failures": failures}))
     return time.perf_counter() - start, results

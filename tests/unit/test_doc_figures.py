@@ -68,3 +68,17 @@ def test_write_rewrites_a_block_and_records_it(
     assert blocks.current(doc, "x") == "new 1\nnew 2" == blocks.recorded("x")
     assert doc.read_text().startswith("a\n<!-- figures:x by bench/b.py -->\nnew 1\n")
     assert blocks.write("x", "new 1\nnew 2") == []
+
+
+def test_write_row_replaces_the_row_of_its_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text("<!-- figures:t by bench/b.py -->\n<!-- /figures:t -->\n")
+    monkeypatch.setattr(blocks, "DOCS", [doc])
+    monkeypatch.setattr(blocks, "RECORDED", tmp_path / "recorded")
+    header = ["| command | figure |", "|---|---|"]
+    blocks.write_row("t", header, "| `b --a` | 1 |")
+    blocks.write_row("t", header, "| `b --b` | 2 |")
+    blocks.write_row("t", header, "| `b --a` | 3 |")
+    assert blocks.current(doc, "t").splitlines() == [*header, "| `b --a` | 3 |", "| `b --b` | 2 |"]
