@@ -148,7 +148,7 @@ def main() -> int:
     ok = timeouts == 0 and ms[-1] < GOAL_S * 1e3
     said = [
         f"{played}, {args.busy} CPU-bound processes beside",
-        f"load average before {before}, after {after}",
+        f"load average before {before}, after {after}; niceness {os.nice(0)}",
         f"{len(ms)} scrapes answered, {timeouts} timed out ({TIMEOUT_S:g} s): "
         f"min {ms[0]:.1f} ms, median {statistics.median(ms):.1f} ms, p99 {p99:.1f} ms, "
         f"max {ms[-1]:.1f} ms",

@@ -72,7 +72,7 @@ def main() -> int:
             print(f"  {name:<18} exit {code}  CPU {cpu:6.1f} s  peak RSS {rss:7.0f} MB")
             rows.append(f"| `twin {name}` | {code} | {cpu:.1f} s | {rss:.0f} MB |")
     if args.write:
-        rows.append(f"\n(load average {os.getloadavg()[0]:.1f} at the end: what else ran)")
+        rows.append(f"\n({blocks.load()} at the end: what else ran)")
         for path in blocks.write("rails", "\n".join(rows)):
             print(f"rewrote {path.relative_to(REPO)}: rails")
     return 1 if failed else 0

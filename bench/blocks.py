@@ -126,5 +126,7 @@ def command() -> str:
 
 
 def load() -> str:
-    """What else ran, to say beside wall times: the 1-minute load average now."""
-    return f"load average {os.getloadavg()[0]:.1f}"
+    """What else ran, to say beside wall times: the 1-minute load average now, and the bench's
+    niceness when it yielded to other work (`nice -n 19`)."""
+    nice = os.nice(0)
+    return f"load average {os.getloadavg()[0]:.1f}" + (f", niceness {nice}" if nice else "")
