@@ -5,6 +5,7 @@ cannot run in CI (root, FRR, an idle machine) says what its bench last recorded
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,9 @@ def test_each_block_names_a_bench_that_rewrites_it(path: Path, name: str) -> Non
     assert bench is not None, f"{_id(path, name)}: name its bench (<!-- figures:{name} by ...)"
     source = (REPO / bench).read_text()
     assert "--write" in source and "blocks." in source, f"{bench} cannot rewrite {name}"
+    stem = re.sub(r"-\d.*", "", name)  # deploy-8-servers: deploy-{n}-servers in its bench
+    named = name in figures.BLOCKS or f'"{stem}' in source or f"{stem}-" in source
+    assert named, f"{bench} makes no block {name}"
 
 
 @pytest.mark.parametrize(("path", "name"), RECORDED, ids=[_id(*m) for m in RECORDED])
