@@ -497,8 +497,9 @@ def main() -> int:
             print(f"  deviation {o}: {m.device} {m.file} {m.where} {m.kind}")
     print(f"time: {took:.0f} s")
     if args.write:
+        others = "".join(f"; {tally[o]} {o}" for o in ("unnamed", "lost", "crashed") if tally[o])
         row = (
-            f"| {blocks.command()} | {verb} | {len(harmful)} | {caught} ({score:.1%}) "
+            f"| {blocks.command()} | {verb} | {len(harmful)} | {caught} ({score:.1%}{others}) "
             f"| {tally['refused']} | {tally['missed']} | {len(reds)} ({len(harmless)}) "
             f"| {took:.0f} s, {blocks.load()} |"
         )
