@@ -83,26 +83,24 @@ def test_a_row_more_or_a_renamed_figure_differs_in_kind() -> None:
     assert blocks.kind(text + "\n| started | 1 s | 2 s | |") != blocks.kind(text)
 
 
-def test_write_rewrites_a_block_and_records_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    doc = tmp_path / "doc.md"
-    doc.write_text("a\n<!-- figures:x by bench/b.py -->\nold\n<!-- /figures:x -->\nb\n")
-    monkeypatch.setattr(blocks, "DOCS", [doc])
+@pytest.fixture
+def doc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The only document `blocks.write` rewrites, its recordings beside it."""
+    monkeypatch.setattr(blocks, "DOCS", [tmp_path / "doc.md"])
     monkeypatch.setattr(blocks, "RECORDED", tmp_path / "recorded")
+    return tmp_path / "doc.md"
+
+
+def test_write_rewrites_a_block_and_records_it(doc: Path) -> None:
+    doc.write_text("a\n<!-- figures:x by bench/b.py -->\nold\n<!-- /figures:x -->\nb\n")
     assert blocks.write("x", "new 1\nnew 2") == [doc]
     assert blocks.current(doc, "x") == "new 1\nnew 2" == blocks.recorded("x")
     assert doc.read_text().startswith("a\n<!-- figures:x by bench/b.py -->\nnew 1\n")
     assert blocks.write("x", "new 1\nnew 2") == []
 
 
-def test_write_row_replaces_the_row_of_its_command(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    doc = tmp_path / "doc.md"
+def test_write_row_replaces_the_row_of_its_command(doc: Path) -> None:
     doc.write_text("<!-- figures:t by bench/b.py -->\n<!-- /figures:t -->\n")
-    monkeypatch.setattr(blocks, "DOCS", [doc])
-    monkeypatch.setattr(blocks, "RECORDED", tmp_path / "recorded")
     header = ["| command | figure |", "|---|---|"]
     blocks.write_row("t", header, "| `b --a` | 1 |")
     blocks.write_row("t", header, "| `b --b` | 2 |")
