@@ -29,7 +29,6 @@ def test_the_benches_figures_are_marked() -> None:
     wanted = {
         "main-job": "README.md",
         "main-job-phases": "README.md",
-        "main-job-phases-load-2": "README.md",
         "deploy": "netns-backend.md",
         "metrics-scrapes": "metrics.md",
         "sim-speed": "simulator.md",
