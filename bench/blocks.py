@@ -89,17 +89,18 @@ def write(name: str, text: str) -> list[Path]:
 
 
 def kind(text: str) -> list[tuple[str, ...]]:
-    """What a block says, its figures aside: per line, its first four words that hold no
-    digit (the names: validators and scopes, phases, cases), a rule of dashes or a table's
-    `|---|` as one dash; one entry per line (the counts: rows, figures).
+    """What a block says, its figures aside: per line, its words that hold no digit (the
+    names: validators and scopes, phases, cases, units, verdicts, in every column of a
+    table), a rule of dashes or a table's `|---|` as one dash; one entry per line (the
+    counts: rows, figures).
 
     >>> kind("| case | time |\\n|---|---|\\n| ref, 236 links | 0.1 s |")
-    [('|', 'case', '|', 'time'), ('-',), ('|', 'ref,', 'links', '|')]
+    [('|', 'case', '|', 'time', '|'), ('-',), ('|', 'ref,', 'links', '|', 's', '|')]
     """
     out = []
     for line in text.splitlines():
         words = [w for w in line.split() if not re.search(r"\d", w)]
-        out.append(tuple("-" if set(w) <= set("-|:") and "-" in w else w for w in words[:4]))
+        out.append(tuple("-" if set(w) <= set("-|:") and "-" in w else w for w in words))
     return out
 
 

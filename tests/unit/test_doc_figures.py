@@ -75,11 +75,13 @@ def test_every_recorded_output_is_quoted() -> None:
 
 
 def test_a_row_more_or_a_renamed_figure_differs_in_kind() -> None:
-    """What the comparison catches: a figure renamed or a row added; not a value changed."""
+    """What the comparison catches: a figure renamed (in any column) or a row added; not a
+    value changed."""
     text = blocks.recorded("deploy")
     assert blocks.kind(text.replace("6", "7").replace("9", "1")) == blocks.kind(text)
     assert blocks.kind(text.replace("destroyed", "removed")) != blocks.kind(text)
     assert blocks.kind(text + "\n| started | 1 s | 2 s | |") != blocks.kind(text)
+    assert blocks.kind(text.replace("MB |", "GB |")) != blocks.kind(text)  # a unit, far right
 
 
 @pytest.fixture
