@@ -9,6 +9,9 @@
    window notification point for 10 flows in 1 us steps at the fluid model's fixed-point
    marking probability (no queue, no packets). Its flows are identical and independent, so
    the spread of their 50 ms means is the algorithm's own rate noise, not the engine's.
+
+`--long --write` puts what it prints into the block `dcqcn-noise` of docs/simulator.md and
+records it (bench/blocks.py).
 """
 
 from __future__ import annotations
@@ -22,18 +25,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench import blocks  # noqa: E402
 from labs.sim import Dcqcn, load, simulate  # noqa: E402
 
 SEEDS = range(1, 7)
 LINE = 40e9
+FRAME_OVERHEAD = 62 + 20
+"""Bytes a frame adds to its payload on the wire (RoCEv2 headers, preamble and gap)."""
 
 
 def engine(n: int, seed: int, end: float) -> tuple[float, float]:
-    """Largest per-flow deviation from 40/N over 50 ms-end and the mean queue (bytes)."""
+    """Largest per-flow deviation from its share over 50 ms-end and the mean queue (bytes): the
+    share is 40/N Gb/s on the wire, 40/N x 1000/1082 of the payload rates the engine reports."""
     exp, _ = load(REPO / "examples" / "sim" / f"dcqcn_incast_{n}.yaml")
     exp = dataclasses.replace(exp, duration=end)
     result = simulate(exp, seed)
-    fair = LINE / n
+    fair = LINE / n * exp.packet_bytes / (exp.packet_bytes + FRAME_OVERHEAD)
     rates = [result.mean_rate(f.name, 0.05, end) for f in result.flows]
     queue = result.mean_queue(exp.monitor.ports[0], 3, 0.05, end)
     return max(abs(r - fair) / fair for r in rates), queue
@@ -87,22 +94,34 @@ def main() -> int:
     parser.add_argument(
         "--long", action="store_true", help="also N = 10 over 50-550 and 50-1050 ms"
     )
+    parser.add_argument("--write", action="store_true", help="with --long: into the docs' block")
     args = parser.parse_args()
+    if args.write and not args.long:
+        parser.error("--write quotes the long runs too: add --long")
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        print(line)
+
     for n in (2, 10):
         figures = [engine(n, seed, 0.1) for seed in SEEDS]
         devs = ", ".join(f"{dev * 100:.1f}" for dev, _ in figures)
         queues = ", ".join(f"{q / 1e3:.1f}" for _, q in figures)
-        print(f"engine N={n}, 50-100 ms, seeds 1-6: largest flow deviation % {devs}")
-        print(f"engine N={n}, 50-100 ms, seeds 1-6: mean queue KB {queues}")
+        say(f"engine N={n}, 50-100 ms, seeds 1-6: largest flow deviation % {devs}")
+        say(f"engine N={n}, 50-100 ms, seeds 1-6: mean queue KB {queues}")
     if args.long:
         for end, seeds in ((0.55, SEEDS[:4]), (1.05, SEEDS[:3])):
             devs = ", ".join(f"{engine(10, seed, end)[0] * 100:.1f}" for seed in seeds)
             span = f"50-{end * 1000:.0f} ms, seeds {seeds[0]}-{seeds[-1]}"
-            print(f"engine N=10, {span}: largest flow deviation % {devs}")
+            say(f"engine N=10, {span}: largest flow deviation % {devs}")
     exp, _ = load(REPO / "examples" / "sim" / "dcqcn_incast_10.yaml")
     p = (122.6e3 - 5e3) / 195e3 * 0.01
     devs = ", ".join(f"{reference(p, 10, seed, exp.dcqcn) * 100:.1f}" for seed in SEEDS)
-    print(f"reference N=10, p={p:.5f}, 50-100 ms, seeds 1-6: largest flow deviation % {devs}")
+    say(f"reference N=10, p={p:.5f}, 50-100 ms, seeds 1-6: largest flow deviation % {devs}")
+    if args.write:
+        for path in blocks.write("dcqcn-noise", "```\n" + "\n".join(said) + "\n```"):
+            print(f"rewrote {path.relative_to(REPO)}: dcqcn-noise")
     return 0
 
 

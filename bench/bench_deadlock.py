@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import os
 import pstats
 import sys
 import tempfile
@@ -59,9 +58,9 @@ def police(lab: Lab) -> None:
         )
 
 
-def check(lab: Lab, failures: int) -> tuple[float, list[Result]]:
-    """Seconds the deadlock validator takes, and its results."""
-    v = get("deadlock")
+def check(lab: Lab, failures: int, validator: str = "deadlock") -> tuple[float, list[Result]]:
+    """Seconds a validator (by default deadlock) takes, and its results."""
+    v = get(validator)
     start = time.perf_counter()
     results = v.check(lab, v.params({"failures": failures}))
     return time.perf_counter() - start, results
@@ -125,7 +124,7 @@ def main() -> int:
             pstats.Stats(profiler, stream=out).strip_dirs().sort_stats("tottime").print_stats(25)
             print(out.getvalue())
     if args.write:
-        rows.append(f"\n(load average {os.getloadavg()[0]:.1f} at the end: what else ran)")
+        rows.append(f"\n({blocks.load()} at the end: what else ran)")
         name = "deadlock-policy" if args.policy else "deadlock"
         for path in blocks.write(name, "\n".join(rows)):
             print(f"rewrote {path.relative_to(REPO)}: {name}")

@@ -11,7 +11,8 @@ wall-clock figures, not the CPU ones).
         [--workers 1,2,4] [--write]
 
 `--write` (the reference fabric) puts one row per worker count into the block
-`drill-throughput` of docs/drills.md and records them (bench/blocks.py).
+`drill-throughput` of docs/drills.md (`drill-every-link` without N) and records them
+(bench/blocks.py).
 """
 
 from __future__ import annotations
@@ -90,8 +91,9 @@ def main(argv: list[str]) -> int:
                 f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}"
             )
     if args.write:
-        for path in blocks.write("drill-throughput", "\n".join(rows)):
-            print(f"rewrote {path.relative_to(REPO)}: drill-throughput")
+        name = "drill-throughput" if args.count else "drill-every-link"
+        for path in blocks.write(name, "\n".join(rows)):
+            print(f"rewrote {path.relative_to(REPO)}: {name}")
     return 0
 
 

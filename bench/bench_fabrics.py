@@ -17,7 +17,8 @@ bench draws with a seeded random, as Hypothesis's generation favours the smalles
 Every fabric is healthy as generated, so every failing row is a false red (but those a
 scenario shows by design: `EXPECTED`): each is printed with its rows (validator, scope,
 reason), then the totals and the cost per fabric by server count. A scenario refused for
-the fabric (exit 2) is listed apart. Exit status 1 when there is a false red.
+the fabric (exit 2) is listed apart. Exit status 1 when there is a false red. `--write` puts
+the totals into the block `fabrics` of docs/validators.md and records them (bench/blocks.py).
 
 Cost (2 cores shared with other work, load 20): a fabric of 4-16 servers takes 35-110 s for
 validate and 5 scenarios; `incast` (5 s of simulated line-rate incast) alone takes 15-65 s
@@ -55,6 +56,7 @@ from hypothesis import strategies as st
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench import blocks  # noqa: E402
 from twin.design.graph import design  # noqa: E402
 from twin.errors import InputError  # noqa: E402
 from twin.intent import fabric as intent  # noqa: E402
@@ -294,6 +296,7 @@ def main() -> int:
     parser.add_argument(
         "--prefix", default="", help="lab names PREFIX1, PREFIX2... (default bfSEED-1...)"
     )
+    parser.add_argument("--write", action="store_true", help="the totals into the docs' block")
     args = parser.parse_args()
     started = time.monotonic()
     least = max(4, min(1024, args.min_servers))
@@ -336,14 +339,19 @@ def main() -> int:
                     print(f"  {name}: refused: {line}")
     took = time.monotonic() - started
     red_fabrics = "see above" if reds else "none"
-    print(
-        f"\n{len(drawn)} fabrics, {commands} commands ({', '.join(s.stem for s in scenarios)} "
+    summary = [
+        f"{len(drawn)} fabrics, {commands} commands ({', '.join(s.stem for s in scenarios)} "
         f"on {args.backend} and twin validate each): {reds} false red rows ({red_fabrics}), "
         f"{refused} scenarios refused, {took:.0f} s wall, {cpu:.0f} s CPU, {args.jobs} at once"
-    )
+    ]
     for name, seconds in sorted(costs.items(), key=lambda kv: int(kv[0].split("-")[0])):
         mean = sum(seconds) / len(seconds)
-        print(f"  {name} servers: {len(seconds)} fabrics, {mean:.0f} s each (mean)")
+        summary.append(f"  {name} servers: {len(seconds)} fabrics, {mean:.0f} s each (mean)")
+    print("\n" + "\n".join(summary))
+    if args.write:
+        said = f"{blocks.command()} ({blocks.load()} at the end):\n\n```\n" + "\n".join(summary)
+        for path in blocks.write("fabrics", said + "\n```"):
+            print(f"rewrote {path.relative_to(REPO)}: fabrics")
     return 1 if reds else 0
 
 

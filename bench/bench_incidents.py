@@ -2,11 +2,15 @@
 each one's figures (the table in docs/simulator.md) and copies each run's plots into
 docs/img/incidents/<incident>-<before|after>-<plot>.png.
 
-    .venv/bin/python bench/bench_incidents.py [OUT_DIR]
+    .venv/bin/python bench/bench_incidents.py [OUT_DIR] [--write]
+
+`--write` puts the figures, a row per run, into the block `incidents` of docs/simulator.md and
+records them (bench/blocks.py).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import statistics
@@ -20,6 +24,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench import blocks  # noqa: E402
 from twin.change.incident import build  # noqa: E402
 
 IMAGES = REPO / "docs" / "img" / "incidents"
@@ -59,9 +64,42 @@ def figures(run: Path) -> dict[str, Any]:
     return out
 
 
+HEADER = [
+    "| incident | run | fails | pause frames | ports paused: ms in all, the most "
+    "| lossless drops | iterations: mean, std dev, max | events | bulk: goodput, lost, resent "
+    "(timeouts) |",
+    "|---|---|---|---|---|---|---|---|---|",
+]
+
+
+def row(incident: str, which: str, f: dict[str, Any]) -> str:
+    """One run's figures as a row of the block `incidents`."""
+    fails = ", ".join(f"`{name}`" for name in f["failed"]) or "nothing"
+    means = [k.removesuffix("_mean_ms") for k in f if k.endswith("_mean_ms")]
+    iterations = "; ".join(
+        f"{f[k + '_mean_ms']:.3f}, {f[k + '_std_ms']:.3f}, {f[k + '_max_ms']:.3f} ms" for k in means
+    )
+    bulk = (
+        f"{f['bulk_goodput_gbps']} Gb/s, {f['bulk_lost_pct']} %, {f['bulk_retransmitted']} "
+        f"({f['bulk_timeouts']})"
+        if "bulk_goodput_gbps" in f
+        else ""
+    )
+    return (
+        f"| {incident} | {which} | {fails} | {f['pause_frames']} | {f['ports_paused']}: "
+        f"{f['paused_ms_total']:.1f}, {f['paused_ms_max']:.1f} | {f['lossless_drops']} "
+        f"| {iterations} | {', '.join(f['events'])} | {bulk} |"
+    )
+
+
 def main(argv: list[str]) -> int:
-    out = Path(argv[0]) if argv else Path(tempfile.mkdtemp(prefix="incidents-"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?", type=Path, help="where the labs go (default: /tmp)")
+    parser.add_argument("--write", action="store_true", help="the figures into the docs' block")
+    args = parser.parse_args(argv)
+    out = args.out or Path(tempfile.mkdtemp(prefix="incidents-"))
     IMAGES.mkdir(parents=True, exist_ok=True)
+    rows = list(HEADER)
     for incident in sorted(p for p in (REPO / "examples" / "incidents").iterdir() if p.is_dir()):
         labs = build(incident, out / incident.name)
         for which, lab in zip(("before", "after"), labs, strict=True):
@@ -73,10 +111,15 @@ def main(argv: list[str]) -> int:
             )  # fmt: skip
             wall = time.monotonic() - started
             run = sorted((lab / "runs").iterdir())[-1]
-            print(f"{incident.name} {which} ({wall:.1f} s): {json.dumps(figures(run))}")
+            found = figures(run)
+            print(f"{incident.name} {which} ({wall:.1f} s): {json.dumps(found)}")
+            rows.append(row(incident.name, which, found))
             for png in run.glob("*.png"):
                 if png.name in ("pause.png", "queues.png", "iterations.png"):
                     shutil.copyfile(png, IMAGES / f"{incident.name}-{which}-{png.name}")
+    if args.write:
+        for path in blocks.write("incidents", "\n".join(rows)):
+            print(f"rewrote {path.relative_to(REPO)}: incidents")
     return 0
 
 

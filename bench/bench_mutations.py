@@ -40,7 +40,9 @@ Prints: the mutations by file and kind, the mutation score (harmful caught namin
 of all harmful; and counting the refusals that name the device's file), the score per table
 (config_db.json), statement (frr.conf) or key (host.json), the misses and false reds by
 (file, where), and the time taken. Goal (issue 32): a score of at least 95 % and no false
-red. Exit status 1 when a false red or a crash.
+red. Exit status 1 when a false red or a crash. `--write` puts the totals into the block
+`mutations` of docs/validators.md as the row of this command (each command its own row) and
+records them (bench/blocks.py).
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from bench import blocks  # noqa: E402
 
 HARMLESS = {
     ("config_db.json", "PORT", "description"),
@@ -403,6 +407,14 @@ def judge(lab: Path, mutation: Mutation, work: Path, sim: bool) -> str:
     return "caught" if named else "unnamed"
 
 
+MUTATION_HEADER = [
+    "| command | verdict | harmful | caught naming the device | refused (exit 2) | missed "
+    "| false reds (harmless) | wall |",
+    "|---|---|---|---|---|---|---|---|",
+]
+"""The block `mutations`: one row per command (`--write`)."""
+
+
 def _part(m: Mutation) -> str:
     """The table (config_db.json), statement (frr.conf) or top key (host.json) mutated."""
     if m.file == "frr.conf":
@@ -418,6 +430,7 @@ def main() -> int:
     parser.add_argument("--sim", action="store_true", help="twin run --backend sim, not validate")
     parser.add_argument("--limit", type=int, default=0, help="at most this many mutations")
     parser.add_argument("--show", choices=("missed", "all"), default="missed")
+    parser.add_argument("--write", action="store_true", help="the totals into the docs' block")
     args = parser.parse_args()
     import yaml
 
@@ -483,6 +496,15 @@ def main() -> int:
         if m.impact == "deviation" and o in ("crashed", "lost"):
             print(f"  deviation {o}: {m.device} {m.file} {m.where} {m.kind}")
     print(f"time: {took:.0f} s")
+    if args.write:
+        others = "".join(f"; {tally[o]} {o}" for o in ("unnamed", "lost", "crashed") if tally[o])
+        row = (
+            f"| {blocks.command()} | {verb} | {len(harmful)} | {caught} ({score:.1%}{others}) "
+            f"| {tally['refused']} | {tally['missed']} | {len(reds)} ({len(harmless)}) "
+            f"| {took:.0f} s, {blocks.load()} |"
+        )
+        for path in blocks.write_row("mutations", MUTATION_HEADER, row):
+            print(f"rewrote {path.relative_to(REPO)}: mutations")
     return 1 if reds or tally["crashed"] else 0
 
 

@@ -7,14 +7,17 @@
 examples/rail.yaml (docs/rails.md), with `--servers`/`--nics` when given, is generated under a
 lab name of the bench's own; then `twin generate`, `twin validate` and `twin run LAB --backend
 sim` (the default scenario) each run as a new process, and the bench prints, per step, its
-exit code, CPU seconds (user + system) and peak resident memory. Exit status 1 when a step
-does not pass (exit code not 0). `--write` (the example's size only) puts the figures into
-the block `rails` of docs/rails.md and records them (bench/blocks.py).
+exit code, CPU seconds (user + system) and peak resident memory, then what the simulator
+made of the run (its flows in the core, packet hops, simulated time: `sim.json`) and the
+collectives' verdicts (`collective_efficiency`). Exit status 1 when a step does not pass
+(exit code not 0). `--write` (the example's size only) puts the figures into the block
+`rails` of docs/rails.md and records them (bench/blocks.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import secrets
 import subprocess
@@ -41,6 +44,26 @@ def step(*args: str) -> tuple[int, float, float]:
     _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
     return child.returncode, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def simulated(lab: Path) -> list[str]:
+    """What the lab's last run says of the simulator and the collectives, as lines."""
+    runs = sorted((lab / "runs").glob("*/sim.json"))
+    if not runs:
+        return ["no simulator run"]
+    sim = json.loads(runs[-1].read_text())
+    report = json.loads((runs[-1].parent / "report.json").read_text())["results"]
+    lines = [
+        f"simulator: {sim['experiment']['flows']} flows in the core, "
+        f"{sim['packet_hops'] / 1e6:.1f} M packet hops, {sim['simulated_s'] * 1e3:.2f} ms "
+        f"simulated in {sim['wall_s']:.1f} s"
+    ]
+    lines += [
+        f"`collective_efficiency` {r['scope']}: {r['status']}, {r['reason']}"
+        for r in report
+        if r["validator"] == "collective_efficiency"
+    ]
+    return lines
 
 
 def main() -> int:
@@ -71,8 +94,11 @@ def main() -> int:
             failed |= code != 0
             print(f"  {name:<18} exit {code}  CPU {cpu:6.1f} s  peak RSS {rss:7.0f} MB")
             rows.append(f"| `twin {name}` | {code} | {cpu:.1f} s | {rss:.0f} MB |")
+        said = simulated(lab)
+        print("\n".join(f"  {line}" for line in said))
     if args.write:
-        rows.append(f"\n(load average {os.getloadavg()[0]:.1f} at the end: what else ran)")
+        rows.append(f"\n({blocks.load()} at the end: what else ran)\n")
+        rows += [f"- {line}" for line in said]
         for path in blocks.write("rails", "\n".join(rows)):
             print(f"rewrote {path.relative_to(REPO)}: rails")
     return 1 if failed else 0

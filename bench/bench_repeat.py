@@ -19,7 +19,9 @@ simulator, the verdict (validators, reports, plots); then the pass rate (a pass 
 CPU-bound processes (issue 19); at most 35 s idle and 45 s beside two CPU-bound processes
 (issue 37). With `--write`, the last run that passed is what the README quotes: its
 progress lines and its table become the README's `main-job` block (bench/blocks.py: also
-recorded in bench/recorded/main-job.txt). Needs root and FRR; exit status 1 when a run did
+recorded in bench/recorded/main-job.txt), and the pass rate, the largest resident memory of a
+process it waited for (the twin) and the phases become the block `main-job-phases`
+(`main-job-phases-load-K` with `--load K`). Needs root and FRR; exit status 1 when a run did
 not pass.
 """
 
@@ -29,6 +31,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -186,14 +189,21 @@ def main(argv: list[str] | None = None) -> int:
             proc.kill()
             proc.wait()
     load = f" beside {args.load} CPU-bound processes" if args.load else " (no added load)"
-    print(f"main job: {passed} of {args.runs} passed{load}")
-    print(f"{'phase (s)':20} {'min':>6} {'median':>6} {'max':>6}")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    summary = [
+        f"main job: {passed} of {args.runs} passed{load}, the twin at most {peak:.0f} MB resident",
+        f"{'phase (s)':20} {'min':>6} {'median':>6} {'max':>6}",
+    ]
     for name, values in seen.items():
         low, mid, high = min(values), statistics.median(values), max(values)
-        print(f"{name:20} {low:6.1f} {mid:6.1f} {high:6.1f}")
+        summary.append(f"{name:20} {low:6.1f} {mid:6.1f} {high:6.1f}")
+    print("\n".join(summary))
     if args.write and shown:
-        for path in blocks.write("main-job", shown):
-            print(f"rewrote {path.relative_to(blocks.REPO)}: main-job")
+        name = f"main-job-phases-load-{args.load}" if args.load else "main-job-phases"
+        said = f"{blocks.command()} ({blocks.load()} at the end):\n\n```\n"
+        for block, text in (("main-job", shown), (name, said + "\n".join(summary) + "\n```")):
+            for path in blocks.write(block, text):
+                print(f"rewrote {path.relative_to(blocks.REPO)}: {block}")
     return 0 if passed == args.runs else 1
 
 

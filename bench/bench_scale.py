@@ -9,7 +9,9 @@ Per size: the time `twin generate` takes (CPU), then the run's CPU seconds and p
 the `twin run` process), its packet hops and CPU nanoseconds per hop, the simulator core's
 flows (state: slots of in-core collectives plus table rows), the run directory's bytes and
 the iteration times. Goals (issue 34): 1,024 servers <= 60 s CPU and 2 GB; 4,096 servers
-<= 10 min CPU and 8 GB.
+<= 10 min CPU and 8 GB. `--write` puts a row per size into the block `sim-scale` of
+docs/simulator.md (a size's row replaced, other sizes' rows kept) and records them
+(bench/blocks.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from pathlib import Path
 from typing import Any, cast
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench import blocks  # noqa: E402
+
 GOALS = {1024: (60.0, 2048), 4096: (600.0, 8192)}
 """CPU seconds and peak MB."""
 
@@ -105,10 +111,30 @@ def case(servers: int, labs: Path) -> dict[str, object]:
     }
 
 
+HEADER = [
+    "| servers | run CPU | peak RSS | packet hops | CPU per hop | core flows | run directory "
+    "| iterations, mean | verdict | load |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+]
+"""The block `sim-scale`: a row per size."""
+
+
+def row(f: dict[str, Any]) -> str:
+    """A size's figures as a row of the block `sim-scale`."""
+    times = [t for t in f["iteration_ms"] if t is not None]
+    mean = f"{sum(times) / len(times):.3f} ms" if times else "none"
+    return (
+        f"| {f['servers']} | {f['cpu_s']} s | {f['max_rss_MB']} MB "
+        f"| {f['packet_hops'] / 1e6:.1f} M | {f['ns_per_hop']} ns | {f['core_flows']} "
+        f"| {f['run_dir_MB']} MB | {mean} | {f['verdict']} | {blocks.load()} |"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("servers", type=int, nargs="+")
     parser.add_argument("--labs", type=Path, help="where generated labs are kept (default: temp)")
+    parser.add_argument("--write", action="store_true", help="the rows into the docs' block")
     args = parser.parse_args()
     labs = args.labs or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     labs.mkdir(parents=True, exist_ok=True)
@@ -116,6 +142,8 @@ def main() -> int:
     for n in args.servers:
         figures = case(n, labs)
         print(json.dumps(figures), flush=True)
+        for path in blocks.write_row("sim-scale", HEADER, row(figures)) if args.write else []:
+            print(f"rewrote {path.relative_to(REPO)}: sim-scale")
         if n in GOALS:
             cpu, mb = GOALS[n]
             if float(figures["cpu_s"]) > cpu or int(figures["max_rss_MB"]) > mb:  # type: ignore[arg-type]

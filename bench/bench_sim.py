@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_sim.py            # every figure (about two minutes)
     .venv/bin/python bench/bench_sim.py --quick    # the dumbbells and a small All-Reduce
     .venv/bin/python bench/bench_sim.py --fidelity # the ring and incast figures
+    .venv/bin/python bench/bench_sim.py --write    # every figure, into docs/simulator.md
 
 1. Packet hops per wall second on an 8:1 dumbbell at 40 Gb/s with PFC, ECN and DCQCN
    (goal >= 1.6 M/s, ten times ns-3's ~160 k/s on this kind of machine); `dumbbell-rc` the
@@ -26,7 +27,9 @@
 Each case runs in a child process so its peak memory (max RSS) is its own. Wall and CPU time
 cover building the experiment in Python, the run, and reading the results back; CPU time is
 the fairer figure on a machine shared with other jobs. Exit status 1 if a goal is missed
-(judged on wall time).
+(judged on wall time). `--write` puts the figures of every case (without `--quick` and
+`--scale`) into the block `sim-speed` of docs/simulator.md, and with `--fidelity` its figures
+into the blocks `sim-ring` and `sim-incast`, and records them (bench/blocks.py).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench import blocks  # noqa: E402
 from labs.sim import Experiment, Flow, QosProfile, QueueParams, load, simulate  # noqa: E402
 from labs.sim.fabrics import (  # noqa: E402
     clos3,
@@ -115,6 +119,20 @@ CASES: dict[str, Callable[[], Experiment]] = {
     "clos3-1024-64MB": clos_1024_case,
     "clos3-1024-64MB-listed": lambda: clos_1024_case(columns=False),
 }
+SAID = {
+    "dumbbell": "8:1 dumbbell, 40 Gb/s, PFC + ECN + DCQCN, 1000 B packets",
+    "dumbbell-rc": "the same over RoCE's reliable connection",
+    "reference-256MB": "reference fabric, All-Reduce 256 MB/rank + backup burst",
+    "reference-32MB": "reference fabric, All-Reduce 32 MB/rank",
+    "reference-64MB": "reference fabric, All-Reduce 64 MB/rank",
+    "reference-128MB": "reference fabric, All-Reduce 128 MB/rank",
+    "clos3-200-64MB": "3-tier Clos, 200 servers, All-Reduce 64 MB/rank",
+    "clos3-1024-64MB": "3-tier Clos, 1,024 servers, one All-Reduce iteration of 64 MB/rank + "
+    "backup burst (2.1 M flows as table rows)",
+    "3tier-200-default": "`twin run --backend sim` of the reference intent with 200 servers "
+    "(3-tier), default scenario, end to end",
+}
+"""What the block `sim-speed` calls each case it quotes."""
 TWIN_RUNS = {"3tier-200-default": 200}
 """End-to-end cases: `twin run --backend sim` of the reference intent with this many servers."""
 GOALS = {"3tier-200-default": (30, 1024), "clos3-1024-64MB": (300, 8192)}
@@ -196,37 +214,63 @@ def twin_run(name: str) -> dict[str, float | int | str]:
     }
 
 
-def fidelity() -> None:
+def speed_row(name: str, f: dict[str, float | int | str]) -> str:
+    """A case's figures as a row of the block `sim-speed`."""
+    part = f" (simulator's part {f['sim_wall_s']} s)" if name in TWIN_RUNS else ""
+    return (
+        f"| {SAID[name]} (`{name}`) | {f['simulated_ms']} ms | {int(f['packet_hops']) / 1e6:.2f} M "
+        f"| {f['wall_s']} s{part} | {f['cpu_s']} s | {int(f['hops_per_s']) / 1e6:.1f} M "
+        f"| {int(f['hops_per_cpu_s']) / 1e6:.1f} M | {f['max_rss_MB']} MB |"
+    )
+
+
+def fidelity() -> dict[str, list[str]]:
     """Print the ring's and the incast's figures (examples/sim, tests/sim/test_sim_ring.py and
-    tests/sim/test_sim_pfc.py assert them)."""
+    tests/sim/test_sim_pfc.py assert them), and return them by block name."""
+    said: dict[str, list[str]] = {"sim-ring": [], "sim-incast": []}
+
+    def say(line: str, block: str = "sim-ring") -> None:
+        said[block].append(line)
+        print(line)
+
     wire = (1000 + 62 + 20) / 1000  # bytes on the wire per payload byte at 1000-byte payloads
     for name in ("ring_two_flows", "ring_three_flows"):
         exp, seed = load(REPO / "examples" / "sim" / f"{name}.yaml")
         r = simulate(exp, seed or 1)
         cycles = [(round(e.time * 1e3, 3), e.cycle) for e in r.events_of("deadlock")]
-        print(f"{name}: deadlock {cycles or 'none'}")
+        say(f"{name}: deadlock {cycles or 'none'}")
         for f in r.flows:
             rate = r.mean_rate(f.name, 1e-3, r.end_time)
-            print(
-                f"  {f.name}: {rate * wire / 1e9:.2f} Gb/s on the wire ({rate / 1e9:.2f} payload)"
-            )
+            say(f"  {f.name}: {rate * wire / 1e9:.2f} Gb/s on the wire ({rate / 1e9:.2f} payload)")
         for p in r.ports:
             c = p.priorities.get(3)
             if c is not None and c.pause_received and p.node in "ABCD":
-                print(f"  {p.node}:{p.port} paused {c.paused_time / r.end_time:.1%} of the run")
+                say(f"  {p.node}:{p.port} paused {c.paused_time / r.end_time:.1%} of the run")
         for port, what in (("A:Ethernet8", "A's ingress from D"), ("B:Ethernet8", "B's from A")):
             s = r.pgs[port][3][round(1e-3 / r.sample_interval) :]
-            print(f"  {what}: {min(s) / 1e3:.1f}-{max(s) / 1e3:.1f} KB after 1 ms")
+            say(f"  {what}: {min(s) / 1e3:.1f}-{max(s) / 1e3:.1f} KB after 1 ms")
     exp, seed = load(REPO / "examples" / "sim" / "pfc_incast_8_40g.yaml")
     formula = 40e9 / wire
     for delay in (1e-6, 10e-6):
         links = [replace(link, delay=delay) for link in exp.links]
         r = simulate(replace(exp, links=links), seed or 1)
-        goodput = sum(r.mean_rate(f.name, 2e-3, r.end_time) for f in r.flows)
-        print(
+        rates = [r.mean_rate(f.name, 2e-3, r.end_time) for f in r.flows]
+        goodput = sum(rates)
+        paused = [r.port(f"s{i}:eth0").priorities[3].paused_time / r.end_time for i in range(1, 9)]
+        queue = r.queues["sw:Ethernet32"][3][round(2e-3 / r.sample_interval) :]
+        say(
             f"pfc_incast_8_40g, {delay * 1e6:.0f} us links: goodput {goodput / 1e9:.3f} Gb/s, "
-            f"formula {formula / 1e9:.3f} ({goodput / formula - 1:+.3%})"
+            f"formula {formula / 1e9:.3f} ({goodput / formula - 1:+.3%})",
+            "sim-incast",
         )
+        say(
+            f"  each sender {min(rates) / 1e9:.2f}-{max(rates) / 1e9:.2f} Gb/s, its link paused "
+            f"{min(paused):.1%}-{max(paused):.1%} of the run; egress queue "
+            f"{min(queue) / 1e6:.2f}-{max(queue) / 1e6:.2f} MB after 2 ms; "
+            f"{int(r.total('drops_lossless'))} lossless drops",
+            "sim-incast",
+        )
+    return said
 
 
 def in_child(name: str) -> dict[str, float | int | str]:
@@ -243,9 +287,15 @@ def main() -> int:
     parser.add_argument("--case", choices=[*CASES, *TWIN_RUNS], help=argparse.SUPPRESS)
     parser.add_argument("--scale", action="store_true", help="only the 200- and 1,024-server cases")
     parser.add_argument("--fidelity", action="store_true", help="the published cases' figures")
+    parser.add_argument("--write", action="store_true", help="the figures into the docs' block")
     args = parser.parse_args()
+    if args.write and (args.quick or args.scale):
+        parser.error("--write quotes every case: leave --quick and --scale out")
     if args.fidelity:
-        fidelity()
+        figures = fidelity()
+        for name, said in figures.items() if args.write else ():
+            for path in blocks.write(name, "```\n" + "\n".join(said) + "\n```"):
+                print(f"rewrote {path.relative_to(REPO)}: {name}")
         return 0
     if args.case:
         print(json.dumps(twin_run(args.case) if args.case in TWIN_RUNS else run_case(args.case)))
@@ -260,8 +310,14 @@ def main() -> int:
         ]
     )
     failed = []
+    rows = [
+        "| case | simulated | packet hops | wall | CPU | hops per wall s | hops per CPU s "
+        "| max RSS |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name in names:
         f = in_child(name)
+        rows.append(speed_row(name, f))
         if name in TWIN_RUNS:
             print(
                 f"{name:16} wall {f['wall_s']:>6} s (cpu {f['cpu_s']:>6} s, simulator's part "
@@ -291,6 +347,10 @@ def main() -> int:
                 )
     for line in failed:
         print(f"goal missed: {line}")
+    if args.write:
+        rows.append(f"\n({blocks.load()} at the end: what else ran)")
+        for path in blocks.write("sim-speed", "\n".join(rows)):
+            print(f"rewrote {path.relative_to(REPO)}: sim-speed")
     return 1 if failed else 0
 
 

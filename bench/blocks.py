@@ -13,7 +13,9 @@ minutes of an idle machine.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -87,15 +89,45 @@ def write(name: str, text: str) -> list[Path]:
 
 
 def kind(text: str) -> list[tuple[str, ...]]:
-    """What a block says, its figures aside: per line, its first four words that hold no
-    digit (the names: validators and scopes, phases, cases), a rule of dashes or a table's
-    `|---|` as one dash; one entry per line (the counts: rows, figures).
+    """What a block says, its figures aside: per line, its words that hold no digit (the
+    names: validators and scopes, phases, cases, units, verdicts, in every column of a
+    table), a rule of dashes or a table's `|---|` as one dash; one entry per line (the
+    counts: rows, figures).
 
     >>> kind("| case | time |\\n|---|---|\\n| ref, 236 links | 0.1 s |")
-    [('|', 'case', '|', 'time'), ('-',), ('|', 'ref,', 'links', '|')]
+    [('|', 'case', '|', 'time', '|'), ('-',), ('|', 'ref,', 'links', '|', 's', '|')]
     """
     out = []
     for line in text.splitlines():
         words = [w for w in line.split() if not re.search(r"\d", w)]
-        out.append(tuple("-" if set(w) <= set("-|:") and "-" in w else w for w in words[:4]))
+        out.append(tuple("-" if set(w) <= set("-|:") and "-" in w else w for w in words))
     return out
+
+
+def write_row(name: str, header: list[str], row: str) -> list[Path]:
+    """Record block `name` as a table of one row per bench command: `row` replaces the row of
+    the same first cell (the command that made it) or is added after the others; `header`
+    opens the table when nothing is recorded yet. Then `write` it."""
+    path = RECORDED / f"{name}.txt"
+    rows = recorded(name).splitlines() if path.exists() else list(header)
+    key = row.split(" | ")[0] + " |"
+    same = [i for i, line in enumerate(rows) if line.startswith(key)]
+    if same:
+        rows[same[0]] = row
+    else:
+        rows.append(row)
+    return write(name, "\n".join(rows))
+
+
+def command() -> str:
+    """The bench's command line as run, `--write` left out, to say in a block what made it."""
+    bench = Path(sys.argv[0]).resolve()
+    where = bench.relative_to(REPO) if bench.is_relative_to(REPO) else bench
+    return " ".join(["`" + str(where), *(a for a in sys.argv[1:] if a != "--write")]) + "`"
+
+
+def load() -> str:
+    """What else ran, to say beside wall times: the 1-minute load average now, and the bench's
+    niceness when it yielded to other work (`nice -n 19`)."""
+    nice = os.nice(0)
+    return f"load average {os.getloadavg()[0]:.1f}" + (f", niceness {nice}" if nice else "")

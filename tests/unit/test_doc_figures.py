@@ -5,6 +5,7 @@ cannot run in CI (root, FRR, an idle machine) says what its bench last recorded
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,29 @@ def _id(path: Path, name: str) -> str:
     return f"{path.name}:{name}"
 
 
-def test_the_main_job_and_the_deploy_are_marked() -> None:
-    assert {"main-job", "deploy"} <= {name for _, name in RECORDED}
+def test_the_benches_figures_are_marked() -> None:
+    """The figures issue 37 names, each in the block of the bench that makes it."""
+    wanted = {
+        "main-job": "README.md",
+        "main-job-phases": "README.md",
+        "deploy": "netns-backend.md",
+        "metrics-scrapes": "metrics.md",
+        "sim-speed": "simulator.md",
+        "sim-scale": "simulator.md",
+        "sim-ring": "simulator.md",
+        "sim-incast": "simulator.md",
+        "incidents": "simulator.md",
+        "dcqcn-noise": "simulator.md",
+        "fib-reachability": "validators.md",
+        "deadlock": "validators.md",
+        "mutations": "validators.md",
+        "fabrics": "validators.md",
+        "drill-throughput": "drills.md",
+        "drill-every-link": "drills.md",
+        "qos-tests": "qos-tests.md",
+        "rails": "rails.md",
+    }
+    assert {name: path.name for path, name in RECORDED if name in wanted} == wanted
 
 
 @pytest.mark.parametrize(("path", "name"), MARKED, ids=[_id(*m) for m in MARKED])
@@ -33,6 +55,9 @@ def test_each_block_names_a_bench_that_rewrites_it(path: Path, name: str) -> Non
     assert bench is not None, f"{_id(path, name)}: name its bench (<!-- figures:{name} by ...)"
     source = (REPO / bench).read_text()
     assert "--write" in source and "blocks." in source, f"{bench} cannot rewrite {name}"
+    stem = re.sub(r"-\d.*", "", name)  # deploy-8-servers: deploy-{n}-servers in its bench
+    named = name in figures.BLOCKS or f'"{stem}' in source or f"{stem}-" in source
+    assert named, f"{bench} makes no block {name}"
 
 
 @pytest.mark.parametrize(("path", "name"), RECORDED, ids=[_id(*m) for m in RECORDED])
@@ -50,21 +75,35 @@ def test_every_recorded_output_is_quoted() -> None:
 
 
 def test_a_row_more_or_a_renamed_figure_differs_in_kind() -> None:
-    """What the comparison catches: a figure renamed or a row added; not a value changed."""
+    """What the comparison catches: a figure renamed (in any column) or a row added; not a
+    value changed."""
     text = blocks.recorded("deploy")
     assert blocks.kind(text.replace("6", "7").replace("9", "1")) == blocks.kind(text)
     assert blocks.kind(text.replace("destroyed", "removed")) != blocks.kind(text)
     assert blocks.kind(text + "\n| started | 1 s | 2 s | |") != blocks.kind(text)
+    assert blocks.kind(text.replace("MB |", "GB |")) != blocks.kind(text)  # a unit, far right
 
 
-def test_write_rewrites_a_block_and_records_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    doc = tmp_path / "doc.md"
-    doc.write_text("a\n<!-- figures:x by bench/b.py -->\nold\n<!-- /figures:x -->\nb\n")
-    monkeypatch.setattr(blocks, "DOCS", [doc])
+@pytest.fixture
+def doc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The only document `blocks.write` rewrites, its recordings beside it."""
+    monkeypatch.setattr(blocks, "DOCS", [tmp_path / "doc.md"])
     monkeypatch.setattr(blocks, "RECORDED", tmp_path / "recorded")
+    return tmp_path / "doc.md"
+
+
+def test_write_rewrites_a_block_and_records_it(doc: Path) -> None:
+    doc.write_text("a\n<!-- figures:x by bench/b.py -->\nold\n<!-- /figures:x -->\nb\n")
     assert blocks.write("x", "new 1\nnew 2") == [doc]
     assert blocks.current(doc, "x") == "new 1\nnew 2" == blocks.recorded("x")
     assert doc.read_text().startswith("a\n<!-- figures:x by bench/b.py -->\nnew 1\n")
     assert blocks.write("x", "new 1\nnew 2") == []
+
+
+def test_write_row_replaces_the_row_of_its_command(doc: Path) -> None:
+    doc.write_text("<!-- figures:t by bench/b.py -->\n<!-- /figures:t -->\n")
+    header = ["| command | figure |", "|---|---|"]
+    blocks.write_row("t", header, "| `b --a` | 1 |")
+    blocks.write_row("t", header, "| `b --b` | 2 |")
+    blocks.write_row("t", header, "| `b --a` | 3 |")
+    assert blocks.current(doc, "t").splitlines() == [*header, "| `b --a` | 3 |", "| `b --b` | 2 |"]
