@@ -115,10 +115,11 @@ class SimBackend(ModelledBackend):
     def create(
         self, lab: Lab, record: Record, progress: Progress = quiet, timeout: float | None = None
     ) -> Deployed:
-        """Read the lab into the simulator's network (refusing what it cannot model)."""
+        """Read the lab into the simulator's network (refusing what it cannot model), kept
+        for the play that follows (`network`)."""
         start = time.monotonic()
         progress("reading the configs into the simulator")
-        net = simlab.network(lab)
+        net, _ = network(lab)
         seconds = round(time.monotonic() - start, 2)
         return Deployed(
             lab.name,

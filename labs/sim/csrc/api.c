@@ -34,6 +34,7 @@ Sim *sim_new(int n_nodes, int n_ports, int n_links, int n_flows, int n_profiles,
     memset(s->ports, 0, (size_t)n_ports * sizeof(Port));
     s->port_dirty = malloc((size_t)(n_ports ? n_ports : 1));
     memset(s->port_dirty, 1, (size_t)n_ports);
+    s->port_up = calloc((size_t)(n_ports ? n_ports : 1), 1);
     s->flows = calloc((size_t)n_flows, sizeof(Flow));
     s->profiles = calloc((size_t)n_profiles, sizeof(Profile));
     s->link_ports = calloc((size_t)n_links * 2, sizeof(int32_t));
@@ -76,6 +77,7 @@ void sim_free(Sim *s) {
     free(s->dl_reported);
     free(s->sample_ports);
     free(s->port_dirty);
+    free(s->port_up);
     free(s->sample_last);
     free(s->changes);
     free(s->flow_samples);
@@ -151,7 +153,7 @@ void sim_set_port(Sim *s, int i, int node, int peer, int profile, double speed, 
     p->speed = speed;
     p->ps_per_byte = 8e12 / speed;
     p->prop = ps(prop);
-    p->up = 1;
+    p->up = s->port_up[i] = 1;
     p->next_kick = T_INF;
     for (int q = 0; q < NPRIO; q++) p->q[q] = (Queue){-1, -1, 0, 0, 0, 0};
 }

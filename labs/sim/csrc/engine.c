@@ -241,7 +241,7 @@ static void on_link(Sim *s, int link, int up) {
     for (int i = 0; i < 2; i++) {
         Port *P = &s->ports[ends[i]];
         if (P->up != up) s->ports_down += up ? -1 : 1;
-        P->up = (uint8_t)up;
+        P->up = s->port_up[ends[i]] = (uint8_t)up;
         if (up) continue;
         for (int prio = 0; prio < NPRIO; prio++) {
             if (P->pause_until[prio] > s->now) P->pause_until[prio] = s->now;

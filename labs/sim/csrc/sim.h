@@ -343,6 +343,7 @@ typedef struct {
     ps_t sample_interval;
     int32_t *sample_ports, n_sample_ports;
     uint8_t *port_dirty; /* per port: its queue or PG bytes may have changed since the last sample */
+    uint8_t *port_up;    /* per port: Port.up, packed, for ECMP's scan of next hops while a port is down */
     uint8_t flow_series;
     /* queue and PG bytes (< 2 GB) of the sampled ports, n_sample_ports*16 columns, kept as
      * changes: (sample, column, value) whenever a column differs from its previous sample */

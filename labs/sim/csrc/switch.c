@@ -155,7 +155,7 @@ static int route(Sim *s, const Node *n, const Pkt *k) {
     int up = cnt;
     if (s->ports_down > 0) { /* ECMP over the members that are up */
         up = 0;
-        for (int i = 0; i < cnt; i++) up += s->ports[s->rt_nh[lo + i]].up;
+        for (int i = 0; i < cnt; i++) up += s->port_up[s->rt_nh[lo + i]];
         if (up == 0) return -1;
     }
     if (up == 1 && cnt == 1) return s->rt_nh[lo];
@@ -166,7 +166,7 @@ static int route(Sim *s, const Node *n, const Pkt *k) {
     int pick = (int)(x % (uint64_t)up);
     if (up == cnt) return s->rt_nh[lo + pick];
     for (int i = 0; i < cnt; i++)
-        if (s->ports[s->rt_nh[lo + i]].up && pick-- == 0) return s->rt_nh[lo + i];
+        if (s->port_up[s->rt_nh[lo + i]] && pick-- == 0) return s->rt_nh[lo + i];
     return -1;
 }
 
