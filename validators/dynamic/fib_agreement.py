@@ -56,14 +56,19 @@ Route = tuple[str, IPv4Network]
 """A switch's route to a prefix."""
 
 
-def differences(
+def differences(lab: Lab, live: Fib, model: Fib) -> list[Finding]:
+    """One finding per switch and prefix whose next hops differ from the model's (servers are
+    not compared: their routes are the host files', set by the twin, not by a control
+    plane)."""
+    return compare(lab, live, model)[0]
+
+
+def compare(
     lab: Lab, live: Fib, model: Fib, spans: Callable[[Route], list[Hops | None]] | None = None
 ) -> tuple[list[Finding], list[Route]]:
-    """One finding per switch and prefix whose next hops differ from the model's (servers are
-    not compared: their routes are the host files', set by the twin, not by a control plane),
-    and the routes that differ but are on their way: with `spans` (a route's next hops in the
-    model's FIBs it may still be moving from, oldest first), one between those and the
-    model's (`in_transition`) is no finding."""
+    """`differences`, and the routes that differ but are on their way: with `spans` (a
+    route's next hops in the model's FIBs it may still be moving from, oldest first), one
+    between those and the model's (`in_transition`) is no finding but such a route."""
     found, converging = [], []
     for switch in lab.switches():
         mine, theirs = live.get(switch, {}), model.get(switch, {})
@@ -159,7 +164,7 @@ def check(lab: Lab, obs: Observations, params: Params) -> list[Result]:
         live = obs.fib(label)
         routes = sum(len(live.get(s, {})) for s in lab.switches())
         transit = _spans(states[:fired], since, last) if label.startswith("fault") else None
-        findings, late = differences(lab, live, states[fired], transit)
+        findings, late = compare(lab, live, states[fired], transit)
         since = {route: since.get(route, last) for route in late}
         last = fired
         figures: dict[str, Figure] = {
