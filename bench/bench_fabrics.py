@@ -22,9 +22,16 @@ reason), then the totals and the cost per fabric by server count. A scenario ref
 the fabric (exit 2) is listed apart. Exit status 1 when there is a false red.
 
 Cost: the bench's own CPU (`s CPU`, this process's and its children's) is what it costs;
-wall time on this shared 2-core machine (nice 19, load 15-26) was 3-10 times that. A run
+wall time on this shared 2-core machine (nice 19, load 15-34) was about 8 times that. A run
 draws no plot (the verdict does not read them; they were a third of a small fabric's CPU).
-CAMPAIGN_FIGURES
+Measured on this tree (pieces of `-j 1` four at once, load 15-34; docs/validators.md, The
+fabrics campaign): 200 fabrics of 4-32 servers, validate and all 7 example scenarios, 2-37 s
+of CPU each (mean 8.1: 2.7 under 8 servers, 9.5 at 16-32), 0 false reds; 5 of 128-667
+servers, validate and the default scenario, 8-198 s; live on netns (`--backend netns`, the
+simulator playing the data plane), 10 of 6-8 servers, the default scenario, 12-31 s of the
+bench's CPU (the twin's daemons not counted), 47-80 s wall, 0 false reds. `incast` played 5
+s of line-rate incast (30 s of CPU on 38 servers) before its `sim.time_scale` of 0.01 (1.7
+s); `allreduce` costs its 256 MB ring per rank, 5 s of CPU on 38 servers, linear in them.
 """
 
 from __future__ import annotations
