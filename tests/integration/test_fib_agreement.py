@@ -128,6 +128,66 @@ def test_after_a_fault_routes_between_before_and_after_are_converging(lab: Lab) 
     assert end.status is Status.FAIL and len(end.findings) == changed
 
 
+# bench_fabrics seed 6, fabric 1 (the live sample's m32fab2m1): single-homed servers, 4 spines
+SINGLE_HOMED = {
+    "spines": {"count": 4, "ports": 32, "speed": "100G"},
+    "leaves": {"ports": 8, "speed": "100G", "peer_link_ports": 2},
+    "servers": {"count": 8, "nics": 1, "dual_homed": False, "nic_speed": "100G",
+                "name_prefix": "tdlbhxx5"},
+    "oversubscription": {"target": 3.0, "max": 4.0},
+}  # fmt: skip
+
+
+def test_a_session_a_link_up_brought_back_may_still_be_coming_at_the_next_fault(
+    tmp_path: Path,
+) -> None:
+    """The default scenario's faults on the live sample's fabric: leaf1:spine1 down, up, then
+    a server link down 3 s later. spine1's routes over leaf1 not back yet at that fault's
+    snapshot (FRR re-opens the session on its 5 s connect retry when the first attempt
+    failed) are still converging from the link-down (before: `spine1 FIB: 10.0.0.5/32: live
+    no route`, a false red on netns at load 30); a route that had come back and is gone
+    again, or the same FIB at the end, fails."""
+    lab = generate(tmp_path / "lab", SINGLE_HOMED, name=lab_name("fa"))
+    server_link = "tdlbhxx52:nic0"
+    run = written(lab, "late")
+    run.duration = 10.0
+    run.fault(1.0, "link-down", link="leaf1:spine1")
+    run.fault(4.0, "link-up", link="leaf1:spine1")
+    run.fault(7.0, "link-down", link=server_link)
+    obs = run.write()
+    net = Network(lab, Failures(), Routing(Wiring(lab)))
+    down = net.after(Fault("link-down", link="leaf1:spine1"))
+    late = down.after(Fault("link-down", link=server_link)).fib  # the session not yet back
+    for label, at, fib in [
+        ("fault1-link-down", 1.5, down.fib),
+        ("fault2-link-up", 4.5, down.fib),
+        ("fault3-link-down", 7.5, late),
+    ]:
+        (obs.path / "fib" / f"{label}.json").write_text(json.dumps(to_json(fib)))
+        obs.run["fibs"][label] = obs.run["started"] + at
+    loopback = next(p for p, hops in net.fib["spine1"].items() if p.prefixlen == 32 and
+                    {h.node for h in hops} == {"leaf1"})  # fmt: skip
+    assert late["spine1"].get(loopback) is None
+    results = {r.scope: r for r in judge(obs)}
+    fault3 = results["FIB fault3-link-down"]
+    assert fault3.status is Status.PASS, fault3.reason
+    assert (
+        int(fault3.figures["converging"])
+        >= int(results["FIB fault2-link-up"].figures["converging"])
+        > 0
+    )
+    # Back at fault2's snapshot, gone again at fault3's: that is no convergence.
+    back = down.after(Fault("link-up", link="leaf1:spine1")).fib
+    (obs.path / "fib" / "fault2-link-up.json").write_text(json.dumps(to_json(back)))
+    regressed = {r.scope: r for r in judge(obs)}["FIB fault3-link-down"]
+    assert regressed.status is Status.FAIL
+    assert f"{loopback}: live no route, model leaf1:" in " ".join(
+        f.message for f in regressed.findings if f.device == "spine1"
+    )
+    (obs.path / "fib" / "end.json").write_text(json.dumps(to_json(late)))
+    assert {r.scope: r for r in judge(obs)}["FIB end"].status is Status.FAIL
+
+
 def test_not_observable_where_the_fibs_are_the_models_own(lab: Lab) -> None:
     run = SyntheticRun(lab, name="fake", capabilities=["counters", "fib", "flows"])
     (result,) = judge(run.write())
