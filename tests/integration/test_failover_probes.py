@@ -249,9 +249,12 @@ def test_a_fault_no_flow_crosses_is_not_observable_and_a_black_hole_never_recove
 PROBE_DPORTS = "47000:47999,5700"  # the player's probe flows and the test's own
 
 
-def drop_probes_once_down(twin: Twin, link: str, stop: threading.Event) -> Callable[[], None]:
+def drop_probes_once_down(
+    twin: Twin, link: str, stop: threading.Event, inserted: list[float] | None = None
+) -> Callable[[], None]:
     """Once `link` has gone down, drop the probe flows leaving by either of its ends
-    (iptables in each end's namespace); returns what removes the rules."""
+    (iptables in each end's namespace; the time they are in appended to `inserted`); returns
+    what removes the rules."""
     ends = resolve_link(twin.lab, plan(twin), link)
     since = time.time()
 
@@ -265,6 +268,8 @@ def drop_probes_once_down(twin: Twin, link: str, stop: threading.Event) -> Calla
         while not stop.wait(0.05):
             if any(e.get("fault") == "link-down" for e in twin.events(since)):
                 rule("-I")
+                if inserted is not None:
+                    inserted.append(time.time())
                 return
 
     thread = threading.Thread(target=watch, daemon=True)
@@ -294,23 +299,23 @@ def test_a_restore_passes_when_the_flows_come_back_and_fails_when_dropped_there(
     own_twin: Twin, tmp_path: Path
 ) -> None:
     link = "leaf1:spine1"
-    faults = [
-        {"at": 2, "fault": "link-down", "link": link},
-        {"at": 4, "fault": "link-up", "link": link},
-    ]
     scope = f"fault2 link-up {link}"
 
-    def play(name: str) -> tuple[Observations, list[FlowLoss]]:
+    def play(name: str, down_s: float) -> tuple[Observations, list[FlowLoss]]:
+        faults = [
+            {"at": 2, "fault": "link-down", "link": link},
+            {"at": 2 + down_s, "fault": "link-up", "link": link},
+        ]
         return with_own_probe(
             own_twin,
             link,
             "server3",
             "server2",
-            16.0,
-            lambda: own_twin.play(scenario(name, faults, 9), tmp_path),
+            12.0 + down_s,
+            lambda: own_twin.play(scenario(name, faults, 7 + down_s), tmp_path),
         )
 
-    obs, own = play("restore")
+    obs, own = play("restore", 2)
     healthy = judged(obs)[scope]
     assert healthy.status is Status.PASS, healthy.reason
     record = probe_records(obs)[link]
@@ -324,11 +329,15 @@ def test_a_restore_passes_when_the_flows_come_back_and_fails_when_dropped_there(
     assert max(lost_after(own, up)) <= 0.5, [x.as_dict() for x in own]
 
     wait_for(lambda: own_twin.established() and own_twin.converged(), "converged again", 90)
-    undo = drop_probes_once_down(own_twin, link, threading.Event())
+    # The rules go in when the link-down is seen, by processes that take their time on a
+    # loaded machine: the link stays down 6 s, and the rules must be in before it comes up.
+    inserted: list[float] = []
+    undo = drop_probes_once_down(own_twin, link, threading.Event(), inserted)
     try:
-        obs, own = play("restore-dropped")
+        obs, own = play("restore-dropped", 6)
     finally:
         undo()
+    assert inserted and inserted[0] < float(obs.run["faults"][1]["began"]), inserted
     broken = judged(obs)[scope]
     assert broken.status is Status.FAIL, broken.reason
     assert broken.reason.startswith("never recovered: ") and "after the restore" in broken.reason
