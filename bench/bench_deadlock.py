@@ -5,6 +5,7 @@ every single-link failure (< 60 s).
     .venv/bin/python bench/bench_deadlock.py            # the three times
     .venv/bin/python bench/bench_deadlock.py --profile  # plus the top functions of the last
     .venv/bin/python bench/bench_deadlock.py --policy   # every session under a route-map
+    .venv/bin/python bench/bench_deadlock.py --policy --cases 1 --write   # the reference only
     .venv/bin/python bench/bench_deadlock.py --write    # the times into docs/validators.md
 
 With `--policy` every switch's FABRIC peer-group gets an outbound route-map that permits all
@@ -96,6 +97,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", action="store_true", help="cProfile the last case")
     parser.add_argument("--policy", action="store_true", help="a route-map on every session")
+    parser.add_argument("--cases", type=int, help="only the first N cases (1: the reference)")
     parser.add_argument("--write", action="store_true", help="the times into the docs' block")
     args = parser.parse_args()
     missed = False
@@ -110,7 +112,7 @@ def main() -> int:
             ("256 leaves x 64 spines, no failure", wide, 0, 10.0),
             ("256 leaves x 64 spines, every single-link failure", wide, 1, 60.0),
         ]
-        for name, lab, failures, goal in cases:
+        for name, lab, failures, goal in cases[: args.cases]:
             seconds, results = check(lab, failures)
             missed |= seconds >= goal
             print(line(name, seconds, goal, results), flush=True)

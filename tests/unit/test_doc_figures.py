@@ -29,7 +29,9 @@ def test_the_benches_figures_are_marked() -> None:
     wanted = {
         "main-job": "README.md",
         "main-job-phases": "README.md",
+        "main-job-phases-load-2": "README.md",
         "deploy": "netns-backend.md",
+        "deploy-200-servers": "netns-backend.md",
         "metrics-scrapes": "metrics.md",
         "sim-speed": "simulator.md",
         "sim-scale": "simulator.md",
@@ -39,6 +41,7 @@ def test_the_benches_figures_are_marked() -> None:
         "dcqcn-noise": "simulator.md",
         "fib-reachability": "validators.md",
         "deadlock": "validators.md",
+        "deadlock-policy": "validators.md",
         "mutations": "validators.md",
         "fabrics": "validators.md",
         "drill-throughput": "drills.md",
