@@ -143,9 +143,9 @@ class Servers(_Model):
         ge=1,
         le=1024,
         description="servers per rack (leaf group, or scalable unit on rails), filled in order, "
-        "the server ports each leaf keeps; if unset, the most a leaf holds within "
-        "oversubscription.max (derived leaves) or an even split (leaves.count); written out "
-        "only when set",
+        "the server ports each leaf keeps; if unset, the racks (leaves.count's, or as many as "
+        "the most a leaf holds within oversubscription.max need) share the servers evenly; "
+        "written out only when set",
     )
 
     @model_validator(mode="after")
