@@ -80,18 +80,17 @@ def _design_json(d: Design) -> dict[str, Any]:
     return {"figures": figures(d), "sizing": vars(d.sizing), "graph": graph, **grown}
 
 
-def recorded(path: Path) -> grow.Record:
-    """What the lab directory at `path` records of its design (`twin generate --grow-from`),
-    or one line on why it is not a lab."""
-    lab = Lab.open(path)
-    return grow.record(read_json(path / "design.json"), lab.fabric, str(path))
+def recorded(lab: Lab) -> grow.Record:
+    """What the lab records of its design (`twin generate --grow-from`), from the design.json
+    it has read."""
+    return grow.record(lab.design_data, lab.fabric, str(lab.path))
 
 
 def redesigned(lab: Lab) -> Design:
     """The lab's intent designed again: like its own design when it was grown from another
     lab (its design.json records `grown`), else from the intent alone."""
     if "grown" in lab.design_data:
-        return grow.grown(lab.fabric, str(lab.path / "fabric.yaml"), recorded(lab.path))
+        return grow.grown(lab.fabric, str(lab.path / "fabric.yaml"), recorded(lab))
     return design(lab.fabric)
 
 
@@ -120,7 +119,11 @@ def generate(
     """Design the fabric and write its lab directory to `out` (atomically); with `keep`, the
     runs, logs and events of the lab directory it replaces are carried over (`KEPT`); with
     `grow_from`, every assignment of that lab is kept (`twin.design.grow`)."""
-    d = design(fabric, file) if grow_from is None else grow.grown(fabric, file, recorded(grow_from))
+    d = (
+        design(fabric, file)
+        if grow_from is None
+        else grow.grown(fabric, file, recorded(Lab.open(grow_from)))
+    )
     if (out / STATE_FILE).exists():
         raise LabError(f"{out}: a twin of this lab is running; destroy it first")
     here = Path.cwd().resolve()
