@@ -170,11 +170,15 @@ def test_allreduce_across_a_link_fault(cli: Cli, tmp_path: Path) -> None:
         ("server4", "server1"),
     }  # fmt: skip
     for f in flows:
-        assert f["sent"] > 300 and f["received"] > 0.8 * f["sent"], f
+        # Every frame sent is either received or counted lost in a gap (none lost before the
+        # first received, none after the last): how many fall in the outage is timing.
+        assert f["sent"] > 300 and f["received"] > 0, f
+        assert f["received"] + f["lost"] == f["sent"], f
         assert f["dscp_received"] == {str(f["dscp_sent"]): f["received"]}, f
     # Frames hashed onto leaf1-spine1 are lost only between the link going down and the
-    # fake's routing moving them (its next poll, within 0.1 s: whether a frame was on the link
-    # then is timing, so their number may be 0); none before, none after it came back.
+    # fake's routing moving them (its next poll: whether a frame was on the link then is
+    # timing, so their number may be 0, and on a loaded machine it is hundreds); none before,
+    # none after it came back.
     down, up = (fault["began"] for fault in run["faults"])
     gaps = [(t, n) for f in flows for t, n in f["gaps"]]
     assert sum(f["lost"] for f in flows) == sum(n for _, n in gaps)
