@@ -155,7 +155,7 @@ void sim_set_port(Sim *s, int i, int node, int peer, int profile, double speed, 
     p->prop = ps(prop);
     p->up = s->port_up[i] = 1;
     p->next_kick = T_INF;
-    for (int q = 0; q < NPRIO; q++) p->q[q] = (Queue){-1, -1, 0, 0, 0, 0};
+    for (int q = 0; q < NPRIO; q++) p->lane[q].head = p->lane[q].tail = -1;
 }
 
 void sim_set_link_ports(Sim *s, int link, int a, int b) {
@@ -367,9 +367,9 @@ int sim_run(Sim *s, double duration, int stop_when_done) {
     for (int p = 0; p < s->n_ports; p++) {
         Port *P = &s->ports[p];
         for (int prio = 0; prio < NPRIO; prio++) {
-            ps_t until = P->pause_until[prio] < s->now ? P->pause_until[prio] : s->now;
-            if (until > P->pause_from[prio]) P->paused_total[prio] += until - P->pause_from[prio];
-            P->pause_from[prio] = P->pause_until[prio] = 0;
+            ps_t until = P->lane[prio].pause_until < s->now ? P->lane[prio].pause_until : s->now;
+            if (until > P->lane[prio].pause_from) P->lane[prio].paused_total += until - P->lane[prio].pause_from;
+            P->lane[prio].pause_from = P->lane[prio].pause_until = 0;
         }
     }
     return s->stopped && s->stop_on_deadlock && s->open_flows > 0;
@@ -385,10 +385,10 @@ void sim_port_stats(const Sim *s, int64_t *out) {
             int64_t *r = out + (i * NPRIO + k) * (6 + DR_N);
             r[0] = p->pfc_tx[k];
             r[1] = p->pfc_rx[k];
-            r[2] = p->paused_total[k];
+            r[2] = p->lane[k].paused_total;
             r[3] = p->ecn_marked[k];
-            r[4] = p->tx[k].bytes;
-            r[5] = p->tx[k].pkts;
+            r[4] = p->lane[k].tx_bytes;
+            r[5] = p->lane[k].tx_pkts;
             for (int d = 0; d < DR_N; d++) r[6 + d] = p->drops[d][k];
         }
     }

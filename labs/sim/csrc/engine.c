@@ -64,7 +64,7 @@ void pkt_free(Sim *s, int pk) {
 }
 
 void q_push(Sim *s, Port *P, int qi, int pk) {
-    Queue *q = &P->q[qi];
+    Lane *q = &P->lane[qi];
     s->port_dirty[P - s->ports] = 1;
     P->nonempty |= (uint8_t)(1u << qi);
     s->pkts[pk].next = -1;
@@ -81,7 +81,7 @@ void q_push(Sim *s, Port *P, int qi, int pk) {
 }
 
 int q_pop(Sim *s, Port *P, int qi) {
-    Queue *q = &P->q[qi];
+    Lane *q = &P->lane[qi];
     int pk = q->head;
     s->port_dirty[P - s->ports] = 1;
     q->head = s->pkts[pk].next;
@@ -89,7 +89,7 @@ int q_pop(Sim *s, Port *P, int qi) {
     if (q->head < 0) {
         q->tail = -1;
         P->nonempty &= (uint8_t)~(1u << qi);
-        P->deficit[qi] = 0; /* DWRR: an emptied queue keeps no credit */
+        P->lane[qi].deficit = 0; /* DWRR: an emptied queue keeps no credit */
     }
     q->count--;
     q->bytes -= buffer_bytes(&s->profiles[P->profile], s->pkts[pk].size);
@@ -141,8 +141,8 @@ void flow_account(Sim *s, int f) {
 
 void port_remove_active(Port *P, int f) {
     for (int i = 0; i < P->n_active; i++)
-        if (P->active[i] == f) {
-            memmove(&P->active[i], &P->active[i + 1], (size_t)(P->n_active - i - 1) * sizeof(int32_t));
+        if (P->active[i].flow == f) {
+            memmove(&P->active[i], &P->active[i + 1], (size_t)(P->n_active - i - 1) * sizeof(Active));
             P->n_active--;
             if (P->rr > i) P->rr--;
             return;
@@ -154,8 +154,8 @@ void drop_pkt(Sim *s, int pk, int port, int counter) {
     Pkt *K = &s->pkts[pk];
     Port *P = &s->ports[port];
     P->drops[counter][K->prio]++;
-    if (counter == DR_LOSSLESS && !P->drop_logged[K->prio]) {
-        P->drop_logged[K->prio] = 1;
+    if (counter == DR_LOSSLESS && !P->lane[K->prio].drop_logged) {
+        P->lane[K->prio].drop_logged = 1;
         sim_log(s, LOG_LOSSLESS_DROP, port, K->prio, 0);
     }
     if (!(K->flags & PK_CTRL)) {
@@ -186,8 +186,8 @@ void try_send(Sim *s, int port) {
     Pkt *K = &s->pkts[pk];
     ps_t ser = to_ps((K->size + s->gap_bytes) * P->ps_per_byte);
     P->busy_until = s->now + ser;
-    P->tx[K->prio].bytes += K->size;
-    P->tx[K->prio].pkts++;
+    P->lane[K->prio].tx_bytes += K->size;
+    P->lane[K->prio].tx_pkts++;
     ev_push(s, s->now + ser + P->prop, EV_ARRIVE, P->peer, pk, 0);
     if (!P->wake && (P->nonempty || (!sw && P->n_active > 0))) { /* a switch's n_active: 0, not read */
         P->wake = 1;
@@ -199,7 +199,7 @@ void try_send(Sim *s, int port) {
 void flush_queue(Sim *s, int port, int q, int counter) {
     Port *P = &s->ports[port];
     int sw = s->nodes[P->node].is_switch;
-    while (P->q[q].count > 0) {
+    while (P->lane[q].count > 0) {
         int pk = q_pop(s, P, q);
         if (sw) release_pkt(s, pk);
         drop_pkt(s, pk, port, counter);
@@ -220,8 +220,8 @@ static void nic_failover(Sim *s, int port) {
     int o = host_up_port(s, port);
     if (o == port || P->n_active == 0) return;
     for (int i = 0; i < P->n_active; i++) {
-        s->flows[P->active[i]].port = o;
-        port_add_active(&s->ports[o], P->active[i]);
+        s->flows[P->active[i].flow].port = o;
+        port_add_active(s, &s->ports[o], P->active[i].flow);
     }
     P->n_active = P->rr = 0;
     try_send(s, o);
@@ -244,9 +244,9 @@ static void on_link(Sim *s, int link, int up) {
         P->up = s->port_up[ends[i]] = (uint8_t)up;
         if (up) continue;
         for (int prio = 0; prio < NPRIO; prio++) {
-            if (P->pause_until[prio] > s->now) P->pause_until[prio] = s->now;
-            P->pg_paused[prio] = 0;
-            P->pg_gen[prio]++;
+            if (P->lane[prio].pause_until > s->now) P->lane[prio].pause_until = s->now;
+            P->lane[prio].pg_paused = 0;
+            P->lane[prio].pg_gen++;
         }
     }
     for (int i = 0; i < 2; i++) {
@@ -279,11 +279,22 @@ static void on_arrive(Sim *s, int port, int pk) {
         host_receive(s, port, pk);
 }
 
+/* the next event's port (and packet) fetched while this one runs: their cache misses were
+ * most of an arrival's time on large fabrics (a hint: the next event may yet be another) */
+static inline void prefetch_next(const Sim *s) {
+    if (s->evq.now.n == 0) return;
+    const Event *n = &s->evq.now.ev[0];
+    if (n->type != EV_ARRIVE && n->type != EV_TX_DONE) return;
+    __builtin_prefetch(&s->ports[n->a]);
+    if (n->type == EV_ARRIVE) __builtin_prefetch(&s->pkts[n->b]);
+}
+
 /* run events up to time `until` (inclusive); returns 1 when the run is over */
 int sim_step_all(Sim *s, ps_t until) {
     Event e;
     while (!s->stopped) {
         if (!ev_next(s, until, &e)) return s->evq.count == 0;
+        prefetch_next(s);
         s->now = e.t;
         s->n_events++;
         switch (e.type) {
