@@ -155,26 +155,30 @@ def test_prefix_routes_and_shortest_paths() -> None:
 
 
 def test_route_rows_hold_each_next_hop_list_once() -> None:
-    # a spine reaching 3 remote hosts over the same 2 uplinks, a leaf each host by its own port
+    # a spine reaching 4 remote hosts over the same 2 uplinks; a leaf two of them by their own
+    # ports, the two others over its uplink
     up = ["s:up0", "s:up1"]
     table = {
-        "s": {"h1": up, "h2": up, "h3": up},
-        "l": {"h1": ["l:d1"], "h2": ["l:d2"], "h3": ["l:up"]},
+        "s": {"h1": up, "h2": up, "h3": up, "h4": up},
+        "l": {"h1": ["l:d1"], "h2": ["l:d2"], "h3": ["l:up"], "h4": ["l:up"]},
     }
-    nodes, hosts = ["s", "l", "h1"], ["h1", "h2", "h3"]
+    nodes, hosts = ["s", "l", "h1"], ["h1", "h2", "h3", "h4"]
     ports = ["s:up0", "s:up1", "l:d1", "l:d2", "l:up"]
     rows = route_rows(table, nodes, hosts, {p: i for i, p in enumerate(ports)})
     mask = (1 << ROUTE_COUNT_BITS) - 1
 
     def hops(node: int, host: int) -> list[str]:
-        cell = int(rows.cells[node * rows.n_dest + rows.dest[host]])
+        cell = rows.cell(node, host)
         start = cell >> ROUTE_COUNT_BITS
         return [ports[i] for i in rows.hops[start : start + (cell & mask)]]
 
     for i, node in enumerate(nodes):
         for j, host in enumerate(hosts):
             assert hops(i, j) == table.get(node, {}).get(host, [])
-    assert rows.n_dest == 3  # the leaf tells every host apart
+    # the leaf's ports to h1 and h2 are theirs alone: out of the rows, which h1 and h2 share
+    assert rows.n_dest == 2 and rows.dest[0] == rows.dest[1] != rows.dest[2] == rows.dest[3]
+    assert rows.own_start.tolist() == [0, 1, 2, 2, 2]
+    assert rows.own.reshape(-1, 2)[:, 0].tolist() == [1, 1]  # both at the leaf
     assert sorted(rows.hops.tolist()) == [0, 1, 2, 3, 4]  # the uplinks once, not once per host
 
 

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ---- random numbers: xoshiro256** seeded by splitmix64 ---- */
 
@@ -34,6 +35,30 @@ void sim_log_at(Sim *s, ps_t t, int kind, int a, int b, int c) {
 
 void sim_log(Sim *s, int kind, int a, int b, int c) { sim_log_at(s, s->now, kind, a, b, c); }
 
+/* ---- large arrays on huge pages ---- */
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* ask for huge pages (2 MB) where the kernel gives them on request (transparent huge pages in
+ * madvise mode): the large arrays are read at random, and on 4 KB pages most of those reads
+ * missed the TLB too (a page walk, costlier still in a virtual machine) */
+static void want_huge(void *p, size_t n) {
+    if (n < 2 * HUGE_PAGE) return;
+    uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, end = ((uintptr_t)p + n) & ~(uintptr_t)4095;
+    madvise((void *)start, end - start, MADV_HUGEPAGE); /* a hint: without huge pages, as before */
+}
+
+/* a zeroed array of n items of `size` bytes, 64-byte aligned, on huge pages when it is large */
+void *huge_calloc(size_t n, size_t size) {
+    size_t bytes = n * size > 0 ? n * size : 1;
+    size_t align = bytes >= 2 * HUGE_PAGE ? HUGE_PAGE : 64;
+    bytes = (bytes + align - 1) / align * align;
+    void *p = aligned_alloc(align, bytes);
+    want_huge(p, bytes);
+    memset(p, 0, bytes);
+    return p;
+}
+
 /* ---- pools: items in one array, the free ones linked by an int32 index ---- */
 
 /* an empty free list: double the pool (first `initial` items) and link its new items (their
@@ -42,6 +67,7 @@ void *pool_grow(void *items, size_t size, size_t link, int32_t *cap, int32_t *fr
     int32_t old = *cap;
     *cap = old ? old * 2 : initial;
     items = realloc(items, (size_t)*cap * size);
+    want_huge(items, (size_t)*cap * size);
     for (int32_t i = old; i < *cap; i++) {
         int32_t next = i + 1 < *cap ? i + 1 : -1;
         memcpy((char *)items + (size_t)i * size + link, &next, sizeof next);
@@ -337,10 +363,7 @@ int sim_step_all(Sim *s, ps_t until) {
             on_check(s);
             break;
         case EV_ROUTES:
-            s->rt_cell = s->tables[3 * e.a];
-            s->rt_nh = s->tables[3 * e.a + 1];
-            s->rt_dest = s->tables[3 * e.a + 2];
-            s->rt_n_dest = s->rt_dest[s->n_hosts];
+            s->rt = s->tables[e.a];
             break;
         case EV_RATE:
             on_rate(s, e.a, s->rates[e.b]);

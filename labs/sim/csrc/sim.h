@@ -285,7 +285,16 @@ typedef struct {
     int32_t kind, a, b, c;
 } LogEntry;
 
-#define ROUTE_COUNT_BITS 10 /* a route cell: offset into rt_nh << ROUTE_COUNT_BITS | count (labs.sim.routing) */
+#define ROUTE_COUNT_BITS 10 /* a route cell: offset into nh << ROUTE_COUNT_BITS | count (labs.sim.routing) */
+
+typedef struct { /* a forwarding table (labs.sim.routing.RouteRows) */
+    int32_t *cell;  /* node * n_dest + dest[host]: a route cell; -1: the host's own (in own) */
+    int32_t *nh;    /* next-hop ports, each distinct list once */
+    int32_t *dest;  /* per host its row: hosts every node routes alike (their own routes aside) share one */
+    int32_t *own_start, *own; /* per host (CSR), the (node, cell) pairs of the routes that only it has:
+                               * its leaves' ports to it, mostly */
+    int32_t n_dest;
+} RouteTable;
 
 #define COLL_FIELDS 11 /* what sim_collective_stats writes per slot */
 
@@ -321,14 +330,13 @@ typedef struct {
     int32_t n_rel;
     Profile *profiles;
     int32_t *link_ports; /* 2 per link */
-    int32_t *rt_cell, *rt_nh; /* node * rt_n_dest + rt_dest[host] -> its next-hop ports in rt_nh (route_next_hops) */
-    int32_t *rt_dest, rt_n_dest; /* per host its row: hosts every node routes alike share one */
+    RouteTable rt; /* the forwarding table in force */
     int32_t ports_down;
     int32_t *dep_start, *dependents; /* CSR: flow -> flows waiting for it */
     int64_t deps_left;               /* dependents sim_set_flows has still to fill in */
     Storm *storms;
     int32_t n_tables, n_rates;
-    int32_t **tables; /* timed route tables: 3 per table (rt_cell, rt_nh, rt_dest) */
+    RouteTable *tables; /* timed route tables, the first one first */
     double *rates;    /* timed link speeds */
     Dcqcn *dcqs; /* DCQCN sets: a NIC uses its node's (Node.dcq) */
     int32_t n_dcqs;
@@ -384,6 +392,7 @@ void evq_free(EventQueue *q);
 double rng_uniform(Sim *s);
 void sim_log(Sim *s, int kind, int a, int b, int c);
 void sim_log_at(Sim *s, ps_t t, int kind, int a, int b, int c);
+void *huge_calloc(size_t n, size_t size);
 void *pool_grow(void *items, size_t size, size_t link, int32_t *cap, int32_t *free, int32_t initial);
 int pkt_alloc(Sim *s);
 void pkt_free(Sim *s, int pk);

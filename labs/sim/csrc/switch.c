@@ -146,27 +146,34 @@ void on_pfc_apply(Sim *s, int port, int packed, int quanta) {
 
 /* ---- switch data path ---- */
 
+/* node's route cell toward host h: its row's, or the host's own */
+static uint32_t route_cell(const RouteTable *rt, int node, int h) {
+    int32_t cell = rt->cell[(int64_t)node * rt->n_dest + rt->dest[h]];
+    if (cell >= 0) return (uint32_t)cell;
+    for (int32_t j = rt->own_start[h]; j < rt->own_start[h + 1]; j++)
+        if (rt->own[2 * j] == node) return (uint32_t)rt->own[2 * j + 1];
+    return 0; /* not reached: labs.sim.routing lists it */
+}
+
 static int route(Sim *s, const Node *n, const Pkt *k) {
-    int32_t h = s->nodes[k->dst].host_idx;
-    int64_t row = (int64_t)(n - s->nodes) * s->rt_n_dest + s->rt_dest[h];
-    uint32_t cell = (uint32_t)s->rt_cell[row];
+    uint32_t cell = route_cell(&s->rt, (int)(n - s->nodes), s->nodes[k->dst].host_idx);
     int lo = (int)(cell >> ROUTE_COUNT_BITS), cnt = (int)(cell & ((1u << ROUTE_COUNT_BITS) - 1));
     if (cnt == 0) return -1;
     int up = cnt;
     if (s->ports_down > 0) { /* ECMP over the members that are up */
         up = 0;
-        for (int i = 0; i < cnt; i++) up += s->port_up[s->rt_nh[lo + i]];
+        for (int i = 0; i < cnt; i++) up += s->port_up[s->rt.nh[lo + i]];
         if (up == 0) return -1;
     }
-    if (up == 1 && cnt == 1) return s->rt_nh[lo];
+    if (up == 1 && cnt == 1) return s->rt.nh[lo];
     uint64_t x = (uint64_t)k->hash ^ n->salt;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
     x ^= x >> 31;
     int pick = (int)(x % (uint64_t)up);
-    if (up == cnt) return s->rt_nh[lo + pick];
+    if (up == cnt) return s->rt.nh[lo + pick];
     for (int i = 0; i < cnt; i++)
-        if (s->port_up[s->rt_nh[lo + i]] && pick-- == 0) return s->rt_nh[lo + i];
+        if (s->port_up[s->rt.nh[lo + i]] && pick-- == 0) return s->rt.nh[lo + i];
     return -1;
 }
 
