@@ -123,4 +123,4 @@ def rows(table: RouteRows) -> tuple[Any, ...]:
         np.ascontiguousarray(a, np.int32)
         for a in (table.dest, table.cells, table.hops, table.own_start, table.own)
     ]
-    return tuple((a if len(a) else np.zeros(1, np.int32)).ctypes.data_as(PI32) for a in arrays)  # type: ignore[return-value]
+    return tuple((a if len(a) else np.zeros(1, np.int32)).ctypes.data_as(PI32) for a in arrays)

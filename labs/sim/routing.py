@@ -119,7 +119,7 @@ count below."""
 
 
 OWN_MAX = 8
-"""A host keeps at most this many routes of its own (`RouteRows.own`); past that its row is its own."""
+"""A host keeps at most this many routes of its own (`RouteRows.own`); past that, its row."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,8 +142,8 @@ class RouteRows:
     def cell(self, node: int, host: int) -> int:
         """Node `node`'s route cell toward host `host` (as the core reads it)."""
         cell = int(self.cells[node * self.n_dest + self.dest[host]])
-        pairs = self.own[2 * self.own_start[host] : 2 * self.own_start[host + 1]]
-        return cell if cell >= 0 else int(dict(pairs.reshape(-1, 2).tolist())[node])
+        pairs = self.own[2 * self.own_start[host] : 2 * self.own_start[host + 1]].reshape(-1, 2)
+        return cell if cell >= 0 else int(pairs[pairs[:, 0] == node, 1][0])
 
 
 def route_rows(

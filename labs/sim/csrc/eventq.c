@@ -53,19 +53,20 @@ static Event heap_pop(Heap *h) {
 /* put an event in its calendar bucket (its time is within the calendar's span) */
 static void cal_insert(EventQueue *q, Event e) {
     int64_t b = (e.t >> CAL_SHIFT) & (CAL_BUCKETS - 1);
-    int32_t k = q->head[b];
-    if (k < 0 || q->blocks[k].n == CAL_BLOCK) { /* a new block in front of the bucket's */
+    /* the block being filled and its count, both from head[]: the block is written, not read */
+    int32_t head = q->head[b], k = head >> 3, n = head & 7;
+    if (head < 0 || n == CAL_BLOCK) {
         if (q->free < 0)
             q->blocks = pool_grow(q->blocks, sizeof(CalBlock), offsetof(CalBlock, next), &q->cap, &q->free, 256);
         int32_t fresh = q->free;
         q->free = q->blocks[fresh].next;
-        q->blocks[fresh].next = k;
-        q->blocks[fresh].n = 0;
-        q->head[b] = k = fresh;
-        q->bits[b >> 6] |= 1ULL << (b & 63);
+        q->blocks[fresh].next = head < 0 ? -1 : k; /* a new block in front of the bucket's */
+        if (head < 0) q->bits[b >> 6] |= 1ULL << (b & 63);
+        k = fresh;
+        n = 0;
     }
-    CalBlock *B = &q->blocks[k];
-    B->ev[B->n++] = e;
+    q->blocks[k].ev[n] = e;
+    q->head[b] = k << 3 | (n + 1);
     q->in_calendar++;
 }
 
@@ -118,12 +119,12 @@ static void advance(EventQueue *q) {
             cal_insert(q, e);
     }
     int64_t b = (start >> CAL_SHIFT) & (CAL_BUCKETS - 1);
-    for (int32_t k = q->head[b]; k >= 0;) {
+    for (int32_t k = q->head[b] >> 3, n = q->head[b] & 7; k >= 0; n = CAL_BLOCK) {
         CalBlock *B = &q->blocks[k];
         int32_t next = B->next;
         if (next >= 0) prefetch_block(&q->blocks[next]);
-        for (int i = 0; i < B->n; i++) heap_push(&q->now, B->ev[i]);
-        q->in_calendar -= B->n;
+        for (int i = 0; i < n; i++) heap_push(&q->now, B->ev[i]);
+        q->in_calendar -= n;
         B->next = q->free;
         q->free = k;
         k = next;
@@ -134,7 +135,7 @@ static void advance(EventQueue *q) {
      * (reading the calendar was most of ev_next's time at 1,024 servers) */
     if (q->in_calendar > 0) {
         int64_t next = next_bucket(q, (b + 1) & (CAL_BUCKETS - 1));
-        if (next >= 0) prefetch_block(&q->blocks[q->head[next]]);
+        if (next >= 0) prefetch_block(&q->blocks[q->head[next] >> 3]);
     }
 }
 

@@ -76,9 +76,9 @@ typedef struct {
 
 #define CAL_BLOCK 7 /* events per block of a calendar bucket */
 
-typedef struct { /* a calendar bucket's events, CAL_BLOCK to a block */
+typedef struct { /* a calendar bucket's events, CAL_BLOCK to a block (all of them but in its first) */
     Event ev[CAL_BLOCK];
-    int32_t next, n; /* the bucket's next block (filled before this one), -1 for none; events held */
+    int32_t next; /* the bucket's next block (filled before this one), -1 for none */
 } CalBlock;
 
 #define CAL_SHIFT 10      /* buckets of 1024 ps */
@@ -88,7 +88,7 @@ typedef struct { /* a calendar bucket's events, CAL_BLOCK to a block */
 typedef struct { /* see eventq.c */
     Heap now, later;
     ps_t now_end;     /* end of the bucket being drained */
-    int32_t *head;    /* per bucket: the block being filled, -1 if empty */
+    int32_t *head;    /* per bucket: the block being filled << 3 | its events, -1 if empty */
     uint64_t *bits;   /* per bucket: non-empty */
     CalBlock *blocks;
     int32_t free, cap;
