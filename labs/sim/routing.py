@@ -56,6 +56,8 @@ def _distances(
 
 
 def _explicit(switch: Switch, host: Host) -> Sequence[str] | None:
+    if not switch.routes:
+        return None
     if host.name in switch.routes:
         return switch.routes[host.name]
     if host.address is None:

@@ -97,6 +97,7 @@ void q_push(Sim *s, Port *P, int qi, int pk) {
     if (q->count == 0) q->last_deq = s->now; /* a stall is timed from the first wait */
     if (q->tail >= 0) {
         s->pkts[q->tail].next = pk;
+        s->pkts[q->tail].next_prio = s->pkts[pk].prio;
     } else {
         q->head = pk;
         q->head_prio = s->pkts[pk].prio;
@@ -111,7 +112,10 @@ int q_pop(Sim *s, Port *P, int qi) {
     int pk = q->head;
     s->port_dirty[P - s->ports] = 1;
     q->head = s->pkts[pk].next;
-    if (q->head >= 0) q->head_prio = s->pkts[q->head].prio;
+    if (q->head >= 0) { /* the new head is read at the next dequeue: fetched meanwhile */
+        q->head_prio = s->pkts[pk].next_prio;
+        __builtin_prefetch(&s->pkts[q->head]);
+    }
     if (q->head < 0) {
         q->tail = -1;
         P->nonempty &= (uint8_t)~(1u << qi);

@@ -98,7 +98,8 @@ typedef struct { /* see eventq.c */
 typedef struct { /* 32 bytes */
     int32_t next, flow, size, dst; /* size: the frame's bytes, as a buffer holds them */
     int32_t in_port : 24;          /* at a switch: where it entered, and its PG there */
-    uint32_t pg : 8;
+    uint32_t pg : 4;
+    uint32_t next_prio : 4; /* queued behind another: the next one's priority (Lane.head_prio) */
     int32_t psn; /* data: its sequence number; ACK/NAK: the next PSN expected */
     uint32_t hash;
     uint8_t dscp, prio, ttl, flags;
