@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from labs.sim import ExperimentError, Link, load, simulate
+from labs.sim import build as core_build
 from labs.sim.loader import experiment
 from labs.sim.routing import ROUTE_COUNT_BITS, forwarding, route_rows
 from labs.sim.units import UnitError, rate, seconds, size
@@ -125,6 +126,22 @@ def test_periods_that_would_spin_are_refused(
         }
     )
     with pytest.raises(ExperimentError, match=message):
+        simulate(exp)
+
+
+def test_more_port_profiles_than_a_port_can_index_are_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a port holds its profile's index in 16 bits: past MAX_PROFILES distinct ones, an error
+    monkeypatch.setattr(core_build, "MAX_PROFILES", 1)
+    exp = experiment(
+        {
+            "switches": [{"name": "sw"}],
+            "hosts": ["a", "b"],  # ports at two speeds: two profiles
+            "links": [["a:eth0", "sw:Ethernet0", "100G"], ["b:eth0", "sw:Ethernet4", "400G"]],
+        }
+    )
+    with pytest.raises(ExperimentError, match="more than 1 distinct port QoS profiles"):
         simulate(exp)
 
 
