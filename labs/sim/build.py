@@ -675,7 +675,7 @@ def _configure(
     rows = route_rows(
         forwarding(exp.switches, exp.hosts, exp.links), names, list(hosts), port_index
     )
-    lib.sim_set_routes_by(handle, rows.n_dest, *native.rows(rows), len(rows.hops))
+    lib.sim_set_route_rows(handle, rows.n_dest, *native.rows(rows), len(rows.hops))
 
     core = core_flows(exp, flows, seed, [[port_index[p] for p in own_ports[h]] for h in hosts])
     core.load(lib, handle)

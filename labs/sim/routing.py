@@ -126,7 +126,7 @@ OWN_MAX = 8
 
 @dataclass(frozen=True, eq=False)
 class RouteRows:
-    """A forwarding table as the core takes it (sim_set_routes_by): hosts every node routes
+    """A forwarding table as the core takes it (sim_set_route_rows): hosts every node routes
     alike share a row, so the table grows with nodes x leaves, not nodes x hosts; and each
     distinct list of next hops is held once. A route that only one host has at a node (a
     leaf's port to its server) is the host's own: its row's cell there is -1 and the (node,

@@ -193,7 +193,7 @@ static void route_table_free(RouteTable *t) {
 
 /* the route table: hosts that every node routes alike share a row (dest: each host's), each
  * distinct list of next hops held once in nh */
-void sim_set_routes_by(Sim *s, int n_dest, const int32_t *dest, const int32_t *cell, const int32_t *nh,
+void sim_set_route_rows(Sim *s, int n_dest, const int32_t *dest, const int32_t *cell, const int32_t *nh,
                        const int32_t *own_start, const int32_t *own, int n_nh) {
     s->rt = route_table(s, n_dest, dest, cell, nh, own_start, own, n_nh);
 }
@@ -303,8 +303,8 @@ void sim_set_dcqcn(Sim *s, int i, const double *v) {
     d->np = (uint8_t)v[15];
 }
 
-/* a route table (as sim_set_routes_by takes it, after it) that replaces the current one at time t */
-void sim_add_routes_by(Sim *s, double t, int n_dest, const int32_t *dest, const int32_t *cell, const int32_t *nh,
+/* a route table (as sim_set_route_rows takes it, after it) that replaces the current one at time t */
+void sim_add_route_rows(Sim *s, double t, int n_dest, const int32_t *dest, const int32_t *cell, const int32_t *nh,
                        const int32_t *own_start, const int32_t *own, int n_nh) {
     if (s->n_tables == 0) { /* keep the first table with the others, to free them all */
         s->tables = malloc(sizeof(RouteTable));
