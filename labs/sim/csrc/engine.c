@@ -43,9 +43,13 @@ void sim_log(Sim *s, int kind, int a, int b, int c) { sim_log_at(s, s->now, kind
  * madvise mode): the large arrays are read at random, and on 4 KB pages most of those reads
  * missed the TLB too (a page walk, costlier still in a virtual machine) */
 static void want_huge(void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
     if (n < 2 * HUGE_PAGE) return;
     uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, end = ((uintptr_t)p + n) & ~(uintptr_t)4095;
     madvise((void *)start, end - start, MADV_HUGEPAGE); /* a hint: without huge pages, as before */
+#else
+    (void)p, (void)n;
+#endif
 }
 
 /* a zeroed array of n items of `size` bytes, 64-byte aligned, on huge pages when it is large */
