@@ -37,6 +37,8 @@ MAX_PORTS = 2**23
 """A packet holds its ingress port in 24 signed bits (csrc/sim.h)."""
 MAX_DCQCN_SETS = 2**16
 """A node holds its DCQCN set's index in 16 bits (csrc/sim.h)."""
+MAX_PROFILES = 2**16
+"""A port holds its QoS profile's index in 16 bits (csrc/sim.h)."""
 
 
 class ExperimentError(TwinError, ValueError):
@@ -653,6 +655,10 @@ def _configure(
             key = _profile(qos, link.speed, link.propagation, mtu, cells, frames)
             maps, pg, q, other = key
             if key not in profiles:
+                if len(profiles) == MAX_PROFILES:
+                    raise ExperimentError(
+                        f"port {end}: more than {MAX_PROFILES} distinct port QoS profiles"
+                    )
                 profiles[key] = len(profiles)
                 lib.sim_set_profile(
                     handle,
@@ -669,7 +675,7 @@ def _configure(
     rows = route_rows(
         forwarding(exp.switches, exp.hosts, exp.links), names, list(hosts), port_index
     )
-    lib.sim_set_routes_by(handle, rows.n_dest, *native.rows(rows), len(rows.hops))
+    lib.sim_set_route_rows(handle, rows.n_dest, *native.rows(rows), len(rows.hops))
 
     core = core_flows(exp, flows, seed, [[port_index[p] for p in own_ports[h]] for h in hosts])
     core.load(lib, handle)

@@ -41,8 +41,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_set_profile": (None, [P, I32, PI32, PF64, PF64, PF64]),
     "sim_set_port": (None, [P, I32, I32, I32, I32, F64, F64]),
     "sim_set_link_ports": (None, [P, I32, I32, I32]),
-    "sim_set_routes_by": (None, [P, I32, PI32, PI32, PI32, I32]),
-    "sim_add_routes_by": (None, [P, F64, I32, PI32, PI32, PI32, I32]),
+    "sim_set_route_rows": (None, [P, I32, PI32, PI32, PI32, PI32, PI32, I32]),
+    "sim_add_route_rows": (None, [P, F64, I32, PI32, PI32, PI32, PI32, PI32, I32]),
     "sim_set_flows": (None, [P, I32, I32, PI64, PF64, PI32]),
     "sim_set_dependents": (None, [P, PI32]),
     "sim_keep_runs": (None, [P, I32]),
@@ -116,7 +116,11 @@ def f64(values: Sequence[float]) -> ctypes.Array[ctypes.c_double]:
     return (F64 * max(len(values), 1)).from_buffer(array("d", values or [0.0]))
 
 
-def rows(table: RouteRows) -> tuple[Any, Any, Any]:
-    """A `RouteRows`' arrays as sim_set_routes_by takes them (dest, cells, hops)."""
-    arrays = [np.ascontiguousarray(a, np.int32) for a in (table.dest, table.cells, table.hops)]
-    return tuple((a if len(a) else np.zeros(1, np.int32)).ctypes.data_as(PI32) for a in arrays)  # type: ignore[return-value]
+def rows(table: RouteRows) -> tuple[Any, ...]:
+    """A `RouteRows`' arrays as sim_set_route_rows takes them (dest, cells, hops, own_start,
+    own)."""
+    arrays = [
+        np.ascontiguousarray(a, np.int32)
+        for a in (table.dest, table.cells, table.hops, table.own_start, table.own)
+    ]
+    return tuple((a if len(a) else np.zeros(1, np.int32)).ctypes.data_as(PI32) for a in arrays)

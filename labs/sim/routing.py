@@ -56,6 +56,8 @@ def _distances(
 
 
 def _explicit(switch: Switch, host: Host) -> Sequence[str] | None:
+    if not switch.routes:
+        return None
     if host.name in switch.routes:
         return switch.routes[host.name]
     if host.address is None:
@@ -84,15 +86,15 @@ def forwarding(
     neighbours = _neighbours(links)
     host_names = {h.name for h in hosts}
     table: dict[str, dict[str, list[str]]] = {s.name: {} for s in switches}
+    own = {s.name: {p for p, _ in neighbours.get(s.name, [])} for s in switches}
     for host in hosts:
         dist: dict[str, int] | None = None  # found when a switch has no route of its own
         for switch in switches:
             given = _explicit(switch, host)
             if given is not None:
-                own = {p for p, _ in neighbours.get(switch.name, [])}
                 ports = [p if ":" in p else f"{switch.name}:{p}" for p in given]
                 for port in ports:
-                    if port not in own:
+                    if port not in own[switch.name]:
                         raise RoutingError(
                             f"{switch.name}: route to {host.name} via unknown port {port!r}"
                         )
@@ -118,18 +120,32 @@ ROUTE_COUNT_BITS = 10
 count below."""
 
 
+OWN_MAX = 8
+"""A host keeps at most this many routes of its own (`RouteRows.own`); past that, its row."""
+
+
 @dataclass(frozen=True, eq=False)
 class RouteRows:
-    """A forwarding table as the core takes it (sim_set_routes_by): hosts every node routes
-    alike (a leaf's servers, mostly) share a row, so the table grows with nodes x leaves, not
-    nodes x hosts; and each distinct list of next hops is held once. Node i's next hops toward
-    host h are cell `cells[i * n_dest + dest[h]]`: its count (the low `ROUTE_COUNT_BITS` bits)
-    port indices from `hops[cell >> ROUTE_COUNT_BITS]`."""
+    """A forwarding table as the core takes it (sim_set_route_rows): hosts every node routes
+    alike share a row, so the table grows with nodes x leaves, not nodes x hosts; and each
+    distinct list of next hops is held once. A route that only one host has at a node (a
+    leaf's port to its server) is the host's own: its row's cell there is -1 and the (node,
+    cell) pair is among `own[2 * own_start[h]: 2 * own_start[h + 1]]`, so that a leaf's
+    servers still share their row. Node i's next hops toward host h are `cell(i, h)`: its
+    count (the low `ROUTE_COUNT_BITS` bits) port indices from `hops[cell >> ROUTE_COUNT_BITS]`."""
 
     n_dest: int
     dest: npt.NDArray[np.int32]
     cells: npt.NDArray[np.int32]
     hops: npt.NDArray[np.int32]
+    own_start: npt.NDArray[np.int32]
+    own: npt.NDArray[np.int32]
+
+    def cell(self, node: int, host: int) -> int:
+        """Node `node`'s route cell toward host `host` (as the core reads it)."""
+        cell = int(self.cells[node * self.n_dest + self.dest[host]])
+        pairs = self.own[2 * self.own_start[host] : 2 * self.own_start[host + 1]].reshape(-1, 2)
+        return cell if cell >= 0 else int(pairs[pairs[:, 0] == node, 1][0])
 
 
 def route_rows(
@@ -143,11 +159,16 @@ def route_rows(
     remote host are one list, not one per host)."""
     ids = np.zeros((len(nodes), len(hosts)), np.int32)
     known: dict[tuple[str, ...], int] = {(): 0}
+    empty: Sequence[str] = ()
     for i, node in enumerate(nodes):
         row = table.get(node)
         if row:
-            ids[i] = [known.setdefault(tuple(row.get(h, ())), len(known)) for h in hosts]
-    columns, dest = np.unique(ids.T, axis=0, return_inverse=True)
+            lists = [row.get(h, empty) for h in hosts]  # held: their ids stay theirs
+            index: dict[int, int] = {}  # hosts with the same next hops often share one list
+            for ports in lists:
+                if id(ports) not in index:
+                    index[id(ports)] = known.setdefault(tuple(ports), len(known))
+            ids[i] = [index[id(ports)] for ports in lists]
     lengths = np.array([len(key) for key in known], np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     if lengths.max() >> ROUTE_COUNT_BITS or offsets[-1] >> (31 - ROUTE_COUNT_BITS):
@@ -155,12 +176,36 @@ def route_rows(
             f"{lengths.max()} next hops in a route, {offsets[-1]} in all: the core's route"
             f" cells hold up to {(1 << ROUTE_COUNT_BITS) - 1} and {1 << (31 - ROUTE_COUNT_BITS)}"
         )
-    cell_of = offsets << ROUTE_COUNT_BITS | lengths
-    cells = cell_of[columns.T.reshape(-1)]  # node-major: node i's cell for each destination class
+    cell_of = (offsets << ROUTE_COUNT_BITS | lengths).astype(np.int32)
+    own = _own(ids)
+    shared = np.where(own, -1, ids)
+    columns, dest = np.unique(shared.T, axis=0, return_inverse=True)
+    # node-major: node i's cell for each destination class, -1 where it is each host's own
+    cells = np.where(columns.T == -1, -1, cell_of[columns.T]).reshape(-1)
+    host_of, node_of = np.nonzero(own.T)  # by host, then node
+    pairs = np.stack([node_of, cell_of[ids[node_of, host_of]]], axis=1)
+    own_start = np.concatenate([[0], np.cumsum(own.sum(axis=0))])
     hops = [port_index[p] for key in known for p in key]
     return RouteRows(
         len(columns),
         dest.reshape(-1).astype(np.int32),
         cells.astype(np.int32),
         np.array(hops, np.int32),
+        own_start.astype(np.int32),
+        pairs.reshape(-1).astype(np.int32),
     )
+
+
+def _own(ids: npt.NDArray[np.int32]) -> npt.NDArray[np.bool_]:
+    """Per (node, host): the route is the host's own, the only one of its node's row with that
+    list of next hops (for hosts with at most `OWN_MAX` of them)."""
+    order = np.argsort(ids, axis=1, kind="stable")
+    ranked = np.take_along_axis(ids, order, axis=1)
+    alone = np.ones(ranked.shape, bool)
+    same = ranked[:, 1:] == ranked[:, :-1]
+    alone[:, 1:] &= ~same
+    alone[:, :-1] &= ~same
+    own = np.zeros(ids.shape, bool)
+    np.put_along_axis(own, order, alone, axis=1)
+    own[:, own.sum(axis=0) > OWN_MAX] = False
+    return own

@@ -101,7 +101,7 @@ class Plan:
         nodes = [s.name for s in self.experiment.switches] + hosts
         for t, _, fib in self.fibs[1:]:
             rows = route_rows(routes(wiring, fib, addresses), nodes, hosts, index)
-            lib.sim_add_routes_by(built.handle, t, rows.n_dest, *native.rows(rows), len(rows.hops))
+            lib.sim_add_route_rows(built.handle, t, rows.n_dest, *native.rows(rows), len(rows.hops))
 
 
 def scaled(timeline: Timeline) -> Timeline:

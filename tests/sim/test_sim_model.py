@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from labs.sim import ExperimentError, Link, load, simulate
+from labs.sim import build as core_build
 from labs.sim.loader import experiment
 from labs.sim.routing import ROUTE_COUNT_BITS, forwarding, route_rows
 from labs.sim.units import UnitError, rate, seconds, size
@@ -128,6 +129,22 @@ def test_periods_that_would_spin_are_refused(
         simulate(exp)
 
 
+def test_more_port_profiles_than_a_port_can_index_are_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a port holds its profile's index in 16 bits: past MAX_PROFILES distinct ones, an error
+    monkeypatch.setattr(core_build, "MAX_PROFILES", 1)
+    exp = experiment(
+        {
+            "switches": [{"name": "sw"}],
+            "hosts": ["a", "b"],  # ports at two speeds: two profiles
+            "links": [["a:eth0", "sw:Ethernet0", "100G"], ["b:eth0", "sw:Ethernet4", "400G"]],
+        }
+    )
+    with pytest.raises(ExperimentError, match="more than 1 distinct port QoS profiles"):
+        simulate(exp)
+
+
 def test_prefix_routes_and_shortest_paths() -> None:
     exp = experiment(
         {
@@ -155,26 +172,30 @@ def test_prefix_routes_and_shortest_paths() -> None:
 
 
 def test_route_rows_hold_each_next_hop_list_once() -> None:
-    # a spine reaching 3 remote hosts over the same 2 uplinks, a leaf each host by its own port
+    # a spine reaching 4 remote hosts over the same 2 uplinks; a leaf two of them by their own
+    # ports, the two others over its uplink
     up = ["s:up0", "s:up1"]
     table = {
-        "s": {"h1": up, "h2": up, "h3": up},
-        "l": {"h1": ["l:d1"], "h2": ["l:d2"], "h3": ["l:up"]},
+        "s": {"h1": up, "h2": up, "h3": up, "h4": up},
+        "l": {"h1": ["l:d1"], "h2": ["l:d2"], "h3": ["l:up"], "h4": ["l:up"]},
     }
-    nodes, hosts = ["s", "l", "h1"], ["h1", "h2", "h3"]
+    nodes, hosts = ["s", "l", "h1"], ["h1", "h2", "h3", "h4"]
     ports = ["s:up0", "s:up1", "l:d1", "l:d2", "l:up"]
     rows = route_rows(table, nodes, hosts, {p: i for i, p in enumerate(ports)})
     mask = (1 << ROUTE_COUNT_BITS) - 1
 
     def hops(node: int, host: int) -> list[str]:
-        cell = int(rows.cells[node * rows.n_dest + rows.dest[host]])
+        cell = rows.cell(node, host)
         start = cell >> ROUTE_COUNT_BITS
         return [ports[i] for i in rows.hops[start : start + (cell & mask)]]
 
     for i, node in enumerate(nodes):
         for j, host in enumerate(hosts):
             assert hops(i, j) == table.get(node, {}).get(host, [])
-    assert rows.n_dest == 3  # the leaf tells every host apart
+    # the leaf's ports to h1 and h2 are theirs alone: out of the rows, which h1 and h2 share
+    assert rows.n_dest == 2 and rows.dest[0] == rows.dest[1] != rows.dest[2] == rows.dest[3]
+    assert rows.own_start.tolist() == [0, 1, 2, 2, 2]
+    assert rows.own.reshape(-1, 2)[:, 0].tolist() == [1, 1]  # both at the leaf
     assert sorted(rows.hops.tolist()) == [0, 1, 2, 3, 4]  # the uplinks once, not once per host
 
 

@@ -12,6 +12,8 @@
 
 #include "sim.h"
 
+static void route_table_free(RouteTable *t);
+
 static ps_t ps(double seconds) { return seconds >= 9e6 ? T_INF : llround(seconds * 1e12); }
 
 static uint64_t splitmix(uint64_t *x) {
@@ -30,15 +32,14 @@ Sim *sim_new(int n_nodes, int n_ports, int n_links, int n_flows, int n_profiles,
     s->n_profiles = n_profiles;
     s->n_hosts = n_hosts;
     s->nodes = calloc((size_t)n_nodes, sizeof(Node));
-    s->ports = aligned_alloc(_Alignof(Port), (size_t)(n_ports ? n_ports : 1) * sizeof(Port)); /* see Port */
-    memset(s->ports, 0, (size_t)n_ports * sizeof(Port));
+    s->ports = huge_calloc((size_t)n_ports, sizeof(Port)); /* 64-byte aligned: see Port */
     s->port_dirty = malloc((size_t)(n_ports ? n_ports : 1));
     memset(s->port_dirty, 1, (size_t)n_ports);
     s->port_up = calloc((size_t)(n_ports ? n_ports : 1), 1);
-    s->flows = calloc((size_t)n_flows, sizeof(Flow));
+    s->flows = huge_calloc((size_t)n_flows, sizeof(Flow));
     s->profiles = calloc((size_t)n_profiles, sizeof(Profile));
     s->link_ports = calloc((size_t)n_links * 2, sizeof(int32_t));
-    s->dep_start = calloc((size_t)n_flows + 1, sizeof(int32_t));
+    s->dep_start = huge_calloc((size_t)n_flows + 1, sizeof(int32_t));
     s->dl_mark = malloc((size_t)n_ports * NPRIO * sizeof(int32_t));
     s->dl_reported = calloc((size_t)n_ports * NPRIO, sizeof(int32_t));
     for (int64_t i = 0; i < (int64_t)n_ports * NPRIO; i++) s->dl_mark[i] = -1;
@@ -60,13 +61,10 @@ void sim_free(Sim *s) {
     free(s->rel);
     free(s->profiles);
     free(s->link_ports);
-    for (int i = 0; i < 3 * s->n_tables; i++) free(s->tables[i]); /* table 0 is the first */
-    if (s->n_tables) s->rt_cell = s->rt_nh = s->rt_dest = NULL;
+    for (int i = 0; i < s->n_tables; i++) route_table_free(&s->tables[i]); /* table 0 is the first */
+    if (!s->n_tables) route_table_free(&s->rt);
     free(s->tables);
     free(s->rates);
-    free(s->rt_cell);
-    free(s->rt_nh);
-    free(s->rt_dest);
     free(s->dep_start);
     free(s->dependents);
     free(s->storms);
@@ -155,7 +153,7 @@ void sim_set_port(Sim *s, int i, int node, int peer, int profile, double speed, 
     p->prop = ps(prop);
     p->up = s->port_up[i] = 1;
     p->next_kick = T_INF;
-    for (int q = 0; q < NPRIO; q++) p->q[q] = (Queue){-1, -1, 0, 0, 0, 0};
+    for (int q = 0; q < NPRIO; q++) p->lane[q].head = p->lane[q].tail = -1;
 }
 
 void sim_set_link_ports(Sim *s, int link, int a, int b) {
@@ -163,31 +161,41 @@ void sim_set_link_ports(Sim *s, int link, int a, int b) {
     s->link_ports[2 * link + 1] = b;
 }
 
-/* copies of a route table: rt_cell (n_nodes * n_dest cells, row node * n_dest + dest[host]: the
- * next hops' offset into rt_nh << ROUTE_COUNT_BITS | their count) and each host's row, n_dest
- * after the last host's */
-static void route_table(Sim *s, int n_dest, const int32_t *dest, const int32_t *rt_cell, const int32_t *rt_nh,
-                        int n_nh, int32_t **out) {
-    int64_t cells = (int64_t)s->n_nodes * n_dest;
-    out[0] = malloc((size_t)(cells ? cells : 1) * sizeof(int32_t));
-    memcpy(out[0], rt_cell, (size_t)cells * sizeof(int32_t));
-    out[1] = malloc((size_t)(n_nh ? n_nh : 1) * sizeof(int32_t));
-    memcpy(out[1], rt_nh, (size_t)n_nh * sizeof(int32_t));
-    out[2] = malloc((size_t)(s->n_hosts + 1) * sizeof(int32_t));
-    for (int h = 0; h < s->n_hosts; h++) out[2][h] = dest[h];
-    out[2][s->n_hosts] = n_dest;
+static int32_t *copy32(const int32_t *from, int64_t n) {
+    int32_t *to = malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    memcpy(to, from, (size_t)n * sizeof(int32_t));
+    return to;
+}
+
+/* a copy of a route table (labs.sim.routing.RouteRows): cell (n_nodes * n_dest cells, row
+ * node * n_dest + dest[host]: the next hops' offset into nh << ROUTE_COUNT_BITS | their count,
+ * or -1 for the host's own), dest (a row per host), own_start (n_hosts + 1) and own (the
+ * (node, cell) pairs of each host's own routes), nh (n_nh ports) */
+static RouteTable route_table(const Sim *s, int n_dest, const int32_t *dest, const int32_t *cell, const int32_t *nh,
+                              const int32_t *own_start, const int32_t *own, int n_nh) {
+    return (RouteTable){
+        .cell = copy32(cell, (int64_t)s->n_nodes * n_dest),
+        .nh = copy32(nh, n_nh),
+        .dest = copy32(dest, s->n_hosts),
+        .own_start = copy32(own_start, s->n_hosts + 1),
+        .own = copy32(own, 2 * (int64_t)own_start[s->n_hosts]),
+        .n_dest = n_dest,
+    };
+}
+
+static void route_table_free(RouteTable *t) {
+    free(t->cell);
+    free(t->nh);
+    free(t->dest);
+    free(t->own_start);
+    free(t->own);
 }
 
 /* the route table: hosts that every node routes alike share a row (dest: each host's), each
- * distinct list of next hops held once in rt_nh */
-void sim_set_routes_by(Sim *s, int n_dest, const int32_t *dest, const int32_t *rt_cell, const int32_t *rt_nh,
-                       int n_nh) {
-    int32_t *t[3];
-    route_table(s, n_dest, dest, rt_cell, rt_nh, n_nh, t);
-    s->rt_cell = t[0];
-    s->rt_nh = t[1];
-    s->rt_dest = t[2];
-    s->rt_n_dest = n_dest;
+ * distinct list of next hops held once in nh */
+void sim_set_route_rows(Sim *s, int n_dest, const int32_t *dest, const int32_t *cell, const int32_t *nh,
+                       const int32_t *own_start, const int32_t *own, int n_nh) {
+    s->rt = route_table(s, n_dest, dest, cell, nh, own_start, own, n_nh);
 }
 
 static void set_flow(Flow *f, const int64_t *ints, const double *nums) {
@@ -265,7 +273,7 @@ void sim_set_loss(Sim *s, int port, double start, double end, double p, int64_t 
 void sim_set_dependents(Sim *s, const int32_t *start) {
     memcpy(s->dep_start, start, (size_t)(s->n_flows + 1) * sizeof(int32_t));
     s->deps_left = start[s->n_flows];
-    s->dependents = malloc((size_t)(s->deps_left ? s->deps_left : 1) * sizeof(int32_t));
+    s->dependents = huge_calloc((size_t)s->deps_left, sizeof(int32_t));
 }
 
 /* DCQCN set i (sets 0..i-1 given before): g, alpha period, timer, byte counter, F, R_AI, R_HAI,
@@ -295,18 +303,16 @@ void sim_set_dcqcn(Sim *s, int i, const double *v) {
     d->np = (uint8_t)v[15];
 }
 
-/* a route table (as sim_set_routes_by takes it, after it) that replaces the current one at time t */
-void sim_add_routes_by(Sim *s, double t, int n_dest, const int32_t *dest, const int32_t *rt_cell,
-                       const int32_t *rt_nh, int n_nh) {
+/* a route table (as sim_set_route_rows takes it, after it) that replaces the current one at time t */
+void sim_add_route_rows(Sim *s, double t, int n_dest, const int32_t *dest, const int32_t *cell, const int32_t *nh,
+                       const int32_t *own_start, const int32_t *own, int n_nh) {
     if (s->n_tables == 0) { /* keep the first table with the others, to free them all */
-        s->tables = malloc(3 * sizeof(int32_t *));
-        s->tables[0] = s->rt_cell;
-        s->tables[1] = s->rt_nh;
-        s->tables[2] = s->rt_dest;
+        s->tables = malloc(sizeof(RouteTable));
+        s->tables[0] = s->rt;
         s->n_tables = 1;
     }
-    s->tables = realloc(s->tables, (size_t)(3 * s->n_tables + 3) * sizeof(int32_t *));
-    route_table(s, n_dest, dest, rt_cell, rt_nh, n_nh, s->tables + 3 * s->n_tables);
+    s->tables = realloc(s->tables, (size_t)(s->n_tables + 1) * sizeof(RouteTable));
+    s->tables[s->n_tables] = route_table(s, n_dest, dest, cell, nh, own_start, own, n_nh);
     ev_push(s, ps(t), EV_ROUTES, s->n_tables++, 0, 0);
 }
 
@@ -367,9 +373,9 @@ int sim_run(Sim *s, double duration, int stop_when_done) {
     for (int p = 0; p < s->n_ports; p++) {
         Port *P = &s->ports[p];
         for (int prio = 0; prio < NPRIO; prio++) {
-            ps_t until = P->pause_until[prio] < s->now ? P->pause_until[prio] : s->now;
-            if (until > P->pause_from[prio]) P->paused_total[prio] += until - P->pause_from[prio];
-            P->pause_from[prio] = P->pause_until[prio] = 0;
+            ps_t until = P->lane[prio].pause_until < s->now ? P->lane[prio].pause_until : s->now;
+            if (until > P->lane[prio].pause_from) P->lane[prio].paused_total += until - P->lane[prio].pause_from;
+            P->lane[prio].pause_from = P->lane[prio].pause_until = 0;
         }
     }
     return s->stopped && s->stop_on_deadlock && s->open_flows > 0;
@@ -385,10 +391,10 @@ void sim_port_stats(const Sim *s, int64_t *out) {
             int64_t *r = out + (i * NPRIO + k) * (6 + DR_N);
             r[0] = p->pfc_tx[k];
             r[1] = p->pfc_rx[k];
-            r[2] = p->paused_total[k];
+            r[2] = p->lane[k].paused_total;
             r[3] = p->ecn_marked[k];
-            r[4] = p->tx[k].bytes;
-            r[5] = p->tx[k].pkts;
+            r[4] = p->lane[k].tx_bytes;
+            r[5] = p->lane[k].tx_pkts;
             for (int d = 0; d < DR_N; d++) r[6 + d] = p->drops[d][k];
         }
     }

@@ -58,9 +58,9 @@ void on_sample(Sim *s) {
         if (!s->port_dirty[s->sample_ports[i]]) continue;
         const Port *P = &s->ports[s->sample_ports[i]];
         int64_t column = (int64_t)i * 2 * NPRIO;
-        for (int q = 0; q < NPRIO; q++) sample_column(s, column++, P->q[q].bytes);
+        for (int q = 0; q < NPRIO; q++) sample_column(s, column++, P->lane[q].bytes);
         for (int pg = 0; pg < NPRIO; pg++)
-            sample_column(s, column++, P->pg[pg].res + P->pg[pg].shared + P->pg[pg].hdrm);
+            sample_column(s, column++, P->lane[pg].res + P->lane[pg].shared + P->lane[pg].hdrm);
     }
     for (int i = 0; i < s->n_sample_ports; i++) s->port_dirty[s->sample_ports[i]] = 0;
     for (int f = 0; f < flows; f++) s->flow_samples[s->n_samples * flows + f] = s->flows[f].delivered;
@@ -92,10 +92,10 @@ static void pause_storms(Sim *s) {
     for (int p = 0; p < s->n_ports; p++) {
         Port *P = &s->ports[p];
         for (int prio = 0; prio < NPRIO; prio++) {
-            if (P->pause_until[prio] <= s->now)
-                P->storm_reported[prio] = 0;
-            else if (!P->storm_reported[prio] && s->now - P->pause_from[prio] >= s->storm_time) {
-                P->storm_reported[prio] = 1;
+            if (P->lane[prio].pause_until <= s->now)
+                P->lane[prio].storm_reported = 0;
+            else if (!P->lane[prio].storm_reported && s->now - P->lane[prio].pause_from >= s->storm_time) {
+                P->lane[prio].storm_reported = 1;
                 sim_log(s, LOG_PAUSE_STORM, p, prio, 0);
             }
         }
@@ -113,20 +113,20 @@ static void watchdog(Sim *s) {
         for (int prio = 0; prio < NPRIO; prio++) {
             if (!pr->lossless[prio]) continue;
             if (P->wd_state[prio] == WD_OFF) {
-                if (P->pause_until[prio] <= s->now || s->now - P->pause_from[prio] < pr->wd_detect) continue;
+                if (P->lane[prio].pause_until <= s->now || s->now - P->lane[prio].pause_from < pr->wd_detect) continue;
                 P->wd_state[prio] = pr->wd_action;
                 sim_log(s, LOG_WD_DETECT, p, prio, pr->wd_action);
                 if (pr->wd_action == WD_DROP) {
                     flush_queue(s, p, pr->tc_to_queue[prio], DR_WATCHDOG);
                     int pg = pr->tc_to_pg[prio];
-                    if (P->pg_paused[pg]) {
-                        P->pg_paused[pg] = 0;
-                        P->pg_gen[pg]++;
+                    if (P->lane[pg].pg_paused) {
+                        P->lane[pg].pg_paused = 0;
+                        P->lane[pg].pg_gen++;
                         send_pause(s, p, 1 << prio, 0);
                     }
                 }
                 try_send(s, p);
-            } else if (s->now - P->last_pfc_rx[prio] >= pr->wd_restore) {
+            } else if (s->now - P->lane[prio].last_pfc_rx >= pr->wd_restore) {
                 P->wd_state[prio] = WD_OFF;
                 sim_log(s, LOG_WD_RESTORE, p, prio, 0);
                 try_send(s, p);
@@ -138,8 +138,8 @@ static void watchdog(Sim *s) {
 /* a switch egress queue that is paused, non-empty and has not moved for the stall time */
 static int stalled(const Sim *s, int p, int q) {
     const Port *P = &s->ports[p];
-    return s->nodes[P->node].is_switch && P->q[q].count > 0 &&
-           port_paused(s, P, s->pkts[P->q[q].head].prio) && s->now - P->q[q].last_deq >= s->stall_time;
+    return s->nodes[P->node].is_switch && P->lane[q].count > 0 &&
+           port_paused(s, P, s->pkts[P->lane[q].head].prio) && s->now - P->lane[q].last_deq >= s->stall_time;
 }
 
 static void record_cycle(Sim *s, const int32_t *members, int n) {
@@ -153,7 +153,7 @@ static void record_cycle(Sim *s, const int32_t *members, int n) {
     ps_t formed = 0; /* the cycle froze at the last departure from any of its queues */
     for (int i = 0; i < n; i++) {
         int v = members[i], p = v / NPRIO;
-        const Queue *q = &s->ports[p].q[v % NPRIO];
+        const Lane *q = &s->ports[p].lane[v % NPRIO];
         s->dl_reported[v] = 1;
         s->cycles[s->n_cycles + i] = p * NPRIO + s->pkts[q->head].prio;
         if (q->last_deq > formed) formed = q->last_deq;
@@ -182,7 +182,7 @@ static void deadlock(Sim *s) {
     for (int i = 0; i < n_cand; i++) {
         int f = cand[i];
         const Port *F = &s->ports[f / NPRIO];
-        for (int pk = F->q[f % NPRIO].head; pk >= 0; pk = s->pkts[pk].next) {
+        for (int pk = F->lane[f % NPRIO].head; pk >= 0; pk = s->pkts[pk].next) {
             const Pkt *K = &s->pkts[pk];
             const Port *I = &s->ports[K->in_port];
             if (I->peer < 0) continue;

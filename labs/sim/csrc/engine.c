@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ---- random numbers: xoshiro256** seeded by splitmix64 ---- */
 
@@ -34,6 +35,34 @@ void sim_log_at(Sim *s, ps_t t, int kind, int a, int b, int c) {
 
 void sim_log(Sim *s, int kind, int a, int b, int c) { sim_log_at(s, s->now, kind, a, b, c); }
 
+/* ---- large arrays on huge pages ---- */
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* ask for huge pages (2 MB) where the kernel gives them on request (transparent huge pages in
+ * madvise mode): the large arrays are read at random, and on 4 KB pages most of those reads
+ * missed the TLB too (a page walk, costlier still in a virtual machine) */
+static void want_huge(void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
+    if (n < 2 * HUGE_PAGE) return;
+    uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095, end = ((uintptr_t)p + n) & ~(uintptr_t)4095;
+    madvise((void *)start, end - start, MADV_HUGEPAGE); /* a hint: without huge pages, as before */
+#else
+    (void)p, (void)n;
+#endif
+}
+
+/* a zeroed array of n items of `size` bytes, 64-byte aligned, on huge pages when it is large */
+void *huge_calloc(size_t n, size_t size) {
+    size_t bytes = n * size > 0 ? n * size : 1;
+    size_t align = bytes >= 2 * HUGE_PAGE ? HUGE_PAGE : 64;
+    bytes = (bytes + align - 1) / align * align;
+    void *p = aligned_alloc(align, bytes);
+    want_huge(p, bytes);
+    memset(p, 0, bytes);
+    return p;
+}
+
 /* ---- pools: items in one array, the free ones linked by an int32 index ---- */
 
 /* an empty free list: double the pool (first `initial` items) and link its new items (their
@@ -42,6 +71,7 @@ void *pool_grow(void *items, size_t size, size_t link, int32_t *cap, int32_t *fr
     int32_t old = *cap;
     *cap = old ? old * 2 : initial;
     items = realloc(items, (size_t)*cap * size);
+    want_huge(items, (size_t)*cap * size);
     for (int32_t i = old; i < *cap; i++) {
         int32_t next = i + 1 < *cap ? i + 1 : -1;
         memcpy((char *)items + (size_t)i * size + link, &next, sizeof next);
@@ -64,13 +94,14 @@ void pkt_free(Sim *s, int pk) {
 }
 
 void q_push(Sim *s, Port *P, int qi, int pk) {
-    Queue *q = &P->q[qi];
+    Lane *q = &P->lane[qi];
     s->port_dirty[P - s->ports] = 1;
     P->nonempty |= (uint8_t)(1u << qi);
     s->pkts[pk].next = -1;
     if (q->count == 0) q->last_deq = s->now; /* a stall is timed from the first wait */
     if (q->tail >= 0) {
         s->pkts[q->tail].next = pk;
+        s->pkts[q->tail].next_prio = s->pkts[pk].prio;
     } else {
         q->head = pk;
         q->head_prio = s->pkts[pk].prio;
@@ -81,15 +112,18 @@ void q_push(Sim *s, Port *P, int qi, int pk) {
 }
 
 int q_pop(Sim *s, Port *P, int qi) {
-    Queue *q = &P->q[qi];
+    Lane *q = &P->lane[qi];
     int pk = q->head;
     s->port_dirty[P - s->ports] = 1;
     q->head = s->pkts[pk].next;
-    if (q->head >= 0) q->head_prio = s->pkts[q->head].prio;
+    if (q->head >= 0) { /* the new head is read at the next dequeue: fetched meanwhile */
+        q->head_prio = s->pkts[pk].next_prio;
+        __builtin_prefetch(&s->pkts[q->head]);
+    }
     if (q->head < 0) {
         q->tail = -1;
         P->nonempty &= (uint8_t)~(1u << qi);
-        P->deficit[qi] = 0; /* DWRR: an emptied queue keeps no credit */
+        P->lane[qi].deficit = 0; /* DWRR: an emptied queue keeps no credit */
     }
     q->count--;
     q->bytes -= buffer_bytes(&s->profiles[P->profile], s->pkts[pk].size);
@@ -141,8 +175,8 @@ void flow_account(Sim *s, int f) {
 
 void port_remove_active(Port *P, int f) {
     for (int i = 0; i < P->n_active; i++)
-        if (P->active[i] == f) {
-            memmove(&P->active[i], &P->active[i + 1], (size_t)(P->n_active - i - 1) * sizeof(int32_t));
+        if (P->active[i].flow == f) {
+            memmove(&P->active[i], &P->active[i + 1], (size_t)(P->n_active - i - 1) * sizeof(Active));
             P->n_active--;
             if (P->rr > i) P->rr--;
             return;
@@ -154,8 +188,8 @@ void drop_pkt(Sim *s, int pk, int port, int counter) {
     Pkt *K = &s->pkts[pk];
     Port *P = &s->ports[port];
     P->drops[counter][K->prio]++;
-    if (counter == DR_LOSSLESS && !P->drop_logged[K->prio]) {
-        P->drop_logged[K->prio] = 1;
+    if (counter == DR_LOSSLESS && !P->lane[K->prio].drop_logged) {
+        P->lane[K->prio].drop_logged = 1;
         sim_log(s, LOG_LOSSLESS_DROP, port, K->prio, 0);
     }
     if (!(K->flags & PK_CTRL)) {
@@ -186,8 +220,8 @@ void try_send(Sim *s, int port) {
     Pkt *K = &s->pkts[pk];
     ps_t ser = to_ps((K->size + s->gap_bytes) * P->ps_per_byte);
     P->busy_until = s->now + ser;
-    P->tx[K->prio].bytes += K->size;
-    P->tx[K->prio].pkts++;
+    P->lane[K->prio].tx_bytes += K->size;
+    P->lane[K->prio].tx_pkts++;
     ev_push(s, s->now + ser + P->prop, EV_ARRIVE, P->peer, pk, 0);
     if (!P->wake && (P->nonempty || (!sw && P->n_active > 0))) { /* a switch's n_active: 0, not read */
         P->wake = 1;
@@ -199,7 +233,7 @@ void try_send(Sim *s, int port) {
 void flush_queue(Sim *s, int port, int q, int counter) {
     Port *P = &s->ports[port];
     int sw = s->nodes[P->node].is_switch;
-    while (P->q[q].count > 0) {
+    while (P->lane[q].count > 0) {
         int pk = q_pop(s, P, q);
         if (sw) release_pkt(s, pk);
         drop_pkt(s, pk, port, counter);
@@ -220,8 +254,8 @@ static void nic_failover(Sim *s, int port) {
     int o = host_up_port(s, port);
     if (o == port || P->n_active == 0) return;
     for (int i = 0; i < P->n_active; i++) {
-        s->flows[P->active[i]].port = o;
-        port_add_active(&s->ports[o], P->active[i]);
+        s->flows[P->active[i].flow].port = o;
+        port_add_active(s, &s->ports[o], P->active[i].flow);
     }
     P->n_active = P->rr = 0;
     try_send(s, o);
@@ -244,9 +278,9 @@ static void on_link(Sim *s, int link, int up) {
         P->up = s->port_up[ends[i]] = (uint8_t)up;
         if (up) continue;
         for (int prio = 0; prio < NPRIO; prio++) {
-            if (P->pause_until[prio] > s->now) P->pause_until[prio] = s->now;
-            P->pg_paused[prio] = 0;
-            P->pg_gen[prio]++;
+            if (P->lane[prio].pause_until > s->now) P->lane[prio].pause_until = s->now;
+            P->lane[prio].pg_paused = 0;
+            P->lane[prio].pg_gen++;
         }
     }
     for (int i = 0; i < 2; i++) {
@@ -279,11 +313,22 @@ static void on_arrive(Sim *s, int port, int pk) {
         host_receive(s, port, pk);
 }
 
+/* the next event's port (and packet) fetched while this one runs: their cache misses were
+ * most of an arrival's time on large fabrics (a hint: the next event may yet be another) */
+static inline void prefetch_next(const Sim *s) {
+    if (s->evq.now.n == 0) return;
+    const Event *n = &s->evq.now.ev[0];
+    if (n->type != EV_ARRIVE && n->type != EV_TX_DONE) return;
+    __builtin_prefetch(&s->ports[n->a]);
+    if (n->type == EV_ARRIVE) __builtin_prefetch(&s->pkts[n->b]);
+}
+
 /* run events up to time `until` (inclusive); returns 1 when the run is over */
 int sim_step_all(Sim *s, ps_t until) {
     Event e;
     while (!s->stopped) {
         if (!ev_next(s, until, &e)) return s->evq.count == 0;
+        prefetch_next(s);
         s->now = e.t;
         s->n_events++;
         switch (e.type) {
@@ -326,10 +371,7 @@ int sim_step_all(Sim *s, ps_t until) {
             on_check(s);
             break;
         case EV_ROUTES:
-            s->rt_cell = s->tables[3 * e.a];
-            s->rt_nh = s->tables[3 * e.a + 1];
-            s->rt_dest = s->tables[3 * e.a + 2];
-            s->rt_n_dest = s->rt_dest[s->n_hosts];
+            s->rt = s->tables[e.a];
             break;
         case EV_RATE:
             on_rate(s, e.a, s->rates[e.b]);

@@ -96,16 +96,18 @@ void on_flow_start(Sim *s, int f) {
         flow_account(s, f);
         return;
     }
-    port_add_active(P, f);
+    port_add_active(s, P, f);
     try_send(s, F->port);
 }
 
-void port_add_active(Port *P, int f) {
+/* flow f (sending, its run state set) joins the port's round robin */
+void port_add_active(Sim *s, Port *P, int f) {
     if (P->n_active == P->cap_active) {
         P->cap_active = P->cap_active ? P->cap_active * 2 : 4;
-        P->active = realloc(P->active, (size_t)P->cap_active * sizeof(int32_t));
+        P->active = realloc(P->active, (size_t)P->cap_active * sizeof(Active));
     }
-    P->active[P->n_active++] = f;
+    const Flow *F = &s->flows[f];
+    P->active[P->n_active++] = (Active){flow_run(s, F)->next_time, f, F->prio, F->transport == TR_TCP};
 }
 
 void nic_stop_sending(Sim *s, int f) {
@@ -118,7 +120,9 @@ void nic_stop_sending(Sim *s, int f) {
     flow_account(s, f);
 }
 
-static int nic_make_packet(Sim *s, int f) {
+/* the next packet of the flow of the port's round robin entry A (its next_time kept in step) */
+static int nic_make_packet(Sim *s, Active *A) {
+    int f = A->flow;
     Flow *F = &s->flows[f];
     int64_t offset = F->sent, left = F->size < 0 ? F->pkt_size : F->size - offset;
     int size = left < F->pkt_size ? (int)left : F->pkt_size;
@@ -143,6 +147,7 @@ static int nic_make_packet(Sim *s, int f) {
      * the slower one's rate); one that waited longer (paused) restarts the pacing from now */
     ps_t gap = to_ps((K->size + s->gap_bytes) * 8e12 / rate);
     R->next_time = (s->now - R->next_time < gap ? R->next_time : s->now) + gap;
+    A->next_time = R->next_time; /* before nic_stop_sending may remove A */
     if (F->dcqcn) {
         const Dcqcn *d = flow_rp(s, F);
         if ((R->b_bytes += size) >= d->byte_counter) {
@@ -178,13 +183,13 @@ int nic_dequeue(Sim *s, int port) {
     ps_t wake = T_INF;
     for (int i = 0; i < P->n_active; i++) {
         int idx = (P->rr + i) % P->n_active;
-        Flow *F = &s->flows[P->active[idx]];
-        if (port_paused(s, P, F->prio)) continue;
-        if (F->transport == TR_TCP && tcp_window_full(s, F)) continue; /* an ACK sends it on */
-        ps_t next = flow_run(s, F)->next_time;
+        Active *A = &P->active[idx];
+        if (port_paused(s, P, A->prio)) continue;
+        if (A->tcp && tcp_window_full(s, &s->flows[A->flow])) continue; /* an ACK sends it on */
+        ps_t next = A->next_time;
         if (next <= s->now) {
             P->rr = idx + 1;
-            int pk = nic_make_packet(s, P->active[idx]);
+            int pk = nic_make_packet(s, A);
             if (P->rr >= P->n_active) P->rr = 0;
             return pk;
         }

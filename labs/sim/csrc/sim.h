@@ -74,10 +74,12 @@ typedef struct {
     int64_t n, cap;
 } Heap;
 
-typedef struct {
-    Event e;
-    int32_t next;
-} CalNode;
+#define CAL_BLOCK 7 /* events per block of a calendar bucket */
+
+typedef struct { /* a calendar bucket's events, CAL_BLOCK to a block (all of them but in its first) */
+    Event ev[CAL_BLOCK];
+    int32_t next; /* the bucket's next block (filled before this one), -1 for none */
+} CalBlock;
 
 #define CAL_SHIFT 10      /* buckets of 1024 ps */
 #define CAL_BUCKETS 65536 /* a calendar of 67 us */
@@ -86,9 +88,9 @@ typedef struct {
 typedef struct { /* see eventq.c */
     Heap now, later;
     ps_t now_end;     /* end of the bucket being drained */
-    int32_t *head;    /* per bucket: first node, -1 if empty */
+    int32_t *head;    /* per bucket: the block being filled << 3 | its events, -1 if empty */
     uint64_t *bits;   /* per bucket: non-empty */
-    CalNode *nodes;
+    CalBlock *blocks;
     int32_t free, cap;
     int64_t in_calendar, count;
 } EventQueue;
@@ -96,22 +98,12 @@ typedef struct { /* see eventq.c */
 typedef struct { /* 32 bytes */
     int32_t next, flow, size, dst; /* size: the frame's bytes, as a buffer holds them */
     int32_t in_port : 24;          /* at a switch: where it entered, and its PG there */
-    uint32_t pg : 8;
+    uint32_t pg : 4;
+    uint32_t next_prio : 4; /* queued behind another: the next one's priority (Lane.head_prio) */
     int32_t psn; /* data: its sequence number; ACK/NAK: the next PSN expected */
     uint32_t hash;
     uint8_t dscp, prio, ttl, flags;
 } Pkt;
-
-typedef struct {
-    int32_t head, tail, count;
-    uint8_t head_prio; /* the head packet's priority, read without touching the packet */
-    int64_t bytes;
-    ps_t last_deq;
-} Queue;
-
-typedef struct { /* a PG's bytes in use, together in one cache line */
-    int64_t res, shared, hdrm;
-} PgUse;
 
 typedef struct {
     uint8_t dscp_to_tc[64], tc_to_queue[NPRIO], tc_to_pg[NPRIO], lossless[NPRIO];
@@ -128,47 +120,67 @@ typedef struct {
     ps_t pfc_resp;                 /* a pause (quanta > 0) takes effect this long after it arrives */
 } Profile;
 
-typedef struct { /* a priority's frames and bytes sent, together in one cache line */
-    int64_t bytes, pkts;
-} TxCount;
+/* a flow sending through a NIC port, with what the NIC's round robin reads of it (Port.active) */
+typedef struct {
+    ps_t next_time; /* its Run's next_time, kept in step */
+    int32_t flow;
+    uint8_t prio, tcp;
+} Active;
 
-/* A port, its fields in the order a packet reads them: what every packet through it reads
- * in the first cache line (ports are 64-byte aligned), then the pauses and queues, the PG
- * counters and the transmit counters, and what only faults, checks and NICs read last. */
+/* What a port keeps per number i (0-7): egress queue i, priority i's pauses from the peer and
+ * frames sent, queue i's DWRR credit in the first cache line; PG i's bytes in use and pause
+ * state, and priority i's pause bookkeeping in the second. A packet through a switch reads the
+ * ingress port's PG line and the egress port's queue line, nothing else of them but their
+ * first lines (see Port). */
+typedef struct {
+    _Alignas(64) int32_t head; /* queue i's packets (each Lane 64-byte aligned) */
+    int32_t tail, count;
+    uint8_t head_prio;                      /* the head packet's priority, read without touching the packet */
+    int64_t bytes;
+    ps_t pause_until;         /* priority i paused by the peer until then */
+    int64_t tx_bytes, tx_pkts; /* priority i's frames sent */
+    int64_t deficit;          /* queue i's DWRR credit */
+    ps_t last_deq;
+    /* second line: PG i (ingress accounting), then priority i's pauses received */
+    int64_t res, shared, hdrm;
+    ps_t pause_from, paused_total, last_pfc_rx;
+    int32_t pfc_gen; /* XONs received: a pause being processed when one came is dropped */
+    int32_t pg_gen;
+    uint8_t pg_paused, storm_reported, drop_logged;
+} Lane;
+
+/* A port: in its first cache line (ports are 64-byte aligned) what every packet through it
+ * reads, then a Lane per priority, queue and PG (two cache lines each), then what only
+ * PFC, faults, checks and NICs read. */
 typedef struct {
     _Alignas(64) int32_t node; /* the whole Port 64-byte aligned */
-    int32_t peer, profile;
+    int32_t peer;
+    uint16_t profile; /* build: fewer than 65,536 profiles */
     uint8_t up, wake, nonempty; /* wake: an EV_TX_DONE is pending; nonempty: bit q set when queue q holds packets */
-    uint8_t wd_state[NPRIO], pg_paused[NPRIO];
+    uint8_t dwrr_cur, dwrr_fresh;
+    uint8_t wd_state[NPRIO];
     double ps_per_byte;
     ps_t prop, busy_until;
-    ps_t loss_until; /* a loss fault on frames arriving here ends (0: none) */
-    /* egress side: the transmitter disabled (a TxOff fault) and pauses received from the peer */
-    ps_t tx_off_until;
-    ps_t pause_until[NPRIO];
-    Queue q[NPRIO];
-    /* ingress side: PG accounting */
-    PgUse pg[NPRIO];
-    TxCount tx[NPRIO];
-    int32_t dwrr_cur, dwrr_fresh;
-    int64_t deficit[NPRIO];
+    ps_t loss_until;   /* a loss fault on frames arriving here ends (0: none) */
+    ps_t tx_off_until; /* the transmitter disabled (a TxOff fault) until then */
+    Lane lane[NPRIO];
     double speed;
     ps_t next_kick;
-    ps_t pause_from[NPRIO], paused_total[NPRIO], last_pfc_rx[NPRIO];
-    int32_t pfc_gen[NPRIO]; /* XONs received: a pause being processed when one came is dropped */
-    uint8_t storm_reported[NPRIO], drop_logged[NPRIO];
-    int32_t pg_gen[NPRIO];
     /* counters per priority */
     int64_t pfc_tx[NPRIO], pfc_rx[NPRIO], ecn_marked[NPRIO];
     int64_t drops[DR_N][NPRIO];
     /* host NIC: flows sending through this port */
-    int32_t *active, n_active, cap_active, rr;
+    Active *active;
+    int32_t n_active, cap_active, rr;
     /* the loss fault: in [loss_from, loss_until), each data frame with probability loss_p,
      * and the first loss_n data frames */
     ps_t loss_from;
     double loss_p;
     int64_t loss_n;
 } Port;
+
+_Static_assert(sizeof(Lane) == 128, "a Lane is two cache lines");
+_Static_assert(offsetof(Port, lane) == 64, "what every packet reads of a port is its first cache line");
 
 typedef struct {
     uint8_t is_switch;
@@ -274,7 +286,16 @@ typedef struct {
     int32_t kind, a, b, c;
 } LogEntry;
 
-#define ROUTE_COUNT_BITS 10 /* a route cell: offset into rt_nh << ROUTE_COUNT_BITS | count (labs.sim.routing) */
+#define ROUTE_COUNT_BITS 10 /* a route cell: offset into nh << ROUTE_COUNT_BITS | count (labs.sim.routing) */
+
+typedef struct { /* a forwarding table (labs.sim.routing.RouteRows) */
+    int32_t *cell;  /* node * n_dest + dest[host]: a route cell; -1: the host's own (in own) */
+    int32_t *nh;    /* next-hop ports, each distinct list once */
+    int32_t *dest;  /* per host its row: hosts every node routes alike (their own routes aside) share one */
+    int32_t *own_start, *own; /* per host (CSR), the (node, cell) pairs of the routes that only it has:
+                               * its leaves' ports to it, mostly */
+    int32_t n_dest;
+} RouteTable;
 
 #define COLL_FIELDS 11 /* what sim_collective_stats writes per slot */
 
@@ -310,14 +331,13 @@ typedef struct {
     int32_t n_rel;
     Profile *profiles;
     int32_t *link_ports; /* 2 per link */
-    int32_t *rt_cell, *rt_nh; /* node * rt_n_dest + rt_dest[host] -> its next-hop ports in rt_nh (route_next_hops) */
-    int32_t *rt_dest, rt_n_dest; /* per host its row: hosts every node routes alike share one */
+    RouteTable rt; /* the forwarding table in force */
     int32_t ports_down;
     int32_t *dep_start, *dependents; /* CSR: flow -> flows waiting for it */
     int64_t deps_left;               /* dependents sim_set_flows has still to fill in */
     Storm *storms;
     int32_t n_tables, n_rates;
-    int32_t **tables; /* timed route tables: 3 per table (rt_cell, rt_nh, rt_dest) */
+    RouteTable *tables; /* timed route tables, the first one first */
     double *rates;    /* timed link speeds */
     Dcqcn *dcqs; /* DCQCN sets: a NIC uses its node's (Node.dcq) */
     int32_t n_dcqs;
@@ -373,6 +393,7 @@ void evq_free(EventQueue *q);
 double rng_uniform(Sim *s);
 void sim_log(Sim *s, int kind, int a, int b, int c);
 void sim_log_at(Sim *s, ps_t t, int kind, int a, int b, int c);
+void *huge_calloc(size_t n, size_t size);
 void *pool_grow(void *items, size_t size, size_t link, int32_t *cap, int32_t *free, int32_t initial);
 int pkt_alloc(Sim *s);
 void pkt_free(Sim *s, int pk);
@@ -405,7 +426,7 @@ void on_cnp(Sim *s, int f);
 int nic_dequeue(Sim *s, int port);
 void host_receive(Sim *s, int port, int pk);
 void settle_flows(Sim *s);
-void port_add_active(Port *P, int f);
+void port_add_active(Sim *s, Port *P, int f);
 void nic_stop_sending(Sim *s, int f);
 void nic_send_ctrl(Sim *s, int port, int f, int flags, int prio, int dscp, int psn, uint32_t salt);
 
@@ -445,12 +466,12 @@ static inline const Dcqcn *flow_np(const Sim *s, const Flow *F) { return &s->dcq
 static inline Run *flow_run(const Sim *s, const Flow *F) { return &s->runs[F->run]; }
 
 static inline int port_paused(const Sim *s, const Port *p, int prio) {
-    return p->tx_off_until > s->now || (p->pause_until[prio] > s->now && p->wd_state[prio] != WD_FORWARD);
+    return p->tx_off_until > s->now || (p->lane[prio].pause_until > s->now && p->wd_state[prio] != WD_FORWARD);
 }
 
 /* a queue holding packets whose head's priority is not paused */
 static inline int queue_ready(const Sim *s, const Port *P, int q) {
-    return P->q[q].count > 0 && !port_paused(s, P, P->q[q].head_prio);
+    return P->lane[q].count > 0 && !port_paused(s, P, P->lane[q].head_prio);
 }
 
 #endif

@@ -47,32 +47,32 @@ static ps_t refresh_period(const Sim *s, const Port *P) {
 static void pg_xoff(Sim *s, int port, int pg) {
     Port *P = &s->ports[port];
     const Profile *pr = &s->profiles[P->profile];
-    P->pg_paused[pg] = 1;
-    P->pg_gen[pg]++;
+    P->lane[pg].pg_paused = 1;
+    P->lane[pg].pg_gen++;
     send_pause(s, port, pg_mask(pr, pg), pr->pause_quanta);
-    ev_push(s, s->now + refresh_period(s, P), EV_PFC_REFRESH, port, pg, P->pg_gen[pg]);
+    ev_push(s, s->now + refresh_period(s, P), EV_PFC_REFRESH, port, pg, P->lane[pg].pg_gen);
 }
 
 /* XON once the headroom is empty and the shared occupancy is at or below the XON point,
  * max(xon, threshold - xon_offset), as SAI's XON_TH and XON_OFFSET_TH define it */
 static int pg_may_resume(const Sim *s, const Port *P, int pg) {
     const Profile *pr = &s->profiles[P->profile];
-    if (P->pg[pg].hdrm > 0) return 0;
+    if (P->lane[pg].hdrm > 0) return 0;
     int64_t xon = pg_threshold(s, P, pg) - pr->pg_xon_offset[pg];
     if (xon < pr->pg_xon[pg]) xon = pr->pg_xon[pg];
-    return P->pg[pg].shared <= xon;
+    return P->lane[pg].shared <= xon;
 }
 
 static void pg_xon(Sim *s, int port, int pg) {
     Port *P = &s->ports[port];
-    P->pg_paused[pg] = 0;
-    P->pg_gen[pg]++;
+    P->lane[pg].pg_paused = 0;
+    P->lane[pg].pg_gen++;
     send_pause(s, port, pg_mask(&s->profiles[P->profile], pg), 0);
 }
 
 void on_pfc_refresh(Sim *s, int port, int pg, int gen) {
     Port *P = &s->ports[port];
-    if (!P->pg_paused[pg] || P->pg_gen[pg] != gen) return;
+    if (!P->lane[pg].pg_paused || P->lane[pg].pg_gen != gen) return;
     if (pg_may_resume(s, P, pg))
         pg_xon(s, port, pg);
     else
@@ -88,14 +88,14 @@ void release_pkt(Sim *s, int pk) {
     int pg = K->pg;
     int64_t left = buffer_bytes(&s->profiles[I->profile], K->size);
     s->port_dirty[K->in_port] = 1;
-    int64_t h = I->pg[pg].hdrm < left ? I->pg[pg].hdrm : left;
-    I->pg[pg].hdrm -= h;
+    int64_t h = I->lane[pg].hdrm < left ? I->lane[pg].hdrm : left;
+    I->lane[pg].hdrm -= h;
     left -= h;
-    int64_t sh = I->pg[pg].shared < left ? I->pg[pg].shared : left;
-    I->pg[pg].shared -= sh;
+    int64_t sh = I->lane[pg].shared < left ? I->lane[pg].shared : left;
+    I->lane[pg].shared -= sh;
     s->nodes[I->node].pool_used -= sh;
-    I->pg[pg].res -= left - sh;
-    if (I->pg_paused[pg] && I->up && pg_may_resume(s, I, pg)) pg_xon(s, K->in_port, pg);
+    I->lane[pg].res -= left - sh;
+    if (I->lane[pg].pg_paused && I->up && pg_may_resume(s, I, pg)) pg_xon(s, K->in_port, pg);
 }
 
 /* ---- PFC reception (egress side) ---- */
@@ -103,12 +103,12 @@ void release_pkt(Sim *s, int pk) {
 static void pfc_apply(Sim *s, int port, int prio, int quanta) {
     Port *P = &s->ports[port];
     ps_t until = s->now + to_ps(quanta * 512.0 * 1e12 / P->speed);
-    if (s->now < P->pause_until[prio]) {
-        P->pause_until[prio] = until; /* re-armed, or cut short by XON */
+    if (s->now < P->lane[prio].pause_until) {
+        P->lane[prio].pause_until = until; /* re-armed, or cut short by XON */
     } else if (until > s->now) {
-        P->paused_total[prio] += P->pause_until[prio] - P->pause_from[prio];
-        P->pause_from[prio] = s->now;
-        P->pause_until[prio] = until;
+        P->lane[prio].paused_total += P->lane[prio].pause_until - P->lane[prio].pause_from;
+        P->lane[prio].pause_from = s->now;
+        P->lane[prio].pause_until = until;
     }
     if (until > s->now)
         ev_push(s, until, EV_KICK, port, 0, 0);
@@ -127,46 +127,53 @@ void on_pfc(Sim *s, int port, int prio, int quanta) {
     Port *P = &s->ports[port];
     if (!P->up) return;
     P->pfc_rx[prio]++;
-    P->last_pfc_rx[prio] = s->now;
+    P->lane[prio].last_pfc_rx = s->now;
     if (s->nodes[P->node].is_switch && !s->profiles[P->profile].lossless[prio]) return;
     ps_t resp = s->profiles[P->profile].pfc_resp;
     if (quanta > 0 && resp > 0) {
-        ev_push(s, s->now + resp, EV_PFC_APPLY, port, prio | (P->pfc_gen[prio] & PFC_GEN_MASK) << 3, quanta);
+        ev_push(s, s->now + resp, EV_PFC_APPLY, port, prio | (P->lane[prio].pfc_gen & PFC_GEN_MASK) << 3, quanta);
         return;
     }
-    if (quanta == 0) P->pfc_gen[prio]++; /* cancels the pauses still being processed */
+    if (quanta == 0) P->lane[prio].pfc_gen++; /* cancels the pauses still being processed */
     pfc_apply(s, port, prio, quanta);
 }
 
 void on_pfc_apply(Sim *s, int port, int packed, int quanta) {
     Port *P = &s->ports[port];
     int prio = packed & 7;
-    if (P->up && packed >> 3 == (P->pfc_gen[prio] & PFC_GEN_MASK)) pfc_apply(s, port, prio, quanta);
+    if (P->up && packed >> 3 == (P->lane[prio].pfc_gen & PFC_GEN_MASK)) pfc_apply(s, port, prio, quanta);
 }
 
 /* ---- switch data path ---- */
 
+/* node's route cell toward host h: its row's, or the host's own */
+static uint32_t route_cell(const RouteTable *rt, int node, int h) {
+    int32_t cell = rt->cell[(int64_t)node * rt->n_dest + rt->dest[h]];
+    if (cell >= 0) return (uint32_t)cell;
+    for (int32_t j = rt->own_start[h]; j < rt->own_start[h + 1]; j++)
+        if (rt->own[2 * j] == node) return (uint32_t)rt->own[2 * j + 1];
+    return 0; /* not reached: labs.sim.routing lists it */
+}
+
 static int route(Sim *s, const Node *n, const Pkt *k) {
-    int32_t h = s->nodes[k->dst].host_idx;
-    int64_t row = (int64_t)(n - s->nodes) * s->rt_n_dest + s->rt_dest[h];
-    uint32_t cell = (uint32_t)s->rt_cell[row];
+    uint32_t cell = route_cell(&s->rt, (int)(n - s->nodes), s->nodes[k->dst].host_idx);
     int lo = (int)(cell >> ROUTE_COUNT_BITS), cnt = (int)(cell & ((1u << ROUTE_COUNT_BITS) - 1));
     if (cnt == 0) return -1;
     int up = cnt;
     if (s->ports_down > 0) { /* ECMP over the members that are up */
         up = 0;
-        for (int i = 0; i < cnt; i++) up += s->port_up[s->rt_nh[lo + i]];
+        for (int i = 0; i < cnt; i++) up += s->port_up[s->rt.nh[lo + i]];
         if (up == 0) return -1;
     }
-    if (up == 1 && cnt == 1) return s->rt_nh[lo];
+    if (up == 1 && cnt == 1) return s->rt.nh[lo];
     uint64_t x = (uint64_t)k->hash ^ n->salt;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
     x ^= x >> 31;
     int pick = (int)(x % (uint64_t)up);
-    if (up == cnt) return s->rt_nh[lo + pick];
+    if (up == cnt) return s->rt.nh[lo + pick];
     for (int i = 0; i < cnt; i++)
-        if (s->port_up[s->rt_nh[lo + i]] && pick-- == 0) return s->rt_nh[lo + i];
+        if (s->port_up[s->rt.nh[lo + i]] && pick-- == 0) return s->rt.nh[lo + i];
     return -1;
 }
 
@@ -180,7 +187,7 @@ static double red_prob(const Profile *pr, int q, int64_t bytes) {
 /* RED/ECN on an ECN-capable packet from queue q's instantaneous length */
 static void mark_ecn(Sim *s, Port *P, const Profile *pr, int q, Pkt *K) {
     if ((K->flags & PK_ECT) && pr->q_ecn[q] && !(K->flags & PK_CE) &&
-        rng_uniform(s) < red_prob(pr, q, P->q[q].bytes)) {
+        rng_uniform(s) < red_prob(pr, q, P->lane[q].bytes)) {
         K->flags |= PK_CE;
         P->ecn_marked[K->prio]++;
     }
@@ -199,15 +206,16 @@ void switch_receive(Sim *s, int port, int pk) {
     int e = route(s, N, K);
     if (e < 0) return drop_pkt(s, pk, port, DR_NOROUTE);
     Port *E = &s->ports[e];
+    __builtin_prefetch(&E->lane[tc]); /* its queue's line (queue tc on most profiles), with its first */
     const Profile *pe = &s->profiles[E->profile];
     int q = pe->tc_to_queue[tc];
     if (E->wd_state[tc] == WD_DROP) return drop_pkt(s, pk, port, DR_WATCHDOG);
     int pg = pin->tc_to_pg[tc];
     int lossless = pin->lossless[tc];
     if (!lossless) {
-        if (pe->q_max[q] > 0 && E->q[q].bytes + buffer_bytes(pe, K->size) > pe->q_max[q])
+        if (pe->q_max[q] > 0 && E->lane[q].bytes + buffer_bytes(pe, K->size) > pe->q_max[q])
             return drop_pkt(s, pk, port, DR_LOSSY);
-        if (pe->q_wred_drop[q] && !(K->flags & PK_ECT) && rng_uniform(s) < red_prob(pe, q, E->q[q].bytes))
+        if (pe->q_wred_drop[q] && !(K->flags & PK_ECT) && rng_uniform(s) < red_prob(pe, q, E->lane[q].bytes))
             return drop_pkt(s, pk, port, DR_LOSSY);
     }
     /* admission: the reserved bytes left, the rest to the shared pool within the PG's
@@ -218,27 +226,27 @@ void switch_receive(Sim *s, int port, int pk) {
      * and the headroom is sized for what arrives after that decision (physics.md 1.3), so
      * the packet that crosses the threshold belongs before the pause, not to the headroom */
     int64_t thr = pg_threshold(s, P, pg), size = buffer_bytes(pin, K->size);
-    int64_t res = pin->pg_reserved[pg] - P->pg[pg].res;
+    int64_t res = pin->pg_reserved[pg] - P->lane[pg].res;
     res = res < 0 ? 0 : res > size ? size : res;
     int64_t rest = size - res;
-    int before_xoff = lossless && !P->pg_paused[pg] && P->pg[pg].hdrm == 0 && N->pool_used + rest <= N->pool;
+    int before_xoff = lossless && !P->lane[pg].pg_paused && P->lane[pg].hdrm == 0 && N->pool_used + rest <= N->pool;
     s->port_dirty[port] = 1;
-    if (rest == 0 || P->pg[pg].shared + rest <= thr || before_xoff) {
-        P->pg[pg].res += res;
-        P->pg[pg].shared += rest;
+    if (rest == 0 || P->lane[pg].shared + rest <= thr || before_xoff) {
+        P->lane[pg].res += res;
+        P->lane[pg].shared += rest;
         N->pool_used += rest;
-    } else if (lossless && P->pg[pg].hdrm + size <= pin->pg_headroom[pg]) {
-        P->pg[pg].hdrm += size;
+    } else if (lossless && P->lane[pg].hdrm + size <= pin->pg_headroom[pg]) {
+        P->lane[pg].hdrm += size;
     } else {
         drop_pkt(s, pk, port, lossless ? DR_LOSSLESS : DR_LOSSY);
-        if (lossless && !P->pg_paused[pg]) pg_xoff(s, port, pg);
+        if (lossless && !P->lane[pg].pg_paused) pg_xoff(s, port, pg);
         return;
     }
     K->in_port = port;
     K->pg = (uint32_t)pg;
     if (pe->ecn_enqueue) mark_ecn(s, E, pe, q, K); /* from the queue it joins */
     q_push(s, E, q, pk);
-    if (lossless && !P->pg_paused[pg] && (P->pg[pg].hdrm > 0 || P->pg[pg].shared >= thr)) pg_xoff(s, port, pg);
+    if (lossless && !P->lane[pg].pg_paused && (P->lane[pg].hdrm > 0 || P->lane[pg].shared >= thr)) pg_xoff(s, port, pg);
     try_send(s, e);
 }
 
@@ -260,10 +268,10 @@ static int pick_queue(Sim *s, Port *P, const Profile *pr) {
         }
         if (queue_ready(s, P, q)) {
             if (!P->dwrr_fresh) {
-                P->deficit[q] += pr->q_quantum[q];
+                P->lane[q].deficit += pr->q_quantum[q];
                 P->dwrr_fresh = 1;
             }
-            if (P->deficit[q] >= s->pkts[P->q[q].head].size) return q;
+            if (P->lane[q].deficit >= s->pkts[P->lane[q].head].size) return q;
         }
         P->dwrr_cur = (q + 1) % NPRIO;
         P->dwrr_fresh = 0;
@@ -278,8 +286,8 @@ int switch_dequeue(Sim *s, int port) {
     if (q < 0) return -1;
     int pk = q_pop(s, P, q);
     Pkt *K = &s->pkts[pk];
-    if (!pr->q_strict[q] && P->q[q].count > 0) P->deficit[q] -= K->size;
-    P->q[q].last_deq = s->now;
+    if (!pr->q_strict[q] && P->lane[q].count > 0) P->lane[q].deficit -= K->size;
+    P->lane[q].last_deq = s->now;
     release_pkt(s, pk);
     if (!pr->ecn_enqueue) mark_ecn(s, P, pr, q, K); /* from the queue it leaves behind */
     return pk;

@@ -86,9 +86,9 @@ static void go_back(Sim *s, int f, int64_t to) {
     if (F->state == FL_SENT) {
         F->state = FL_SENDING;
         F->port = host_up_port(s, F->port);
-        port_add_active(&s->ports[F->port], f);
         Run *N = flow_run(s, F); /* a reliable flow keeps its run state */
         if (N->next_time < s->now) N->next_time = s->now;
+        port_add_active(s, &s->ports[F->port], f);
         if (F->dcqcn) ev_push(s, s->now + flow_rp(s, F)->timer, EV_RATE_TIMER, f, ++N->timer_gen, 0);
     }
     try_send(s, F->port);
