@@ -218,22 +218,29 @@ def time_scale(lab: Lab, scenario: Scenario) -> float:
 def probe_pairs(lab: Lab, phase: Traffic) -> list[ProbePair]:
     """An ECMP probe's pairs: per leaf, `pairs` servers behind it, each sending out of its NIC
     to that leaf, to servers behind other leaf groups (a leaf's MLAG peer uses other servers
-    of the group); the leaf's `tuples` source ports are split over its pairs."""
+    of the group); the leaf's `tuples` source ports are split over its pairs. Each host file
+    is read once and each group's remote servers listed once (not per leaf)."""
     servers = lab.nodes("server")
+    leaves = lab.nodes("leaf")
+    group = {n: lab.graph.nodes[n]["group"] for n in (*leaves, *servers)}
+    peers: dict[object, list[str]] = {}
+    for leaf in leaves:
+        peers.setdefault(group[leaf], []).append(leaf)
+    behind_of: dict[str, list[tuple[str, str]]] = {}
+    for s in servers:
+        for nic in lab.host(s)["interfaces"]:
+            if nic.get("peer") is not None:
+                behind_of.setdefault(nic["peer"], []).append((s, nic["name"]))
+    remote_of: dict[object, list[str]] = {}
     out = []
-    for index, leaf in enumerate(lab.nodes("leaf")):
-        group = lab.graph.nodes[leaf]["group"]
-        peers = [n for n in lab.nodes("leaf") if lab.graph.nodes[n]["group"] == group]
-        behind = [
-            (s, nic["name"])
-            for s in servers
-            for nic in lab.host(s)["interfaces"]
-            if nic.get("peer") == leaf
-        ]
-        remote = [s for s in servers if lab.graph.nodes[s]["group"] != group]
+    for index, leaf in enumerate(leaves):
+        behind = behind_of.get(leaf, [])
+        if group[leaf] not in remote_of:
+            remote_of[group[leaf]] = [s for s in servers if group[s] != group[leaf]]
+        remote = remote_of[group[leaf]]
         sport = PROBE_SPORT
         for j in range(phase.pairs if behind and remote else 0):
-            src, nic = behind[(peers.index(leaf) * phase.pairs + j) % len(behind)]
+            src, nic = behind[(peers[group[leaf]].index(leaf) * phase.pairs + j) % len(behind)]
             dst = remote[(index * phase.pairs + j) % len(remote)]
             flows = phase.tuples // phase.pairs + (j < phase.tuples % phase.pairs)
             out.append(
