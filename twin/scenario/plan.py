@@ -7,7 +7,6 @@ Pure: reads the lab directory, runs nothing.
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
@@ -127,17 +126,17 @@ def propagation(lab: Lab) -> Callable[[str, str], float]:
                     heapq.heappush(todo, (d + w, v))
         return found
 
-    @cache
-    def reach(src: str) -> dict[str, float]:
-        found = {src: 0.0}
-        for first, w in near.get(src, {}).items():
-            ways = {first: 0.0} if first in servers else from_switch(first)
-            for dst, d in ways.items():
-                if dst != src and w + d < found.get(dst, math.inf):
-                    found[dst] = w + d
-        return found
+    def one_way(src: str, dst: str) -> float:
+        """Over each of `src`'s cables to `dst` itself or on from a switch (0: none, or
+        `src` itself); the switches' ways are kept, not each source's (O(servers^2))."""
+        ways = [
+            w if first == dst else w + from_switch(first)[dst]
+            for first, w in near.get(src, {}).items()
+            if first == dst or (first not in servers and dst in from_switch(first))
+        ]
+        return min(ways) if ways and src != dst else 0.0
 
-    return lambda src, dst: reach(src).get(dst, 0.0)
+    return one_way
 
 
 def cuts(lab: Lab) -> list[collectives.Cut]:
