@@ -12,8 +12,8 @@ import pytest
 
 from labs.backend import Fault, Played
 from labs.failures import Failures, Network
-from labs.sim import lab as simlab
 from labs.modelled import ModelledObserver
+from labs.sim import lab as simlab
 from labs.sim.backend import run
 from tests.simlab import (
     Db,

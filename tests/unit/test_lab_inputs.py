@@ -289,7 +289,8 @@ def test_the_addresses_a_new_one_overlaps_are_those_comparing_each_finds() -> No
     rng = random.Random(1)
     found = 0
     for _ in range(200):
-        held, each = labcheck._Held(), []
+        held = labcheck._Held()
+        each: list[tuple[str, str, ipaddress.IPv4Interface]] = []
         for k in range(30):
             length = rng.choice([8, 16, 24, 26, 27, 30, 31, 32])
             address = ipaddress.IPv4Interface((0x0A000000 | rng.getrandbits(8), length))

@@ -369,7 +369,7 @@ def _config_db(
                 address = ipaddress.IPv4Interface(_cidr(cidr))
             except ValueError as exc:
                 raise InputError(file, f"{table}.{key}", str(exc)) from None
-            for other_key, other_name, other in held.overlapping(address.network):
+            for other_key, other_name, _ in held.overlapping(address.network):
                 if other_name != name:
                     raise InputError(file, f"{table}.{key}", f"overlaps {other_key}")
             held.add(f"{table}.{key}", name, address)

@@ -92,8 +92,7 @@ class _Hits:
     def _fars(self, here: str, address: int) -> list[tuple[str, tuple[str, str] | None]]:
         """Each next hop's port and the (node, logical port) at its far end."""
         return [
-            (hop.port, self.wiring.far(here, hop.port))
-            for hop in self.hops(here, address) or ()
+            (hop.port, self.wiring.far(here, hop.port)) for hop in self.hops(here, address) or ()
         ]
 
     def _forwards_over(self, here: str, address: int) -> bool:
