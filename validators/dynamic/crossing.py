@@ -82,11 +82,12 @@ class _Hits:
         self.near: dict[str, set[str]] = {}
         for (a, _), (b, _) in wiring.cable.items():
             self.near.setdefault(a, set()).add(b)
-        owners = {n for n, _ in ends} | ({node} if node is not None else set())
-        near = {m for n in owners for m in self.near.get(n, ())}
-        self.candidates = sorted(owners | near)
-        """The only nodes that can forward over the element or to the node: theirs and
-        their neighbours."""
+        cabled = {a for (a, _), (b, q) in wiring.cable.items() if (b, wiring.logical(b, q)) in ends}
+        near = {node, *self.near.get(node, ())} if node is not None else set()
+        self.candidates = sorted({n for n, _ in ends} | cabled | near)
+        """The only nodes that can forward over the element or to the node: those of its
+        ports, those cabled to them (whose far end, `Wiring.far`, is one) and the node's
+        neighbours."""
         self._up: dict[str, set[str]] = {}
 
     def _fars(self, here: str, address: int) -> list[tuple[str, tuple[str, str] | None]]:
@@ -109,12 +110,15 @@ class _Hits:
             address = int(self.wiring.hosts[dst].address.ip)
             up = {x for x in self.candidates if x != dst and self._forwards_over(x, address)}
             todo = list(up)
+            nexts: dict[str, set[str]] = {}  # a node's next nodes toward dst, looked up once
             while todo:
                 here = todo.pop()
                 for y in self.near.get(here, ()):
                     if y == dst or y in up:
                         continue
-                    if any(far is not None and far[0] == here for _, far in self._fars(y, address)):
+                    if y not in nexts:
+                        nexts[y] = {f[0] for _, f in self._fars(y, address) if f is not None}
+                    if here in nexts[y]:
                         up.add(y)
                         todo.append(y)
             self._up[dst] = up
