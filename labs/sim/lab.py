@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Interface
 from pathlib import Path
@@ -391,18 +391,44 @@ def network(lab: Lab) -> Network:
 
 
 def routes(
-    wiring: Wiring, fib: Fib, addresses: Mapping[str, IPv4Address]
-) -> dict[str, dict[str, list[str]]]:
+    wiring: Wiring,
+    fib: Fib,
+    addresses: Mapping[str, IPv4Address],
+    before: tuple[Fib, Mapping[str, Mapping[str, Sequence[str]]]] | None = None,
+) -> dict[str, dict[str, Sequence[str]]]:
     """Per switch, per server: the physical egress ports (`node:port`) its FIB sends the
-    server's address out of (a PortChannel's members cabled toward the next hop)."""
-    table: dict[str, dict[str, list[str]]] = {}
+    server's address out of (a PortChannel's members cabled toward the next hop); with
+    `before` (a FIB and its table), a switch whose routes did not change keeps its row. Each
+    prefix length's routes are matched against the servers' addresses at once (a switch's
+    longest match per server, without a lookup per server)."""
     numbers = {host: int(address) for host, address in addresses.items()}
+    hosts_at: dict[int, dict[int, list[str]]] = {}  # shift -> address >> shift -> servers
+
+    def under(shift: int) -> dict[int, list[str]]:
+        if shift not in hosts_at:
+            found: dict[int, list[str]] = {}
+            for host, number in numbers.items():
+                found.setdefault(number >> shift, []).append(host)
+            hosts_at[shift] = found
+        return hosts_at[shift]
+
+    table: dict[str, dict[str, Sequence[str]]] = {}
     for switch in wiring.routers:
-        lpm = Lpm(fib.get(switch, {}))
+        own = fib.get(switch, {})
+        if before is not None and switch in before[1] and before[0].get(switch, {}) == own:
+            table[switch] = dict(before[1][switch])
+            continue
+        lpm = Lpm(own)
+        matched: dict[str, Hops] = {}
+        for shift in lpm.shifts:  # the longest prefixes first: the first match wins
+            routes_at, servers = lpm.tables[shift], under(shift)
+            for key in routes_at.keys() & servers.keys():
+                for host in servers[key]:
+                    matched.setdefault(host, routes_at[key])
         egress: dict[Hops | None, list[str]] = {}  # most servers share their next hops
-        out: dict[str, list[str]] = {}
-        for host, number in numbers.items():
-            hops = lpm(number)
+        out: dict[str, Sequence[str]] = {}
+        for host in numbers:
+            hops = matched.get(host)
             if hops not in egress:
                 egress[hops] = _egress(wiring, switch, hops or ())
             out[host] = egress[hops]

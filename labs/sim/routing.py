@@ -87,17 +87,21 @@ def forwarding(
     host_names = {h.name for h in hosts}
     table: dict[str, dict[str, list[str]]] = {s.name: {} for s in switches}
     own = {s.name: {p for p, _ in neighbours.get(s.name, [])} for s in switches}
+    given_as: dict[tuple[str, int], list[str]] = {}  # a route's ports as node:port
     for host in hosts:
         dist: dict[str, int] | None = None  # found when a switch has no route of its own
         for switch in switches:
             given = _explicit(switch, host)
             if given is not None:
-                ports = [p if ":" in p else f"{switch.name}:{p}" for p in given]
-                for port in ports:
-                    if port not in own[switch.name]:
-                        raise RoutingError(
-                            f"{switch.name}: route to {host.name} via unknown port {port!r}"
-                        )
+                ports = given_as.get((switch.name, id(given)))
+                if ports is None:
+                    ports = [p if ":" in p else f"{switch.name}:{p}" for p in given]
+                    for port in ports:
+                        if port not in own[switch.name]:
+                            raise RoutingError(
+                                f"{switch.name}: route to {host.name} via unknown port {port!r}"
+                            )
+                    given_as[(switch.name, id(given))] = ports
                 table[switch.name][host.name] = ports
                 continue
             if dist is None:

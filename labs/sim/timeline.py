@@ -99,8 +99,9 @@ class Plan:
         index = {f"{n}:{p}": i for i, (n, p) in enumerate(layout.ports)}
         hosts = [h.name for h in self.experiment.hosts]
         nodes = [s.name for s in self.experiment.switches] + hosts
+        first = (self.fibs[0][2], {s.name: s.routes for s in self.experiment.switches})
         for t, _, fib in self.fibs[1:]:
-            rows = route_rows(routes(wiring, fib, addresses), nodes, hosts, index)
+            rows = route_rows(routes(wiring, fib, addresses, first), nodes, hosts, index)
             lib.sim_add_route_rows(built.handle, t, rows.n_dest, *native.rows(rows), len(rows.hops))
 
 
@@ -478,6 +479,6 @@ def _horizon(timeline: Timeline) -> float:
     return max(ends, default=0.0)
 
 
-def _tables(wiring: Wiring, fib: Fib, net: SimNetwork) -> list[dict[str, list[str]]]:
+def _tables(wiring: Wiring, fib: Fib, net: SimNetwork) -> list[dict[str, Sequence[str]]]:
     table = routes(wiring, fib, net.addresses)
     return [table.get(s.name, {}) for s in net.switches]

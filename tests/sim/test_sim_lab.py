@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from labs.backend import Played
+from labs.backend import Fault, Played
+from labs.failures import Failures, Network
 from labs.modelled import ModelledObserver
+from labs.sim import lab as simlab
 from labs.sim.backend import run
 from tests.simlab import (
     Db,
@@ -26,7 +28,7 @@ from tests.simlab import (
 )
 from twin.intent.inputs import parse_model
 from twin.lab.directory import Lab
-from twin.model.fib import Fib
+from twin.model.fib import Fib, Lookup
 from twin.scenario import plan
 from twin.scenario.model import Scenario
 
@@ -384,3 +386,25 @@ def test_the_sku_sets_the_cells_and_buffer_profiles_the_offsets(base: Path, tmp_
     offsets = {q.pg(3).xon_offset for s in after for q in s.port_qos.values() if 3 in q.lossless}
     assert offsets == {2496}
     assert {q.ecn_at for s in after for q in s.port_qos.values()} == {"dequeue"}
+
+
+def test_each_switch_routes_each_server_by_its_longest_prefix_after_faults(
+    base: Path,
+) -> None:
+    """`labs.sim.lab.routes` against a longest-prefix lookup per switch and server, in the
+    FIBs after faults, given the intact FIB's table (`before`: rows of switches whose routes
+    did not change are kept, the others made again)."""
+    lab = Lab.open(base)
+    intact = Network(lab, Failures())
+    addresses = simlab.network(lab).addresses
+    first = simlab.routes(intact.wiring, intact.fib, addresses)
+    for fault in (Fault("link-down", link="leaf1:spine1"), Fault("node-down", node="spine2")):
+        fib = intact.after(fault).fib
+        table = simlab.routes(intact.wiring, fib, addresses, (intact.fib, first))
+        find = Lookup(fib)
+        for switch in intact.wiring.routers:
+            assert table[switch] == {
+                host: simlab._egress(intact.wiring, switch, find(switch, int(a)) or ())
+                for host, a in addresses.items()
+            }
+        assert any(table[s] != first[s] for s in table), fault

@@ -7,7 +7,9 @@ before anything is created. Each case below was a traceback or a silent success 
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import random
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -58,6 +60,18 @@ def _overlapping_interfaces(lab: Path) -> None:
     _json(lab / "configs" / "leaf1" / "config_db.json", change)
 
 
+def _loopback_inside_an_interface(lab: Path) -> None:
+    """A loopback address inside the subnet of an interface held before it."""
+
+    def change(db: dict[str, Any]) -> dict[str, Any]:
+        key = next(k for k in db["INTERFACE"] if "|" in k)
+        address = key.split("|")[1].split("/")[0]
+        db.setdefault("LOOPBACK_INTERFACE", {})[f"Loopback1|{address}/32"] = {}
+        return db
+
+    _json(lab / "configs" / "leaf1" / "config_db.json", change)
+
+
 def _edit(file: str, change: Callable[[Any], object]) -> Edit:
     """Change the JSON document `file` of the lab in place."""
 
@@ -94,6 +108,10 @@ CASES: dict[str, tuple[Edit, str]] = {
     "a NIC renamed in host.json": (_rename_nic, "host.json: interfaces.0.name: "),
     "two servers with one address": (_same_server_address, "host.json: address: "),
     "overlapping interface addresses": (_overlapping_interfaces, "config_db.json: INTERFACE"),
+    "a loopback inside an interface's subnet": (
+        _loopback_inside_an_interface,
+        "/32: overlaps INTERFACE.",
+    ),
     "a PORT mtu a veth cannot take": (
         _db(lambda db: db["PORT"][next(iter(db["PORT"]))].update(mtu="99999")),
         "config_db.json: PORT.",
@@ -263,3 +281,23 @@ DEPLOY_CASES = [
     "two servers with one address",
     "overlapping interface addresses",
 ]
+
+
+def test_the_addresses_a_new_one_overlaps_are_those_comparing_each_finds() -> None:
+    """`check`'s index of a switch's addresses against comparing a new one with each, on
+    random blocks of many sizes in one /24 (so that they nest)."""
+    rng = random.Random(1)
+    found = 0
+    for _ in range(200):
+        held = labcheck._Held()
+        each: list[tuple[str, str, ipaddress.IPv4Interface]] = []
+        for k in range(30):
+            length = rng.choice([8, 16, 24, 26, 27, 30, 31, 32])
+            address = ipaddress.IPv4Interface((0x0A000000 | rng.getrandbits(8), length))
+            expected = [e for e in each if address.network.overlaps(e[2].network)]
+            assert held.overlapping(address.network) == expected, address
+            found += bool(expected)
+            name = rng.choice(["Ethernet0", "Loopback0"])
+            held.add(str(k), name, address)
+            each.append((str(k), name, address))
+    assert found > 100

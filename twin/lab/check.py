@@ -17,6 +17,7 @@ hold (`twin.configs.host`), unless a deploy is about to apply them to a kernel.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import ipaddress
 import re
@@ -354,7 +355,7 @@ def _config_db(
         _, member = _pair(file, "VLAN_MEMBER", key)
         if member not in known and member not in channels:
             raise InputError(file, f"VLAN_MEMBER.{key}", f"no PORT or PORTCHANNEL {member}")
-    held: list[tuple[str, str, ipaddress.IPv4Interface]] = []
+    held = _Held()
     for table in ADDRESS_TABLES:
         for key in db.get(table, {}):
             if "|" not in key:
@@ -368,11 +369,50 @@ def _config_db(
                 address = ipaddress.IPv4Interface(_cidr(cidr))
             except ValueError as exc:
                 raise InputError(file, f"{table}.{key}", str(exc)) from None
-            for other_key, other_name, other in held:
-                if other_name != name and address.network.overlaps(other.network):
+            for other_key, other_name, _ in held.overlapping(address.network):
+                if other_name != name:
                     raise InputError(file, f"{table}.{key}", f"overlaps {other_key}")
-            held.append((f"{table}.{key}", name, address))
+            held.add(f"{table}.{key}", name, address)
             _claim(addresses, str(address.ip), file, f"{table}.{key}", node)
+
+
+class _Held:
+    """A switch's interface addresses so far, indexed so that the ones a new address's
+    network overlaps are found without comparing it with each (a super-spine holds hundreds):
+    CIDR blocks overlap only by nesting, so those are its supernets held (one lookup per prefix
+    length held) and the networks held that start inside it (by bisection)."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, str, ipaddress.IPv4Interface]] = []
+        self.nets: dict[tuple[int, int], list[int]] = {}  # (start, prefix length) -> entries
+        self.lengths: set[int] = set()
+        self.starts: list[tuple[int, int]] = []  # (start, entry), sorted
+
+    def add(self, key: str, name: str, address: ipaddress.IPv4Interface) -> None:
+        """Hold an address (`key` names it in a problem)."""
+        net = address.network
+        index, start = len(self.entries), int(net.network_address)
+        self.entries.append((key, name, address))
+        self.nets.setdefault((start, net.prefixlen), []).append(index)
+        self.lengths.add(net.prefixlen)
+        bisect.insort(self.starts, (start, index))
+
+    def overlapping(
+        self, net: ipaddress.IPv4Network
+    ) -> list[tuple[str, str, ipaddress.IPv4Interface]]:
+        """The addresses held whose networks overlap `net`, in the order they were held."""
+        start, end = int(net.network_address), int(net.broadcast_address)
+        found = {
+            i
+            for length in self.lengths
+            if length <= net.prefixlen
+            for i in self.nets.get((start >> (32 - length) << (32 - length), length), [])
+        }
+        at = bisect.bisect_left(self.starts, (start, -1))
+        while at < len(self.starts) and self.starts[at][0] <= end:
+            found.add(self.starts[at][1])
+            at += 1
+        return [self.entries[i] for i in sorted(found)]
 
 
 def _maps(file: str, db: dict[str, Any]) -> None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
@@ -98,6 +98,23 @@ def shared(lab: Lab) -> Routing:
         return routing
 
 
+class _Union(Collection[tuple[str, str]]):
+    """Two sets of ports read as one (membership, iteration, size) without copying them."""
+
+    def __init__(self, few: Collection[tuple[str, str]], many: Collection[tuple[str, str]]):
+        self.few, self.many = few, many
+
+    def __contains__(self, port: object) -> bool:
+        return port in self.few or port in self.many
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        yield from self.many
+        yield from (p for p in self.few if p not in self.many)
+
+    def __len__(self) -> int:
+        return len(self.many) + sum(p not in self.many for p in self.few)
+
+
 class Routing:
     """What a lab's configs make its routing converge to (`fib`), and how failing links
     change it (`after`).
@@ -159,6 +176,14 @@ class Routing:
         """Switches whose static routes resolve through other routes."""
         self.fib.update({h: w.host_routes(h, self.down) for h in w.hosts})
         self._after: dict[tuple[tuple[str, ...], ...], FibDelta] = {}
+        self._order = list(self.bgp)
+        self._through: dict[tuple[str, Peer], list[int]] = defaultdict(list)
+        """Per (router, peer): the prefixes (by `bgp` order) whose multipath set there holds
+        the peer (the only ones its loss can change without policy: `_shrink`)."""
+        for i, chosen in enumerate(self.bgp.values()):
+            for n, selection in chosen.items():
+                for peer in selection.hops if selection is not None else ():
+                    self._through[n, peer].append(i)
 
     def _sessions(self) -> list[Session]:
         """Sessions whose two ends name each other, with each other's AS, on a shared subnet."""
@@ -409,7 +434,7 @@ class Routing:
     def _converge(self, failed: Collection[Link]) -> FibDelta:
         w = self.w
         ports = {(a, pa) for a, pa, _, _ in failed} | {(b, pb) for _, _, b, pb in failed}
-        down = self.down | ports
+        down = _Union(ports, self.down)  # not a copy of every admin-down port per failure
         connected: dict[str, Routes] = {}
         redo: dict[str, set[IPv4Network]] = defaultdict(set)
         for n, names in self._touched(ports).items():
@@ -426,7 +451,8 @@ class Routing:
         delta: dict[str, dict[IPv4Network, Hops | None]] = defaultdict(dict)
         learned: dict[str, dict[IPv4Network, Hops | None]] = defaultdict(dict)
         cache: dict[tuple[str, tuple[Peer, ...]], Hops] = {}
-        for p, chosen in self.bgp.items():
+        for p in self._changing(flips, lost):
+            chosen = self.bgp[p]
             flip = flips.get(p, set()) if flips else set()
             over = None if flip else self._shrink(chosen, lost)
             if over is None:
@@ -456,6 +482,19 @@ class Routing:
         for h in {n for n, _ in ports} & w.hosts.keys():
             delta[h] = _diff(self.fib[h], w.host_routes(h, down))
         return {n: d for n, d in delta.items() if d}
+
+    def _changing(
+        self, flips: Mapping[IPv4Network, set[str]], lost: list[tuple[str, Peer]]
+    ) -> Iterable[IPv4Network]:
+        """The prefixes a failure may change, in `bgp` order: every one under policy, else
+        those whose origins flip or whose multipath sets hold a lost peer (for the others
+        `_shrink` finds no change)."""
+        if self.pv.rules:
+            return self._order
+        some = {i for n, peer in lost for i in self._through.get((n, peer), ())}
+        if flips:
+            some |= {i for i, p in enumerate(self._order) if p in flips}
+        return [self._order[i] for i in sorted(some)]
 
     def _shrink(
         self, chosen: Mapping[str, Selection], lost: list[tuple[str, Peer]]

@@ -7,7 +7,6 @@ Pure: reads the lab directory, runs nothing.
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
@@ -127,17 +126,17 @@ def propagation(lab: Lab) -> Callable[[str, str], float]:
                     heapq.heappush(todo, (d + w, v))
         return found
 
-    @cache
-    def reach(src: str) -> dict[str, float]:
-        found = {src: 0.0}
-        for first, w in near.get(src, {}).items():
-            ways = {first: 0.0} if first in servers else from_switch(first)
-            for dst, d in ways.items():
-                if dst != src and w + d < found.get(dst, math.inf):
-                    found[dst] = w + d
-        return found
+    def one_way(src: str, dst: str) -> float:
+        """Over each of `src`'s cables to `dst` itself or on from a switch (0: none, or
+        `src` itself); the switches' ways are kept, not each source's (O(servers^2))."""
+        ways = [
+            w if first == dst else w + from_switch(first)[dst]
+            for first, w in near.get(src, {}).items()
+            if first == dst or (first not in servers and dst in from_switch(first))
+        ]
+        return min(ways) if ways and src != dst else 0.0
 
-    return lambda src, dst: reach(src).get(dst, 0.0)
+    return one_way
 
 
 def cuts(lab: Lab) -> list[collectives.Cut]:
@@ -218,22 +217,29 @@ def time_scale(lab: Lab, scenario: Scenario) -> float:
 def probe_pairs(lab: Lab, phase: Traffic) -> list[ProbePair]:
     """An ECMP probe's pairs: per leaf, `pairs` servers behind it, each sending out of its NIC
     to that leaf, to servers behind other leaf groups (a leaf's MLAG peer uses other servers
-    of the group); the leaf's `tuples` source ports are split over its pairs."""
+    of the group); the leaf's `tuples` source ports are split over its pairs. Each host file
+    is read once and each group's remote servers listed once (not per leaf)."""
     servers = lab.nodes("server")
+    leaves = lab.nodes("leaf")
+    group = {n: lab.graph.nodes[n]["group"] for n in (*leaves, *servers)}
+    peers: dict[object, list[str]] = {}
+    for leaf in leaves:
+        peers.setdefault(group[leaf], []).append(leaf)
+    behind_of: dict[str, list[tuple[str, str]]] = {}
+    for s in servers:
+        for nic in lab.host(s)["interfaces"]:
+            if nic.get("peer") is not None:
+                behind_of.setdefault(nic["peer"], []).append((s, nic["name"]))
+    remote_of: dict[object, list[str]] = {}
     out = []
-    for index, leaf in enumerate(lab.nodes("leaf")):
-        group = lab.graph.nodes[leaf]["group"]
-        peers = [n for n in lab.nodes("leaf") if lab.graph.nodes[n]["group"] == group]
-        behind = [
-            (s, nic["name"])
-            for s in servers
-            for nic in lab.host(s)["interfaces"]
-            if nic.get("peer") == leaf
-        ]
-        remote = [s for s in servers if lab.graph.nodes[s]["group"] != group]
+    for index, leaf in enumerate(leaves):
+        behind = behind_of.get(leaf, [])
+        if group[leaf] not in remote_of:
+            remote_of[group[leaf]] = [s for s in servers if group[s] != group[leaf]]
+        remote = remote_of[group[leaf]]
         sport = PROBE_SPORT
         for j in range(phase.pairs if behind and remote else 0):
-            src, nic = behind[(peers.index(leaf) * phase.pairs + j) % len(behind)]
+            src, nic = behind[(peers[group[leaf]].index(leaf) * phase.pairs + j) % len(behind)]
             dst = remote[(index * phase.pairs + j) % len(remote)]
             flows = phase.tuples // phase.pairs + (j < phase.tuples % phase.pairs)
             out.append(

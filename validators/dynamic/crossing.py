@@ -67,33 +67,73 @@ def _element(lab: Lab, wiring: Wiring, fault: FaultRecord) -> tuple[set[Port], s
     return ports | {(n, wiring.logical(n, p)) for n, p in ports}, fault.get("node")
 
 
-class _Paths:
-    """Every port and node a flow's packets may use, per (src, dst), in one FIB."""
+class _Hits:
+    """Whether a flow's packets may go through a fault's element (`ends`: ports, physical
+    and logical; `node`) in one FIB: whether some node its packets reach (by every ECMP
+    branch from its source, the destination not passed through) forwards over one of the
+    ports, or the node is reached. Found backwards, per destination: the nodes next to the
+    element that forward over it toward the destination, then the neighbours forwarding to
+    those, and so on (a walk of the few nodes upstream of the element, not of every flow's
+    paths: a large fabric's flows' paths are millions of hops)."""
 
-    def __init__(self, wiring: Wiring, fib: Fib) -> None:
-        self.wiring, self.fib = wiring, fib
-        self._seen: dict[tuple[str, str], tuple[set[Port], set[str]]] = {}
-        self._hops = Lookup(fib)
+    def __init__(self, wiring: Wiring, fib: Fib, ends: set[Port], node: str | None) -> None:
+        self.wiring, self.ends, self.node = wiring, ends, node
+        self.hops = Lookup(fib)
+        self.near: dict[str, set[str]] = {}
+        for (a, _), (b, _) in wiring.cable.items():
+            self.near.setdefault(a, set()).add(b)
+        cabled = {a for (a, _), (b, q) in wiring.cable.items() if (b, wiring.logical(b, q)) in ends}
+        near = {node, *self.near.get(node, ())} if node is not None else set()
+        self.candidates = sorted({n for n, _ in ends} | cabled | near)
+        """The only nodes that can forward over the element or to the node: those of its
+        ports, those cabled to them (whose far end, `Wiring.far`, is one) and the node's
+        neighbours."""
+        self._up: dict[str, set[str]] = {}
 
-    def __call__(self, src: str, dst: str) -> tuple[set[Port], set[str]]:
-        if (src, dst) not in self._seen:
+    def _fars(self, here: str, address: int) -> list[tuple[str, tuple[str, str] | None]]:
+        """Each next hop's port and the (node, logical port) at its far end."""
+        return [
+            (hop.port, self.wiring.far(here, hop.port)) for hop in self.hops(here, address) or ()
+        ]
+
+    def _forwards_over(self, here: str, address: int) -> bool:
+        """Whether `here` sends toward `address` over the element or to the node."""
+        return any(
+            (here, port) in self.ends
+            or (far is not None and (far in self.ends or far[0] == self.node))
+            for port, far in self._fars(here, address)
+        )
+
+    def _upstream(self, dst: str) -> set[str]:
+        """The nodes other than `dst` whose packets toward `dst` reach the element."""
+        if dst not in self._up:
             address = int(self.wiring.hosts[dst].address.ip)
-            ports: set[Port] = set()
-            nodes, todo = {src}, [src]
+            up = {x for x in self.candidates if x != dst and self._forwards_over(x, address)}
+            todo = list(up)
+            nexts: dict[str, set[str]] = {}  # a node's next nodes toward dst, looked up once
             while todo:
                 here = todo.pop()
-                for hop in self._hops(here, address) or ():
-                    far = self.wiring.far(here, hop.port)
-                    ports.add((here, hop.port))
-                    if far is None:
+                for y in self.near.get(here, ()):
+                    if y == dst or y in up:
                         continue
-                    ports.add(far)
-                    if far[0] not in nodes:
-                        nodes.add(far[0])
-                        if far[0] != dst:
-                            todo.append(far[0])
-            self._seen[(src, dst)] = (ports, nodes)
-        return self._seen[(src, dst)]
+                    if y not in nexts:
+                        nexts[y] = {f[0] for _, f in self._fars(y, address) if f is not None}
+                    if here in nexts[y]:
+                        up.add(y)
+                        todo.append(y)
+            self._up[dst] = up
+        return self._up[dst]
+
+    def __call__(self, src: str, dst: str) -> bool:
+        if src == self.node:
+            return True
+        up = self._upstream(dst)
+        if src != dst:
+            return src in up
+        address = int(self.wiring.hosts[dst].address.ip)  # a flow to itself: its own hops
+        return self._forwards_over(src, address) or any(
+            far is not None and far[0] in up for _, far in self._fars(src, address)
+        )
 
 
 def crossed(lab: Lab, obs: Observations, fault: FaultRecord, began: float) -> Crossing:
@@ -119,12 +159,8 @@ def crossed(lab: Lab, obs: Observations, fault: FaultRecord, began: float) -> Cr
         return Crossing(flows, "")
     wiring = shared(lab)
     ends, node = _element(lab, wiring, fault)
-    paths = _Paths(wiring, obs.fib(label))
-    hit = []
-    for flow in flows:
-        ports, nodes = paths(flow["src"], flow["dst"])
-        if ports & ends or (node is not None and node in nodes):
-            hit.append(flow)
+    crosses = _Hits(wiring, obs.fib(label), ends, node)
+    hit = [flow for flow in flows if crosses(flow["src"], flow["dst"])]
     what = node or fault.get("link") or ", ".join(sorted(f"{a}:{b}" for a, b in ends))
     return Crossing(
         hit,
