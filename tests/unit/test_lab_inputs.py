@@ -118,6 +118,14 @@ CASES: dict[str, tuple[Edit, str]] = {
         _db(lambda db: db["TC_TO_QUEUE_MAP"]["RDMA"].update({"3": []})),
         "config_db.json: TC_TO_QUEUE_MAP.RDMA.3: must be a number",
     ),
+    "a TC_TO_QUEUE_MAP entry naming no queue": (
+        _db(lambda db: db["TC_TO_QUEUE_MAP"]["RDMA"].update({"6": "8"})),
+        "config_db.json: TC_TO_QUEUE_MAP.RDMA.6: must be a queue 0-7, not '8'",
+    ),
+    "a TC_TO_PRIORITY_GROUP_MAP entry naming no priority group": (
+        _db(lambda db: db["TC_TO_PRIORITY_GROUP_MAP"]["RDMA"].update({"3": "9"})),
+        "config_db.json: TC_TO_PRIORITY_GROUP_MAP.RDMA.3: must be a priority group 0-7, not '9'",
+    ),
     "a DSCP_TO_TC_MAP key not a number": (
         _db(lambda db: db["DSCP_TO_TC_MAP"]["RDMA"].update({"af41": "3"})),
         "config_db.json: DSCP_TO_TC_MAP.RDMA.af41: the key must be a number",

@@ -5,17 +5,15 @@ harmless one passes. Impacts come from the bench's oracle (the intent), not the 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from validators.examples import generate
+from tests.mutations import campaign as small_campaign
+from tests.mutations import load_bench
 
-REPO = Path(__file__).resolve().parents[2]
 SAMPLE = [
     ("leaf1", "PORT|Ethernet0.lanes", "value", "caught"),
     ("leaf1", "PORT|Ethernet0.fec", "removed", "caught"),
@@ -35,6 +33,8 @@ SAMPLE = [
     ("leaf1", "MCLAG_UNIQUE_IP|Vlan1001.unique_ip", "removed", "caught"),
     ("leaf1", "DSCP_TO_TC_MAP|RDMA.10", "value", "caught"),
     ("spine1", "TC_TO_QUEUE_MAP|RDMA.1", "removed", "caught"),
+    ("spine1", "TC_TO_QUEUE_MAP|RDMA.6", "value", "caught"),
+    ("spine1", "TC_TO_QUEUE_MAP|RDMA.6", "invalid", "refused"),
     ("spine1", "TC_TO_PRIORITY_GROUP_MAP|RDMA.0", "value", "caught"),
     ("leaf1", "SCHEDULER|scheduler.rdma.type", "removed", "caught"),
     ("leaf1", "WRED_PROFILE|RDMA_ECN.green_drop_probability", "value", "caught"),
@@ -73,22 +73,13 @@ SAMPLE = [
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bench_mutations", REPO / "bench" / "bench_mutations.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench()
 
 
 @pytest.fixture(scope="module")
 def campaign(bench: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     """The small lab and its mutations by (device, where, kind)."""
-    lab = tmp_path_factory.mktemp("mutations") / "pristine"
-    generate(lab, REPO / "examples" / "small.yaml")
-    return lab, {(m.device, m.where, m.kind): m for m in bench.surface(lab)}
+    return small_campaign(bench, tmp_path_factory.mktemp("mutations") / "pristine")
 
 
 @pytest.mark.parametrize(("device", "where", "kind", "does"), SAMPLE)

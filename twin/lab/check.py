@@ -39,6 +39,18 @@ LINUX_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$"
 ROLES = ("superspine", "spine", "leaf", "server")
 LINK_KINDS = ("server", "peerlink", "fabric", "superfabric")
 ADDRESS_TABLES = ("INTERFACE", "PORTCHANNEL_INTERFACE", "LOOPBACK_INTERFACE", "VLAN_INTERFACE")
+PORT_QUEUES = 8
+"""Queues and priority groups of a switch port, 0-7: the QUEUE and BUFFER_PG tables the
+generator writes and the simulator's switches (labs/sim/model.py NPRIO). sonic-tc-queue-map.yang
+lets a TC_TO_QUEUE_MAP value be 8 or 9 too (pattern [0-9]); no port of the twin has those
+queues, so such a value is refused as one naming no queue, not judged."""
+PORT_INDICES = {
+    "TC_TO_QUEUE_MAP": "queue",
+    "MAP_PFC_PRIORITY_TO_QUEUE": "queue",
+    "TC_TO_PRIORITY_GROUP_MAP": "priority group",
+    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP": "priority group",
+}
+"""The QoS maps whose values index a port's queues or priority groups."""
 
 
 def _ipv4(value: str) -> str:
@@ -376,7 +388,8 @@ def _config_db(
 
 
 def _maps(file: str, db: dict[str, Any]) -> None:
-    """Every QoS map (DSCP_TO_TC_MAP, TC_TO_QUEUE_MAP, ...) maps whole numbers to whole numbers."""
+    """Every QoS map (DSCP_TO_TC_MAP, TC_TO_QUEUE_MAP, ...) maps whole numbers to whole numbers,
+    and a map to queues or priority groups names one a port has (`PORT_INDICES`)."""
     for table in QOS_MAPS.values():
         for name, entries in db.get(table, {}).items():
             for key, value in entries.items():
@@ -385,6 +398,9 @@ def _maps(file: str, db: dict[str, Any]) -> None:
                     raise InputError(file, where, "the key must be a number")
                 if not (isinstance(value, str) and value.isdigit()):
                     raise InputError(file, where, f"must be a number, not {value!r}")
+                if table in PORT_INDICES and int(value) >= PORT_QUEUES:
+                    what = PORT_INDICES[table]
+                    raise InputError(file, where, f"must be a {what} 0-7, not {value!r}")
 
 
 def _pair(file: str, table: str, key: str) -> tuple[str, str]:
