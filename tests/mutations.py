@@ -1,10 +1,12 @@
 """The mutation campaign (`bench/bench_mutations.py`) as the sample tests use it: the bench
-loaded as a module (it is a script, not a package) and a generated lab's mutations."""
+loaded as a module (it is a script, not a package) and a generated lab's mutations, each
+judged on a copy of the lab."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -26,7 +28,22 @@ def load_bench() -> ModuleType:
     return module
 
 
-def campaign(bench: ModuleType, lab: Path) -> tuple[Path, dict[tuple[str, str, str], Any]]:
-    """examples/small.yaml generated into `lab`, and its mutations by (device, where, kind)."""
-    generate(lab, REPO / "examples" / "small.yaml")
-    return lab, {(m.device, m.where, m.kind): m for m in bench.surface(lab)}
+@dataclass
+class Campaign:
+    """examples/small.yaml generated once and its mutations by (device, where, kind)."""
+
+    bench: ModuleType
+    lab: Path
+    mutations: dict[tuple[str, str, str], Any]
+
+    @classmethod
+    def small(cls, root: Path) -> Campaign:
+        bench = load_bench()
+        lab = root / "pristine"
+        generate(lab, REPO / "examples" / "small.yaml")
+        return cls(bench, lab, {(m.device, m.where, m.kind): m for m in bench.surface(lab)})
+
+    def judge(self, device: str, where: str, kind: str, work: Path, sim: bool) -> tuple[str, str]:
+        """The mutation's impact (the bench's oracle) and what the verdict did with it."""
+        mutation = self.mutations[(device, where, kind)]
+        return mutation.impact, self.bench.judge(self.lab, mutation, work / "work", sim=sim)

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import pytest
 
-from tests.mutations import campaign as small_campaign
-from tests.mutations import load_bench
+from tests.mutations import Campaign
 from tests.simlab import copy, small_lab
 from twin.cli import main as cli
 
@@ -30,29 +27,15 @@ SIM_SAMPLE = [
 
 
 @pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    return load_bench()
-
-
-@pytest.fixture(scope="module")
-def campaign(bench: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
-    return small_campaign(bench, tmp_path_factory.mktemp("mutations") / "pristine")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
+    return Campaign.small(tmp_path_factory.mktemp("mutations"))
 
 
 @pytest.mark.parametrize(("device", "where", "kind", "does"), SIM_SAMPLE)
 def test_a_sampled_mutation_is_judged_on_the_simulator_as_its_impact_says(
-    bench: ModuleType,
-    campaign: tuple[Path, Any],
-    tmp_path: Path,
-    device: str,
-    where: str,
-    kind: str,
-    does: str,
+    campaign: Campaign, tmp_path: Path, device: str, where: str, kind: str, does: str
 ) -> None:
-    lab, mutations = campaign
-    mutation = mutations[(device, where, kind)]
-    assert mutation.impact == "harmful"
-    assert bench.judge(lab, mutation, tmp_path / "work", sim=True) == does
+    assert campaign.judge(device, where, kind, tmp_path, sim=True) == ("harmful", does)
 
 
 @pytest.fixture(scope="module")

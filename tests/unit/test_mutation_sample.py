@@ -6,13 +6,10 @@ harmless one passes. Impacts come from the bench's oracle (the intent), not the 
 from __future__ import annotations
 
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import pytest
 
-from tests.mutations import campaign as small_campaign
-from tests.mutations import load_bench
+from tests.mutations import Campaign
 
 SAMPLE = [
     ("leaf1", "PORT|Ethernet0.lanes", "value", "caught"),
@@ -72,28 +69,14 @@ SAMPLE = [
 
 
 @pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    return load_bench()
-
-
-@pytest.fixture(scope="module")
-def campaign(bench: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
-    """The small lab and its mutations by (device, where, kind)."""
-    return small_campaign(bench, tmp_path_factory.mktemp("mutations") / "pristine")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
+    return Campaign.small(tmp_path_factory.mktemp("mutations"))
 
 
 @pytest.mark.parametrize(("device", "where", "kind", "does"), SAMPLE)
 def test_a_sampled_mutation_is_judged_as_its_impact_says(
-    bench: ModuleType,
-    campaign: tuple[Path, Any],
-    tmp_path: Path,
-    device: str,
-    where: str,
-    kind: str,
-    does: str,
+    campaign: Campaign, tmp_path: Path, device: str, where: str, kind: str, does: str
 ) -> None:
-    lab, mutations = campaign
-    mutation = mutations[(device, where, kind)]
-    assert mutation.impact == ("harmless" if does == "passes" else "harmful")
-    outcome = bench.judge(lab, mutation, tmp_path / "work", sim=False)
+    impact, outcome = campaign.judge(device, where, kind, tmp_path, sim=False)
+    assert impact == ("harmless" if does == "passes" else "harmful")
     assert outcome == {"passes": "missed"}.get(does, does)
