@@ -43,18 +43,33 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return small_lab(tmp_path_factory.mktemp("small") / "lab")
 
 
-def _queue(lab: Path, out: Path, tc: str, queue: str | None) -> Path:
-    """A copy of the lab whose spine1 sends `tc` to `queue` (None: the entry removed)."""
+def _spine1(lab: Path, out: Path, table: str, key: str, field: str, value: str | None) -> Path:
+    """A copy of the lab whose spine1 config_db has `table`'s `key` `field` set to `value`
+    (None: removed)."""
     edited = copy(lab, out)
     path = edited / "configs" / "spine1" / "config_db.json"
     db = json.loads(path.read_text())
-    entries = db["TC_TO_QUEUE_MAP"]["RDMA"]
-    if queue is None:
-        entries.pop(tc)
+    entry = db[table][key]
+    if value is None:
+        entry.pop(field)
     else:
-        entries[tc] = queue
+        entry[field] = value
     path.write_text(json.dumps(db, indent=2))
     return edited
+
+
+def _queue(lab: Path, out: Path, tc: str, queue: str | None) -> Path:
+    """A copy of the lab whose spine1 sends `tc` to `queue` (None: the entry removed)."""
+    return _spine1(lab, out, "TC_TO_QUEUE_MAP", "RDMA", tc, queue)
+
+
+def _refused(lab: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line `twin run LAB --backend sim` refused the lab with (exit 2, nothing written)."""
+    assert cli.main(["run", str(lab), "--backend", "sim", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert not out.exists()
+    return err
 
 
 @pytest.mark.parametrize("queue", ["7", "0", "3", "5", None])
@@ -82,10 +97,30 @@ def test_a_tc_no_class_uses_on_another_queue_passes(small: Path, tmp_path: Path)
 def test_a_value_naming_no_queue_is_refused_in_one_line_naming_the_file_and_entry(
     small: Path, tmp_path: Path, queue: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lab = _queue(small, tmp_path / "lab", "6", queue)
-    out = tmp_path / "out"
-    assert cli.main(["run", str(lab), "--backend", "sim", "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1, err
+    err = _refused(_queue(small, tmp_path / "lab", "6", queue), tmp_path / "out", capsys)
     assert "spine1/config_db.json: TC_TO_QUEUE_MAP.RDMA.6: must be a " in err, err
-    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "field", "value"),
+    [
+        ("BUFFER_PROFILE", "pg_lossless_400000_40m_profile", "xoff", "-1"),
+        ("BUFFER_PROFILE", "egress_lossy_profile", "static_th", "-1"),
+        ("WRED_PROFILE", "RDMA_ECN", "green_min_threshold", "-1"),
+        ("WRED_PROFILE", "RDMA_ECN", "green_drop_probability", "200"),
+        ("PORT_QOS_MAP", "Ethernet0", "pfc_enable", "x"),
+    ],
+)
+def test_a_number_sonics_yang_refuses_is_refused_naming_the_file_and_key(
+    small: Path,
+    tmp_path: Path,
+    table: str,
+    key: str,
+    field: str,
+    value: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the simulator stopped on these with a line naming no file, or (pfc_enable) crashed, exit 3
+    lab = _spine1(small, tmp_path / "lab", table, key, field, value)
+    err = _refused(lab, tmp_path / "out", capsys)
+    assert f"spine1/config_db.json: {table}.{key}.{field}: must be " in err, err
