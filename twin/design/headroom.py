@@ -23,7 +23,12 @@ import math
 from twin.design.asic import BYTES, Cells
 
 PFC_FRAME = 84
-ROCE_FRAME = 4096 + 62
+ROCE_PAYLOAD = 4096
+"""The payload of the simulator's RoCE frames unless a scenario sets `sim.packet_bytes`."""
+ROCE_HEADERS = 62
+"""Headers a RoCE data frame adds to its payload, as the simulator sends it (Ethernet and FCS
+18, IPv4 20, UDP 8, BTH 12, ICRC 4: labs/sim/model.py `Experiment.header_bytes`)."""
+ROCE_FRAME = ROCE_PAYLOAD + ROCE_HEADERS
 """The RoCE data frame (header to FCS) the lossless class sends unless told otherwise: the
 simulator's 4096-byte payload (a scenario's `sim.packet_bytes`) and 62 bytes of headers
 (labs/sim/model.py `Experiment.header_bytes`), what every example scenario sends."""

@@ -128,8 +128,8 @@ def headroom(lab: Lab, params: Params) -> list[Result]:
     switches whose ends' CABLE_LENGTH differ is a finding at the first end (the one the design
     lists first). Thresholds: `intf_delay_bits` (0), the MAC/PHY latency `D_intf` of each end
     in bit times; `frame_bytes` (4158, `twin.design.headroom.ROCE_FRAME`), the smallest RoCE
-    data frame (header to FCS) the lossless class sends: a scenario that sends smaller ones
-    (`sim: {packet_bytes: N}`) sets N + 62.
+    data frame (header to FCS) the lossless class sends; a run takes it from its scenario's
+    `sim: {packet_bytes: N}`, N + 62 (`twin.verdict.verdict.implied`).
 
     >>> from validators.examples import tiny_lab, edit_json
     >>> from validators.registry import get
