@@ -208,6 +208,14 @@ def qos_maps(fabric: Fabric) -> ConfigDb:
     }
 
 
+def headroom_basis() -> dict[str, Any]:
+    """What the lossless profiles' headroom is sized on: the platform SKU's buffer cells and
+    the RoCE frame (`twin.design.headroom.in_cells`). design.json records it, so a lab sized
+    on another basis no longer holds its design (`twin.lab.directory.holds`)."""
+    chip = sku_asic(platform()["hwsku"])
+    return {"sku": chip.sku, "cell_bytes": chip.cell_bytes, "frame_bytes": headroom.ROCE_FRAME}
+
+
 def _qos_ports(fabric: Fabric, ports: list[Port], db: ConfigDb) -> None:
     qos = fabric.qos
     lossless = qos.lossless_priorities
