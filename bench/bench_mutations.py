@@ -12,9 +12,11 @@ of each role (the first leaf, spine and super-spine) and the first server:
 - config_db.json: every field of every table the project writes (for the DSCP, TC and PFC
   maps: every entry the intent sets apart from the default, and one default), given a wrong
   value (another number, the other boolean or state, another member of the field's values, a
-  dangling name), removed, or swapped with the same field of another key of the table (another
-  port, profile or neighbour) where the two differ; every table removed; DEVICE_METADATA's
-  fields swapped with the same switch role's next device;
+  dangling name; in a map another TC, queue or PG of the port's 0-7, which SONiC accepts),
+  removed, or swapped with the same field of another key of the table (another port, profile
+  or neighbour) where the two differ; a map to queues or PGs given one the port has not (8:
+  `invalid`, bad input); every table removed; DEVICE_METADATA's fields swapped with the same
+  switch role's next device;
 - frr.conf: every statement removed, and every statement with a number given another;
 - the host file: every scalar key given a wrong value, or removed.
 
@@ -32,7 +34,8 @@ validators) runs on the copy, in this process. A harmful mutation is caught when
 is 1 and a failing result has a finding on the mutated device; caught unnamed when it fails
 without naming it; refused on exit 2 whose one line names the mutated file (bad input: a host
 file that no longer says which server it is, its address or a NIC's name; a config_db SONiC's
-YANG refuses, a PortChannel member of no PORTCHANNEL), lost on an exit 2 naming another,
+YANG refuses, a PortChannel member of no PORTCHANNEL, a map to a queue or PG the port has
+not), lost on an exit 2 naming another,
 crashed on exit 3; missed on exit 0.
 A harmless one is a false red on any exit but 0.
 
@@ -219,6 +222,7 @@ def _map_fields(table: Json) -> list[str]:
 def config_db(lab: Path, device: str, peer: str | None) -> Iterator[Mutation]:
     """Every field of every table of a switch's config_db.json, mutated three ways."""
     from twin.configs.defaults import absent
+    from twin.lab.check import PORT_INDICES, PORT_QUEUES
     from twin.lab.directory import Lab
 
     db: Json = json.loads((lab / "configs" / device / "config_db.json").read_text())
@@ -254,13 +258,18 @@ def config_db(lab: Path, device: str, peer: str | None) -> Iterator[Mutation]:
             def wrong(
                 d: Json, t: str = table, k: str = key, f: str = field, v: Any = value
             ) -> None:
-                d[t][k][f] = _other(v)
+                d[t][k][f] = str(int(_other(v)) % PORT_QUEUES) if t in MAPS else _other(v)
+
+            def invalid(d: Json, t: str = table, k: str = key, f: str = field) -> None:
+                d[t][k][f] = str(PORT_QUEUES)
 
             def removed(d: Json, t: str = table, k: str = key, f: str = field) -> None:
                 d[t][k].pop(f)
 
             yield mutation(table, key, field, "value", wrong)
             yield mutation(table, key, field, "removed", removed)
+            if table in PORT_INDICES:
+                yield mutation(table, key, field, "invalid", invalid)
             other = next((k for k in keys[1:] if entries[k][field] != value), None)
             if other is not None:
 

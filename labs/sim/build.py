@@ -7,7 +7,6 @@ import ctypes
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -28,6 +27,7 @@ from labs.sim.model import (
     TxOff,
 )
 from labs.sim.routing import RoutingError, forwarding, route_rows, split_port
+from twin.design.asic import BYTES, Cells
 from twin.design.headroom import headroom_bytes, response_quanta
 from twin.errors import TwinError
 
@@ -70,33 +70,6 @@ def data_frames(exp: Experiment, flows: FlowTable) -> tuple[int, ...]:
     return tuple(sorted(p + exp.header_bytes for p in payloads))
 
 
-@dataclass(frozen=True)
-class Cells:
-    """How a node's buffer counts a frame: whole cells of `size` bytes, the first also
-    holding a `descriptor` (size 1, descriptor 0: bytes)."""
-
-    size: int = 1
-    descriptor: int = 0
-
-    def held(self, frame: int) -> int:
-        """Buffer bytes a frame of `frame` bytes holds.
-
-        >>> Cells(208, 0).held(64), Cells(144, 64).held(1086), Cells().held(1086)
-        (208, 1152, 1086)
-        """
-        return -(-(frame + self.descriptor) // self.size) * self.size
-
-    def scaled(self, wire: int, frames: Sequence[int]) -> int:
-        """Buffer bytes that `wire` bytes of `frames` can hold at most: scaled by the frame
-        holding the most per byte (a cell of 254 B: 1062-byte frames 1.196, 4158-byte 1.038).
-
-        >>> Cells(254).scaled(10_000, (1062, 4158)), Cells().scaled(10_000, (1062, 4158))
-        (11959, 10000)
-        """
-        worst = max(frames, key=lambda f: Fraction(self.held(f), f))
-        return -(-wire * self.held(worst) // worst)
-
-
 def response_time(qos: QosProfile, speed: float) -> float:
     """Seconds a port of `speed` b/s takes to act on a pause frame (QosProfile.pfc_response_quanta).
 
@@ -112,7 +85,7 @@ def profile_arrays(
     speed: float,
     propagation: float,
     mtu: int,
-    cells: Cells = Cells(),
+    cells: Cells = BYTES,
     frames: tuple[int, ...] = (),
 ) -> tuple[list[int], list[float], list[float], list[float]]:
     """The numeric tables of one port's profile, lossless headroom sized when not given (the

@@ -31,15 +31,11 @@ the ECN bits of `rdma.traffic_class` (Not-ECT: switches cannot mark its RoCE pac
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Interface
-from pathlib import Path
-from typing import Any, Literal
-
-import yaml
+from typing import Any
 
 from labs.sim.model import (
     Dcqcn,
@@ -54,6 +50,7 @@ from labs.sim.model import (
 )
 from twin.configs.host import dscp, either, real, section, whole
 from twin.configs.qos import by_port, pfc_enabled, qos_map
+from twin.design.asic import asic
 from twin.lab.directory import Lab
 from twin.model.fib import Fib, Hops, Lpm
 from twin.model.wiring import Wiring, links
@@ -62,43 +59,6 @@ from twin.render.host_conf import ECT0
 
 CNP_PRIORITY = 6
 DEFAULT_CABLE_M = 5.0
-ASICS = Path(__file__).resolve().parents[2] / "twin" / "platforms" / "asics.yml"
-
-
-@dataclass(frozen=True)
-class Asic:
-    """What a switch's ASIC fixes for the simulator: its buffer cell (a frame holds
-    ceil((frame + descriptor) / cell) of them) and where its queues decide ECN."""
-
-    sku: str
-    name: str
-    cell_bytes: int
-    descriptor: int
-    ecn_at: Literal["dequeue", "enqueue"]
-
-
-@functools.cache
-def _asic_table() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(ASICS.read_text())
-    return data
-
-
-def asic(db: ConfigDb) -> Asic:
-    """The ASIC of a switch's SKU (DEVICE_METADATA hwsku); an SKU not in
-    twin/platforms/asics.yml gets the table's default SKU's.
-
-    >>> a = asic({"DEVICE_METADATA": {"localhost": {"hwsku": "DellEMC-Z9332f-O32"}}})
-    >>> a.name, a.cell_bytes, a.ecn_at
-    ('Tomahawk3', 254, 'dequeue')
-    >>> asic({}).cell_bytes
-    208
-    """
-    table = _asic_table()
-    sku = str(db.get("DEVICE_METADATA", {}).get("localhost", {}).get("hwsku", ""))
-    known = sku if sku in table["skus"] else str(table["default"])
-    row = table["skus"][known]
-    ecn_at: Literal["dequeue", "enqueue"] = "enqueue" if row["ecn_at"] == "enqueue" else "dequeue"
-    return Asic(known, str(row["asic"]), int(row["cell"]), int(row["descriptor"]), ecn_at)
 
 
 @dataclass

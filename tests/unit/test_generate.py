@@ -208,6 +208,23 @@ def test_a_lab_holds_its_design_until_the_design_changes(tmp_path: Path) -> None
     assert not labdir.holds(out, small)
 
 
+def test_a_lab_whose_headroom_was_sized_in_bytes_no_longer_holds_its_design(
+    tmp_path: Path,
+) -> None:
+    # generated before the headroom was counted in the SKU's cells: its design.json has no
+    # basis, and its 400G 5 m profiles are short in cells, so `twin run` regenerates it
+    small = intent.load(REPO / "examples" / "small.yaml")
+    out = _generate("small", tmp_path / "lab")
+    design = json.loads((out / "design.json").read_text())
+    assert design.pop("headroom") == {
+        "sku": "Force10-S6000",
+        "cell_bytes": 208,
+        "frame_bytes": 4158,
+    }
+    (out / "design.json").write_text(json.dumps(design))
+    assert not labdir.holds(out, small)
+
+
 def test_a_lab_regenerated_with_keep_keeps_its_runs_logs_and_events(tmp_path: Path) -> None:
     out = _generate("small", tmp_path / "lab")
     (out / "runs" / "earlier").mkdir(parents=True)

@@ -136,6 +136,29 @@ CASES: dict[str, tuple[Edit, str]] = {
         _db(lambda db: db["TC_TO_QUEUE_MAP"]["RDMA"].update({"3": []})),
         "config_db.json: TC_TO_QUEUE_MAP.RDMA.3: must be a number",
     ),
+    "a TC_TO_QUEUE_MAP entry naming no queue": (
+        _db(lambda db: db["TC_TO_QUEUE_MAP"]["RDMA"].update({"6": "8"})),
+        "config_db.json: TC_TO_QUEUE_MAP.RDMA.6: must be a queue 0-7, not '8'",
+    ),
+    "a TC_TO_PRIORITY_GROUP_MAP entry naming no priority group": (
+        _db(lambda db: db["TC_TO_PRIORITY_GROUP_MAP"]["RDMA"].update({"3": "9"})),
+        "config_db.json: TC_TO_PRIORITY_GROUP_MAP.RDMA.3: must be a priority group 0-7, not '9'",
+    ),
+    "a negative xoff": (
+        _db(lambda db: db["BUFFER_PROFILE"]["pg_lossless_400000_5m_profile"].update(xoff="-1")),
+        "config_db.json: BUFFER_PROFILE.pg_lossless_400000_5m_profile.xoff: "
+        "must be a whole number of bytes, not '-1'",
+    ),
+    "a WRED drop probability over 100": (
+        _db(lambda db: db["WRED_PROFILE"]["RDMA_ECN"].update(green_drop_probability="200")),
+        "config_db.json: WRED_PROFILE.RDMA_ECN.green_drop_probability: "
+        "must be a whole number 0-100, not '200'",
+    ),
+    "a pfc_enable not a list of priorities": (
+        _db(lambda db: db["PORT_QOS_MAP"]["Ethernet0"].update(pfc_enable="x")),
+        "config_db.json: PORT_QOS_MAP.Ethernet0.pfc_enable: "
+        "must be priorities 0-7 separated by commas, not 'x'",
+    ),
     "a DSCP_TO_TC_MAP key not a number": (
         _db(lambda db: db["DSCP_TO_TC_MAP"]["RDMA"].update({"af41": "3"})),
         "config_db.json: DSCP_TO_TC_MAP.RDMA.af41: the key must be a number",

@@ -5,17 +5,12 @@ harmless one passes. Impacts come from the bench's oracle (the intent), not the 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import pytest
 
-from validators.examples import generate
+from tests.mutations import Campaign
 
-REPO = Path(__file__).resolve().parents[2]
 SAMPLE = [
     ("leaf1", "PORT|Ethernet0.lanes", "value", "caught"),
     ("leaf1", "PORT|Ethernet0.fec", "removed", "caught"),
@@ -35,6 +30,8 @@ SAMPLE = [
     ("leaf1", "MCLAG_UNIQUE_IP|Vlan1001.unique_ip", "removed", "caught"),
     ("leaf1", "DSCP_TO_TC_MAP|RDMA.10", "value", "caught"),
     ("spine1", "TC_TO_QUEUE_MAP|RDMA.1", "removed", "caught"),
+    ("spine1", "TC_TO_QUEUE_MAP|RDMA.6", "value", "caught"),
+    ("spine1", "TC_TO_QUEUE_MAP|RDMA.6", "invalid", "refused"),
     ("spine1", "TC_TO_PRIORITY_GROUP_MAP|RDMA.0", "value", "caught"),
     ("leaf1", "SCHEDULER|scheduler.rdma.type", "removed", "caught"),
     ("leaf1", "WRED_PROFILE|RDMA_ECN.green_drop_probability", "value", "caught"),
@@ -72,37 +69,14 @@ SAMPLE = [
 
 
 @pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bench_mutations", REPO / "bench" / "bench_mutations.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def campaign(bench: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
-    """The small lab and its mutations by (device, where, kind)."""
-    lab = tmp_path_factory.mktemp("mutations") / "pristine"
-    generate(lab, REPO / "examples" / "small.yaml")
-    return lab, {(m.device, m.where, m.kind): m for m in bench.surface(lab)}
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
+    return Campaign.small(tmp_path_factory.mktemp("mutations"))
 
 
 @pytest.mark.parametrize(("device", "where", "kind", "does"), SAMPLE)
 def test_a_sampled_mutation_is_judged_as_its_impact_says(
-    bench: ModuleType,
-    campaign: tuple[Path, Any],
-    tmp_path: Path,
-    device: str,
-    where: str,
-    kind: str,
-    does: str,
+    campaign: Campaign, tmp_path: Path, device: str, where: str, kind: str, does: str
 ) -> None:
-    lab, mutations = campaign
-    mutation = mutations[(device, where, kind)]
-    assert mutation.impact == ("harmless" if does == "passes" else "harmful")
-    outcome = bench.judge(lab, mutation, tmp_path / "work", sim=False)
+    impact, outcome = campaign.judge(device, where, kind, tmp_path, sim=False)
+    assert impact == ("harmless" if does == "passes" else "harmful")
     assert outcome == {"passes": "missed"}.get(does, does)

@@ -10,14 +10,28 @@ FCS, + 20 bytes of preamble and inter-frame gap), `PFC` the 84 byte times of the
 the pause-response quanta of IEEE 802.3 Annex 31B.3.7 for the speed. The generator, the
 `headroom` validator and the simulator (a lossless PG without a configured headroom) all use
 `headroom_bytes`, so a generated profile always passes, an edited cable length or speed is
-caught, and the simulator sizes what the design would.
+caught, and the simulator sizes what the design would. All three count it in the buffer
+cells of the switch's ASIC (`in_cells`): a frame holds whole cells, so the bytes in flight
+take more buffer than their size, the more so the smaller the frames (docs/simulator.md,
+Cells and pause timing).
 """
 
 from __future__ import annotations
 
 import math
 
+from twin.design.asic import BYTES, Cells
+
 PFC_FRAME = 84
+ROCE_PAYLOAD = 4096
+"""The payload of the simulator's RoCE frames unless a scenario sets `sim.packet_bytes`."""
+ROCE_HEADERS = 62
+"""Headers a RoCE data frame adds to its payload, as the simulator sends it (Ethernet and FCS
+18, IPv4 20, UDP 8, BTH 12, ICRC 4: labs/sim/model.py `Experiment.header_bytes`)."""
+ROCE_FRAME = ROCE_PAYLOAD + ROCE_HEADERS
+"""The RoCE data frame (header to FCS) the lossless class sends unless told otherwise: the
+simulator's 4096-byte payload (a scenario's `sim.packet_bytes`) and 62 bytes of headers
+(labs/sim/model.py `Experiment.header_bytes`), what every example scenario sends."""
 ETHERNET = 18
 """Ethernet header and FCS around an L3 MTU."""
 GAP = 20
@@ -80,9 +94,27 @@ def required(speed_mbps: int, cable_m: int, mtu: int, intf_delay_bits: int = 0) 
     return headroom_bytes(speed_mbps * 1e6, cable_m, mtu + ETHERNET, intf_delay_bits)
 
 
-def xoff(speed_mbps: int, cable_m: int, mtu: int) -> int:
-    """The XOFF headroom the generator configures: the need rounded up to 1 KiB."""
-    return -(-required(speed_mbps, cable_m, mtu) // 1024) * 1024
+def in_cells(need: int, cells: Cells, mtu: int, frame: int = ROCE_FRAME) -> int:
+    """The buffer bytes that `need` bytes in flight (`required` for an L3 `mtu`) take in
+    `cells` when the lossless class sends `frame`-byte frames (at most the MTU's): scaled by
+    the frame, of those and the MTU's, that holds the most cells per byte (as the simulator
+    sizes a PG, labs/sim/build.py `profile_arrays`).
+
+    >>> in_cells(96280, Cells(208), 9100), in_cells(96280, Cells(208), 9100, 318)
+    (96640, 125952)
+    """
+    largest = mtu + ETHERNET
+    return cells.scaled(need, (min(frame, largest), largest))
+
+
+def xoff(speed_mbps: int, cable_m: int, mtu: int, cells: Cells = BYTES) -> int:
+    """The XOFF headroom the generator configures: the need in the platform's `cells`
+    (`in_cells`, for `ROCE_FRAME`), rounded up to 1 KiB.
+
+    >>> xoff(400000, 5, 9100), xoff(400000, 5, 9100, Cells(208))
+    (78848, 79872)
+    """
+    return -(-in_cells(required(speed_mbps, cable_m, mtu), cells, mtu) // 1024) * 1024
 
 
 def profile_name(speed_mbps: int, cable_m: int) -> str:

@@ -5,8 +5,11 @@ routing model reads it, `twin.model.frr`: a statement that could change routing 
 model does not apply is refused), have the shape its readers expect, and agree with the
 others (the ports a config names are in its PORT or PORTCHANNEL table or wired in
 `ifmap.json`, as SONiC's YANG leafrefs want; a server's NICs are its own, next hops leave
-through a NIC it has), and the addresses must not collide (no two servers with one address,
-no overlapping interface subnets on a switch, no address on two nodes). The first problem is
+through a NIC it has), the numbers the validators and the simulator read must be what
+SONiC's YANG types them (a QoS map's queue or PG one a port has, buffer and WRED sizes whole
+bytes, drop probabilities 0-100, PFC priority lists of 0-7), and the addresses must not
+collide (no two servers with one address, no overlapping interface subnets on a switch, no
+address on two nodes). The first problem is
 raised as one `InputError` line naming the file, the key and what is wrong; nothing is
 created before. A port or PortChannel that a config holds but that is not cabled (a
 PortChannel without members, a member port taken out of its PortChannel) is one those models
@@ -40,6 +43,33 @@ LINUX_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$"
 ROLES = ("superspine", "spine", "leaf", "server")
 LINK_KINDS = ("server", "peerlink", "fabric", "superfabric")
 ADDRESS_TABLES = ("INTERFACE", "PORTCHANNEL_INTERFACE", "LOOPBACK_INTERFACE", "VLAN_INTERFACE")
+PORT_QUEUES = 8
+"""Queues and priority groups of a switch port, 0-7: the QUEUE and BUFFER_PG tables the
+generator writes and the simulator's switches (labs/sim/model.py NPRIO). sonic-tc-queue-map.yang
+lets a TC_TO_QUEUE_MAP value be 8 or 9 too (pattern [0-9]); no port of the twin has those
+queues, so such a value is refused as one naming no queue, not judged."""
+PORT_INDICES = {
+    "TC_TO_QUEUE_MAP": "queue",
+    "MAP_PFC_PRIORITY_TO_QUEUE": "queue",
+    "TC_TO_PRIORITY_GROUP_MAP": "priority group",
+    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP": "priority group",
+}
+"""The QoS maps whose values index a port's queues or priority groups."""
+WHOLE = {
+    "BUFFER_PROFILE": ("size", "xon", "xoff", "xon_offset", "static_th"),
+    "WRED_PROFILE": tuple(
+        f"{colour}_{end}_threshold"
+        for colour in ("green", "yellow", "red")
+        for end in ("min", "max")
+    ),
+}
+"""Fields SONiC's YANG types as uint64 (sonic-buffer-profile.yang, sonic-wred-profile.yang)."""
+PERCENT = {
+    "WRED_PROFILE": ("green_drop_probability", "yellow_drop_probability", "red_drop_probability")
+}
+"""Fields SONiC's YANG types as 0..100 (sonic-wred-profile.yang)."""
+PRIORITY_LISTS = re.compile(r"([0-7](,[0-7])*)?")
+"""PORT_QOS_MAP `pfc_enable` and `pfcwd_sw_enable` (sonic-port-qos-map.yang's pattern)."""
 
 
 def _ipv4(value: str) -> str:
@@ -341,6 +371,7 @@ def _config_db(
                 if not isinstance(value, str):
                     raise InputError(file, f"{table}.{key}.{field}", "must be a string")
     _maps(file, db)
+    _qos_numbers(file, db)
     channels = db.get("PORTCHANNEL", {})
     _fields(file, "PORT", db.get("PORT", {}), live)
     _fields(file, "PORTCHANNEL", channels, live)
@@ -416,7 +447,8 @@ class _Held:
 
 
 def _maps(file: str, db: dict[str, Any]) -> None:
-    """Every QoS map (DSCP_TO_TC_MAP, TC_TO_QUEUE_MAP, ...) maps whole numbers to whole numbers."""
+    """Every QoS map (DSCP_TO_TC_MAP, TC_TO_QUEUE_MAP, ...) maps whole numbers to whole numbers,
+    and a map to queues or priority groups names one a port has (`PORT_INDICES`)."""
     for table in QOS_MAPS.values():
         for name, entries in db.get(table, {}).items():
             for key, value in entries.items():
@@ -425,6 +457,32 @@ def _maps(file: str, db: dict[str, Any]) -> None:
                     raise InputError(file, where, "the key must be a number")
                 if not (isinstance(value, str) and value.isdigit()):
                     raise InputError(file, where, f"must be a number, not {value!r}")
+                if table in PORT_INDICES and int(value) >= PORT_QUEUES:
+                    what = PORT_INDICES[table]
+                    raise InputError(file, where, f"must be a {what} 0-7, not {value!r}")
+
+
+def _qos_numbers(file: str, db: dict[str, Any]) -> None:
+    """The buffer and WRED sizes and probabilities, and the PFC priority lists, that the
+    validators and the simulator read as numbers, as SONiC's YANG types them."""
+    for table, fields, high in (
+        *((t, f, None) for t, f in WHOLE.items()),
+        *((t, f, 100) for t, f in PERCENT.items()),
+    ):
+        for key, entry in db.get(table, {}).items():
+            for field in fields:
+                value = entry.get(field)
+                if value is None or (value.isdigit() and (high is None or int(value) <= high)):
+                    continue
+                what = "of bytes" if high is None else f"0-{high}"
+                where = f"{table}.{key}.{field}"
+                raise InputError(file, where, f"must be a whole number {what}, not {value!r}")
+    for key, entry in db.get("PORT_QOS_MAP", {}).items():
+        for field in ("pfc_enable", "pfcwd_sw_enable"):
+            value = entry.get(field)
+            if value is not None and not PRIORITY_LISTS.fullmatch(value):
+                what = f"must be priorities 0-7 separated by commas, not {value!r}"
+                raise InputError(file, f"PORT_QOS_MAP.{key}.{field}", what)
 
 
 def _pair(file: str, table: str, key: str) -> tuple[str, str]:

@@ -77,7 +77,8 @@ KEPT = ("runs", "logs", "events.jsonl")
 def _design_json(d: Design) -> dict[str, Any]:
     graph = nx.node_link_data(d.graph, edges="links")
     grown = {"grown": {"mac_numbers": d.numbers}} if d.numbers else {}
-    return {"figures": figures(d), "sizing": vars(d.sizing), "graph": graph, **grown}
+    basis = {"headroom": config_db.headroom_basis()}
+    return {"figures": figures(d), "sizing": vars(d.sizing), **basis, "graph": graph, **grown}
 
 
 def recorded(lab: Lab) -> grow.Record:

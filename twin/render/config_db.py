@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from twin.design import headroom
+from twin.design.asic import sku_asic
 from twin.design.graph import (
     PEER_LINK_BUNDLE,
     Design,
@@ -207,12 +208,21 @@ def qos_maps(fabric: Fabric) -> ConfigDb:
     }
 
 
+def headroom_basis() -> dict[str, Any]:
+    """What the lossless profiles' headroom is sized on: the platform SKU's buffer cells and
+    the RoCE frame (`twin.design.headroom.in_cells`). design.json records it, so a lab sized
+    on another basis no longer holds its design (`twin.lab.directory.holds`)."""
+    chip = sku_asic(platform()["hwsku"])
+    return {"sku": chip.sku, "cell_bytes": chip.cell_bytes, "frame_bytes": headroom.ROCE_FRAME}
+
+
 def _qos_ports(fabric: Fabric, ports: list[Port], db: ConfigDb) -> None:
     qos = fabric.qos
     lossless = qos.lossless_priorities
     enable = ",".join(str(p) for p in lossless)
     cnp_queue = qos.classes["cnp"].tc
     bufs = qos.buffers
+    cells = sku_asic(platform()["hwsku"]).cells  # the headroom in the SKU's buffer cells
     db["BUFFER_POOL"] = {
         "ingress_lossless_pool": {
             "type": "ingress",
@@ -267,7 +277,7 @@ def _qos_ports(fabric: Fabric, ports: list[Port], db: ConfigDb) -> None:
         cable[name] = f"{port.cable_m}m"
         profile = headroom.profile_name(port.speed, port.cable_m)
         if profile not in profiles:
-            xoff = headroom.xoff(port.speed, port.cable_m, fabric.mtu.switch)
+            xoff = headroom.xoff(port.speed, port.cable_m, fabric.mtu.switch, cells)
             xon = int(platform()["asic"]["pipeline_latency"])  # XON: the ASIC's pipeline latency
             profiles[profile] = {
                 "pool": "ingress_lossless_pool",

@@ -34,6 +34,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from labs.backend import FaultKind
+from twin.design.headroom import ROCE_PAYLOAD
 from twin.errors import InputError
 from twin.intent.inputs import parse_model, placed, strict_yaml
 from twin.lab import check as labcheck
@@ -216,7 +217,9 @@ class SimOptions(_Model):
     sample_interval: float = Field(
         default=1e-5, gt=0, description="seconds between queue, PG and flow rate samples"
     )
-    packet_bytes: int = Field(default=4096, ge=256, le=9216, description="frame size of every flow")
+    packet_bytes: int = Field(
+        default=ROCE_PAYLOAD, ge=256, le=9216, description="frame size of every flow"
+    )
     qps: int | None = Field(
         default=None, ge=1, le=64, description="collectives' queue pairs per peer (none: qps)"
     )

@@ -6,7 +6,8 @@ them read the lab's configs. The invariants (`validators.registry.INVARIANTS`: d
 daemons, lossless loss, FIB agreement, BGP flaps) are judged whatever it selects, after its
 own. With `static` (what `twin run` and `twin report` do unless `--no-static`), every other
 static validator runs too, after those, with its defaults: a static finding fails the run's
-one verdict and its JUnit.
+one verdict and its JUnit. What the scenario's `sim:` options imply for a static validator
+(`implied`: `headroom` counts the frames it sends) lies under its own thresholds.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from twin import safeio
+from twin.design.headroom import ROCE_HEADERS, ROCE_PAYLOAD
 from twin.errors import InputError, LabError
 from twin.intent.inputs import strict_yaml
 from twin.lab.directory import Lab, refuse_links
@@ -33,22 +35,45 @@ def check_names(wanted: dict[str, dict[str, Any]], file: str) -> None:
         known[name].params(given or {}, file)
 
 
+Thresholds = dict[str, dict[str, Any]]
+"""Per validator, its thresholds."""
+
+
+def implied(sim: dict[str, Any]) -> Thresholds:
+    """What a scenario's `sim:` options imply for the static validators where its `validate:`
+    sets nothing: the frames it sends (`packet_bytes` and the simulator's headers) are the
+    RoCE frames `headroom` counts in buffer cells.
+
+    >>> implied({"packet_bytes": 256}), implied({})
+    ({'headroom': {'frame_bytes': 318}}, {'headroom': {'frame_bytes': 4158}})
+    """
+    packet = int(sim.get("packet_bytes", ROCE_PAYLOAD))
+    return {"headroom": {"frame_bytes": packet + ROCE_HEADERS}}
+
+
+def _given(wanted: Thresholds, defaults: Thresholds | None) -> Thresholds:
+    """The wanted validators' thresholds over what `defaults` gives them."""
+    under = defaults or {}
+    return {name: {**under.get(name, {}), **(given or {})} for name, given in wanted.items()}
+
+
 def evaluate(
     lab: Lab,
     obs: Observations,
-    wanted: dict[str, dict[str, Any]],
+    wanted: Thresholds,
     judged: dict[str, list[Result]] | None = None,
     static: bool = False,
+    defaults: Thresholds | None = None,
 ) -> list[Result]:
     """Run the wanted validators (static and dynamic) in the order given, then the
     invariants they do not name (`registry.INVARIANTS`: judged on every run) and, with
     `static`, every other static validator; a static one's results may come `judged`
-    already (`judge_static`)."""
+    already (`judge_static`). `defaults`: thresholds under the wanted ones (`implied`)."""
     results: list[Result] = []
-    for name, given in wanted.items():
-        results += _judged(lab, obs, name, given or {}, judged)
+    for name, given in _given(wanted, defaults).items():
+        results += _judged(lab, obs, name, given, judged)
     results += registry.run_invariants(lab, obs, wanted)
-    rest = with_static(wanted) if static else wanted
+    rest = with_static(wanted, defaults) if static else wanted
     for name, given in rest.items():
         if name not in wanted:
             results += _judged(lab, obs, name, given, judged)
@@ -72,12 +97,12 @@ def _judged(
 
 
 def judge_static(
-    lab: Lab, wanted: dict[str, dict[str, Any]], static: bool = False
+    lab: Lab, wanted: Thresholds, static: bool = False, defaults: Thresholds | None = None
 ) -> dict[str, list[Result]]:
     """The results of the static validators `report_run` would run (the wanted ones; with
     `static`, every one), by name: they read only the lab's configs, so they can be judged
     while the twin plays and handed to `report_run` as `judged`."""
-    chosen = with_static(wanted) if static else wanted
+    chosen = with_static(_given(wanted, defaults), defaults) if static else _given(wanted, defaults)
     return {
         name: registry.run_static(lab, [registry.get(name)], {name: given or {}})
         for name, given in chosen.items()
@@ -106,10 +131,13 @@ def lab_of(run_dir: Path, obs: Observations) -> Lab:
     )
 
 
-def with_static(wanted: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The wanted validators, then every static validator they do not name (defaults)."""
-    rest: dict[str, dict[str, Any]] = {
-        v.name: {} for v in registry.available("static") if v.name not in wanted
+def with_static(wanted: Thresholds, defaults: Thresholds | None = None) -> Thresholds:
+    """The wanted validators, then every static validator they do not name (its defaults,
+    under `defaults`' thresholds for it)."""
+    rest: Thresholds = {
+        v.name: dict((defaults or {}).get(v.name, {}))
+        for v in registry.available("static")
+        if v.name not in wanted
     }
     return {**wanted, **rest}
 
@@ -128,9 +156,10 @@ def report_run(
     refuse_links(run_dir, ("",))
     lab = lab or lab_of(run_dir, obs)
     saved = run_dir / "scenario.yaml"
-    wanted: dict[str, dict[str, Any]] = strict_yaml(saved).get("validate") or {}
+    scenario = strict_yaml(saved)
+    wanted: Thresholds = scenario.get("validate") or {}
     check_names(wanted, str(saved))
-    results = evaluate(lab, obs, wanted, judged, static)
+    results = evaluate(lab, obs, wanted, judged, static, implied(scenario.get("sim") or {}))
     title = f"{obs.run['scenario']} on {obs.run['lab']} ({obs.run['backend']})"
     code = int(report.write(results, run_dir, title, str(obs.run["backend"]))["exit_code"])
     params = {name: registry.get(name).params(given or {}) for name, given in wanted.items()}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labs.sim.build import response_time
-from labs.sim.lab import asic, pool_bytes, port_profile
+from labs.sim.lab import pool_bytes, port_profile
 from labs.sim.model import (
     Checks,
     Experiment,
@@ -33,6 +33,7 @@ from labs.sim.model import (
     TxOff,
 )
 from labs.sim.result import PriorityCounters, Result
+from twin.design.asic import asic
 from twin.errors import LabError
 from twin.intent.fabric import Fabric
 from twin.lab.directory import Lab

@@ -16,8 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from labs.sim.lab import asic
 from labs.sim.qostest.dut import Dut
+from twin.design.asic import asic
 
 MARGIN = 2
 """pkts_num_margin: sonic-mgmt's default window around a threshold (Mellanox uses 4)."""

@@ -194,7 +194,13 @@ def _played(
     # a twin whose play is a computation leaves a core free: judge the static validators there
     beside = futures.ThreadPoolExecutor(1, "static") if chosen.computed else None
     static = (
-        beside.submit(verdict.judge_static, lab, scenario.validate_, not args.no_static)
+        beside.submit(
+            verdict.judge_static,
+            lab,
+            scenario.validate_,
+            not args.no_static,
+            verdict.implied(scenario.sim.model_dump()),
+        )
         if beside
         else None
     )
