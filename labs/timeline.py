@@ -59,9 +59,13 @@ class _Sampler(threading.Thread):
         self.stopped = threading.Event()
 
     def sample(self) -> None:
-        """One sample, stamped when its read ended (a slow read holds later values)."""
+        """One sample, stamped when its read ended (a slow read holds later values).
+
+        The stamp is not rounded: rounded to 0.1 ms, the baseline read just before the run's
+        start could be stamped after it.
+        """
         counters = self.observer.counters()
-        self.samples.append({"t": round(time.time(), 4), "c": counters})
+        self.samples.append({"t": time.time(), "c": counters})
 
     def run(self) -> None:
         next_at = time.monotonic()
