@@ -208,6 +208,7 @@ class _Flow(BaseModel):
 
 RUN_KEYS: dict[str, type | tuple[type, ...]] = {
     "lab": str,
+    "lab_dir": str,
     "backend": str,
     "scenario": str,
     "capabilities": list,
