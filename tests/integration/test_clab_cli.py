@@ -81,9 +81,11 @@ def cli(tmp_path: Path) -> Iterator[Cli]:
     )
     old = os.environ.get("FAKE_CLAB_STATE")
     os.environ["FAKE_CLAB_STATE"] = str(state)
+    run = Cli(lab, env, engine)
     try:
-        yield Cli(lab, env, engine)
+        yield run
     finally:
+        left = run("cleanup", str(lab))  # a test that fails before destroy leaves its record
         if fake_clab.load_state():
             fake_clab.main(["destroy", "-t", str(lab / "topology.clab.yml"), "--cleanup"])
         server.shutdown()
@@ -92,6 +94,7 @@ def cli(tmp_path: Path) -> Iterator[Cli]:
             del os.environ["FAKE_CLAB_STATE"]
         else:
             os.environ["FAKE_CLAB_STATE"] = old
+        assert left.returncode == 0, left.stderr
 
 
 def test_deploy_inspect_fault_scenario_destroy(cli: Cli, tmp_path: Path) -> None:
