@@ -57,7 +57,9 @@ def intent(servers: int) -> dict[str, Any]:
     to 400 servers as it is (32-port switches); up to 1,024 on 64-port leaves and spines under
     128-port super-spines (70 leaves, 72 spines at 1,024); beyond, examples/big.yaml's pods (8
     spines of 64 ports, 4 uplinks from each leaf to each) under 512-port super-spines (274
-    leaves, 280 spines in 35 pods, 32 super-spines at 4,096)."""
+    leaves, 280 spines in 35 pods, 32 super-spines at 4,096) with 120 MB lossless pools (the
+    60 MB default cannot hold 512 lossless ports' headroom, 68.8 MB: the `headroom` check fails
+    it; Tomahawk 4 and 5, 25.6 and 51.2 Tb/s, have 113 and 165 MB)."""
     import yaml
 
     reference = yaml.safe_load((REPO / "examples" / "reference.yaml").read_text())
@@ -70,6 +72,8 @@ def intent(servers: int) -> dict[str, Any]:
     else:
         data = yaml.safe_load((REPO / "examples" / "big.yaml").read_text())
         data["superspines"]["ports"] = 512
+        pools = {"ingress_lossless_pool": 120_000_000, "egress_lossless_pool": 120_000_000}
+        data["qos"].setdefault("buffers", {}).update(pools)
     data["name"] = f"bs{servers}"
     data["servers"]["count"] = servers
     return cast(dict[str, Any], data)
