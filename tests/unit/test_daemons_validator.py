@@ -33,6 +33,7 @@ def judge(
 ) -> Result:
     run = {
         "lab": lab.name,
+        "lab_dir": str(lab.path),
         "backend": "netns",
         "scenario": "daemons",
         "capabilities": list(capabilities),
