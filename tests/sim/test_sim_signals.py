@@ -50,8 +50,8 @@ def test_a_signal_stops_the_run_inside_the_core(sig: signal.Signals, tmp_path: P
             if "simulating" in line:
                 break
         start = _cpu(child.pid)
-        while _cpu(child.pid) < start + 2.0:  # the core built (in far less) and running
-            time.sleep(0.1)
+        while child.poll() is None and _cpu(child.pid) < start + 2.0:  # the core built (in
+            time.sleep(0.1)  # far less) and running
         child.send_signal(sig)
         _, rest = child.communicate(timeout=60)  # not the core's days
         err = "".join(said) + rest
