@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import itertools
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -42,18 +43,28 @@ def simulate(
     dense: bool = True,
 ) -> Result:
     """Run `exp` with random choices (ECN marks, ECMP hashes) drawn from `seed`; `prepare`
-    may add to the built core (timed route tables, rate changes) before it runs. The
+    may add to the built core (timed route tables, rate changes) before it runs. The core
+    runs in a thread of its own, without the GIL, so that SIGINT and SIGTERM stop the command
+    while it runs (in the calling thread, a C call holds the signal's handler back). The
     occupancy series come as lists of every sample (`Result.queues`, `pgs`), or when not
     `dense` as their changes only (`Result.occupancy`)."""
     lib = native.library()
     built = build(exp, seed)
+    ran: list[int] = []  # the core's answer: whether it stopped on a deadlock
+    core = threading.Thread(
+        target=lambda: ran.append(lib.sim_run(built.handle, exp.duration, int(exp.stop_when_done))),
+        name="sim-core",
+        daemon=True,
+    )
     try:
         if prepare is not None:
             prepare(built)
-        stopped = bool(lib.sim_run(built.handle, exp.duration, int(exp.stop_when_done)))
-        result, n_samples, changes = _collect(lib, built, exp, seed, stopped)
+        core.start()
+        core.join()  # a signal's handler (`twin.cli.signals`) raises here while the core runs
+        result, n_samples, changes = _collect(lib, built, exp, seed, bool(ran[0]))
     finally:
-        lib.sim_free(built.handle)
+        if core.ident is None or ran:  # else stopped: the command exits without waiting for
+            lib.sim_free(built.handle)  # the core, nor frees what its thread holds under it
     # the occupancy series once the core is freed: with the table's results, the largest outputs
     if not dense:
         return dataclasses.replace(result, occupancy=_changes(built.layout, n_samples, changes))

@@ -35,6 +35,7 @@ from twin.errors import InputError
 from twin.lab.directory import Lab
 from twin.model.fib import Fib
 from twin.scenario.observations import Observations
+from twin.scenario.occupancy import peak
 
 PORT_METRICS = {
     "rx_packets": ("sonic_interface_receive_packets", "packets received on the port"),
@@ -488,7 +489,7 @@ def of_run(obs: Observations, lab: Lab, epoch: float | None = None) -> Snapshot:
     watermarks = None
     if occupancy:
         watermarks = {
-            kind: {k: {i: max(v) for i, v in by.items()} for k, by in occupancy[kind].items()}
+            kind: {k: {i: peak(v) for i, v in by.items()} for k, by in occupancy[kind].items()}
             for kind in ("queues", "pgs")
             if occupancy.get(kind)
         }

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from twin.lab.directory import Lab
 from twin.render.config_db import ConfigDb, by_port, number, wred
 from twin.scenario.observations import Observations
+from twin.scenario.occupancy import peak
 from twin.scenario.records import FaultRecord
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ def _pause(
 
 def _fullest(series: Mapping[str, Mapping[str, list[int]]]) -> list[tuple[str, int, list[int]]]:
     """(port, index, values) of the TOP fullest series, fullest first."""
-    flat = [(max(v), port, int(i), v) for port, byi in series.items() for i, v in byi.items()]
+    flat = [(peak(v), port, int(i), v) for port, byi in series.items() for i, v in byi.items()]
     return [(port, i, v) for _, port, i, v in sorted(flat, key=lambda s: -s[0])[:TOP]]
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from twin import safeio
 from twin.lab.directory import Lab
 from twin.scenario.observations import Observations
+from twin.scenario.occupancy import peak
 from twin.telemetry import qos_maps
 
 EPOCH = 1_800_000_000.0
@@ -146,7 +147,7 @@ def _marks(
             here = out.setdefault(port, ({}, {}))[slot]
             for priority, values in series.items():
                 at = index.get(int(priority), int(priority) if kind == "queues" else 0)
-                here[at] = max(here.get(at, 0), int(max(values, default=0)))
+                here[at] = max(here.get(at, 0), int(peak(values)))
     return out
 
 

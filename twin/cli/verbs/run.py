@@ -192,18 +192,7 @@ def _played(
     stop = threading.Event()
     bar = threading.Thread(target=_bar, args=(scenario.duration, stop), daemon=True)
     # a twin whose play is a computation leaves a core free: judge the static validators there
-    beside = futures.ThreadPoolExecutor(1, "static") if chosen.computed else None
-    static = (
-        beside.submit(
-            verdict.judge_static,
-            lab,
-            scenario.validate_,
-            not args.no_static,
-            verdict.implied(scenario.sim.model_dump()),
-        )
-        if beside
-        else None
-    )
+    static = _beside(lab, scenario, not args.no_static) if chosen.computed else None
     try:
         progress(f"playing {scenario.name} ({scenario.duration:.0f} s)")
         if sys.stderr.isatty():
@@ -213,12 +202,28 @@ def _played(
         stop.set()
         if bar.is_alive():
             bar.join()
-        if beside:
-            beside.shutdown(wait=False, cancel_futures=True)
         if deployed and not args.keep:
             chosen.destroy(lab)
             progress(f"{lab.name}: destroyed")
     return run_dir, static.result() if static else None
+
+
+def _beside(
+    lab: Lab, scenario: scenarios.Scenario, static: bool
+) -> futures.Future[dict[str, list[Result]]]:
+    """The static validators judged in a thread of their own (`verdict.judge_static`), a
+    daemon: a command stopped by a signal exits without waiting for them."""
+    judged: futures.Future[dict[str, list[Result]]] = futures.Future()
+
+    def judge() -> None:
+        try:
+            implied = verdict.implied(scenario.sim.model_dump())
+            judged.set_result(verdict.judge_static(lab, scenario.validate_, static, implied))
+        except BaseException as exc:  # handed to the command, which reads the result
+            judged.set_exception(exc)
+
+    threading.Thread(target=judge, name="static", daemon=True).start()
+    return judged
 
 
 def _verdict(
