@@ -127,6 +127,7 @@ class _ProbeRecord(BaseModel):
     why: str | None = None
     started: Number | None = None
     ends: Number | None = None
+    until: Number | None = None
     restore: _Restore | None = None
 
 
