@@ -319,8 +319,13 @@ static void on_arrive(Sim *s, int port, int pk) {
 static inline void prefetch_next(const Sim *s) {
     if (s->evq.now.n == 0) return;
     const Event *n = &s->evq.now.ev[0];
+    const Port *P = &s->ports[n->a];
+    if (n->type == EV_TX_DONE && !s->nodes[P->node].is_switch) { /* its round robin's entries */
+        for (int i = 0; i < P->n_active; i += 64 / sizeof(Active)) __builtin_prefetch(&P->active[i]);
+        return;
+    }
     if (n->type != EV_ARRIVE) return;
-    if (s->nodes[s->ports[n->a].node].is_switch) {
+    if (s->nodes[P->node].is_switch) {
         switch_prefetch(s, n->a, n->b);
     } else {
         const char *F = (const char *)&s->flows[s->pkts[n->b].flow];

@@ -147,6 +147,7 @@ static void prefetch_bucket(const Sim *s) {
         const Event *e = &h->ev[i];
         if (e->type == EV_ARRIVE) __builtin_prefetch(&s->pkts[e->b]);
         if (e->type == EV_ARRIVE || e->type == EV_TX_DONE) __builtin_prefetch(&s->ports[e->a]);
+        if (e->type == EV_TX_DONE) __builtin_prefetch(&s->ports[e->a].active); /* a NIC's flows */
     }
 }
 
