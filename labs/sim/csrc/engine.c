@@ -324,6 +324,10 @@ static inline void prefetch_next(const Sim *s) {
         for (int i = 0; i < P->n_active; i += 64 / sizeof(Active)) __builtin_prefetch(&P->active[i]);
         return;
     }
+    if (n->type == EV_TX_DONE) { /* a switch port: its queues holding packets */
+        for (unsigned q = P->nonempty; q; q &= q - 1) __builtin_prefetch(&P->lane[__builtin_ctz(q)]);
+        return;
+    }
     if (n->type != EV_ARRIVE) return;
     if (s->nodes[P->node].is_switch) {
         switch_prefetch(s, n->a, n->b);
