@@ -223,6 +223,7 @@ void switch_receive(Sim *s, int port, int pk) {
     __builtin_prefetch(&E->lane[tc]); /* its queue's line (queue tc on most profiles), with its first */
     const Profile *pe = &s->profiles[E->profile];
     int q = pe->tc_to_queue[tc];
+    if (E->lane[q].tail >= 0) __builtin_prefetch(&s->pkts[E->lane[q].tail]); /* linked to it below */
     if (E->wd_state[tc] == WD_DROP) return drop_pkt(s, pk, port, DR_WATCHDOG);
     int pg = pin->tc_to_pg[tc];
     int lossless = pin->lossless[tc];
