@@ -313,14 +313,29 @@ static void on_arrive(Sim *s, int port, int pk) {
         host_receive(s, port, pk);
 }
 
-/* the next event's port (and packet) fetched while this one runs: their cache misses were
- * most of an arrival's time on large fabrics (a hint: the next event may yet be another) */
+/* what the next event's arrival reads beyond its port and packet (fetched with its bucket:
+ * eventq.c), fetched while this one runs: at a switch its ingress PG and egress port, at a
+ * host the packet's flow (a hint: the next event may yet be another) */
 static inline void prefetch_next(const Sim *s) {
     if (s->evq.now.n == 0) return;
     const Event *n = &s->evq.now.ev[0];
-    if (n->type != EV_ARRIVE && n->type != EV_TX_DONE) return;
-    __builtin_prefetch(&s->ports[n->a]);
-    if (n->type == EV_ARRIVE) __builtin_prefetch(&s->pkts[n->b]);
+    const Port *P = &s->ports[n->a];
+    if (n->type == EV_TX_DONE && !s->nodes[P->node].is_switch) { /* its round robin's entries */
+        for (int i = 0; i < P->n_active; i += 64 / sizeof(Active)) __builtin_prefetch(&P->active[i]);
+        return;
+    }
+    if (n->type == EV_TX_DONE) { /* a switch port: its queues holding packets */
+        for (unsigned q = P->nonempty; q; q &= q - 1) __builtin_prefetch(&P->lane[__builtin_ctz(q)]);
+        return;
+    }
+    if (n->type != EV_ARRIVE) return;
+    if (s->nodes[P->node].is_switch) {
+        switch_prefetch(s, n->a, n->b);
+    } else {
+        const char *F = (const char *)&s->flows[s->pkts[n->b].flow];
+        __builtin_prefetch(F);
+        __builtin_prefetch(F + sizeof(Flow) - 1);
+    }
 }
 
 /* run events up to time `until` (inclusive); returns 1 when the run is over */

@@ -415,6 +415,7 @@ void release_pkt(Sim *s, int pk);
 void on_pfc(Sim *s, int port, int prio, int quanta);
 void on_pfc_apply(Sim *s, int port, int packed, int quanta);
 void on_pfc_refresh(Sim *s, int port, int pg, int gen);
+void switch_prefetch(const Sim *s, int port, int pk);
 void switch_receive(Sim *s, int port, int pk);
 int switch_dequeue(Sim *s, int port);
 

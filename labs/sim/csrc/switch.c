@@ -155,7 +155,7 @@ static uint32_t route_cell(const RouteTable *rt, int node, int h) {
     return 0; /* not reached: labs.sim.routing lists it */
 }
 
-static int route(Sim *s, const Node *n, const Pkt *k) {
+static int route(const Sim *s, const Node *n, const Pkt *k) {
     uint32_t cell = route_cell(&s->rt, (int)(n - s->nodes), s->nodes[k->dst].host_idx);
     int lo = (int)(cell >> ROUTE_COUNT_BITS), cnt = (int)(cell & ((1u << ROUTE_COUNT_BITS) - 1));
     if (cnt == 0) return -1;
@@ -175,6 +175,20 @@ static int route(Sim *s, const Node *n, const Pkt *k) {
     for (int i = 0; i < cnt; i++)
         if (s->port_up[s->rt.nh[lo + i]] && pick-- == 0) return s->rt.nh[lo + i];
     return -1;
+}
+
+/* what the arrival of packet pk at switch port `port` reads, fetched ahead of it: the ingress
+ * PG's line and the egress port's first and queue lines (the route is taken again then) */
+void switch_prefetch(const Sim *s, int port, int pk) {
+    const Port *P = &s->ports[port];
+    const Pkt *K = &s->pkts[pk];
+    const Profile *pin = &s->profiles[P->profile];
+    int tc = pin->dscp_to_tc[K->dscp];
+    __builtin_prefetch(&P->lane[pin->tc_to_pg[tc]].res);
+    int e = route(s, &s->nodes[P->node], K);
+    if (e < 0) return;
+    __builtin_prefetch(&s->ports[e]);
+    __builtin_prefetch(&s->ports[e].lane[tc]);
 }
 
 static double red_prob(const Profile *pr, int q, int64_t bytes) {
@@ -209,6 +223,7 @@ void switch_receive(Sim *s, int port, int pk) {
     __builtin_prefetch(&E->lane[tc]); /* its queue's line (queue tc on most profiles), with its first */
     const Profile *pe = &s->profiles[E->profile];
     int q = pe->tc_to_queue[tc];
+    if (E->lane[q].tail >= 0) __builtin_prefetch(&s->pkts[E->lane[q].tail]); /* linked to it below */
     if (E->wd_state[tc] == WD_DROP) return drop_pkt(s, pk, port, DR_WATCHDOG);
     int pg = pin->tc_to_pg[tc];
     int lossless = pin->lossless[tc];
