@@ -360,3 +360,11 @@ def other_user() -> Iterator[str]:
         yield name
     finally:
         subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The mutation campaign on the small lab (tests/mutations.py), once per test module."""
+    from tests.mutations import Campaign
+
+    return Campaign.small(tmp_path_factory.mktemp("mutations"))

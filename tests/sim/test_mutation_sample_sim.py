@@ -26,11 +26,6 @@ SIM_SAMPLE = [
 """(device, where, kind, what `twin run --backend sim` must do)."""
 
 
-@pytest.fixture(scope="module")
-def campaign(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
-    return Campaign.small(tmp_path_factory.mktemp("mutations"))
-
-
 @pytest.mark.parametrize(("device", "where", "kind", "does"), SIM_SAMPLE)
 def test_a_sampled_mutation_is_judged_on_the_simulator_as_its_impact_says(
     campaign: Campaign, tmp_path: Path, device: str, where: str, kind: str, does: str

@@ -68,11 +68,6 @@ SAMPLE = [
 """(device, where, kind, what `twin validate` must do): caught, refused or passes."""
 
 
-@pytest.fixture(scope="module")
-def campaign(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
-    return Campaign.small(tmp_path_factory.mktemp("mutations"))
-
-
 @pytest.mark.parametrize(("device", "where", "kind", "does"), SAMPLE)
 def test_a_sampled_mutation_is_judged_as_its_impact_says(
     campaign: Campaign, tmp_path: Path, device: str, where: str, kind: str, does: str
