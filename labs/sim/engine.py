@@ -50,17 +50,22 @@ def simulate(
     `dense` as their changes only (`Result.occupancy`)."""
     lib = native.library()
     built = build(exp, seed)
-    ran: list[int] = []  # the core's answer: whether it stopped on a deadlock
-    core = threading.Thread(
-        target=lambda: ran.append(lib.sim_run(built.handle, exp.duration, int(exp.stop_when_done))),
-        name="sim-core",
-        daemon=True,
-    )
+    ran: list[int | BaseException] = []  # the core's answer (stopped on a deadlock) or error
+
+    def run_core() -> None:
+        try:
+            ran.append(lib.sim_run(built.handle, exp.duration, int(exp.stop_when_done)))
+        except BaseException as exc:  # raised again in the calling thread
+            ran.append(exc)
+
+    core = threading.Thread(target=run_core, name="sim-core", daemon=True)
     try:
         if prepare is not None:
             prepare(built)
         core.start()
         core.join()  # a signal's handler (`twin.cli.signals`) raises here while the core runs
+        if isinstance(ran[0], BaseException):
+            raise ran[0]
         result, n_samples, changes = _collect(lib, built, exp, seed, bool(ran[0]))
     finally:
         if core.ident is None or ran:  # else stopped: the command exits without waiting for

@@ -4,6 +4,7 @@ the signal, the run directory marked interrupted, the twin destroyed."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -64,3 +65,16 @@ def test_a_signal_stops_the_run_inside_the_core(sig: signal.Signals, tmp_path: P
     assert (out / "interrupted").read_text() == f"interrupted: {sig.name}\n"
     assert not (out / "run.json").exists()
     assert not (lab / "state.json").exists()  # the twin it deployed is destroyed
+
+
+def test_an_error_in_the_cores_thread_is_raised_in_the_caller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from labs.sim import engine, headroom, native
+
+    def fails(*_: object) -> int:
+        raise ctypes.ArgumentError("argument 2: wrong type")
+
+    monkeypatch.setattr(native.library(), "sim_run", fails)
+    with pytest.raises(ctypes.ArgumentError, match="argument 2"):
+        engine.simulate(headroom.experiment(100e9, 100, 100))
