@@ -76,6 +76,8 @@ PORTS = (8, 16, 32, 64)
 """Switch radixes drawn: small ones give small fabrics several racks (and three tiers)."""
 TARGETS = (1.0, 1.5, 2.0, 3.0)
 """Oversubscription the sizing aims for (the design refuses above `max`, 4)."""
+STOPPED = (128 + 2, 128 + 15)
+"""`twin`'s exit codes when SIGINT or SIGTERM stopped it."""
 STEPS = 64
 """Server counts are drawn on a log grid of this many steps from the least to the most."""
 
@@ -187,6 +189,8 @@ def twin(*args: str) -> tuple[int, str, str]:
             code = twin_main(list(args))
         except SystemExit as exc:
             code = int(exc.code or 0)
+    if code in STOPPED:  # the verb stopped on the signal meant for the bench: the bench stops
+        raise KeyboardInterrupt(err.getvalue().strip())
     return code, out.getvalue(), err.getvalue()
 
 
