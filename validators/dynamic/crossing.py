@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from labs.failures import resolve
 from twin.lab.directory import Lab
-from twin.model.fib import Fib, Lookup
+from twin.model.fib import Fib, Hops, Lookup
 from twin.model.wiring import Wiring, shared
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord, FlowRecord, PhaseRecord
@@ -90,12 +90,18 @@ class _Hits:
         ports, those cabled to them (whose far end, `Wiring.far`, is one) and the node's
         neighbours."""
         self._up: dict[str, set[str]] = {}
+        self._far: dict[tuple[str, Hops], list[tuple[str, tuple[str, str] | None]]] = {}
 
     def _fars(self, here: str, address: int) -> list[tuple[str, tuple[str, str] | None]]:
-        """Each next hop's port and the (node, logical port) at its far end."""
-        return [
-            (hop.port, self.wiring.far(here, hop.port)) for hop in self.hops(here, address) or ()
-        ]
+        """Each next hop's port and the (node, logical port) at its far end (once per node
+        and list of next hops: a node sends most destinations over a few lists)."""
+        hops = self.hops(here, address) or ()
+        fars = self._far.get((here, hops))
+        if fars is None:
+            fars = self._far[here, hops] = [
+                (hop.port, self.wiring.far(here, hop.port)) for hop in hops
+            ]
+        return fars
 
     def _forwards_over(self, here: str, address: int) -> bool:
         """Whether `here` sends toward `address` over the element or to the node."""
