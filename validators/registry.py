@@ -145,10 +145,14 @@ def select(kind: str, names: Iterable[str] | None = None) -> list[Validator]:
 
 
 def run_static(lab: Lab, chosen: Iterable[Validator], given: Mapping[str, Params]) -> list[Result]:
-    """Run static validators on a lab, each with its thresholds (`given` by validator name)."""
+    """Run static validators on a lab, each with its thresholds (`given` by validator name),
+    sharing what they read alike (`twin.lab.diff.sharing`)."""
+    from twin.lab.diff import sharing
+
     results: list[Result] = []
-    for v in chosen:
-        results += _guarded(v, lab, v.params(given.get(v.name, {})))
+    with sharing():
+        for v in chosen:
+            results += _guarded(v, lab, v.params(given.get(v.name, {})))
     return results
 
 

@@ -190,6 +190,14 @@ CASES: dict[str, tuple[Edit, str]] = {
         lambda lab: (lab / "configs" / "leaf1" / "frr.conf").unlink(),
         "frr.conf: missing",
     ),
+    "config_db.json missing": (
+        lambda lab: (lab / "configs" / "leaf1" / "config_db.json").unlink(),
+        "config_db.json: missing",
+    ),
+    "host.json a directory": (
+        lambda lab: _replaced_by_directory(lab / "configs" / "server1" / "host.json"),
+        "host.json: ",
+    ),
     "frr.conf not text": (
         lambda lab: (lab / "configs" / "leaf1" / "frr.conf").write_bytes(b"\xff\xfe\x00"),
         "frr.conf: ",
@@ -215,6 +223,12 @@ CASES: dict[str, tuple[Edit, str]] = {
         "config_db.json: BUFFER_QUEUE.Ethernet0|0.profile: must be a string",
     ),
 }
+
+
+def _replaced_by_directory(path: Path) -> None:
+    """The file replaced by a directory of that name."""
+    path.unlink()
+    path.mkdir()
 
 
 def _grown(path: Path, limit: int) -> None:

@@ -71,3 +71,20 @@ def test_a_renamed_server_is_compared_with_its_old_self(
     assert found["server2"].startswith("removed") and found["server4"].startswith("removed")
     hostname = [f for f in data["configs"] if f["device"] == "gpu1" and f["where"]]
     assert hostname[0]["message"] == 'hostname: "server1" in base, "gpu1" in candidate'
+
+
+def test_rendered_configs_are_made_once_per_lab_inside_sharing_only() -> None:
+    """Inside `sharing` the static validators of one lab share its rendered configs (a second
+    lab gets its own); outside, each call renders afresh (nothing kept between runs)."""
+    from twin.lab.diff import rendered_configs, sharing
+    from validators.examples import tiny_lab
+
+    one, other = tiny_lab(), tiny_lab()
+    with sharing():
+        first = rendered_configs(one)
+        with sharing():  # nested: the enclosing scope's
+            assert rendered_configs(one) is first
+        assert rendered_configs(other) is not first
+        assert rendered_configs(other) == first
+    again = rendered_configs(one)
+    assert again is not first and again == first

@@ -34,3 +34,14 @@ def test_the_bound_adds_each_steps_farthest_pair(lab: Lab) -> None:
     # interleaved ranks: every ring step has a pair across the spines (6 steps x 450 ns)
     assert bound["latency_s"] == pytest.approx(6 * 450e-9, abs=1e-6)
     assert bound["bound_s"] == pytest.approx(6 / 4 * 8e6 * 8 / 800e9 + 2.7e-6, abs=1e-6)
+
+
+def test_a_schedule_is_built_once_for_its_plan_flows_and_bound() -> None:
+    """The same collective asked again (the simulator's plan, the phase's flows, its bound)
+    is the schedule built the first time; another message size is another schedule."""
+    names = [f"server{i}" for i in range(1, 9)]
+    tree = plan.schedule("all_reduce", "tree", names, [], 8_000_000, 2)
+    assert plan.schedule("all_reduce", "tree", tuple(names), (), 8_000_000, 2) is tree
+    other = plan.schedule("all_reduce", "tree", names, [], 4_000_000, 2)
+    assert other is not tree and other.message_bytes == 4_000_000
+    assert tree.algorithm == "tree" and tree.ranks == tuple(names)

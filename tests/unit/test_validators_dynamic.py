@@ -36,12 +36,13 @@ from tests.synthetic import (
 )
 from twin.configs.frr_timers import Detection, neighbours
 from twin.design.graph import remote_subnets
+from twin.lab import directory
 from twin.lab.directory import Lab
 from twin.model.fib import NextHop
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord
 from validators import registry
-from validators.dynamic import bgp_health, failover
+from validators.dynamic import bgp_health, crossing, failover
 from validators.examples import edit_json, generate
 from validators.result import Result, Status
 
@@ -474,6 +475,27 @@ def test_a_fault_no_traffic_crossed_is_not_a_pass(lab: Lab, run: SyntheticRun) -
     convergence = by_scope(check("failover", lab, run.write()))["convergence"]
     assert convergence.status is Status.NOT_OBSERVABLE
     assert convergence.reason == "no fault took anything away: nothing to converge from"
+
+
+def test_a_fault_is_crossed_once_per_run(
+    lab: Lab, run: SyntheticRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`failover` asks which flows crossed a fault for its verdict and for the convergence:
+    the walk is made once per fault and run (the same answer), another fault has its own."""
+    monkeypatch.setattr(directory, "RACY_NS", 0)  # the lab's files kept though just written
+    run.capabilities = sorted(NETNS - {"failover-probes"})
+    run.fault(2.0, "link-down", link="leaf1:spine1", ends=UPLINK)
+    run.fault(2.5, "link-down", link="leaf1:leaf2")
+    run.flows = [flow("server1", "server3"), flow("server3", "server1")]
+    obs = run.write()
+    first, second = obs.run["faults"]
+    seen = crossing.crossed(lab, obs, first, failover.fault_began(first))
+    assert crossing.crossed(lab, obs, first, failover.fault_began(first)) is seen
+    assert len(seen.flows) == 2
+    other = crossing.crossed(lab, obs, second, failover.fault_began(second))
+    assert other is not seen and other.flows == []
+    again = Observations.open(obs.path)  # another run's reading: walked again, the same
+    assert crossing.crossed(lab, again, first, failover.fault_began(first)) == seen
 
 
 def test_failover_fails_black_holed_flows(lab: Lab, run: SyntheticRun) -> None:

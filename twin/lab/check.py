@@ -24,13 +24,14 @@ import bisect
 import functools
 import ipaddress
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import networkx as nx
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from twin.errors import InputError
+from twin.errors import InputError, LabError
 from twin.intent.inputs import CONFIG_BYTES, parse_model, read_json, read_text
 from twin.lab.directory import Lab
 from twin.model.frr import parse_frr
@@ -320,7 +321,7 @@ def _host(
 ) -> None:
     path = lab.path / "configs" / node / "host.json"
     file = str(path)
-    data = read_json(path, CONFIG_BYTES)
+    data = _shared(lab.host, node, path)
     named = parse_model(Identity, data, file)
     own = set(ifmap[node].values())
     for i, nic in enumerate(named.interfaces):
@@ -360,7 +361,7 @@ def _config_db(
 ) -> None:
     path = lab.path / "configs" / node / "config_db.json"
     file = str(path)
-    db = _mapping(read_json(path, CONFIG_BYTES), file, "")
+    db = _mapping(_shared(lab.config_db, node, path), file, "")
     for table, entries in db.items():
         for key, fields in _mapping(entries, file, table).items():
             for field, value in _mapping(fields, file, f"{table}.{key}").items():
@@ -405,6 +406,16 @@ def _config_db(
                     raise InputError(file, f"{table}.{key}", f"overlaps {other_key}")
             held.add(f"{table}.{key}", name, address)
             _claim(addresses, str(address.ip), file, f"{table}.{key}", node)
+
+
+def _shared(read: Callable[[str], Any], node: str, path: Path) -> Any:
+    """A node's config file as the lab's readers share it (`Lab.config_db`, `Lab.host`:
+    parsed once for the check and for them, never changed here); a file that is not there
+    or not a regular file refused as `read_json` says it."""
+    try:
+        return read(node)
+    except LabError:
+        return read_json(path, CONFIG_BYTES)
 
 
 class _Held:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from twin.lab.directory import Lab, redesigned
@@ -46,9 +48,39 @@ def lab_configs(lab: Lab) -> Configs:
     return configs
 
 
+_SHARED = threading.local()
+"""This thread's `sharing` scope: the labs' rendered configs by `id`, with the labs."""
+
+
+@contextmanager
+def sharing() -> Iterator[None]:
+    """Inside, `rendered_configs` renders each `Lab` (its intent read once) once for every
+    caller in this thread (`config_drift` and `intent_values`: 0.9 s of CPU at 1,024
+    servers); dropped at the end, a large lab's rendered configs being hundreds of MB.
+    Callers must not change what it returns."""
+    if getattr(_SHARED, "labs", None) is not None:
+        yield  # an enclosing scope shares
+        return
+    _SHARED.labs = {}
+    try:
+        yield
+    finally:
+        _SHARED.labs = None
+
+
 def rendered_configs(lab: Lab) -> Configs:
     """What the lab's intent renders for every device (designed, like the lab it grew from if
-    it did, and rendered again)."""
+    it did, and rendered again), made once per lab inside `sharing`."""
+    labs: dict[int, tuple[Lab, Configs]] | None = getattr(_SHARED, "labs", None)
+    if labs is None:
+        return _rendered(lab)
+    if id(lab) not in labs:
+        labs[id(lab)] = (lab, _rendered(lab))
+    return labs[id(lab)][1]
+
+
+def _rendered(lab: Lab) -> Configs:
+    """`rendered_configs` made."""
     d = redesigned(lab)
     configs: Configs = {}
     for switch in d.switches():

@@ -19,6 +19,7 @@ from twin import safeio
 from twin.design.headroom import ROCE_HEADERS, ROCE_PAYLOAD
 from twin.errors import InputError, LabError
 from twin.intent.inputs import strict_yaml
+from twin.lab import diff
 from twin.lab.directory import Lab, refuse_links
 from twin.outputs import plots, report
 from twin.scenario.observations import Observations
@@ -103,11 +104,12 @@ def judge_static(
     `static`, every one), by name: they read only the lab's configs, so they can be judged
     while the twin plays and handed to `report_run` as `judged`."""
     chosen = with_static(_given(wanted, defaults), defaults) if static else _given(wanted, defaults)
-    return {
-        name: registry.run_static(lab, [registry.get(name)], {name: given or {}})
-        for name, given in chosen.items()
-        if registry.get(name).kind == "static"
-    }
+    with diff.sharing():
+        return {
+            name: registry.run_static(lab, [registry.get(name)], {name: given or {}})
+            for name, given in chosen.items()
+            if registry.get(name).kind == "static"
+        }
 
 
 def lab_of(run_dir: Path, obs: Observations) -> Lab:
