@@ -98,6 +98,58 @@ static int64_t next_bucket(const EventQueue *q, int64_t from) {
     return -1;
 }
 
+#define DIGIT_LO (CAL_SHIFT / 2) /* the sort's two digits of an event's time in its bucket */
+#define DIGIT_HI (CAL_SHIFT - DIGIT_LO)
+#ifndef SORT_SMALL
+#define SORT_SMALL 16 /* buckets of up to this many events: an insertion sort */
+#endif
+
+/* bucket b's events into cur, in (time, seq) order, its blocks given back. A bucket's events
+ * were written in seq order (the later heap's events it took, in (time, seq) order, all before
+ * the others: they came in at the advance where the calendar first covered it), so a stable sort
+ * by time is the (time, seq) order: an LSD radix sort on the time's low bits, two digits, in
+ * place of pushing each event into a heap and popping it */
+static void take_bucket(EventQueue *q, int64_t b) {
+    int64_t n = 0;
+    for (int32_t k = q->head[b] >> 3, m = q->head[b] & 7; k >= 0; m = CAL_BLOCK) {
+        CalBlock *B = &q->blocks[k];
+        int32_t next = B->next;
+        if (next >= 0) prefetch_block(&q->blocks[next]);
+        if (n + CAL_BLOCK > q->cur_cap) {
+            q->cur_cap = q->cur_cap ? q->cur_cap * 2 : 256;
+            q->cur = realloc(q->cur, (size_t)q->cur_cap * sizeof(Event));
+            q->tmp = realloc(q->tmp, (size_t)q->cur_cap * sizeof(Event));
+        }
+        for (int i = m - 1; i >= 0; i--) q->tmp[n++] = B->ev[i]; /* newest first: reversed below */
+        B->next = q->free;
+        q->free = k;
+        k = next;
+    }
+    q->in_calendar -= n;
+    q->cur_i = 0;
+    q->cur_n = n;
+    if (n <= SORT_SMALL) { /* an insertion sort, oldest first, each after those of its time or before */
+        for (int64_t i = n - 1, j; i >= 0; i--) {
+            Event e = q->tmp[i];
+            for (j = n - 1 - i; j > 0 && q->cur[j - 1].t > e.t; j--) q->cur[j] = q->cur[j - 1];
+            q->cur[j] = e;
+        }
+        return;
+    }
+    int32_t lo[1 << DIGIT_LO] = {0}, hi[1 << DIGIT_HI] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        lo[q->tmp[i].t & ((1 << DIGIT_LO) - 1)]++;
+        hi[(q->tmp[i].t >> DIGIT_LO) & ((1 << DIGIT_HI) - 1)]++;
+    }
+    for (int32_t d = 0, sum = 0; d < 1 << DIGIT_LO; d++) sum += lo[d], lo[d] = sum - lo[d];
+    for (int32_t d = 0, sum = 0; d < 1 << DIGIT_HI; d++) sum += hi[d], hi[d] = sum - hi[d];
+    for (int64_t i = n - 1; i >= 0; i--) q->cur[lo[q->tmp[i].t & ((1 << DIGIT_LO) - 1)]++] = q->tmp[i];
+    for (int64_t i = 0; i < n; i++) q->tmp[hi[(q->cur[i].t >> DIGIT_LO) & ((1 << DIGIT_HI) - 1)]++] = q->cur[i];
+    Event *sorted = q->tmp;
+    q->tmp = q->cur;
+    q->cur = sorted;
+}
+
 /* make the next non-empty stretch of time the current bucket */
 static void advance(EventQueue *q) {
     ps_t start = q->now_end;
@@ -119,16 +171,8 @@ static void advance(EventQueue *q) {
             cal_insert(q, e);
     }
     int64_t b = (start >> CAL_SHIFT) & (CAL_BUCKETS - 1);
-    for (int32_t k = q->head[b] >> 3, n = q->head[b] & 7; k >= 0; n = CAL_BLOCK) {
-        CalBlock *B = &q->blocks[k];
-        int32_t next = B->next;
-        if (next >= 0) prefetch_block(&q->blocks[next]);
-        for (int i = 0; i < n; i++) heap_push(&q->now, B->ev[i]);
-        q->in_calendar -= n;
-        B->next = q->free;
-        q->free = k;
-        k = next;
-    }
+    if (q->head[b] < 0) return; /* the later events only */
+    take_bucket(q, b);
     q->head[b] = -1;
     q->bits[b >> 6] &= ~(1ULL << (b & 63));
     /* the next bucket's first block, written long ago, is fetched while this one's events run
@@ -142,9 +186,9 @@ static void advance(EventQueue *q) {
 /* the ports and packets of a bucket's events, fetched as it becomes the current one: most of
  * an event's time on a large fabric was the misses on them */
 static void prefetch_bucket(const Sim *s) {
-    const Heap *h = &s->evq.now;
-    for (int64_t i = 0; i < h->n; i++) {
-        const Event *e = &h->ev[i];
+    const EventQueue *q = &s->evq;
+    for (int64_t i = q->cur_i; i < q->cur_n; i++) {
+        const Event *e = &q->cur[i];
         if (e->type == EV_ARRIVE) __builtin_prefetch(&s->pkts[e->b]);
         if (e->type == EV_ARRIVE || e->type == EV_TX_DONE) __builtin_prefetch(&s->ports[e->a]);
         if (e->type == EV_TX_DONE) __builtin_prefetch(&s->ports[e->a].active); /* a NIC's flows */
@@ -153,12 +197,22 @@ static void prefetch_bucket(const Sim *s) {
 
 int ev_next(Sim *s, ps_t until, Event *out) {
     EventQueue *q = &s->evq;
-    if (q->now.n == 0 && q->count > 0) {
-        while (q->now.n == 0 && q->count > 0) advance(q);
+    if (q->cur_i == q->cur_n && q->now.n == 0 && q->count > 0) {
+        while (q->cur_i == q->cur_n && q->now.n == 0 && q->count > 0) advance(q);
         prefetch_bucket(s);
     }
-    if (q->now.n == 0 || q->now.ev[0].t > until) return 0;
-    *out = heap_pop(&q->now);
+    const Event *e = ev_peek(q);
+    if (!e || e->t > until) return 0;
+    if (e == &q->cur[q->cur_i])
+        *out = q->cur[q->cur_i++];
+    else
+        *out = heap_pop(&q->now);
+#ifdef EVQ_CHECK
+    static ps_t last_t = -1;
+    static uint64_t last_seq = 0;
+    if (out->t < last_t || (out->t == last_t && out->seq <= last_seq)) abort();
+    last_t = out->t, last_seq = out->seq;
+#endif
     q->count--;
     return 1;
 }
@@ -175,6 +229,8 @@ void evq_free(EventQueue *q) {
     free(q->head);
     free(q->bits);
     free(q->blocks);
+    free(q->cur);
+    free(q->tmp);
     free(q->now.ev);
     free(q->later.ev);
 }

@@ -86,6 +86,8 @@ typedef struct { /* a calendar bucket's events, CAL_BLOCK to a block (all of the
 #define CAL_WORDS (CAL_BUCKETS / 64)
 
 typedef struct { /* see eventq.c */
+    Event *cur, *tmp; /* the current bucket's events, sorted; tmp: the sort's other half */
+    int64_t cur_i, cur_n, cur_cap; /* the next one to run, how many, room */
     Heap now, later;
     ps_t now_end;     /* end of the bucket being drained */
     int32_t *head;    /* per bucket: the block being filled << 3 | its events, -1 if empty */
@@ -384,6 +386,13 @@ typedef struct {
 } Sim;
 
 /* eventq.c */
+/* the earliest event, or NULL if none is in the current bucket (a hint for prefetches) */
+static inline const Event *ev_peek(const EventQueue *q) {
+    const Event *c = q->cur_i < q->cur_n ? &q->cur[q->cur_i] : NULL;
+    if (q->now.n == 0) return c;
+    const Event *h = &q->now.ev[0];
+    return c && (c->t < h->t || (c->t == h->t && c->seq < h->seq)) ? c : h;
+}
 void ev_push(Sim *s, ps_t t, int type, int a, int b, int c);
 int ev_next(Sim *s, ps_t until, Event *out); /* the earliest event if not after until */
 void evq_init(EventQueue *q);
