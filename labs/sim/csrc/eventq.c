@@ -50,11 +50,11 @@ static Event heap_pop(Heap *h) {
 #define CAL_WIDTH ((ps_t)1 << CAL_SHIFT)
 #define CAL_SPAN (CAL_WIDTH * CAL_BUCKETS)
 
-/* put an event in its calendar bucket (its time is within the calendar's span) */
-static void cal_insert(EventQueue *q, Event e) {
-    int64_t b = (e.t >> CAL_SHIFT) & (CAL_BUCKETS - 1);
+/* the slot of a new event at time t in its calendar bucket (t is within the calendar's span) */
+static inline Event *cal_slot(EventQueue *q, ps_t t) {
+    int64_t b = (t >> CAL_SHIFT) & (CAL_BUCKETS - 1);
     /* the block being filled and its count, both from head[]: the block is written, not read */
-    int32_t head = q->head[b], k = head >> 3, n = head & 7;
+    int32_t head = q->head[b], k = head >> CAL_BLOCK_BITS, n = head & CAL_BLOCK;
     if (head < 0 || n == CAL_BLOCK) {
         if (q->free < 0)
             q->blocks = pool_grow(q->blocks, sizeof(CalBlock), offsetof(CalBlock, next), &q->cap, &q->free, 256);
@@ -65,9 +65,9 @@ static void cal_insert(EventQueue *q, Event e) {
         k = fresh;
         n = 0;
     }
-    q->blocks[k].ev[n] = e;
-    q->head[b] = k << 3 | (n + 1);
+    q->head[b] = k << CAL_BLOCK_BITS | (n + 1);
     q->in_calendar++;
+    return &q->blocks[k].ev[n];
 }
 
 static void prefetch_block(const CalBlock *B) {
@@ -76,14 +76,13 @@ static void prefetch_block(const CalBlock *B) {
 
 void ev_push(Sim *s, ps_t t, int type, int a, int b, int c) {
     EventQueue *q = &s->evq;
-    Event e = {t, s->seq++, type, a, b, c};
-    if (t < q->now_end)
-        heap_push(&q->now, e);
-    else if (t < q->now_end - CAL_WIDTH + CAL_SPAN)
-        cal_insert(q, e);
-    else
-        heap_push(&q->later, e);
     q->count++;
+    if (t >= q->now_end && t < q->now_end - CAL_WIDTH + CAL_SPAN) { /* written in place (the most) */
+        Event *e = cal_slot(q, t);
+        e->t = t, e->seq = s->seq++, e->type = type, e->a = a, e->b = b, e->c = c;
+        return;
+    }
+    heap_push(t < q->now_end ? &q->now : &q->later, (Event){t, s->seq++, type, a, b, c});
 }
 
 /* the first non-empty bucket at or after bucket `from`, cyclically; -1 if none */
@@ -111,7 +110,7 @@ static int64_t next_bucket(const EventQueue *q, int64_t from) {
  * place of pushing each event into a heap and popping it */
 static void take_bucket(EventQueue *q, int64_t b) {
     int64_t n = 0;
-    for (int32_t k = q->head[b] >> 3, m = q->head[b] & 7; k >= 0; m = CAL_BLOCK) {
+    for (int32_t k = q->head[b] >> CAL_BLOCK_BITS, m = q->head[b] & CAL_BLOCK; k >= 0; m = CAL_BLOCK) {
         CalBlock *B = &q->blocks[k];
         int32_t next = B->next;
         if (next >= 0) prefetch_block(&q->blocks[next]);
@@ -168,7 +167,7 @@ static void advance(EventQueue *q) {
         if (e.t < q->now_end)
             heap_push(&q->now, e);
         else
-            cal_insert(q, e);
+            *cal_slot(q, e.t) = e;
     }
     int64_t b = (start >> CAL_SHIFT) & (CAL_BUCKETS - 1);
     if (q->head[b] < 0) return; /* the later events only */
@@ -179,27 +178,23 @@ static void advance(EventQueue *q) {
      * (reading the calendar was most of ev_next's time at 1,024 servers) */
     if (q->in_calendar > 0) {
         int64_t next = next_bucket(q, (b + 1) & (CAL_BUCKETS - 1));
-        if (next >= 0) prefetch_block(&q->blocks[q->head[next] >> 3]);
+        if (next >= 0) prefetch_block(&q->blocks[q->head[next] >> CAL_BLOCK_BITS]);
     }
 }
 
-/* the ports and packets of a bucket's events, fetched as it becomes the current one: most of
- * an event's time on a large fabric was the misses on them */
-static void prefetch_bucket(const Sim *s) {
-    const EventQueue *q = &s->evq;
-    for (int64_t i = q->cur_i; i < q->cur_n; i++) {
-        const Event *e = &q->cur[i];
-        if (e->type == EV_ARRIVE) __builtin_prefetch(&s->pkts[e->b]);
-        if (e->type == EV_ARRIVE || e->type == EV_TX_DONE) __builtin_prefetch(&s->ports[e->a]);
-        if (e->type == EV_TX_DONE) __builtin_prefetch(&s->ports[e->a].active); /* a NIC's flows */
-    }
+/* what an event reads first, its port (first line) and packet, and for a frame's end the port's
+ * line with a NIC's flows: most of an event's time on a large fabric was the misses on them */
+static inline void prefetch_event(const Sim *s, const Event *e) {
+    if (e->type == EV_ARRIVE) __builtin_prefetch(&s->pkts[e->b]);
+    if (e->type == EV_ARRIVE || e->type == EV_TX_DONE) __builtin_prefetch(&s->ports[e->a]);
+    if (e->type == EV_TX_DONE) __builtin_prefetch(&s->ports[e->a].active); /* a NIC's flows */
 }
 
 int ev_next(Sim *s, ps_t until, Event *out) {
     EventQueue *q = &s->evq;
     if (q->cur_i == q->cur_n && q->now.n == 0 && q->count > 0) {
         while (q->cur_i == q->cur_n && q->now.n == 0 && q->count > 0) advance(q);
-        prefetch_bucket(s);
+        for (int64_t i = 0; i < q->cur_n; i++) prefetch_event(s, &q->cur[i]); /* the bucket's, at once */
     }
     const Event *e = ev_peek(q);
     if (!e || e->t > until) return 0;

@@ -74,7 +74,10 @@ typedef struct {
     int64_t n, cap;
 } Heap;
 
-#define CAL_BLOCK 7 /* events per block of a calendar bucket */
+#ifndef CAL_BLOCK_BITS
+#define CAL_BLOCK_BITS 4
+#endif
+#define CAL_BLOCK ((1 << CAL_BLOCK_BITS) - 1) /* events per block of a calendar bucket */
 
 typedef struct { /* a calendar bucket's events, CAL_BLOCK to a block (all of them but in its first) */
     Event ev[CAL_BLOCK];
@@ -90,7 +93,7 @@ typedef struct { /* see eventq.c */
     int64_t cur_i, cur_n, cur_cap; /* the next one to run, how many, room */
     Heap now, later;
     ps_t now_end;     /* end of the bucket being drained */
-    int32_t *head;    /* per bucket: the block being filled << 3 | its events, -1 if empty */
+    int32_t *head;    /* per bucket: the block being filled << CAL_BLOCK_BITS | its events, -1 if empty */
     uint64_t *bits;   /* per bucket: non-empty */
     CalBlock *blocks;
     int32_t free, cap;
