@@ -2,9 +2,10 @@
  *
  * A calendar of CAL_BUCKETS buckets of 2^CAL_SHIFT ps covers the next ~67 us; a bucket is an
  * unsorted list of blocks of CAL_BLOCK events (a bucket holds dozens of events on a large fabric:
- * read a block at a time, not an event at a time through links), found by a bitmap. The bucket being drained is a small 4-ary heap ("now"),
- * and events beyond the calendar wait in another 4-ary heap ("later") until the calendar
- * reaches them. Packet events cluster within a few microseconds, so the heaps stay tiny.
+ * read a block at a time, not an event at a time through links), found by a bitmap. The bucket
+ * being drained is sorted once into an array ("cur") run in order; events made for it while it
+ * runs go to a small 4-ary heap ("now"), the earlier of the two heads running first. Events
+ * beyond the calendar wait in another 4-ary heap ("later") until the calendar reaches them.
  */
 #include "sim.h"
 
@@ -99,9 +100,7 @@ static int64_t next_bucket(const EventQueue *q, int64_t from) {
 
 #define DIGIT_LO (CAL_SHIFT / 2) /* the sort's two digits of an event's time in its bucket */
 #define DIGIT_HI (CAL_SHIFT - DIGIT_LO)
-#ifndef SORT_SMALL
 #define SORT_SMALL 16 /* buckets of up to this many events: an insertion sort */
-#endif
 
 /* bucket b's events into cur, in (time, seq) order, its blocks given back. A bucket's events
  * were written in seq order (the later heap's events it took, in (time, seq) order, all before
@@ -202,12 +201,6 @@ int ev_next(Sim *s, ps_t until, Event *out) {
         *out = q->cur[q->cur_i++];
     else
         *out = heap_pop(&q->now);
-#ifdef EVQ_CHECK
-    static ps_t last_t = -1;
-    static uint64_t last_seq = 0;
-    if (out->t < last_t || (out->t == last_t && out->seq <= last_seq)) abort();
-    last_t = out->t, last_seq = out->seq;
-#endif
     q->count--;
     return 1;
 }

@@ -74,10 +74,8 @@ typedef struct {
     int64_t n, cap;
 } Heap;
 
-#ifndef CAL_BLOCK_BITS
-#define CAL_BLOCK_BITS 4
-#endif
-#define CAL_BLOCK ((1 << CAL_BLOCK_BITS) - 1) /* events per block of a calendar bucket */
+#define CAL_BLOCK_BITS 4 /* a bucket's head holds its block's count in these bits */
+#define CAL_BLOCK ((1 << CAL_BLOCK_BITS) - 1) /* events per block of a calendar bucket: 15 */
 
 typedef struct { /* a calendar bucket's events, CAL_BLOCK to a block (all of them but in its first) */
     Event ev[CAL_BLOCK];
@@ -91,7 +89,7 @@ typedef struct { /* a calendar bucket's events, CAL_BLOCK to a block (all of the
 typedef struct { /* see eventq.c */
     Event *cur, *tmp; /* the current bucket's events, sorted; tmp: the sort's other half */
     int64_t cur_i, cur_n, cur_cap; /* the next one to run, how many, room */
-    Heap now, later;
+    Heap now, later;  /* now: events made for the current bucket while it runs */
     ps_t now_end;     /* end of the bucket being drained */
     int32_t *head;    /* per bucket: the block being filled << CAL_BLOCK_BITS | its events, -1 if empty */
     uint64_t *bits;   /* per bucket: non-empty */
