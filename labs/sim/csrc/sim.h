@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* what the core's files share is hidden from the library's users (they call api.c's sim_*):
+ * calls between the files go straight, not through the PLT */
+#pragma GCC visibility push(hidden)
+
 #define NPRIO 8
 #define T_INF INT64_MAX
 #define PFC_FRAME_BYTES 84 /* 64 B frame + preamble + IFG */
@@ -484,5 +488,7 @@ static inline int port_paused(const Sim *s, const Port *p, int prio) {
 static inline int queue_ready(const Sim *s, const Port *P, int q) {
     return P->lane[q].count > 0 && !port_paused(s, P, P->lane[q].head_prio);
 }
+
+#pragma GCC visibility pop
 
 #endif
