@@ -105,8 +105,8 @@ static int64_t next_bucket(const EventQueue *q, int64_t from) {
 /* bucket b's events into cur, in (time, seq) order, its blocks given back. A bucket's events
  * were written in seq order (the later heap's events it took, in (time, seq) order, all before
  * the others: they came in at the advance where the calendar first covered it), so a stable sort
- * by time is the (time, seq) order: an LSD radix sort on the time's low bits, two digits, in
- * place of pushing each event into a heap and popping it */
+ * by time is the (time, seq) order: an insertion sort of a few, else an LSD radix sort of the
+ * time's low bits in two digits, in place of pushing each event into a heap and popping it */
 static void take_bucket(EventQueue *q, int64_t b) {
     int64_t n = 0;
     for (int32_t k = q->head[b] >> CAL_BLOCK_BITS, m = q->head[b] & CAL_BLOCK; k >= 0; m = CAL_BLOCK) {
