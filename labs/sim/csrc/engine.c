@@ -317,8 +317,8 @@ static void on_arrive(Sim *s, int port, int pk) {
  * eventq.c), fetched while this one runs: at a switch its ingress PG and egress port, at a
  * host the packet's flow (a hint: the next event may yet be another) */
 static inline void prefetch_next(const Sim *s) {
-    if (s->evq.now.n == 0) return;
-    const Event *n = &s->evq.now.ev[0];
+    const Event *n = ev_peek(&s->evq);
+    if (!n) return;
     const Port *P = &s->ports[n->a];
     if (n->type == EV_TX_DONE && !s->nodes[P->node].is_switch) { /* its round robin's entries */
         for (int i = 0; i < P->n_active; i += 64 / sizeof(Active)) __builtin_prefetch(&P->active[i]);

@@ -2,9 +2,10 @@
  *
  * A calendar of CAL_BUCKETS buckets of 2^CAL_SHIFT ps covers the next ~67 us; a bucket is an
  * unsorted list of blocks of CAL_BLOCK events (a bucket holds dozens of events on a large fabric:
- * read a block at a time, not an event at a time through links), found by a bitmap. The bucket being drained is a small 4-ary heap ("now"),
- * and events beyond the calendar wait in another 4-ary heap ("later") until the calendar
- * reaches them. Packet events cluster within a few microseconds, so the heaps stay tiny.
+ * read a block at a time, not an event at a time through links), found by a bitmap. The bucket
+ * being drained is sorted once into an array ("cur") run in order; events made for it while it
+ * runs go to a small 4-ary heap ("now"), the earlier of the two heads running first. Events
+ * beyond the calendar wait in another 4-ary heap ("later") until the calendar reaches them.
  */
 #include "sim.h"
 
@@ -50,11 +51,11 @@ static Event heap_pop(Heap *h) {
 #define CAL_WIDTH ((ps_t)1 << CAL_SHIFT)
 #define CAL_SPAN (CAL_WIDTH * CAL_BUCKETS)
 
-/* put an event in its calendar bucket (its time is within the calendar's span) */
-static void cal_insert(EventQueue *q, Event e) {
-    int64_t b = (e.t >> CAL_SHIFT) & (CAL_BUCKETS - 1);
+/* the slot of a new event at time t in its calendar bucket (t is within the calendar's span) */
+static inline Event *cal_slot(EventQueue *q, ps_t t) {
+    int64_t b = (t >> CAL_SHIFT) & (CAL_BUCKETS - 1);
     /* the block being filled and its count, both from head[]: the block is written, not read */
-    int32_t head = q->head[b], k = head >> 3, n = head & 7;
+    int32_t head = q->head[b], k = head >> CAL_BLOCK_BITS, n = head & CAL_BLOCK;
     if (head < 0 || n == CAL_BLOCK) {
         if (q->free < 0)
             q->blocks = pool_grow(q->blocks, sizeof(CalBlock), offsetof(CalBlock, next), &q->cap, &q->free, 256);
@@ -65,9 +66,9 @@ static void cal_insert(EventQueue *q, Event e) {
         k = fresh;
         n = 0;
     }
-    q->blocks[k].ev[n] = e;
-    q->head[b] = k << 3 | (n + 1);
+    q->head[b] = k << CAL_BLOCK_BITS | (n + 1);
     q->in_calendar++;
+    return &q->blocks[k].ev[n];
 }
 
 static void prefetch_block(const CalBlock *B) {
@@ -76,14 +77,13 @@ static void prefetch_block(const CalBlock *B) {
 
 void ev_push(Sim *s, ps_t t, int type, int a, int b, int c) {
     EventQueue *q = &s->evq;
-    Event e = {t, s->seq++, type, a, b, c};
-    if (t < q->now_end)
-        heap_push(&q->now, e);
-    else if (t < q->now_end - CAL_WIDTH + CAL_SPAN)
-        cal_insert(q, e);
-    else
-        heap_push(&q->later, e);
     q->count++;
+    if (t >= q->now_end && t < q->now_end - CAL_WIDTH + CAL_SPAN) { /* written in place (the most) */
+        Event *e = cal_slot(q, t);
+        e->t = t, e->seq = s->seq++, e->type = type, e->a = a, e->b = b, e->c = c;
+        return;
+    }
+    heap_push(t < q->now_end ? &q->now : &q->later, (Event){t, s->seq++, type, a, b, c});
 }
 
 /* the first non-empty bucket at or after bucket `from`, cyclically; -1 if none */
@@ -96,6 +96,56 @@ static int64_t next_bucket(const EventQueue *q, int64_t from) {
         if (bits) return w * 64 + __builtin_ctzll(bits);
     }
     return -1;
+}
+
+#define DIGIT_LO (CAL_SHIFT / 2) /* the sort's two digits of an event's time in its bucket */
+#define DIGIT_HI (CAL_SHIFT - DIGIT_LO)
+#define SORT_SMALL 16 /* buckets of up to this many events: an insertion sort */
+
+/* bucket b's events into cur, in (time, seq) order, its blocks given back. A bucket's events
+ * were written in seq order (the later heap's events it took, in (time, seq) order, all before
+ * the others: they came in at the advance where the calendar first covered it), so a stable sort
+ * by time is the (time, seq) order: an insertion sort of a few, else an LSD radix sort of the
+ * time's low bits in two digits, in place of pushing each event into a heap and popping it */
+static void take_bucket(EventQueue *q, int64_t b) {
+    int64_t n = 0;
+    for (int32_t k = q->head[b] >> CAL_BLOCK_BITS, m = q->head[b] & CAL_BLOCK; k >= 0; m = CAL_BLOCK) {
+        CalBlock *B = &q->blocks[k];
+        int32_t next = B->next;
+        if (next >= 0) prefetch_block(&q->blocks[next]);
+        if (n + CAL_BLOCK > q->cur_cap) {
+            q->cur_cap = q->cur_cap ? q->cur_cap * 2 : 256;
+            q->cur = realloc(q->cur, (size_t)q->cur_cap * sizeof(Event));
+            q->tmp = realloc(q->tmp, (size_t)q->cur_cap * sizeof(Event));
+        }
+        for (int i = m - 1; i >= 0; i--) q->tmp[n++] = B->ev[i]; /* newest first: reversed below */
+        B->next = q->free;
+        q->free = k;
+        k = next;
+    }
+    q->in_calendar -= n;
+    q->cur_i = 0;
+    q->cur_n = n;
+    if (n <= SORT_SMALL) { /* an insertion sort, oldest first, each after those of its time or before */
+        for (int64_t i = n - 1, j; i >= 0; i--) {
+            Event e = q->tmp[i];
+            for (j = n - 1 - i; j > 0 && q->cur[j - 1].t > e.t; j--) q->cur[j] = q->cur[j - 1];
+            q->cur[j] = e;
+        }
+        return;
+    }
+    int32_t lo[1 << DIGIT_LO] = {0}, hi[1 << DIGIT_HI] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        lo[q->tmp[i].t & ((1 << DIGIT_LO) - 1)]++;
+        hi[(q->tmp[i].t >> DIGIT_LO) & ((1 << DIGIT_HI) - 1)]++;
+    }
+    for (int32_t d = 0, sum = 0; d < 1 << DIGIT_LO; d++) sum += lo[d], lo[d] = sum - lo[d];
+    for (int32_t d = 0, sum = 0; d < 1 << DIGIT_HI; d++) sum += hi[d], hi[d] = sum - hi[d];
+    for (int64_t i = n - 1; i >= 0; i--) q->cur[lo[q->tmp[i].t & ((1 << DIGIT_LO) - 1)]++] = q->tmp[i];
+    for (int64_t i = 0; i < n; i++) q->tmp[hi[(q->cur[i].t >> DIGIT_LO) & ((1 << DIGIT_HI) - 1)]++] = q->cur[i];
+    Event *sorted = q->tmp;
+    q->tmp = q->cur;
+    q->cur = sorted;
 }
 
 /* make the next non-empty stretch of time the current bucket */
@@ -116,49 +166,41 @@ static void advance(EventQueue *q) {
         if (e.t < q->now_end)
             heap_push(&q->now, e);
         else
-            cal_insert(q, e);
+            *cal_slot(q, e.t) = e;
     }
     int64_t b = (start >> CAL_SHIFT) & (CAL_BUCKETS - 1);
-    for (int32_t k = q->head[b] >> 3, n = q->head[b] & 7; k >= 0; n = CAL_BLOCK) {
-        CalBlock *B = &q->blocks[k];
-        int32_t next = B->next;
-        if (next >= 0) prefetch_block(&q->blocks[next]);
-        for (int i = 0; i < n; i++) heap_push(&q->now, B->ev[i]);
-        q->in_calendar -= n;
-        B->next = q->free;
-        q->free = k;
-        k = next;
-    }
+    if (q->head[b] < 0) return; /* the later events only */
+    take_bucket(q, b);
     q->head[b] = -1;
     q->bits[b >> 6] &= ~(1ULL << (b & 63));
     /* the next bucket's first block, written long ago, is fetched while this one's events run
      * (reading the calendar was most of ev_next's time at 1,024 servers) */
     if (q->in_calendar > 0) {
         int64_t next = next_bucket(q, (b + 1) & (CAL_BUCKETS - 1));
-        if (next >= 0) prefetch_block(&q->blocks[q->head[next] >> 3]);
+        if (next >= 0) prefetch_block(&q->blocks[q->head[next] >> CAL_BLOCK_BITS]);
     }
 }
 
-/* the ports and packets of a bucket's events, fetched as it becomes the current one: most of
- * an event's time on a large fabric was the misses on them */
-static void prefetch_bucket(const Sim *s) {
-    const Heap *h = &s->evq.now;
-    for (int64_t i = 0; i < h->n; i++) {
-        const Event *e = &h->ev[i];
-        if (e->type == EV_ARRIVE) __builtin_prefetch(&s->pkts[e->b]);
-        if (e->type == EV_ARRIVE || e->type == EV_TX_DONE) __builtin_prefetch(&s->ports[e->a]);
-        if (e->type == EV_TX_DONE) __builtin_prefetch(&s->ports[e->a].active); /* a NIC's flows */
-    }
+/* what an event reads first, its port (first line) and packet, and for a frame's end the port's
+ * line with a NIC's flows: most of an event's time on a large fabric was the misses on them */
+static inline void prefetch_event(const Sim *s, const Event *e) {
+    if (e->type == EV_ARRIVE) __builtin_prefetch(&s->pkts[e->b]);
+    if (e->type == EV_ARRIVE || e->type == EV_TX_DONE) __builtin_prefetch(&s->ports[e->a]);
+    if (e->type == EV_TX_DONE) __builtin_prefetch(&s->ports[e->a].active); /* a NIC's flows */
 }
 
 int ev_next(Sim *s, ps_t until, Event *out) {
     EventQueue *q = &s->evq;
-    if (q->now.n == 0 && q->count > 0) {
-        while (q->now.n == 0 && q->count > 0) advance(q);
-        prefetch_bucket(s);
+    if (q->cur_i == q->cur_n && q->now.n == 0 && q->count > 0) {
+        while (q->cur_i == q->cur_n && q->now.n == 0 && q->count > 0) advance(q);
+        for (int64_t i = 0; i < q->cur_n; i++) prefetch_event(s, &q->cur[i]); /* the bucket's, at once */
     }
-    if (q->now.n == 0 || q->now.ev[0].t > until) return 0;
-    *out = heap_pop(&q->now);
+    const Event *e = ev_peek(q);
+    if (!e || e->t > until) return 0;
+    if (e == &q->cur[q->cur_i])
+        *out = q->cur[q->cur_i++];
+    else
+        *out = heap_pop(&q->now);
     q->count--;
     return 1;
 }
@@ -175,6 +217,8 @@ void evq_free(EventQueue *q) {
     free(q->head);
     free(q->bits);
     free(q->blocks);
+    free(q->cur);
+    free(q->tmp);
     free(q->now.ev);
     free(q->later.ev);
 }

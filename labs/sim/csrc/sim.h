@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* what the core's files share is hidden from the library's users (they call api.c's sim_*):
+ * calls between the files go straight, not through the PLT */
+#pragma GCC visibility push(hidden)
+
 #define NPRIO 8
 #define T_INF INT64_MAX
 #define PFC_FRAME_BYTES 84 /* 64 B frame + preamble + IFG */
@@ -74,7 +78,8 @@ typedef struct {
     int64_t n, cap;
 } Heap;
 
-#define CAL_BLOCK 7 /* events per block of a calendar bucket */
+#define CAL_BLOCK_BITS 4 /* a bucket's head holds its block's count in these bits */
+#define CAL_BLOCK ((1 << CAL_BLOCK_BITS) - 1) /* events per block of a calendar bucket: 15 */
 
 typedef struct { /* a calendar bucket's events, CAL_BLOCK to a block (all of them but in its first) */
     Event ev[CAL_BLOCK];
@@ -86,9 +91,11 @@ typedef struct { /* a calendar bucket's events, CAL_BLOCK to a block (all of the
 #define CAL_WORDS (CAL_BUCKETS / 64)
 
 typedef struct { /* see eventq.c */
-    Heap now, later;
+    Event *cur, *tmp; /* the current bucket's events, sorted; tmp: the sort's other half */
+    int64_t cur_i, cur_n, cur_cap; /* the next one to run, how many, room */
+    Heap now, later;  /* now: events made for the current bucket while it runs */
     ps_t now_end;     /* end of the bucket being drained */
-    int32_t *head;    /* per bucket: the block being filled << 3 | its events, -1 if empty */
+    int32_t *head;    /* per bucket: the block being filled << CAL_BLOCK_BITS | its events, -1 if empty */
     uint64_t *bits;   /* per bucket: non-empty */
     CalBlock *blocks;
     int32_t free, cap;
@@ -384,6 +391,13 @@ typedef struct {
 } Sim;
 
 /* eventq.c */
+/* the earliest event, or NULL if none is in the current bucket (a hint for prefetches) */
+static inline const Event *ev_peek(const EventQueue *q) {
+    const Event *c = q->cur_i < q->cur_n ? &q->cur[q->cur_i] : NULL;
+    if (q->now.n == 0) return c;
+    const Event *h = &q->now.ev[0];
+    return c && (c->t < h->t || (c->t == h->t && c->seq < h->seq)) ? c : h;
+}
 void ev_push(Sim *s, ps_t t, int type, int a, int b, int c);
 int ev_next(Sim *s, ps_t until, Event *out); /* the earliest event if not after until */
 void evq_init(EventQueue *q);
@@ -474,5 +488,7 @@ static inline int port_paused(const Sim *s, const Port *p, int prio) {
 static inline int queue_ready(const Sim *s, const Port *P, int q) {
     return P->lane[q].count > 0 && !port_paused(s, P, P->lane[q].head_prio);
 }
+
+#pragma GCC visibility pop
 
 #endif
