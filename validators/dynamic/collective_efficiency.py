@@ -156,6 +156,24 @@ def slowdown(shares: list[Shares]) -> float:
     return 1 / (1 - most) if most < 1 else math.inf
 
 
+def credited(times: list[float], factors: list[float]) -> list[float]:
+    """Each iteration's time as judged: one beside phases that may slow it by `factor` is
+    credited up to that slowdown, down to the median of the iterations beside none, never
+    below it (a slowdown that did not happen is not a gain) nor above its own time; without
+    such iterations, its time / factor.
+
+    >>> credited([1.0, 1.0, 1.05, 1.6, 3.0], [1.0, 1.0, 2.0, 2.0, 2.0])
+    [1.0, 1.0, 1.0, 1.0, 1.5]
+    >>> credited([0.9, 2.0], [2.0, 2.0])
+    [0.45, 1.0]
+    """
+    alone = [t for t, k in zip(times, factors, strict=True) if k == 1.0]
+    if not alone:
+        return [t / k for t, k in zip(times, factors, strict=True)]
+    typical = statistics.median(alone)
+    return [min(t, max(t / k, typical)) for t, k in zip(times, factors, strict=True)]
+
+
 def _spans(start: float, times: list[float | None]) -> list[tuple[float, float] | None]:
     """Each iteration's (start, end), run back to back from `start`; None from the first
     that never finished on.
@@ -204,7 +222,7 @@ def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
         cuts = cut_off(lab, obs, ranks)
         beside = shared_nics(lab, obs, label)
         spans = _spans(float(phase["start"]), [t and t / scale for t in it["times_s"]])
-        times, judged, cut, shared = [], [], [], {}
+        times, slowdowns, cut, shared = [], [], [], {}
         for t, span in zip(it["times_s"], spans, strict=True):
             hit = [s for lo, hi, s in cuts if span and lo < span[1] and span[0] < hi]
             near = [(s, k) for lo, hi, s, k in beside if span and lo < span[1] and span[0] < hi]
@@ -215,8 +233,9 @@ def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
                 ]
             elif t is not None:
                 times.append(t)
-                judged.append(t / factor)
+                slowdowns.append(factor)
                 shared.update({s: slowdown([k]) for s, k in near})
+        judged = credited(times, slowdowns)
         left_out = ""
         if cut:
             who = ", ".join(sorted(set(cut)))
@@ -227,7 +246,7 @@ def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
             results.append(Result(NAME, scope, Status.NOT_OBSERVABLE, why, {"cut_off": len(cut)}))
             continue
         mean, judged_mean = statistics.fmean(times), statistics.fmean(judged)
-        beside_n = sum(a != b for a, b in zip(times, judged, strict=True))
+        beside_n = sum(k > 1 for k in slowdowns)
         std = statistics.pstdev(judged)
         p50, p99 = percentile(judged, 0.5), percentile(judged, 0.99)
         kind = Collective(it["kind"]) if it["kind"] in set(Collective) else Collective.ALL_REDUCE
@@ -250,7 +269,8 @@ def check(lab: Lab, obs: Observations, given: Params) -> list[Result]:
         factors = ", ".join(f"{s} {k:.2f}x" for s, k in sorted(shared.items()))
         over = (
             f" ({beside_n} iteration{'s' * (beside_n > 1)} beside {factors} on the "
-            "ranks' NICs, judged at their time / the slowdown of those beside each)"
+            "ranks' NICs, judged at their time / the slowdown of those beside each, not "
+            "below the others' median)"
             if beside_n
             else ""
         )
