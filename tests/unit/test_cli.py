@@ -303,3 +303,32 @@ def test_completion_reads_a_labs_design_without_following_a_link(tmp_path: Path)
     with (real / "design.json").open("a") as big:  # still JSON: trailing white space
         big.write(" " * completion.DESIGN_BYTES)
     assert completion.names(real, links=False) == []
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_run_plays_without_the_collector_and_puts_it_back(
+    monkeypatch: pytest.MonkeyPatch, enabled: bool
+) -> None:
+    """`twin run` turns Python's collector off from the lab's load to its verdict (its objects
+    live to the end), and leaves it as it found it, even when the run fails."""
+    import argparse
+    import gc
+
+    from twin.cli.verbs import run
+
+    seen: list[bool] = []
+
+    def opened(args: argparse.Namespace) -> int:
+        seen.append(gc.isenabled())
+        raise RuntimeError("the run failed")
+
+    monkeypatch.setattr(run, "_opened", opened)
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        with pytest.raises(RuntimeError):
+            run.run(argparse.Namespace())
+        assert seen == [False]
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
