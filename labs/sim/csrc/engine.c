@@ -276,6 +276,7 @@ static void on_link(Sim *s, int link, int up) {
         Port *P = &s->ports[ends[i]];
         if (P->up != up) s->ports_down += up ? -1 : 1;
         P->up = s->port_up[ends[i]] = (uint8_t)up;
+        s->ahead.pk = -1;
         if (up) continue;
         for (int prio = 0; prio < NPRIO; prio++) {
             if (P->lane[prio].pause_until > s->now) P->lane[prio].pause_until = s->now;
@@ -314,9 +315,10 @@ static void on_arrive(Sim *s, int port, int pk) {
 }
 
 /* what the next event's arrival reads beyond its port and packet (fetched with its bucket:
- * eventq.c), fetched while this one runs: at a switch its ingress PG and egress port, at a
- * host the packet's flow (a hint: the next event may yet be another) */
-static inline void prefetch_next(const Sim *s) {
+ * eventq.c), fetched while this one runs: at a switch its ingress PG and egress port (the
+ * route taken is kept for it: Sim.ahead), at a host the packet's flow (a hint: the next event
+ * may yet be another) */
+static inline void prefetch_next(Sim *s) {
     const Event *n = ev_peek(&s->evq);
     if (!n) return;
     const Port *P = &s->ports[n->a];
@@ -341,8 +343,11 @@ static inline void prefetch_next(const Sim *s) {
 /* run events up to time `until` (inclusive); returns 1 when the run is over */
 int sim_step_all(Sim *s, ps_t until) {
     Event e;
+    s->ahead.pk = -1;
     while (!s->stopped) {
         if (!ev_next(s, until, &e)) return s->evq.count == 0;
+        s->taken = s->ahead; /* taken for this event if it was the one peeked at */
+        s->ahead.pk = -1;
         prefetch_next(s);
         s->now = e.t;
         s->n_events++;
@@ -387,6 +392,7 @@ int sim_step_all(Sim *s, ps_t until) {
             break;
         case EV_ROUTES:
             s->rt = s->tables[e.a];
+            s->ahead.pk = -1;
             break;
         case EV_RATE:
             on_rate(s, e.a, s->rates[e.b]);

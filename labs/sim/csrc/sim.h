@@ -295,6 +295,10 @@ typedef struct {
 
 #define ROUTE_COUNT_BITS 10 /* a route cell: offset into nh << ROUTE_COUNT_BITS | count (labs.sim.routing) */
 
+typedef struct { /* an arrival's egress port, as switch_prefetch took its route ahead of it */
+    int32_t port, pk, egress; /* packet pk arriving at port; pk -1: none */
+} Ahead;
+
 typedef struct { /* a forwarding table (labs.sim.routing.RouteRows) */
     int32_t *cell;  /* node * n_dest + dest[host]: a route cell; -1: the host's own (in own) */
     int32_t *nh;    /* next-hop ports, each distinct list once */
@@ -340,6 +344,9 @@ typedef struct {
     int32_t *link_ports; /* 2 per link */
     RouteTable rt; /* the forwarding table in force */
     int32_t ports_down;
+    /* routes taken ahead (switch_prefetch): for the next event (ahead, cleared when the routes
+     * or a port's state change), and for the event running (taken, ahead when it started) */
+    Ahead ahead, taken;
     int32_t *dep_start, *dependents; /* CSR: flow -> flows waiting for it */
     int64_t deps_left;               /* dependents sim_set_flows has still to fill in */
     Storm *storms;
@@ -429,7 +436,7 @@ void release_pkt(Sim *s, int pk);
 void on_pfc(Sim *s, int port, int prio, int quanta);
 void on_pfc_apply(Sim *s, int port, int packed, int quanta);
 void on_pfc_refresh(Sim *s, int port, int pg, int gen);
-void switch_prefetch(const Sim *s, int port, int pk);
+void switch_prefetch(Sim *s, int port, int pk);
 void switch_receive(Sim *s, int port, int pk);
 int switch_dequeue(Sim *s, int port);
 

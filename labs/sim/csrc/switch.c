@@ -170,7 +170,7 @@ static int route(const Sim *s, const Node *n, const Pkt *k) {
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
     x ^= x >> 31;
-    int pick = (int)(x % (uint64_t)up);
+    int pick = (int)(up & (up - 1) ? x % (uint64_t)up : x & (uint64_t)(up - 1)); /* the same: no division for 2^k members */
     if (up == cnt) return s->rt.nh[lo + pick];
     for (int i = 0; i < cnt; i++)
         if (s->port_up[s->rt.nh[lo + i]] && pick-- == 0) return s->rt.nh[lo + i];
@@ -178,14 +178,15 @@ static int route(const Sim *s, const Node *n, const Pkt *k) {
 }
 
 /* what the arrival of packet pk at switch port `port` reads, fetched ahead of it: the ingress
- * PG's line and the egress port's first and queue lines (the route is taken again then) */
-void switch_prefetch(const Sim *s, int port, int pk) {
+ * PG's line and the egress port's first and queue lines; the route taken is kept for it (Sim.ahead) */
+void switch_prefetch(Sim *s, int port, int pk) {
     const Port *P = &s->ports[port];
     const Pkt *K = &s->pkts[pk];
     const Profile *pin = &s->profiles[P->profile];
     int tc = pin->dscp_to_tc[K->dscp];
     __builtin_prefetch(&P->lane[pin->tc_to_pg[tc]].res);
     int e = route(s, &s->nodes[P->node], K);
+    s->ahead = (Ahead){port, pk, e};
     if (e < 0) return;
     __builtin_prefetch(&s->ports[e]);
     __builtin_prefetch(&s->ports[e].lane[tc]);
@@ -217,7 +218,7 @@ void switch_receive(Sim *s, int port, int pk) {
     if (K->ttl == 0) return drop_pkt(s, pk, port, DR_TTL);
     K->ttl--;
     if (P->wd_state[tc] == WD_DROP) return drop_pkt(s, pk, port, DR_WATCHDOG);
-    int e = route(s, N, K);
+    int e = pk == s->taken.pk && port == s->taken.port ? s->taken.egress : route(s, N, K);
     if (e < 0) return drop_pkt(s, pk, port, DR_NOROUTE);
     Port *E = &s->ports[e];
     __builtin_prefetch(&E->lane[tc]); /* its queue's line (queue tc on most profiles), with its first */
