@@ -332,3 +332,26 @@ def test_run_plays_without_the_collector_and_puts_it_back(
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_a_progress_line_is_one_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timeline's phases that start together print from their own threads: a line written
+    in pieces (print's text, then its newline) ran two of them together in the README."""
+    from twin.cli.verbs.deploy import progress
+
+    writes: list[str] = []
+
+    class Stderr:
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+        def isatty(self) -> bool:
+            return False
+
+    monkeypatch.setattr("sys.stderr", Stderr())
+    progress("t=  6.0s  incast: 16 flows")
+    assert writes == ["  .. t=  6.0s  incast: 16 flows\n"]

@@ -38,10 +38,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def progress(message: str) -> None:
-    """Progress lines on stderr (clearing a progress bar drawn on the same terminal line), and
-    in the log at INFO (`--log-file`; not again on stderr)."""
+    """Progress lines on stderr, each in one write (clearing a progress bar drawn on the same
+    terminal line), and in the log at INFO (`--log-file`; not again on stderr)."""
     clear = "\r\033[K" if sys.stderr.isatty() else ""
-    print(f"{clear}  .. {message}", file=sys.stderr, flush=True)
+    sys.stderr.write(f"{clear}  .. {message}\n")  # one write: the timeline's phases print at once
+    sys.stderr.flush()
     log.info("%s", message, extra={"printed": True})
 
 
