@@ -310,15 +310,19 @@ def test_run_plays_without_the_collector_and_puts_it_back(
     monkeypatch: pytest.MonkeyPatch, enabled: bool
 ) -> None:
     """`twin run` turns Python's collector off from the lab's load to its verdict (its objects
-    live to the end), and leaves it as it found it, even when the run fails."""
+    live to the end), and leaves it as it found it, even when the run fails; `resume` puts it
+    back early, only when it was on."""
     import argparse
     import gc
+    from collections.abc import Callable
 
     from twin.cli.verbs import run
 
     seen: list[bool] = []
 
-    def opened(args: argparse.Namespace) -> int:
+    def opened(args: argparse.Namespace, resume: Callable[[], None]) -> int:
+        seen.append(gc.isenabled())
+        resume()
         seen.append(gc.isenabled())
         raise RuntimeError("the run failed")
 
@@ -328,8 +332,42 @@ def test_run_plays_without_the_collector_and_puts_it_back(
         (gc.enable if enabled else gc.disable)()
         with pytest.raises(RuntimeError):
             run.run(argparse.Namespace())
-        assert seen == [False]
+        assert seen == [False, enabled]
         assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize(("computed", "collecting"), [(True, False), (False, True)])
+def test_a_live_run_collects_and_a_computed_one_does_not(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, computed: bool, collecting: bool
+) -> None:
+    """The collector stays off for a backend whose play is a computation (the simulator: its
+    objects live to the end) and is back on for a live twin, whose run lasts minutes."""
+    import argparse
+    import gc
+    import types
+
+    from twin.cli.verbs import run
+    from twin.lab.directory import Lab
+    from twin.scenario import model as scenarios
+
+    seen: list[bool] = []
+
+    def load(*_: object, **__: object) -> None:
+        seen.append(gc.isenabled())
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(Lab, "open", staticmethod(lambda path: path))
+    monkeypatch.setattr(run, "backend", lambda args, lab: types.SimpleNamespace(computed=computed))
+    monkeypatch.setattr(scenarios, "load", load)
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        with pytest.raises(RuntimeError, match="stop here"):
+            run.run(argparse.Namespace(lab=tmp_path, scenario=None))
+        assert seen == [collecting]
+        assert gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()
 

@@ -19,7 +19,7 @@ import gc
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -122,17 +122,21 @@ def _bar(total: float, stop: threading.Event) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Play, validate, report; exit 0 only when every validator passed."""
-    with _no_collections():  # from the start: the lab's configs are many of its objects
-        return _opened(args)
+    with _no_collections() as resume:  # from the start: the lab's configs are many of its objects
+        return _opened(args, resume)
 
 
-def _opened(args: argparse.Namespace) -> int:
-    """The lab opened, its scenario loaded, then played and judged (`_run`)."""
+def _opened(args: argparse.Namespace, resume: Callable[[], None]) -> int:
+    """The lab opened, its scenario loaded, then played and judged (`_run`); the collector
+    back on (`resume`) for a live twin, whose run lasts minutes and allocates cycles as it
+    waits (pyroute2's and the threads' objects: +34 MB of peak RSS over the main job)."""
     lab_dir: Path = args.lab or Path("twin-reference")
     if args.lab is None:
         _reference(lab_dir)
     lab = Lab.open(lab_dir)  # opened and checked (`scenarios.load`) once, handed down
     chosen = backend(args, lab)
+    if not chosen.computed:
+        resume()
     # the simulator and the fake send no frames: no frame rate bounds what they play
     scenario = scenarios.load(args.scenario, lab, frames=not chosen.computed)
     if args.out:
@@ -144,17 +148,22 @@ def _opened(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _no_collections() -> Iterator[None]:
+def _no_collections() -> Iterator[Callable[[], None]]:
     """Python's collector off for the run, back as it was after: a run allocates millions of
     objects that live to its end (the lab's configs, its flows, FIBs, validators' tables),
     which each collection walked again (6 % of a 200-server simulator run's CPU with Python's
     thresholds; 0.5 s at 1,024 servers with a young generation of 50,000). What it leaves in
     reference cycles is small: 209,000 objects at 1,024 servers, +10 MB of peak RSS
-    (docs/simulator.md)."""
+    (docs/simulator.md). Yields what puts it back early."""
     was = gc.isenabled()
     gc.disable()
+
+    def resume() -> None:
+        if was:
+            gc.enable()
+
     try:
-        yield
+        yield resume
     finally:
         if was:
             gc.enable()
