@@ -890,11 +890,16 @@ def problems(
     *,
     max_problems: int = 50,
     yang_dir: str | Path = YANG_DIR,
+    plain: bool = False,
 ) -> list[Problem]:
-    """The problems :func:`validate_config_db` lists, with their table, key and field."""
+    """The problems :func:`validate_config_db` lists, with their table, key and field. With
+    `plain`, a valid config is first passed by the plain models (`twin.yang.plain`: loaded
+    once, 0.2 s, to save about 10 ms of each large config's leafrefs)."""
     schema = load_schema(yang_dir)
     with _LOCK:
         tr = _translate(schema, config)
+        if plain and not tr.problems and _passes_plain(Path(yang_dir), tr):
+            return []
         found = [Problem(*where, msg) for where, msg in tr.problems]
         reported = {where for where, _ in tr.problems}
         dropped: set[tuple[str, str]] = set()  # (table, key part) of entries taken out
@@ -958,6 +963,31 @@ def _refers_to(message: str, dropped: set[tuple[str, str]]) -> bool:
         tables = {segs[i - 1] for i, seg in enumerate(segs) if seg.endswith("_LIST") and i}
         return any((table, value) in dropped for table in tables)
     return any(part == value for _table, part in dropped)
+
+
+def _passes_plain(yang_dir: Path, tr: _Translation) -> bool:
+    """Whether the translated data is valid for the plain models and its plain leafrefs
+    hold (`twin.yang.plain`); False sends it to the full validation."""
+    import libyang
+
+    from twin.yang.plain import plain
+
+    models = plain(yang_dir)
+    if models is None:
+        return False
+    data = _prune_empty(tr.data)
+    with _captured_libyang_log():
+        if not models.holds(data):
+            return False
+        try:
+            tree = models.ctx.parse_data_mem(
+                json.dumps(data), "json", strict=True, validate_present=True
+            )
+        except libyang.LibyangError:
+            return False
+    if tree is not None:
+        tree.free()
+    return True
 
 
 def _first_error(schema: YangSchema, tr: _Translation) -> tuple[str, _Location] | None:

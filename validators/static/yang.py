@@ -7,6 +7,10 @@ from twin.yang import check
 from validators.registry import Params, static
 from validators.result import Finding, Result, Status, verdict
 
+PLAIN_FROM = 32
+"""From this many switches a lab's configs are first passed by the plain models
+(`twin.yang.plain`): loading them costs about what 20-30 large configs' leafrefs do."""
+
 
 def _finding(switch: str, problem: check.Problem) -> Finding:
     message = f"{problem.field}: {problem.message}" if problem.field else problem.message
@@ -31,10 +35,11 @@ def yang(lab: Lab, params: Params) -> list[Result]:
         reason = "the libyang binding is not installed (pip install libyang==2.7.1)"
         return [Result("yang", "fabric", Status.NOT_OBSERVABLE, reason)]
     switches = lab.switches()
+    limit, plain = params["max_problems"], len(switches) >= PLAIN_FROM
     findings = [
         _finding(switch, p)
         for switch in switches
-        for p in check.problems(lab.config_db(switch), max_problems=params["max_problems"])
+        for p in check.problems(lab.config_db(switch), max_problems=limit, plain=plain)
     ]
     invalid = len({f.device for f in findings})
     ok = f"{len(switches)} switches valid for the SONiC YANG models"

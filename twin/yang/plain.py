@@ -1,0 +1,274 @@
+"""The SONiC models with their plain leafrefs as strings, to pass a valid config faster.
+
+libyang checks a leafref by evaluating its path as XPath over the data tree, for every value:
+on a 1,024-server fabric's switches (about 140 KB of YANG JSON each) that is 58 % of a
+config's parse and validation. A *plain* leafref (an absolute path without predicates, an
+instance required, not a member of a union) asks only that its value be one of its target
+leaf's values; that is a set lookup here. So a config is first parsed against a second
+context whose plain leafrefs are `type string`, and its plain leafrefs' values looked up among
+their targets' (`Plain.holds`). A config passes only when both succeed. Anything else, a
+failure of either or a context that differs from the models in any other way, goes to
+`twin.yang.check`'s full validation, which alone finds and words the problems; so this can
+make a valid config pass faster, never an invalid one pass.
+
+Why the two agree on a valid config: the plain context differs from the models only in the
+type of the leaves listed (`Plain.references`, checked at load by comparing every leaf of both
+contexts); a value equal to one of its target's values is, like it, of the target's type (a
+target that is itself a plain leafref was checked against its own target the same way); no
+model uses `deref()`, the one XPath function that reads a leafref's type (`plain` checks).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import libyang
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_LEAFREF = re.compile(r"type\s+leafref\s*\{(?P<body>[^{}]*)\}")
+_IMPORT = re.compile(r"""\bimport\s+([\w.-]+)\s*\{[^}]*?\bprefix\s+["']?([\w.-]+)""")
+_PLAIN_PATH = re.compile(
+    r"""^\s*path\s+(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<bare>[^\s;"']+))\s*;"""
+    r"""(?:\s*require-instance\s+["']?true["']?\s*;)?\s*$"""
+)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A leaf of plain leafrefs: where its values are and where its targets' are (one, or a
+    union's plain leafref members' in order), as JSON member names from the module's top
+    container (`("sonic-queue:sonic-queue", "QUEUE", "QUEUE_LIST", "scheduler")`)."""
+
+    source: tuple[str, ...]
+    targets: tuple[tuple[str, ...], ...]
+    union: str | None = None
+    """A union's schema path, to ask the models of a value none of its targets holds."""
+
+
+@dataclass(frozen=True)
+class Plain:
+    """The context with the plain leafrefs as strings, those leafrefs, and what tells which
+    strings a union's other members accept: the models' context and a data tree (`probe`)
+    that holds none of the unions' targets."""
+
+    ctx: libyang.Context
+    references: tuple[Reference, ...]
+    models: libyang.Context
+    probe: libyang.DNode
+    accepted: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False)
+
+    def holds(self, data: dict[str, Any]) -> bool:
+        """Whether every plain leafref's value in `data` (YANG JSON) is one of its target's,
+        or, in a union, a string its other members accept."""
+        found: dict[tuple[str, ...], set[Any]] = {}
+        for ref in self.references:
+            values = set(_values(data, ref.source))
+            for target in ref.targets:
+                if not values:
+                    break
+                if target not in found:
+                    found[target] = set(_values(data, target))
+                values -= found[target]
+            if values and not all(self._other(ref.union, v) for v in values):
+                return False
+        return True
+
+    def _other(self, union: str | None, value: Any) -> bool:
+        """Whether a string or enumeration member of a union accepts `value` (libyang's
+        `lyd_value_validate` in the models, against `probe`, where none of its leafrefs has
+        a target); such a member takes a JSON string as the JSON parse gives it."""
+        if union is None or not isinstance(value, str):
+            return False
+        key = (union, value)
+        if key not in self.accepted:
+            from _libyang import ffi, lib
+
+            node = next(iter(self.models.find_path(union)))
+            raw = value.encode()
+            real = ffi.new("struct lysc_type **")
+            code = lib.lyd_value_validate(
+                self.models.cdata, node.cdata, raw, len(raw), self.probe.cdata, real, ffi.NULL
+            )
+            strings = (lib.LY_TYPE_STRING, lib.LY_TYPE_ENUM)
+            self.accepted[key] = code == lib.LY_SUCCESS and real[0].basetype in strings
+        return self.accepted[key]
+
+
+def _values(node: Any, path: tuple[str, ...]) -> Iterator[Any]:
+    """The scalar values at `path` under `node` (through lists, and a leaf-list's members)."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _values(item, path)
+    elif not path:
+        yield node
+    elif isinstance(node, dict) and path[0] in node:
+        yield from _values(node[path[0]], path[1:])
+
+
+def plain_text(text: str) -> str:
+    """A module's text with its plain leafrefs (a path and nothing else in their block but
+    comments and `require-instance true`, absolute, without predicates) replaced."""
+    if "leafref" not in text:
+        return text
+    out: list[str] = []
+    last = 0
+    for match in _LEAFREF.finditer(text):
+        path = _PLAIN_PATH.match(_COMMENT.sub(" ", match.group("body")))
+        if path is None:
+            continue
+        target = path.group("dq") or path.group("sq") or path.group("bare") or ""
+        if not target.startswith("/") or "[" in target or ".." in target:
+            continue
+        out += [text[last : match.start()], "type string;"]
+        last = match.end()
+    return "".join(out) + text[last:]
+
+
+PROBE = ("sonic-device_metadata:sonic-device_metadata", "DEVICE_METADATA", "localhost", "hostname")
+"""The one leaf of `Plain.probe` (no union's leafref targets it: `plain` checks)."""
+
+
+@functools.cache
+def plain(yang_dir: Path) -> Plain | None:
+    """The plain context for the models in `yang_dir` (once per process), or None when it
+    would differ from them other than in its plain leafrefs, or a model uses `deref()`."""
+    import libyang
+
+    from twin.yang.check import load_schema
+
+    texts = {p.stem: p.read_text() for p in sorted(yang_dir.glob("*.yang"))}
+    if any("deref(" in t for t in texts.values()):
+        return None
+    work = Path(tempfile.mkdtemp(prefix="twin-yang-"))  # private (0700), removed once loaded
+    try:
+        for name, text in texts.items():
+            (work / f"{name}.yang").write_text(plain_text(text))
+        ctx = libyang.Context(str(work))
+        for name in texts:
+            ctx.load_module(name)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    models = load_schema(yang_dir).ctx
+    references = _references(models, ctx, texts)
+    if references is None or any(PROBE in r.targets for r in references):
+        return None
+    probe = models.create_data_path("/" + "/".join(PROBE), value="probe")
+    return None if probe is None else Plain(ctx, tuple(references), models, probe)
+
+
+def _leaves(ctx: libyang.Context) -> dict[str, libyang.SLeaf | libyang.SLeafList]:
+    """Every leaf and leaf-list of the context's modules, by schema path."""
+    import libyang
+
+    def walk(node: libyang.SNode) -> Iterator[libyang.SNode]:
+        yield node
+        if isinstance(node, (libyang.SContainer, libyang.SList)):  # choices and cases: flattened
+            for child in node.children():
+                yield from walk(child)
+
+    return {
+        n.schema_path(): n
+        for module in ctx
+        for top in module.children()
+        for n in walk(top)
+        if isinstance(n, (libyang.SLeaf, libyang.SLeafList))
+    }
+
+
+def _references(
+    models: libyang.Context, plained: libyang.Context, texts: dict[str, str]
+) -> list[Reference] | None:
+    """The leaves whose type differs between the two contexts, each a plain leafref in
+    `models` and a string in `plained`; None when another leaf differs or one is missing."""
+    import libyang
+
+    theirs, ours = _leaves(models), _leaves(plained)
+    if theirs.keys() != ours.keys():
+        return None
+    found: list[Reference] = []
+    for path, node in theirs.items():
+        was, now = node.type(), ours[path].type()
+        if _signature(was) == _signature(now):
+            continue
+        olds, news = list(was.union_types()), list(now.union_types())
+        if len(olds) != len(news) or (olds and _signature(was)[:2] != _signature(now)[:2]):
+            return None
+        pairs = list(zip(olds, news, strict=True)) or [(was, now)]
+        targets = []
+        for old, new in pairs:
+            if _signature(old) == _signature(new):
+                continue
+            if old.base() != libyang.Type.LEAFREF or new.base() != libyang.Type.STRING:
+                return None
+            target = _target(models, node.module(), old, texts)
+            if target is None:
+                return None
+            targets.append(target)
+        union = str(node.schema_path()) if olds else None
+        found.append(Reference(_json_path(node.data_path()), tuple(targets), union))
+    return found
+
+
+def _signature(t: libyang.Type) -> tuple[Any, ...]:
+    """What of a type the comparison reads: its base and name and, for a union, its
+    members' bases (a union's members are compared one by one after)."""
+    return (t.base(), t.name(), tuple(u.base() for u in t.union_types()))
+
+
+def _target(
+    ctx: libyang.Context, own: libyang.Module, t: libyang.Type, texts: dict[str, str]
+) -> tuple[str, ...] | None:
+    """The JSON path of a plain leafref's target: its prefixes resolved as the leaf's module
+    imports them, else as the one module that declares that prefix; None when that is not
+    one leaf of one module of the leafref's own base type, or no instance is required."""
+    import libyang
+    from _libyang import ffi
+
+    if not ffi.cast("struct lysc_type_leafref *", t.cdata).require_instance:
+        return None
+    local = {str(own.prefix()): str(own.name())}
+    local.update((p, m) for m, p in _IMPORT.findall(texts.get(str(own.name()), "")))
+    declared = _declared(ctx)
+    steps = [step.split(":") for step in (t.leafref_path() or "").strip("/").split("/")]
+    names = set()
+    for step in steps:
+        prefix = step[0] if len(step) == 2 else str(own.prefix())
+        only = declared.get(prefix, set())
+        names.add(local.get(prefix) or (next(iter(only)) if len(only) == 1 else ""))
+    if len(names) != 1 or "" in names:
+        return None
+    name = names.pop()
+    path = "/" + "/".join(s[-1] if i else f"{name}:{s[-1]}" for i, s in enumerate(steps))
+    try:
+        found = next(iter(ctx.find_path(path)), None)
+    except libyang.LibyangError:
+        return None
+    if not isinstance(found, (libyang.SLeaf, libyang.SLeafList)):
+        return None
+    real = t.leafref_type()
+    if found.type().base() != (real.base() if real is not None else None):
+        return None
+    return _json_path(found.data_path())
+
+
+@functools.cache
+def _declared(ctx: libyang.Context) -> dict[str, set[str]]:
+    """The modules that declare each prefix."""
+    out: dict[str, set[str]] = {}
+    for module in ctx:
+        out.setdefault(str(module.prefix()), set()).add(str(module.name()))
+    return out
+
+
+def _json_path(data_path: str) -> tuple[str, ...]:
+    """A data path's steps without list predicates (`/m:top/T/T_LIST[k='%s']/x` -> (`m:top`,
+    `T`, `T_LIST`, `x`))."""
+    return tuple(re.sub(r"\[[^\]]*\]", "", data_path).strip("/").split("/"))
