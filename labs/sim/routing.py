@@ -152,6 +152,34 @@ class RouteRows:
         return cell if cell >= 0 else int(pairs[pairs[:, 0] == node, 1][0])
 
 
+def unique_rows(a: npt.NDArray[np.int32]) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.intp]]:
+    """`np.unique(a, axis=0, return_inverse=True)`: the distinct rows in lexicographic order
+    and each row's index among them, each row hashed once (`np.unique` sorted every row,
+    0.4 s of a 1,024-server run's routes, where a few hundred of 10,000 are distinct).
+
+    >>> rows, inverse = unique_rows(np.array([[2, 1], [0, 5], [2, 1], [-1, 9]], np.int32))
+    >>> rows.tolist(), inverse.tolist()
+    ([[-1, 9], [0, 5], [2, 1]], [2, 1, 2, 0])
+    """
+    a = np.ascontiguousarray(a)
+    if not a.size:
+        columns, inverse = np.unique(a, axis=0, return_inverse=True)
+        return columns, inverse.reshape(-1)
+    index: dict[bytes, int] = {}
+    firsts: list[int] = []
+    ids = np.empty(len(a), np.intp)
+    for i, row in enumerate(a):
+        k = index.setdefault(row.tobytes(), len(firsts))
+        if k == len(firsts):
+            firsts.append(i)
+        ids[i] = k
+    rows = a[firsts]
+    order = np.lexsort(rows.T[::-1])  # the first column the primary key
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rows[order], rank[ids]
+
+
 def route_rows(
     table: Mapping[str, Mapping[str, Sequence[str]]],
     nodes: Sequence[str],
@@ -183,7 +211,7 @@ def route_rows(
     cell_of = (offsets << ROUTE_COUNT_BITS | lengths).astype(np.int32)
     own = _own(ids)
     shared = np.where(own, -1, ids)
-    columns, dest = np.unique(shared.T, axis=0, return_inverse=True)
+    columns, dest = unique_rows(shared.T)
     # node-major: node i's cell for each destination class, -1 where it is each host's own
     cells = np.where(columns.T == -1, -1, cell_of[columns.T]).reshape(-1)
     host_of, node_of = np.nonzero(own.T)  # by host, then node
