@@ -184,6 +184,32 @@ def test_a_snapshot_or_extra_file_rewritten_is_read_again(tmp_path: Path) -> Non
     assert obs.extra("pfc") is None
 
 
+def test_a_file_just_written_is_parsed_once_while_its_bytes_stay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`twin run` judges the run it has just saved: a file written within a clock tick has
+    no `version` to keep it by, so its bytes tell whether it changed (queues.json was parsed
+    twice, by ecn_behaviour and the plots)."""
+    from twin.scenario import observations
+
+    saved(tmp_path / "run")
+    (tmp_path / "run" / "pfc.json").write_text("[]")
+    parsed: list[Path] = []
+    loaded = observations._loaded
+
+    def counted(path: Path, raw: bytes) -> Any:
+        parsed.append(path)
+        return loaded(path, raw)
+
+    monkeypatch.setattr(observations, "_loaded", counted)
+    obs = Observations.open(tmp_path / "run")
+    assert obs.extra("pfc") == [] and obs.extra("pfc") == []
+    assert len(parsed) == 1
+    (tmp_path / "run" / "pfc.json").write_text("[{}]")
+    assert obs.extra("pfc") == [{}]
+    assert len(parsed) == 2
+
+
 @dataclass
 class _Unwritable:
     x: int

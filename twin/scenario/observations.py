@@ -334,6 +334,9 @@ class Observations:
     _extra: dict[str, tuple[Stat, Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _extra_read: dict[str, tuple[bytes, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
     _reading: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
     """FIB snapshots being read (a change file's base is read first)."""
     _derived: dict[Hashable, Any] = field(
@@ -466,21 +469,28 @@ class Observations:
     def extra(self, key: str) -> Any:
         """What only some backends observe (`KEY.json`: pfc, queues, iterations, sim), None
         when the run has no such file; read again only when the file changed (queues.json
-        runs to tens of MB), callers never change it."""
+        runs to tens of MB), and parsed again only when its bytes did (a file just written,
+        whose `version` cannot tell: the run `twin run` judges as it saved it); callers never
+        change it."""
         path = self.path / f"{key}.json"
         if not self._has(path.name):
             return None
         kept, cached = self._kept(path, self._extra.get(key))
         if cached is not None:
             return cached
-        data = _loaded(path, self._raw(path.name))
-        if key == "queues":
-            data = occupancy.dense(data, str(path))
-        if key in EXTRA:
-            _records(EXTRA[key], data, path)
+        raw = self._raw(path.name)
+        digest = hashlib.blake2b(raw, digest_size=16).digest()
+        read = self._extra_read.get(key)
+        if read is None or read[0] != digest:
+            data = _loaded(path, raw)
+            if key == "queues":
+                data = occupancy.dense(data, str(path))
+            if key in EXTRA:
+                _records(EXTRA[key], data, path)
+            read = self._extra_read[key] = (digest, data)
         if kept is not None:
-            self._extra[key] = (kept, data)
-        return data
+            self._extra[key] = (kept, read[1])
+        return read[1]
 
     def _kept(self, path: Path, cached: tuple[Stat, Any] | None) -> tuple[Stat | None, Any]:
         """A file's `version` (None: missing or just written), and what was read from it
