@@ -84,7 +84,7 @@ def test_a_valid_config_passes_without_the_full_validation(
 def test_the_unions_other_members_are_asked_of_the_values_no_target_holds() -> None:
     """`global` is not a port but the union's string member takes it; `Ethernet96` is
     neither; libyang is asked once per union and value."""
-    models = plain(check.YANG_DIR)
+    models = plain(check.load_schema(check.YANG_DIR).ctx, check.YANG_DIR)
     assert models is not None
     schema = check.load_schema(check.YANG_DIR)
     config = copy.deepcopy(LEAF)
@@ -99,7 +99,7 @@ def test_the_unions_other_members_are_asked_of_the_values_no_target_holds() -> N
 
 def test_the_plain_models_differ_only_in_their_plain_leafrefs() -> None:
     """Loaded (the check against the models passed) with the leafrefs `LEAF` uses."""
-    models = plain(check.YANG_DIR)
+    models = plain(check.load_schema(check.YANG_DIR).ctx, check.YANG_DIR)
     assert models is not None
     sources = {ref.source[-3:] for ref in models.references}
     assert ("QUEUE", "QUEUE_LIST", "scheduler") in sources

@@ -972,7 +972,7 @@ def _passes_plain(yang_dir: Path, tr: _Translation) -> bool:
 
     from twin.yang.plain import plain
 
-    models = plain(yang_dir)
+    models = plain(load_schema(yang_dir).ctx, yang_dir)
     if models is None:
         return False
     data = _prune_empty(tr.data)

@@ -137,12 +137,11 @@ PROBE = ("sonic-device_metadata:sonic-device_metadata", "DEVICE_METADATA", "loca
 
 
 @functools.cache
-def plain(yang_dir: Path) -> Plain | None:
-    """The plain context for the models in `yang_dir` (once per process), or None when it
-    would differ from them other than in its plain leafrefs, or a model uses `deref()`."""
+def plain(models: libyang.Context, yang_dir: Path) -> Plain | None:
+    """The plain context for the models in `yang_dir` (loaded in `models`; once per
+    process), or None when it would differ from them other than in its plain leafrefs, or a
+    model uses `deref()`."""
     import libyang
-
-    from twin.yang.check import load_schema
 
     texts = {p.stem: p.read_text() for p in sorted(yang_dir.glob("*.yang"))}
     if any("deref(" in t for t in texts.values()):
@@ -156,7 +155,6 @@ def plain(yang_dir: Path) -> Plain | None:
             ctx.load_module(name)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    models = load_schema(yang_dir).ctx
     references = _references(models, ctx, texts)
     if references is None or any(PROBE in r.targets for r in references):
         return None
