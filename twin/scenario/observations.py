@@ -452,7 +452,7 @@ class Observations:
         if cached is not None:
             return cast(Fib, cached)
         raw = self._raw(f"fib/{label}.json")
-        digest = hashlib.blake2b(raw, digest_size=16).digest()
+        digest = _digest(raw)
         if digest not in self._fibs_read:
             data = _shaped(_parsed(path, raw), dict, path)
             if label in self._reading:
@@ -479,7 +479,7 @@ class Observations:
         if cached is not None:
             return cached
         raw = self._raw(path.name)
-        digest = hashlib.blake2b(raw, digest_size=16).digest()
+        digest = _digest(raw)
         read = self._extra_read.get(key)
         if read is None or read[0] != digest:
             data = _loaded(path, raw)
@@ -550,6 +550,11 @@ def _parsed(path: Path, raw: bytes) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         return parse_json(path, raw)
+
+
+def _digest(raw: bytes) -> bytes:
+    """What tells a file's bytes from another's, for what is kept by content."""
+    return hashlib.blake2b(raw, digest_size=16).digest()
 
 
 def _loaded(path: Path, raw: bytes) -> Any:

@@ -3,19 +3,22 @@
 libyang checks a leafref by evaluating its path as XPath over the data tree, for every value:
 on a 1,024-server fabric's switches (about 140 KB of YANG JSON each) that is 58 % of a
 config's parse and validation. A *plain* leafref (an absolute path without predicates, an
-instance required, not a member of a union) asks only that its value be one of its target
-leaf's values; that is a set lookup here. So a config is first parsed against a second
-context whose plain leafrefs are `type string`, and its plain leafrefs' values looked up among
-their targets' (`Plain.holds`). A config passes only when both succeed. Anything else, a
-failure of either or a context that differs from the models in any other way, goes to
-`twin.yang.check`'s full validation, which alone finds and words the problems; so this can
-make a valid config pass faster, never an invalid one pass.
+instance required) asks only that its value be one of its target leaf's values; that is a set
+lookup here. So a config is first parsed against a second context whose plain leafrefs are
+`type string`, and its plain leafrefs' values looked up among their targets' (`Plain.holds`);
+in a union, a value no target holds must be a string that one of the union's string or
+enumeration members takes (asked of the models, `Plain._other`). A config passes only when
+the parse and every lookup succeed. Anything else, a failure of either or a context that
+differs from the models in any other way, goes to `twin.yang.check`'s full validation, which
+alone finds and words the problems; so this can make a valid config pass faster, never an
+invalid one pass.
 
 Why the two agree on a valid config: the plain context differs from the models only in the
 type of the leaves listed (`Plain.references`, checked at load by comparing every leaf of both
-contexts); a value equal to one of its target's values is, like it, of the target's type (a
-target that is itself a plain leafref was checked against its own target the same way); no
-model uses `deref()`, the one XPath function that reads a leafref's type (`plain` checks).
+contexts, a union's members one by one); a value equal to one of its target's values is, like
+it, of the target's type (a target that is itself a plain leafref was checked against its own
+target the same way), and a union takes a value one of its members takes; no model uses
+`deref()`, the one XPath function that reads a leafref's type (`plain` checks).
 """
 
 from __future__ import annotations
