@@ -41,15 +41,19 @@ def simulate(
     seed: int = 1,
     prepare: Callable[[Built], None] | None = None,
     dense: bool = True,
+    check_routes: bool = False,
 ) -> Result:
     """Run `exp` with random choices (ECN marks, ECMP hashes) drawn from `seed`; `prepare`
     may add to the built core (timed route tables, rate changes) before it runs. The core
     runs in a thread of its own, without the GIL, so that SIGINT and SIGTERM stop the command
     while it runs (in the calling thread, a C call holds the signal's handler back). The
     occupancy series come as lists of every sample (`Result.queues`, `pgs`), or when not
-    `dense` as their changes only (`Result.occupancy`)."""
+    `dense` as their changes only (`Result.occupancy`). `check_routes`: the core takes each
+    route it took ahead of an arrival again when it uses it (`Result.routes_checked`)."""
     lib = native.library()
     built = build(exp, seed)
+    if check_routes:
+        lib.sim_check_routes(built.handle)
     ran: list[int | BaseException] = []  # the core's answer (stopped on a deadlock) or error
 
     def run_core() -> None:
@@ -112,6 +116,7 @@ def _collect(
             events_processed=counts[0],
             table=table,
             rings=[_ring(lib, h, i, ring) for i, ring in enumerate(exp.rings)],
+            routes_checked=(counts[8], counts[9]),
         ),
         n_samples,
         changes,

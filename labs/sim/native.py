@@ -31,7 +31,7 @@ TRANSPORT_FIELDS = 7
 """Per flow, what sim_flow_transport writes."""
 COLL_FIELDS = 11
 """Per slot of a collective, what sim_collective_stats writes."""
-COUNTS = 8
+COUNTS = 10
 """What sim_counts writes."""
 
 _SIGNATURES: dict[str, tuple[object, list[object]]] = {
@@ -62,6 +62,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sim_flow_drops": (None, [P, I32, I32, PF64]),
     "sim_flow_transport": (None, [P, I32, I32, PF64]),
     "sim_counts": (None, [P, PI64]),
+    "sim_check_routes": (None, [P]),
     "sim_samples": (PI32, [P]),
     "sim_flow_samples": (PI64, [P]),
     "sim_cycles": (PI32, [P]),

@@ -142,6 +142,9 @@ class Result:
     """The occupancy series as changes, instead of `queues` and `pgs` (`simulate(dense=False)`)."""
     rings: list[RingStats] = field(default_factory=list)
     """Per ring collective of the experiment, what its slots did over every step."""
+    routes_checked: tuple[int, int] = (0, 0)
+    """With `simulate(check_routes=True)`: the routes the core took ahead of their arrival and
+    used, and how many of them the arrival would have taken otherwise (a fault: 0 expected)."""
 
     def flow(self, name: str) -> FlowResult:
         for f in self.flows:

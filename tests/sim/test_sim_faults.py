@@ -16,10 +16,13 @@ from labs.sim import (
     Switch,
     TxOff,
     Watchdog,
+    native,
     simulate,
 )
+from labs.sim.build import Built
 from labs.sim.fabrics import leaf_spine, with_flows
 from labs.sim.loader import experiment
+from labs.sim.routing import forwarding, route_rows
 
 
 def storm_experiment(watchdog: Watchdog | None) -> Experiment:
@@ -123,3 +126,58 @@ def test_tx_off_holds_a_port_without_pause_frames() -> None:
     assert flow.bytes_delivered == flow.size and flow.completion is not None
     assert 1e-3 < flow.completion < 1.1e-3  # queued behind the disabled transmitter
     assert result.total("pause_sent") == 0 and result.total("pause_received") == 0
+
+
+def checked_fabric() -> tuple[Experiment, list[Flow]]:
+    """Sixteen servers sending 256-byte packets across two leaves (a packet reaches leaf0 every
+    nanosecond or so: faults share their calendar bucket with arrivals), each leaf with two
+    uplinks to each of two spines."""
+    fabric = leaf_spine(servers=16, leaves=2, spines=2, uplinks=2, speed=100e9)
+    flows = [
+        Flow(f"f{k}", f"srv{k}-nic0", f"srv{k ^ 1}-nic1", size=1_000_000, rate=90e9, cc="none",
+             packet_bytes=256)
+        for k in range(16)
+    ]  # fmt: skip
+    return fabric, flows
+
+
+def test_routes_taken_ahead_of_arrivals_are_the_ones_taken_at_arrival() -> None:
+    """The core takes an arrival's route before it runs (with its calendar bucket's, or one
+    event ahead) and keeps it for it; a link going down or up drops what was kept. Checked,
+    every kept route is taken again when used: while leaf0's uplinks go down and up under
+    traffic (a change every microsecond or two), none differs."""
+    fabric, flows = checked_fabric()
+    cut = [
+        LinkFault(f"leaf0:Ethernet{port}", down=(4 * k + port / 16) * 1e-6, up=(4 * k + 3) * 1e-6)
+        for k in range(100)
+        for port in (64, 72)  # an uplink to each spine (0-60: the servers)
+    ]
+    exp = with_flows(fabric, flows, faults=cut, duration=0.01)
+    result = simulate(exp, check_routes=True)
+    assert [e.kind for e in result.events].count("link_down") > 100
+    kept, stale = result.routes_checked
+    assert kept > 1_000 and stale == 0, result.routes_checked
+    assert simulate(exp).routes_checked == (0, 0)
+
+
+def test_routes_taken_ahead_follow_the_timed_route_tables() -> None:
+    """The same check while timed route tables take over every microsecond (as the routing
+    model's do after a fault), each the other's next hops in reverse order (ECMP picks another
+    port for most packets)."""
+    fabric, flows = checked_fabric()
+    exp = with_flows(fabric, flows, duration=0.01)
+    table = forwarding(exp.switches, exp.hosts, exp.links)
+    flipped = {n: {h: ports[::-1] for h, ports in row.items()} for n, row in table.items()}
+    hosts = [h.name for h in exp.hosts]
+    nodes = [s.name for s in exp.switches] + hosts
+
+    def prepare(built: Built) -> None:
+        index = {f"{n}:{p}": i for i, (n, p) in enumerate(built.layout.ports)}
+        for k in range(1, 400):
+            rows = route_rows(flipped if k % 2 else table, nodes, hosts, index)
+            native.library().sim_add_route_rows(
+                built.handle, k * 1e-6, rows.n_dest, *native.rows(rows), len(rows.hops)
+            )
+
+    kept, stale = simulate(exp, prepare=prepare, check_routes=True).routes_checked
+    assert kept > 1_000 and stale == 0, (kept, stale)

@@ -454,7 +454,8 @@ void sim_flow_drops(const Sim *s, int first, int n, double *out) {
 }
 
 /* out: events, packet hops, samples, log entries, cycle entries, peak packets, sample changes,
- * peak run states */
+ * peak run states, routes taken ahead and used, of them not the route taken at arrival (both 0
+ * unless sim_check_routes) */
 void sim_counts(const Sim *s, int64_t *out) {
     out[0] = s->n_events;
     out[1] = s->n_hops;
@@ -464,7 +465,12 @@ void sim_counts(const Sim *s, int64_t *out) {
     out[5] = s->pkt_cap;
     out[6] = s->n_changes;
     out[7] = s->runs_peak;
+    out[8] = s->routes_kept;
+    out[9] = s->routes_stale;
 }
+
+/* a self-check: every route taken ahead of an arrival is taken again when it is used */
+void sim_check_routes(Sim *s) { s->check_routes = 1; }
 
 const int32_t *sim_samples(const Sim *s) { return s->changes; } /* n_changes x (sample, column, value) */
 const int64_t *sim_flow_samples(const Sim *s) { return s->flow_samples; }

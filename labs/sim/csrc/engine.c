@@ -222,7 +222,7 @@ void try_send(Sim *s, int port) {
     P->busy_until = s->now + ser;
     P->lane[K->prio].tx_bytes += K->size;
     P->lane[K->prio].tx_pkts++;
-    ev_push(s, s->now + ser + P->prop, EV_ARRIVE, P->peer, pk, 0);
+    ev_push(s, s->now + ser + P->prop, EV_ARRIVE, P->peer, pk, ROUTE_UNTAKEN);
     if (!P->wake && (P->nonempty || (!sw && P->n_active > 0))) { /* a switch's n_active: 0, not read */
         P->wake = 1;
         ev_push(s, P->busy_until, EV_TX_DONE, port, 0, 0);
@@ -269,6 +269,12 @@ static void on_rate(Sim *s, int link, double speed) {
     }
 }
 
+/* routes taken before their arrival are dropped: the table or a port's state changed */
+static void drop_routes_ahead(Sim *s) {
+    s->ahead.pk = -1;
+    s->routed = 0;
+}
+
 static void on_link(Sim *s, int link, int up) {
     int ends[2] = {s->link_ports[2 * link], s->link_ports[2 * link + 1]};
     sim_log(s, up ? LOG_LINK_UP : LOG_LINK_DOWN, link, 0, 0);
@@ -276,7 +282,7 @@ static void on_link(Sim *s, int link, int up) {
         Port *P = &s->ports[ends[i]];
         if (P->up != up) s->ports_down += up ? -1 : 1;
         P->up = s->port_up[ends[i]] = (uint8_t)up;
-        s->ahead.pk = -1;
+        drop_routes_ahead(s);
         if (up) continue;
         for (int prio = 0; prio < NPRIO; prio++) {
             if (P->lane[prio].pause_until > s->now) P->lane[prio].pause_until = s->now;
@@ -332,7 +338,7 @@ static inline void prefetch_next(Sim *s) {
     }
     if (n->type != EV_ARRIVE) return;
     if (s->nodes[P->node].is_switch) {
-        switch_prefetch(s, n->a, n->b);
+        switch_prefetch(s, n->a, n->b, s->routed ? n->c : ROUTE_UNTAKEN);
     } else {
         const char *F = (const char *)&s->flows[s->pkts[n->b].flow];
         __builtin_prefetch(F);
@@ -343,10 +349,11 @@ static inline void prefetch_next(Sim *s) {
 /* run events up to time `until` (inclusive); returns 1 when the run is over */
 int sim_step_all(Sim *s, ps_t until) {
     Event e;
-    s->ahead.pk = -1;
+    drop_routes_ahead(s); /* the API may have changed what routes depend on between steps */
     while (!s->stopped) {
         if (!ev_next(s, until, &e)) return s->evq.count == 0;
         s->taken = s->ahead; /* taken for this event if it was the one peeked at */
+        if (s->routed && e.type == EV_ARRIVE && e.c != ROUTE_UNTAKEN) s->taken = (Ahead){e.a, e.b, e.c};
         s->ahead.pk = -1;
         prefetch_next(s);
         s->now = e.t;
@@ -392,7 +399,7 @@ int sim_step_all(Sim *s, ps_t until) {
             break;
         case EV_ROUTES:
             s->rt = s->tables[e.a];
-            s->ahead.pk = -1;
+            drop_routes_ahead(s);
             break;
         case EV_RATE:
             on_rate(s, e.a, s->rates[e.b]);

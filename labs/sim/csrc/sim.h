@@ -25,7 +25,7 @@
 typedef int64_t ps_t;
 
 enum EventType {
-    EV_ARRIVE,       /* a: rx port, b: packet */
+    EV_ARRIVE,       /* a: rx port, b: packet, c: its egress if taken with its bucket's, else ROUTE_UNTAKEN */
     EV_TX_DONE,      /* a: port; the frame on the wire ends */
     EV_KICK,         /* a: port; pause expired or pacing gap over */
     EV_PFC,          /* a: rx port, b: priority, c: quanta */
@@ -295,6 +295,8 @@ typedef struct {
 
 #define ROUTE_COUNT_BITS 10 /* a route cell: offset into nh << ROUTE_COUNT_BITS | count (labs.sim.routing) */
 
+#define ROUTE_UNTAKEN (-2) /* an arrival's Event.c before switch_route_bucket; route() gives -1 for none */
+
 typedef struct { /* an arrival's egress port, as switch_prefetch took its route ahead of it */
     int32_t port, pk, egress; /* packet pk arriving at port; pk -1: none */
 } Ahead;
@@ -344,9 +346,14 @@ typedef struct {
     int32_t *link_ports; /* 2 per link */
     RouteTable rt; /* the forwarding table in force */
     int32_t ports_down;
-    /* routes taken ahead (switch_prefetch): for the next event (ahead, cleared when the routes
-     * or a port's state change), and for the event running (taken, ahead when it started) */
+    /* routes taken ahead: for the next event (ahead, by switch_prefetch) and for the event
+     * running (taken: ahead when it started, or the route its bucket took for it); routed: the
+     * current bucket's arrivals hold theirs (Event.c). Both dropped when the routes or a port's
+     * state change (drop_routes_ahead) */
     Ahead ahead, taken;
+    uint8_t routed;
+    uint8_t check_routes; /* take each kept route again at arrival and count those that differ */
+    int64_t routes_kept, routes_stale;
     int32_t *dep_start, *dependents; /* CSR: flow -> flows waiting for it */
     int64_t deps_left;               /* dependents sim_set_flows has still to fill in */
     Storm *storms;
@@ -397,6 +404,9 @@ typedef struct {
     int64_t n_events, n_hops;
 } Sim;
 
+/* a read of the line holding p, its value unused: a prefetch the processor cannot drop */
+static inline void touch(const void *p) { __asm__ volatile("" ::"r"(*(const volatile char *)p)); }
+
 /* eventq.c */
 /* the earliest event, or NULL if none is in the current bucket (a hint for prefetches) */
 static inline const Event *ev_peek(const EventQueue *q) {
@@ -436,7 +446,8 @@ void release_pkt(Sim *s, int pk);
 void on_pfc(Sim *s, int port, int prio, int quanta);
 void on_pfc_apply(Sim *s, int port, int packed, int quanta);
 void on_pfc_refresh(Sim *s, int port, int pg, int gen);
-void switch_prefetch(Sim *s, int port, int pk);
+void switch_route_bucket(Sim *s, Event *ev, int64_t n);
+void switch_prefetch(Sim *s, int port, int pk, int egress);
 void switch_receive(Sim *s, int port, int pk);
 int switch_dequeue(Sim *s, int port);
 

@@ -177,15 +177,29 @@ static int route(const Sim *s, const Node *n, const Pkt *k) {
     return -1;
 }
 
+/* the routes of a bucket's arrivals at switches, taken when it becomes the current one (into
+ * each Event.c, valid while Sim.routed): their chains of reads (packet, destination's row, route
+ * cell, next hops) overlap across the bucket instead of each stalling one event ahead */
+void switch_route_bucket(Sim *s, Event *ev, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        Event *e = &ev[i];
+        if (e->type != EV_ARRIVE) continue;
+        const Node *N = &s->nodes[s->ports[e->a].node];
+        if (N->is_switch) e->c = route(s, N, &s->pkts[e->b]);
+    }
+    s->routed = 1;
+}
+
 /* what the arrival of packet pk at switch port `port` reads, fetched ahead of it: the ingress
- * PG's line and the egress port's first and queue lines; the route taken is kept for it (Sim.ahead) */
-void switch_prefetch(Sim *s, int port, int pk) {
+ * PG's line and the egress port's first and queue lines; its route (`egress` if its bucket
+ * took it, else taken now) is kept for it (Sim.ahead) */
+void switch_prefetch(Sim *s, int port, int pk, int egress) {
     const Port *P = &s->ports[port];
     const Pkt *K = &s->pkts[pk];
     const Profile *pin = &s->profiles[P->profile];
     int tc = pin->dscp_to_tc[K->dscp];
     __builtin_prefetch(&P->lane[pin->tc_to_pg[tc]].res);
-    int e = route(s, &s->nodes[P->node], K);
+    int e = egress != ROUTE_UNTAKEN ? egress : route(s, &s->nodes[P->node], K);
     s->ahead = (Ahead){port, pk, e};
     if (e < 0) return;
     __builtin_prefetch(&s->ports[e]);
@@ -218,7 +232,13 @@ void switch_receive(Sim *s, int port, int pk) {
     if (K->ttl == 0) return drop_pkt(s, pk, port, DR_TTL);
     K->ttl--;
     if (P->wd_state[tc] == WD_DROP) return drop_pkt(s, pk, port, DR_WATCHDOG);
-    int e = pk == s->taken.pk && port == s->taken.port ? s->taken.egress : route(s, N, K);
+    int e;
+    if (pk == s->taken.pk && port == s->taken.port) {
+        e = s->taken.egress;
+        if (s->check_routes) s->routes_kept++, s->routes_stale += e != route(s, N, K);
+    } else {
+        e = route(s, N, K);
+    }
     if (e < 0) return drop_pkt(s, pk, port, DR_NOROUTE);
     Port *E = &s->ports[e];
     __builtin_prefetch(&E->lane[tc]); /* its queue's line (queue tc on most profiles), with its first */
