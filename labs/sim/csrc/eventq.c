@@ -183,8 +183,9 @@ static void advance(EventQueue *q) {
 
 /* what an event reads first, its port (first line) and packet, and for a frame's end the port's
  * line with a NIC's flows: most of an event's time on a large fabric was the misses on them.
- * Read, not prefetched: a bucket's burst of prefetches (a hundred at 1,024 servers) saved nothing
- * measurable, its loads a seventh of sim_run (docs/simulator.md, "Loads, not prefetches") */
+ * Read, not prefetched: a bucket's burst of prefetches (a hundred at 1,024 servers) saved
+ * nothing measurable, its loads an eighth of sim_run (docs/simulator.md, "Loads, not
+ * prefetches") */
 static inline void touch_event(const Sim *s, const Event *e) {
     if (e->type == EV_ARRIVE) touch(&s->pkts[e->b]);
     if (e->type == EV_ARRIVE || e->type == EV_TX_DONE) touch(&s->ports[e->a]);
@@ -196,7 +197,7 @@ int ev_next(Sim *s, ps_t until, Event *out) {
     if (q->cur_i == q->cur_n && q->now.n == 0 && q->count > 0) {
         while (q->cur_i == q->cur_n && q->now.n == 0 && q->count > 0) advance(q);
         for (int64_t i = 0; i < q->cur_n; i++) touch_event(s, &q->cur[i]); /* the bucket's, at once */
-        switch_route_bucket(s, q->cur, q->cur_n);
+        if (q->cur_n > SORT_SMALL) switch_route_bucket(s, q->cur, q->cur_n); /* a small one's: as they run */
     }
     const Event *e = ev_peek(q);
     if (!e || e->t > until) return 0;
