@@ -192,12 +192,34 @@ static inline void touch_event(const Sim *s, const Event *e) {
     if (e->type == EV_TX_DONE) touch(&s->ports[e->a].active); /* a NIC's flows */
 }
 
+/* what a frame's end reads next, its bucket's first reads done: at a NIC the flow its round robin
+ * is at and that flow's pacing state, at a switch each queue's head packet (DWRR reads its size)
+ * and the port it came in by (its release) */
+static inline void touch_sender(const Sim *s, const Event *e) {
+    if (e->type != EV_TX_DONE) return;
+    const Port *P = &s->ports[e->a];
+    if (!s->nodes[P->node].is_switch) {
+        if (P->n_active == 0) return;
+        const Flow *F = &s->flows[P->active[P->rr < P->n_active ? P->rr : 0].flow];
+        touch(F);
+        if (F->run >= 0) touch(&s->runs[F->run]);
+        return;
+    }
+    for (unsigned q = P->nonempty; q; q &= q - 1) {
+        const Lane *L = &P->lane[__builtin_ctz(q)];
+        if (L->head >= 0 && s->pkts[L->head].in_port >= 0) touch(&s->ports[s->pkts[L->head].in_port]);
+    }
+}
+
 int ev_next(Sim *s, ps_t until, Event *out) {
     EventQueue *q = &s->evq;
     if (q->cur_i == q->cur_n && q->now.n == 0 && q->count > 0) {
         while (q->cur_i == q->cur_n && q->now.n == 0 && q->count > 0) advance(q);
         for (int64_t i = 0; i < q->cur_n; i++) touch_event(s, &q->cur[i]); /* the bucket's, at once */
-        if (q->cur_n > SORT_SMALL) switch_route_bucket(s, q->cur, q->cur_n); /* a small one's: as they run */
+        if (q->cur_n > SORT_SMALL) { /* a small one's: as its events run */
+            switch_route_bucket(s, q->cur, q->cur_n);
+            for (int64_t i = 0; i < q->cur_n; i++) touch_sender(s, &q->cur[i]);
+        }
     }
     const Event *e = ev_peek(q);
     if (!e || e->t > until) return 0;
