@@ -33,8 +33,8 @@ Sim *sim_new(int n_nodes, int n_ports, int n_links, int n_flows, int n_profiles,
     s->n_hosts = n_hosts;
     s->nodes = calloc((size_t)n_nodes, sizeof(Node));
     s->ports = huge_calloc((size_t)n_ports, sizeof(Port)); /* 64-byte aligned: see Port */
-    s->port_dirty = malloc((size_t)(n_ports ? n_ports : 1));
-    memset(s->port_dirty, 1, (size_t)n_ports);
+    s->port_dirty = malloc((size_t)(n_ports ? n_ports : 1) * sizeof(uint16_t));
+    memset(s->port_dirty, 0xFF, (size_t)n_ports * sizeof(uint16_t));
     s->port_up = calloc((size_t)(n_ports ? n_ports : 1), 1);
     s->flows = huge_calloc((size_t)n_flows, sizeof(Flow));
     s->profiles = calloc((size_t)n_profiles, sizeof(Profile));

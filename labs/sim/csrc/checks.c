@@ -54,13 +54,19 @@ void on_sample(Sim *s) {
         s->samples_cap = s->samples_cap ? s->samples_cap * 2 : 1024;
         s->flow_samples = realloc(s->flow_samples, (size_t)(s->samples_cap * flows) * sizeof(int64_t));
     }
-    for (int i = 0; i < s->n_sample_ports; i++) { /* a port untouched since: as its last sample */
-        if (!s->port_dirty[s->sample_ports[i]]) continue;
+    /* a queue or PG untouched since: as its last sample. Only those touched are read: reading
+     * every lane of every port streamed 16 lines a port through the caches at each sample (at
+     * 4,096 servers 53 MB, more than the last level holds) */
+    for (int i = 0; i < s->n_sample_ports; i++) {
+        unsigned dirty = s->port_dirty[s->sample_ports[i]];
+        if (!dirty) continue;
         const Port *P = &s->ports[s->sample_ports[i]];
         int64_t column = (int64_t)i * 2 * NPRIO;
-        for (int q = 0; q < NPRIO; q++) sample_column(s, column++, P->lane[q].bytes);
-        for (int pg = 0; pg < NPRIO; pg++)
-            sample_column(s, column++, P->lane[pg].res + P->lane[pg].shared + P->lane[pg].hdrm);
+        for (unsigned d = dirty; d; d &= d - 1) {
+            int k = __builtin_ctz(d);
+            const Lane *L = &P->lane[k % NPRIO];
+            sample_column(s, column + k, k < NPRIO ? L->bytes : L->res + L->shared + L->hdrm);
+        }
     }
     for (int i = 0; i < s->n_sample_ports; i++) s->port_dirty[s->sample_ports[i]] = 0;
     for (int f = 0; f < flows; f++) s->flow_samples[s->n_samples * flows + f] = s->flows[f].delivered;

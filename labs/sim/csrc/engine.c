@@ -95,7 +95,7 @@ void pkt_free(Sim *s, int pk) {
 
 void q_push(Sim *s, Port *P, int qi, int pk) {
     Lane *q = &P->lane[qi];
-    s->port_dirty[P - s->ports] = 1;
+    s->port_dirty[P - s->ports] |= (uint16_t)(1u << qi);
     P->nonempty |= (uint8_t)(1u << qi);
     s->pkts[pk].next = -1;
     if (q->count == 0) q->last_deq = s->now; /* a stall is timed from the first wait */
@@ -114,7 +114,7 @@ void q_push(Sim *s, Port *P, int qi, int pk) {
 int q_pop(Sim *s, Port *P, int qi) {
     Lane *q = &P->lane[qi];
     int pk = q->head;
-    s->port_dirty[P - s->ports] = 1;
+    s->port_dirty[P - s->ports] |= (uint16_t)(1u << qi);
     q->head = s->pkts[pk].next;
     if (q->head >= 0) { /* the new head is read at the next dequeue: fetched meanwhile */
         q->head_prio = s->pkts[pk].next_prio;
@@ -235,7 +235,7 @@ void flush_queue(Sim *s, int port, int q, int counter) {
     int sw = s->nodes[P->node].is_switch;
     while (P->lane[q].count > 0) {
         int pk = q_pop(s, P, q);
-        if (sw) release_pkt(s, pk);
+        if (sw) release_pkt(s, pk, port);
         drop_pkt(s, pk, port, counter);
     }
 }

@@ -194,7 +194,7 @@ static inline void touch_event(const Sim *s, const Event *e) {
 
 /* what a frame's end reads next, its bucket's first reads done: at a NIC the flow its round robin
  * is at and that flow's pacing state, at a switch each queue's head packet (DWRR reads its size)
- * and the port it came in by (its release) */
+ * and the PG it came in by (its release) */
 static inline void touch_sender(const Sim *s, const Event *e) {
     if (e->type != EV_TX_DONE) return;
     const Port *P = &s->ports[e->a];
@@ -207,7 +207,9 @@ static inline void touch_sender(const Sim *s, const Event *e) {
     }
     for (unsigned q = P->nonempty; q; q &= q - 1) {
         const Lane *L = &P->lane[__builtin_ctz(q)];
-        if (L->head >= 0 && s->pkts[L->head].in_port >= 0) touch(&s->ports[s->pkts[L->head].in_port]);
+        if (L->head < 0) continue;
+        const Pkt *K = &s->pkts[L->head];
+        if (K->in_port >= 0) touch(&s->ports[K->in_port].lane[K->pg].res);
     }
 }
 

@@ -123,7 +123,8 @@ typedef struct {
     double refresh_fraction;
     uint8_t wd_enabled, wd_action;
     ps_t wd_detect, wd_restore;
-    int32_t cell_bytes, cell_desc; /* buffer cells: a frame holds ceil((size + desc) / cell) of them */
+    int32_t cell_bytes, cell_desc; /* buffer cells: a frame holds ceil((size + desc) / cell) of them;
+                                    * the switch's: every profile of its ports has them (release_pkt) */
     ps_t pfc_resp;                 /* a pause (quanta > 0) takes effect this long after it arrives */
 } Profile;
 
@@ -383,7 +384,7 @@ typedef struct {
     /* sampling */
     ps_t sample_interval;
     int32_t *sample_ports, n_sample_ports;
-    uint8_t *port_dirty; /* per port: its queue or PG bytes may have changed since the last sample */
+    uint16_t *port_dirty; /* per port: bit q (queue q's bytes), bit 8 + pg (PG pg's) changed since the last sample */
     uint8_t *port_up;    /* per port: Port.up, packed, for ECMP's scan of next hops while a port is down */
     uint8_t flow_series;
     /* queue and PG bytes (< 2 GB) of the sampled ports, n_sample_ports*16 columns, kept as
@@ -442,7 +443,7 @@ int sim_step_all(Sim *s, ps_t until);
 /* switch.c */
 int64_t pg_threshold(const Sim *s, const Port *p, int pg);
 void send_pause(Sim *s, int port, int prio_mask, int quanta);
-void release_pkt(Sim *s, int pk);
+void release_pkt(Sim *s, int pk, int port);
 void on_pfc(Sim *s, int port, int prio, int quanta);
 void on_pfc_apply(Sim *s, int port, int packed, int quanta);
 void on_pfc_refresh(Sim *s, int port, int pg, int gen);

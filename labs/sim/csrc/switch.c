@@ -81,21 +81,27 @@ void on_pfc_refresh(Sim *s, int port, int pg, int gen) {
 
 /* give back the buffer a switch packet holds, as an MMU does (HPCC's switch-mmu.cc,
  * RemoveFromIngressAdmission): from the PG's headroom first, then its shared bytes, then its
- * reserved bytes, whatever the packet was charged on arrival; may send XON */
-void release_pkt(Sim *s, int pk) {
+ * reserved bytes, whatever the packet was charged on arrival; may send XON. `port` is where it
+ * leaves, on the switch it came in by: its profile's cells are the ingress port's (a switch's
+ * cells, Profile.cell_bytes) and its node's pool the same, so that of the ingress port only
+ * the PG's line is read */
+void release_pkt(Sim *s, int pk, int port) {
     const Pkt *K = &s->pkts[pk];
-    Port *I = &s->ports[K->in_port];
-    int pg = K->pg;
-    int64_t left = buffer_bytes(&s->profiles[I->profile], K->size);
-    s->port_dirty[K->in_port] = 1;
-    int64_t h = I->lane[pg].hdrm < left ? I->lane[pg].hdrm : left;
-    I->lane[pg].hdrm -= h;
+    const Port *E = &s->ports[port];
+    Lane *L = &s->ports[K->in_port].lane[K->pg];
+    int64_t left = buffer_bytes(&s->profiles[E->profile], K->size);
+    s->port_dirty[K->in_port] |= (uint16_t)(0x100u << K->pg);
+    int64_t h = L->hdrm < left ? L->hdrm : left;
+    L->hdrm -= h;
     left -= h;
-    int64_t sh = I->lane[pg].shared < left ? I->lane[pg].shared : left;
-    I->lane[pg].shared -= sh;
-    s->nodes[I->node].pool_used -= sh;
-    I->lane[pg].res -= left - sh;
-    if (I->lane[pg].pg_paused && I->up && pg_may_resume(s, I, pg)) pg_xon(s, K->in_port, pg);
+    int64_t sh = L->shared < left ? L->shared : left;
+    L->shared -= sh;
+    s->nodes[E->node].pool_used -= sh;
+    L->res -= left - sh;
+    if (L->pg_paused) {
+        const Port *I = &s->ports[K->in_port];
+        if (I->up && pg_may_resume(s, I, K->pg)) pg_xon(s, K->in_port, K->pg);
+    }
 }
 
 /* ---- PFC reception (egress side) ---- */
@@ -266,7 +272,7 @@ void switch_receive(Sim *s, int port, int pk) {
     res = res < 0 ? 0 : res > size ? size : res;
     int64_t rest = size - res;
     int before_xoff = lossless && !P->lane[pg].pg_paused && P->lane[pg].hdrm == 0 && N->pool_used + rest <= N->pool;
-    s->port_dirty[port] = 1;
+    s->port_dirty[port] |= (uint16_t)(0x100u << pg);
     if (rest == 0 || P->lane[pg].shared + rest <= thr || before_xoff) {
         P->lane[pg].res += res;
         P->lane[pg].shared += rest;
@@ -324,7 +330,7 @@ int switch_dequeue(Sim *s, int port) {
     Pkt *K = &s->pkts[pk];
     if (!pr->q_strict[q] && P->lane[q].count > 0) P->lane[q].deficit -= K->size;
     P->lane[q].last_deq = s->now;
-    release_pkt(s, pk);
+    release_pkt(s, pk, port);
     if (!pr->ecn_enqueue) mark_ecn(s, P, pr, q, K); /* from the queue it leaves behind */
     return pk;
 }
