@@ -6,6 +6,7 @@ import ctypes
 import dataclasses
 import itertools
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -55,10 +56,13 @@ def simulate(
     if check_routes:
         lib.sim_check_routes(built.handle)
     ran: list[int | BaseException] = []  # the core's answer (stopped on a deadlock) or error
+    cpu: list[float] = []  # the core thread's CPU seconds in sim_run
 
     def run_core() -> None:
         try:
+            start = time.thread_time()
             ran.append(lib.sim_run(built.handle, exp.duration, int(exp.stop_when_done)))
+            cpu.append(time.thread_time() - start)
         except BaseException as exc:  # raised again in the calling thread
             ran.append(exc)
 
@@ -70,7 +74,7 @@ def simulate(
         core.join()  # a signal's handler (`twin.cli.signals`) raises here while the core runs
         if isinstance(ran[0], BaseException):
             raise ran[0]
-        result, n_samples, changes = _collect(lib, built, exp, seed, bool(ran[0]))
+        result, n_samples, changes = _collect(lib, built, exp, seed, bool(ran[0]), cpu[0])
     finally:
         if core.ident is None or ran:  # else stopped: the command exits without waiting for
             lib.sim_free(built.handle)  # the core, nor frees what its thread holds under it
@@ -82,10 +86,10 @@ def simulate(
 
 
 def _collect(
-    lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped: bool
+    lib: ctypes.CDLL, built: Built, exp: Experiment, seed: int, stopped: bool, core_cpu: float
 ) -> tuple[Result, int, npt.NDArray[np.int32]]:
     """What the core holds: the result but its occupancy series, and the samples and
-    (sample, column, value) changes they come from (a copy)."""
+    (sample, column, value) changes they come from (a copy); `core_cpu`: its run's CPU."""
     h, layout = built.handle, built.layout
     counts = (native.I64 * native.COUNTS)()
     lib.sim_counts(h, counts)
@@ -117,6 +121,7 @@ def _collect(
             table=table,
             rings=[_ring(lib, h, i, ring) for i, ring in enumerate(exp.rings)],
             routes_checked=(counts[8], counts[9]),
+            core_cpu=core_cpu,
         ),
         n_samples,
         changes,

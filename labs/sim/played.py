@@ -10,7 +10,8 @@ as every backend does. What only the simulator observes goes to `extra`:
   port and queue or PG that held anything;
 - `iterations.json`: per collective phase, each iteration's time (None: never finished) and
   the analytical bound of one iteration;
-- `sim.json`: seed, packet hops, wall seconds, the FIB epochs applied, what was not modelled.
+- `sim.json`: seed, packet hops, wall seconds and the core's CPU seconds, the FIB epochs
+  applied, what was not modelled.
 
 Events (in `events.jsonl`): the faults, then the simulator's own: `pause_storm` (a priority
 paused longer than the scenario's `sim.pause_storm`), `watchdog_detect`/`watchdog_restore`,
@@ -400,6 +401,7 @@ def played(timeline: Timeline, plan: Plan, result: Result, base: Network, wall: 
             "simulated_s": result.end_time,
             "time_scale": float(timeline.sim.get("time_scale", 1.0)),
             "wall_s": round(wall, 3),
+            "core_cpu_s": round(result.core_cpu, 3),
             "packet_hops": result.packet_hops,
             "events": result.events_processed,
             "packet_bytes": packet,

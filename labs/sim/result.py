@@ -118,7 +118,7 @@ class Occupancy:
 
 @dataclass(frozen=True)
 class Result:
-    """The outputs of one run (deterministic for an experiment and a seed)."""
+    """The outputs of one run (deterministic for an experiment and a seed, `core_cpu` aside)."""
 
     experiment: str
     seed: int
@@ -145,6 +145,9 @@ class Result:
     routes_checked: tuple[int, int] = (0, 0)
     """With `simulate(check_routes=True)`: the routes the core took ahead of their arrival and
     used, and how many of them the arrival would have taken otherwise (a fault: 0 expected)."""
+    core_cpu: float = field(default=0.0, compare=False)
+    """The CPU seconds of the core's run (`sim_run`, its thread's): what a packet hop costs the
+    core, apart from the build and what reads the results (differs run to run: not compared)."""
 
     def flow(self, name: str) -> FlowResult:
         for f in self.flows:
@@ -183,6 +186,7 @@ class Result:
         data: dict[str, Any] = asdict(replace(self, table=None, rings=[]))
         data["table"] = None if self.table is None else self.table.as_lists()
         data["rings"] = [r.as_lists() for r in self.rings]
+        del data["core_cpu"]  # what the run cost, not what it gave: the same seed, the same JSON
         return json.dumps(data, indent=1) + "\n"
 
     def summary(self) -> str:

@@ -96,7 +96,9 @@ def test_the_incast_example_plays_in_milliseconds_and_still_drives_dcqcn(
     out = tmp_path / "run"
     argv = ["run", str(lab), str(SCENARIOS / "incast.yaml"), "--backend", "sim", "--no-static"]
     assert main([*argv, "--out", str(out)]) == 0
-    assert json.loads((out / "sim.json").read_text())["simulated_s"] <= 0.06
+    sim = json.loads((out / "sim.json").read_text())
+    assert sim["simulated_s"] <= 0.06
+    assert sim["core_cpu_s"] > 0 and sim["packet_hops"] > 0  # what a hop costs the core
     flows = json.loads((out / "flows.json").read_text())
     assert len(flows) == 12 and {f["src"] for f in flows} == {"server1", "server2", "server3"}
     for flow in flows:
