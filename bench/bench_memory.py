@@ -6,9 +6,9 @@ fabric's ports, packets and routes are read at random, beyond the caches).
     .venv/bin/python bench/bench_memory.py --write   # into docs/simulator.md's block
 
 A chase through a random cycle of 64-byte lines (each load's address is the one before's
-value, so no two overlap) on 2 MB pages where the kernel gives them, compiled with the C
-compiler the core is built with (`cc`); nanoseconds per load, the lowest of 3 rounds. `--write`
-puts the table into the block `memory-latency` of docs/simulator.md (bench/blocks.py).
+value, so no two overlap) on 2 MB pages where the kernel gives them, compiled with `cc` (gcc,
+which scripts/setup.sh installs for the core); nanoseconds per load, the lowest of 3 rounds.
+`--write` puts the table into the block `memory-latency` of docs/simulator.md (bench/blocks.py).
 """
 
 from __future__ import annotations
