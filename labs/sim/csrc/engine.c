@@ -63,6 +63,16 @@ void *huge_calloc(size_t n, size_t size) {
     return p;
 }
 
+/* an array of `bytes` grown from p (its first `used` bytes kept, the rest zeroed; p freed), on
+ * huge pages when it is large: asked for before its pages are first touched, which realloc's
+ * copy would do first (the kernel then backs them with 4 KB pages) */
+void *huge_grow(void *p, size_t used, size_t bytes) {
+    void *grown = huge_calloc(bytes, 1);
+    if (used) memcpy(grown, p, used);
+    free(p);
+    return grown;
+}
+
 /* ---- pools: items in one array, the free ones linked by an int32 index ---- */
 
 /* an empty free list: double the pool (first `initial` items) and link its new items (their
@@ -70,8 +80,7 @@ void *huge_calloc(size_t n, size_t size) {
 void *pool_grow(void *items, size_t size, size_t link, int32_t *cap, int32_t *free, int32_t initial) {
     int32_t old = *cap;
     *cap = old ? old * 2 : initial;
-    items = realloc(items, (size_t)*cap * size);
-    want_huge(items, (size_t)*cap * size);
+    items = huge_grow(items, (size_t)old * size, (size_t)*cap * size);
     for (int32_t i = old; i < *cap; i++) {
         int32_t next = i + 1 < *cap ? i + 1 : -1;
         memcpy((char *)items + (size_t)i * size + link, &next, sizeof next);

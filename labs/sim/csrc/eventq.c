@@ -18,7 +18,7 @@ static inline int ev_less(const Event *x, const Event *y) {
 static void heap_push(Heap *h, Event e) {
     if (h->n == h->cap) {
         h->cap = h->cap ? h->cap * 2 : 256;
-        h->ev = realloc(h->ev, (size_t)h->cap * sizeof(Event));
+        h->ev = huge_grow(h->ev, (size_t)h->n * sizeof(Event), (size_t)h->cap * sizeof(Event));
     }
     int64_t i = h->n++;
     while (i > 0) {

@@ -426,6 +426,7 @@ double rng_uniform(Sim *s);
 void sim_log(Sim *s, int kind, int a, int b, int c);
 void sim_log_at(Sim *s, ps_t t, int kind, int a, int b, int c);
 void *huge_calloc(size_t n, size_t size);
+void *huge_grow(void *p, size_t used, size_t bytes);
 void *pool_grow(void *items, size_t size, size_t link, int32_t *cap, int32_t *free, int32_t initial);
 int pkt_alloc(Sim *s);
 void pkt_free(Sim *s, int pk);
