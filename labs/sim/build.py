@@ -4,6 +4,7 @@ become numeric tables, routes become next-hop lists."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -251,32 +252,28 @@ def _first(table: FlowTable, bad: npt.NDArray[np.bool_], what: str) -> None:
         raise ExperimentError(f"flow {table.name(int(rows[0]))}: {what}")
 
 
-def _crc_table() -> npt.NDArray[np.uint32]:
-    """zlib's CRC-32 (reflected 0xEDB88320) byte table."""
-    crc = np.arange(256, dtype=np.uint32)
-    for _ in range(8):
-        crc = np.where(crc & 1, (crc >> 1) ^ np.uint32(0xEDB88320), crc >> 1).astype(np.uint32)
-    return crc
+SUFFIX_BYTES = 13
+"""A key's last bytes: `sport|4791|17`, its source port (49152-65535) always five digits."""
 
 
-CRC_TABLE = _crc_table()
+@functools.cache
+def _sport_crcs() -> npt.NDArray[np.uint32]:
+    """Per source port 49152 + i: the CRC-32 of `sport|4791|17` from a zero start."""
+    return np.array(
+        [zlib.crc32(b"%d|4791|17" % sport) for sport in range(0xC000, 0x10000)], np.uint32
+    )
 
 
-def crc32(
-    data: npt.NDArray[np.uint8], lengths: npt.NDArray[np.int64], start: npt.NDArray[np.uint32]
-) -> npt.NDArray[np.uint32]:
-    """`zlib.crc32(row[:length], start)` of each row of a byte matrix, vectorised.
+def _shifts(starts: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
+    """What a start value adds to a CRC-32 of SUFFIX_BYTES bytes: the CRC is linear in it, so
+    `crc32(d, s) == crc32(d, 0) ^ shift(s)` for every `d` of that length.
 
-    >>> rows = np.frombuffer(b"abc--hello", np.uint8).reshape(2, 5)
-    >>> crc32(rows, np.array([3, 5]), np.zeros(2, np.uint32)).tolist() == [
-    ...     zlib.crc32(b"abc"), zlib.crc32(b"hello")]
+    >>> s, d = np.array([0x12345678], np.uint32), b"51234|4791|17"
+    >>> int(_shifts(s)[0] ^ zlib.crc32(d)) == zlib.crc32(d, 0x12345678)
     True
     """
-    crc = start ^ np.uint32(0xFFFFFFFF)
-    for j in range(data.shape[1]):
-        step = CRC_TABLE[(crc ^ data[:, j]) & 0xFF] ^ (crc >> 8)
-        crc = np.where(lengths > j, step, crc)
-    return crc ^ np.uint32(0xFFFFFFFF)
+    zeros, base = bytes(SUFFIX_BYTES), zlib.crc32(bytes(SUFFIX_BYTES))
+    return np.array([zlib.crc32(zeros, s) ^ base for s in starts.tolist()], np.uint32)
 
 
 def _pairs(
@@ -301,10 +298,6 @@ def _pairs(
     return pairs, prefixes
 
 
-SUFFIX = np.frombuffer(b"|4791|17", np.uint8)
-"""The end of a flow's 5-tuple as its ECMP key hashes it: destination UDP port and protocol."""
-
-
 @dataclass
 class CoreFlows:
     """A checked flow table as the core takes it (sim_set_flows, sim_set_dependents): per flow
@@ -327,21 +320,18 @@ class CoreFlows:
     host_ports: npt.NDArray[np.int64]
     """Per host, its ports' indices (-1 past its count)."""
     pairs: npt.NDArray[np.int64]
-    prefixes: npt.NDArray[np.uint32]
+    shifts: npt.NDArray[np.uint32]
+    """Per pair, what its prefix (`_pairs`) adds to the CRC-32 of a key's last bytes."""
     dep_start: npt.NDArray[np.int32]
 
     def keys(self, rows: slice, src: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
         """The ECMP keys of `rows`: their 5-tuple (UDP source port from the name, to 4791)
         hashed with the seed (CRC-32 of `seed|src|dst|sport|4791|17`, sport 49152-65535)."""
-        names = np.ascontiguousarray(self.table.names[rows])
-        n = len(names)
-        text = np.frombuffer(names.tobytes(), np.uint8).reshape(n, names.dtype.itemsize)
-        sport = 0xC000 | (crc32(text, np.char.str_len(names), np.zeros(n, np.uint32)) & 0x3FFF)
+        names = self.table.names[rows].tolist()
+        port = np.fromiter((zlib.crc32(name) & 0x3FFF for name in names), np.int64, len(names))
         pair = src.astype(np.int64) * self.n_hosts + self.table.dst[rows]
-        start = self.prefixes[np.searchsorted(self.pairs, pair)]
-        digits = [(sport // 10**k % 10 + ord("0")).astype(np.uint8) for k in range(4, -1, -1)]
-        suffix = np.column_stack([*digits, np.broadcast_to(SUFFIX, (n, len(SUFFIX)))])
-        return crc32(suffix, np.full(n, suffix.shape[1]), start).astype(np.int64)
+        shift = self.shifts[np.searchsorted(self.pairs, pair)]
+        return (_sport_crcs()[port] ^ shift).astype(np.int64)
 
     def rows(self, first: int, end: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """The core's integers and numbers of rows [first, end), row-major."""
@@ -469,7 +459,7 @@ def core_flows(
         count,
         ports,
         pairs,
-        prefixes,
+        _shifts(prefixes),
         dep_start,
     )
 
