@@ -19,6 +19,7 @@ ACKs), all big-endian.
 import struct
 
 ROCE_UDP_PORT = 4791
+UDP_SPORT_MIN = 0xC000  # RoCEv2 source ports: 0xC000-0xFFFF (rdma_get_udp_sport)
 ETH_P_IP = 0x0800
 
 ETH_LEN = 14

@@ -40,6 +40,7 @@ from traffic.layout import (
     RC_WRITE_MIDDLE,
     RC_WRITE_ONLY,
     ROCE_UDP_PORT,
+    UDP_SPORT_MIN,
 )
 from traffic.layout import CE as CE
 from traffic.layout import ECT0 as ECT0
@@ -73,7 +74,6 @@ bind_layers(BTH, RETH, opcode=RC_WRITE_FIRST)
 bind_layers(BTH, RETH, opcode=RC_WRITE_ONLY)
 
 QPN_MASK = 0xFFFFFF
-UDP_SPORT_MIN = 0xC000
 _FLOW_LABEL_MASK = 0xFFFFF
 
 

@@ -28,6 +28,7 @@ from labs.sim.model import (
     TxOff,
 )
 from labs.sim.routing import RoutingError, forwarding, route_rows, split_port
+from traffic.layout import ROCE_UDP_PORT, UDP_SPORT_MIN
 from twin.design.asic import BYTES, Cells
 from twin.design.headroom import headroom_bytes, response_quanta
 from twin.errors import TwinError
@@ -252,50 +253,55 @@ def _first(table: FlowTable, bad: npt.NDArray[np.bool_], what: str) -> None:
         raise ExperimentError(f"flow {table.name(int(rows[0]))}: {what}")
 
 
-SUFFIX_BYTES = 13
-"""A key's last bytes: `sport|4791|17`, its source port (49152-65535) always five digits."""
+KEY_TAIL = b"|%d|17" % ROCE_UDP_PORT
+"""The end of a flow's 5-tuple as its ECMP key hashes it: destination UDP port and protocol."""
+SPORTS = 0x10000 - UDP_SPORT_MIN
+"""The source ports a name maps to (the low bits of its CRC-32): 49152-65535, five digits each."""
+ZERO_TAIL = bytes(len(b"%d" % UDP_SPORT_MIN + KEY_TAIL))
+"""As many zero bytes as a key's last bytes, `sport|4791|17`."""
 
 
 @functools.cache
 def _sport_crcs() -> npt.NDArray[np.uint32]:
-    """Per source port 49152 + i: the CRC-32 of `sport|4791|17` from a zero start."""
+    """Per source port UDP_SPORT_MIN + i: the CRC-32 of `sport|4791|17` from a zero start."""
     return np.array(
-        [zlib.crc32(b"%d|4791|17" % sport) for sport in range(0xC000, 0x10000)], np.uint32
+        [zlib.crc32(b"%d" % sport + KEY_TAIL) for sport in range(UDP_SPORT_MIN, 0x10000)],
+        np.uint32,
     )
-
-
-def _shifts(starts: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
-    """What a start value adds to a CRC-32 of SUFFIX_BYTES bytes: the CRC is linear in it, so
-    `crc32(d, s) == crc32(d, 0) ^ shift(s)` for every `d` of that length.
-
-    >>> s, d = np.array([0x12345678], np.uint32), b"51234|4791|17"
-    >>> int(_shifts(s)[0] ^ zlib.crc32(d)) == zlib.crc32(d, 0x12345678)
-    True
-    """
-    zeros, base = bytes(SUFFIX_BYTES), zlib.crc32(bytes(SUFFIX_BYTES))
-    return np.array([zlib.crc32(zeros, s) ^ base for s in starts.tolist()], np.uint32)
 
 
 def _pairs(
     table: FlowTable, seed: int, hosts: Sequence[Host]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
     """The (source, destination) pairs of a table's rows, as src * len(hosts) + dst sorted,
-    and the CRC-32 of each pair's `seed|src|dst|` (where its rows' ECMP keys start)."""
+    and per pair what its prefix `seed|src|dst|` adds to the CRC-32 of a key's last bytes:
+    the CRC is linear in its start, so `crc32(d, s) == crc32(d, 0) ^ shift(s)` for every `d`
+    of that length, with `shift(s) = crc32(zeros, s) ^ crc32(zeros, 0)`.
+
+    >>> d, s = b"51234|4791|17", 0x12345678
+    >>> zlib.crc32(d) ^ zlib.crc32(ZERO_TAIL, s) ^ zlib.crc32(ZERO_TAIL) == zlib.crc32(d, s)
+    True
+    """
     pair = table.src.astype(np.int64)
     pair *= len(hosts)
     pair += table.dst
     pairs = np.unique(pair)
     del pair
-    prefixes = np.array(
+    base = zlib.crc32(ZERO_TAIL)
+    shifts = np.array(
         [
             zlib.crc32(
-                f"{seed}|{hosts[p // len(hosts)].name}|{hosts[p % len(hosts)].name}|".encode()
+                ZERO_TAIL,
+                zlib.crc32(
+                    f"{seed}|{hosts[p // len(hosts)].name}|{hosts[p % len(hosts)].name}|".encode()
+                ),
             )
+            ^ base
             for p in pairs.tolist()
         ],
         np.uint32,
     )
-    return pairs, prefixes
+    return pairs, shifts
 
 
 @dataclass
@@ -321,14 +327,14 @@ class CoreFlows:
     """Per host, its ports' indices (-1 past its count)."""
     pairs: npt.NDArray[np.int64]
     shifts: npt.NDArray[np.uint32]
-    """Per pair, what its prefix (`_pairs`) adds to the CRC-32 of a key's last bytes."""
+    """Per pair, what its prefix adds to the CRC-32 of a key's last bytes (`_pairs`)."""
     dep_start: npt.NDArray[np.int32]
 
     def keys(self, rows: slice, src: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
         """The ECMP keys of `rows`: their 5-tuple (UDP source port from the name, to 4791)
         hashed with the seed (CRC-32 of `seed|src|dst|sport|4791|17`, sport 49152-65535)."""
         names = self.table.names[rows].tolist()
-        port = np.fromiter((zlib.crc32(name) & 0x3FFF for name in names), np.int64, len(names))
+        port = np.fromiter((zlib.crc32(n) % SPORTS for n in names), np.int64, len(names))
         pair = src.astype(np.int64) * self.n_hosts + self.table.dst[rows]
         shift = self.shifts[np.searchsorted(self.pairs, pair)]
         return (_sport_crcs()[port] ^ shift).astype(np.int64)
@@ -447,7 +453,7 @@ def core_flows(
         ports[h, : len(own_ports)] = own_ports
     dep_start = np.zeros(n + 1, np.int32)
     np.cumsum(np.bincount(table.after, minlength=n), out=dep_start[1:])
-    pairs, prefixes = _pairs(table, seed, hosts)
+    pairs, shifts = _pairs(table, seed, hosts)
     ect = np.array([(h.dcqcn or exp.dcqcn).ect for h in hosts] or [True], np.bool_)
     return CoreFlows(
         table,
@@ -459,7 +465,7 @@ def core_flows(
         count,
         ports,
         pairs,
-        _shifts(prefixes),
+        shifts,
         dep_start,
     )
 

@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labs.sim.build import CoreFlows, _pairs, _shifts
+from labs.sim.build import CoreFlows, _pairs
 from labs.sim.flows import FlowTable
 
 
@@ -25,11 +25,11 @@ def keys(seed: int, hosts: list[str], rows: list[tuple[bytes, int, int]]) -> lis
     """What CoreFlows.keys gives for `rows` (name, source, destination)."""
     table = FlowTable.of([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
     named: Any = [SimpleNamespace(name=h) for h in hosts]
-    pairs, prefixes = _pairs(table, seed, named)
+    pairs, shifts = _pairs(table, seed, named)
     none = np.zeros(0, np.int64)
     core = CoreFlows(
         table, 1024, 0, len(hosts), none, none.astype(bool), none, none, pairs,
-        _shifts(prefixes), none.astype(np.int32),
+        shifts, none.astype(np.int32),
     )  # fmt: skip
     return [int(k) for k in core.keys(slice(0, len(rows)), table.src)]
 
@@ -54,8 +54,8 @@ def test_each_rows_key_is_the_crc_of_its_five_tuple(
     assert got == [reference(seed, hosts[s], hosts[d], name) for name, s, d in rows]
 
 
-def test_a_wrong_start_changes_the_key() -> None:
-    """The shift is the start's own: keys of the same name toward two destinations differ."""
+def test_one_name_toward_two_destinations_has_two_keys() -> None:
+    """Each pair's own prefix is in its key: the same name toward two hosts hashes apart."""
     got = keys(7, ["a", "b", "c"], [(b"x", 0, 1), (b"x", 0, 2)])
     assert got[0] != got[1]
     assert got == [reference(7, "a", "b", b"x"), reference(7, "a", "c", b"x")]
