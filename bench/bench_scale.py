@@ -83,21 +83,30 @@ def intent(servers: int) -> dict[str, Any]:
     return cast(dict[str, Any], data)
 
 
-def case(servers: int, labs: Path) -> dict[str, Any]:
-    """Generate (once) and run `intent(servers)`."""
+TWIN = [sys.executable, "-m", "twin.cli.main"]
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def generated(servers: int, labs: Path) -> tuple[Path, float]:
+    """The lab of `intent(servers)` in `labs` (generated unless there) and the CPU seconds its
+    generation took (0 when it was there)."""
     import yaml
 
-    twin = [sys.executable, "-m", "twin.cli.main"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     lab = labs / f"lab{servers}"
-    generate_cpu = 0.0
-    if not (lab / "fabric.yaml").exists() and not lab.exists():
-        fabric = labs / f"fabric{servers}.yaml"
-        fabric.write_text(yaml.safe_dump(intent(servers)))
-        generate_cpu, _, _ = _child_usage([*twin, "generate", str(fabric), "-o", str(lab)], env)
+    if (lab / "fabric.yaml").exists() or lab.exists():
+        return lab, 0.0
+    fabric = labs / f"fabric{servers}.yaml"
+    fabric.write_text(yaml.safe_dump(intent(servers)))
+    cpu, _, _ = _child_usage([*TWIN, "generate", str(fabric), "-o", str(lab)], ENV)
+    return lab, cpu
+
+
+def case(servers: int, labs: Path) -> dict[str, Any]:
+    """Generate (once) and run `intent(servers)`."""
+    lab, generate_cpu = generated(servers, labs)
     out = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=labs))
     cpu, rss, stdout = _child_usage(
-        [*twin, "run", str(lab), "--backend", "sim", "--out", str(out)], env
+        [*TWIN, "run", str(lab), "--backend", "sim", "--out", str(out)], ENV
     )
     sim = json.loads((out / "sim.json").read_text())
     iterations = json.loads((out / "iterations.json").read_text())

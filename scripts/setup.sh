@@ -23,4 +23,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[dev]'
+# the simulator's C core built again, guided by a training run (labs/sim/pgo.py, about 40 s)
+.venv/bin/python -m labs.sim.pgo
 echo "setup: ready (.venv/bin/twin)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import os
 from array import array
 from collections.abc import Sequence
 from functools import cache
@@ -81,12 +82,16 @@ class EngineUnavailable(TwinError, RuntimeError):
     """The compiled core is missing or cannot be loaded."""
 
 
+CORE_ENV = "TWIN_SIM_CORE"
+"""A core to load instead of the one installed (`labs.sim.pgo`'s training, its bench)."""
+
+
 @cache
 def library() -> ctypes.CDLL:
     """The loaded core with its function signatures declared."""
     try:
-        module = importlib.import_module("labs.sim._core")
-        lib = ctypes.CDLL(str(module.__file__))
+        path = os.environ.get(CORE_ENV) or importlib.import_module("labs.sim._core").__file__
+        lib = ctypes.CDLL(str(path))
     except (ImportError, OSError) as exc:
         raise EngineUnavailable(
             f"labs.sim: the C core is not built ({exc}); run `bash scripts/setup.sh` "
