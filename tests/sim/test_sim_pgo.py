@@ -1,5 +1,6 @@
-"""`labs.sim.pgo`: the profile-guided core is trained, computes what the plain one does, and
-is refused when it does not."""
+"""`labs.sim.pgo`: the profile-guided core is trained and computes what the plain one does;
+run directories compare on what they computed, not on what they cost; build failures are one
+line."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def test_builds_trains_and_installs_an_equal_core(tmp_path: Path) -> None:
     assert {p.name for p in tmp_path.iterdir()} == {"work", "core.so"}
 
 
-def test_a_core_computing_otherwise_is_refused(tmp_path: Path) -> None:
+def test_run_directories_differ_on_results_not_timings(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     for d, hops in ((a, 10), (b, 10)):
         d.mkdir()
