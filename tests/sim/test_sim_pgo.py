@@ -55,3 +55,18 @@ def test_compiler_failure_is_one_line(tmp_path: Path) -> None:
 def test_linker_failure_names_its_cause(tmp_path: Path) -> None:
     with pytest.raises(pgo.PgoError, match=r"\(plain\): exit 1: .*cannot open output file"):
         pgo.compile_core(tmp_path / "missing" / "core.so", [])
+
+
+def test_a_differing_core_is_not_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """When the runs differ the command exits 2 naming the file, and the core stays."""
+    target = tmp_path / "core.so"
+    target.write_bytes(b"the core pip built")
+    monkeypatch.setattr(pgo, "installed", lambda: target)
+    monkeypatch.setattr(pgo, "differing", lambda a, b: ["queues.bin"])
+    monkeypatch.setattr(pgo.build, "__defaults__", (((50, "default"),),))
+    assert pgo.main([]) == 2
+    err = capsys.readouterr().err
+    assert "run differs: queues.bin" in err and err.count("\n") == 1
+    assert target.read_bytes() == b"the core pip built"
