@@ -216,14 +216,14 @@ void drop_pkt(Sim *s, int pk, int port, int counter) {
 void try_send(Sim *s, int port) {
     Port *P = &s->ports[port];
     if (!P->up) return;
+    int sw = s->nodes[P->node].is_switch;
     if (P->busy_until > s->now) {
         if (!P->wake) {
             P->wake = 1;
-            ev_push(s, P->busy_until, EV_TX_DONE, port, 0, 0);
+            ev_push(s, P->busy_until, EV_TX_DONE, port, !sw, 0);
         }
         return;
     }
-    int sw = s->nodes[P->node].is_switch;
     int pk = sw ? switch_dequeue(s, port) : nic_dequeue(s, port);
     if (pk < 0) return;
     Pkt *K = &s->pkts[pk];
@@ -234,7 +234,7 @@ void try_send(Sim *s, int port) {
     ev_push(s, s->now + ser + P->prop, EV_ARRIVE, P->peer, pk, ROUTE_UNTAKEN);
     if (!P->wake && (P->nonempty || (!sw && P->n_active > 0))) { /* a switch's n_active: 0, not read */
         P->wake = 1;
-        ev_push(s, P->busy_until, EV_TX_DONE, port, 0, 0);
+        ev_push(s, P->busy_until, EV_TX_DONE, port, !sw, 0);
     }
 }
 

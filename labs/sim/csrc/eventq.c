@@ -181,15 +181,16 @@ static void advance(EventQueue *q) {
     }
 }
 
-/* what an event reads first, its port (first line) and packet, and for a frame's end the port's
- * line with a NIC's flows: most of an event's time on a large fabric was the misses on them.
- * Read, not prefetched: a bucket's burst of prefetches (a hundred at 1,024 servers) saved
+/* what an event reads first, its port (first line) and packet, and for a frame's end at a NIC
+ * (Event.b) the port's line with its flows: most of an event's time on a large fabric was the
+ * misses on them (a switch's port does not read that line at a frame's end: read there, it was
+ * a miss for nothing). Read, not prefetched: a bucket's burst of prefetches (a hundred at 1,024 servers) saved
  * nothing measurable, its loads an eighth of sim_run (docs/simulator.md, "Loads, not
  * prefetches") */
 static inline void touch_event(const Sim *s, const Event *e) {
     if (e->type == EV_ARRIVE) touch(&s->pkts[e->b]);
     if (e->type == EV_ARRIVE || e->type == EV_TX_DONE) touch(&s->ports[e->a]);
-    if (e->type == EV_TX_DONE) touch(&s->ports[e->a].active); /* a NIC's flows */
+    if (e->type == EV_TX_DONE && e->b) touch(&s->ports[e->a].active); /* a NIC's flows */
 }
 
 /* what a frame's end reads next, its bucket's first reads done: at a NIC the flow its round robin

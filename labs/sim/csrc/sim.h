@@ -26,7 +26,7 @@ typedef int64_t ps_t;
 
 enum EventType {
     EV_ARRIVE,       /* a: rx port, b: packet, c: its egress if taken with its bucket's, else ROUTE_UNTAKEN */
-    EV_TX_DONE,      /* a: port; the frame on the wire ends */
+    EV_TX_DONE,      /* a: port, b: 1 at a NIC's port, 0 at a switch's; the frame on the wire ends */
     EV_KICK,         /* a: port; pause expired or pacing gap over */
     EV_PFC,          /* a: rx port, b: priority, c: quanta */
     EV_PFC_REFRESH,  /* a: port, b: PG, c: generation */
