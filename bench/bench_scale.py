@@ -5,6 +5,8 @@ scenario on the reference intent with more servers (issue 34; the switches grow 
     .venv/bin/python bench/bench_scale.py 50 100 200            # servers per case
     .venv/bin/python bench/bench_scale.py 1024 --labs /tmp/labs  # keep generated labs there
 
+Each run directory is removed once read; without `--labs` the generated labs go too.
+
 Per size: the time `twin generate` takes (CPU), then the run's CPU seconds and peak RSS (of
 the `twin run` process), its packet hops and CPU nanoseconds per hop, the core's own per hop
 (`sim.json`'s `core_cpu_s`: its run alone, without the build and the reading of results), the
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -105,12 +108,15 @@ def case(servers: int, labs: Path) -> dict[str, Any]:
     """Generate (once) and run `intent(servers)`."""
     lab, generate_cpu = generated(servers, labs)
     out = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=labs))
-    cpu, rss, stdout = _child_usage(
-        [*TWIN, "run", str(lab), "--backend", "sim", "--out", str(out)], ENV
-    )
-    sim = json.loads((out / "sim.json").read_text())
-    iterations = json.loads((out / "iterations.json").read_text())
-    size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    try:
+        cpu, rss, stdout = _child_usage(
+            [*TWIN, "run", str(lab), "--backend", "sim", "--out", str(out)], ENV
+        )
+        sim = json.loads((out / "sim.json").read_text())
+        iterations = json.loads((out / "iterations.json").read_text())
+        size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    finally:
+        shutil.rmtree(out)
     verdict = stdout.strip().splitlines()[-1].split(";")[0] if stdout.strip() else ""
     times = [t for v in iterations.values() for t in v["times_s"]]
     return {
@@ -157,9 +163,18 @@ def main() -> int:
     args = parser.parse_args()
     labs = args.labs or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     labs.mkdir(parents=True, exist_ok=True)
+    try:
+        return _bench(args.servers, labs, args.write)
+    finally:
+        if args.labs is None:
+            shutil.rmtree(labs)
+
+
+def _bench(sizes: list[int], labs: Path, write: bool) -> int:
+    """Each size's case printed (and written with `write`); 1 when a goal is missed."""
     missed = []
     smallest: dict[str, Any] = {}
-    for n in sorted(args.servers):
+    for n in sorted(sizes):
         figures = case(n, labs)
         print(json.dumps(figures), flush=True)
         smallest = smallest or figures
@@ -167,7 +182,7 @@ def main() -> int:
         print(f"{n} servers: the core's per hop {flat:.2f}x {smallest['servers']} servers'")
         if flat > FLAT:
             missed.append(f"{n} servers: the core's per hop {flat:.2f}x (at most {FLAT}x)")
-        for path in blocks.write_row("sim-scale", HEADER, row(figures)) if args.write else []:
+        for path in blocks.write_row("sim-scale", HEADER, row(figures)) if write else []:
             print(f"rewrote {path.relative_to(REPO)}: sim-scale")
         if n in GOALS:
             cpu, mb = GOALS[n]
