@@ -155,6 +155,13 @@ class Routing:
         }
         """Connected routes of each switch, per interface."""
         self.connected = {n: _merged(self.by_interface[n].values()) for n in w.routers}
+        self._holders: dict[str, dict[IPv4Network, list[str]]] = {}
+        """Per switch, the interfaces whose connected routes hold each prefix, in order."""
+        for n, by_interface in self.by_interface.items():
+            holders = self._holders[n] = {}
+            for name, routes in by_interface.items():
+                for p in routes:
+                    holders.setdefault(p, []).append(name)
         networks = {p for r in w.routers.values() if r.bgp for p in r.bgp.networks}
         self.origins = {
             p: {n for n in w.routers if self._originates(n, p, self.connected[n], self.down)}
@@ -442,10 +449,10 @@ class Routing:
         for n, names in self._touched(ports).items():
             new = {i: self._interface_routes(n, i, down) for i in names}
             old = self.by_interface[n]
-            if any(new[i] != old.get(i, {}) for i in names):
-                others = (routes for i, routes in old.items() if i not in names)
-                connected[n] = _merged([*others, *new.values()])
-                redo[n] |= {p for i in names for p in old.get(i, {}).keys() | new[i].keys()}
+            changed = {p for i in names for p in _changed(old.get(i, {}), new[i])}
+            if changed:
+                connected[n] = self._patched(n, new, changed)
+                redo[n] |= changed
         hit = {s for n, p in ports for s in self._by_port.get((n, w.logical(n, p)), [])}
         dead = self._sessions_down(hit, down) - self._down_sessions
         lost = [(a, (b, port)) for a, b, port in dead]
@@ -484,6 +491,22 @@ class Routing:
         for h in {n for n, _ in ports} & w.hosts.keys():
             delta[h] = _diff(self.fib[h], w.host_routes(h, down))
         return {n: d for n, d in delta.items() if d}
+
+    def _patched(self, n: str, new: Mapping[str, Routes], changed: set[IPv4Network]) -> Routes:
+        """n's connected routes with the `new` routes of some interfaces, where they differ
+        from before at the `changed` prefixes: as if all were merged again in order, the
+        interfaces not redone first (a copy of the merged routes, not a merge of each)."""
+        routes = dict(self.connected[n])
+        for p in changed:
+            found = [r[p] for r in new.values() if p in r]
+            if not found:
+                others = self.by_interface[n]
+                found = [others[i][p] for i in self._holders[n].get(p, ()) if i not in new]
+            if found:
+                routes[p] = found[-1]
+            else:
+                routes.pop(p, None)
+        return routes
 
     def _changing(
         self, flips: Mapping[IPv4Network, set[str]], lost: list[tuple[str, Peer]]
@@ -564,6 +587,15 @@ def _within(addresses: list[tuple[int, str]], network: IPv4Network) -> list[tupl
     low = bisect.bisect_left(addresses, (int(network.network_address), ""))
     high = bisect.bisect_right(addresses, (int(network.broadcast_address), "~"))
     return addresses[low:high]
+
+
+def _changed(old: Routes, new: Routes) -> list[IPv4Network]:
+    """The prefixes whose routes differ; without hashing them when both hold the same prefix
+    objects in the same order (an interface's routes computed again: most failures change
+    none of them)."""
+    if len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True)):
+        return [p for (p, a), b in zip(old.items(), new.values(), strict=True) if a != b]
+    return [p for p, h in old.items() if new.get(p) != h] + [p for p in new if p not in old]
 
 
 def _merged(parts: Iterable[Routes]) -> Routes:

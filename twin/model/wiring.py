@@ -105,6 +105,7 @@ class Wiring:
         self._owner = {int(a): o for a, o in self.owner.items()}
         self._far: dict[tuple[str, str], tuple[str, str] | None] = {}
         self._kind: dict[tuple[str, str], tuple[str, bool, int, list[str]]] = {}
+        self._vids: dict[tuple[str, str], str | None] = {}
 
     def _read(self, node: str, file: str, read: Callable[[str], T]) -> T:
         """A device's config read by `read`; a value it cannot use is one `InputError` line."""
@@ -218,20 +219,30 @@ class Wiring:
         found: dict[str, str] = {}
         queue = deque((node, vlan, m, m) for m in self.vlans[node][vlan])
         seen = {node}
+        up, far_of, vid_of = self.up, self.far, self._vid
         while queue:
             here, here_vlan, member, first = queue.popleft()
-            far = self.far(here, member)
-            if far is None or not self.up(here, member, down):
+            far = far_of(here, member)
+            if far is None or not up(here, member, down):
                 continue
             peer, peer_port = far
             found.setdefault(peer, first)
-            vid = self.configs[here].get("VLAN", {}).get(here_vlan, {}).get("vlanid")
-            for other, ports in self.vlans.get(peer, {}).items():
-                same = self.configs[peer].get("VLAN", {}).get(other, {}).get("vlanid") == vid
-                if peer not in seen and same and peer_port in ports:
+            if peer in seen or peer not in self.vlans:
+                continue
+            vid = vid_of(here, here_vlan)
+            for other, ports in self.vlans[peer].items():
+                if vid_of(peer, other) == vid and peer_port in ports:
                     seen.add(peer)
                     queue.extend((peer, other, m, first) for m in ports if m != peer_port)
+                    break
         return found
+
+    def _vid(self, node: str, vlan: str) -> str | None:
+        """A VLAN's `vlanid` in the switch's config (None when it sets none)."""
+        key = (node, vlan)
+        if key not in self._vids:
+            self._vids[key] = self.configs[node].get("VLAN", {}).get(vlan, {}).get("vlanid")
+        return self._vids[key]
 
     def neighbor(
         self, node: str, iface: str, address: IPv4Address, down: Collection[tuple[str, str]]
