@@ -222,6 +222,18 @@ CASES: dict[str, tuple[Edit, str]] = {
         _db(lambda db: db["BUFFER_QUEUE"]["Ethernet0|0"].update(profile=["egress_lossy_profile"])),
         "config_db.json: BUFFER_QUEUE.Ethernet0|0.profile: must be a string",
     ),
+    "a PORT's mtu a number": (
+        _db(lambda db: db["PORT"]["Ethernet0"].update(mtu=9100)),
+        "config_db.json: PORT.Ethernet0.mtu: must be a string",
+    ),
+    "a PORT entry a string": (
+        _db(lambda db: db["PORT"].update(Ethernet0="up")),
+        "config_db.json: PORT.Ethernet0: must be an object, not str",
+    ),
+    "a DSCP_TO_TC_MAP entry a list": (
+        _db(lambda db: db["DSCP_TO_TC_MAP"].update(AZURE=[3])),
+        "config_db.json: DSCP_TO_TC_MAP.AZURE: must be an object, not list",
+    ),
 }
 
 
