@@ -1,15 +1,17 @@
-"""A run directory's compact files read back whole: FIB snapshots as changes from the first
-(`twin.scenario.fibfiles`), queue series as changes (`twin.scenario.occupancy`)."""
+"""A run directory's compact files read back whole: the first FIB snapshot with each next-hop
+list once and the others as changes from it (`twin.scenario.fibfiles`), queue series as
+changes (`twin.scenario.occupancy`)."""
 
 from __future__ import annotations
 
 from ipaddress import IPv4Network
 from typing import Any
 
+import orjson
 import pytest
 
 from twin.errors import InputError
-from twin.model.fib import Fib, NextHop
+from twin.model.fib import Fib, NextHop, to_json
 from twin.scenario import fibfiles, occupancy
 
 A, B = NextHop("spine1", "Ethernet0"), NextHop("spine2", "Ethernet4")
@@ -33,6 +35,24 @@ def test_a_snapshot_as_changes_reads_back_whole(after: Fib) -> None:
     assert fibfiles.decode(data, {"start": START}.__getitem__, "fib/x.json") == after
 
 
+def test_a_whole_snapshot_writes_each_next_hop_list_once() -> None:
+    spines = tuple(NextHop(f"spine{i}", f"Ethernet{4 * i}") for i in range(64))
+    fib: Fib = {
+        f"leaf{n}": {IPv4Network(f"10.{p}.0.0/24"): spines for p in range(50)} for n in range(4)
+    }
+    fib["leaf0"][P] = ()
+    data = fibfiles.encode(fib)
+    assert data["encoding"] == "grouped" and len(data["hops"]) == 2
+    assert (
+        fibfiles.decode(orjson.loads(orjson.dumps(data)), {"start": START}.__getitem__, "f") == fib
+    )
+    assert len(orjson.dumps(data)) * 50 < len(orjson.dumps(to_json(fib)))
+
+
+def test_a_snapshot_written_whole_as_before_reads_back() -> None:
+    assert fibfiles.decode(to_json(START), {"start": START}.__getitem__, "fib/start.json") == START
+
+
 def test_an_unchanged_snapshot_is_its_base() -> None:
     data = fibfiles.encode(START, START, "start")
     assert data["nodes"] == {} and fibfiles.decode(data, lambda _: START, "f") is START
@@ -50,6 +70,25 @@ def test_an_unchanged_snapshot_is_its_base() -> None:
 def test_a_malformed_change_file_is_one_input_error(data: dict[str, Any], key: str) -> None:
     with pytest.raises(InputError, match=key.replace("/", ".")):
         fibfiles.decode(data, lambda _: START, "fib/x.json")
+
+
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [
+        ({"hops": {}, "nodes": {}}, "hops"),
+        ({"hops": [[{"node": "a"}]], "nodes": {}}, "hops.0.0.port"),
+        ({"hops": [], "nodes": []}, "nodes"),
+        ({"hops": [], "nodes": {"leaf1": [0]}}, "nodes.leaf1"),
+        ({"hops": [[]], "nodes": {"leaf1": {"x/y": 0}}}, "nodes.leaf1.x/y"),
+        ({"hops": [[]], "nodes": {"leaf1": {"10.0.0.0/24": 1}}}, "not an index of hops"),
+        ({"hops": [[]], "nodes": {"leaf1": {"10.0.0.0/24": True}}}, "not an index of hops"),
+    ],
+)
+def test_a_malformed_grouped_snapshot_is_one_input_error(data: dict[str, Any], key: str) -> None:
+    with pytest.raises(InputError, match=key.replace("/", ".")):
+        fibfiles.decode(
+            {"encoding": "grouped", **data}, {"start": START}.__getitem__, "fib/start.json"
+        )
 
 
 def test_queue_changes_expand_to_every_sample() -> None:

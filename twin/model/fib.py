@@ -149,6 +149,69 @@ def to_json(fib: Fib) -> dict[str, dict[str, list[dict[str, str]]]]:
     }
 
 
+def to_grouped(fib: Fib) -> dict[str, Any]:
+    """A FIB as `to_json` writes it with each distinct next-hop list once: `hops` the lists,
+    `nodes` node -> prefix -> the index of its list in `hops` (a spine's 64-way ECMP list is
+    written once, not once per prefix it carries).
+
+    >>> hops = (NextHop("spine1", "Ethernet0"), NextHop("spine2", "Ethernet4"))
+    >>> to_grouped({"leaf1": {IPv4Network("10.2.0.0/24"): hops, IPv4Network("10.2.1.0/24"): hops}})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'encoding': 'grouped', 'hops': [[{'node': 'spine1', 'port': 'Ethernet0'},
+                                      {'node': 'spine2', 'port': 'Ethernet4'}]],
+     'nodes': {'leaf1': {'10.2.0.0/24': 0, '10.2.1.0/24': 0}}}
+    """
+    index: dict[Hops, int] = {}
+    nodes = {
+        node: {
+            str(prefix): index.setdefault(hops, len(index))
+            for prefix, hops in sorted(routes.items(), key=lambda r: (r[0].prefixlen, r[0]))
+        }
+        for node, routes in sorted(fib.items())
+    }
+    lists = [[{"node": h.node, "port": h.port} for h in hops] for hops in index]
+    return {"encoding": "grouped", "hops": lists, "nodes": nodes}
+
+
+def from_grouped(data: dict[str, Any], file: str = "") -> Fib:
+    """The FIB `to_grouped` wrote, checked as `from_json` checks its form (an index that is
+    not one of `hops`' refused too).
+
+    >>> fib = {"s": {IPv4Network("10.0.0.0/8"): (NextHop("a", "p1"),)}}
+    >>> from_grouped(to_grouped(fib)) == fib
+    True
+    >>> from_grouped({"hops": [], "nodes": {"s": {"10.0.0.0/8": 0}}}, "fib/start.json")
+    Traceback (most recent call last):
+    twin.errors.InputError: fib/start.json: nodes.s.10.0.0.0/8: not an index of hops (it has 0)
+    """
+    hops, nodes = data.get("hops"), data.get("nodes")
+    if not isinstance(hops, list):
+        raise InputError(file, "hops", f"must be an array of next-hop lists, not {_kind(hops)}")
+    if not isinstance(nodes, dict):
+        raise InputError(file, "nodes", f"must be an object of node -> routes, not {_kind(nodes)}")
+    made = _Made(file)
+    lists = [made.hops(f"hops.{i}", h) for i, h in enumerate(hops)]
+    fib: Fib = {}
+    for node, routes in nodes.items():
+        if not isinstance(routes, dict):
+            problem = f"must be an object of prefix -> next-hop list, not {_kind(routes)}"
+            raise InputError(file, f"nodes.{node}", problem)
+        table: Routes = {}
+        for prefix, i in routes.items():
+            try:
+                network = _network(prefix)
+            except ValueError as exc:
+                raise InputError(
+                    file, f"nodes.{node}.{prefix}", f"not a valid IPv4 network ({exc})"
+                ) from None
+            if type(i) is not int or not 0 <= i < len(lists):
+                problem = f"not an index of hops (it has {len(lists)})"
+                raise InputError(file, f"nodes.{node}.{prefix}", problem)
+            table[network] = lists[i]
+        fib[node] = table
+    return fib
+
+
 def from_json(data: Any, file: str = "") -> Fib:
     """The FIB `to_json` wrote, checked as it is read: anything else (a node's routes not an
     object, a prefix not an IPv4 network, next hops not an array of objects with string

@@ -1,6 +1,7 @@
-"""A run's FIB snapshots (`fib/LABEL.json`): the first in full, each later one as its changes
-from that first (docs/observations.md): a fault changes a few routes of a few nodes, and a
-large fabric's FIB is megabytes.
+"""A run's FIB snapshots (`fib/LABEL.json`): the first whole, with each distinct next-hop
+list written once (`twin.model.fib.to_grouped`: a large fabric's spines carry the same 64-way
+ECMP lists for hundreds of prefixes), each later one as its changes from that first
+(docs/observations.md): a fault changes a few routes of a few nodes.
 
 A change file is `{"encoding": "delta", "base": LABEL, "nodes": {node: {prefix: [next hops]
 or null (the route is gone)} or null (the node's FIB is gone)}}`; a node it does not name has
@@ -24,13 +25,14 @@ from ipaddress import IPv4Network
 from typing import Any
 
 from twin.errors import InputError
-from twin.model.fib import Fib, Routes, from_json, to_json
+from twin.model.fib import Fib, Routes, from_grouped, from_json, to_grouped, to_json
 
 
 def encode(fib: Fib, base: Fib | None = None, label: str = "") -> dict[str, Any]:
-    """The JSON of `fib`: in full, or as its changes from `base` (the snapshot `label`)."""
+    """The JSON of `fib`: whole (grouped), or as its changes from `base` (the snapshot
+    `label`)."""
     if base is None:
-        return to_json(fib)
+        return to_grouped(fib)
     nodes: dict[str, Any] = {}
     for node in sorted(set(base) | set(fib)):
         old, new = base.get(node), fib.get(node)
@@ -46,9 +48,13 @@ def encode(fib: Fib, base: Fib | None = None, label: str = "") -> dict[str, Any]
 
 
 def decode(data: Any, base_of: Callable[[str], Fib], file: str) -> Fib:
-    """The FIB of a snapshot's JSON, its base read with `base_of(label)` when it is a change
-    file; anything malformed refused as one `InputError` line."""
-    if not (isinstance(data, dict) and data.get("encoding") == "delta"):
+    """The FIB of a snapshot's JSON (grouped, a change file whose base is read with
+    `base_of(label)`, or whole as `to_json` writes it: an older twin's, a file by hand);
+    anything malformed refused as one `InputError` line."""
+    encoding = data.get("encoding") if isinstance(data, dict) else None
+    if encoding == "grouped":
+        return from_grouped(data, file)
+    if encoding != "delta":
         return from_json(data, file)
     base, nodes = data.get("base"), data.get("nodes")
     if not isinstance(base, str) or not isinstance(nodes, dict):
