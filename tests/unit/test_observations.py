@@ -11,6 +11,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
@@ -139,11 +140,15 @@ def test_snapshots_are_read_once_and_identical_ones_share_one_fib(
         os.utime(path, ns=(old, old))
     parsed: list[object] = []
 
-    def counted(*args: Any) -> Fib:
-        parsed.append(args)
-        return fib.from_json(*args)
+    def counted(read: Callable[..., Fib]) -> Callable[..., Fib]:
+        def reading(*args: Any) -> Fib:
+            parsed.append(args)
+            return read(*args)
 
-    monkeypatch.setattr(fibfiles, "from_json", counted)
+        return reading
+
+    monkeypatch.setattr(fibfiles, "from_json", counted(fib.from_json))  # the flap, by hand
+    monkeypatch.setattr(fibfiles, "from_grouped", counted(fib.from_grouped))  # start, saved
     obs = Observations.open(tmp_path / "run")
     start, flap = obs.fib("start"), obs.fib("fault1-link-flap")
     assert obs.fib("end") is start and start == FIB and flap != FIB

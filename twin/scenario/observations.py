@@ -251,7 +251,7 @@ def files(run: RunRecord, played: Played, fabric: bytes) -> dict[str, str | byte
     out: dict[str, str | bytes] = {
         "run.json": json.dumps(run, indent=1),
         "counters.json": dumps(played.counters),
-        "flows.json": json.dumps(played.flows, indent=1),
+        "flows.json": dumps(played.flows),
     }
     bgp = {when: [asdict(s) for s in sessions] for when, sessions in played.bgp.items()}
     out["bgp.json"] = dumps(bgp)
