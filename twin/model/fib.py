@@ -198,12 +198,7 @@ def from_grouped(data: dict[str, Any], file: str = "") -> Fib:
             raise InputError(file, f"nodes.{node}", problem)
         table: Routes = {}
         for prefix, i in routes.items():
-            try:
-                network = _network(prefix)
-            except ValueError as exc:
-                raise InputError(
-                    file, f"nodes.{node}.{prefix}", f"not a valid IPv4 network ({exc})"
-                ) from None
+            network = _prefix(file, f"nodes.{node}.{prefix}", prefix)
             if type(i) is not int or not 0 <= i < len(lists):
                 problem = f"not an index of hops (it has {len(lists)})"
                 raise InputError(file, f"nodes.{node}.{prefix}", problem)
@@ -241,12 +236,7 @@ def from_json(data: Any, file: str = "") -> Fib:
             )
         table: Routes = {}
         for prefix, hops in routes.items():
-            try:
-                network = _network(prefix)
-            except ValueError as exc:
-                raise InputError(
-                    file, f"{node}.{prefix}", f"not a valid IPv4 network ({exc})"
-                ) from None
+            network = _prefix(file, f"{node}.{prefix}", prefix)
             try:  # the common case: a list of next hops seen before
                 known = made.lists.get(tuple(map(_PAIR, hops))) if type(hops) is list else None
             except (KeyError, TypeError):  # not a list of {node, port}: said by `made.hops`
@@ -260,6 +250,14 @@ _PAIR = itemgetter("node", "port")
 _network = functools.lru_cache(maxsize=1 << 16)(IPv4Network)
 """A prefix parsed strictly (no host bits set), once per process: every snapshot of a run has
 the same few hundred to thousands."""
+
+
+def _prefix(file: str, key: str, prefix: str) -> IPv4Network:
+    """A route's prefix (`_network`), or refused as one line naming `key`."""
+    try:
+        return _network(prefix)
+    except ValueError as exc:
+        raise InputError(file, key, f"not a valid IPv4 network ({exc})") from None
 
 
 @dataclass
