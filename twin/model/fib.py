@@ -5,7 +5,8 @@ A `Fib` maps every node (switch or server) to its routes: prefix -> next hops, e
 physical hop) and the egress port (a port or PortChannel; for a VLAN, its member toward
 that neighbour). An empty tuple drops. Several sources produce this type, so the same checks
 run on any of them: `twin.model.routing.Routing` (what a lab's configs converge to) and every
-backend's observer (a live twin's FIB, saved with a run as `to_json` writes it).
+backend's observer (a live twin's FIB, saved with a run as `to_grouped` writes it, or as its
+changes: `twin.scenario.fibfiles`).
 """
 
 from __future__ import annotations
