@@ -367,7 +367,7 @@ def _config_db(
         numbers = table in maps  # `_maps` checks them
         for key, fields in _mapping(entries, file, table).items():
             if not isinstance(fields, dict):
-                _mapping(fields, file, f"{table}.{key}")
+                _mapping(fields, file, f"{table}.{key}")  # refuses it, in one line
             if numbers:
                 continue
             for field, value in fields.items():
