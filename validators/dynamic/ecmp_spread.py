@@ -24,7 +24,8 @@ counter interval each side), and a leaf they cover wholly is not observable. A
 collective crosses a leaf with tens of flows, too few to be decisive (docs/validators.md):
 each such result says it was judged from collective flows; a leaf with fewer than
 `min_flows_per_uplink` (4) flows per uplink is not observable (with k flows per uplink one
-flow moves max/mean by 1/k: below 4, a flow or two cross `max_over_mean` by chance).
+flow moves max/mean by 1/k: below 4, a flow or two cross `max_over_mean` by chance), decided
+from the scenario's flows before any counter, so the same in every run.
 
 Also fails when a leaf's FIB at the start holds fewer ECMP next hops to a remote server subnet
 than it has spines.
@@ -254,8 +255,9 @@ def _outside(
 
 
 def _from_collectives(lab: Lab, obs: Observations, params: Params) -> list[Result]:
-    """Per leaf that carried `min_packets` on its uplinks in the collectives (outside its
-    failover probes' spans), its verdict."""
+    """Per leaf that collective flows leave through, its verdict: not observable when they
+    are too few (from the scenario's flows, whatever the counters say), else judged when its
+    uplinks carried `min_packets` in the collectives (outside its failover probes' spans)."""
     max_over_mean = float(params["max_over_mean"])
     p_min = float(params["p_min"])
     min_packets = int(params["min_packets"])
@@ -273,21 +275,17 @@ def _from_collectives(lab: Lab, obs: Observations, params: Params) -> list[Resul
             why = "failover probe flows went up through it for the whole of the collectives"
             results.append(Result(NAME, leaf, Status.NOT_OBSERVABLE, why))
             continue
-        counts = [
-            sum(obs.delta(f"{leaf}:{port}", "tx_packets", lo, hi) for lo, hi in windows)
-            for port in ports
-        ]
-        total = sum(counts)
-        if total < min_packets:
-            continue
         group = lab.graph.nodes[leaf]["group"]
         behind = {s for s in lab.nodes("server") if lab.graph.nodes[s]["group"] == group}
         peers = sum(1 for n in lab.nodes("leaf") if lab.graph.nodes[n]["group"] == group)
         crossing = sum(1 for f in flows if f["src"] in behind and f["dst"] not in behind)
-        samples = max(len(counts), crossing / peers)
-        if samples < int(params["min_flows_per_uplink"]) * len(counts):
+        if not crossing:
+            continue
+        samples = max(len(ports), crossing / peers)
+        if samples < int(params["min_flows_per_uplink"]) * len(ports):
+            # decided from the scenario's flows, before any count: the same in every run
             why = (
-                f"{round(samples)} collective flows over {len(counts)} uplinks: too few to "
+                f"{round(samples)} collective flows over {len(ports)} uplinks: too few to "
                 f"judge (at least {params['min_flows_per_uplink']} per uplink; add an ecmp_probe)"
             )
             results.append(
@@ -299,6 +297,13 @@ def _from_collectives(lab: Lab, obs: Observations, params: Params) -> list[Resul
                     {"source": "collectives", "flows": round(samples)},
                 )
             )
+            continue
+        counts = [
+            sum(obs.delta(f"{leaf}:{port}", "tx_packets", lo, hi) for lo, hi in windows)
+            for port in ports
+        ]
+        total = sum(counts)
+        if total < min_packets:
             continue
         stat, p = chi_square_uniform(counts, samples / total)
         ratio = max(counts) / (total / len(counts))
