@@ -108,7 +108,8 @@ def test_no_module_imports_itself_through_others() -> None:
 
 
 LAYERS = [
-    {"twin", "twin.errors", "twin.units", "twin.version", "twin.safeio", "traffic"},
+    {"twin", "twin.errors", "twin.units", "twin.version", "twin.safeio", "twin.jsonio"}
+    | {"traffic"},
     {"twin.intent", "twin.design", "twin.render", "twin.model", "twin.lab", "twin.configs"}
     | {"twin.yang"},
     {"twin.scenario", "twin.verdict", "twin.outputs", "twin.telemetry", "labs", "validators"},

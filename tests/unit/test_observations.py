@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from labs.backend import Played
+from twin import jsonio
 from twin.cli import main as cli
 from twin.errors import InputError
 from twin.lab.directory import RACY_NS
@@ -233,11 +234,11 @@ WRITTEN: list[Any] = [
 def test_run_files_hold_what_json_dumps_writes(value: Any) -> None:
     """`dumps` (orjson where exact) writes the values json.dumps writes, reading back alike
     with either reader."""
-    written = observations.dumps(value)
+    written = jsonio.dumps(value)
     text = written.decode() if isinstance(written, bytes) else written
     assert repr(json.loads(text)) == repr(json.loads(json.dumps(value)))
     with pytest.raises(TypeError):
-        observations.dumps({"a": _Unwritable(1)})
+        jsonio.dumps({"a": _Unwritable(1)})
 
 
 def test_added_files_events_and_run_keys_read_back(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from labs.backend import Played, Session
 from twin import safeio
 from twin.errors import InputError, LabError
 from twin.intent.inputs import RUN_FILE_BYTES, parse_json, parse_model, read_file
+from twin.jsonio import dumps
 from twin.lab.directory import Stat, version
 from twin.model.fib import Fib
 from twin.scenario import fibfiles, occupancy
@@ -279,23 +280,6 @@ def add(out: Path, run: RunRecord, files: Mapping[str, Any], events: list[Event]
 def _files(out: Path, files: Mapping[str, Any]) -> None:
     for key, value in files.items():
         safeio.write(out / f"{key}.json", dumps(value))
-
-
-def dumps(value: Any) -> bytes | str:
-    """`json.dumps(value)` (the same JSON values), at orjson's speed where that is exact
-    (queues.json: millions of samples, 6x faster). orjson writes NaN and infinities as
-    null, where json.dumps writes NaN and Infinity: output with a null is written again by
-    json.dumps, as is a value orjson refuses (an integer over 64 bits, a tuple subclass).
-
-    >>> dumps({1: [0.5, "a"]}), dumps({"x": float("nan")}), dumps([2**70])
-    (b'{"1":[0.5,"a"]}', '{"x": NaN}', '[1180591620717411303424]')
-    """
-    options = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
-    try:
-        out = orjson.dumps(value, option=options | orjson.OPT_PASSTHROUGH_DATETIME)
-    except TypeError:
-        return json.dumps(value)
-    return json.dumps(value) if b"null" in out else out
 
 
 def _lines(events: Iterable[Event]) -> str:
