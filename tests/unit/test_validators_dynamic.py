@@ -201,7 +201,13 @@ def test_ecmp_spread_is_not_observable_without_collective_or_enough_packets(
     run.uplink_tx = {"leaf2": [100, 50]}  # below min_packets (200)
     quiet = by_scope(check("ecmp_spread", lab, run.write()))
     assert quiet["traffic"].status is Status.NOT_OBSERVABLE
+    assert quiet["traffic"].reason == "no leaf sent 200 packets on its uplinks"
     assert "leaf2" in by_scope(check("ecmp_spread", lab, run.write(), min_packets=100))
+    # Collectives that stay behind their leaves cross no uplink: it says so.
+    run.flows = [flow("server1", "server2", qp) for qp in range(16)]
+    local = by_scope(check("ecmp_spread", lab, run.write()))["traffic"]
+    assert local.status is Status.NOT_OBSERVABLE
+    assert local.reason.startswith("no collective flow goes from a leaf's servers to another")
     run.kind = "backup"
     run.uplink_tx = {"leaf2": [3000, 0]}
     backup = by_scope(check("ecmp_spread", lab, run.write()))

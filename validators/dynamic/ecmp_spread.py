@@ -268,7 +268,7 @@ def _from_collectives(lab: Lab, obs: Observations, params: Params) -> list[Resul
     start, end = min(p["start"] for p in phases), max(p["end"] for p in phases)
     flows = [f for p in phases for f in p["flows"]]
     probed = _probed(lab, obs)
-    results = []
+    results, crossed = [], False
     for leaf, ports in sorted(obs.run.get("uplinks", {}).items()):
         windows = _outside(start, end, probed.get(leaf, []))
         if not windows:
@@ -281,6 +281,7 @@ def _from_collectives(lab: Lab, obs: Observations, params: Params) -> list[Resul
         crossing = sum(1 for f in flows if f["src"] in behind and f["dst"] not in behind)
         if not crossing:
             continue
+        crossed = True
         samples = max(len(ports), crossing / peers)
         if samples < int(params["min_flows_per_uplink"]) * len(ports):
             # decided from the scenario's flows, before any count: the same in every run
@@ -331,7 +332,12 @@ def _from_collectives(lab: Lab, obs: Observations, params: Params) -> list[Resul
         reason = f"{findings[0]} ({source})" if findings else ok
         results.append(Result(NAME, leaf, status, reason, figures, findings))
     if not results:
-        why = f"no leaf sent {min_packets} packets on its uplinks"
+        why = (
+            f"no leaf sent {min_packets} packets on its uplinks"
+            if crossed
+            else "no collective flow goes from a leaf's servers to another leaf's: none crosses "
+            "the uplinks"
+        )
         results.append(Result(NAME, "traffic", Status.NOT_OBSERVABLE, why))
     return results
 
