@@ -34,6 +34,7 @@ than it has spines.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from ipaddress import IPv4Network
 from typing import Any
 
@@ -266,38 +267,36 @@ def _from_collectives(lab: Lab, obs: Observations, params: Params) -> list[Resul
         why = "no collective or ecmp_probe phase in the scenario"
         return [Result(NAME, "traffic", Status.NOT_OBSERVABLE, why)]
     start, end = min(p["start"] for p in phases), max(p["end"] for p in phases)
-    flows = [f for p in phases for f in p["flows"]]
+    groups = {n: lab.graph.nodes[n]["group"] for n in lab.nodes("server") + lab.nodes("leaf")}
+    peers = Counter(groups[n] for n in lab.nodes("leaf"))
+    crossing = Counter(  # per leaf group, the collective flows leaving it for another
+        groups.get(f["src"])
+        for p in phases
+        for f in p["flows"]
+        if groups.get(f["src"]) != groups.get(f["dst"])
+    )
     probed = _probed(lab, obs)
     results, crossed = [], False
     for leaf, ports in sorted(obs.run.get("uplinks", {}).items()):
-        windows = _outside(start, end, probed.get(leaf, []))
-        if not windows:
-            why = "failover probe flows went up through it for the whole of the collectives"
-            results.append(Result(NAME, leaf, Status.NOT_OBSERVABLE, why))
-            continue
-        group = lab.graph.nodes[leaf]["group"]
-        behind = {s for s in lab.nodes("server") if lab.graph.nodes[s]["group"] == group}
-        peers = sum(1 for n in lab.nodes("leaf") if lab.graph.nodes[n]["group"] == group)
-        crossing = sum(1 for f in flows if f["src"] in behind and f["dst"] not in behind)
-        if not crossing:
+        group = groups[leaf]
+        if not crossing[group]:
             continue
         crossed = True
-        samples = max(len(ports), crossing / peers)
+        # from the scenario's flows first, before any clock-bounded window or count: every
+        # run of a lab says the same of a leaf of few flows
+        samples = max(len(ports), crossing[group] / peers[group])
         if samples < int(params["min_flows_per_uplink"]) * len(ports):
-            # decided from the scenario's flows, before any count: the same in every run
             why = (
                 f"{round(samples)} collective flows over {len(ports)} uplinks: too few to "
                 f"judge (at least {params['min_flows_per_uplink']} per uplink; add an ecmp_probe)"
             )
-            results.append(
-                Result(
-                    NAME,
-                    leaf,
-                    Status.NOT_OBSERVABLE,
-                    why,
-                    {"source": "collectives", "flows": round(samples)},
-                )
-            )
+            figures_few: dict[str, Figure] = {"source": "collectives", "flows": round(samples)}
+            results.append(Result(NAME, leaf, Status.NOT_OBSERVABLE, why, figures_few))
+            continue
+        windows = _outside(start, end, probed.get(leaf, []))
+        if not windows:
+            why = "failover probe flows went up through it for the whole of the collectives"
+            results.append(Result(NAME, leaf, Status.NOT_OBSERVABLE, why))
             continue
         counts = [
             sum(obs.delta(f"{leaf}:{port}", "tx_packets", lo, hi) for lo, hi in windows)
