@@ -4,7 +4,7 @@ converge to, with all links up and after every single-link failure."""
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from ipaddress import IPv4Address, IPv4Network
 from itertools import combinations
 
@@ -56,11 +56,143 @@ class Walk:
         return why
 
 
+BAD = None
+"""A switch from which the class's walk met a problem (`_Classes`)."""
+
+
+class _Classes:
+    """Which servers every leaf provably delivers to, found per class of servers that the FIBs
+    route alike, not per server: a walk per server visits every switch, leaves x servers
+    walks (1.1 M at 4,096 servers), where what differs between servers of one subnet is the
+    few switches holding a route that matches only one of them (its leaves' /32s).
+
+    A route is the server's own when its prefix holds no other server's address; a class is
+    the servers every other prefix of every table holds alike, so that at a switch holding
+    none of their own routes (a class's ordinary switch) every one of them matches the same
+    route. The class walks its ordinary switches once, each to the set of the class's other
+    switches and servers it ends at (its frontier), no black hole, no loop and nothing else
+    on the way; each server then walks only the rest (`delivered`), with its own lookups. A
+    server is proven delivered exactly when `Walk` would find no problem from any leaf; any
+    other goes to `Walk`, which says what and where."""
+
+    def __init__(self, lpms: dict[str, Lpm], addresses: dict[str, int]) -> None:
+        self.lpms = lpms
+        ordered = sorted((a, s) for s, a in addresses.items())
+        ints = [a for a, _ in ordered]
+        held: dict[tuple[int, int], tuple[int, int]] = {}
+        self.own: dict[str, set[str]] = {s: set() for s in addresses}
+        """Per server, the switches holding a route that matches it and no other server."""
+        for node, lpm in lpms.items():
+            for shift, table in lpm.tables.items():
+                for key in table:
+                    span = held.get((shift, key))
+                    if span is None:
+                        low = key << shift
+                        span = (bisect_left(ints, low), bisect_left(ints, low + (1 << shift)))
+                        held[(shift, key)] = span
+                    if span[1] - span[0] == 1:
+                        self.own[ordered[span[0]][1]].add(node)
+        alike: list[list[tuple[int, int]]] = [[] for _ in ordered]
+        for span in held.values():
+            if span[1] - span[0] > 1:
+                for i in range(*span):
+                    alike[i].append(span)
+        groups: dict[tuple[tuple[int, int], ...], list[str]] = {}
+        for i, (_, server) in enumerate(ordered):
+            groups.setdefault(tuple(sorted(alike[i])), []).append(server)
+        self.classes = list(groups.values())
+
+    def delivered(self, addresses: dict[str, int], leaves: list[str]) -> set[str]:
+        """The servers every leaf delivers to along every branch."""
+        found: set[str] = set()
+        for members in self.classes:
+            special = set().union(*(self.own[s] for s in members))
+            frontier = self._frontiers(special, addresses[members[0]])
+            starts = {leaf for leaf in leaves if leaf in special}
+            for leaf in leaves:
+                ends = frontier(leaf) if leaf not in special else frozenset()
+                if ends is BAD:
+                    break
+                starts |= ends
+            else:
+                found.update(
+                    s for s in members if self._reaches(s, addresses[s], starts, special, frontier)
+                )
+        return found
+
+    def _frontiers(self, special: set[str], address: int) -> Callable[[str], frozenset[str] | None]:
+        """A class's ordinary switch -> what its walk ends at (BAD: a problem on the way),
+        each found once, when first asked for."""
+        lpms, open_ = self.lpms, set()
+        memo: dict[str, frozenset[str] | None] = {}
+
+        def frontier(node: str) -> frozenset[str] | None:
+            if node in memo:
+                return memo[node]
+            if node in open_:
+                return BAD
+            open_.add(node)
+            hops, ends = lpms[node](address), set()
+            result: frozenset[str] | None = BAD
+            if hops:
+                for hop in hops:
+                    if hop.node in special or hop.node not in lpms:
+                        ends.add(hop.node)
+                        continue
+                    further = memo[hop.node] if hop.node in memo else frontier(hop.node)
+                    if further is BAD:
+                        break
+                    ends |= further
+                else:
+                    result = frozenset(ends)
+            open_.discard(node)
+            memo[node] = result
+            return result
+
+        return frontier
+
+    def _reaches(
+        self,
+        server: str,
+        address: int,
+        starts: Iterable[str],
+        special: set[str],
+        frontier: Callable[[str], frozenset[str] | None],
+    ) -> bool:
+        """Whether everything the leaves' walks reach (`starts`: the class's special leaves and
+        what its ordinary ones end at) delivers to `server`: the class's special switches walked
+        with its own lookups, its ordinary ones by their frontiers."""
+        lpms, done, open_ = self.lpms, set(), set()
+
+        def good(node: str) -> bool:
+            if node == server or node in done:
+                return True
+            if node not in lpms or node in open_:
+                return False
+            if node not in special:
+                ends = frontier(node)
+                return ends is not BAD and all(good(end) for end in ends)
+            open_.add(node)
+            hops = lpms[node](address) or ()
+            ok = bool(hops) and all(good(hop.node) for hop in hops)
+            open_.discard(node)
+            if ok:
+                done.add(node)
+            return ok
+
+        return all(good(start) for start in starts)
+
+
 def _problems(
     lpms: dict[str, Lpm], servers: dict[str, IPv4Address], leaves: list[str]
 ) -> Iterator[tuple[str, str, str]]:
-    """(leaf, server, problem) for every server some leaf cannot deliver to."""
+    """(leaf, server, problem) for every server some leaf cannot deliver to (`Walk`), the
+    servers every leaf provably delivers to (`_Classes`) left out."""
+    addresses = {s: int(a) for s, a in servers.items()}
+    delivered = _Classes(lpms, addresses).delivered(addresses, leaves)
     for server, address in servers.items():
+        if server in delivered:
+            continue
         walk = Walk(lpms, address, server)
         for leaf in leaves:
             why = walk(leaf)
