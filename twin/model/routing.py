@@ -443,7 +443,8 @@ class Routing:
     def _converge(self, failed: Collection[Link]) -> FibDelta:
         w = self.w
         ports = {(a, pa) for a, pa, _, _ in failed} | {(b, pb) for _, _, b, pb in failed}
-        down = _Union(ports, self.down)  # not a copy of every admin-down port per failure
+        # not a copy of every admin-down port per failure (and no wrapper when there are none)
+        down: Collection[tuple[str, str]] = _Union(ports, self.down) if self.down else ports
         connected: dict[str, Routes] = {}
         redo: dict[str, set[IPv4Network]] = defaultdict(set)
         for n, names in self._touched(ports).items():

@@ -104,7 +104,9 @@ class Wiring:
         self.owner.update({h.address.ip: (h.name, "") for h in self.hosts.values()})
         self._owner = {int(a): o for a, o in self.owner.items()}
         self._far: dict[tuple[str, str], tuple[str, str] | None] = {}
-        self._kind: dict[tuple[str, str], tuple[str, bool, int, list[str]]] = {}
+        self._kind: dict[
+            tuple[str, str], tuple[int, list[tuple[tuple[str, str], tuple[str, str]]], list[str]]
+        ] = {}
         self._vids: dict[tuple[str, str], str | None] = {}
 
     def _read(self, node: str, file: str, read: Callable[[str], T]) -> T:
@@ -175,33 +177,39 @@ class Wiring:
 
     def up(self, node: str, port: str, down: Collection[tuple[str, str]]) -> bool:
         """Whether a port or PortChannel carries traffic when `down` physical ports are down."""
-        kind, admin_up, min_links, members = self._port_kind(node, port)
-        if kind == "bundle":
-            return admin_up and sum(self._wire_up(node, m, down) for m in members) >= min_links
-        if kind == "vlan":
+        need, wires, members = self._carrier(node, port)
+        if members:
             return any(self.up(node, m, down) for m in members)
-        return kind == "loopback" or self._wire_up(node, port, down)
+        for a, b in wires:
+            if a not in down and b not in down:
+                need -= 1
+                if need <= 0:
+                    return True
+        return need <= 0
 
-    def _port_kind(self, node: str, port: str) -> tuple[str, bool, int, list[str]]:
-        """What `up` needs of a port: "bundle" (whether admin up, `min_links`, members),
-        "vlan" (members), "loopback" or "port"."""
+    def _carrier(
+        self, node: str, port: str
+    ) -> tuple[int, list[tuple[tuple[str, str], tuple[str, str]]], list[str]]:
+        """What `up` needs of a port: how many of its cabled wires (each the two physical ends)
+        must be up (a PortChannel's `min_links`, admin down: more than it has; a loopback
+        none), and a VLAN's members (it is up while one of them is)."""
         key = (node, port)
         if key not in self._kind:
+            cabled = [
+                ((node, m), self.cable[(node, m)])
+                for m in self.members.get(node, {}).get(port, [port])
+                if (node, m) in self.cable
+            ]
             if port in self.members.get(node, {}):
                 attrs = self.configs.get(node, {}).get("PORTCHANNEL", {}).get(port, {})
                 admin_up = attrs.get("admin_status", "up") == "up"
-                min_links = int(attrs.get("min_links", 1)) if admin_up else 0
-                kind = ("bundle", admin_up, min_links, self.members[node][port])
+                need = int(attrs.get("min_links", 1)) if admin_up else len(cabled) + 1
+                self._kind[key] = (need, cabled, [])
             elif port in self.vlans.get(node, {}):
-                kind = ("vlan", True, 0, self.vlans[node][port])
+                self._kind[key] = (1, [], self.vlans[node][port])
             else:
-                kind = ("loopback" if port.startswith("Loopback") else "port", True, 0, [])
-            self._kind[key] = kind
+                self._kind[key] = (0 if port.startswith("Loopback") else 1, cabled, [])
         return self._kind[key]
-
-    def _wire_up(self, node: str, port: str, down: Collection[tuple[str, str]]) -> bool:
-        peer = self.cable.get((node, port))
-        return peer is not None and (node, port) not in down and peer not in down
 
     def reach(
         self, node: str, iface: str, target: str, down: Collection[tuple[str, str]]
@@ -223,11 +231,16 @@ class Wiring:
         while queue:
             here, here_vlan, member, first = queue.popleft()
             far = far_of(here, member)
-            if far is None or not up(here, member, down):
+            if far is None:
                 continue
             peer, peer_port = far
+            ends = peer in seen or peer not in self.vlans
+            if ends and peer in found:
+                continue  # whether the member is up changes nothing
+            if not up(here, member, down):
+                continue
             found.setdefault(peer, first)
-            if peer in seen or peer not in self.vlans:
+            if ends:
                 continue
             vid = vid_of(here, here_vlan)
             for other, ports in self.vlans[peer].items():
