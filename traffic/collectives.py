@@ -195,11 +195,19 @@ class Schedule(_Bandwidths):
         ingress = np.bincount(t.step.astype(np.int64) * n + t.dst, weights, cells)
         busiest = np.maximum(egress, ingress).reshape(t.n_steps, n).max(axis=1, initial=0.0)
         busiest = busiest * 8 / link_bps
+        if cuts:  # each cut reads the rows of its ranks only (racks and pods: each row twice)
+            index = {name: i for i, name in enumerate(self.ranks)}
+            by_src, by_dst = np.argsort(t.src, kind="stable"), np.argsort(t.dst, kind="stable")
+            src_at = np.searchsorted(t.src[by_src], np.arange(n + 1))
+            dst_at = np.searchsorted(t.dst[by_dst], np.arange(n + 1))
         for members, bps in cuts:
-            inside = np.isin(np.array(self.ranks), list(members))
-            src_in, dst_in = inside[t.src], inside[t.dst]
-            for crossing in (src_in & ~dst_in, dst_in & ~src_in):
-                load = np.bincount(t.step[crossing], weights[crossing], t.n_steps)
+            ids = sorted(index[m] for m in members if m in index)
+            inside = np.zeros(n, bool)
+            inside[ids] = True
+            for by, at, other in ((by_src, src_at, t.dst), (by_dst, dst_at, t.src)):
+                rows = np.concatenate([by[at[i] : at[i + 1]] for i in ids] or [by[:0]])
+                rows = rows[~inside[other[rows]]]  # leaving the cut, or entering it
+                load = np.bincount(t.step[rows], weights[rows], t.n_steps)
                 busiest = np.maximum(busiest, load * 8 / bps)
         if callable(step_latency_s):
             pairs, pair = np.unique(t.src.astype(np.int64) * n + t.dst, return_inverse=True)

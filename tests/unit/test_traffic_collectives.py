@@ -1,6 +1,6 @@
 """Collective schedules: steps, bytes per rank, bounds and nccl-tests bandwidths."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 from hypothesis import assume, given
@@ -154,8 +154,13 @@ BUILDERS = [
 ]
 
 
-def per_step_bound(s: Schedule, link_bps: float, latency: Callable[[str, str], float]) -> float:
-    """The bound as its definition reads, one step and one flow at a time."""
+def per_step_bound(
+    s: Schedule,
+    link_bps: float,
+    latency: Callable[[str, str], float],
+    cuts: Sequence[tuple[set[str], float]] = (),
+) -> float:
+    """The bound as its definition reads, one step, one flow and one cut at a time."""
     total = 0.0
     for step in s.steps:
         load: dict[tuple[str, bool], int] = {}
@@ -163,7 +168,12 @@ def per_step_bound(s: Schedule, link_bps: float, latency: Callable[[str, str], f
             load[f.src, True] = load.get((f.src, True), 0) + f.bytes
             load[f.dst, False] = load.get((f.dst, False), 0) + f.bytes
         slowest = max((latency(f.src, f.dst) for f in step), default=0.0)
-        total += slowest + 8 * max(load.values(), default=0) / link_bps
+        seconds = 8 * max(load.values(), default=0) / link_bps
+        for members, bps in cuts:
+            out = sum(f.bytes for f in step if f.src in members and f.dst not in members)
+            into = sum(f.bytes for f in step if f.dst in members and f.src not in members)
+            seconds = max(seconds, out * 8 / bps, into * 8 / bps)
+        total += slowest + seconds
     return total
 
 
@@ -176,6 +186,25 @@ def test_the_table_bound_is_the_per_step_bound(
     latency = lambda a, b: far[a] + 2 * far[b]  # noqa: E731
     assert s.completion_bound_s(100e9, latency) == per_step_bound(s, 100e9, latency)
     assert s.completion_bound_s(3e9) == per_step_bound(s, 3e9, lambda a, b: 0.0)
+
+
+@given(
+    st.sampled_from(BUILDERS),
+    st.integers(1, 3),
+    st.integers(0, 10**7),
+    st.lists(
+        st.tuples(st.sets(st.sampled_from([*RANKS, "elsewhere"])), st.sampled_from([1e9, 4e11])),
+        max_size=4,
+    ),
+)
+def test_the_bound_over_cuts_is_the_per_step_bound(
+    build: Builder, log_n: int, size: int, cuts: list[tuple[set[str], float]]
+) -> None:
+    """Cuts of any ranks (overlapping, empty, naming servers that are not ranks) load a step
+    with the bytes that leave them and the bytes that enter them, each at the cut's rate."""
+    s = build(ranks(2**log_n), size, 2)  # type: ignore[call-arg]
+    latency = lambda a, b: 1e-7  # noqa: E731
+    assert s.completion_bound_s(4e11, latency, cuts) == per_step_bound(s, 4e11, latency, cuts)
 
 
 @given(st.integers(1, 8), st.integers(0, 10**7), st.integers(1, 4), st.sampled_from([1e9, 4e11]))

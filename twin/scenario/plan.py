@@ -9,6 +9,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
+from math import inf
 from pathlib import Path
 
 from labs import backend
@@ -127,20 +128,28 @@ def propagation(lab: Lab) -> Callable[[str, str], float]:
 
     @cache
     def from_switch(switch: str) -> dict[str, float]:
-        """Dijkstra from a switch; a server ends a path."""
+        """Dijkstra from a switch over the switches (servers transit nothing), then each
+        server at its nearest switch's distance plus its cable: the same sums, in the same
+        order, as a search through the servers, on a graph without them (a tenth of its
+        nodes at 4,096 servers)."""
         found: dict[str, float] = {}
+        best = {switch: 0.0}  # a switch's shortest way yet: pushed again only when shorter
         todo = [(0.0, switch)]
         while todo:
             d, u = heapq.heappop(todo)
             if u in found:
                 continue
             found[u] = d
-            if u in servers:
-                continue
             for v, w in near.get(u, {}).items():
-                if v not in found:
+                if v not in found and v not in servers and d + w < best.get(v, inf):
+                    best[v] = d + w
                     heapq.heappush(todo, (d + w, v))
-        return found
+        ends: dict[str, float] = {}
+        for u, d in found.items():
+            for v, w in near.get(u, {}).items():
+                if v in servers and d + w < ends.get(v, inf):
+                    ends[v] = d + w
+        return found | ends
 
     def one_way(src: str, dst: str) -> float:
         """Over each of `src`'s cables to `dst` itself or on from a switch (0: none, or
