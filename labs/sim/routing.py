@@ -10,6 +10,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, ip_address, ip_network
+from itertools import repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -84,6 +85,9 @@ def forwarding(
 ) -> dict[str, dict[str, list[str]]]:
     """switch -> host -> egress ports (``node:port``), in a deterministic order."""
     neighbours = _neighbours(links)
+    named = _by_name(switches, [h.name for h in hosts], neighbours)
+    if named is not None:
+        return named
     host_names = {h.name for h in hosts}
     table: dict[str, dict[str, list[str]]] = {s.name: {} for s in switches}
     own = {s.name: {p for p, _ in neighbours.get(s.name, [])} for s in switches}
@@ -116,6 +120,29 @@ def forwarding(
                     if dist.get(peer) == here - 1 and (peer not in host_names or peer == host.name)
                 ]
             )
+    return table
+
+
+def _by_name(
+    switches: Sequence[Switch], hosts: list[str], neighbours: Mapping[str, list[tuple[str, str]]]
+) -> dict[str, dict[str, list[str]]] | None:
+    """`forwarding` when every switch has a route to every host by its name (a lab's tables,
+    `labs.sim.lab.routes`), a switch at a time; None otherwise, or when a route names a port
+    the switch lacks (`forwarding` then says which, host by host)."""
+    wanted = set(hosts)
+    if not all(s.routes and s.routes.keys() >= wanted for s in switches):
+        return None
+    table: dict[str, dict[str, list[str]]] = {}
+    for s in switches:
+        own = {p for p, _ in neighbours.get(s.name, [])}
+        lists = list(map(s.routes.__getitem__, hosts))
+        as_ports = {
+            k: [p if ":" in p else f"{s.name}:{p}" for p in given]
+            for k, given in dict(zip(map(id, lists), lists, strict=True)).items()
+        }
+        if any(p not in own for ports in as_ports.values() for p in ports):
+            return None
+        table[s.name] = dict(zip(hosts, map(as_ports.__getitem__, map(id, lists)), strict=True))
     return table
 
 
@@ -189,18 +216,18 @@ def route_rows(
     """`table` (node -> host -> egress ports `node:port`) as rows shared by alike hosts, each
     distinct list of ports once (what a hop reads stays small: a spine's uplinks toward every
     remote host are one list, not one per host)."""
-    ids = np.zeros((len(nodes), len(hosts)), np.int32)
+    routed = [i for i, node in enumerate(nodes) if table.get(node)]
+    if len(hosts) < 2:  # a lone host's route is its own at every node, a row without one too
+        routed = list(range(len(nodes)))
+    ids = np.zeros((len(routed), len(hosts)), np.int32)  # the routed nodes' rows: others hold ()
     known: dict[tuple[str, ...], int] = {(): 0}
     empty: Sequence[str] = ()
-    for i, node in enumerate(nodes):
-        row = table.get(node)
-        if row:
-            lists = [row.get(h, empty) for h in hosts]  # held: their ids stay theirs
-            index: dict[int, int] = {}  # hosts with the same next hops often share one list
-            for ports in lists:
-                if id(ports) not in index:
-                    index[id(ports)] = known.setdefault(tuple(ports), len(known))
-            ids[i] = [index[id(ports)] for ports in lists]
+    for r, i in enumerate(routed):
+        row = table.get(nodes[i], {})
+        lists = list(map(row.get, hosts, repeat(empty)))  # held: their ids stay theirs
+        firsts = dict(zip(map(id, lists), lists, strict=True))  # alike hosts share one list
+        index = {k: known.setdefault(tuple(ports), len(known)) for k, ports in firsts.items()}
+        ids[r] = list(map(index.__getitem__, map(id, lists)))
     lengths = np.array([len(key) for key in known], np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     if lengths.max() >> ROUTE_COUNT_BITS or offsets[-1] >> (31 - ROUTE_COUNT_BITS):
@@ -213,15 +240,17 @@ def route_rows(
     shared = np.where(own, -1, ids)
     columns, dest = unique_rows(shared.T)
     # node-major: node i's cell for each destination class, -1 where it is each host's own
-    cells = np.where(columns.T == -1, -1, cell_of[columns.T]).reshape(-1)
-    host_of, node_of = np.nonzero(own.T)  # by host, then node
-    pairs = np.stack([node_of, cell_of[ids[node_of, host_of]]], axis=1)
+    cells = np.zeros((len(nodes), len(columns)), np.int32)  # cell 0: no next hop
+    cells[routed] = np.where(columns.T == -1, -1, cell_of[columns.T])
+    host_of, row_of = np.nonzero(own.T)  # by host, then node
+    node_of = np.array(routed, np.int64)[row_of]
+    pairs = np.stack([node_of, cell_of[ids[row_of, host_of]]], axis=1)
     own_start = np.concatenate([[0], np.cumsum(own.sum(axis=0))])
     hops = [port_index[p] for key in known for p in key]
     return RouteRows(
         len(columns),
         dest.reshape(-1).astype(np.int32),
-        cells.astype(np.int32),
+        cells.reshape(-1),
         np.array(hops, np.int32),
         own_start.astype(np.int32),
         pairs.reshape(-1).astype(np.int32),

@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from labs.sim import ExperimentError, Link, load, simulate
 from labs.sim import build as core_build
 from labs.sim.loader import experiment
-from labs.sim.routing import ROUTE_COUNT_BITS, forwarding, route_rows
+from labs.sim.routing import ROUTE_COUNT_BITS, RoutingError, forwarding, route_rows
 from labs.sim.units import UnitError, rate, seconds, size
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sim"
@@ -169,6 +171,64 @@ def test_prefix_routes_and_shortest_paths() -> None:
     table = forwarding(exp.switches, exp.hosts, exp.links)
     assert table["a"] == {"h1": ["a:Ethernet4"], "h2": ["a:Ethernet8"]}  # longest prefix wins
     assert table["b"]["h2"] == ["b:Ethernet8"] and table["c"]["h1"] == ["c:Ethernet8"]
+
+
+def test_routes_by_name_for_every_host_read_a_switch_at_a_time() -> None:
+    """Every switch routing every host by name (a lab's tables) takes the by-name path; a
+    route through a port the switch lacks is refused as the host-by-host path refuses it."""
+    links = [
+        ["a:Ethernet4", "b:Ethernet0", "100G"],
+        ["h1:eth0", "b:Ethernet4", "100G"],
+        ["h2:eth0", "a:Ethernet8", "100G"],
+    ]
+    routes = {
+        "a": {"h1": ["Ethernet4"], "h2": ["a:Ethernet8"]},
+        "b": {"h1": ["Ethernet4"], "h2": ["Ethernet0"]},
+    }
+    switches = [{"name": n, "routes": r} for n, r in routes.items()]
+    exp = experiment({"switches": switches, "hosts": ["h1", "h2"], "links": links})
+    table = forwarding(exp.switches, exp.hosts, exp.links)
+    assert table == {
+        "a": {"h1": ["a:Ethernet4"], "h2": ["a:Ethernet8"]},
+        "b": {"h1": ["b:Ethernet4"], "h2": ["b:Ethernet0"]},
+    }
+    assert table["b"]["h1"] is not table["b"]["h2"]
+    routes["b"] = {"h1": ["Ethernet9"], "h2": ["Ethernet7"]}
+    switches = [{"name": n, "routes": r} for n, r in routes.items()]
+    exp = experiment({"switches": switches, "hosts": ["h1", "h2"], "links": links})
+    with pytest.raises(RoutingError, match="b: route to h1 via unknown port 'b:Ethernet9'"):
+        forwarding(exp.switches, exp.hosts, exp.links)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(["s1", "s2", "h1", "s3", "h2", "h3"]), unique=True, min_size=1),
+    st.lists(st.sampled_from(["h1", "h2", "h3", "h4"]), unique=True),
+    st.data(),
+)
+def test_route_rows_read_back_as_the_table(
+    nodes: list[str], hosts: list[str], data: st.DataObject
+) -> None:
+    """Any table (nodes without a row among those with one, lists shared by several hosts or
+    equal but apart) reads back cell by cell as the core reads it."""
+    pool = [["p0"], ["p0", "p1"], [], ["p2"]]
+    table: dict[str, dict[str, list[str]]] = {}
+    for node in nodes:
+        if node.startswith("s") and data.draw(st.booleans()):
+            picks = data.draw(st.lists(st.integers(0, 7), min_size=len(hosts), max_size=len(hosts)))
+            table[node] = {
+                h: pool[k] if k < 4 else list(pool[k - 4])
+                for h, k in zip(hosts, picks, strict=True)
+            }
+    ports = ["p0", "p1", "p2"]
+    rows = route_rows(table, nodes, hosts, {p: i for i, p in enumerate(ports)})
+    mask = (1 << ROUTE_COUNT_BITS) - 1
+    for i, node in enumerate(nodes):
+        for j, host in enumerate(hosts):
+            cell = rows.cell(i, j)
+            start = cell >> ROUTE_COUNT_BITS
+            got = [ports[k] for k in rows.hops[start : start + (cell & mask)]]
+            assert got == table.get(node, {}).get(host, [])
 
 
 def test_route_rows_hold_each_next_hop_list_once() -> None:
