@@ -195,7 +195,7 @@ class Schedule(_Bandwidths):
         ingress = np.bincount(t.step.astype(np.int64) * n + t.dst, weights, cells)
         busiest = np.maximum(egress, ingress).reshape(t.n_steps, n).max(axis=1, initial=0.0)
         busiest = busiest * 8 / link_bps
-        if cuts:  # each cut reads the rows of its ranks only (racks and pods: each row twice)
+        if cuts:  # a cut reads its own ranks' rows, not every row
             index = {name: i for i, name in enumerate(self.ranks)}
             by_src, by_dst = np.argsort(t.src, kind="stable"), np.argsort(t.dst, kind="stable")
             src_at = np.searchsorted(t.src[by_src], np.arange(n + 1))
