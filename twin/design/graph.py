@@ -205,7 +205,13 @@ class Design:
         place in `switches()`."""
         if switch in self.numbers:
             return self.numbers[switch]
-        return self.switches().index(switch)
+        return self._places[switch]
+
+    @functools.cached_property
+    def _places(self) -> dict[str, int]:
+        """Each switch's place in `switches()`, found once (a design's graph is not changed
+        once it is made: `design`)."""
+        return {s: i for i, s in enumerate(self.switches())}
 
 
 class _Builder:
