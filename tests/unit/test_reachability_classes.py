@@ -56,7 +56,7 @@ def test_a_healthy_fabric_is_proven_per_class() -> None:
     classes = _Classes(lpms, addresses)
     assert sorted(map(sorted, classes.classes)) == [["s0", "s1", "s2"], ["s3", "s4", "s5"]]
     assert classes.own["s0"] == {"leaf1", "leaf2"} and classes.own["s4"] == {"leaf3"}
-    assert classes.delivered(addresses, LEAVES) == set(SERVERS)
+    assert classes.delivered(LEAVES) == set(SERVERS)
     assert list(_problems(lpms, SERVERS, LEAVES)) == per_server(fib) == []
 
 
@@ -65,7 +65,7 @@ def test_one_servers_missing_route_fails_it_alone() -> None:
     del fib["leaf2"][IPv4Network("10.0.0.2/32")]  # s1: leaf2 sends it up, a spine back down
     lpms = {n: Lpm(fib[n]) for n in SWITCHES}
     addresses = {s: int(a) for s, a in SERVERS.items()}
-    assert _Classes(lpms, addresses).delivered(addresses, LEAVES) == set(SERVERS) - {"s1"}
+    assert _Classes(lpms, addresses).delivered(LEAVES) == set(SERVERS) - {"s1"}
     found = list(_problems(lpms, SERVERS, LEAVES))
     assert found == per_server(fib) and {s for _, s, _ in found} == {"s1"}
     assert "loops back to leaf2" in found[0][2]

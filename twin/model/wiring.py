@@ -104,7 +104,7 @@ class Wiring:
         self.owner.update({h.address.ip: (h.name, "") for h in self.hosts.values()})
         self._owner = {int(a): o for a, o in self.owner.items()}
         self._far: dict[tuple[str, str], tuple[str, str] | None] = {}
-        self._kind: dict[
+        self._carriers: dict[
             tuple[str, str], tuple[int, list[tuple[tuple[str, str], tuple[str, str]]], list[str]]
         ] = {}
         self._vids: dict[tuple[str, str], str | None] = {}
@@ -194,7 +194,7 @@ class Wiring:
         must be up (a PortChannel's `min_links`, admin down: more than it has; a loopback
         none), and a VLAN's members (it is up while one of them is)."""
         key = (node, port)
-        if key not in self._kind:
+        if key not in self._carriers:
             cabled = [
                 ((node, m), self.cable[(node, m)])
                 for m in self.members.get(node, {}).get(port, [port])
@@ -204,12 +204,12 @@ class Wiring:
                 attrs = self.configs.get(node, {}).get("PORTCHANNEL", {}).get(port, {})
                 admin_up = attrs.get("admin_status", "up") == "up"
                 need = int(attrs.get("min_links", 1)) if admin_up else len(cabled) + 1
-                self._kind[key] = (need, cabled, [])
+                self._carriers[key] = (need, cabled, [])
             elif port in self.vlans.get(node, {}):
-                self._kind[key] = (1, [], self.vlans[node][port])
+                self._carriers[key] = (1, [], self.vlans[node][port])
             else:
-                self._kind[key] = (0 if port.startswith("Loopback") else 1, cabled, [])
-        return self._kind[key]
+                self._carriers[key] = (0 if port.startswith("Loopback") else 1, cabled, [])
+        return self._carriers[key]
 
     def reach(
         self, node: str, iface: str, target: str, down: Collection[tuple[str, str]]

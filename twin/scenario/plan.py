@@ -130,7 +130,7 @@ def propagation(lab: Lab) -> Callable[[str, str], float]:
     def from_switch(switch: str) -> dict[str, float]:
         """Dijkstra from a switch over the switches (servers transit nothing), then each
         server at its nearest switch's distance plus its cable: the same sums, in the same
-        order, as a search through the servers, on a graph without them (a tenth of its
+        order, as a search through the servers, on a graph without them (an eighth of its
         nodes at 4,096 servers)."""
         found: dict[str, float] = {}
         best = {switch: 0.0}  # a switch's shortest way yet: pushed again only when shorter

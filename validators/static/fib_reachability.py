@@ -76,7 +76,7 @@ class _Classes:
     other goes to `Walk`, which says what and where."""
 
     def __init__(self, lpms: dict[str, Lpm], addresses: dict[str, int]) -> None:
-        self.lpms = lpms
+        self.lpms, self.addresses = lpms, addresses
         ordered = sorted((a, s) for s, a in addresses.items())
         ints = [a for a, _ in ordered]
         held: dict[tuple[int, int], tuple[int, int]] = {}
@@ -102,9 +102,9 @@ class _Classes:
             groups.setdefault(tuple(sorted(alike[i])), []).append(server)
         self.classes = list(groups.values())
 
-    def delivered(self, addresses: dict[str, int], leaves: list[str]) -> set[str]:
+    def delivered(self, leaves: list[str]) -> set[str]:
         """The servers every leaf delivers to along every branch."""
-        found: set[str] = set()
+        addresses, found = self.addresses, set[str]()
         for members in self.classes:
             special = set().union(*(self.own[s] for s in members))
             frontier = self._frontiers(special, addresses[members[0]])
@@ -189,7 +189,7 @@ def _problems(
     """(leaf, server, problem) for every server some leaf cannot deliver to (`Walk`), the
     servers every leaf provably delivers to (`_Classes`) left out."""
     addresses = {s: int(a) for s, a in servers.items()}
-    delivered = _Classes(lpms, addresses).delivered(addresses, leaves)
+    delivered = _Classes(lpms, addresses).delivered(leaves)
     for server, address in servers.items():
         if server in delivered:
             continue
