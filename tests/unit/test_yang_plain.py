@@ -9,12 +9,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 pytest.importorskip("libyang", reason="SONiC YANG validation needs the libyang binding")
 
 from tests.unit.test_yang_check import LEAF, REQUIREMENTS, _del, _sample, _set
 from twin.yang import check
-from twin.yang.plain import plain, plain_text
+from twin.yang.plain import _values, plain, plain_text
 
 Config = dict[str, dict[str, dict[str, Any]]]
 
@@ -124,3 +126,30 @@ def test_only_plain_leafrefs_are_made_strings(text: str, plain_one: bool) -> Non
     assert (plain_text(module) == "leaf x { type string; }") is plain_one
     if not plain_one:
         assert plain_text(module) == module
+
+
+_JSON = st.recursive(
+    st.one_of(st.none(), st.integers(), st.text("ab", max_size=2)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from("abc"), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+def _walked(node: Any, path: tuple[str, ...]) -> list[Any]:
+    """The values at `path` by definition: a list's items each walked, a member descended."""
+    if isinstance(node, list):
+        return [v for item in node for v in _walked(item, path)]
+    if not path:
+        return [node]
+    if isinstance(node, dict) and path[0] in node:
+        return _walked(node[path[0]], path[1:])
+    return []
+
+
+@given(_JSON, st.lists(st.sampled_from("abc"), max_size=3).map(tuple))
+def test_the_values_at_a_path_are_every_leaf_there_in_order(
+    data: Any, path: tuple[str, ...]
+) -> None:
+    assert _values(data, path) == _walked(data, path)
