@@ -107,8 +107,8 @@ class Plain:
 
 def _values(node: Any, path: tuple[str, ...]) -> list[Any]:
     """The scalar values at `path` under `node` (through lists, and a leaf-list's members),
-    in document order, a level of the walk at a time (a generator per node was 0.38 s of a
-    1,024-server fabric's 174 configs' lookups, this 0.23 s)."""
+    in document order: a list per level of the walk, not a generator per node (a large
+    fabric's configs hold tens of thousands of nodes each; CHANGELOG has the figures)."""
     level = _flat([node])
     for name in path:
         level = _flat([n[name] for n in level if isinstance(n, dict) and name in n])
