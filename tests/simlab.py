@@ -117,3 +117,41 @@ def paused_incast(out: Path, faults: list[dict[str, Any]], checks: dict[str, Any
     validate(path, {**incast("roce", duration=0.002), "faults": faults, "validate": checks})
     (run,) = (path / "runs").iterdir()
     return run
+
+
+LINK_DOWN = {"at": 0.0005, "fault": "link-down", "link": "leaf1:spine1"}
+
+
+def beside_incast(
+    how: str, collective: dict[str, Any], fault: dict[str, Any] = LINK_DOWN
+) -> dict[str, Any]:
+    """A collective phase over every server (2 queue pairs, 2,000,003 bytes, then `collective`)
+    beside an incast into one of its ranks, under a fault: made in the core or as table rows
+    (`sim.collectives`: `how`)."""
+    phase = {"at": 0, "servers": "all", "qps": 2, "message": 2_000_003, **collective}
+    burst = {
+        "at": 0.0002, "duration": 0.001, "kind": "incast", "src": ["server1", "server2"],
+        "dst": "server4", "class": "roce", "qps": 1,
+    }  # fmt: skip
+    return {
+        "name": "collective",
+        "traffic": [phase, burst],
+        "faults": [fault],
+        "sim": {"time_scale": 1, "collectives": how},
+    }
+
+
+def observations(played: Played) -> dict[str, Any]:
+    """What a run observed, but for what it cost and how many flows its core held."""
+    sim = {k: v for k, v in played.extra["sim"].items() if k not in ("wall_s", "core_cpu_s")}
+    sim["experiment"] = {k: v for k, v in sim["experiment"].items() if k != "flows"}
+    return {
+        "flows": played.flows,
+        "phases": played.phases,
+        "iterations": played.extra["iterations"],
+        "pfc": played.extra["pfc"],
+        "queues": played.extra["queues"],
+        "counters": played.counters,
+        "events": played.events,
+        "sim": sim,
+    }

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from labs.sim import native
-from labs.sim.flows import TRANSPORTS, FlowTable, Ring
+from labs.sim.flows import TRANSPORTS, FlowTable, Replay, Ring
 from labs.sim.model import (
     NPRIO,
     Dcqcn,
@@ -650,8 +650,11 @@ def _configure(
     core.load(lib, handle)
     lib.sim_keep_runs(handle, len(exp.flows))  # their final rate and alpha are reported
     host_ports = [[port_index[p] for p in own_ports[h]] for h in hosts]
-    for ring in exp.rings:
-        add_ring(lib, handle, exp, ring, seed, host_ports)
+    for made in exp.collectives:
+        if isinstance(made, Ring):
+            add_ring(lib, handle, exp, made, seed, host_ports)
+        else:
+            add_replay(lib, handle, exp, made, seed, host_ports)
 
     for i, d in enumerate(sets):
         lib.sim_set_dcqcn(handle, i, native.f64(_dcqcn_numbers(d)))
@@ -709,27 +712,19 @@ def add_ring(
     host_ports: list[list[int]],
 ) -> None:
     """Hand a ring collective to the core (sim_add_collective): its shape, the ranks' names,
-    NIC ports and ECMP key prefixes (CRC-32 of `seed|src|dst|`, as `_pairs`)."""
+    NIC ports and ECMP key prefixes toward the next rank (`_entries`)."""
     n, table = len(ring.hosts), exp.table
     if table is None or n < 2 or ring.first_row < 0 or ring.first_row + ring.slots > len(table):
         raise ExperimentError(f"ring of phase {ring.phase}: its slots are not rows of the table")
     if int(ring.chunks.min()) < ring.qps or len(ring.chunks) != n:
         raise ExperimentError(f"ring of phase {ring.phase}: a chunk per rank, >= 1 byte per QP")
-    names = [exp.hosts[h].name for h in ring.hosts.tolist()]
-    prefixes = np.array(
-        [zlib.crc32(f"{seed}|{a}|{names[(r + 1) % n]}|".encode()) for r, a in enumerate(names)],
-        np.uint32,
-    ).view(np.int32)
-    blob = [name.encode() for name in names]
-    name_start = np.cumsum([0, *map(len, blob)]).astype(np.int32)
-    ports = [host_ports[h] for h in ring.hosts.tolist()]
-    port_start = np.cumsum([0, *map(len, ports)]).astype(np.int32)
-    flat = np.array([p for own in ports for p in own] or [0], np.int32)
-    first = len(exp.flows) + ring.first_row
+    hosts = ring.hosts.tolist()
+    names = [exp.hosts[h].name for h in hosts]
+    pairs = [(a, names[(r + 1) % n]) for r, a in enumerate(names)]
     chunks = np.ascontiguousarray(ring.chunks, np.int64)
     lib.sim_add_collective(
         handle,
-        first,
+        len(exp.flows) + ring.first_row,
         n,
         ring.qps,
         ring.n_steps,
@@ -738,11 +733,65 @@ def add_ring(
         float(table.start[ring.first_row]),
         float(table.rate[ring.first_row]),
         chunks.ctypes.data_as(native.PI64),
+        *_entries(seed, pairs, [name.encode() for name in names], [host_ports[h] for h in hosts]),
+    )
+
+
+def _entries(
+    seed: int, pairs: Sequence[tuple[str, str]], names: Sequence[bytes], ports: list[list[int]]
+) -> tuple[Any, ...]:
+    """What the core takes of a collective's ranks (a replay's rows), as its arguments: each
+    one's ECMP key prefix (CRC-32 of `seed|src|dst|`, as `_pairs`), the names one after the
+    other and where each begins, the NIC ports of each (CSR)."""
+    prefixes = np.array(
+        [zlib.crc32(f"{seed}|{a}|{b}|".encode()) for a, b in pairs], np.uint32
+    ).view(np.int32)
+    name_start = np.cumsum([0, *map(len, names)]).astype(np.int32)
+    port_start = np.cumsum([0, *map(len, ports)]).astype(np.int32)
+    flat = np.array([p for own in ports for p in own] or [0], np.int32)
+    return (
         prefixes.ctypes.data_as(native.PI32),
-        b"".join(blob),
+        b"".join(names),
         name_start.ctypes.data_as(native.PI32),
         port_start.ctypes.data_as(native.PI32),
         flat.ctypes.data_as(native.PI32),
+    )
+
+
+def add_replay(
+    lib: ctypes.CDLL,
+    handle: int,
+    exp: Experiment,
+    replay: Replay,
+    seed: int,
+    host_ports: list[list[int]],
+) -> None:
+    """Hand a replayed schedule to the core (sim_add_replay): what each row waits for, the
+    rows' names, ECMP key prefixes and their sources' NIC ports (`_entries`)."""
+    n, table = replay.slots, exp.table
+    if table is None or replay.first_row < 0 or replay.first_row + 2 * n > len(table):
+        raise ExperimentError(f"phase {replay.phase}: two iterations' rows are not in the table")
+    hosts = [h.name for h in exp.hosts]
+    src, dst = replay.src.tolist(), replay.dst.tolist()
+    deps = np.ascontiguousarray(replay.deps, np.int32)
+    woken = np.ascontiguousarray(replay.woken if len(replay.woken) else [0], np.int32)
+    lib.sim_add_replay(
+        handle,
+        len(exp.flows) + replay.first_row,
+        n,
+        replay.iterations,
+        replay.phase,
+        float(table.start[replay.first_row]),
+        float(table.rate[replay.first_row]),
+        deps.ctypes.data_as(native.PI32),
+        woken.ctypes.data_as(native.PI32),
+        len(replay.woken),
+        *_entries(
+            seed,
+            [(hosts[a], hosts[b]) for a, b in zip(src, dst, strict=True)],
+            replay.names,
+            [host_ports[h] for h in src],
+        ),
     )
 
 

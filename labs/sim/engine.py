@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from labs.sim import native
 from labs.sim.build import Built, Layout, build
-from labs.sim.flows import FlowStats, Ring, RingStats
+from labs.sim.flows import CollectiveStats, FlowStats, Replay, Ring
 from labs.sim.model import NPRIO, Experiment
 from labs.sim.result import Event, FlowResult, Occupancy, PortResult, PriorityCounters, Result
 
@@ -119,7 +119,7 @@ def _collect(
             packet_hops=counts[1],
             events_processed=counts[0],
             table=table,
-            rings=[_ring(lib, h, i, ring) for i, ring in enumerate(exp.rings)],
+            collectives=[_made(lib, h, i, c) for i, c in enumerate(exp.collectives)],
             routes_checked=(counts[8], counts[9]),
             core_cpu=core_cpu,
         ),
@@ -290,17 +290,17 @@ def _flows(
     return flows, table
 
 
-def _ring(lib: ctypes.CDLL, h: int, index: int, ring: Ring) -> RingStats:
+def _made(lib: ctypes.CDLL, h: int, index: int, made: Ring | Replay) -> CollectiveStats:
     """What the core reports of its collective `index`."""
-    slots = ring.slots
-    out = np.zeros(slots * native.COLL_FIELDS + ring.iterations, np.int64)
+    slots = made.slots
+    out = np.zeros(slots * native.COLL_FIELDS + made.iterations + 1, np.int64)
     lib.sim_collective_stats(h, index, out.ctypes.data_as(native.PI64))
     rows = out[: slots * native.COLL_FIELDS].reshape(slots, native.COLL_FIELDS)
     sums = [rows[:, k].copy() for k in range(8)]
     first_start, last_completion, first_drop = (
         _seconds(rows[:, k].astype(np.float64)) for k in (8, 9, 10)
     )
-    return RingStats(
+    return CollectiveStats(
         bytes_sent=sums[0],
         bytes_delivered=sums[1],
         bytes_dropped=sums[2],
@@ -312,7 +312,8 @@ def _ring(lib: ctypes.CDLL, h: int, index: int, ring: Ring) -> RingStats:
         first_start=first_start,
         last_completion=last_completion,
         first_drop=first_drop,
-        iteration_ends=_seconds(out[slots * native.COLL_FIELDS :].astype(np.float64)),
+        iteration_ends=_seconds(out[slots * native.COLL_FIELDS : -1].astype(np.float64)),
+        held=int(out[-1]),
     )
 
 

@@ -176,17 +176,20 @@ class FlowStats:
     def __len__(self) -> int:
         return len(self.size)
 
-    def as_lists(self) -> dict[str, list[Any]]:
+    def as_lists(self) -> dict[str, Any]:
         """Every column as a list (for JSON), nan as None."""
         return as_lists(self)
 
 
-def as_lists(columns: Any) -> dict[str, list[Any]]:
-    """Every column of a dataclass of columns as a list (for JSON), nan as None."""
-    out: dict[str, list[Any]] = {}
+def as_lists(columns: Any) -> dict[str, Any]:
+    """Every column of a dataclass of columns as a list (for JSON), nan as None; any other
+    field as it is."""
+    out: dict[str, Any] = {}
     for f in fields(columns):
         column = getattr(columns, f.name)
-        if column.dtype.kind == "f":
+        if not isinstance(column, np.ndarray):
+            out[f.name] = column
+        elif column.dtype.kind == "f":
             out[f.name] = [None if np.isnan(x) else x for x in column.tolist()]
         else:
             out[f.name] = column.tolist()
@@ -217,10 +220,34 @@ class Ring:
 
 
 @dataclass(frozen=True, eq=False)
-class RingStats:
-    """What the core reports for a `Ring`: per slot (rank-major) the sums over the steps it
-    ran (times in seconds, nan: never; packets counted per step as `FlowStats` rows would
-    be), and when each iteration ended (nan: never)."""
+class Replay:
+    """Any other schedule the core runs from one iteration's rows (labs/sim/csrc/coll.c): its
+    `names` rows (the barrier last, `end`), each from host `src` to host `dst`, given in the
+    experiment's table as iterations 0 and 1 from `first_row` (rows of one iteration, then
+    the next), run `iterations` (>= 2) times: in an iteration row i waits for `deps[i]` rows
+    (the rows in `woken` wait for the iteration before alone). A row's ECMP key follows from
+    its name in each iteration, `p<phase>.i<iteration>.<name>`, as the table's would."""
+
+    first_row: int
+    names: Sequence[bytes]
+    src: I32
+    dst: I32
+    deps: I32
+    woken: I32
+    iterations: int
+    phase: int
+
+    @property
+    def slots(self) -> int:
+        return len(self.names)
+
+
+@dataclass(frozen=True, eq=False)
+class CollectiveStats:
+    """What the core reports for a `Ring` or `Replay`: per slot (a ring's, rank-major; a
+    replay's row) the sums over the steps it ran (times in seconds, nan: never; packets
+    counted per step as `FlowStats` rows would be), and when each iteration ended (nan:
+    never)."""
 
     bytes_sent: I64
     bytes_delivered: I64
@@ -234,11 +261,14 @@ class RingStats:
     last_completion: F64
     first_drop: F64
     iteration_ends: F64
+    held: int = 0
+    """A replay's starts held back: a row ready while its run two iterations before still ran
+    (the table's run would have overlapped them)."""
 
     @property
     def finished(self) -> bool:
         return not bool(np.isnan(self.iteration_ends).any())
 
-    def as_lists(self) -> dict[str, list[Any]]:
+    def as_lists(self) -> dict[str, Any]:
         """Every column as a list (for JSON), nan as None."""
         return as_lists(self)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from labs.sim.flows import FlowTable, Ring
+    from labs.sim.flows import FlowTable, Replay, Ring
 
 NPRIO = 8
 """Priorities (traffic classes), queues and priority groups per port."""
@@ -372,5 +372,6 @@ class Experiment:
     table: FlowTable | None = None
     """More flows, as columns (`labs.sim.flows.FlowTable`), after `flows`: for the many
     flows of collectives, whose results come back as columns too (`Result.table`)."""
-    rings: Sequence[Ring] = ()
-    """Ring collectives the core makes step by step, their slots rows of `table`."""
+    collectives: Sequence[Ring | Replay] = ()
+    """Collectives the core makes step by step (rings) or iteration by iteration (replays),
+    their flows rows of `table`."""

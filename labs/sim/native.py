@@ -72,6 +72,10 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
         I32,
         [P, I32, I32, I32, I32, I32, I32, F64, F64, PI64, PI32, ctypes.c_char_p, PI32, PI32, PI32],
     ),
+    "sim_add_replay": (
+        I32,
+        [P, I32, I32, I32, I32, F64, F64, PI32, PI32, I32, PI32, ctypes.c_char_p, PI32, PI32, PI32],
+    ),
     "sim_collective_stats": (None, [P, I32, PI64]),
     "sim_set_max_samples": (None, [P, I64]),
     "sim_sample_interval": (F64, [P]),

@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from labs.backend import COUNTER_FIELDS, Played, Timeline
 from labs.failures import CHANGES_ROUTING, Network, fault_record
-from labs.sim.flows import TRANSPORTS, FlowStats, RingStats
+from labs.sim.flows import TRANSPORTS, CollectiveStats, FlowStats
 from labs.sim.result import Result
 from labs.sim.timeline import Plan
 from twin.model.wiring import Wiring
@@ -47,22 +47,22 @@ def _stats(result: Result) -> FlowStats:
     return result.table
 
 
-def _ring(plan: Plan, result: Result, phase: int) -> RingStats | None:
-    """What the core reports of a phase it made as a ring (None: played as rows)."""
-    found = plan.rings.get(phase)
-    return None if found is None else result.rings[found[0]]
+def _made(plan: Plan, result: Result, phase: int) -> CollectiveStats | None:
+    """What the core reports of a phase it made, a ring or a replay (None: played as rows)."""
+    found = plan.collectives.get(phase)
+    return None if found is None else result.collectives[found[0]]
 
 
 def _phase_records(timeline: Timeline, plan: Plan, result: Result) -> list[PhaseRecord]:
     stats = _stats(result)
     records: list[PhaseRecord] = []
     for p in timeline.phases:
-        ring = _ring(plan, result, p.index)
-        if ring is None:
+        made = _made(plan, result, p.index)
+        if made is None:
             mine = plan.phase_of == p.index
             both = np.concatenate([stats.start[mine], stats.completion[mine]])
         else:
-            both = np.concatenate([ring.first_start, ring.last_completion])
+            both = np.concatenate([made.first_start, made.last_completion])
         times = both[~np.isnan(both)].tolist()
         records.append(
             {
@@ -113,30 +113,31 @@ def _table_rows(
     return keys, columns
 
 
-def _ring_rows(
+def _made_rows(
     plan: Plan, result: Result, end: float
 ) -> list[tuple[npt.NDArray[np.int64], dict[str, npt.NDArray[Any]]]]:
-    """As `_table_rows`, a row per slot of each ring (its steps' sums; open loop)."""
+    """As `_table_rows`, a row per slot of each collective the core made (its steps' sums;
+    open loop)."""
     out = []
-    for phase, (index, ids) in plan.rings.items():
-        ring = result.rings[index]
+    for phase, (index, ids) in plan.collectives.items():
+        made = result.collectives[index]
         flow_ids = np.array(ids, np.int64)
         carries = flow_ids >= 0
-        unfinished = not ring.finished
+        unfinished = not made.finished
         zeros = np.zeros(int(carries.sum()), np.int64)
-        last = np.nan_to_num(ring.last_completion[carries], nan=end)
+        last = np.nan_to_num(made.last_completion[carries], nan=end)
         columns = {
-            "bytes_sent": ring.bytes_sent[carries],
-            "bytes_delivered": ring.bytes_delivered[carries],
-            "bytes_dropped": ring.bytes_dropped[carries],
-            "unique": ring.packets_sent[carries],
+            "bytes_sent": made.bytes_sent[carries],
+            "bytes_delivered": made.bytes_delivered[carries],
+            "bytes_dropped": made.bytes_dropped[carries],
+            "unique": made.packets_sent[carries],
             "retransmitted": zeros,
-            "received": ring.packets_delivered[carries],
-            "dropped": ring.packets_dropped[carries],
-            "first_drop": np.nan_to_num(ring.first_drop[carries], nan=math.inf),
-            "cnps": ring.cnps[carries],
-            "ce": ring.ecn_marks[carries],
-            "first": np.nan_to_num(ring.first_start[carries], nan=math.inf),
+            "received": made.packets_delivered[carries],
+            "dropped": made.packets_dropped[carries],
+            "first_drop": np.nan_to_num(made.first_drop[carries], nan=math.inf),
+            "cnps": made.cnps[carries],
+            "ce": made.ecn_marks[carries],
+            "first": np.nan_to_num(made.first_start[carries], nan=math.inf),
             "last": np.full(len(zeros), end) if unfinished else last,
             "timeouts": zeros,
             "undone": zeros + unfinished,
@@ -150,7 +151,7 @@ def _sums(
     plan: Plan, result: Result, packet: int, end: float
 ) -> dict[tuple[int, int], dict[str, Any]]:
     """Per (phase, flow id): the sums, first and last times of the engine flows it ran."""
-    parts = [_table_rows(plan, _stats(result), packet, end), *_ring_rows(plan, result, end)]
+    parts = [_table_rows(plan, _stats(result), packet, end), *_made_rows(plan, result, end)]
     keys = np.concatenate([k for k, _ in parts])
     groups, group = np.unique(keys, return_inverse=True)
     group = group.reshape(-1)
@@ -318,13 +319,26 @@ def _pfc(result: Result, wiring: Wiring) -> list[dict[str, Any]]:
     return rows
 
 
+def _held(timeline: Timeline, plan: Plan, result: Result) -> list[str]:
+    """What a replayed collective did not play as its table would: starts held back."""
+    notes = []
+    for p in timeline.phases:
+        made = _made(plan, result, p.index)
+        if made is not None and made.held:
+            notes.append(
+                f"{p.label}: {made.held} starts of a step held back until the same step two"
+                " iterations before was done (the core keeps a step's flows of two iterations)"
+            )
+    return notes
+
+
 def _iterations(timeline: Timeline, plan: Plan, result: Result) -> dict[str, Any]:
     completion = _stats(result).completion
     out = {}
     for p in timeline.phases:
-        ring = _ring(plan, result, p.index)
+        made = _made(plan, result, p.index)
         rows = plan.barriers.get(p.index)
-        ends = ring.iteration_ends if ring is not None else completion[rows] if rows else None
+        ends = made.iteration_ends if made is not None else completion[rows] if rows else None
         if ends is None:
             continue
         times: list[float | None] = []
@@ -407,7 +421,7 @@ def played(timeline: Timeline, plan: Plan, result: Result, base: Network, wall: 
             "packet_bytes": packet,
             "deadlocked": result.deadlocked,
             "fibs": [[t, label] for t, label, _ in plan.fibs],
-            "not_modelled": plan.notes,
+            "not_modelled": plan.notes + _held(timeline, plan, result),
             "experiment": {
                 "flows": plan.n_flows,
                 "links": len(plan.experiment.links),

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from labs.sim.flows import FlowStats, RingStats
+    from labs.sim.flows import CollectiveStats, FlowStats
 
 
 @dataclass(frozen=True)
@@ -140,8 +140,9 @@ class Result:
     `flows`)."""
     occupancy: Occupancy | None = None
     """The occupancy series as changes, instead of `queues` and `pgs` (`simulate(dense=False)`)."""
-    rings: list[RingStats] = field(default_factory=list)
-    """Per ring collective of the experiment, what its slots did over every step."""
+    collectives: list[CollectiveStats] = field(default_factory=list)
+    """Per collective the core made (`Experiment.collectives`), what its slots did over every
+    step."""
     routes_checked: tuple[int, int] = (0, 0)
     """With `simulate(check_routes=True)`: the routes the core took ahead of their arrival and
     used, and how many of them the arrival would have taken otherwise (a fault: 0 expected)."""
@@ -183,9 +184,9 @@ class Result:
         return self._window(self.flow(flow).rate_series, start, end)
 
     def to_json(self) -> str:
-        data: dict[str, Any] = asdict(replace(self, table=None, rings=[]))
+        data: dict[str, Any] = asdict(replace(self, table=None, collectives=[]))
         data["table"] = None if self.table is None else self.table.as_lists()
-        data["rings"] = [r.as_lists() for r in self.rings]
+        data["collectives"] = [r.as_lists() for r in self.collectives]
         del data["core_cpu"]  # what the run cost, not what it gave: the same seed, the same JSON
         return json.dumps(data, indent=1) + "\n"
 

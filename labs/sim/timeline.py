@@ -40,7 +40,7 @@ from labs.backend import Fault, Phase, Timeline
 from labs.failures import CHANGES_ROUTING, Network, resolve
 from labs.sim import native
 from labs.sim.build import Built
-from labs.sim.flows import TRANSPORTS, FlowTable, Ring
+from labs.sim.flows import TRANSPORTS, FlowTable, Replay, Ring
 from labs.sim.lab import Network as SimNetwork
 from labs.sim.lab import routes
 from labs.sim.model import Checks, Experiment, Monitor, PacketLoss, PfcStorm
@@ -70,8 +70,8 @@ class Plan:
     """Per row: the phase's flow id it carries data of (-1: a collective's barrier)."""
     barriers: dict[int, list[int]]
     """Per collective phase played as rows, the row of the barrier flow ending each iteration."""
-    rings: dict[int, tuple[int, list[int]]] = field(default_factory=dict)
-    """Per collective phase the core makes (`Experiment.rings`): its ring's index and the
+    collectives: dict[int, tuple[int, list[int]]] = field(default_factory=dict)
+    """Per collective phase the core makes (`Experiment.collectives`): its index there and the
     phase's flow id each slot carries (-1: none)."""
     link_events: list[tuple[float, str, bool]] = field(default_factory=list)
     """(time, `node:port` of one end, up)."""
@@ -180,8 +180,8 @@ class _Flows:
         self.flow_of: list[npt.NDArray[np.int64]] = []
         self.rows = 0
         self.barriers: dict[int, list[int]] = {}
-        self.rings: list[Ring] = []
-        self.ring_ids: dict[int, tuple[int, list[int]]] = {}
+        self.collectives: list[Ring | Replay] = []
+        self.collective_ids: dict[int, tuple[int, list[int]]] = {}
 
     def add(self, phase: Phase, table: FlowTable, flow_ids: npt.ArrayLike) -> None:
         self.tables.append(table)
@@ -205,9 +205,9 @@ class _Flows:
         }
 
     def collective(self, phase: Phase) -> None:
-        """A ring the core makes step by step (`ring`), else `iterations` copies of the
-        schedule's rows, each ended by a zero-byte barrier row (rail-local schedules, one ring
-        per rail, are tables)."""
+        """A ring the core makes step by step (`ring`), else the schedule's rows, each
+        iteration ended by a zero-byte barrier row: two iterations' copies the core replays
+        (`Replay`), or `iterations` copies (a reliable transport, or `collectives: table`)."""
         build = SCHEDULES.get((phase.kind, phase.algorithm), SCHEDULES[(phase.kind, "ring")])
         qps = self.timeline.sim.get("qps") or max([f.qp for f in phase.flows] + [0]) + 1
         tabled = phase.rails or phase.groups
@@ -250,14 +250,13 @@ class _Flows:
         columns["dscp"][m] = 26  # the barrier: an open-loop flow of Flow's defaults
         barrier = np.arange(m + 1) == m
         heads, counts, afters = [], [], []
-        self.barriers[phase.index] = []
-        for it in range(phase.iterations):
+        replay = in_core and open_loop and phase.iterations >= 2
+        n = 2 if replay else phase.iterations
+        for it in range(n):
             base = it * (m + 1)
             heads.append(np.char.add(f"p{phase.index}.i{it}.".encode(), tails))
             counts.append(np.where(first, 0, waits) if it == 0 else waits)
             afters.append(relative[relative >= 0] if it == 0 else relative + base)
-            self.barriers[phase.index].append(self.rows + base + m)
-        n = phase.iterations
         table = FlowTable.of(
             np.concatenate(heads) if n else [],
             np.tile(src, n),
@@ -280,6 +279,23 @@ class _Flows:
             for k in unique.tolist()
         ]
         flow_ids = np.append(np.array(found, np.int64)[inverse.reshape(-1)], -1)
+        if replay:
+            self.collectives.append(
+                Replay(
+                    first_row=self.rows,
+                    names=tails.tolist(),
+                    src=src,
+                    dst=dst,
+                    deps=waits.astype(np.int32),
+                    woken=np.flatnonzero(first).astype(np.int32),
+                    iterations=phase.iterations,
+                    phase=phase.index,
+                )
+            )
+            self.collective_ids[phase.index] = (len(self.collectives) - 1, flow_ids.tolist())
+            self.add(phase, table, np.full(len(table), -1, np.int64))
+            return
+        self.barriers[phase.index] = [self.rows + it * (m + 1) + m for it in range(n)]
         self.add(phase, table, np.tile(flow_ids, n))
 
     def ring(self, phase: Phase, shape: RingShape) -> None:
@@ -297,7 +313,7 @@ class _Flows:
             start=phase.at,
             **self._columns(phase, src),
         )
-        self.rings.append(
+        self.collectives.append(
             Ring(
                 first_row=self.rows,
                 hosts=np.array([self.host[r] for r in ranks], np.int32),
@@ -309,7 +325,10 @@ class _Flows:
             )
         )
         ids = {(f.src, f.dst, f.qp): f.flow_id for f in phase.flows}
-        self.ring_ids[phase.index] = (len(self.rings) - 1, [ids.get(p, -1) for p in pairs])
+        self.collective_ids[phase.index] = (
+            len(self.collectives) - 1,
+            [ids.get(p, -1) for p in pairs],
+        )
         self.add(phase, table, np.full(len(table), -1, np.int64))
 
     def open_loop(self, phase: Phase) -> None:
@@ -445,10 +464,11 @@ def plan(
         hosts=net.hosts,
         links=net.links,
         table=flows.table(),
-        rings=flows.rings,
+        collectives=flows.collectives,
         faults=[*net.down, *faults.storms, *faults.losses],
         dcqcn=net.dcqcn,
-        duration=timeline.duration + (COLLECTIVE_GRACE if flows.barriers or flows.rings else 0.0),
+        duration=timeline.duration
+        + (COLLECTIVE_GRACE if flows.barriers or flows.collectives else 0.0),
         packet_bytes=packet,
         monitor=Monitor(interval=interval, flows=False, max_samples=MAX_SAMPLES),
         checks=Checks(
@@ -464,7 +484,7 @@ def plan(
         phase_of=np.concatenate(flows.phase_of or [np.zeros(0, np.int32)]),
         flow_of=np.concatenate(flows.flow_of or [np.zeros(0, np.int64)]),
         barriers=flows.barriers,
-        rings=flows.ring_ids,
+        collectives=flows.collective_ids,
         link_events=faults.plan_links,
         rate_events=faults.rates,
         fibs=fibs or faults.fibs,

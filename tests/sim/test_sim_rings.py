@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from labs.backend import Played
 from labs.sim import Flow, Monitor, simulate
 from labs.sim.fabrics import leaf_spine, with_flows
+from labs.sim.flows import Ring
 from labs.sim.timeline import plan as sim_plan
-from tests.simlab import play, small_lab
+from tests.simlab import beside_incast, observations, play, small_lab
 from traffic import collectives
 from twin.intent.inputs import parse_model
 from twin.lab.directory import Lab
@@ -30,38 +30,14 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def scenario(how: str, kind: str = "all_reduce", message: int = 2_000_003) -> dict[str, Any]:
     """A ring beside an incast into one of its ranks, a link failing under both."""
-    ring = {
-        "at": 0, "kind": kind, "servers": "all", "qps": 2, "message": message, "iterations": 3,
-    }  # fmt: skip
-    burst = {
-        "at": 0.0002, "duration": 0.001, "kind": "incast", "src": ["server1", "server2"],
-        "dst": "server4", "class": "roce", "qps": 1,
-    }  # fmt: skip
-    fault = {"at": 0.0005, "fault": "link-down", "link": "leaf1:spine1"}
-    return {
-        "name": "ring",
-        "traffic": [ring, burst],
-        "faults": [fault],
-        "sim": {"time_scale": 1, "collectives": how},
-    }
-
-
-def observed(played: Played) -> dict[str, Any]:
-    return {
-        "flows": played.flows,
-        "phases": played.phases,
-        "iterations": played.extra["iterations"],
-        "pfc": played.extra["pfc"],
-        "queues": played.extra["queues"],
-        "counters": played.counters,
-    }
+    return beside_incast(how, {"kind": kind, "message": message, "iterations": 3})
 
 
 @pytest.mark.parametrize("kind", ["all_reduce", "all_gather"])
 def test_a_ring_in_the_core_plays_as_its_table(base: Path, kind: str) -> None:
     core = play(base, scenario("core", kind))
     table = play(base, scenario("table", kind))
-    assert observed(core) == observed(table)
+    assert observations(core) == observations(table)
     times = core.extra["iterations"][f"{kind}@0"]["times_s"]
     assert len(times) == 3 and all(t is not None and t > 0 for t in times)
     assert core.extra["sim"]["packet_hops"] == table.extra["sim"]["packet_hops"]
@@ -76,7 +52,8 @@ def test_a_ring_holds_a_flow_per_rank_and_queue_pair(base: Path) -> None:
     net = simlab.network(lab)
     p = sim_plan(lab, timeline, net, Network(lab, Failures.load(lab)))
     ranks = len(timeline.phases[0].ranks)
-    (ring,) = p.experiment.rings
+    (ring,) = p.experiment.collectives
+    assert isinstance(ring, Ring)
     assert ring.slots == ranks * 2 and ring.iterations == 3 and ring.n_steps == 2 * (ranks - 1)
     incast = 2  # the other phase's rows
     assert p.n_flows == ranks * 2 + incast
@@ -89,7 +66,7 @@ def test_an_unfinished_ring_reports_as_its_table(base: Path) -> None:
         cut["faults"] = [{"at": 0.00001, "fault": "node-down", "node": "server3"}]
         runs.append(play(base, cut))
     core, table = runs
-    assert observed(core) == observed(table)
+    assert observations(core) == observations(table)
     assert core.extra["iterations"]["all_reduce@0"]["times_s"] == [None, None, None]
     ring_flows = [f for f in core.flows if f["phase"] == "all_reduce@0"]
     assert ring_flows and not any(f["completed"] for f in ring_flows)

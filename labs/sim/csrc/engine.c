@@ -165,14 +165,18 @@ void flow_done(Sim *s, int f) {
         F->run = -1;
         s->runs_used--;
     }
-    for (int i = s->dep_start[f]; i < s->dep_start[f + 1]; i++) {
-        Flow *D = &s->flows[s->dependents[i]];
-        if (--D->n_deps == 0) {
-            ps_t t = s->now + D->dep_delay;
-            ev_push(s, t > D->start ? t : D->start, EV_FLOW_START, s->dependents[i], 0, 0);
-        }
-    }
+    for (int i = s->dep_start[f]; i < s->dep_start[f + 1]; i++) dep_met(s, s->dependents[i]);
     if (s->n_colls) coll_flow_done(s, f, timer_gen);
+}
+
+/* one of what flow d waits for is done: it starts when it waits for nothing more */
+void dep_met(Sim *s, int d) {
+    Flow *D = &s->flows[d];
+    if (--D->n_deps == 0) {
+        if (s->n_colls && coll_held(s, d)) return;
+        ps_t t = s->now + D->dep_delay;
+        ev_push(s, t > D->start ? t : D->start, EV_FLOW_START, d, 0, 0);
+    }
 }
 
 void flow_account(Sim *s, int f) {

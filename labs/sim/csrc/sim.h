@@ -318,18 +318,26 @@ typedef struct { /* a collective's slot: the sums of the steps it ran (sim_colle
     ps_t first_start, last_done, first_drop; /* -1: never */
 } CollAcc;
 
-typedef struct { /* a ring collective made in the core (coll.c): O(ranks x QPs) */
-    int32_t first, n, qps, n_steps, iterations, phase; /* slots: flows [first, first + n qps) */
+typedef struct { /* a collective made in the core (coll.c): a ring, O(ranks x QPs), or a schedule's
+                  * rows replayed each iteration, O(rows of one iteration) */
+    int32_t first, n, qps, n_steps, iterations, phase; /* a ring's slots: flows [first, first + n qps) */
+    int32_t records;  /* its flows [first, first + records): a ring's n qps; a replay's 2 n */
+    uint8_t replay;   /* n rows (the barrier last), each with a flow for even and one for odd iterations */
     ps_t start;
     double rate;
-    int64_t *chunk;                 /* n: the bytes of each chunk */
-    uint32_t *prefix;               /* n: rank r's ECMP key prefix toward rank r + 1 */
-    char *names;                    /* the ranks' names, name_start (n + 1) where each begins */
-    int32_t *name_start, *port_start, *ports; /* per rank: its NIC ports (CSR) */
+    int64_t *chunk;                 /* ring, n: the bytes of each chunk */
+    uint32_t *prefix;               /* ring, n: rank r's ECMP key prefix toward rank r + 1; replay: row's */
+    char *names;                    /* the ranks' (replay: the rows') names, name_start (n + 1) where each begins */
+    int32_t *name_start, *port_start, *ports; /* per rank (replay: row's source): its NIC ports (CSR) */
     int32_t iter, ranks_done;
-    int32_t *started, *done, *left; /* per rank: steps started, done; QPs of its step left */
-    int32_t *gen;                   /* per slot: the rate timer generation its last step reached */
-    CollAcc *acc;                   /* per slot */
+    int32_t *started, *done, *left; /* ring, per rank: steps started, done; QPs of its step left */
+    int32_t *deps;                  /* replay, n: what a row waits for in an iteration (re-armed) */
+    int32_t *woken, n_woken;        /* replay: the rows that wait for the iteration before alone */
+    int32_t *served;                /* replay, per flow: the iteration it runs (or ran, the last one) */
+    int32_t *armed;                 /* replay, per flow: the iteration whose dependencies n_deps counts */
+    int64_t held;                   /* replay: starts held back for a row's run two iterations before */
+    int32_t *gen;                   /* per flow: the rate timer generation its last run reached */
+    CollAcc *acc;                   /* per slot (replay: per row) */
     ps_t *ends;                     /* per iteration: when it ended */
 } Coll;
 
@@ -433,6 +441,7 @@ void pkt_free(Sim *s, int pk);
 void q_push(Sim *s, Port *P, int qi, int pk);
 int q_pop(Sim *s, Port *P, int qi);
 void flow_done(Sim *s, int f);
+void dep_met(Sim *s, int d);
 int run_alloc(Sim *s);
 void flow_account(Sim *s, int f);
 void port_remove_active(Port *P, int f);
@@ -475,6 +484,7 @@ void on_rto(Sim *s, int f);
 /* coll.c */
 void coll_flow_done(Sim *s, int f, int32_t timer_gen);
 void coll_flow_started(Sim *s, int f, Run *R);
+int coll_held(Sim *s, int f);
 void on_coll(Sim *s, int c);
 void coll_free(Sim *s);
 
