@@ -312,6 +312,7 @@ def _made(lib: ctypes.CDLL, h: int, index: int, made: Ring | Replay) -> Collecti
         first_start=first_start,
         last_completion=last_completion,
         first_drop=first_drop,
+        steps_done=rows[:, 11].copy(),
         iteration_ends=_seconds(out[slots * native.COLL_FIELDS : -1].astype(np.float64)),
         held=int(out[-1]),
     )

@@ -218,6 +218,11 @@ class Ring:
     def slots(self) -> int:
         return len(self.hosts) * self.qps
 
+    @property
+    def steps(self) -> int:
+        """The steps each slot runs: every step of every iteration."""
+        return self.n_steps * self.iterations
+
 
 @dataclass(frozen=True, eq=False)
 class Replay:
@@ -241,6 +246,11 @@ class Replay:
     def slots(self) -> int:
         return len(self.names)
 
+    @property
+    def steps(self) -> int:
+        """The steps each slot (row) runs: one an iteration."""
+        return self.iterations
+
 
 @dataclass(frozen=True, eq=False)
 class CollectiveStats:
@@ -260,6 +270,8 @@ class CollectiveStats:
     first_start: F64
     last_completion: F64
     first_drop: F64
+    steps_done: I64
+    """Per slot, the steps it finished (of its collective's `steps` each)."""
     iteration_ends: F64
     held: int = 0
     """A replay's starts held back: a row ready while its run two iterations before still ran

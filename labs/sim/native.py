@@ -30,7 +30,7 @@ PORT_FIELDS = 12
 FLOW_FIELDS = 10
 TRANSPORT_FIELDS = 7
 """Per flow, what sim_flow_transport writes."""
-COLL_FIELDS = 11
+COLL_FIELDS = 12
 """Per slot of a collective, what sim_collective_stats writes."""
 COUNTS = 10
 """What sim_counts writes."""

@@ -123,8 +123,10 @@ def _made_rows(
         made = result.collectives[index]
         flow_ids = np.array(ids, np.int64)
         carries = flow_ids >= 0
-        unfinished = not made.finished
         zeros = np.zeros(int(carries.sum()), np.int64)
+        # a slot with a step not done: undone until the run's end, as its table rows would be
+        steps = plan.experiment.collectives[index].steps
+        undone = (made.steps_done[carries] < steps).astype(np.int64)
         last = np.nan_to_num(made.last_completion[carries], nan=end)
         columns = {
             "bytes_sent": made.bytes_sent[carries],
@@ -138,9 +140,9 @@ def _made_rows(
             "cnps": made.cnps[carries],
             "ce": made.ecn_marks[carries],
             "first": np.nan_to_num(made.first_start[carries], nan=math.inf),
-            "last": np.full(len(zeros), end) if unfinished else last,
+            "last": np.where(undone > 0, end, last),
             "timeouts": zeros,
-            "undone": zeros + unfinished,
+            "undone": undone,
             "transport": zeros.astype(np.int8),
         }
         out.append((np.int64(phase) << 32 | flow_ids[carries], columns))

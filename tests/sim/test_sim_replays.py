@@ -139,3 +139,18 @@ def test_a_row_one_iteration_behind_plays_as_its_table() -> None:
     assert made.held == 0
     assert made.last_completion[0] == pytest.approx(np.nanmax(table.table.completion[0::3]))
     assert made.bytes_delivered.tolist() == [2 * 3_000_000, 2 * 30_000, 0]
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "tree"])
+def test_a_run_cut_in_its_last_iteration_reports_as_its_table(base: Path, algorithm: str) -> None:
+    """A rank's node down in the last iteration: some flows finished every step, others not;
+    each is done or not as its table rows say (a ring's slots and a replay's rows alike)."""
+    collective = {"kind": "all_reduce", "algorithm": algorithm, "iterations": 4}
+    whole = play(base, beside_incast("core", collective))
+    (ends,) = [v["times_s"] for v in whole.extra["iterations"].values()]
+    cut = {"at": sum(ends[:3]) + ends[3] / 2, "fault": "node-down", "node": "server3"}
+    core = play(base, beside_incast("core", collective, cut))
+    table = play(base, beside_incast("table", collective, cut))
+    assert observations(core) == observations(table)
+    done = [f["completed"] for f in core.flows if f["phase"] == "all_reduce@0"]
+    assert any(done) and not all(done)

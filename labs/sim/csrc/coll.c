@@ -124,9 +124,10 @@ static void step_keys(const Coll *C, int r, int k, uint32_t *keys) {
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* add what a slot's flow did in one step to the slot's sums */
-static void fold(CollAcc *A, const Flow *F) {
+/* add what a slot's flow did in one step to the slot's sums (finished: a step it finished) */
+static void fold(CollAcc *A, const Flow *F, int finished) {
     int64_t pkt = F->pkt_size;
+    A->runs += finished;
     A->sent += F->sent;
     A->delivered += F->delivered;
     A->dropped += F->dropped;
@@ -152,7 +153,7 @@ static void start_step(Sim *s, Coll *C, int r, int k) {
     for (int q = 0; q < C->qps; q++) {
         int f = C->first + r * C->qps + q;
         Flow *F = &s->flows[f];
-        fold(&C->acc[f - C->first], F);
+        fold(&C->acc[f - C->first], F, 1);
         uint32_t key = keys[q];
         F->size = chunk / C->qps + (q < chunk % C->qps);
         F->start = C->start;
@@ -217,7 +218,7 @@ int coll_held(Sim *s, int f) {
 static void replay_done(Sim *s, Coll *C, int j) {
     Flow *F = &s->flows[C->first + j];
     int row = j % C->n, it = C->served[j];
-    fold(&C->acc[row], F);
+    fold(&C->acc[row], F, 1);
     F->sent = F->delivered = F->dropped = F->cnps = F->ce = 0; /* in the row's sums now */
     if (row == C->n - 1) {
         C->ends[it] = s->now;
@@ -350,17 +351,22 @@ int sim_add_replay(Sim *s, int first, int n, int iterations, int phase, double s
 
 /* out: per slot, sums of its steps so far (the current one included): bytes sent, delivered,
  * dropped, CNPs, CE marks, packets sent, delivered, dropped (each step's bytes in packets), first
- * start, last completion, first drop (ps, -1: never); then the iterations' end times (ps, -1:
+ * start, last completion, first drop (ps, -1: never), steps finished; then the iterations' end times (ps, -1:
  * not ended), then the starts a replay held back */
 void sim_collective_stats(const Sim *s, int c, int64_t *out) {
     const Coll *C = &s->colls[c];
     int slots = C->replay ? C->n : C->n * C->qps;
     for (int i = 0; i < slots; i++) {
         CollAcc a = C->acc[i];
-        fold(&a, &s->flows[C->first + i]);
-        if (C->replay) fold(&a, &s->flows[C->first + C->n + i]); /* its odd iterations' flow */
+        const Flow *F = &s->flows[C->first + i];
+        if (C->replay) { /* a done flow was folded when it was done */
+            fold(&a, F, 0);
+            fold(&a, &s->flows[C->first + C->n + i], 0); /* its odd iterations' flow */
+        } else {
+            fold(&a, F, F->state == FL_DONE); /* a done step is folded when the next one starts */
+        }
         int64_t row[] = {a.sent, a.delivered, a.dropped, a.cnps, a.ce, a.pkts_sent, a.pkts_delivered,
-                         a.pkts_dropped, a.first_start, a.last_done, a.first_drop};
+                         a.pkts_dropped, a.first_start, a.last_done, a.first_drop, a.runs};
         memcpy(out + COLL_FIELDS * i, row, sizeof row);
     }
     for (int it = 0; it < C->iterations; it++) out[COLL_FIELDS * slots + it] = it < C->iter ? C->ends[it] : -1;

@@ -311,11 +311,12 @@ typedef struct { /* a forwarding table (labs.sim.routing.RouteRows) */
     int32_t n_dest;
 } RouteTable;
 
-#define COLL_FIELDS 11 /* what sim_collective_stats writes per slot */
+#define COLL_FIELDS 12 /* what sim_collective_stats writes per slot */
 
 typedef struct { /* a collective's slot: the sums of the steps it ran (sim_collective_stats) */
     int64_t sent, delivered, dropped, cnps, ce, pkts_sent, pkts_delivered, pkts_dropped;
     ps_t first_start, last_done, first_drop; /* -1: never */
+    int64_t runs;                            /* steps (a replay's row: iterations) finished */
 } CollAcc;
 
 typedef struct { /* a collective made in the core (coll.c): a ring, O(ranks x QPs), or a schedule's
