@@ -277,10 +277,6 @@ class CollectiveStats:
     """A replay's starts held back: a row ready while its run two iterations before still ran
     (the table's run would have overlapped them)."""
 
-    @property
-    def finished(self) -> bool:
-        return not bool(np.isnan(self.iteration_ends).any())
-
     def as_lists(self) -> dict[str, Any]:
         """Every column as a list (for JSON), nan as None."""
         return as_lists(self)

@@ -142,28 +142,34 @@ static void fold(CollAcc *A, const Flow *F, int finished) {
     if (drop >= 0 && (A->first_drop < 0 || drop < A->first_drop)) A->first_drop = drop;
 }
 
+/* a collective's flow F made a waiting flow again: from the collective's start at `rate`, its
+ * counters cleared, its ECMP key `key` and the NIC port of entry `src` (a rank, a replay's row)
+ * the key picks */
+static void rearm(Sim *s, const Coll *C, Flow *F, uint32_t key, int src, double rate) {
+    int n_ports = C->port_start[src + 1] - C->port_start[src];
+    F->start = C->start;
+    F->dep_delay = 0;
+    F->rate = rate;
+    F->sent = F->delivered = F->dropped = F->cnps = F->ce = 0;
+    F->hash = key;
+    F->port = C->ports[C->port_start[src] + (int)(key % (uint32_t)n_ports)];
+    F->state = FL_WAITING;
+    s->open_flows++;
+}
+
 /* rank r starts step k: each QP's flow reset to that step and started */
 static void start_step(Sim *s, Coll *C, int r, int k) {
     int64_t chunk = C->chunk[((r - k) % C->n + C->n) % C->n];
     C->started[r] = k + 1;
     C->left[r] = C->qps;
-    int n_ports = C->port_start[r + 1] - C->port_start[r];
     uint32_t keys[C->qps];
     step_keys(C, r, k, keys);
     for (int q = 0; q < C->qps; q++) {
         int f = C->first + r * C->qps + q;
         Flow *F = &s->flows[f];
         fold(&C->acc[f - C->first], F, 1);
-        uint32_t key = keys[q];
         F->size = chunk / C->qps + (q < chunk % C->qps);
-        F->start = C->start;
-        F->dep_delay = 0;
-        F->rate = C->rate;
-        F->sent = F->delivered = F->dropped = F->cnps = F->ce = 0;
-        F->hash = key;
-        F->port = C->ports[C->port_start[r] + (int)(key % (uint32_t)n_ports)];
-        F->state = FL_WAITING;
-        s->open_flows++;
+        rearm(s, C, F, keys[q], r, C->rate);
         ev_push(s, s->now > C->start ? s->now : C->start, EV_FLOW_START, f, 0, 0);
     }
 }
@@ -186,16 +192,8 @@ static void replay_reset(Sim *s, Coll *C, int j, int it) {
     p = put_int(p, it);
     *p++ = '.';
     uint32_t key = five_tuple(crc32(name, (size_t)len, crc32(head, (size_t)(p - head), 0)), C->prefix[row]);
-    Flow *F = &s->flows[C->first + j];
-    F->start = C->start;
-    F->dep_delay = 0;
-    F->rate = row == C->n - 1 ? 0 : C->rate; /* the barrier: Flow's defaults */
-    F->sent = F->delivered = F->dropped = F->cnps = F->ce = 0;
-    F->hash = key;
-    F->port = C->ports[C->port_start[row] + (int)(key % (uint32_t)(C->port_start[row + 1] - C->port_start[row]))];
-    F->state = FL_WAITING;
+    rearm(s, C, &s->flows[C->first + j], key, row, row == C->n - 1 ? 0 : C->rate); /* the barrier: Flow's defaults */
     C->served[j] = it;
-    s->open_flows++;
 }
 
 #define NEVER_READY (1 << 30) /* a replay's flow past its last iteration waits for this many */
