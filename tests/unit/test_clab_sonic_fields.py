@@ -65,6 +65,8 @@ def test_cnp_priority_fails_twin_validate_and_the_rendered_scheduler_passes(
         "leaf1 scheduler.cnp SCHEDULER: field 'priority' is not one orchagent (qosorch) parses: "
         "rejected (orchagent/qosorch.cpp:1437, sonic-swss e6b0c5b)"
     ) in report
+    for switch in lab.switches():  # the same table judged once, named on every switch
+        assert f"{switch} scheduler.cnp SCHEDULER: field 'priority'" in report, switch
     capsys.readouterr()
 
 

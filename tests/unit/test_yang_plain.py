@@ -16,7 +16,8 @@ pytest.importorskip("libyang", reason="SONiC YANG validation needs the libyang b
 
 from tests.unit.test_yang_check import LEAF, REQUIREMENTS, _del, _sample, _set
 from twin.yang import check
-from twin.yang.plain import _values, plain, plain_text
+from twin.yang.plain import plain, plain_text
+from twin.yang.reads import values
 
 Config = dict[str, dict[str, dict[str, Any]]]
 
@@ -69,6 +70,16 @@ def test_the_plain_path_finds_what_the_full_validation_finds(name: str) -> None:
     assert check.problems(config, plain=True) == check.problems(config, plain=False)
 
 
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tables_translated_once_give_the_translation(name: str) -> None:
+    """A config's tables translated apart (and kept for the next configs) are its
+    translation, or None when it has a problem."""
+    schema = check.load_schema(check.YANG_DIR)
+    whole = check._translate(schema, CASES[name])
+    apart = check._translated(schema, CASES[name])
+    assert apart == (None if whole.problems else whole.data)
+
+
 def test_a_valid_config_passes_without_the_full_validation(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -92,11 +103,11 @@ def test_the_unions_other_members_are_asked_of_the_values_no_target_holds() -> N
     config = copy.deepcopy(LEAF)
     assert "global" in config["PORT_QOS_MAP"]
     data = check._prune_empty(check._translate(schema, config).data)
-    assert models.holds(data)
+    assert models.holds(data, set(data))
     assert models.accepted[(QOS_IFNAME, "global")]
     config["PORT_QOS_MAP"]["Ethernet96"] = {"dscp_to_tc_map": "RDMA"}
     data = check._prune_empty(check._translate(schema, config).data)
-    assert not models.holds(data)
+    assert not models.holds(data, set(data))
 
 
 def test_the_plain_models_differ_only_in_their_plain_leafrefs() -> None:
@@ -152,4 +163,4 @@ def _walked(node: Any, path: tuple[str, ...]) -> list[Any]:
 def test_the_values_at_a_path_are_every_leaf_there_in_order(
     data: Any, path: tuple[str, ...]
 ) -> None:
-    assert _values(data, path) == _walked(data, path)
+    assert values(data, path) == _walked(data, path)

@@ -19,6 +19,10 @@ contexts, a union's members one by one); a value equal to one of its target's va
 it, of the target's type (a target that is itself a plain leafref was checked against its own
 target the same way), and a union takes a value one of its members takes; no model uses
 `deref()`, the one XPath function that reads a leafref's type (`plain` checks).
+
+The parse and the lookups are made a model at a time (`Plain.passes`): a model whose data,
+with what its rules and plain leafrefs read of the others (`twin.yang.reads`), passed in an
+earlier config is not judged again; a fabric's leaves share their QoS tables word for word.
 """
 
 from __future__ import annotations
@@ -32,11 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from twin import jsonio
+from twin.yang import reads
+
 if TYPE_CHECKING:  # pragma: no cover
     import libyang
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _LEAFREF = re.compile(r"type\s+leafref\s*\{(?P<body>[^{}]*)\}")
+_PREFIX = re.compile(r"""^\s*prefix\s+["']?([\w.-]+)""", re.MULTILINE)
 _IMPORT = re.compile(r"""\bimport\s+([\w.-]+)\s*\{[^}]*?\bprefix\s+["']?([\w.-]+)""")
 _PLAIN_PATH = re.compile(
     r"""^\s*path\s+(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<bare>[^\s;"']+))\s*;"""
@@ -66,19 +74,60 @@ class Plain:
     references: tuple[Reference, ...]
     models: libyang.Context
     probe: libyang.DNode
+    reads: reads.Reads | None
+    """What each model's rules read of the others (None: models that augment or deviate
+    others, which `twin.yang.reads` does not follow)."""
     accepted: dict[tuple[str, str], bool] = field(default_factory=dict, compare=False)
+    passed: set[bytes] = field(default_factory=set, compare=False)
+    """The `Reads.key` of each model's data that passed, in any config."""
 
-    def holds(self, data: dict[str, Any]) -> bool:
-        """Whether every plain leafref's value in `data` (YANG JSON) is one of its target's,
-        or, in a union, a string its other members accept."""
+    def passes(self, data: dict[str, Any]) -> bool:
+        """Whether `data` (YANG JSON) parses and validates in this context and its plain
+        leafrefs hold (`holds`). What passed before passes again: only the models whose
+        data, with what their rules and plain leafrefs read, no config passed with are
+        looked up and parsed, each with the whole data of the models its rules read."""
+        keys = {top: self.reads.key(data, top) if self.reads else None for top in data}
+        if self.reads is None or any(k is None for k in keys.values()):
+            return self.holds(data, set(data)) and self._parses(data)
+        new = {top: k for top, k in keys.items() if k not in self.passed}
+        wanted = set(new).union(*(self.reads.needs.get(top, ()) for top in new))
+        if new and not (
+            self.holds(data, set(new))
+            and self._parses({t: v for t, v in data.items() if t in wanted})
+        ):
+            return False
+        if len(self.passed) > PASSED:
+            self.passed.clear()
+        self.passed.update(k for k in new.values() if k is not None)  # none is None
+        return True
+
+    def _parses(self, data: dict[str, Any]) -> bool:
+        """Whether `data` parses strictly and validates in this context."""
+        import libyang
+
+        try:
+            tree = self.ctx.parse_data_mem(
+                jsonio.dumps(data), "json", strict=True, validate_present=True
+            )
+        except libyang.LibyangError:
+            return False
+        if tree is not None:
+            tree.free()
+        return True
+
+    def holds(self, data: dict[str, Any], tops: set[str]) -> bool:
+        """Whether every plain leafref's value in `data` (YANG JSON) under the `tops` is one
+        of its target's, or, in a union, a string its other members accept."""
         found: dict[tuple[str, ...], set[Any]] = {}
         for ref in self.references:
-            values = set(_values(data, ref.source))
+            if ref.source[0] not in tops:
+                continue
+            values = set(reads.values(data, ref.source))
             for target in ref.targets:
                 if not values:
                     break
                 if target not in found:
-                    found[target] = set(_values(data, target))
+                    found[target] = set(reads.values(data, target))
                 values -= found[target]
             if values and not all(self._other(ref.union, v) for v in values):
                 return False
@@ -105,29 +154,6 @@ class Plain:
         return self.accepted[key]
 
 
-def _values(node: Any, path: tuple[str, ...]) -> list[Any]:
-    """The scalar values at `path` under `node` (through lists, and a leaf-list's members),
-    in document order: a list per level of the walk, not a generator per node (a large
-    fabric's configs hold tens of thousands of nodes each; CHANGELOG has the figures)."""
-    level = _flat([node])
-    for name in path:
-        level = _flat([n[name] for n in level if isinstance(n, dict) and name in n])
-    return level
-
-
-def _flat(nodes: list[Any]) -> list[Any]:
-    """`nodes` with every list among them replaced by its members (and theirs), in order."""
-    if not any(isinstance(n, list) for n in nodes):
-        return nodes
-    out: list[Any] = []
-    for n in nodes:
-        if isinstance(n, list):
-            out += _flat(n)
-        else:
-            out.append(n)
-    return out
-
-
 def plain_text(text: str) -> str:
     """A module's text with its plain leafrefs (a path and nothing else in their block but
     comments and `require-instance true`, absolute, without predicates) replaced."""
@@ -146,6 +172,9 @@ def plain_text(text: str) -> str:
         last = match.end()
     return "".join(out) + text[last:]
 
+
+PASSED = 1 << 16
+"""How many passed models' keys `Plain.passes` keeps (16 bytes each; forgotten all at once)."""
 
 PROBE = ("sonic-device_metadata:sonic-device_metadata", "DEVICE_METADATA", "localhost", "hostname")
 """The one leaf of `Plain.probe` (no union's leafref targets it: `plain` checks)."""
@@ -174,7 +203,33 @@ def plain(models: libyang.Context, yang_dir: Path) -> Plain | None:
     if references is None or any(PROBE in r.targets for r in references):
         return None
     probe = models.create_data_path("/" + "/".join(PROBE), value="probe")
-    return None if probe is None else Plain(ctx, tuple(references), models, probe)
+    if probe is None:
+        return None
+    return Plain(ctx, tuple(references), models, probe, _reads(ctx, texts, references))
+
+
+def _reads(
+    ctx: libyang.Context, texts: dict[str, str], references: list[Reference]
+) -> reads.Reads | None:
+    """What the models' rules and plain leafrefs read of each other, unless a model augments
+    or deviates another."""
+    bare = {name: _COMMENT.sub(" ", text) for name, text in texts.items()}
+    if any(re.search(r"\b(augment|deviation)\s", text) for text in bare.values()):
+        return None
+    prefixes: dict[str, set[str]] = {}
+    for name, text in bare.items():
+        own = _PREFIX.search(text)
+        if own is not None:
+            prefixes.setdefault(own.group(1), set()).add(name)
+        for module, prefix in _IMPORT.findall(text):
+            prefixes.setdefault(prefix, set()).add(module)
+    tops = {
+        str(m.name()): f"{m.name()}:{top.name()}"
+        for m in ctx
+        if m.implemented() and (top := next(iter(m.children()), None)) is not None
+    }
+    found = reads.reads(ctx, tops, prefixes)
+    return found.looking_up((r.source[0], t) for r in references for t in r.targets)
 
 
 def _leaves(ctx: libyang.Context) -> dict[str, libyang.SLeaf | libyang.SLeafList]:

@@ -19,11 +19,16 @@ from typing import Any
 import yaml
 
 import twin
+from twin import jsonio
 from twin.lab.directory import Lab
 from validators.registry import Params, static
 from validators.result import Finding, Result, verdict
 
 FIELDS = Path(twin.__file__).parent / "platforms" / "sonic-fields.yml"
+
+JUDGED = 4096
+"""How many tables `_judged` keeps the judgement of (forgotten all at once)."""
+_JUDGED: dict[bytes, tuple[int, list[tuple[str, str]]]] = {}
 
 
 @functools.cache
@@ -119,18 +124,33 @@ def sonic_fields(lab: Lab, params: Params) -> list[Result]:
     for switch in lab.switches():
         db = lab.config_db(switch)
         for name in sorted(set(db) & set(known)):
-            for key, entry in db[name].items():
-                whys = missing(name, key, entry) if isinstance(entry, dict) else []
-                for field, value in entry.items() if isinstance(entry, dict) else ():
-                    checked += 1
-                    whys += [
-                        why
-                        for why in (
-                            problem(name, key, field),
-                            value_problem(name, key, field, value),
-                        )
-                        if why
-                    ]
-                findings += [Finding(switch, why, key, name) for why in whys]
+            fields, whys = _judged(name, db[name])
+            checked += fields
+            findings += [Finding(switch, why, key, name) for key, why in whys]
     ok = f"{checked} fields of {len(known)} tables are all parsed by SONiC's daemons"
     return [verdict("sonic_fields", "fabric", findings, ok, {"fields": checked})]
+
+
+def _judged(name: str, entries: dict[str, Any]) -> tuple[int, list[tuple[str, str]]]:
+    """The fields of a table and (key, why) of each of its problems; judged once for the
+    switches that hold the table word for word (a fabric's leaves share their QoS, buffer
+    and watchdog tables: 174 switches' 2,856 such tables at 1,024 servers are 314 distinct)."""
+    digest = jsonio.digest([name, entries])
+    found = _JUDGED.get(digest)
+    if found is not None:
+        return found
+    fields, whys = 0, []
+    for key, entry in entries.items():
+        here = missing(name, key, entry) if isinstance(entry, dict) else []
+        for field, value in entry.items() if isinstance(entry, dict) else ():
+            fields += 1
+            here += [
+                why
+                for why in (problem(name, key, field), value_problem(name, key, field, value))
+                if why
+            ]
+        whys += [(key, why) for why in here]
+    if len(_JUDGED) >= JUDGED:
+        _JUDGED.clear()
+    _JUDGED[digest] = fields, whys
+    return fields, whys
