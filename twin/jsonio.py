@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 import orjson
+
+T = TypeVar("T")
 
 
 def dumps(value: Any) -> bytes | str:
@@ -38,3 +43,36 @@ def digest(value: Any) -> bytes:
     return hashlib.blake2b(
         text if isinstance(text, bytes) else text.encode(), digest_size=16
     ).digest()
+
+
+class Memo(Generic[T]):
+    """What `make` gave for a JSON value, kept by the value's `digest` for the `size` values
+    most recently asked of (a fabric's switches hold the same tables word for word: each is
+    judged once).
+
+    >>> memo, made = Memo[int](2), []
+    >>> [memo.get(v, lambda: made.append(v) or len(made)) for v in ([1], [1], {"a": 1}, [1])]
+    [1, 1, 2, 1]
+    >>> made
+    [[1], {'a': 1}]
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._kept: OrderedDict[bytes, T] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, value: Any, make: Callable[[], T]) -> T:
+        """`make()` the first time `value` (or one written alike) is asked of, else what it
+        gave then."""
+        key = digest(value)
+        with self._lock:
+            if key in self._kept:
+                self._kept.move_to_end(key)
+                return self._kept[key]
+        made = make()
+        with self._lock:
+            self._kept[key] = made
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+        return made

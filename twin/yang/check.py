@@ -32,7 +32,6 @@ import functools
 import logging
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -176,11 +175,11 @@ class YangSchema:
     ctx: libyang.Context
     tables: dict[str, _TableModel]
     yang_dir: Path
-    translated: OrderedDict[bytes, dict[str, Any]] = field(
-        default_factory=OrderedDict, compare=False
+    translated: jsonio.Memo[dict[str, Any] | None] = field(
+        default_factory=lambda: jsonio.Memo(TRANSLATED), compare=False
     )
-    """The last `TRANSLATED` tables translated without a problem, by a digest of their name
-    and content (`_translated`)."""
+    """The last `TRANSLATED` tables translated, by their name and content: the YANG data of
+    each, None for one with a problem (`_translated`)."""
 
 
 TRANSLATED = 512
@@ -1000,22 +999,19 @@ def _translated(schema: YangSchema, config: ConfigDb) -> dict[str, Any] | None:
     if not isinstance(config, dict):
         return None
     data: dict[str, Any] = {}
-    memo = schema.translated
     for name, table in config.items():
-        key = jsonio.digest([name, table])
-        made = memo.get(key)
+        made = schema.translated.get([name, table], functools.partial(_alone, schema, name, table))
         if made is None:
-            tr = _translate(schema, {name: table})
-            if tr.problems:
-                return None
-            made = memo[key] = tr.data
-            if len(memo) > TRANSLATED:
-                memo.popitem(last=False)
-        else:
-            memo.move_to_end(key)
+            return None
         for top, tables in made.items():
             data.setdefault(top, {}).update(tables)
     return data
+
+
+def _alone(schema: YangSchema, name: str, table: Any) -> dict[str, Any] | None:
+    """One table's YANG data, None when it has a problem."""
+    tr = _translate(schema, {name: table})
+    return None if tr.problems else tr.data
 
 
 def _first_error(schema: YangSchema, tr: _Translation) -> tuple[str, _Location] | None:

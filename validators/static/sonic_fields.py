@@ -26,9 +26,8 @@ from validators.result import Finding, Result, verdict
 
 FIELDS = Path(twin.__file__).parent / "platforms" / "sonic-fields.yml"
 
-JUDGED = 4096
-"""How many tables `_judged` keeps the judgement of (forgotten all at once)."""
-_JUDGED: dict[bytes, tuple[int, list[tuple[str, str]]]] = {}
+JUDGED: jsonio.Memo[tuple[int, list[tuple[str, str]]]] = jsonio.Memo(4096)
+"""Each table's judgement (`_judged`), by its name and content."""
 
 
 @functools.cache
@@ -135,10 +134,10 @@ def _judged(name: str, entries: dict[str, Any]) -> tuple[int, list[tuple[str, st
     """The fields of a table and (key, why) of each of its problems; judged once for the
     switches that hold the table word for word (a fabric's leaves share their QoS, buffer
     and watchdog tables: 174 switches' 2,856 such tables at 1,024 servers are 314 distinct)."""
-    digest = jsonio.digest([name, entries])
-    found = _JUDGED.get(digest)
-    if found is not None:
-        return found
+    return JUDGED.get([name, entries], lambda: _judge(name, entries))
+
+
+def _judge(name: str, entries: dict[str, Any]) -> tuple[int, list[tuple[str, str]]]:
     fields, whys = 0, []
     for key, entry in entries.items():
         here = missing(name, key, entry) if isinstance(entry, dict) else []
@@ -150,7 +149,4 @@ def _judged(name: str, entries: dict[str, Any]) -> tuple[int, list[tuple[str, st
                 if why
             ]
         whys += [(key, why) for why in here]
-    if len(_JUDGED) >= JUDGED:
-        _JUDGED.clear()
-    _JUDGED[digest] = fields, whys
     return fields, whys
