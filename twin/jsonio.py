@@ -64,7 +64,7 @@ class Memo(Generic[T]):
 
     def get(self, value: Any, make: Callable[[], T]) -> T:
         """`make()` the first time `value` (or one written alike) is asked of, else what it
-        gave then."""
+        gave then (two threads asking at once may both make it: the last one made is kept)."""
         key = digest(value)
         with self._lock:
             if key in self._kept:

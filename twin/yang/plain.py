@@ -86,20 +86,34 @@ class Plain:
         leafrefs hold (`holds`). What passed before passes again: only the models whose
         data, with what their rules and plain leafrefs read, no config passed with are
         looked up and parsed, each with the whole data of the models its rules read."""
-        keys = {top: self.reads.key(data, top) if self.reads else None for top in data}
-        if self.reads is None or any(k is None for k in keys.values()):
+        keys = self._keys(data)
+        if keys is None:
             return self.holds(data, set(data)) and self._parses(data)
         new = {top: k for top, k in keys.items() if k not in self.passed}
+        if not new:
+            return True
+        assert self.reads is not None  # keys are made from them
         wanted = set(new).union(*(self.reads.needs.get(top, ()) for top in new))
-        if new and not (
+        if not (
             self.holds(data, set(new))
             and self._parses({t: v for t, v in data.items() if t in wanted})
         ):
             return False
         if len(self.passed) > PASSED:
             self.passed.clear()
-        self.passed.update(k for k in new.values() if k is not None)  # none is None
+        self.passed.update(new.values())
         return True
+
+    def _keys(self, data: dict[str, Any]) -> dict[str, bytes] | None:
+        """Each model's `Reads.key` in `data`; None when a model's cannot be made (or there
+        are no reads): the data is then judged whole."""
+        keys: dict[str, bytes] = {}
+        for top in data:
+            key = self.reads.key(data, top) if self.reads is not None else None
+            if key is None:
+                return None
+            keys[top] = key
+        return keys
 
     def _parses(self, data: dict[str, Any]) -> bool:
         """Whether `data` parses strictly and validates in this context."""
