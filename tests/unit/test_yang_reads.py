@@ -138,3 +138,58 @@ def test_a_new_model_is_parsed_with_the_models_it_reads(monkeypatch: pytest.Monk
     assert check.problems({"DEVICE_METADATA": voq["DEVICE_METADATA"]}, plain=True) == []
     assert check.problems(voq, plain=True) == check.problems(voq, plain=False) != []
     assert {QUEUE, DM} <= parsed[-1]
+
+
+def test_free_leaves_are_those_no_rule_reads() -> None:
+    """A port's description, alias, speed and MTU are free (no rule names them); its name
+    (the key) and lanes (a `when` of its own) are not, nor a queue's scheduler (a plain
+    leafref) or a scheduler's name (its target)."""
+    free = _models().reads.free  # type: ignore[union-attr]
+
+    def leaves(top: str, *path: str) -> set[str]:
+        tree: reads.Tree | None = free.get(top)
+        for name in path:
+            tree = (tree or {}).get(name)
+        return set(tree or ())
+
+    port = leaves(PORT, "PORT", "PORT_LIST")
+    assert {"description", "alias", "speed", "mtu"} <= port
+    assert not {"name", "lanes"} & port
+    assert "scheduler" not in leaves(QUEUE, "QUEUE", "QUEUE_LIST")
+    assert "name" not in leaves("sonic-scheduler:sonic-scheduler", "SCHEDULER", "SCHEDULER_LIST")
+
+
+def _described(config: dict[str, Any], **fields: str) -> dict[str, Any]:
+    """A copy of `config` with these fields on every port."""
+    changed = copy.deepcopy(config)
+    for port in changed["PORT"].values():
+        port.update(fields)
+    return changed
+
+
+def test_ports_alike_but_for_free_leaves_are_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second switch whose ports differ only in their descriptions and MTU: its PORT table
+    is not parsed again, and it passes as the full validation passes it."""
+    parsed = _parsed(_models(), monkeypatch)
+    first = _described(LEAF, description="to server1")
+    other = _described(LEAF, description="to server7", mtu="4200")
+    assert check.problems(first, plain=True) == []
+    assert check.problems(other, plain=True) == check.problems(other, plain=False) == []
+    assert PORT in parsed[0]
+    assert not any(PORT in models for models in parsed[1:])
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"description": "d" * 256}, {"speed": "fast"}, {"mtu": "99999"}],
+    ids=["a description too long", "a speed not a number", "an MTU out of range"],
+)
+def test_a_free_leaf_its_type_refuses_is_found(
+    fields: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A free leaf's value its type refuses, after the same ports passed with another: found
+    as the full validation finds it (the translation checks every value's type)."""
+    _parsed(_models(), monkeypatch)
+    assert check.problems(LEAF, plain=True) == []
+    changed = _described(LEAF, **fields)
+    assert check.problems(changed, plain=True) == check.problems(changed, plain=False) != []

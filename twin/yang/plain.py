@@ -243,7 +243,7 @@ def _reads(
         if m.implemented() and (top := next(iter(m.children()), None)) is not None
     }
     found = reads.reads(ctx, tops, prefixes)
-    return found.looking_up((r.source[0], t) for r in references for t in r.targets)
+    return found.looking_up((r.source, t) for r in references for t in r.targets)
 
 
 def _leaves(ctx: libyang.Context) -> dict[str, libyang.SLeaf | libyang.SLeafList]:

@@ -24,6 +24,15 @@ the values they read are then the config's, defaults and `when`s included.
 
 A rule of a node in a list applies only when that list has entries (`Rule.within`): the VOQ
 lists' rules, which read DEVICE_METADATA's hostname, apply to no leaf's QUEUE table.
+
+A *free* leaf's value counts in a key only as being there (`Reads.free`): a leaf no rule of
+any model names (none free when a rule reads a node without naming it: `*`, `node()`; nor
+with a `must` or `when` of its own), not a list's key, in no list with a `unique`,
+of a type that is no leafref, instance-identifier or union, nor a plain leafref or a target of
+one. Its value is checked against its type when the config is translated (a value the type
+refuses sends the config to the full validation), and nothing else reads it, so any value the
+type takes gives the parse the same outcome: the leaves' PORT tables, which differ only in
+their ports' descriptions (half of a leaf's per-switch data at 1,024 servers), are then one.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from twin import jsonio
 
@@ -41,6 +50,9 @@ if TYPE_CHECKING:  # pragma: no cover
 _NAME = r"[A-Za-z_][\w.-]*"
 _PREFIXED = re.compile(rf"({_NAME}):{_NAME}")
 _CHAIN = re.compile(rf"(?<![\w.)\]/])(?:/{_NAME}:{_NAME})+")
+_WORD = re.compile(_NAME)
+_ANY = re.compile(r"(?:^|[/(\[@:,])\s*\*|\bnode\s*\(")
+"""A step that reads a node without naming it (`*`, `node()`): then no leaf is free."""
 
 
 @dataclass(frozen=True, order=True)
@@ -67,6 +79,8 @@ class Reads:
 
     rules: dict[str, tuple[Rule, ...]]
     needs: dict[str, frozenset[str]]
+    free: dict[str, Tree]
+    """Per model's top member, its free leaves as a tree of JSON member names (`Tree`)."""
 
     def key(self, data: dict[str, Any], top: str) -> bytes | None:
         """A digest of a model's data in `data` (YANG JSON) and of the other data its rules
@@ -80,20 +94,64 @@ class Reads:
                 return None
             read |= rule.reads
         seen = [[r.path, r.path[0] in data, values(data, r.path)] for r in sorted(read)]
-        return jsonio.digest([top, data[top], seen])
+        return jsonio.digest([top, blanked(data[top], self.free.get(top)), seen])
 
-    def looking_up(self, lookups: Iterable[tuple[str, tuple[str, ...]]]) -> Reads:
-        """These reads, and for each (model, path) of `lookups` the model reading the values
-        at the path as they are in the JSON (a plain leafref's targets, `twin.yang.plain`);
-        the models a parse needs stay as they were."""
+    def looking_up(self, lookups: Iterable[tuple[tuple[str, ...], tuple[str, ...]]]) -> Reads:
+        """These reads, and for each (source, target) of `lookups` the source's model reading
+        the values at the target as they are in the JSON (a plain leafref and its target's
+        leaf, `twin.yang.plain`), neither of them free; the models a parse needs stay as they
+        were."""
         more: dict[str, set[Read]] = {}
-        for top, path in lookups:
-            if path[0] != top:
-                more.setdefault(top, set()).add(Read(path))
+        kept: set[tuple[str, ...]] = set()
+        for source, target in lookups:
+            kept |= {source, target}
+            if target[0] != source[0]:
+                more.setdefault(source[0], set()).add(Read(target))
         rules = dict(self.rules)
         for top, found in more.items():
             rules[top] = (*rules.get(top, ()), Rule((), frozenset(found)))
-        return Reads(rules, self.needs)
+        free = {top: _pruned(tree, (top,), kept) for top, tree in self.free.items()}
+        return Reads(rules, self.needs, {top: tree for top, tree in free.items() if tree})
+
+
+Tree = dict[str, "Tree | None"]
+"""JSON member names below a node, each a free leaf (None) or a tree of its own."""
+
+FREE = "\x00free"
+"""What a free leaf's value becomes in a key."""
+
+
+def blanked(node: Any, tree: Tree | None) -> Any:
+    """`node` with the value of each free leaf of `tree` (through lists) as `FREE`; the
+    parts without one are `node`'s own objects, not copies.
+
+    >>> blanked({"P": [{"name": "e0", "d": "to a"}, {"name": "e1"}]}, {"P": {"d": None}})
+    {'P': [{'name': 'e0', 'd': '\\x00free'}, {'name': 'e1'}]}
+    """
+    if tree is None:
+        return node
+    if isinstance(node, list):
+        return [blanked(n, tree) for n in node]
+    if not isinstance(node, dict) or tree.keys().isdisjoint(node):
+        return node
+    out = dict(node)
+    for name, below in tree.items():
+        if name in out:
+            out[name] = FREE if below is None else blanked(out[name], below)
+    return out
+
+
+def _pruned(tree: Tree, path: tuple[str, ...], kept: set[tuple[str, ...]]) -> Tree:
+    """`tree` (at `path`) without the leaves at the `kept` paths."""
+    out: Tree = {}
+    for name, below in tree.items():
+        here = (*path, name)
+        if below is None:
+            if here not in kept:
+                out[name] = None
+        elif sub := _pruned(below, here, kept):
+            out[name] = sub
+    return out
 
 
 def values(node: Any, path: tuple[str, ...]) -> list[Any]:
@@ -128,6 +186,8 @@ def reads(ctx: libyang.Context, tops: dict[str, str], prefixes: dict[str, set[st
     prefix, and what imports it under that prefix), for a rule's own names."""
     by_name = {top.split(":", 1)[1]: top for top in tops.values()}
     rules: dict[str, tuple[Rule, ...]] = {}
+    named: set[str] = set()  # every name in any rule's text
+    candidates: dict[str, list[tuple[str, ...]]] = {}  # per top, the leaves free but for names
     for module in ctx:
         name = str(module.name())
         if not module.implemented() or name not in tops:
@@ -136,8 +196,11 @@ def reads(ctx: libyang.Context, tops: dict[str, str], prefixes: dict[str, set[st
         own = own if prefixes.get(own) == {name} else ""
         found: dict[tuple[str, ...], set[Read] | None] = {}
         first = next(iter(module.children()), None)
-        for c, within in _nodes(first.cdata, (), ()) if first is not None else ():
+        for c, within, path in _nodes(first.cdata, (), ()) if first is not None else ():
+            if _unread(c):
+                candidates.setdefault(top, []).append(path)
             for text in _rules(ctx, c):
+                named.update(_WORD.findall(text) if _ANY.search(text) is None else ["*"])
                 got = _read(ctx, text, own, top, by_name)
                 was = found.setdefault(within, set())
                 found[within] = None if was is None or got is None else was | got
@@ -146,7 +209,15 @@ def reads(ctx: libyang.Context, tops: dict[str, str], prefixes: dict[str, set[st
         )
     needs = {top: _needs(rules, top) for top in tops.values()}
     widened = {top: tuple(_widened(r, rules, needs) for r in rs) for top, rs in rules.items()}
-    return Reads(widened, needs)
+    free: dict[str, Tree] = {}
+    for top, paths in candidates.items() if "*" not in named else ():
+        for path in paths:
+            if path[-1] not in named:
+                branch = free.setdefault(top, {})
+                for name in path[1:-1]:
+                    branch = cast(Tree, branch.setdefault(name, {}))
+                branch[path[-1]] = None
+    return Reads(widened, needs, free)
 
 
 def _widened(
@@ -165,10 +236,11 @@ def _widened(
 
 def _nodes(
     first: Any, path: tuple[str, ...], within: tuple[str, ...]
-) -> Iterator[tuple[Any, tuple[str, ...]]]:
+) -> Iterator[tuple[Any, tuple[str, ...], tuple[str, ...]]]:
     """Each schema node (`lysc_node`) from `first` on among its siblings and below, with the
-    JSON path of the outermost list holding it (itself if it is one; () if none); `path`:
-    the JSON path of their parent (choices and cases are not in it; () for top nodes)."""
+    JSON path of the outermost list holding it (itself if it is one; () if none) and its own
+    JSON path; `path`: the JSON path of their parent (choices and cases are not in it; ()
+    for top nodes)."""
     from _libyang import ffi, lib
 
     c = first
@@ -179,9 +251,30 @@ def _nodes(
         elif c.nodetype not in (lib.LYS_CHOICE, lib.LYS_CASE):
             here = (*path, name)
         inside = within or (here if c.nodetype == lib.LYS_LIST else ())
-        yield c, inside
+        yield c, inside, here
         yield from _nodes(lib.lysc_node_child(c), here, inside)
         c = c.next
+
+
+def _unread(c: Any) -> bool:
+    """Whether a schema node is a leaf that may be free but for the names of the rules: no
+    key, no `must` or `when` of its own, in no list with a `unique`, of a type that is no
+    leafref, instance-identifier or union."""
+    from _libyang import ffi, lib
+
+    if c.nodetype != lib.LYS_LEAF or c.flags & lib.LYS_KEY:
+        return False
+    if _array(lib.lysc_node_musts(c)) or _array(lib.lysc_node_when(c)):
+        return False
+    kind = ffi.cast("struct lysc_node_leaf *", c).type.basetype
+    if kind in (lib.LY_TYPE_LEAFREF, lib.LY_TYPE_INST, lib.LY_TYPE_UNION):
+        return False
+    above = c.parent
+    while above != ffi.NULL:
+        if above.nodetype == lib.LYS_LIST and ffi.cast("struct lysc_node_list *", above).uniques:
+            return False
+        above = above.parent
+    return True
 
 
 def _rules(ctx: libyang.Context, c: Any) -> list[str]:
@@ -278,7 +371,7 @@ def _bounded(ctx: libyang.Context, path: tuple[str, ...]) -> bool:
             return False
         above = above.parent
     below = _nodes(lib.lysc_node_child(node.cdata), path, ())
-    return all(lib.lysc_node_when(n) == ffi.NULL for n, _ in below)
+    return all(lib.lysc_node_when(n) == ffi.NULL for n, _, _ in below)
 
 
 def _needs(rules: dict[str, tuple[Rule, ...]], top: str) -> frozenset[str]:
