@@ -34,6 +34,7 @@ from tests.synthetic import (
     probed,
     sessions,
 )
+from twin.configs.buffer_graph import BufferGraph, Cycle
 from twin.configs.frr_timers import Detection, neighbours
 from twin.design.graph import remote_subnets
 from twin.lab import directory
@@ -909,6 +910,34 @@ def test_deadlock_observed_finds_a_loop_the_live_fib_held(lab: Lab, run: Synthet
     results = check("deadlock_observed", lab, run.write())
     assert [r.status for r in results] == [Status.FAIL]
     assert "FIB end" in {f.where for f in results[0].findings}
+
+
+def test_deadlock_observed_searches_a_later_fib_only_where_it_may_close_a_cycle(
+    lab: Lab, run: SyntheticRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A last FIB that only drops a spine from leaf3's route to pair 1's subnet sends
+    nothing anywhere new: its graph is not searched for cycles (the first one's has none);
+    the loop above is searched, and found."""
+    searched: list[int] = []
+    cycles = BufferGraph.cycles
+
+    def spy(self: BufferGraph, limit: int = 10) -> list[Cycle]:
+        searched.append(len(self.vertices))
+        return cycles(self, limit)
+
+    monkeypatch.setattr(BufferGraph, "cycles", spy)
+    subnet = IPv4Network(lab.graph.nodes["leaf1"]["subnet"])
+    fib = full_fib(lab)
+    fib["leaf3"][subnet] = fib["leaf3"][subnet][:1]
+    run.fib_end = fib
+    assert [r.status for r in check("deadlock_observed", lab, run.write())] == [Status.PASS]
+    assert len(searched) == 1
+    for node, nxt in [("leaf3", "spine1"), ("spine1", "leaf4"), ("leaf4", "spine2")]:
+        fib[node][subnet] = (NextHop(nxt, port(lab, node, nxt)),)
+    fib["spine2"][subnet] = (NextHop("leaf3", port(lab, "spine2", "leaf3")),)
+    searched.clear()
+    assert [r.status for r in check("deadlock_observed", lab, run.write())] == [Status.FAIL]
+    assert len(searched) == 2
 
 
 # -- lossless_isolation ------------------------------------------------------------------------

@@ -135,6 +135,26 @@ def applied(fib: Fib, delta: FibDelta) -> Fib:
     return after
 
 
+def delta(old: Fib, new: Fib) -> FibDelta:
+    """What changes `old` into `new` (`applied(old, delta(old, new))` routes as `new` does):
+    per node, each prefix whose next hops differ, None where `new` has none.
+
+    >>> p, q = IPv4Network("10.0.0.0/8"), IPv4Network("10.1.0.0/16")
+    >>> d = delta({"a": {p: (), q: ()}, "b": {p: ()}}, {"a": {p: ()}, "c": {q: ()}})
+    >>> [(n, [(str(k), v) for k, v in c.items()]) for n, c in d.items()]
+    [('a', [('10.1.0.0/16', None)]), ('b', [('10.0.0.0/8', None)]), ('c', [('10.1.0.0/16', ())])]
+    """
+    out: FibDelta = {}
+    for node in {**old, **new}:
+        was, now = old.get(node, {}), new.get(node, {})
+        if was is now or was == now:
+            continue
+        changes: dict[IPv4Network, Hops | None] = {p: h for p, h in now.items() if was.get(p) != h}
+        changes.update((p, None) for p in was if p not in now)
+        out[node] = changes
+    return out
+
+
 def to_json(fib: Fib) -> dict[str, dict[str, list[dict[str, str]]]]:
     """A FIB in the observations' JSON: node -> prefix -> [{"node", "port"}] ([] drops).
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from twin.configs.buffer_graph import BufferGraph, Cycle
 from twin.lab.directory import Lab
+from twin.model.fib import Fib, delta
 from twin.model.wiring import Wiring, shared
 from twin.scenario.observations import Observations
 from twin.scenario.records import Event
@@ -49,7 +50,9 @@ class Snapshot:
 def snapshots(lab: Lab, obs: Observations, limit: int) -> list[Snapshot]:
     """Every FIB snapshot of the run in time order, with at most `limit` cycles each; made
     once per run, lab configs, FIBs and limit (`no_deadlock` and `deadlock_observed` share
-    them), one graph per distinct FIB (snapshots where no route changed share one)."""
+    them), one graph per distinct FIB (snapshots where no route changed share one); a
+    graph whose change from the first closes no cycle the first had not is not searched
+    again (`_stays_acyclic`)."""
     fibs = [(label, obs.fib(label)) for label in obs.fib_labels()]
 
     def make() -> list[Snapshot]:
@@ -59,7 +62,9 @@ def snapshots(lab: Lab, obs: Observations, limit: int) -> list[Snapshot]:
         for label, fib in fibs:
             if id(fib) not in made:
                 graph = BufferGraph(wiring, fib, marks)
-                made[id(fib)] = (graph, graph.cycles(limit))
+                first = made[id(fibs[0][1])] if made else None
+                acyclic = first is not None and _stays_acyclic(*first, fib)
+                made[id(fib)] = (graph, [] if acyclic else graph.cycles(limit))
             out.append(Snapshot(label, *made[id(fib)]))
         return out
 
@@ -69,6 +74,17 @@ def snapshots(lab: Lab, obs: Observations, limit: int) -> list[Snapshot]:
     # an observed FIB is one object per content for the life of `obs`: its id names it
     fib_ids = tuple((label, id(fib)) for label, fib in fibs)
     return obs.derived(("buffer graphs", str(lab.path), stamp, fib_ids, limit), make)
+
+
+def _stays_acyclic(first: BufferGraph, cycles: list[Cycle], fib: Fib) -> bool:
+    """Whether a FIB's graph has no cycle, known from the first snapshot's: that one has
+    none, and the traffic the change sends somewhere new closes none in the old and new
+    dependencies together (`BufferGraph.may_close_cycle`, as the static `deadlock` judges a
+    failure; a superset of the new graph, so False is a proof). False, and the cycles
+    found the long way, when a node routes in the FIB and not in the first."""
+    if cycles or not fib.keys() <= first.fib.keys():
+        return False
+    return not first.may_close_cycle(first.gains(delta(first.fib, fib)))
 
 
 def predicted(lab: Lab, obs: Observations, limit: int) -> list[tuple[str, Cycle]]:
