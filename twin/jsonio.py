@@ -31,6 +31,17 @@ def dumps(value: Any) -> bytes | str:
     return json.dumps(value) if b"null" in out else out
 
 
+def copied(value: Any) -> Any:
+    """`json.loads(json.dumps(value))`: the value as a JSON file of it reads back (lists for
+    tuples, string keys), nothing of it shared; at orjson's speed where `dumps` is exact.
+
+    >>> copied({1: (0.5, "a"), "n": None}), copied({"x": float("inf")})
+    ({'1': [0.5, 'a'], 'n': None}, {'x': inf})
+    """
+    text = dumps(value)
+    return orjson.loads(text) if isinstance(text, bytes) else json.loads(text)
+
+
 def digest(value: Any) -> bytes:
     """A 16-byte BLAKE2b digest of `dumps(value)`: equal for values `json.dumps` writes
     alike (their keys in the same order), to recognise a value seen before without keeping

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from twin import jsonio
 from twin.lab.directory import Lab, redesigned
 from twin.render import config_db, frr_conf, host_conf
 from validators.result import Finding
@@ -84,7 +85,7 @@ def _rendered(lab: Lab) -> Configs:
     d = redesigned(lab)
     configs: Configs = {}
     for switch in d.switches():
-        db = json.loads(json.dumps(config_db.render(d, switch)))
+        db = jsonio.copied(config_db.render(d, switch))
         configs[switch] = ("config_db.json", db)
         configs[f"{switch}/frr.conf"] = ("frr.conf", frr_conf.render(d, switch))
     configs.update({s: ("host.json", host_conf.render(d, s)) for s in d.nodes("server")})
