@@ -193,3 +193,29 @@ def test_a_free_leaf_its_type_refuses_is_found(
     assert check.problems(LEAF, plain=True) == []
     changed = _described(LEAF, **fields)
     assert check.problems(changed, plain=True) == check.problems(changed, plain=False) != []
+
+
+@pytest.mark.parametrize(
+    ("text", "on_leaf", "on_list"),
+    [
+        ("count(*) > 0", True, True),
+        ("boolean(node())", True, True),
+        ("string-length(..) > 0", True, True),
+        (". >= 1", False, True),
+        ("contains(../ip-prefix, '.') and current() = 'IPv4'", False, False),
+        ("boolean(IP_TYPE[. = 'ANY' or . = 'IP'])", False, False),
+        ("(keepalive_interval * 3) <= session_timeout", False, False),
+    ],
+)
+def test_a_rule_that_reads_a_node_without_naming_it(
+    text: str, on_leaf: bool, on_list: bool
+) -> None:
+    """`*`, `node()`, a `..` alone (its parent's whole text) and, on a list, a `.` alone
+    read nodes no name says: no leaf is then free. A `.` in a predicate is the node named
+    before it; `*` between numbers multiplies."""
+    ctx = _models().ctx
+    leaf, entry = (
+        next(iter(ctx.find_path(f"/sonic-port:sonic-port/PORT/PORT_LIST{tail}"))).cdata
+        for tail in ("/mtu", "")
+    )
+    assert (reads._unnamed(text, leaf), reads._unnamed(text, entry)) == (on_leaf, on_list)

@@ -26,13 +26,14 @@ A rule of a node in a list applies only when that list has entries (`Rule.within
 lists' rules, which read DEVICE_METADATA's hostname, apply to no leaf's QUEUE table.
 
 A *free* leaf's value counts in a key only as being there (`Reads.free`): a leaf no rule of
-any model names (none free when a rule reads a node without naming it: `*`, `node()`; nor
-with a `must` or `when` of its own), not a list's key, in no list with a `unique`,
-of a type that is no leafref, instance-identifier or union, nor a plain leafref or a target of
-one. Its value is checked against its type when the config is translated (a value the type
-refuses sends the config to the full validation), and nothing else reads it, so any value the
-type takes gives the parse the same outcome: the leaves' PORT tables, which differ only in
-their ports' descriptions (half of a leaf's per-switch data at 1,024 servers), are then one.
+any model names (none free when a rule reads a node without naming it: `*`, `node()`, a
+`..` alone, a container's or list's `.`), without a `must` or `when` of its own, not a list's
+key, in no list with a `unique`, of a type that is no leafref, instance-identifier or union,
+nor a plain leafref or a target of one. Its value is checked against its type when the config
+is translated (a value the type refuses sends the config to the full validation), and nothing
+else reads it, so any value the type takes gives the parse the same outcome: the leaves' PORT
+tables, which differ only in their ports' descriptions (half of a leaf's per-switch data at
+1,024 servers), are then one.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ _PREFIXED = re.compile(rf"({_NAME}):{_NAME}")
 _CHAIN = re.compile(rf"(?<![\w.)\]/])(?:/{_NAME}:{_NAME})+")
 _WORD = re.compile(_NAME)
 _ANY = re.compile(r"(?:^|[/(\[@:,])\s*\*|\bnode\s*\(")
-"""A step that reads a node without naming it (`*`, `node()`): then no leaf is free."""
+_LITERAL = re.compile(r"'[^']*'|\"[^\"]*\"")
+_PARENT = re.compile(r"(?<![\w.])\.\.(?![\w./])")
+_SELF = re.compile(r"(?<![\w.])\.\.?(?![\w./])")
 
 
 @dataclass(frozen=True, order=True)
@@ -200,7 +203,7 @@ def reads(ctx: libyang.Context, tops: dict[str, str], prefixes: dict[str, set[st
             if _unread(c):
                 candidates.setdefault(top, []).append(path)
             for text in _rules(ctx, c):
-                named.update(_WORD.findall(text) if _ANY.search(text) is None else ["*"])
+                named.update(["*"] if _unnamed(text, c) else _WORD.findall(text))
                 got = _read(ctx, text, own, top, by_name)
                 was = found.setdefault(within, set())
                 found[within] = None if was is None or got is None else was | got
@@ -254,6 +257,22 @@ def _nodes(
         yield c, inside, here
         yield from _nodes(lib.lysc_node_child(c), here, inside)
         c = c.next
+
+
+def _unnamed(text: str, c: Any) -> bool:
+    """Whether a rule of schema node `c` reads a node without naming it: `*`, `node()`, or
+    outside predicates and literals a `..` alone (its parent's whole text) or, on a node that
+    is no leaf, a `.` alone."""
+    from _libyang import lib
+
+    if _ANY.search(text):
+        return True
+    bare, depth = [], 0
+    for ch in _LITERAL.sub("''", text):
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        bare.append(ch if depth == 0 and ch != "]" else " ")
+    leaf = c.nodetype in (lib.LYS_LEAF, lib.LYS_LEAFLIST)
+    return (_PARENT if leaf else _SELF).search("".join(bare)) is not None
 
 
 def _unread(c: Any) -> bool:
