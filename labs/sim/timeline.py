@@ -44,7 +44,7 @@ from labs.sim.flows import TRANSPORTS, FlowTable, Replay, Ring
 from labs.sim.lab import Network as SimNetwork
 from labs.sim.lab import routes
 from labs.sim.model import Checks, Experiment, Monitor, PacketLoss, PfcStorm
-from labs.sim.routing import route_rows
+from labs.sim.routing import RouteRows, route_rows
 from traffic.collectives import RingShape, StepTable, ring_shape
 from twin.lab.directory import Lab
 from twin.model.fib import Fib, Link
@@ -88,7 +88,8 @@ class Plan:
         return len(self.experiment.flows) + (0 if table is None else len(table))
 
     def prepare(self, built: Built, wiring: Wiring, addresses: dict[str, IPv4Address]) -> None:
-        """Add the timed link, rate and route changes to a built core."""
+        """Add the timed link, rate and route changes to a built core (each distinct FIB's
+        route rows made once)."""
         lib = native.library()
         layout = built.layout
         link_of = {end: i for i, pair in enumerate(layout.links) for end in pair}
@@ -100,8 +101,12 @@ class Plan:
         hosts = [h.name for h in self.experiment.hosts]
         nodes = [s.name for s in self.experiment.switches] + hosts
         first = (self.fibs[0][2], {s.name: s.routes for s in self.experiment.switches})
-        for t, _, fib in self.fibs[1:]:
-            rows = route_rows(routes(wiring, fib, addresses, first), nodes, hosts, index)
+        made: list[tuple[Fib, RouteRows]] = []  # a FIB equal to one before takes its rows
+        for t, _, fib in self.fibs[1:]:  # (a link back up: as before it went down)
+            rows = next((r for f, r in made if f == fib), None)
+            if rows is None:
+                rows = route_rows(routes(wiring, fib, addresses, first), nodes, hosts, index)
+                made.append((fib, rows))
             lib.sim_add_route_rows(built.handle, t, rows.n_dest, *native.rows(rows), len(rows.hops))
 
 
