@@ -51,8 +51,8 @@ def snapshots(lab: Lab, obs: Observations, limit: int) -> list[Snapshot]:
     """Every FIB snapshot of the run in time order, with at most `limit` cycles each; made
     once per run, lab configs, FIBs and limit (`no_deadlock` and `deadlock_observed` share
     them), one graph per distinct FIB (snapshots where no route changed share one); a
-    graph whose change from the first closes no cycle the first had not is not searched
-    again (`_stays_acyclic`)."""
+    later graph is not searched when the first has no cycle and the change from the first
+    may close none (`_stays_acyclic`)."""
     fibs = [(label, obs.fib(label)) for label in obs.fib_labels()]
 
     def make() -> list[Snapshot]:
