@@ -143,7 +143,7 @@ def test_a_new_model_is_parsed_with_the_models_it_reads(monkeypatch: pytest.Monk
 def test_free_leaves_are_those_no_rule_reads() -> None:
     """A port's description, alias, speed and MTU are free (no rule names them); its name
     (the key) and lanes (a `when` of its own) are not, nor a queue's scheduler (a plain
-    leafref) or a scheduler's name (its target)."""
+    leafref, a string in the plain models)."""
     free = _models().reads.free  # type: ignore[union-attr]
 
     def leaves(top: str, *path: str) -> set[str]:
@@ -156,7 +156,15 @@ def test_free_leaves_are_those_no_rule_reads() -> None:
     assert {"description", "alias", "speed", "mtu"} <= port
     assert not {"name", "lanes"} & port
     assert "scheduler" not in leaves(QUEUE, "QUEUE", "QUEUE_LIST")
-    assert "name" not in leaves("sonic-scheduler:sonic-scheduler", "SCHEDULER", "SCHEDULER_LIST")
+
+
+def test_a_plain_leafref_and_its_target_are_never_free() -> None:
+    """`looking_up` takes a lookup's source and target leaves out of the free ones (every
+    SONiC target is a list's key, never free anyway: this holds it for one that is not)."""
+    found = reads.Reads({}, {}, {"m:m": {"T": {"a": None, "b": None}}, "n:n": {"X": {"s": None}}})
+    looked = found.looking_up([(("n:n", "X", "s"), ("m:m", "T", "a"))])
+    assert looked.free == {"m:m": {"T": {"b": None}}}
+    assert looked.rules["n:n"] == (reads.Rule((), frozenset({reads.Read(("m:m", "T", "a"))})),)
 
 
 def _described(config: dict[str, Any], **fields: str) -> dict[str, Any]:
