@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from labs.backend import Played
 from twin import jsonio
@@ -196,18 +198,18 @@ def test_a_file_just_written_is_parsed_once_while_its_bytes_stay(
     """`twin run` judges the run it has just saved: a file written within a clock tick has
     no `version` to keep it by, so its bytes tell whether it changed (queues.json was parsed
     twice, by ecn_behaviour and the plots)."""
+    from twin.intent.inputs import parse_json
     from twin.scenario import observations
 
     saved(tmp_path / "run")
     (tmp_path / "run" / "pfc.json").write_text("[]")
     parsed: list[Path] = []
-    loaded = observations._loaded
 
     def counted(path: Path, raw: bytes) -> Any:
         parsed.append(path)
-        return loaded(path, raw)
+        return parse_json(path, raw)
 
-    monkeypatch.setattr(observations, "_loaded", counted)
+    monkeypatch.setattr(observations, "parse_json", counted)
     obs = Observations.open(tmp_path / "run")
     assert obs.extra("pfc") == [] and obs.extra("pfc") == []
     assert len(parsed) == 1
@@ -239,6 +241,45 @@ def test_run_files_hold_what_json_dumps_writes(value: Any) -> None:
     assert repr(json.loads(text)) == repr(json.loads(json.dumps(value)))
     with pytest.raises(TypeError):
         jsonio.dumps({"a": _Unwritable(1)})
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=2**62, max_value=2**80)
+    | st.floats()
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _read(read: Callable[[bytes], Any], raw: bytes) -> str:
+    """What a reader gives for `raw`: its value's repr, or its error's type and message."""
+    try:
+        return repr(read(raw))
+    except (ValueError, RecursionError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+@given(JSON_VALUES, st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_files_read_as_json_loads_reads_them(value: Any, ascii_only: bool) -> None:
+    """`jsonio.loads` (orjson where exact) gives json.loads's values: integers past 64 bits,
+    NaN, infinities and lone surrogates (escaped, or raw and not UTF-8) included."""
+    raw = json.dumps(value, ensure_ascii=ascii_only).encode(errors="surrogatepass")
+    assert _read(jsonio.loads, raw) == _read(json.loads, raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"[1,]", b"", b'{"a": 1} x', b"\xef\xbb\xbf[1]", b"[" * 5000 + b"]" * 5000, b"1e400", b"01"],
+)
+def test_text_orjson_refuses_reads_or_fails_as_json_loads(raw: bytes) -> None:
+    """What is not JSON fails as json.loads fails (the message `parse_json` gives a user);
+    what orjson alone refuses (a byte-order mark, deep nesting, a float's overflow) reads."""
+    assert _read(jsonio.loads, raw) == _read(json.loads, raw)
 
 
 def test_added_files_events_and_run_keys_read_back(tmp_path: Path) -> None:

@@ -20,7 +20,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from labs.backend import Played, Session
@@ -61,10 +60,6 @@ one its JSON holds (run.json, counters.json: the whole file; flows.json: an elem
 events.jsonl: a line). `failover_probes.json` and `KEY.json` are a backend's `extra`, the
 captures its own."""
 T = TypeVar("T")
-ORJSON_BYTES = 8 << 20
-"""The largest run file parsed with orjson; a larger one (queues.json: tens of MB of
-samples) with the standard library, slower but at half orjson's peak memory (orjson builds a
-document of its own before the Python objects)."""
 FABRIC_BYTES = 16 << 20
 """The largest fabric.yaml copied into a run directory."""
 
@@ -337,7 +332,7 @@ class Observations:
     def _json(self, name: str, shape: type = dict) -> Any:
         """A file of the run, refused in one line when it is not JSON of the `shape` its
         readers take (a run killed while writing, or an edited file)."""
-        return _shaped(_loaded(self.path / name, self._raw(name)), shape, self.path / name)
+        return _shaped(parse_json(self.path / name, self._raw(name)), shape, self.path / name)
 
     def _has(self, name: str) -> bool:
         """Whether the run has this file."""
@@ -438,7 +433,7 @@ class Observations:
         raw = self._raw(f"fib/{label}.json")
         digest = _digest(raw)
         if digest not in self._fibs_read:
-            data = _shaped(_parsed(path, raw), dict, path)
+            data = _shaped(parse_json(path, raw), dict, path)
             if label in self._reading:
                 raise InputError(str(path), "base", "snapshots based on each other")
             self._reading.add(label)
@@ -466,7 +461,7 @@ class Observations:
         digest = _digest(raw)
         read = self._extra_read.get(key)
         if read is None or read[0] != digest:
-            data = _loaded(path, raw)
+            data = parse_json(path, raw)
             if key == "queues":
                 data = occupancy.dense(data, str(path))
             if key in EXTRA:
@@ -527,23 +522,9 @@ def _records(model: type[BaseModel], data: Any, path: Path) -> None:
             raise InputError(str(path), key, exc.problem) from None
 
 
-def _parsed(path: Path, raw: bytes) -> Any:
-    """A file's JSON at orjson's speed; what orjson refuses is read (and, if it is not JSON,
-    refused in one line) as `read_json` reads it, so both take the same files."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return parse_json(path, raw)
-
-
 def _digest(raw: bytes) -> bytes:
     """What tells a file's bytes from another's, for what is kept by content."""
     return hashlib.blake2b(raw, digest_size=16).digest()
-
-
-def _loaded(path: Path, raw: bytes) -> Any:
-    """A file of the run as JSON, or one line saying why not (`read_json`'s)."""
-    return parse_json(path, raw) if len(raw) > ORJSON_BYTES else _parsed(path, raw)
 
 
 def _text(path: Path, raw: bytes) -> str:
