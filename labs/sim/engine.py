@@ -319,21 +319,23 @@ def _made(lib: ctypes.CDLL, h: int, index: int, made: Ring | Replay) -> Collecti
 
 
 def _ports(lib: ctypes.CDLL, h: int, layout: Layout) -> list[PortResult]:
+    """Per port, the counters of its priorities that counted anything."""
     width = NPRIO * native.PORT_FIELDS
     out = (native.I64 * (width * max(len(layout.ports), 1)))()
     lib.sim_port_stats(h, out)
-    stats = list(out)
-    ports = []
-    for i, (node, port) in enumerate(layout.ports):
-        prios: dict[int, PriorityCounters] = {}
-        for prio in range(NPRIO):
-            r = stats[
-                i * width + prio * native.PORT_FIELDS : i * width + (prio + 1) * native.PORT_FIELDS
-            ]
-            if any(r):
-                prios[prio] = PriorityCounters(r[0], r[1], r[2] * 1e-12, *r[3:12])
-        ports.append(PortResult(node, port, prios))
-    return ports
+    stats = np.ctypeslib.as_array(out).reshape(-1, NPRIO, native.PORT_FIELDS).tolist()
+    return [
+        PortResult(
+            node,
+            port,
+            {
+                prio: PriorityCounters(r[0], r[1], r[2] * 1e-12, *r[3:])
+                for prio, r in enumerate(by)
+                if any(r)
+            },
+        )
+        for (node, port), by in zip(layout.ports, stats, strict=False)
+    ]
 
 
 def _events(lib: ctypes.CDLL, h: int, layout: Layout, n_log: int, n_cycles: int) -> list[Event]:
