@@ -7,7 +7,7 @@ import dataclasses
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -136,16 +136,18 @@ def _interval(lib: ctypes.CDLL, h: int, exp: Experiment) -> float:
 
 def _columns(
     layout: Layout, changes: npt.NDArray[np.int32]
-) -> Iterator[tuple[str, bool, int, npt.NDArray[np.int32], npt.NDArray[np.int32]]]:
-    """Per column of the core's (sample, column, value) changes: its port, whether it is a
-    queue (else a PG), its priority, and the samples and values of its changes."""
+) -> tuple[npt.NDArray[np.int32], list[tuple[str, bool, int, int, int]]]:
+    """The core's (sample, column, value) changes sorted by column (in time within one),
+    and per column its port, whether it is a queue (else a PG), its priority, and its rows
+    [a, b) of the sorted changes."""
     by_column = changes[np.argsort(changes[:, 1], kind="stable")]
     columns, starts = np.unique(by_column[:, 1], return_index=True)
     ends = [*starts[1:].tolist(), len(by_column)] if len(starts) else []
+    out = []
     for column, a, b in zip(columns.tolist(), starts.tolist(), ends, strict=True):
         k, j = divmod(column, 2 * NPRIO)
-        name = ":".join(layout.ports[layout.sampled_ports[k]])
-        yield name, j < NPRIO, j % NPRIO, by_column[a:b, 0], by_column[a:b, 2]
+        out.append((":".join(layout.ports[layout.sampled_ports[k]]), j < NPRIO, j % NPRIO, a, b))
+    return by_column, out
 
 
 def _occupancy(
@@ -155,7 +157,9 @@ def _occupancy(
     core's (sample, column, value) changes."""
     queues: dict[str, dict[int, list[int]]] = {}
     pgs: dict[str, dict[int, list[int]]] = {}
-    for name, queue, prio, at, values in _columns(layout, changes):
+    by_column, columns = _columns(layout, changes)
+    for name, queue, prio, a, b in columns:
+        at, values = by_column[a:b, 0], by_column[a:b, 2]
         series = np.zeros(n_samples, np.int64)
         series[at[0] :] = np.repeat(values, np.diff(np.append(at, n_samples)))
         (queues if queue else pgs).setdefault(name, {})[prio] = series.tolist()
@@ -163,11 +167,13 @@ def _occupancy(
 
 
 def _changes(layout: Layout, n_samples: int, changes: npt.NDArray[np.int32]) -> Occupancy:
-    """The occupancy series as their changes (`Occupancy`)."""
+    """The occupancy series as their changes (`Occupancy`): each a view of one array of
+    [sample, bytes, ...] pairs, no Python integer made for them (a 1,024-server run's 5.8 M)."""
     out = Occupancy(n_samples, {}, {})
-    for name, queue, prio, at, values in _columns(layout, changes):
-        flat = np.column_stack([at, values]).reshape(-1).tolist()
-        (out.queues if queue else out.pgs).setdefault(name, {})[prio] = flat
+    by_column, columns = _columns(layout, changes)
+    flat = np.ascontiguousarray(by_column[:, 0::2]).reshape(-1)
+    for name, queue, prio, a, b in columns:
+        (out.queues if queue else out.pgs).setdefault(name, {})[prio] = flat[2 * a : 2 * b]
     return out
 
 

@@ -8,6 +8,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from labs.sim.flows import CollectiveStats, FlowStats
 
 
@@ -108,12 +111,13 @@ class Event:
 @dataclass(frozen=True)
 class Occupancy:
     """Queue and PG occupancy as changes (`simulate(dense=False)`): ``node:port`` -> queue or
-    PG -> [sample, bytes, sample, bytes, ...], each the bytes held from that sample on (0
-    before the first), over `samples` samples; only those that ever held anything."""
+    PG -> [sample, bytes, sample, bytes, ...] (an int32 array, written as a JSON list by
+    `twin.jsonio.dumps`), each the bytes held from that sample on (0 before the first), over
+    `samples` samples; only those that ever held anything."""
 
     samples: int
-    queues: dict[str, dict[int, list[int]]]
-    pgs: dict[str, dict[int, list[int]]]
+    queues: dict[str, dict[int, npt.NDArray[np.int32]]]
+    pgs: dict[str, dict[int, npt.NDArray[np.int32]]]
 
 
 @dataclass(frozen=True)
