@@ -183,13 +183,24 @@ def to_grouped(fib: Fib) -> dict[str, Any]:
      'nodes': {'leaf1': {'10.2.0.0/24': 0, '10.2.1.0/24': 0}}}
     """
     index: dict[Hops, int] = {}
-    nodes = {
-        node: {
-            str(prefix): index.setdefault(hops, len(index))
-            for prefix, hops in sorted(routes.items(), key=lambda r: (r[0].prefixlen, r[0]))
-        }
-        for node, routes in sorted(fib.items())
-    }
+    by_id: dict[int, int] = {}  # a list's index by identity: a FIB's nodes share their lists
+    keys: dict[IPv4Network, tuple[int, int, str]] = {}  # and their prefixes
+
+    def key(prefix: IPv4Network) -> tuple[int, int, str]:
+        """The prefix's order (its length, then its address) and its text, made once."""
+        made = keys.get(prefix)
+        if made is None:
+            made = keys[prefix] = (prefix.prefixlen, int(prefix.network_address), str(prefix))
+        return made
+
+    nodes: dict[str, dict[str, int]] = {}
+    for node, routes in sorted(fib.items()):
+        listed = nodes[node] = {}
+        for (*_, text), hops in sorted((key(p), hops) for p, hops in routes.items()):
+            at = by_id.get(id(hops))
+            if at is None:
+                at = by_id[id(hops)] = index.setdefault(hops, len(index))
+            listed[text] = at
     lists = [[{"node": h.node, "port": h.port} for h in hops] for hops in index]
     return {"encoding": "grouped", "hops": lists, "nodes": nodes}
 
