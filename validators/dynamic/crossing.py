@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from labs.failures import resolve
 from twin.lab.directory import Lab
-from twin.model.fib import Fib, Hops, Lookup
+from twin.model.fib import Hops, Lookup
 from twin.model.wiring import Wiring, shared
 from twin.scenario.observations import Observations
 from twin.scenario.records import FaultRecord, FlowRecord, PhaseRecord
@@ -68,6 +69,16 @@ def _element(lab: Lab, wiring: Wiring, fault: FaultRecord) -> tuple[set[Port], s
     return ports | {(n, wiring.logical(n, p)) for n, p in ports}, fault.get("node")
 
 
+class _Fars(NamedTuple):
+    """Where a node sends one list of next hops: each hop's port and the (node, logical
+    port) at its far end (None: not cabled), the nodes at those ends, and the list itself
+    (kept while its identity is a key)."""
+
+    ends: list[tuple[str, tuple[str, str] | None]]
+    nodes: frozenset[str]
+    hops: Hops
+
+
 class _Hits:
     """Whether a flow's packets may go through a fault's element (`ends`: ports, physical
     and logical; `node`) in one FIB: whether some node its packets reach (by every ECMP
@@ -77,9 +88,9 @@ class _Hits:
     those, and so on (a walk of the few nodes upstream of the element, not of every flow's
     paths: a large fabric's flows' paths are millions of hops)."""
 
-    def __init__(self, wiring: Wiring, fib: Fib, ends: set[Port], node: str | None) -> None:
+    def __init__(self, wiring: Wiring, hops: Lookup, ends: set[Port], node: str | None) -> None:
         self.wiring, self.ends, self.node = wiring, ends, node
-        self.hops = Lookup(fib)
+        self.hops = hops
         self.near: dict[str, set[str]] = {}
         for (a, _), (b, _) in wiring.cable.items():
             self.near.setdefault(a, set()).add(b)
@@ -90,17 +101,18 @@ class _Hits:
         ports, those cabled to them (whose far end, `Wiring.far`, is one) and the node's
         neighbours."""
         self._up: dict[str, set[str]] = {}
-        self._far: dict[tuple[str, Hops], list[tuple[str, tuple[str, str] | None]]] = {}
+        self._far: dict[tuple[str, int], _Fars] = {}
 
-    def _fars(self, here: str, address: int) -> list[tuple[str, tuple[str, str] | None]]:
-        """Each next hop's port and the (node, logical port) at its far end (once per node
-        and list of next hops: a node sends most destinations over a few lists)."""
+    def _fars(self, here: str, address: int) -> _Fars:
+        """Each next hop's port and the (node, logical port) at its far end, and the nodes
+        at those ends (once per node and list of next hops, known by identity: a node sends
+        most destinations over a few lists, which a FIB's routes share)."""
         hops = self.hops(here, address) or ()
-        fars = self._far.get((here, hops))
+        fars = self._far.get((here, id(hops)))
         if fars is None:
-            fars = self._far[here, hops] = [
-                (hop.port, self.wiring.far(here, hop.port)) for hop in hops
-            ]
+            ends = [(hop.port, self.wiring.far(here, hop.port)) for hop in hops]
+            nodes = frozenset(far[0] for _, far in ends if far is not None)
+            fars = self._far[here, id(hops)] = _Fars(ends, nodes, hops)
         return fars
 
     def _forwards_over(self, here: str, address: int) -> bool:
@@ -108,7 +120,7 @@ class _Hits:
         return any(
             (here, port) in self.ends
             or (far is not None and (far in self.ends or far[0] == self.node))
-            for port, far in self._fars(here, address)
+            for port, far in self._fars(here, address).ends
         )
 
     def _upstream(self, dst: str) -> set[str]:
@@ -117,14 +129,14 @@ class _Hits:
             address = int(self.wiring.hosts[dst].address.ip)
             up = {x for x in self.candidates if x != dst and self._forwards_over(x, address)}
             todo = list(up)
-            nexts: dict[str, set[str]] = {}  # a node's next nodes toward dst, looked up once
+            nexts: dict[str, frozenset[str]] = {}  # a node's next nodes toward dst, looked up once
             while todo:
                 here = todo.pop()
                 for y in self.near.get(here, ()):
                     if y == dst or y in up:
                         continue
                     if y not in nexts:
-                        nexts[y] = {f[0] for _, f in self._fars(y, address) if f is not None}
+                        nexts[y] = self._fars(y, address).nodes
                     if here in nexts[y]:
                         up.add(y)
                         todo.append(y)
@@ -139,7 +151,7 @@ class _Hits:
             return src in up
         address = int(self.wiring.hosts[dst].address.ip)  # a flow to itself: its own hops
         return self._forwards_over(src, address) or any(
-            far is not None and far[0] in up for _, far in self._fars(src, address)
+            node in up for node in self._fars(src, address).nodes
         )
 
 
@@ -168,7 +180,8 @@ def crossed(lab: Lab, obs: Observations, fault: FaultRecord, began: float) -> Cr
 
     def make() -> Crossing:
         ends, node = _element(lab, wiring, fault)
-        crosses = _Hits(wiring, fib, ends, node)
+        # one Lookup per snapshot: the faults judged on one FIB share its nodes' tables
+        crosses = _Hits(wiring, obs.derived(("lookup", id(fib)), lambda: Lookup(fib)), ends, node)
         hit = [flow for flow in flows if crosses(flow["src"], flow["dst"])]
         what = node or fault.get("link") or ", ".join(sorted(f"{a}:{b}" for a, b in ends))
         return Crossing(
