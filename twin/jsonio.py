@@ -54,9 +54,10 @@ _LONG = b"0" * 19
 
 def loads(raw: bytes | str) -> Any:
     """`json.loads(raw)`: the same value, or the same error, at orjson's speed where that is
-    exact (the lab's and run's files: 4x faster). What orjson refuses (NaN, infinities, a
-    number beyond a float, a byte-order mark, a lone surrogate, nesting past 1,024 levels,
-    text that is not JSON) is read by json.loads, as is text with 19 digits in a row: orjson
+    exact (a 1,024-server lab's 1,198 config files and its run's queues.json: 1.3-1.6x, the
+    check for long numbers a seventh of it). What orjson refuses (NaN, infinities, a number
+    beyond a float, a byte-order mark, a lone surrogate, nesting past 1,024 levels, text
+    that is not JSON) is read by json.loads, as is text with 19 digits in a row: orjson
     reads an integer beyond 64 bits as a float.
 
     >>> loads(b'{"a": [1, 0.5]}'), loads(b"[NaN]"), loads(b"18446744073709551616")
