@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from twin.configs.host import dscp, markings, section
-from twin.design.graph import ports_of
 from twin.lab.directory import Lab
 from twin.render.config_db import QOS_MAPS, ConfigDb
 from twin.render.config_db import by_port as by_port  # re-exported for the validators
@@ -29,7 +28,7 @@ def switch_ports(lab: Lab) -> Iterator[tuple[str, ConfigDb, list[str]]]:
     """Each switch, its config_db and its cabled ports: the server, fabric and MLAG peer-link
     ports, every port servers' traffic can cross (failovers included)."""
     for switch in lab.switches():
-        yield switch, lab.config_db(switch), [p.name for p in ports_of(lab.graph, switch)]
+        yield switch, lab.config_db(switch), [p.name for p in lab.ports(switch)]
 
 
 def cabled_queues(

@@ -14,7 +14,6 @@ from typing import Any
 
 from twin.configs.host import LINUX_MTU
 from twin.configs.host import mtu as host_mtu
-from twin.design.graph import ports_of
 from twin.intent.fabric import Fabric
 from twin.lab.directory import Lab
 from twin.render.host_conf import ECT0
@@ -125,7 +124,7 @@ def _host(lab: Lab, server: str) -> list[Finding]:
     """One server's findings."""
     fabric = lab.fabric
     host = lab.host(server)
-    speeds = {p.name: p.speed for p in ports_of(lab.graph, server)}
+    speeds = {p.name: p.speed for p in lab.ports(server)}
     found = []
     mtu = host.get("mtu")
     if _differs(mtu, fabric.mtu.host):

@@ -6,7 +6,6 @@ from ipaddress import IPv4Address
 from typing import Any
 
 from twin.configs.qos import number
-from twin.design.graph import ports_of
 from twin.lab.directory import Lab
 from twin.model.wiring import Wiring, shared
 from validators.registry import Params, static
@@ -21,7 +20,7 @@ def _pairs(lab: Lab) -> list[tuple[str, str]]:
     pairs = {
         tuple(sorted((leaf, p.peer)))
         for leaf in lab.nodes("leaf")
-        for p in ports_of(lab.graph, leaf)
+        for p in lab.ports(leaf)
         if p.kind == "peerlink"
     }
     return sorted((a, b) for a, b in pairs)
@@ -186,7 +185,7 @@ class _Pair:
         an MCLAG_INTERFACE of the domain, in the same VLANs, which the peer-link carries."""
         servers: dict[str, dict[str, str]] = {}
         for switch in (self.a, self.b):
-            for p in ports_of(self.wiring.lab.graph, switch):
+            for p in self.wiring.lab.ports(switch):
                 if p.kind == "server":
                     servers.setdefault(p.peer, {})[switch] = self.wiring.logical(switch, p.name)
         for server, bundles in sorted(servers.items()):
