@@ -58,3 +58,38 @@ def test_the_configs_stamp_changes_with_any_config(tmp_path: Path) -> None:
     assert stamp is not None and len(stamp) == 2 and lab.configs_stamp() == stamp
     config(tmp_path, "1500", old + 1000)
     assert lab.configs_stamp() not in (None, stamp)
+
+
+def test_the_configs_stamp_lists_files_as_os_walk_does(tmp_path: Path) -> None:
+    """Every file under configs/ with its version, top down with names sorted, a link to a
+    directory listed nowhere and not followed; None while one was just written."""
+    old = time.time_ns() - 10 * RACY_NS
+    for name in (
+        "leaf2/config_db.json",
+        "leaf1/frr.conf",
+        "leaf1/config_db.json",
+        "leaf1/x/y",
+        "z",
+    ):
+        path = tmp_path / "configs" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(name)
+        os.utime(path, ns=(old, old))
+    (tmp_path / "configs" / "alias").symlink_to(tmp_path / "configs" / "leaf1")
+    expected = []
+    for here, dirs, files in os.walk(tmp_path / "configs"):
+        dirs.sort()
+        for name in sorted(files):
+            st = os.stat(os.path.join(here, name))
+            expected.append((os.path.join(here, name), (st.st_mtime_ns, st.st_size, st.st_ino)))
+    stamp = Lab(tmp_path).configs_stamp()
+    assert stamp is not None and list(stamp) == expected
+    assert [p.removeprefix(str(tmp_path / "configs")) for p, _ in stamp] == [
+        "/z",
+        "/leaf1/config_db.json",
+        "/leaf1/frr.conf",
+        "/leaf1/x/y",
+        "/leaf2/config_db.json",
+    ]
+    (tmp_path / "configs" / "leaf1" / "x" / "y").write_text("now")
+    assert Lab(tmp_path).configs_stamp() is None

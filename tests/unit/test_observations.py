@@ -441,3 +441,31 @@ def test_the_docs_examples_use_only_the_records_keys() -> None:
     ]:
         assert set(example) <= keys(record), set(example) - keys(record)
     assert keys(records.RunRecord) - {"data_plane"} == set(run)
+
+
+def test_a_grouped_fib_lists_prefixes_by_length_then_address_and_equal_lists_once() -> None:
+    """`to_grouped` writes each node's prefixes shortest first, then by address (not as
+    text: 9.x before 10.x), and one index for equal next-hop lists that are distinct objects
+    (a FIB read from JSON or routed again holds both)."""
+    a, b = (NextHop("spine1", "Ethernet0"),), (NextHop("spine2", "Ethernet4"),)
+    routes = {
+        IPv4Network("10.0.0.0/24"): a,
+        IPv4Network("10.1.0.0/16"): b,
+        IPv4Network("10.0.0.0/8"): tuple(list(a)),
+        IPv4Network("9.0.0.0/8"): b,
+    }
+    grouped = fib.to_grouped({"leaf2": dict(routes), "leaf1": {IPv4Network("10.0.0.0/8"): a}})
+    assert list(grouped["nodes"]) == ["leaf1", "leaf2"]
+    assert grouped["nodes"]["leaf2"] == {
+        "9.0.0.0/8": 1,
+        "10.0.0.0/8": 0,
+        "10.1.0.0/16": 1,
+        "10.0.0.0/24": 0,
+    }
+    assert list(grouped["nodes"]["leaf2"]) == [
+        "9.0.0.0/8",
+        "10.0.0.0/8",
+        "10.1.0.0/16",
+        "10.0.0.0/24",
+    ]
+    assert len(grouped["hops"]) == 2 and fib.from_grouped(grouped)["leaf2"] == routes
