@@ -241,7 +241,8 @@ class Played:
     `counters` is {"interval", "fields", "samples": [{"t", "c": {"node:port": [values]}}]};
     `fibs` maps a snapshot label to (time, Fib); `flows` are per-flow records (see
     docs/observations.md); `extra` holds what only some backends observe (pfc, queues, ecn,
-    iterations), each a JSON-ready object saved as `<key>.json`.
+    iterations), each saved as `<key>.json` by `twin.jsonio.dumps`: JSON values, or numpy
+    arrays written as their lists (the simulator's queue series, `labs.sim.result.Occupancy`).
     """
 
     started: float

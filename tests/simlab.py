@@ -12,6 +12,7 @@ from typing import Any
 from labs import registry
 from labs.backend import Played
 from labs.sim.backend import run
+from twin import jsonio
 from twin.intent import fabric as intent
 from twin.intent.inputs import parse_model
 from twin.lab import directory as labdir
@@ -142,7 +143,8 @@ def beside_incast(
 
 
 def observations(played: Played) -> dict[str, Any]:
-    """What a run observed, but for what it cost and how many flows its core held."""
+    """What a run observed, but for what it cost and how many flows its core held; its
+    queue series as queues.json holds them (the simulator keeps them as arrays)."""
     sim = {k: v for k, v in played.extra["sim"].items() if k not in ("wall_s", "core_cpu_s")}
     sim["experiment"] = {k: v for k, v in sim["experiment"].items() if k != "flows"}
     return {
@@ -150,7 +152,7 @@ def observations(played: Played) -> dict[str, Any]:
         "phases": played.phases,
         "iterations": played.extra["iterations"],
         "pfc": played.extra["pfc"],
-        "queues": played.extra["queues"],
+        "queues": jsonio.copied(played.extra["queues"]),
         "counters": played.counters,
         "events": played.events,
         "sim": sim,
