@@ -5,6 +5,7 @@ report` writes nothing on stderr. No root: the fake and sim backends play the ru
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
 
 from tests.sim.test_ecmp_probe import FAKE, generate, play, scale_uplink
 from tests.simlab import paused_incast
@@ -210,6 +212,29 @@ def test_pause_plot_draws_the_storm_limit_of_pfc_behaviour(
     assert max(b.get_width() for b in ax.patches) == pytest.approx(top)
     (limit,) = [line for line in ax.get_lines() if "storm" in line.get_label()]
     assert limit.get_xdata()[0] == pytest.approx(0.2 * sim_plots.span_ms(obs))
+
+
+def test_a_plot_is_drawn_once_as_it_is_saved_with_its_layout(
+    sim_run: tuple[Lab, Observations], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Laid out once by tight_layout, no engine left for savefig to run a draw before it."""
+    lab, obs = sim_run
+    figures = plots.draw(obs, reported(obs.path), {}, lab)
+    assert {"queues.png", "pgs.png"} <= {name for name, _ in figures}
+    draws: list[Figure] = []
+    real = Figure.draw
+
+    def counted(figure: Figure, renderer: Any) -> None:
+        draws.append(figure)
+        real(figure, renderer)
+
+    monkeypatch.setattr(Figure, "draw", counted)
+    default = Figure().subplotpars.left
+    for _, figure in figures:
+        figure.savefig(io.BytesIO(), dpi=90, format="png")
+        plots.pyplot().close(figure)
+        assert figure.subplotpars.left != default  # the tight layout kept
+    assert draws == [figure for _, figure in figures]
 
 
 def test_twin_report_writes_plots_without_a_word_on_stderr(
