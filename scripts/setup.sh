@@ -23,6 +23,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[dev]'
+# the project's bytecode, which pip writes for an installed package but not an editable one:
+# every `twin` command then reads its modules compiled, PYTHONDONTWRITEBYTECODE set or not
+# (a module edited later is compiled again as it loads)
+.venv/bin/python -m compileall -q twin labs traffic validators >/dev/null
 # the simulator's C core built again, guided by a training run (labs/sim/pgo.py, about 40 s)
 .venv/bin/python -m labs.sim.pgo
 echo "setup: ready (.venv/bin/twin)"
