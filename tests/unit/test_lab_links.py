@@ -9,6 +9,7 @@ Before, `twin deploy --backend fake` appended its event to the link's target.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from twin.cli import main as cli
+from twin.lab import directory
 
 
 @pytest.fixture
@@ -81,3 +83,27 @@ def test_the_played_lab_has_no_link_and_reports_again(
 ) -> None:
     assert cli.main(["report", str(_run_dir(lab))]) in (0, 1)
     assert cli.main(["show", str(lab)]) == 0
+
+
+def test_every_link_under_a_folder_is_found_in_os_walk_order(tmp_path: Path) -> None:
+    """Links to a folder, a file, nothing and a parent (a loop), nested, and one to a folder
+    listed after a file: found as os.walk lists them (in each folder the links to folders
+    first), none followed; a folder that is not there holds none."""
+    top = tmp_path / "runs"
+    (top / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (top / "a" / "file").write_text("x")
+    (top / "a" / "0dangling").symlink_to(tmp_path / "nothing")
+    (top / "a" / "zfolder").symlink_to(tmp_path / "elsewhere")
+    (top / "a" / "b" / "tofile").symlink_to(top / "a" / "file")
+    (top / "a" / "b" / "c" / "loop").symlink_to(top / "a")
+    (top / "first").symlink_to(tmp_path / "elsewhere")
+    walked = [
+        Path(here, name)
+        for here, folders, files in os.walk(top)
+        for name in folders + files
+        if Path(here, name).is_symlink()
+    ]
+    assert len(walked) == 5 and walked[1:3] == [top / "a" / "zfolder", top / "a" / "0dangling"]
+    assert directory._links_under(str(top)) == walked
+    assert directory._links_under(str(tmp_path / "missing")) == []

@@ -212,13 +212,38 @@ def refuse_links(root: Path, folders: tuple[str, ...] = ()) -> None:
     reads and writes there as root (state, event log, logs, reports) and follows no link."""
     found = [entry for entry in root.iterdir() if entry.is_symlink()]
     for folder in folders:
-        for here, dirs, files in os.walk(root / folder):
-            found += [Path(here, n) for n in dirs + files if Path(here, n).is_symlink()]
+        found += _links_under(str(root / folder))
     if found:
         raise LabError(f"{found[0]}: a symbolic link (twin writes here and follows no link)")
     odd = [e for e in root.iterdir() if not (e.is_file() or e.is_dir())]
     if odd:
         raise LabError(f"{odd[0]}: not a regular file or directory (a FIFO or socket planted?)")
+
+
+def _links_under(top: str) -> list[Path]:
+    """The symbolic links under a folder in os.walk's order (top down, in each folder the
+    links to folders first, a folder it cannot list skipped, links not followed), told by
+    each entry's type as `scandir` read it: no `lstat` a file."""
+    try:
+        with os.scandir(top) as listing:
+            entries = list(listing)
+    except OSError:
+        return []
+    links = [e for e in entries if e.is_symlink()]
+    to_folders = [e for e in links if _is_dir(e)]
+    found = [Path(e.path) for e in to_folders + [e for e in links if e not in to_folders]]
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            found += _links_under(entry.path)
+    return found
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """Whether an entry is a folder or a link to one (False where it cannot be told)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def lab_target(target: str) -> tuple[str, Lab | None]:
