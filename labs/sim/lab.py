@@ -296,7 +296,8 @@ def _switch(name: str, db: ConfigDb) -> Switch:
     """A switch as its configs and its ASIC make it."""
     chip = asic(db)
     profiles = port_profiles(db)
-    marked = {id(q): dataclasses.replace(q, ecn_at=chip.ecn_at) for q in profiles.values()}
+    distinct = {id(q): q for q in profiles.values()}  # ports configured alike share one
+    marked = {i: dataclasses.replace(q, ecn_at=chip.ecn_at) for i, q in distinct.items()}
     ports = {p: marked[id(q)] for p, q in profiles.items()}
     return Switch(
         name=name,
