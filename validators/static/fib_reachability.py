@@ -10,7 +10,7 @@ from itertools import combinations
 
 from twin.design.graph import remote_subnets, uplink_width
 from twin.lab.directory import Lab
-from twin.model.fib import Fib, FibDelta, Hops, Link, Lpm
+from twin.model.fib import Fib, FibDelta, Link, Lpm
 from twin.model.routing import Routing, shared
 from twin.model.wiring import links
 from validators.registry import Params, static
@@ -207,7 +207,9 @@ def _suspects(
     failure only drops next hops and leaves at least one, every path it leaves was a path
     before: nothing that delivered stops delivering, so only these routes need a walk."""
     found = []
-    within: dict[tuple[Hops, Hops], bool] = {}  # most changes at a switch drop the same hop
+    # most changes at a switch drop the same hop: known by the two lists' identities (shared
+    # tuples, alive in `fib` and `delta` while this runs), not by hashing them
+    within: dict[tuple[int, int], bool] = {}
     for node, changes in delta.items():
         if node not in switches:
             continue
@@ -217,9 +219,10 @@ def _suspects(
             if not hops or before is None:
                 found.append((node, prefix))
                 continue
-            kept = within.get((hops, before))
+            pair = (id(hops), id(before))
+            kept = within.get(pair)
             if kept is None:
-                kept = within[(hops, before)] = set(hops) <= set(before)
+                kept = within[pair] = set(hops) <= set(before)
             if not kept:
                 found.append((node, prefix))
     return found
