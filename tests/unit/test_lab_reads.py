@@ -93,3 +93,42 @@ def test_the_configs_stamp_lists_files_as_os_walk_does(tmp_path: Path) -> None:
     ]
     (tmp_path / "configs" / "leaf1" / "x" / "y").write_text("now")
     assert Lab(tmp_path).configs_stamp() is None
+
+
+def test_a_folder_kept_listed_is_listed_again_when_an_entry_comes_or_goes(
+    tmp_path: Path,
+) -> None:
+    """Folders listed more than a tick ago are read from the last listing while their own
+    version (mtime, size, inode) holds; a file or folder added, removed or renamed there
+    changes it (its mtime moved back to another old time too: listed again)."""
+    old = time.time_ns() - 10 * RACY_NS
+
+    def aged(*paths: Path, at: int = old) -> None:
+        for path in paths:
+            os.utime(path, ns=(at, at))
+
+    configs = tmp_path / "configs"
+    config(tmp_path, "9100", old)
+    aged(configs / "leaf1", configs)
+    lab = Lab(tmp_path)
+
+    def names() -> list[str]:
+        return [p.removeprefix(str(configs)) for p, _ in lab.configs_stamp() or []]
+
+    assert names() == ["/leaf1/config_db.json"] and names() == ["/leaf1/config_db.json"]
+    (configs / "leaf1" / "frr.conf").write_text("hostname leaf1\n")
+    aged(configs / "leaf1" / "frr.conf")
+    assert names() == ["/leaf1/config_db.json", "/leaf1/frr.conf"]  # the folder's mtime is now
+    aged(configs / "leaf1", at=old + 5)
+    assert names() == ["/leaf1/config_db.json", "/leaf1/frr.conf"]  # kept again, then:
+    (configs / "leaf1" / "frr.conf").rename(configs / "leaf1" / "bgpd.conf")
+    aged(configs / "leaf1", at=old + 7)
+    assert names() == ["/leaf1/bgpd.conf", "/leaf1/config_db.json"]
+    (configs / "leaf2").mkdir()
+    (configs / "leaf2" / "config_db.json").write_text("{}")
+    aged(configs / "leaf2" / "config_db.json", configs / "leaf2")
+    aged(configs, at=old + 11)
+    assert names() == ["/leaf1/bgpd.conf", "/leaf1/config_db.json", "/leaf2/config_db.json"]
+    (configs / "leaf1" / "bgpd.conf").unlink()
+    aged(configs / "leaf1", at=old + 9)
+    assert names() == ["/leaf1/config_db.json", "/leaf2/config_db.json"]

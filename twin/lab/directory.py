@@ -278,31 +278,62 @@ def version(path: str | Path, since: int) -> Stat | None:
     return _version(os.stat(path), path, since)
 
 
-def _versions(top: str, since: int, out: list[tuple[str, Stat]]) -> bool:
+Listing = list[tuple[str, bool]]
+"""A folder's entries but links to folders, in name order: (path, whether a folder)."""
+
+
+def _versions(
+    top: str, since: int, out: list[tuple[str, Stat]], kept: dict[str, tuple[Stat, Listing]]
+) -> bool:
     """The `version` of every file under `top` added to `out` as `os.walk` lists them (top
     down, names sorted, a directory it cannot list skipped, links to directories not
-    followed), with one `scandir` a directory and one `stat` a file (a 1,024-server lab's
-    configs are stamped a dozen times a run); False, stopping, at one just written."""
-    try:
-        with os.scandir(top) as listing:
-            entries = sorted(listing, key=lambda e: e.name)
-    except OSError:
+    followed), with one `stat` a file (a run stamps the configs 16 times or more); False,
+    stopping, at one just written. A folder is listed again only when its own version
+    changed (an entry added, removed or renamed there), else read from `kept`: a `stat` a
+    folder, not a `scandir`."""
+    listing = _listing(top, since, kept)
+    if listing is None:
         return True
     below = []
-    for entry in entries:
+    for path, is_dir in listing:
+        if is_dir:
+            below.append(path)
+            continue
+        found = _version(os.stat(path), path, since)
+        if found is None:
+            return False
+        out.append((path, found))
+    return all(_versions(folder, since, out, kept) for folder in below)
+
+
+def _listing(top: str, since: int, kept: dict[str, tuple[Stat, Listing]]) -> Listing | None:
+    """A folder's `Listing` (None when it cannot be listed), from `kept` while the folder's
+    (mtime, size, inode) are those it was listed at, more than `RACY_NS` before; one holding
+    a link is not kept (the kind of what it points to may change without the folder)."""
+    try:
+        st = os.stat(top)
+    except OSError:
+        return None
+    now: Stat = (st.st_mtime_ns, st.st_size, st.st_ino)
+    hit = kept.get(top)
+    if hit is not None and hit[0] == now:
+        return hit[1]
+    try:
+        with os.scandir(top) as entries:
+            found = sorted(entries, key=lambda e: e.name)
+    except OSError:
+        return None
+    listing = []
+    for entry in found:
         try:
             is_dir = entry.is_dir()
         except OSError:
             is_dir = False
-        if is_dir:
-            if not entry.is_symlink():
-                below.append(entry.path)
-            continue
-        kept = _version(entry.stat(), entry.path, since)
-        if kept is None:
-            return False
-        out.append((entry.path, kept))
-    return all(_versions(folder, since, out) for folder in below)
+        if not (is_dir and entry.is_symlink()):
+            listing.append((entry.path, is_dir))
+    if st.st_mtime_ns < since - RACY_NS and not any(e.is_symlink() for e in found):
+        kept[top] = (now, listing)
+    return listing
 
 
 def _version(st: os.stat_result, path: str | Path, since: int) -> Stat | None:
@@ -330,6 +361,10 @@ class Lab:
     _ports: dict[str, tuple[Port, ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _listings: dict[str, tuple[Stat, Listing]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """`configs_stamp`'s folders as last listed (`_listing`)."""
 
     @classmethod
     def open(cls, path: Path) -> Lab:
@@ -423,7 +458,8 @@ class Lab:
         """The `version` of every file under configs/, so that what is computed from them can
         be kept while it is unchanged; None when one was just written."""
         out: list[tuple[str, Stat]] = []
-        return tuple(out) if _versions(str(self.path / "configs"), time.time_ns(), out) else None
+        top, now = str(self.path / "configs"), time.time_ns()
+        return tuple(out) if _versions(top, now, out, self._listings) else None
 
     def _file(self, node: str, name: str) -> Path:
         path = self.path / "configs" / node / name
