@@ -313,11 +313,12 @@ def network(lab: Lab) -> Network:
     dbs = {s: lab.config_db(s) for s in lab.switches()}
     hosts = {h: lab.host(h) for h in lab.nodes("server")}
     switches = [_switch(s, db) for s, db in dbs.items()]
-    # NICs marked alike share one profile: the core's build works out its tables once
-    alike: dict[tuple[tuple[int, int], ...], QosProfile] = {}
+    # NICs with equal profiles share one (its repr holds every field): the core's build works
+    # out its tables once, not once a server
+    alike: dict[str, QosProfile] = {}
     profiles = {h: host_profile(data) for h, data in hosts.items()}
     for h, q in profiles.items():
-        profiles[h] = alike.setdefault(tuple(sorted(q.dscp_to_tc.items())), q)
+        profiles[h] = alike.setdefault(repr(q), q)
     nics = [
         Host(
             name=h,

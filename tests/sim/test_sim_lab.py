@@ -408,3 +408,17 @@ def test_each_switch_routes_each_server_by_its_longest_prefix_after_faults(
                 for host, a in addresses.items()
             }
         assert any(table[s] != first[s] for s in table), fault
+
+
+def test_nics_marked_alike_share_one_profile_and_others_keep_theirs(
+    base: Path, tmp_path: Path
+) -> None:
+    """Equal NIC profiles are one object (the core's build works out a profile's tables once
+    per object); a server marking RoCE with another DSCP keeps a profile of its own."""
+    lab = copy(base, tmp_path / "edited")
+    first = sorted(Lab.open(lab).nodes("server"))[0]
+    edit_hosts(lab, lambda name, h: h["rdma"].update(dscp=10) if name == first else None)
+    nics = {h.name: h.qos for h in simlab.network(Lab.open(lab)).hosts}
+    others = {id(q) for name, q in nics.items() if name != first}
+    assert len(nics) == 4 and len(others) == 1
+    assert id(nics[first]) not in others and nics[first].dscp_to_tc[10] == 3

@@ -323,14 +323,8 @@ def _listing(top: str, since: int, kept: dict[str, tuple[Stat, Listing]]) -> Lis
             found = sorted(entries, key=lambda e: e.name)
     except OSError:
         return None
-    listing = []
-    for entry in found:
-        try:
-            is_dir = entry.is_dir()
-        except OSError:
-            is_dir = False
-        if not (is_dir and entry.is_symlink()):
-            listing.append((entry.path, is_dir))
+    kinds = [(entry, _is_dir(entry)) for entry in found]
+    listing = [(e.path, is_dir) for e, is_dir in kinds if not (is_dir and e.is_symlink())]
     if st.st_mtime_ns < since - RACY_NS and not any(e.is_symlink() for e in found):
         kept[top] = (now, listing)
     return listing
